@@ -1,0 +1,72 @@
+"""Many sessions, one trace: the analyzer the shells and ``check`` share.
+
+An HTTP relay sees one session per ``Mcp-Session-Id``; a stdio relay sees
+one. Sequence numbers are trace-wide, so every session draws them from one
+counter. ``replay`` runs the recorded inputs of a trace through fresh
+sessions: this is how ``mcpsniff check`` re-analyzes raw frames with today's
+rules, through exactly the code the live relays run (DESIGN.md invariant 4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from mcpsniff.core.model import EventRecord, FrameRecord, Record
+from mcpsniff.core.session import END_EVENTS, SeqCounter, Session
+
+
+class Analyzer:
+    """Holds the sessions of one capture, keyed by session key."""
+
+    def __init__(self, counter: SeqCounter | None = None) -> None:
+        self.counter = counter or SeqCounter()
+        self.sessions: dict[str, Session] = {}
+
+    def session(self, key: str, transport: str = "stdio") -> Session:
+        """The session for ``key``, created on first use."""
+        session = self.sessions.get(key)
+        if session is None:
+            session = self.sessions[key] = Session(key, transport, self.counter)
+        return session
+
+    def close(self, t: float) -> list[Record]:
+        """End every session that has not ended yet."""
+        out: list[Record] = []
+        for session in self.sessions.values():
+            out.extend(session.close(t))
+        return out
+
+
+def replay(inputs: Iterable[FrameRecord | EventRecord]) -> Iterator[Record]:
+    """Re-analyze recorded frames and events; yield every record they produce.
+
+    Sessions the trace never ended (a torn or interrupted trace) are ended
+    after the last input, at the time of the last record seen.
+    """
+    analyzer = Analyzer()
+    last_t = 0.0
+    last_seq = 0
+    for record in inputs:
+        session = analyzer.session(
+            record.session, record.transport if isinstance(record, FrameRecord) else "stdio"
+        )
+        last_t = max(last_t, record.t)
+        last_seq = max(last_seq, record.seq)
+        if isinstance(record, FrameRecord):
+            yield from session.analyze_frame(record)
+        else:
+            yield from session.apply_event(record)
+    analyzer.counter.value = last_seq
+    for session in analyzer.sessions.values():
+        if not session.state.ended:
+            end = EventRecord(
+                analyzer.counter.next(),
+                last_t,
+                session.key,
+                "session-end",
+                {"synthetic": True, "reason": "trace ended without session-end"},
+            )
+            yield from session.apply_event(end)
+
+
+__all__ = ["END_EVENTS", "Analyzer", "replay"]

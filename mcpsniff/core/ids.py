@@ -1,0 +1,149 @@
+"""Request-id identity and bounded memory of ids already used.
+
+JSON-RPC ids are compared by JSON type *and* value: a response to ``1`` must
+carry ``1``, not ``"1"`` (JSON-RPC §5: "It MUST be the same as the value of
+the id member in the Request Object"; catalogue trap 8). Python would treat
+``True == 1`` and hash them alike, so ids are keyed by a tagged tuple.
+
+MSG-ID-REUSE needs every id a requestor ever used in the session (V1–V4: an
+id "MUST NOT have been previously used by the requestor within the same
+session"). Keeping them all in a set would make memory grow with the length
+of the trace, so integer ids, which real clients hand out in increasing
+order, are kept as merged intervals, and other ids in a bounded window.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import OrderedDict
+from typing import Any
+
+IdKey = tuple[str, Any]
+
+#: How many non-integer ids (strings, fractions) each direction remembers for
+#: reuse detection. Beyond this, reuse of a very old string id goes unnoticed.
+STRING_ID_WINDOW = 65536
+
+
+def id_key(value: Any) -> IdKey:
+    """The identity of a JSON-RPC id: its JSON type and its value."""
+    if isinstance(value, str):
+        return ("s", value)
+    if isinstance(value, bool):
+        return ("b", value)
+    if isinstance(value, int):
+        return ("n", value)
+    if isinstance(value, float):
+        # 1.0 and 1 are the same JSON number.
+        return ("n", int(value)) if value.is_integer() else ("n", value)
+    if value is None:
+        return ("z", None)
+    # Objects and arrays are invalid ids (JR-ID-TYPE) but still need a key.
+    return ("o", repr(value))
+
+
+def coerced_keys(value: Any) -> list[IdKey]:
+    """Keys an id would have after the type confusions real peers commit.
+
+    ``"1"`` for ``1`` and ``1`` for ``"1"``: the classic id-echo bug.
+    """
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return [("n", int(text))]
+        except ValueError:
+            try:
+                number = float(text)
+            except ValueError:
+                return []
+            return [id_key(number)]
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int | float):
+        if isinstance(value, float) and value.is_integer():
+            return [("s", str(int(value))), ("s", str(value))]
+        return [("s", str(value))]
+    return []
+
+
+def show_id(value: Any) -> str:
+    """An id as JSON would spell it, for messages ("1" vs 1 matters)."""
+    if isinstance(value, str):
+        return f'"{value}"'
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+class IdHistory:
+    """The ids one requestor has used: exact for integers, windowed otherwise."""
+
+    __slots__ = ("_ends", "_others", "_starts")
+
+    def __init__(self) -> None:
+        # Disjoint, sorted, non-adjacent closed intervals [start, end].
+        self._starts: list[int] = []
+        self._ends: list[int] = []
+        self._others: OrderedDict[IdKey, None] = OrderedDict()
+
+    def __contains__(self, key: IdKey) -> bool:
+        tag, value = key
+        if tag == "n" and isinstance(value, int):
+            i = bisect.bisect_right(self._starts, value) - 1
+            return i >= 0 and value <= self._ends[i]
+        return key in self._others
+
+    def add(self, key: IdKey) -> None:
+        """Remember ``key`` as used."""
+        tag, value = key
+        if tag == "n" and isinstance(value, int):
+            self._add_int(value)
+            return
+        others = self._others
+        others[key] = None
+        if len(others) > STRING_ID_WINDOW:
+            others.popitem(last=False)
+
+    def _add_int(self, value: int) -> None:
+        starts, ends = self._starts, self._ends
+        # Fast path: the next id in sequence extends the last interval.
+        if ends and ends[-1] + 1 == value:
+            ends[-1] = value
+            return
+        i = bisect.bisect_right(starts, value) - 1
+        if i >= 0 and value <= ends[i]:
+            return
+        joins_left = i >= 0 and ends[i] + 1 == value
+        joins_right = i + 1 < len(starts) and starts[i + 1] - 1 == value
+        if joins_left and joins_right:
+            ends[i] = ends[i + 1]
+            del starts[i + 1], ends[i + 1]
+        elif joins_left:
+            ends[i] = value
+        elif joins_right:
+            starts[i + 1] = value
+        else:
+            starts.insert(i + 1, value)
+            ends.insert(i + 1, value)
+
+    @property
+    def interval_count(self) -> int:
+        """How many integer intervals are stored (memory grows with this)."""
+        return len(self._starts)
+
+
+class BoundedMap(OrderedDict[Any, Any]):
+    """An insertion-ordered map that forgets its oldest entries past ``limit``."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def put(self, key: Any, value: Any) -> None:
+        """Insert or refresh ``key``, evicting the oldest entry when full."""
+        self[key] = value
+        self.move_to_end(key)
+        if len(self) > self.limit:
+            self.popitem(last=False)

@@ -1,0 +1,116 @@
+"""The records the analyzer produces and the trace stores.
+
+Everything the core emits is one of four record types. They are plain
+dataclasses so that the trace module can serialize them and the shells can
+print them without knowing anything about JSON-RPC.
+
+* ``FrameRecord``: one wire frame (a stdio line, an HTTP body, an SSE event's
+  data), with its raw bytes. Frames are the *input* of the analyzer: replaying
+  the frame and event records of a trace through a fresh analyzer reproduces
+  every other record (DESIGN.md invariant 4, "one source of truth").
+* ``EventRecord``: a transport event (session start and end, stdio stderr
+  line, child exit, HTTP exchange metadata). Also analyzer input.
+* ``MessageRecord``: one JSON-RPC message parsed from a frame (a batch yields
+  one record for the array and one per element), with its correlation.
+* ``FindingRecord``: a rule violation, pointing at the catalogue id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Direction = Literal["c2s", "s2c"]
+C2S: Direction = "c2s"
+S2C: Direction = "s2c"
+
+#: The other side of a direction: responses travel opposite to their request.
+OPPOSITE: dict[str, Direction] = {C2S: S2C, S2C: C2S}
+
+#: Who sent a frame in each direction, for messages a human reads.
+SENDER: dict[str, str] = {C2S: "client", S2C: "server"}
+
+# Message kinds. A JSON-RPC 2.0 message is exactly one of these (JSON-RPC §4-§6).
+REQUEST = "request"
+NOTIFICATION = "notification"
+RESPONSE = "response"
+ERROR = "error"
+BATCH = "batch"
+INVALID = "invalid"
+UNPARSEABLE = "unparseable"
+
+KINDS = (REQUEST, NOTIFICATION, RESPONSE, ERROR, BATCH, INVALID, UNPARSEABLE)
+
+SEVERITIES = ("error", "warning", "info")
+#: Rank for ``--fail-on``: a finding counts when its rank >= the threshold's.
+SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
+
+
+@dataclass(slots=True)
+class FrameRecord:
+    """One frame exactly as it crossed the wire.
+
+    ``raw`` includes the line terminator for stdio frames, so the frames of one
+    direction concatenate back to the byte stream.
+    """
+
+    seq: int
+    t: float
+    session: str
+    direction: str
+    transport: str
+    raw: bytes
+    meta: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class EventRecord:
+    """A transport event: session start/end, stderr line, exit, HTTP metadata."""
+
+    seq: int
+    t: float
+    session: str
+    event: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class MessageRecord:
+    """A JSON-RPC message parsed from frame ``frame``.
+
+    ``index`` is the position inside a batch, ``None`` for a single message.
+    ``has_id`` separates an absent id (a notification) from ``"id": null``
+    (a request with a null id, JSON-RPC §4). For responses, ``answers`` is
+    the frame seq of the request it answers and ``request_index`` that
+    request's batch index; ``latency_ms`` is the time between the two.
+    """
+
+    frame: int
+    session: str
+    direction: str
+    kind: str
+    index: int | None = None
+    id: Any = None
+    has_id: bool = False
+    method: str | None = None
+    answers: int | None = None
+    request_index: int | None = None
+    latency_ms: float | None = None
+    note: str | None = None
+    size: int | None = None
+    error_code: Any = None
+
+
+@dataclass(slots=True)
+class FindingRecord:
+    """A violation of catalogue rule ``rule`` concerning the frames in ``seq``."""
+
+    rule: str
+    severity: str
+    message: str
+    session: str
+    seq: list[int]
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+Record = FrameRecord | EventRecord | MessageRecord | FindingRecord

@@ -1,0 +1,16 @@
+"""The conformance rules, one module per concern.
+
+* ``jsonrpc``: JSON-RPC 2.0 structure and MCP base messages (JR-*, MSG-*, STDIO-*)
+* ``lifecycle``: eras, handshake, capabilities, stateless era (LC-*, CAP-*, MOD-*)
+* ``flow``: cancellation, progress, unanswered requests (CANCEL-*, PROG-*)
+* ``methods``: per-method parameters and results (TOOL-*, RES-*, PROMPT-*, ...)
+"""
+
+from __future__ import annotations
+
+from mcpsniff.core.rules import flow, jsonrpc, lifecycle, methods
+
+#: Every catalogue id the analyzer can report, in catalogue family order.
+IMPLEMENTED: tuple[str, ...] = tuple(
+    dict.fromkeys(jsonrpc.RULES + lifecycle.RULES + flow.RULES + methods.RULES)
+)

@@ -1,0 +1,284 @@
+"""Request flow across messages: cancellation (CANCEL-*), progress (PROG-*) and
+requests never answered (JR-RESP-REQUIRED).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from mcpsniff.core.ids import id_key, show_id
+from mcpsniff.core.model import C2S, OPPOSITE, S2C, SENDER
+from mcpsniff.core.protocol import STATELESS, V4
+from mcpsniff.core.state import Answered, ProgressState
+
+if TYPE_CHECKING:
+    from mcpsniff.core.model import EventRecord
+    from mcpsniff.core.session import Session
+    from mcpsniff.core.state import Msg
+
+RULES = (
+    "JR-RESP-REQUIRED",
+    "CANCEL-SHAPE",
+    "CANCEL-SAME-DIRECTION",
+    "CANCEL-IN-PROGRESS",
+    "CANCEL-INITIALIZE",
+    "PROG-TOKEN-TYPE",
+    "PROG-TOKEN-UNIQUE",
+    "PROG-ACTIVE-TOKEN",
+    "PROG-MONOTONIC",
+    "PROG-STOP",
+    "PROG-PARAMS",
+    "PROG-TOTAL",
+    "PROG-DIRECTION-V5",
+)
+
+#: At most this many unanswered requests are reported one by one at session end.
+MAX_UNANSWERED_REPORTS = 200
+
+
+def on_request(session: Session, msg: Msg) -> None:
+    """Register the request's progress token, if it has one."""
+    params = msg.params
+    if params is None:
+        return
+    meta = params.get("_meta")
+    if not isinstance(meta, dict) or "progressToken" not in meta:
+        return
+    token = meta["progressToken"]
+    if isinstance(token, float) and not token.is_integer():
+        session.report(
+            "PROG-TOKEN-TYPE",
+            f"{SENDER[msg.direction]} used progress token {token}; tokens are strings or integers",
+            [msg.seq],
+        )
+    if isinstance(token, bool) or not isinstance(token, str | int | float):
+        return
+    key = id_key(token)
+    active = session.state.progress[msg.direction]
+    if key in active:
+        session.report(
+            "PROG-TOKEN-UNIQUE",
+            f"{SENDER[msg.direction]} reused progress token {show_id(token)} while the request "
+            f"at seq {active[key].request_seq} that owns it is still active",
+            [active[key].request_seq, msg.seq],
+            token=token,
+        )
+    active[key] = ProgressState(id_key(msg.id), msg.seq)
+    pending = session.state.pending[msg.direction].get(id_key(msg.id))
+    if pending is not None:
+        pending.progress_token = key
+
+
+def on_notification(session: Session, msg: Msg) -> None:
+    """Cancellation and progress notifications."""
+    if msg.method == "notifications/cancelled":
+        _cancelled(session, msg)
+    elif msg.method == "notifications/progress":
+        _progress(session, msg)
+
+
+def on_response(session: Session, msg: Msg) -> None:
+    """A response ends its request's progress token."""
+    request = msg.request
+    if request is None or request.progress_token is None:
+        return
+    request_direction = OPPOSITE[msg.direction]
+    active = session.state.progress[request_direction]
+    state = active.get(request.progress_token)
+    if state is not None and state.request_key == request.key:
+        del active[request.progress_token]
+        session.state.finished_tokens[request_direction].put(request.progress_token, msg.seq)
+
+
+def _cancelled(session: Session, msg: Msg) -> None:
+    state = session.state
+    params = msg.params or {}
+    sender = SENDER[msg.direction]
+    if "requestId" not in params:
+        # Optional only in 2025-11-25, where it "MUST be provided for cancelling
+        # non-task requests"; tasks use tasks/cancel instead.
+        if state.version != V4:
+            session.report(
+                "CANCEL-SHAPE",
+                f"{sender} sent notifications/cancelled without params.requestId",
+                [msg.seq],
+            )
+        return
+    request_id = params["requestId"]
+    if isinstance(request_id, bool) or not isinstance(request_id, str | int | float):
+        session.report(
+            "CANCEL-SHAPE",
+            f"{sender} sent notifications/cancelled whose requestId is not a string or number",
+            [msg.seq],
+        )
+        return
+    if "reason" in params and not isinstance(params["reason"], str):
+        session.report(
+            "CANCEL-SHAPE", f"{sender} sent a cancellation reason that is not a string", [msg.seq]
+        )
+    key = id_key(request_id)
+    lc = state.lifecycle
+    if msg.direction == C2S and lc.init_key == key and lc.init_seq is not None:
+        session.report(
+            "CANCEL-INITIALIZE",
+            "the client tried to cancel its initialize request, which it must never do",
+            [lc.init_seq, msg.seq],
+        )
+    pending = state.pending[msg.direction].get(key)
+    if pending is not None:
+        pending.cancelled = True
+        # A cancelled request is never "unanswered" (cancellation.mdx), and its
+        # late result is an expected race (catalogue trap 6).
+        del state.pending[msg.direction][key]
+        state.answered[msg.direction].put(
+            key, Answered(pending.seq, pending.index, pending.method, None, cancelled=True)
+        )
+        _forget_token(session, msg.direction, pending.progress_token, key, msg.seq)
+        return
+    answered = state.answered[msg.direction].get(key)
+    if answered is not None or key in state.used[msg.direction]:
+        # Already answered: a normal race unless the canceller had long seen the answer.
+        session.report(
+            "CANCEL-IN-PROGRESS",
+            f"{sender} cancelled request {show_id(request_id)}, which had already been "
+            "answered (usually a harmless race)",
+            [msg.seq] if answered is None else [answered.seq, msg.seq],
+            request_id=request_id,
+            severity="info",
+        )
+        return
+    if state.era == STATELESS and msg.direction == S2C:
+        return  # servers cancel subscriptions/listen streams (MOD-SUBS-CLOSE)
+    other = key in state.used[OPPOSITE[msg.direction]]
+    session.report(
+        "CANCEL-SAME-DIRECTION",
+        f"{sender} cancelled request {show_id(request_id)}, but "
+        + (
+            f"that id belongs to a request the {SENDER[OPPOSITE[msg.direction]]} sent; only "
+            "the requestor can cancel"
+            if other
+            else f"the {sender} never sent a request with that id"
+        ),
+        [msg.seq],
+        request_id=request_id,
+    )
+
+
+def _forget_token(session: Session, direction: str, token: Any, request_key: Any, seq: int) -> None:
+    if token is None:
+        return
+    active = session.state.progress[direction]
+    state = active.get(token)
+    if state is not None and state.request_key == request_key:
+        del active[token]
+        # Progress after a cancel is a race too: remember the token as cancelled.
+        session.state.finished_tokens[direction].put(token, -seq)
+
+
+def _progress(session: Session, msg: Msg) -> None:
+    state = session.state
+    params = msg.params or {}
+    sender = SENDER[msg.direction]
+    if state.era == STATELESS and msg.direction == C2S:
+        session.report(
+            "PROG-DIRECTION-V5",
+            "the client sent a progress notification; in 2026-07-28 only servers send progress",
+            [msg.seq],
+        )
+    progress = params.get("progress")
+    total = params.get("total")
+    problems = []
+    if isinstance(progress, bool) or not isinstance(progress, int | float):
+        problems.append("progress (number, required)")
+    if "total" in params and (isinstance(total, bool) or not isinstance(total, int | float)):
+        problems.append("total (number)")
+    if "message" in params and not isinstance(params["message"], str):
+        problems.append("message (string)")
+    if problems:
+        session.report(
+            "PROG-PARAMS",
+            f"{sender} sent a progress notification with a bad " + ", ".join(problems),
+            [msg.seq],
+        )
+    token = params.get("progressToken")
+    if isinstance(token, bool) or not isinstance(token, str | int | float):
+        session.report(
+            "PROG-PARAMS", f"{sender} sent a progress notification without a token", [msg.seq]
+        )
+        return
+    key = id_key(token)
+    request_direction = OPPOSITE[msg.direction]
+    active = state.progress[request_direction].get(key)
+    if active is None:
+        finished = state.finished_tokens[request_direction].get(key)
+        if finished is not None and finished < 0:
+            return  # progress racing a cancellation: expected (trap 6)
+        if finished is not None:
+            session.report(
+                "PROG-STOP",
+                f"{sender} sent progress for token {show_id(token)} after the request was "
+                f"answered (seq {finished})",
+                [finished, msg.seq],
+                token=token,
+            )
+        else:
+            session.report(
+                "PROG-ACTIVE-TOKEN",
+                f"{sender} sent progress for token {show_id(token)}, which no active request "
+                f"of the {SENDER[request_direction]} carries",
+                [msg.seq],
+                token=token,
+            )
+        return
+    if isinstance(progress, int | float) and not isinstance(progress, bool):
+        if active.last is not None and progress <= active.last:
+            session.report(
+                "PROG-MONOTONIC",
+                f"{sender} sent progress {progress} for token {show_id(token)} after "
+                f"{active.last}; progress must increase with each notification",
+                [active.request_seq, msg.seq],
+                token=token,
+                previous=active.last,
+                progress=progress,
+            )
+        active.last = progress
+        if isinstance(total, int | float) and not isinstance(total, bool) and progress > total:
+            session.report(
+                "PROG-TOTAL",
+                f"{sender} reported progress {progress} beyond its total {total}",
+                [msg.seq],
+                token=token,
+            )
+
+
+def end_of_session(session: Session, event: EventRecord) -> None:
+    """Requests still pending when the session ends were never answered."""
+    state = session.state
+    reported = 0
+    overflow = 0
+    for direction in (C2S, S2C):
+        pending = state.pending[direction]
+        for request in pending.values():
+            if request.missing_reported:
+                continue
+            if reported >= MAX_UNANSWERED_REPORTS:
+                overflow += 1
+                continue
+            reported += 1
+            session.report(
+                "JR-RESP-REQUIRED",
+                f"{SENDER[direction]} request {show_id(request.id)} ({request.method}, seq "
+                f"{request.seq}) was never answered before the session ended",
+                [request.seq],
+                id=request.id,
+                method=request.method,
+                waited_ms=round((event.t - request.t) * 1000.0, 3),
+            )
+        pending.clear()
+    if overflow:
+        session.report(
+            "JR-RESP-REQUIRED",
+            f"{overflow} more requests were never answered (not listed one by one)",
+            [event.seq],
+            count=overflow,
+        )

@@ -1,0 +1,407 @@
+"""JSON-RPC 2.0 structure (JR-*) and MCP base-message rules (MSG-*).
+
+These run on every message, before correlation, so they must stay cheap: a
+handful of dict lookups on the common path.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+
+from mcpsniff.core.ids import show_id
+from mcpsniff.core.model import ERROR, NOTIFICATION, OPPOSITE, REQUEST, RESPONSE, SENDER
+from mcpsniff.core.protocol import V1, V3, version_at_least
+
+if TYPE_CHECKING:
+    from mcpsniff.core.model import FrameRecord
+    from mcpsniff.core.session import Session
+    from mcpsniff.core.state import Msg
+
+RULES = (
+    "JR-TOPLEVEL",
+    "JR-VERSION",
+    "JR-METHOD-TYPE",
+    "JR-METHOD-RPC-RESERVED",
+    "JR-PARAMS-STRUCTURED",
+    "JR-ID-TYPE",
+    "JR-RESULT-XOR-ERROR",
+    "JR-ERROR-OBJECT",
+    "JR-ERROR-CODE-INT",
+    "JR-ERROR-MSG-SHORT",
+    "JR-ERROR-RESERVED",
+    "JR-ERROR-SEMANTICS",
+    "JR-MEMBER-CASE",
+    "JR-NOTIF-NO-REPLY",
+    "JR-RESP-ID",
+    "JR-BATCH-EMPTY",
+    "JR-BATCH-RESP-COUNT",
+    "JR-BATCH-ALL-NOTIF",
+    "JR-PARSE",
+    "MSG-ID-TYPE",
+    "MSG-ID-NOT-NULL",
+    "MSG-ID-REUSE",
+    "MSG-ID-INFLIGHT",
+    "MSG-NOTIF-NO-ID",
+    "MSG-PARAMS-OBJECT",
+    "MSG-RESULT-OBJECT",
+    "MSG-RESP-XOR",
+    "MSG-ERR-FIELDS",
+    "MSG-ERR-ID",
+    "MSG-BATCH-V1",
+    "MSG-BATCH-V2-SHAPE",
+    "MSG-BATCH-V2-INIT",
+    "MSG-BATCH-REMOVED",
+    "MSG-META-KEYS",
+    "MSG-META-PROGRESS",
+    "STDIO-STDOUT-CLEAN",
+    "STDIO-STDIN-CLEAN",
+    "STDIO-FRAMING",
+    "STDIO-UTF8",
+)
+
+_MEMBERS = {"jsonrpc", "id", "method", "params", "result", "error"}
+_PREDEFINED = {-32700, -32600, -32601, -32602, -32603}
+_NULL_ID_CODES = {-32700, -32600}
+
+# MSG-META-KEYS grammar (S/2025-06-18/basic/index.mdx § General fields > _meta):
+# an optional prefix of dot-separated labels ending in "/", each label starting
+# with a letter and ending with a letter or digit; then a name that is empty or
+# starts and ends alphanumeric with [A-Za-z0-9._-] inside.
+_LABEL = r"[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
+_META_KEY = re.compile(
+    rf"^(?:{_LABEL}(?:\.{_LABEL})*/)?(?:[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)?$"
+)
+#: OpenTelemetry keys allowed in 2026-07-28 (S/2026-07-28/basic/index.mdx § _meta).
+_OTEL_KEYS = {"traceparent", "tracestate", "baggage"}
+
+
+def check_message(session: Session, msg: Msg) -> None:
+    """Structural checks every JSON-RPC object gets (JSON-RPC §4, §5, §5.1)."""
+    obj = msg.obj
+    seqs = [msg.seq]
+    sender = SENDER[msg.direction]
+    if obj.get("jsonrpc") != "2.0":
+        session.report(
+            "JR-VERSION",
+            f'{sender} sent a message whose "jsonrpc" member is '
+            f"{_shown(obj.get('jsonrpc')) if 'jsonrpc' in obj else 'missing'}; it must be "
+            'exactly "2.0"',
+            seqs,
+            value=obj.get("jsonrpc"),
+        )
+    if len(obj) > 3 or not obj.keys() <= _MEMBERS:
+        _member_case(session, msg)
+    kind = msg.kind
+    if "method" in obj:
+        method = obj["method"]
+        if not isinstance(method, str):
+            session.report(
+                "JR-METHOD-TYPE",
+                f'{sender} sent a "method" that is a {_type(method)}, not a string',
+                seqs,
+            )
+        elif method.startswith("rpc."):
+            session.report(
+                "JR-METHOD-RPC-RESERVED",
+                f'{sender} used method "{method}": names starting with "rpc." are reserved',
+                seqs,
+                method=method,
+            )
+        if "result" in obj or "error" in obj:
+            session.report(
+                "JR-RESULT-XOR-ERROR",
+                f"{sender} sent an object with both a method and a result/error; it is "
+                "neither a valid request nor a valid response",
+                seqs,
+            )
+        if "params" in obj:
+            params = obj["params"]
+            if isinstance(params, list):
+                session.report(
+                    "MSG-PARAMS-OBJECT",
+                    f"{sender} sent positional (array) params; MCP params are always an object",
+                    seqs,
+                    method=msg.method,
+                )
+            elif not isinstance(params, dict):
+                session.report(
+                    "JR-PARAMS-STRUCTURED",
+                    f'{sender} sent "params" as a {_type(params)}; it must be an object or '
+                    "array when present",
+                    seqs,
+                )
+            elif "_meta" in params:
+                _check_meta(session, msg, params["_meta"])
+        if kind == REQUEST:
+            _check_request_id(session, msg)
+        elif kind == NOTIFICATION and msg.method is None and "id" not in obj:
+            pass
+    elif kind in (RESPONSE, ERROR):
+        _check_response(session, msg)
+    else:
+        session.report(
+            "JR-TOPLEVEL",
+            f"{sender} sent an object with neither a method nor a result/error: it is not a "
+            "JSON-RPC request, notification or response",
+            seqs,
+            keys=sorted(obj)[:10],
+        )
+    if kind == REQUEST and msg.method is not None and msg.method.startswith("notifications/"):
+        session.report(
+            "MSG-NOTIF-NO-ID",
+            f'{sender} sent "{msg.method}" with an id; notifications carry no id, so this '
+            "is a request that expects a response",
+            seqs,
+            method=msg.method,
+        )
+
+
+def _check_request_id(session: Session, msg: Msg) -> None:
+    value = msg.id
+    seqs = [msg.seq]
+    sender = SENDER[msg.direction]
+    if value is None:
+        # JSON-RPC §4 only discourages null ids; MCP forbids them (basic/index.mdx
+        # § Requests: "Unlike base JSON-RPC, the ID MUST NOT be null").
+        session.report(
+            "MSG-ID-NOT-NULL",
+            f'{sender} sent request "{msg.method}" with "id": null; this is a request, not a '
+            "notification, and MCP forbids null ids",
+            seqs,
+            method=msg.method,
+        )
+    elif isinstance(value, bool) or not isinstance(value, str | int | float):
+        session.report(
+            "JR-ID-TYPE",
+            f"{sender} sent a request id that is a {_type(value)}; ids must be strings or numbers",
+            seqs,
+            id=value,
+        )
+    elif isinstance(value, float):
+        session.report(
+            "MSG-ID-TYPE",
+            f"{sender} sent request id {value}, a fractional number; MCP ids are strings or "
+            "integers",
+            seqs,
+            id=value,
+        )
+
+
+def _check_response(session: Session, msg: Msg) -> None:
+    obj = msg.obj
+    seqs = [msg.seq]
+    sender = SENDER[msg.direction]
+    if "result" in obj and "error" in obj:
+        session.report(
+            "MSG-RESP-XOR",
+            f"{sender} sent a response with both result and error; exactly one is allowed",
+            seqs,
+        )
+    if "id" not in obj:
+        if "error" not in obj:
+            session.report(
+                "JR-RESP-ID",
+                f"{sender} sent a response without an id; a response must carry the id of "
+                "the request it answers",
+                seqs,
+                cause="missing-id",
+            )
+    if "result" in obj and not isinstance(obj["result"], dict):
+        session.report(
+            "MSG-RESULT-OBJECT",
+            f"{sender} sent a result that is a {_type(obj['result'])}; MCP results are objects",
+            seqs,
+        )
+    if "error" in obj:
+        error = obj["error"]
+        if not isinstance(error, dict):
+            session.report(
+                "JR-ERROR-OBJECT",
+                f'{sender} sent an "error" that is a {_type(error)}, not an object with code '
+                "and message",
+                seqs,
+            )
+            return
+        code = error.get("code")
+        message = error.get("message")
+        if "code" not in error or "message" not in error:
+            session.report(
+                "MSG-ERR-FIELDS",
+                f"{sender} sent an error object without "
+                f"{'code' if 'code' not in error else 'message'}",
+                seqs,
+            )
+        if "code" in error and (isinstance(code, bool) or not isinstance(code, int)):
+            session.report(
+                "JR-ERROR-CODE-INT",
+                f"{sender} sent error code {code!r}; error codes must be integers",
+                seqs,
+                code=code,
+            )
+        if "message" in error and not isinstance(message, str):
+            session.report(
+                "JR-ERROR-OBJECT",
+                f'{sender} sent an error "message" that is a {_type(message)}, not a string',
+                seqs,
+            )
+        elif isinstance(message, str) and ("\n" in message or len(message) > 200):
+            session.report(
+                "JR-ERROR-MSG-SHORT",
+                f"{sender} sent an error message of {len(message)} characters"
+                f"{' with line breaks' if chr(10) in message else ''}; it should be one concise "
+                "sentence (put details in error.data)",
+                seqs,
+            )
+        if isinstance(code, int) and not isinstance(code, bool):
+            if -32768 <= code <= -32000 and code not in _PREDEFINED and not code >= -32099:
+                session.report(
+                    "JR-ERROR-RESERVED",
+                    f"{sender} used error code {code}, which JSON-RPC reserves for future use",
+                    seqs,
+                    code=code,
+                )
+            if code == -32700 and obj.get("id") is not None:
+                session.report(
+                    "JR-ERROR-SEMANTICS",
+                    f"{sender} sent a -32700 Parse error with id {show_id(obj.get('id'))}; a "
+                    "parse error cannot know the request id, so it should be null",
+                    seqs,
+                    code=code,
+                )
+
+
+def null_id_response(session: Session, msg: Msg) -> None:
+    """A response with a null or absent id: a -32700/-32600 reply, or a mistake.
+
+    JSON-RPC §5: "If there was an error in detecting the id in the Request object
+    (e.g. Parse error/Invalid Request), it MUST be Null." Such a reply is linked
+    to the oldest unanswered bad frame the other side sent.
+    """
+    obj = msg.obj
+    error = obj.get("error")
+    code = error.get("code") if isinstance(error, dict) else None
+    sender = SENDER[msg.direction]
+    if msg.kind == ERROR and code in _NULL_ID_CODES:
+        bad = session.state.bad_frames[OPPOSITE[msg.direction]]
+        if bad:
+            culprit = bad.popleft()
+            msg.record.answers = culprit
+            msg.record.note = "parse-error-reply" if code == -32700 else "invalid-request-reply"
+        return
+    if msg.kind == ERROR:
+        if msg.has_id or version_at_least(session.state.version, "2025-11-25"):
+            session.report(
+                "MSG-ERR-ID",
+                f"{sender} sent error {code} with a null id; only errors for requests whose id "
+                "could not be read (-32700, -32600) may omit it",
+                [msg.seq],
+                code=code,
+            )
+        return
+    if msg.has_id:
+        session.report(
+            "JR-NOTIF-NO-REPLY",
+            f"{sender} sent a result with a null id, which looks like a reply to a "
+            "notification; notifications must never be answered",
+            [msg.seq],
+        )
+
+
+def _member_case(session: Session, msg: Msg) -> None:
+    for key in msg.obj:
+        if key not in _MEMBERS and key.lower() in _MEMBERS:
+            session.report(
+                "JR-MEMBER-CASE",
+                f'{SENDER[msg.direction]} sent member "{key}"; member names are case-sensitive, '
+                f'so it is not "{key.lower()}"',
+                [msg.seq],
+                member=key,
+            )
+
+
+def _check_meta(session: Session, msg: Msg, meta: Any) -> None:
+    if not isinstance(meta, dict):
+        return
+    if "progressToken" in meta:
+        token = meta["progressToken"]
+        if isinstance(token, bool) or not isinstance(token, str | int | float):
+            session.report(
+                "MSG-META-PROGRESS",
+                f"{SENDER[msg.direction]} sent a progressToken that is a {_type(token)}; it "
+                "must be a string or an integer",
+                [msg.seq],
+            )
+    if not version_at_least(session.state.version, V3):
+        return
+    for key in meta:
+        if not isinstance(key, str) or _META_KEY.match(key) is None:
+            if key in _OTEL_KEYS:
+                continue
+            session.report(
+                "MSG-META-KEYS",
+                f'{SENDER[msg.direction]} used _meta key "{key}", which does not follow the '
+                "[prefix/]name grammar",
+                [msg.seq],
+                key=key,
+            )
+
+
+def check_batch_allowed(session: Session, frame: FrameRecord, items: list[Any]) -> None:
+    """Batches exist only in 2025-03-26 (catalogue §13, "JSON-RPC batching")."""
+    version = session.state.version
+    sender = SENDER[frame.direction]
+    if version == V1:
+        session.report(
+            "MSG-BATCH-V1",
+            f"{sender} sent a JSON-RPC batch; 2024-11-05 has no batch type",
+            [frame.seq],
+        )
+    elif version_at_least(version, V3):
+        session.report(
+            "MSG-BATCH-REMOVED",
+            f"{sender} sent a JSON-RPC batch, but batching was removed in 2025-06-18 "
+            f"(this session uses {version}); send each message on its own",
+            [frame.seq],
+            version=version,
+        )
+
+
+def check_batch_shape(session: Session, frame: FrameRecord, msgs: list[Msg]) -> None:
+    """A 2025-03-26 batch is all requests/notifications or all responses."""
+    kinds = {m.kind for m in msgs}
+    sender = SENDER[frame.direction]
+    if kinds & {REQUEST, NOTIFICATION} and kinds & {RESPONSE, ERROR}:
+        session.report(
+            "MSG-BATCH-V2-SHAPE",
+            f"{sender} mixed requests and responses in one batch",
+            [frame.seq],
+        )
+    if any(m.method == "initialize" for m in msgs):
+        session.report(
+            "MSG-BATCH-V2-INIT",
+            "the client put initialize inside a batch; it must be sent on its own",
+            [frame.seq],
+        )
+
+
+def _shown(value: Any) -> str:
+    return (
+        show_id(value)
+        if isinstance(value, str | int | float | bool) or value is None
+        else "an object"
+    )
+
+
+def _type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"

@@ -1,0 +1,684 @@
+"""Era detection, the handshake (LC-*), capability gating (CAP-*) and the
+stateless era's rules (MOD-*).
+
+Era detection follows catalogue §0.2: a client request carrying
+``_meta["io.modelcontextprotocol/protocolVersion"]`` is the stateless era
+(2026-07-28); ``initialize`` selects the handshake era, and the *server's*
+``protocolVersion`` answer is the session version. A first ``server/discover``
+is a dual-era probe, never an LC-INIT-FIRST violation (trap 17). A stateless
+session never raises handshake findings.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from mcpsniff.core.ids import id_key
+from mcpsniff.core.model import C2S, ERROR, SENDER
+from mcpsniff.core.protocol import (
+    BOTH,
+    HANDSHAKE,
+    KNOWN_METHODS,
+    META_CLIENT_CAPS,
+    META_CLIENT_INFO,
+    META_SERVER_INFO,
+    META_VERSION,
+    REMOVED_IN_V5,
+    STATELESS,
+    V5,
+    VERSION_PATTERN,
+    direction_for,
+    is_known_version,
+)
+
+if TYPE_CHECKING:
+    from mcpsniff.core.model import EventRecord
+    from mcpsniff.core.session import Session
+    from mcpsniff.core.state import Msg
+
+RULES = (
+    "LC-INIT-FIRST",
+    "LC-INIT-PARAMS",
+    "LC-INIT-RESULT",
+    "LC-INITIALIZED-MISSING",
+    "LC-INITIALIZED-EARLY",
+    "LC-INITIALIZED-ORDER",
+    "LC-CLIENT-PRE-RESPONSE",
+    "LC-SERVER-PRE-INITIALIZED",
+    "LC-VERSION-CLIENT",
+    "LC-VERSION-SERVER",
+    "LC-VERSION-CLIENT-DISCONNECT",
+    "LC-INIT-REPEAT",
+    "CAP-TOOLS",
+    "CAP-PROMPTS",
+    "CAP-RESOURCES",
+    "CAP-RES-SUBSCRIBE",
+    "CAP-LOGGING-SETLEVEL",
+    "CAP-LOGGING-NOTIFY",
+    "CAP-COMPLETIONS",
+    "CAP-LISTCHANGED-SERVER",
+    "CAP-RES-UPDATED",
+    "CAP-SAMPLING",
+    "CAP-ROOTS",
+    "CAP-ROOTS-LISTCHANGED",
+    "CAP-ELICITATION",
+    "CAP-SHAPE",
+    "MSG-METHOD-DIRECTION",
+    "MSG-METHOD-UNKNOWN",
+    "MOD-META-REQUIRED",
+    "MOD-CLIENTINFO",
+    "MOD-SERVERINFO",
+    "MOD-RESULTTYPE",
+    "MOD-NO-SERVER-REQUESTS",
+    "MOD-MRTR-METHODS",
+    "MOD-MRTR-CONTENT",
+    "MOD-DISCOVER",
+    "MOD-UNSUPPORTED-VERSION",
+    "MOD-ERRCODES",
+    "MOD-CACHE",
+    "MOD-REMOVED",
+    "MOD-RES-NOT-FOUND",
+)
+
+# Client requests gated by a server capability: method -> (rule, capability path).
+_SERVER_GATED: dict[str, tuple[str, tuple[str, ...]]] = {
+    "tools/list": ("CAP-TOOLS", ("tools",)),
+    "tools/call": ("CAP-TOOLS", ("tools",)),
+    "prompts/list": ("CAP-PROMPTS", ("prompts",)),
+    "prompts/get": ("CAP-PROMPTS", ("prompts",)),
+    "resources/list": ("CAP-RESOURCES", ("resources",)),
+    "resources/read": ("CAP-RESOURCES", ("resources",)),
+    "resources/templates/list": ("CAP-RESOURCES", ("resources",)),
+    "resources/subscribe": ("CAP-RES-SUBSCRIBE", ("resources", "subscribe")),
+    "resources/unsubscribe": ("CAP-RES-SUBSCRIBE", ("resources", "subscribe")),
+    "logging/setLevel": ("CAP-LOGGING-SETLEVEL", ("logging",)),
+    "completion/complete": ("CAP-COMPLETIONS", ("completions",)),
+}
+# Server notifications gated by a server capability.
+_SERVER_NOTIFY_GATED: dict[str, tuple[str, tuple[str, ...]]] = {
+    "notifications/message": ("CAP-LOGGING-NOTIFY", ("logging",)),
+    "notifications/tools/list_changed": ("CAP-LISTCHANGED-SERVER", ("tools", "listChanged")),
+    "notifications/prompts/list_changed": ("CAP-LISTCHANGED-SERVER", ("prompts", "listChanged")),
+    "notifications/resources/list_changed": (
+        "CAP-LISTCHANGED-SERVER",
+        ("resources", "listChanged"),
+    ),
+    "notifications/resources/updated": ("CAP-RES-UPDATED", ("resources", "subscribe")),
+}
+# Server requests gated by a client capability.
+_CLIENT_GATED: dict[str, tuple[str, tuple[str, ...]]] = {
+    "sampling/createMessage": ("CAP-SAMPLING", ("sampling",)),
+    "roots/list": ("CAP-ROOTS", ("roots",)),
+    "elicitation/create": ("CAP-ELICITATION", ("elicitation",)),
+}
+
+#: Results that must carry cache hints in 2026-07-28 (MOD-CACHE).
+_CACHEABLE = frozenset(
+    {
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+    }
+)
+_MRTR_METHODS = frozenset({"prompts/get", "resources/read", "tools/call"})
+_V5_CODES = {-32020, -32021, -32022}
+
+
+def _has_cap(caps: dict[str, Any] | None, path: tuple[str, ...]) -> bool:
+    node: Any = caps
+    for i, part in enumerate(path):
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+        if i == len(path) - 1 and len(path) > 1:
+            # Leaf flags such as subscribe/listChanged must be literally true.
+            return node is True
+    return node is not None
+
+
+def _meta(params: dict[str, Any] | None) -> dict[str, Any] | None:
+    if params is None:
+        return None
+    meta = params.get("_meta")
+    return meta if isinstance(meta, dict) else None
+
+
+# --------------------------------------------------------------------------- requests
+
+
+def on_request(session: Session, msg: Msg) -> None:
+    """Lifecycle, capability and era checks for a request."""
+    state = session.state
+    method = msg.method or ""
+    if msg.direction == C2S:
+        meta = _meta(msg.params)
+        if meta is not None and META_VERSION in meta and state.era is None:
+            state.era = STATELESS
+            requested = meta[META_VERSION]
+            state.version = requested if is_known_version(requested) else V5
+        if method == "initialize":
+            _initialize_request(session, msg)
+        elif not state.first_c2s_seen:
+            _first_message(session, msg)
+        state.first_c2s_seen = True
+        if state.era == STATELESS:
+            _stateless_request(session, msg, meta)
+        else:
+            _handshake_client_request(session, msg)
+    else:
+        if state.era == STATELESS:
+            session.report(
+                "MOD-NO-SERVER-REQUESTS",
+                f'the server sent a JSON-RPC request ("{method}"); in 2026-07-28 servers never '
+                "send requests (they return inputRequests in an input_required result)",
+                [msg.seq],
+                method=method,
+            )
+        else:
+            _handshake_server_request(session, msg)
+    _method_direction(session, msg)
+
+
+def _first_message(session: Session, msg: Msg) -> None:
+    state = session.state
+    if state.era == STATELESS:
+        return
+    if msg.method == "server/discover":
+        # A dual-era client's probe (MOD-STDIO-PROBE), not a handshake violation.
+        state.lifecycle.probe_seen = True
+        return
+    session.report(
+        "LC-INIT-FIRST",
+        f'the client\'s first message is "{msg.method}", but a session must start with an '
+        "initialize request",
+        [msg.seq],
+        method=msg.method,
+    )
+
+
+def _initialize_request(session: Session, msg: Msg) -> None:
+    state = session.state
+    lc = state.lifecycle
+    if state.era == STATELESS:
+        # initialize selects legacy semantics for this connection (S/2026-07-28/
+        # basic/versioning.mdx § Backward Compatibility with Initialization-Based
+        # Versions).
+        state.version = None
+    state.era = HANDSHAKE
+    if lc.init_seq is not None:
+        session.report(
+            "LC-INIT-REPEAT",
+            f"the client sent a second initialize (first at seq {lc.init_seq}) in the same session",
+            [lc.init_seq, msg.seq],
+        )
+        return
+    lc.init_seq = msg.seq
+    lc.init_key = id_key(msg.id)
+    params = msg.params or {}
+    problems = []
+    version = params.get("protocolVersion")
+    lc.requested_version = version
+    if not isinstance(version, str):
+        problems.append("protocolVersion (string)")
+    if not isinstance(params.get("capabilities"), dict):
+        problems.append("capabilities (object)")
+    info = params.get("clientInfo")
+    if not (
+        isinstance(info, dict)
+        and isinstance(info.get("name"), str)
+        and isinstance(info.get("version"), str)
+    ):
+        problems.append("clientInfo {name, version} (strings)")
+    if problems:
+        session.report(
+            "LC-INIT-PARAMS",
+            "the initialize request lacks or mistypes " + ", ".join(problems),
+            [msg.seq],
+            missing=problems,
+        )
+    if isinstance(version, str) and not VERSION_PATTERN.match(version):
+        session.report(
+            "LC-VERSION-CLIENT",
+            f'the client asked for protocolVersion "{version}", which is not a YYYY-MM-DD '
+            "version string",
+            [msg.seq],
+            requested=version,
+        )
+    caps = params.get("capabilities")
+    if isinstance(caps, dict):
+        state.client_caps = caps
+        _cap_shape(session, msg, caps, "client")
+
+
+def _handshake_client_request(session: Session, msg: Msg) -> None:
+    state = session.state
+    lc = state.lifecycle
+    method = msg.method
+    if method in ("initialize", "ping") or lc.init_seq is None:
+        pass
+    elif lc.init_ok is None:
+        session.report(
+            "LC-CLIENT-PRE-RESPONSE",
+            f'the client sent "{method}" before the server answered initialize; only pings '
+            "should be sent until then",
+            [lc.init_seq, msg.seq],
+            method=method,
+        )
+    elif lc.init_ok and lc.initialized_seq is None and not lc.order_reported:
+        lc.order_reported = True
+        session.report(
+            "LC-INITIALIZED-ORDER",
+            f'the client sent "{method}" before notifications/initialized; initialized '
+            "signals that the client is ready for normal operation",
+            [msg.seq],
+            method=method,
+        )
+    gate = _SERVER_GATED.get(method or "")
+    if gate is not None and state.server_caps is not None:
+        rule, path = gate
+        if method == "completion/complete" and state.version == "2024-11-05":
+            return
+        if not _has_cap(state.server_caps, path):
+            session.report(
+                rule,
+                f'the client called "{method}", but the server did not declare the '
+                f"{'.'.join(path)} capability",
+                [msg.seq],
+                method=method,
+                capability=".".join(path),
+            )
+
+
+def _handshake_server_request(session: Session, msg: Msg) -> None:
+    state = session.state
+    lc = state.lifecycle
+    method = msg.method or ""
+    if method != "ping" and lc.init_seq is not None and lc.initialized_seq is None:
+        session.report(
+            "LC-SERVER-PRE-INITIALIZED",
+            f'the server sent request "{method}" before the client sent '
+            "notifications/initialized; only pings and logging are expected before then",
+            [msg.seq],
+            method=method,
+        )
+    gate = _CLIENT_GATED.get(method)
+    if gate is not None and state.client_caps is not None:
+        rule, path = gate
+        if not _has_cap(state.client_caps, path):
+            session.report(
+                rule,
+                f'the server sent "{method}", but the client did not declare the '
+                f"{'.'.join(path)} capability",
+                [msg.seq],
+                method=method,
+                capability=".".join(path),
+            )
+
+
+def _stateless_request(session: Session, msg: Msg, meta: dict[str, Any] | None) -> None:
+    method = msg.method or ""
+    missing = []
+    if meta is None or not isinstance(meta.get(META_VERSION), str):
+        missing.append(META_VERSION)
+    if meta is None or not isinstance(meta.get(META_CLIENT_CAPS), dict):
+        missing.append(META_CLIENT_CAPS)
+    if missing:
+        session.report(
+            "MOD-META-REQUIRED",
+            f'the client request "{method}" lacks _meta '
+            + " and ".join(missing)
+            + "; every 2026-07-28 request must carry them",
+            [msg.seq],
+            missing=missing,
+        )
+    elif META_CLIENT_INFO not in meta:
+        session.report(
+            "MOD-CLIENTINFO",
+            f'the client request "{method}" carries no _meta {META_CLIENT_INFO}',
+            [msg.seq],
+        )
+    if method in REMOVED_IN_V5:
+        session.report(
+            "MOD-REMOVED",
+            f'the client sent "{method}", which 2026-07-28 removed',
+            [msg.seq],
+            method=method,
+            severity="warning",
+        )
+
+
+def _method_direction(session: Session, msg: Msg) -> None:
+    method = msg.method or ""
+    allowed = direction_for(method, session.state.version)
+    if allowed is None:
+        if method in KNOWN_METHODS:
+            if session.state.era == STATELESS and method in REMOVED_IN_V5:
+                return  # reported as MOD-REMOVED
+            session.report(
+                "MSG-METHOD-DIRECTION",
+                f'"{method}" does not exist in protocol version {session.state.version}',
+                [msg.seq],
+                method=method,
+            )
+        elif not method.startswith(("notifications/", "$/")) or "/" not in method:
+            session.report(
+                "MSG-METHOD-UNKNOWN",
+                f'"{method}" is not an MCP method; expect the receiver to answer -32601',
+                [msg.seq],
+                method=method,
+            )
+        return
+    if allowed != BOTH and allowed != msg.direction:
+        session.report(
+            "MSG-METHOD-DIRECTION",
+            f'the {SENDER[msg.direction]} sent "{method}", which only the '
+            f"{SENDER[allowed]} may send",
+            [msg.seq],
+            method=method,
+            allowed=allowed,
+        )
+
+
+def _cap_shape(session: Session, msg: Msg, caps: dict[str, Any], side: str) -> None:
+    for name, value in caps.items():
+        if name == "experimental":
+            ok = isinstance(value, dict) and all(isinstance(v, dict) for v in value.values())
+        else:
+            ok = isinstance(value, dict) and all(
+                isinstance(value[flag], bool)
+                for flag in ("listChanged", "subscribe")
+                if flag in value
+            )
+        if not ok:
+            session.report(
+                "CAP-SHAPE",
+                f"the {side} capability {name!r} is malformed: capabilities are objects and "
+                "listChanged/subscribe are booleans",
+                [msg.seq],
+                capability=name,
+            )
+
+
+# --------------------------------------------------------------------------- notifications
+
+
+def on_notification(session: Session, msg: Msg) -> None:
+    """Lifecycle and capability checks for a notification."""
+    state = session.state
+    method = msg.method or ""
+    lc = state.lifecycle
+    if msg.direction == C2S:
+        if not state.first_c2s_seen:
+            if state.era is None and method != "notifications/initialized":
+                _first_message(session, msg)
+            elif state.era is None:
+                session.report(
+                    "LC-INIT-FIRST",
+                    "the client's first message is notifications/initialized, but a session "
+                    "must start with an initialize request",
+                    [msg.seq],
+                    method=method,
+                )
+            state.first_c2s_seen = True
+        if state.era == STATELESS:
+            _method_direction(session, msg)
+            return
+        if method == "notifications/initialized":
+            if lc.initialized_seq is None:
+                lc.initialized_seq = msg.seq
+                if lc.init_seq is not None and not lc.init_ok:
+                    session.report(
+                        "LC-INITIALIZED-EARLY",
+                        "the client sent notifications/initialized "
+                        + (
+                            "before the initialize response"
+                            if lc.init_ok is None
+                            else "after initialize failed"
+                        ),
+                        [lc.init_seq, msg.seq],
+                    )
+                _version_disconnect(session, msg)
+        elif method == "notifications/roots/list_changed" and state.client_caps is not None:
+            if not _has_cap(state.client_caps, ("roots", "listChanged")):
+                session.report(
+                    "CAP-ROOTS-LISTCHANGED",
+                    "the client sent notifications/roots/list_changed without declaring "
+                    "roots.listChanged",
+                    [msg.seq],
+                )
+    else:
+        gate = _SERVER_NOTIFY_GATED.get(method)
+        caps = state.server_caps
+        if gate is not None and caps is not None:
+            rule, path = gate
+            if not _has_cap(caps, path):
+                session.report(
+                    rule,
+                    f'the server sent "{method}" without declaring the {".".join(path)} capability',
+                    [msg.seq],
+                    method=method,
+                    capability=".".join(path),
+                )
+    _method_direction(session, msg)
+
+
+def _version_disconnect(session: Session, msg: Msg) -> None:
+    lc = session.state.lifecycle
+    version = session.state.version
+    if lc.requested_version is not None and version is not None and version != lc.requested_version:
+        session.report(
+            "LC-VERSION-CLIENT-DISCONNECT",
+            f'the client asked for "{lc.requested_version}", the server answered '
+            f'"{version}", and the client carried on; it should disconnect if it does not '
+            "support the server's version",
+            [lc.init_seq or msg.seq, msg.seq],
+            requested=lc.requested_version,
+            negotiated=version,
+            severity="info",
+        )
+
+
+# --------------------------------------------------------------------------- responses
+
+
+def on_response(session: Session, msg: Msg) -> None:
+    """Handshake results and the stateless era's result rules."""
+    state = session.state
+    request = msg.request
+    if msg.direction == C2S:
+        if state.era == STATELESS and request is not None:
+            session.report(
+                "MOD-NO-SERVER-REQUESTS",
+                "the client sent a JSON-RPC response; in 2026-07-28 clients never do",
+                [msg.seq],
+            )
+        return
+    if request is None:
+        if state.era == STATELESS and msg.kind == ERROR:
+            _v5_error(session, msg)
+        return
+    if request.method == "initialize" and request.seq == state.lifecycle.init_seq:
+        _initialize_response(session, msg)
+        return
+    if state.era == STATELESS:
+        if msg.kind == ERROR:
+            _v5_error(session, msg)
+        else:
+            _v5_result(session, msg, request.method)
+
+
+def _initialize_response(session: Session, msg: Msg) -> None:
+    state = session.state
+    lc = state.lifecycle
+    lc.init_response_seq = msg.seq
+    if msg.kind == ERROR:
+        lc.init_ok = False
+        return
+    result = msg.obj.get("result")
+    if not isinstance(result, dict):
+        lc.init_ok = False
+        return
+    lc.init_ok = True
+    problems = []
+    version = result.get("protocolVersion")
+    if not isinstance(version, str):
+        problems.append("protocolVersion (string)")
+    if not isinstance(result.get("capabilities"), dict):
+        problems.append("capabilities (object)")
+    info = result.get("serverInfo")
+    if not (
+        isinstance(info, dict)
+        and isinstance(info.get("name"), str)
+        and isinstance(info.get("version"), str)
+    ):
+        problems.append("serverInfo {name, version} (strings)")
+    if "instructions" in result and not isinstance(result["instructions"], str):
+        problems.append("instructions (string)")
+    if problems:
+        session.report(
+            "LC-INIT-RESULT",
+            "the initialize result lacks or mistypes " + ", ".join(problems),
+            [msg.seq],
+            missing=problems,
+        )
+    if isinstance(version, str):
+        if is_known_version(version):
+            state.version = version
+        else:
+            session.report(
+                "LC-VERSION-SERVER",
+                f'the server answered protocolVersion "{version}", which is not a published '
+                "MCP version",
+                [msg.seq],
+                negotiated=version,
+                severity="warning",
+            )
+    caps = result.get("capabilities")
+    if isinstance(caps, dict):
+        state.server_caps = caps
+        _cap_shape(session, msg, caps, "server")
+
+
+def _v5_result(session: Session, msg: Msg, method: str) -> None:
+    result = msg.obj.get("result")
+    if not isinstance(result, dict):
+        return
+    result_type = result.get("resultType")
+    if result_type not in ("complete", "input_required"):
+        session.report(
+            "MOD-RESULTTYPE",
+            f'the result of "{method}" has resultType {result_type!r}; 2026-07-28 results '
+            'carry "complete" or "input_required"',
+            [msg.seq],
+            method=method,
+            result_type=result_type,
+        )
+    meta = result.get("_meta")
+    if not (isinstance(meta, dict) and META_SERVER_INFO in meta):
+        session.report(
+            "MOD-SERVERINFO",
+            f'the result of "{method}" carries no _meta {META_SERVER_INFO}',
+            [msg.seq],
+            method=method,
+        )
+    if result_type == "input_required":
+        if method not in _MRTR_METHODS:
+            session.report(
+                "MOD-MRTR-METHODS",
+                f'the server answered "{method}" with input_required, which only prompts/get, '
+                "resources/read and tools/call may use",
+                [msg.seq],
+                method=method,
+            )
+        if "inputRequests" not in result and "requestState" not in result:
+            session.report(
+                "MOD-MRTR-CONTENT",
+                "an input_required result carries neither inputRequests nor requestState",
+                [msg.seq],
+            )
+        return
+    if method in _CACHEABLE and result_type == "complete":
+        ttl = result.get("ttlMs")
+        scope = result.get("cacheScope")
+        if not (isinstance(ttl, int) and not isinstance(ttl, bool) and ttl >= 0) or scope not in (
+            "public",
+            "private",
+        ):
+            session.report(
+                "MOD-CACHE",
+                f'the result of "{method}" lacks valid cache hints (ttlMs integer >= 0 and '
+                'cacheScope "public" or "private")',
+                [msg.seq],
+                method=method,
+                ttlMs=ttl,
+                cacheScope=scope,
+            )
+    if method == "server/discover":
+        problems = []
+        if not isinstance(result.get("supportedVersions"), list):
+            problems.append("supportedVersions (array)")
+        if not isinstance(result.get("capabilities"), dict):
+            problems.append("capabilities (object)")
+        if problems:
+            session.report(
+                "MOD-DISCOVER",
+                "the server/discover result lacks " + ", ".join(problems),
+                [msg.seq],
+                missing=problems,
+            )
+        caps = result.get("capabilities")
+        if isinstance(caps, dict):
+            session.state.server_caps = caps
+
+
+def _v5_error(session: Session, msg: Msg) -> None:
+    error = msg.obj.get("error")
+    if not isinstance(error, dict):
+        return
+    code = error.get("code")
+    if not isinstance(code, int) or isinstance(code, bool):
+        return
+    if code in (-32002, -32042) or (-32099 <= code <= -32020 and code not in _V5_CODES):
+        session.report(
+            "MOD-ERRCODES",
+            f"the server used error code {code}, which 2026-07-28 does not allow",
+            [msg.seq],
+            code=code,
+        )
+    if code == -32002 and msg.request is not None and msg.request.method == "resources/read":
+        session.report(
+            "MOD-RES-NOT-FOUND",
+            "a missing resource must be reported with -32602 in 2026-07-28, not -32002",
+            [msg.seq],
+        )
+    if code == -32022:
+        data = error.get("data")
+        if not (isinstance(data, dict) and "supported" in data and "requested" in data):
+            session.report(
+                "MOD-UNSUPPORTED-VERSION",
+                "an UnsupportedProtocolVersion error (-32022) must carry data.supported and "
+                "data.requested",
+                [msg.seq],
+            )
+
+
+# --------------------------------------------------------------------------- end
+
+
+def end_of_session(session: Session, event: EventRecord) -> None:
+    """Handshake duties that can only be judged once the session is over."""
+    state = session.state
+    lc = state.lifecycle
+    if state.era == STATELESS:
+        return
+    if lc.init_ok and lc.initialized_seq is None:
+        seqs = [s for s in (lc.init_seq, lc.init_response_seq) if s is not None]
+        session.report(
+            "LC-INITIALIZED-MISSING",
+            "the server answered initialize successfully, but the client never sent "
+            "notifications/initialized; the server may refuse or ignore later requests",
+            seqs,
+        )

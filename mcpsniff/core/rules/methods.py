@@ -1,0 +1,678 @@
+"""Per-method rules: tools, resources, prompts, logging, completion, pagination,
+ping, roots, sampling and elicitation.
+
+Requests are checked when they are sent; results are checked against the
+method of the request they answer, so the check knows what shape to expect
+(catalogue §12, "Result types").
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import jsonschema
+from jsonschema import validators
+
+from mcpsniff.core.ids import BoundedMap
+from mcpsniff.core.model import ERROR, SENDER
+from mcpsniff.core.protocol import (
+    LOG_LEVEL_ORDER,
+    LOG_LEVELS,
+    PAGINATED,
+    STATELESS,
+    V3,
+    V4,
+    version_at_least,
+)
+from mcpsniff.core.state import ToolInfo
+
+if TYPE_CHECKING:
+    from mcpsniff.core.session import Session
+    from mcpsniff.core.state import Msg
+
+RULES = (
+    "TOOL-LIST-SHAPE",
+    "TOOL-NAME-UNIQUE",
+    "TOOL-NAME-FORMAT",
+    "TOOL-INPUTSCHEMA-VALID",
+    "TOOL-CALL-KNOWN",
+    "TOOL-CALL-ARGS-OBJECT",
+    "TOOL-ARGS-SCHEMA",
+    "TOOL-RESULT-SHAPE",
+    "TOOL-OUTPUT-CONFORMS",
+    "TOOL-STRUCTURED-TYPE",
+    "RES-LIST-SHAPE",
+    "RES-READ-SHAPE",
+    "RES-BLOB-BASE64",
+    "RES-TEMPLATE-SHAPE",
+    "RES-SUB-RESULT",
+    "PROMPT-LIST-SHAPE",
+    "PROMPT-GET-ARGS",
+    "PROMPT-MESSAGES",
+    "LOG-LEVEL-ENUM",
+    "LOG-MESSAGE-PARAMS",
+    "LOG-SETLEVEL-RESULT",
+    "LOG-FILTER",
+    "COMPL-MAX-100",
+    "COMPL-RESULT-SHAPE",
+    "COMPL-REF",
+    "PAGE-SHAPE",
+    "PAGE-CURSOR-OPAQUE",
+    "PING-EMPTY-RESULT",
+    "PING-NO-PARAMS",
+    "ROOTS-FILE-URI",
+    "ROOTS-RESULT-SHAPE",
+    "SAMP-REQ-SHAPE",
+    "SAMP-RESULT-SHAPE",
+    "ELIC-RESULT-ACTION",
+)
+
+_TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+#: Content block types per version (schema ContentBlock; catalogue TOOL-RESULT-SHAPE).
+_BLOCK_TYPES = {
+    None: {"text", "image", "audio", "resource", "resource_link"},
+    "2024-11-05": {"text", "image", "resource"},
+    "2025-03-26": {"text", "image", "audio", "resource"},
+}
+_DEFAULT_BLOCKS = {"text", "image", "audio", "resource", "resource_link"}
+#: How many issued cursors are remembered per list method.
+CURSOR_WINDOW = 4096
+
+
+# --------------------------------------------------------------------------- requests
+
+
+def on_request(session: Session, msg: Msg) -> None:
+    """Checks on the parameters of a request."""
+    check = _REQUEST_CHECKS.get(msg.method or "")
+    if check is not None:
+        check(session, msg)
+    if msg.method in PAGINATED and msg.params is not None and "cursor" in msg.params:
+        _cursor_sent(session, msg)
+
+
+def _tools_call(session: Session, msg: Msg) -> None:
+    params = msg.params
+    if params is None:
+        return
+    name = params.get("name")
+    arguments = params.get("arguments")
+    if "arguments" in params and not isinstance(arguments, dict):
+        session.report(
+            "TOOL-CALL-ARGS-OBJECT",
+            f"the client called tool {name!r} with arguments that are not an object",
+            [msg.seq],
+            tool=name,
+        )
+        return
+    tools = session.state.tools
+    if tools is None or not isinstance(name, str):
+        return
+    tool = tools.get(name)
+    if tool is None:
+        session.report(
+            "TOOL-CALL-KNOWN",
+            f"the client called tool {name!r}, which is not in the latest tools/list result",
+            [msg.seq],
+            tool=name,
+            known=sorted(tools)[:20],
+        )
+        return
+    validator = _validator(tool, "input", session.state.version)
+    if validator is None:
+        return
+    error = _first_error(validator, arguments if arguments is not None else {})
+    if error is not None:
+        session.report(
+            "TOOL-ARGS-SCHEMA",
+            f"the arguments of tool {name!r} do not match its inputSchema: {error}",
+            [msg.seq],
+            tool=name,
+            error=error,
+        )
+
+
+def _prompts_get(session: Session, msg: Msg) -> None:
+    arguments = (msg.params or {}).get("arguments")
+    if isinstance(arguments, dict):
+        bad = [k for k, v in arguments.items() if not isinstance(v, str)]
+        if bad:
+            session.report(
+                "PROMPT-GET-ARGS",
+                "prompts/get argument values must be strings; not: " + ", ".join(bad[:5]),
+                [msg.seq],
+                arguments=bad,
+            )
+
+
+def _set_level(session: Session, msg: Msg) -> None:
+    level = (msg.params or {}).get("level")
+    if level not in LOG_LEVELS:
+        session.report(
+            "LOG-LEVEL-ENUM",
+            f"logging/setLevel asks for level {level!r}, which is not a syslog level name",
+            [msg.seq],
+            level=level,
+        )
+    else:
+        session.state.log_level = level
+
+
+def _complete(session: Session, msg: Msg) -> None:
+    params = msg.params or {}
+    ref = params.get("ref")
+    argument = params.get("argument")
+    ok = isinstance(ref, dict) and (
+        (ref.get("type") == "ref/prompt" and isinstance(ref.get("name"), str))
+        or (ref.get("type") == "ref/resource" and isinstance(ref.get("uri"), str))
+    )
+    ok = ok and isinstance(argument, dict)
+    ok = ok and isinstance(argument.get("name"), str) and isinstance(argument.get("value"), str)
+    if not ok:
+        session.report(
+            "COMPL-REF",
+            "completion/complete needs ref {type: ref/prompt + name | ref/resource + uri} and "
+            "argument {name, value} strings",
+            [msg.seq],
+        )
+
+
+def _ping(session: Session, msg: Msg) -> None:
+    params = msg.params
+    if params and set(params) - {"_meta"}:
+        session.report(
+            "PING-NO-PARAMS",
+            f"{SENDER[msg.direction]} sent ping with parameters; ping has none",
+            [msg.seq],
+        )
+
+
+def _create_message(session: Session, msg: Msg) -> None:
+    params = msg.params or {}
+    messages = params.get("messages")
+    max_tokens = params.get("maxTokens")
+    ok = isinstance(messages, list) and all(
+        isinstance(m, dict) and m.get("role") in ("user", "assistant") and "content" in m
+        for m in messages
+    )
+    if not ok or isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
+        session.report(
+            "SAMP-REQ-SHAPE",
+            "sampling/createMessage needs messages [{role: user|assistant, content}] and an "
+            "integer maxTokens",
+            [msg.seq],
+        )
+
+
+_REQUEST_CHECKS: dict[str, Callable[[Session, Msg], None]] = {
+    "tools/call": _tools_call,
+    "prompts/get": _prompts_get,
+    "logging/setLevel": _set_level,
+    "completion/complete": _complete,
+    "ping": _ping,
+    "sampling/createMessage": _create_message,
+}
+
+
+def _cursor_sent(session: Session, msg: Msg) -> None:
+    method = msg.method or ""
+    cursor = (msg.params or {}).get("cursor")
+    if not isinstance(cursor, str):
+        session.report(
+            "PAGE-SHAPE", f"{method} sent a cursor that is not a string", [msg.seq], method=method
+        )
+        return
+    issued = session.state.cursors.get(method)
+    if issued is None or cursor not in issued:
+        session.report(
+            "PAGE-CURSOR-OPAQUE",
+            f"the client sent {method} cursor {cursor[:40]!r}, which the server never returned "
+            "as nextCursor for that method; cursors are opaque and must be passed back as is",
+            [msg.seq],
+            method=method,
+        )
+
+
+# --------------------------------------------------------------------------- notifications
+
+
+def on_notification(session: Session, msg: Msg) -> None:
+    """Checks on notification parameters."""
+    if msg.method == "notifications/message":
+        params = msg.params or {}
+        level = params.get("level")
+        if level not in LOG_LEVELS:
+            session.report(
+                "LOG-LEVEL-ENUM",
+                f"a log message has level {level!r}, which is not a syslog level name",
+                [msg.seq],
+                level=level,
+            )
+        elif session.state.log_level is not None and (
+            LOG_LEVEL_ORDER[level] < LOG_LEVEL_ORDER[session.state.log_level]
+        ):
+            session.report(
+                "LOG-FILTER",
+                f"the server sent a {level} log message after the client asked for "
+                f"{session.state.log_level} and above",
+                [msg.seq],
+                level=level,
+            )
+        if "data" not in params or ("logger" in params and not isinstance(params["logger"], str)):
+            session.report(
+                "LOG-MESSAGE-PARAMS",
+                "notifications/message needs params.level and params.data (logger, if given, "
+                "is a string)",
+                [msg.seq],
+            )
+
+
+# --------------------------------------------------------------------------- results
+
+
+def on_response(session: Session, msg: Msg) -> None:
+    """Checks on a result, by the method of the request it answers."""
+    request = msg.request
+    if request is None or msg.kind == ERROR:
+        return
+    result = msg.obj.get("result")
+    if not isinstance(result, dict):
+        return
+    if session.state.era == STATELESS and result.get("resultType") == "input_required":
+        return
+    check = _RESULT_CHECKS.get(request.method)
+    if check is not None:
+        check(session, msg, result)
+    if request.method in PAGINATED and "nextCursor" in result:
+        cursor = result["nextCursor"]
+        if not isinstance(cursor, str):
+            session.report(
+                "PAGE-SHAPE",
+                f"the {request.method} result has a nextCursor that is not a string",
+                [msg.seq],
+            )
+        else:
+            session.state.cursors.setdefault(request.method, BoundedMap(CURSOR_WINDOW)).put(
+                cursor, msg.seq
+            )
+
+
+def _empty_result(rule: str, method: str) -> Callable[[Session, Msg, dict[str, Any]], None]:
+    def check(session: Session, msg: Msg, result: dict[str, Any]) -> None:
+        extra = set(result) - {"_meta", "resultType"}
+        if extra:
+            session.report(
+                rule,
+                f"the {method} result must be empty, but has " + ", ".join(sorted(extra)[:5]),
+                [msg.seq],
+                keys=sorted(extra)[:10],
+            )
+
+    return check
+
+
+def _tools_list(session: Session, msg: Msg, result: dict[str, Any]) -> None:
+    state = session.state
+    tools = result.get("tools")
+    if not isinstance(tools, list):
+        session.report("TOOL-LIST-SHAPE", "the tools/list result has no tools array", [msg.seq])
+        return
+    params = msg.request.params if msg.request is not None else None
+    first_page = not (params and "cursor" in params)
+    collected = [] if first_page or state.tools_partial is None else state.tools_partial
+    collected.extend(tools)
+    if isinstance(result.get("nextCursor"), str):
+        state.tools_partial = collected
+        return
+    state.tools_partial = None
+    version = state.version
+    known: dict[str, ToolInfo] = {}
+    for i, tool in enumerate(collected):
+        name = tool.get("name") if isinstance(tool, dict) else None
+        schema = tool.get("inputSchema") if isinstance(tool, dict) else None
+        if (
+            not isinstance(name, str)
+            or not isinstance(schema, dict)
+            or (schema.get("type") != "object")
+        ):
+            session.report(
+                "TOOL-LIST-SHAPE",
+                f"tool #{i} ({name!r}) needs a string name and an inputSchema object with "
+                '"type": "object"',
+                [msg.seq],
+                tool=name,
+            )
+            if not isinstance(name, str):
+                continue
+        if name in known:
+            session.report(
+                "TOOL-NAME-UNIQUE",
+                f"tool name {name!r} appears more than once in tools/list",
+                [msg.seq],
+                tool=name,
+            )
+        elif version_at_least(version, V4) and not _TOOL_NAME.match(name):
+            session.report(
+                "TOOL-NAME-FORMAT",
+                f"tool name {name!r} should be 1-128 characters of A-Z a-z 0-9 _ . -",
+                [msg.seq],
+                tool=name,
+            )
+        output = tool.get("outputSchema") if isinstance(tool, dict) else None
+        info = ToolInfo(name, schema, output)
+        known[name] = info
+        if version_at_least(version, V4) and isinstance(schema, dict):
+            if _validator(info, "input", version) is None and info.input_schema_error:
+                session.report(
+                    "TOOL-INPUTSCHEMA-VALID",
+                    f"the inputSchema of tool {name!r} is not a valid JSON Schema: "
+                    f"{info.input_schema_error}",
+                    [msg.seq],
+                    tool=name,
+                )
+    state.tools = known
+
+
+def _tools_call_result(session: Session, msg: Msg, result: dict[str, Any]) -> None:
+    version = session.state.version
+    content = result.get("content")
+    allowed = _BLOCK_TYPES.get(version, _DEFAULT_BLOCKS)
+    problems = []
+    if not isinstance(content, list):
+        problems.append("content must be an array")
+    else:
+        bad = sorted(
+            {
+                str(block.get("type")) if isinstance(block, dict) else _type(block)
+                for block in content
+                if not isinstance(block, dict) or block.get("type") not in allowed
+            }
+        )
+        if bad:
+            problems.append("unknown content block type(s) " + ", ".join(bad))
+    if "isError" in result and not isinstance(result["isError"], bool):
+        problems.append("isError must be a boolean")
+    request = msg.request
+    name = (request.params or {}).get("name") if request is not None else None
+    if problems:
+        session.report(
+            "TOOL-RESULT-SHAPE",
+            f"the result of tool {name!r}: " + "; ".join(problems),
+            [msg.seq],
+            tool=name,
+        )
+    structured = result.get("structuredContent")
+    if (
+        "structuredContent" in result
+        and version_at_least(version, V3)
+        and version != "2026-07-28"
+        and not isinstance(structured, dict)
+    ):
+        session.report(
+            "TOOL-STRUCTURED-TYPE",
+            f"tool {name!r} returned structuredContent that is not an object",
+            [msg.seq],
+            tool=name,
+        )
+    tools = session.state.tools
+    # Trap 2: outputSchema conformance is only defined for non-error results.
+    if result.get("isError") is True or tools is None or not isinstance(name, str):
+        return
+    tool = tools.get(name)
+    if tool is None or not isinstance(tool.output_schema, dict):
+        return
+    if "structuredContent" not in result:
+        session.report(
+            "TOOL-OUTPUT-CONFORMS",
+            f"tool {name!r} declares an outputSchema but its result has no structuredContent",
+            [msg.seq],
+            tool=name,
+        )
+        return
+    validator = _validator(tool, "output", version)
+    if validator is None:
+        return
+    error = _first_error(validator, structured)
+    if error is not None:
+        session.report(
+            "TOOL-OUTPUT-CONFORMS",
+            f"the structuredContent of tool {name!r} does not match its outputSchema: {error}",
+            [msg.seq],
+            tool=name,
+            error=error,
+        )
+
+
+def _resources_list(session: Session, msg: Msg, result: dict[str, Any]) -> None:
+    items = result.get("resources")
+    ok = isinstance(items, list) and all(
+        isinstance(r, dict) and isinstance(r.get("uri"), str) and isinstance(r.get("name"), str)
+        for r in items
+    )
+    if not ok:
+        session.report(
+            "RES-LIST-SHAPE",
+            "every resources/list entry needs a string uri and name",
+            [msg.seq],
+        )
+
+
+def _templates_list(session: Session, msg: Msg, result: dict[str, Any]) -> None:
+    items = result.get("resourceTemplates")
+    ok = isinstance(items, list) and all(
+        isinstance(r, dict)
+        and isinstance(r.get("uriTemplate"), str)
+        and isinstance(r.get("name"), str)
+        for r in items
+    )
+    if not ok:
+        session.report(
+            "RES-TEMPLATE-SHAPE",
+            "every resources/templates/list entry needs a string uriTemplate and name",
+            [msg.seq],
+        )
+
+
+def _resources_read(session: Session, msg: Msg, result: dict[str, Any]) -> None:
+    contents = result.get("contents")
+    if not isinstance(contents, list):
+        session.report("RES-READ-SHAPE", "resources/read result needs a contents array", [msg.seq])
+        return
+    for i, item in enumerate(contents):
+        if not isinstance(item, dict) or not isinstance(item.get("uri"), str):
+            session.report(
+                "RES-READ-SHAPE", f"resources/read contents[{i}] needs a string uri", [msg.seq]
+            )
+            continue
+        has_text = isinstance(item.get("text"), str)
+        has_blob = isinstance(item.get("blob"), str)
+        if has_text == has_blob:
+            session.report(
+                "RES-READ-SHAPE",
+                f"resources/read contents[{i}] must have exactly one of text or blob",
+                [msg.seq],
+            )
+        elif has_blob and not _is_base64(item["blob"]):
+            session.report(
+                "RES-BLOB-BASE64",
+                f"resources/read contents[{i}].blob is not valid base64",
+                [msg.seq],
+                uri=item["uri"],
+            )
+
+
+def _prompts_list(session: Session, msg: Msg, result: dict[str, Any]) -> None:
+    items = result.get("prompts")
+    ok = isinstance(items, list) and all(
+        isinstance(p, dict)
+        and isinstance(p.get("name"), str)
+        and isinstance(p.get("arguments", []), list)
+        for p in items
+    )
+    if not ok:
+        session.report(
+            "PROMPT-LIST-SHAPE",
+            "every prompts/list entry needs a string name (and arguments, if any, as an array)",
+            [msg.seq],
+        )
+
+
+def _prompts_get_result(session: Session, msg: Msg, result: dict[str, Any]) -> None:
+    messages = result.get("messages")
+    ok = isinstance(messages, list) and all(
+        isinstance(m, dict)
+        and m.get("role") in ("user", "assistant")
+        and isinstance(m.get("content"), dict)
+        for m in messages
+    )
+    if not ok:
+        session.report(
+            "PROMPT-MESSAGES",
+            "prompts/get messages need role user|assistant and a single content block",
+            [msg.seq],
+        )
+
+
+def _complete_result(session: Session, msg: Msg, result: dict[str, Any]) -> None:
+    completion = result.get("completion")
+    values = completion.get("values") if isinstance(completion, dict) else None
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        session.report(
+            "COMPL-RESULT-SHAPE",
+            "completion/complete result needs completion.values as an array of strings",
+            [msg.seq],
+        )
+        return
+    if len(values) > 100:
+        session.report(
+            "COMPL-MAX-100",
+            f"completion/complete returned {len(values)} values; the maximum is 100",
+            [msg.seq],
+            count=len(values),
+        )
+
+
+def _roots_result(session: Session, msg: Msg, result: dict[str, Any]) -> None:
+    roots = result.get("roots")
+    if not isinstance(roots, list) or not all(
+        isinstance(r, dict) and isinstance(r.get("uri"), str) for r in roots
+    ):
+        session.report(
+            "ROOTS-RESULT-SHAPE", "roots/list result needs roots [{uri, name?}]", [msg.seq]
+        )
+        return
+    for root in roots:
+        if not root["uri"].startswith("file://"):
+            session.report(
+                "ROOTS-FILE-URI",
+                f"root {root['uri']!r} is not a file:// URI",
+                [msg.seq],
+                uri=root["uri"],
+            )
+
+
+def _sampling_result(session: Session, msg: Msg, result: dict[str, Any]) -> None:
+    if not (
+        result.get("role") in ("user", "assistant")
+        and "content" in result
+        and isinstance(result.get("model"), str)
+    ):
+        session.report(
+            "SAMP-RESULT-SHAPE",
+            "sampling/createMessage result needs role, content and a string model",
+            [msg.seq],
+        )
+
+
+def _elicit_result(session: Session, msg: Msg, result: dict[str, Any]) -> None:
+    if result.get("action") not in ("accept", "decline", "cancel"):
+        session.report(
+            "ELIC-RESULT-ACTION",
+            f"elicitation result action {result.get('action')!r} is not accept, decline or cancel",
+            [msg.seq],
+        )
+
+
+_RESULT_CHECKS: dict[str, Callable[[Session, Msg, dict[str, Any]], None]] = {
+    "ping": _empty_result("PING-EMPTY-RESULT", "ping"),
+    "logging/setLevel": _empty_result("LOG-SETLEVEL-RESULT", "logging/setLevel"),
+    "resources/subscribe": _empty_result("RES-SUB-RESULT", "resources/subscribe"),
+    "resources/unsubscribe": _empty_result("RES-SUB-RESULT", "resources/unsubscribe"),
+    "tools/list": _tools_list,
+    "tools/call": _tools_call_result,
+    "resources/list": _resources_list,
+    "resources/templates/list": _templates_list,
+    "resources/read": _resources_read,
+    "prompts/list": _prompts_list,
+    "prompts/get": _prompts_get_result,
+    "completion/complete": _complete_result,
+    "roots/list": _roots_result,
+    "sampling/createMessage": _sampling_result,
+    "elicitation/create": _elicit_result,
+}
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _validator(tool: ToolInfo, which: str, version: str | None) -> Any:
+    """A cached jsonschema validator for a tool's input or output schema, or None."""
+    if which == "input":
+        if tool.input_validator is not None or tool.input_schema_error is not None:
+            return tool.input_validator
+        schema = tool.input_schema
+    else:
+        if tool.output_validator is not None or tool.output_schema_error is not None:
+            return tool.output_validator
+        schema = tool.output_schema
+    validator = None
+    error = None
+    if isinstance(schema, dict):
+        # 2025-11-25 made JSON Schema 2020-12 the default dialect when $schema
+        # is absent (basic/index.mdx § JSON Schema Usage); earlier versions
+        # named none, and 2020-12 accepts the draft-07 schemas SDKs emit.
+        cls = validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+        try:
+            cls.check_schema(schema)
+            validator = cls(schema)
+        except jsonschema.SchemaError as exc:
+            error = exc.message
+        except Exception as exc:
+            error = repr(exc)
+    else:
+        error = "not an object"
+    if which == "input":
+        tool.input_validator, tool.input_schema_error = validator, error
+    else:
+        tool.output_validator, tool.output_schema_error = validator, error
+    _ = version
+    return validator
+
+
+def _first_error(validator: Any, instance: Any) -> str | None:
+    try:
+        if validator.is_valid(instance):
+            return None
+        error = jsonschema.exceptions.best_match(validator.iter_errors(instance))
+    except Exception:
+        return None
+    if error is None:
+        return None
+    path = "/".join(str(p) for p in error.absolute_path)
+    return f"{'at /' + path + ': ' if path else ''}{error.message}"
+
+
+def _is_base64(text: str) -> bool:
+    try:
+        base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
+
+
+def _type(value: Any) -> str:
+    return type(value).__name__

@@ -1,0 +1,624 @@
+"""The session object: bytes in, records out.
+
+A ``Session`` is the sans-I/O heart of mcpsniff (the h11 model). A shell hands
+it ``(direction, transport, bytes, timestamp)``; it frames, parses, classifies
+and correlates the traffic, runs the conformance rules for the protocol
+version in force, and returns records. It never reads a clock, never does I/O
+and never raises on traffic: a bad frame is data (DESIGN.md invariant 3).
+
+``mcpsniff check`` re-runs the same ``analyze_frame``/``apply_event`` code on
+the frame and event records of a saved trace, so live and offline findings
+agree (invariant 4).
+"""
+
+from __future__ import annotations
+
+import json
+import traceback
+from typing import Any
+
+import orjson
+
+from mcpsniff.core import catalog
+from mcpsniff.core.diagnosis import diagnose
+from mcpsniff.core.framing import LineFramer
+from mcpsniff.core.ids import coerced_keys, id_key, show_id
+from mcpsniff.core.model import (
+    BATCH,
+    C2S,
+    ERROR,
+    INVALID,
+    NOTIFICATION,
+    OPPOSITE,
+    REQUEST,
+    RESPONSE,
+    S2C,
+    SENDER,
+    UNPARSEABLE,
+    EventRecord,
+    FindingRecord,
+    FrameRecord,
+    MessageRecord,
+    Record,
+)
+from mcpsniff.core.rules import flow, jsonrpc, lifecycle, methods
+from mcpsniff.core.state import Answered, BatchInfo, Msg, Pending, SessionState
+
+#: Transport events that end a session: unanswered requests are reported then.
+END_EVENTS = frozenset({"session-end"})
+
+
+class SeqCounter:
+    """Hands out the trace-wide sequence numbers that records refer to."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, start: int = 0) -> None:
+        self.value = start
+
+    def next(self) -> int:
+        """The next sequence number."""
+        self.value += 1
+        return self.value
+
+
+class Session:
+    """Analyzes the traffic of one MCP session (one stdio process, one HTTP session)."""
+
+    def __init__(
+        self, key: str = "default", transport: str = "stdio", counter: SeqCounter | None = None
+    ) -> None:
+        self.key = key
+        self.transport = transport
+        self.counter = counter or SeqCounter()
+        self.state = SessionState()
+        self._framers = {C2S: LineFramer(), S2C: LineFramer()}
+        self._out: list[Record] = []
+        self._severity_cache: dict[tuple[str, str | None], str | None] = {}
+
+    # ------------------------------------------------------------------ shell API
+
+    def feed(self, direction: str, transport: str, data: bytes, t: float) -> list[Record]:
+        """Feed stream bytes (newline-delimited JSON, as stdio carries it)."""
+        out: list[Record] = []
+        for line in self._framers[direction].feed(data):
+            out.extend(self.analyze_frame(self._new_frame(direction, transport, line, t)))
+        return out
+
+    def feed_frame(
+        self,
+        direction: str,
+        transport: str,
+        raw: bytes,
+        t: float,
+        meta: dict[str, Any] | None = None,
+    ) -> list[Record]:
+        """Feed one whole frame: an HTTP body or an SSE event's data."""
+        frame = self._new_frame(direction, transport, raw, t)
+        frame.meta = meta
+        return self.analyze_frame(frame)
+
+    def eof(self, direction: str, t: float) -> list[Record]:
+        """The byte stream in ``direction`` ended: flush a final line without newline."""
+        rest = self._framers[direction].flush()
+        if rest is None:
+            return []
+        return self.analyze_frame(self._new_frame(direction, self.transport, rest, t))
+
+    def event(self, name: str, t: float, data: dict[str, Any] | None = None) -> list[Record]:
+        """Record a transport event (stderr line, exit, HTTP metadata, ...)."""
+        record = EventRecord(self.counter.next(), t, self.key, name, data or {})
+        return self.apply_event(record)
+
+    def close(self, t: float, data: dict[str, Any] | None = None) -> list[Record]:
+        """End the session: flush partial lines, then report what never completed."""
+        if self.state.ended:
+            return []
+        out: list[Record] = []
+        out.extend(self.eof(C2S, t))
+        out.extend(self.eof(S2C, t))
+        out.extend(self.event("session-end", t, data))
+        return out
+
+    @property
+    def buffered(self) -> int:
+        """Bytes waiting in the line framers for their newline."""
+        return sum(f.pending for f in self._framers.values())
+
+    def _new_frame(self, direction: str, transport: str, raw: bytes, t: float) -> FrameRecord:
+        return FrameRecord(self.counter.next(), t, self.key, direction, transport, raw)
+
+    # ------------------------------------------------------------------ analysis entry points
+
+    def analyze_frame(self, frame: FrameRecord) -> list[Record]:
+        """Analyze one frame whose seq is already assigned (live or from a trace)."""
+        self._out = out = [frame]
+        try:
+            self._analyze(frame)
+        except Exception as exc:
+            out.append(self._internal_error(frame.seq, frame.t, exc))
+        self._out = []
+        return out
+
+    def apply_event(self, record: EventRecord) -> list[Record]:
+        """Apply a transport event record (live or from a trace)."""
+        self._out = out = [record]
+        try:
+            if record.event in END_EVENTS and not self.state.ended:
+                self.state.ended = True
+                flow.end_of_session(self, record)
+                lifecycle.end_of_session(self, record)
+        except Exception as exc:
+            out.append(self._internal_error(record.seq, record.t, exc))
+        self._out = []
+        return out
+
+    def _internal_error(self, seq: int, t: float, exc: Exception) -> EventRecord:
+        # An analyzer bug must not cost the user their traffic: record it and go on.
+        return EventRecord(
+            seq,
+            t,
+            self.key,
+            "analyzer-error",
+            {"error": repr(exc), "traceback": traceback.format_exc(limit=6)},
+        )
+
+    # ------------------------------------------------------------------ reporting
+
+    def report(
+        self,
+        rule: str,
+        message: str,
+        seqs: list[int],
+        *,
+        severity: str | None = None,
+        **data: Any,
+    ) -> None:
+        """Emit a finding for ``rule`` if it applies to the version in force."""
+        version = self.state.version
+        cache_key = (rule, version)
+        default = self._severity_cache.get(cache_key, "")
+        if default == "":
+            entry = catalog.get(rule)
+            default = entry.severity_for(version) if entry.applies_to(version) else None
+            self._severity_cache[cache_key] = default
+        if default is None:
+            return
+        self._out.append(FindingRecord(rule, severity or default, message, self.key, seqs, data))
+
+    def emit(self, record: Record) -> None:
+        """Append a derived record to the current output."""
+        self._out.append(record)
+
+    # ------------------------------------------------------------------ framing and parsing
+
+    def _analyze(self, frame: FrameRecord) -> None:
+        raw = frame.raw
+        state = self.state
+        offset = state.stream_offset[frame.direction]
+        state.stream_offset[frame.direction] = offset + len(raw)
+        try:
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            value = _fallback_parse(raw)
+            if value is _INVALID:
+                self._unparseable(frame, offset)
+                return
+        if isinstance(value, dict):
+            self._message(value, frame, None)
+        elif isinstance(value, list):
+            self._batch(value, frame)
+        else:
+            record = MessageRecord(frame.seq, self.key, frame.direction, INVALID, size=len(raw))
+            self.emit(record)
+            state.bad_frames[frame.direction].append(frame.seq)
+            self.report(
+                "JR-TOPLEVEL",
+                f"{SENDER[frame.direction]} sent a JSON {type(value).__name__}, but a "
+                "JSON-RPC message must be an object (or an array for a batch)",
+                [frame.seq],
+                value_type=_json_type(value),
+            )
+
+    def _unparseable(self, frame: FrameRecord, offset: int) -> None:
+        raw = frame.raw
+        sender = SENDER[frame.direction]
+        line_framed = frame.transport == "stdio"
+        if line_framed and not raw.strip():
+            # A blank line between messages: harmless to lenient readers but not a
+            # message either (catalogue STDIO-STDOUT-CLEAN: "Blank lines: HEUR/INFO").
+            self.report(
+                "JR-PARSE",
+                f"{sender} sent an empty line; it is not a JSON-RPC message",
+                [frame.seq],
+                severity="info",
+                cause="empty",
+                sender=sender,
+                offset=offset,
+            )
+            return
+        at_eof = line_framed and not raw.endswith(b"\n")
+        diag = diagnose(raw, at_eof=at_eof, framing="line" if line_framed else "body")
+        self.emit(MessageRecord(frame.seq, self.key, frame.direction, UNPARSEABLE, size=len(raw)))
+        self.state.bad_frames[frame.direction].append(frame.seq)
+        where = f"at byte {offset}" if line_framed else "in its body"
+        data: dict[str, Any] = {
+            "cause": diag.cause,
+            "sender": sender,
+            "excerpt": diag.excerpt,
+            "offset": offset,
+            "explanation": diag.explanation,
+        }
+        if diag.error_offset is not None:
+            data["error_offset"] = diag.error_offset
+        if diag.parser_error:
+            data["parser_error"] = diag.parser_error
+        self.report(
+            "JR-PARSE",
+            f"{sender} sent a frame that is not valid JSON {where} ({diag.cause}): "
+            f"{diag.explanation}",
+            [frame.seq],
+            **data,
+        )
+        if not line_framed:
+            return
+        if frame.direction == S2C:
+            self.report(
+                "STDIO-STDOUT-CLEAN",
+                f"the server wrote something that is not an MCP message to stdout: {diag.excerpt}",
+                [frame.seq],
+                cause=diag.cause,
+            )
+        else:
+            self.report(
+                "STDIO-STDIN-CLEAN",
+                f"the client wrote something that is not an MCP message to the server's "
+                f"stdin: {diag.excerpt}",
+                [frame.seq],
+                cause=diag.cause,
+            )
+        if diag.cause == "pretty-printed":
+            self.report(
+                "STDIO-FRAMING",
+                f"{sender} spread one JSON message over several lines; stdio messages are "
+                "newline-delimited and must not contain raw newlines",
+                [frame.seq],
+            )
+        elif diag.cause == "invalid-utf8":
+            self.report("STDIO-UTF8", f"{sender} sent bytes that are not valid UTF-8", [frame.seq])
+
+    # ------------------------------------------------------------------ classification
+
+    def _batch(self, items: list[Any], frame: FrameRecord) -> None:
+        direction = frame.direction
+        self.emit(MessageRecord(frame.seq, self.key, direction, BATCH, size=len(frame.raw)))
+        jsonrpc.check_batch_allowed(self, frame, items)
+        if not items:
+            answered = self.state.notification_batch[OPPOSITE[direction]]
+            if answered is not None:
+                self.state.notification_batch[OPPOSITE[direction]] = None
+                self.report(
+                    "JR-BATCH-ALL-NOTIF",
+                    f"{SENDER[direction]} answered a batch of only notifications (seq "
+                    f"{answered}) with `[]`; it must send nothing at all",
+                    [answered, frame.seq],
+                )
+                return
+            self.state.bad_frames[direction].append(frame.seq)
+            self.report(
+                "JR-BATCH-EMPTY",
+                f"{SENDER[direction]} sent an empty batch `[]`; the only valid reply is a "
+                "single -32600 Invalid Request error",
+                [frame.seq],
+            )
+            return
+        msgs = [self._message(item, frame, i) for i, item in enumerate(items)]
+        kinds = {m.kind for m in msgs}
+        if kinds & {REQUEST, NOTIFICATION, INVALID} and not kinds - {
+            REQUEST,
+            NOTIFICATION,
+            INVALID,
+        }:
+            requests = [m for m in msgs if m.kind == REQUEST]
+            invalid = sum(1 for m in msgs if m.kind == INVALID)
+            if requests or invalid:
+                self.state.batches[frame.seq] = BatchInfo(
+                    frame.seq,
+                    direction,
+                    [id_key(m.id) for m in requests],
+                    invalid,
+                    len(msgs) - len(requests) - invalid,
+                )
+            else:
+                self.state.notification_batch[direction] = frame.seq
+        elif kinds <= {RESPONSE, ERROR}:
+            self._batch_reply(msgs, frame)
+        jsonrpc.check_batch_shape(self, frame, msgs)
+
+    def _message(self, obj: Any, frame: FrameRecord, index: int | None) -> Msg:
+        direction = frame.direction
+        record = MessageRecord(frame.seq, self.key, direction, INVALID, index=index)
+        if index is None:
+            record.size = len(frame.raw)
+        msg = Msg(obj, INVALID, direction, frame, index, record)
+        self.emit(record)
+        if not isinstance(obj, dict):
+            self.report(
+                "JR-TOPLEVEL",
+                f"element {index} of the batch is a JSON {_json_type(obj)}, not a "
+                "request or notification object",
+                [frame.seq],
+                index=index,
+            )
+            return msg
+        if "method" in obj:
+            method = obj["method"]
+            if "id" in obj:
+                msg.kind = REQUEST
+                msg.id = obj["id"]
+                msg.has_id = True
+            else:
+                msg.kind = NOTIFICATION
+            if isinstance(method, str):
+                msg.method = method
+            params = obj.get("params")
+            if isinstance(params, dict):
+                msg.params = params
+            if "result" in obj or "error" in obj:
+                msg.kind = INVALID
+        elif "result" in obj or "error" in obj:
+            msg.kind = ERROR if "error" in obj and "result" not in obj else RESPONSE
+            if "id" in obj:
+                msg.id = obj["id"]
+                msg.has_id = True
+        record.kind = msg.kind
+        record.id = msg.id
+        record.has_id = msg.has_id
+        record.method = msg.method
+        if msg.kind == ERROR:
+            error = obj.get("error")
+            if isinstance(error, dict):
+                record.error_code = error.get("code")
+
+        jsonrpc.check_message(self, msg)
+        kind = msg.kind
+        if kind == INVALID or (msg.method is None and kind in (REQUEST, NOTIFICATION)):
+            msg.kind = record.kind = INVALID
+            self.state.bad_frames[direction].append(frame.seq)
+            return msg
+        if kind == REQUEST:
+            self._register_request(msg)
+            lifecycle.on_request(self, msg)
+            methods.on_request(self, msg)
+            flow.on_request(self, msg)
+        elif kind == NOTIFICATION:
+            lifecycle.on_notification(self, msg)
+            methods.on_notification(self, msg)
+            flow.on_notification(self, msg)
+        else:
+            self._match_response(msg)
+            lifecycle.on_response(self, msg)
+            if msg.request is not None:
+                methods.on_response(self, msg)
+                flow.on_response(self, msg)
+        return msg
+
+    # ------------------------------------------------------------------ correlation
+
+    def _register_request(self, msg: Msg) -> None:
+        state = self.state
+        direction = msg.direction
+        key = id_key(msg.id)
+        pending = state.pending[direction]
+        history = state.used[direction]
+        shown = show_id(msg.id)
+        if key in pending:
+            previous = pending[key]
+            rule = "MSG-ID-INFLIGHT" if state.era == "stateless" else "MSG-ID-REUSE"
+            self.report(
+                rule,
+                f"{SENDER[direction]} reused request id {shown} while the request with that "
+                f"id (seq {previous.seq}, {previous.method}) is still waiting for its response",
+                [previous.seq, msg.seq],
+                id=msg.id,
+                previous_seq=previous.seq,
+                in_flight=True,
+            )
+        elif key in history and state.era != "stateless":
+            self.report(
+                "MSG-ID-REUSE",
+                f"{SENDER[direction]} reused request id {shown}, which it already used earlier "
+                "in this session; ids must never be reused within a session",
+                [msg.seq],
+                id=msg.id,
+                in_flight=False,
+            )
+        history.add(key)
+        pending[key] = Pending(
+            msg.seq,
+            msg.index,
+            key,
+            msg.id,
+            msg.method or "",
+            msg.t,
+            msg.params,
+            batch_seq=msg.seq if msg.index is not None else None,
+        )
+
+    def _match_response(self, msg: Msg) -> None:
+        state = self.state
+        request_direction = OPPOSITE[msg.direction]
+        record = msg.record
+        if not msg.has_id or msg.id is None:
+            jsonrpc.null_id_response(self, msg)
+            return
+        key = id_key(msg.id)
+        pending = state.pending[request_direction]
+        request = pending.pop(key, None)
+        if request is not None:
+            self._pair(msg, request)
+            if request.cancelled:
+                # A result after notifications/cancelled is an expected race
+                # (cancellation.mdx: "Both parties MUST handle these race
+                # conditions gracefully"; catalogue trap 6): record, don't flag.
+                record.note = "late-after-cancel"
+            return
+        for alt in coerced_keys(msg.id):
+            request = pending.get(alt)
+            if request is not None:
+                del pending[alt]
+                self._pair(msg, request)
+                record.note = "id-type-mismatch"
+                self.report(
+                    "JR-RESP-ID",
+                    f"{SENDER[msg.direction]} answered request id {show_id(request.id)} "
+                    f"({request.method}, seq {request.seq}) with id {show_id(msg.id)}: the id "
+                    "must be echoed with the same JSON type",
+                    [request.seq, msg.seq],
+                    cause="id-type",
+                    request_id=request.id,
+                    response_id=msg.id,
+                )
+                return
+        answered = state.answered[request_direction].get(key)
+        if answered is not None:
+            record.answers = answered.seq
+            record.request_index = answered.index
+            if answered.cancelled and answered.response_seq is None:
+                record.note = "late-after-cancel"
+                answered.response_seq = msg.seq
+                return
+            record.note = "duplicate-response"
+            self.report(
+                "JR-RESP-ID",
+                f"{SENDER[msg.direction]} sent a second response to request id "
+                f"{show_id(msg.id)} ({answered.method}, seq {answered.seq}); the first "
+                f"was seq {answered.response_seq}",
+                [answered.seq, msg.seq],
+                cause="duplicate-response",
+                id=msg.id,
+                first_response_seq=answered.response_seq,
+            )
+            return
+        if key in state.used[request_direction]:
+            record.note = "duplicate-response"
+            self.report(
+                "JR-RESP-ID",
+                f"{SENDER[msg.direction]} sent another response to request id "
+                f"{show_id(msg.id)}, which was already answered",
+                [msg.seq],
+                cause="duplicate-response",
+                id=msg.id,
+            )
+            return
+        record.note = "orphan"
+        self.report(
+            "JR-RESP-ID",
+            f"{SENDER[msg.direction]} sent a response with id {show_id(msg.id)}, but the "
+            f"{SENDER[request_direction]} never sent a request with that id",
+            [msg.seq],
+            cause="unknown-id",
+            id=msg.id,
+        )
+
+    def _pair(self, msg: Msg, request: Pending) -> None:
+        record = msg.record
+        record.answers = request.seq
+        record.request_index = request.index
+        record.latency_ms = round((msg.t - request.t) * 1000.0, 3)
+        msg.request = request
+        self.state.answered[OPPOSITE[msg.direction]].put(
+            request.key,
+            Answered(request.seq, request.index, request.method, msg.seq, request.cancelled),
+        )
+
+    def _batch_reply(self, msgs: list[Msg], frame: FrameRecord) -> None:
+        """Check a reply array against the batch it answers (JSON-RPC §6)."""
+        state = self.state
+        request_direction = OPPOSITE[frame.direction]
+        answered_batches = {
+            m.request.batch_seq
+            for m in msgs
+            if m.request is not None and m.request.batch_seq is not None
+        }
+        null_replies = sum(1 for m in msgs if not m.has_id or m.id is None)
+        if len(answered_batches) != 1:
+            if not answered_batches and null_replies == len(msgs):
+                batch = _oldest_batch(state.batches, request_direction)
+                if batch is not None and batch.invalid_elements:
+                    answered_batches = {batch.seq}
+            if len(answered_batches) != 1:
+                return
+        batch_seq = answered_batches.pop()
+        batch = state.batches.pop(batch_seq, None)
+        if batch is None:
+            return
+        replied = {id_key(m.id) for m in msgs if m.has_id and m.id is not None}
+        missing = [k for k in batch.request_keys if k not in replied]
+        extra_null = max(0, null_replies - batch.invalid_elements)
+        missing_invalid = max(0, batch.invalid_elements - null_replies)
+        if missing or extra_null or missing_invalid:
+            pending = state.pending[request_direction]
+            for k in missing:
+                if k in pending:
+                    pending[k].missing_reported = True
+            parts = []
+            if missing:
+                parts.append(
+                    f"{len(missing)} request(s) got no response in it ("
+                    + ", ".join(show_id(k[1]) for k in missing[:10])
+                    + ")"
+                )
+            if missing_invalid:
+                parts.append(f"{missing_invalid} invalid element(s) got no error response")
+            if extra_null:
+                parts.append(f"{extra_null} response(s) more than the batch asked for")
+            self.report(
+                "JR-BATCH-RESP-COUNT",
+                f"the reply to the batch at seq {batch_seq} does not match it: " + "; ".join(parts),
+                [batch_seq, frame.seq],
+                missing=[k[1] for k in missing],
+                expected=len(batch.request_keys) + batch.invalid_elements,
+                received=len(msgs),
+            )
+
+
+def _oldest_batch(batches: dict[int, BatchInfo], direction: str) -> BatchInfo | None:
+    for batch in batches.values():
+        if batch.direction == direction:
+            return batch
+    return None
+
+
+_INVALID = object()
+
+
+def _fallback_parse(raw: bytes) -> Any:
+    """Parse what orjson refuses but JSON allows (integers beyond 64 bits)."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return _INVALID
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        return _INVALID
+
+
+def _reject_constant(name: str) -> Any:
+    # NaN and Infinity are Python extensions, not JSON (RFC 8259 §6).
+    raise ValueError(name)
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list):
+        return "array"
+    return "object"

@@ -1,0 +1,155 @@
+"""The per-session state the analyzer keeps (catalogue §0.1).
+
+Everything here is bounded by the number of requests in flight, not by the
+length of the session: see ``ids.IdHistory`` and ``ids.BoundedMap``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcpsniff.core.ids import BoundedMap, IdHistory, IdKey
+from mcpsniff.core.model import C2S, S2C, FrameRecord, MessageRecord
+
+#: How many recently answered or cancelled ids each direction remembers, to
+#: tell a duplicate or late response from a response to an id nobody sent.
+RECENT_WINDOW = 65536
+
+
+@dataclass(slots=True)
+class Pending:
+    """A request that has not been answered yet."""
+
+    seq: int
+    index: int | None
+    key: IdKey
+    id: Any
+    method: str
+    t: float
+    params: dict[str, Any] | None
+    progress_token: IdKey | None = None
+    cancelled: bool = False
+    batch_seq: int | None = None
+    missing_reported: bool = False
+
+
+@dataclass(slots=True)
+class Answered:
+    """What is left of a request once it has been answered or cancelled."""
+
+    seq: int
+    index: int | None
+    method: str
+    response_seq: int | None
+    cancelled: bool = False
+
+
+@dataclass(slots=True)
+class Msg:
+    """The analyzer's working view of one JSON-RPC message (not stored)."""
+
+    obj: Any
+    kind: str
+    direction: str
+    frame: FrameRecord
+    index: int | None
+    record: MessageRecord
+    id: Any = None
+    has_id: bool = False
+    method: str | None = None
+    params: dict[str, Any] | None = None
+    request: Pending | None = None
+
+    @property
+    def seq(self) -> int:
+        return self.frame.seq
+
+    @property
+    def t(self) -> float:
+        return self.frame.t
+
+
+@dataclass(slots=True)
+class ToolInfo:
+    """A tool from the latest complete ``tools/list`` result."""
+
+    name: str
+    input_schema: Any
+    output_schema: Any
+    input_validator: Any = None
+    output_validator: Any = None
+    input_schema_error: str | None = None
+    output_schema_error: str | None = None
+
+
+@dataclass(slots=True)
+class ProgressState:
+    """An active progress token and the last progress value seen for it."""
+
+    request_key: IdKey
+    request_seq: int
+    last: float | None = None
+
+
+@dataclass(slots=True)
+class BatchInfo:
+    """A batch of requests waiting for its reply array."""
+
+    seq: int
+    direction: str
+    request_keys: list[IdKey]
+    invalid_elements: int
+    notifications: int
+
+
+@dataclass(slots=True)
+class Lifecycle:
+    """Where the handshake stands (S/<v>/basic/lifecycle.mdx)."""
+
+    init_seq: int | None = None
+    init_key: IdKey | None = None
+    requested_version: Any = None
+    init_ok: bool | None = None
+    init_response_seq: int | None = None
+    initialized_seq: int | None = None
+    order_reported: bool = False
+    probe_seen: bool = False
+
+
+@dataclass(slots=True)
+class SessionState:
+    """All protocol state for one session."""
+
+    era: str | None = None
+    version: str | None = None
+    client_caps: dict[str, Any] | None = None
+    server_caps: dict[str, Any] | None = None
+    lifecycle: Lifecycle = field(default_factory=Lifecycle)
+    first_c2s_seen: bool = False
+    pending: dict[str, dict[IdKey, Pending]] = field(default_factory=lambda: {C2S: {}, S2C: {}})
+    used: dict[str, IdHistory] = field(default_factory=lambda: {C2S: IdHistory(), S2C: IdHistory()})
+    answered: dict[str, BoundedMap] = field(
+        default_factory=lambda: {C2S: BoundedMap(RECENT_WINDOW), S2C: BoundedMap(RECENT_WINDOW)}
+    )
+    progress: dict[str, dict[IdKey, ProgressState]] = field(
+        default_factory=lambda: {C2S: {}, S2C: {}}
+    )
+    finished_tokens: dict[str, BoundedMap] = field(
+        default_factory=lambda: {C2S: BoundedMap(RECENT_WINDOW), S2C: BoundedMap(RECENT_WINDOW)}
+    )
+    batches: dict[int, BatchInfo] = field(default_factory=dict)
+    #: The latest all-notification batch per direction: its only valid reply is none.
+    notification_batch: dict[str, int | None] = field(
+        default_factory=lambda: {C2S: None, S2C: None}
+    )
+    bad_frames: dict[str, deque[int]] = field(
+        default_factory=lambda: {C2S: deque(maxlen=1024), S2C: deque(maxlen=1024)}
+    )
+    tools: dict[str, ToolInfo] | None = None
+    tools_partial: list[Any] | None = None
+    cursors: dict[str, BoundedMap] = field(default_factory=dict)
+    stream_offset: dict[str, int] = field(default_factory=lambda: {C2S: 0, S2C: 0})
+    log_level: str | None = None
+    ended: bool = False

@@ -1,0 +1,74 @@
+"""The recorder every relay shell uses: analyzer in, trace out.
+
+A shell calls ``feed`` with the bytes it has *already forwarded* (forward
+first, observe second: DESIGN.md invariant 2) and the wall-clock time it
+read; the recorder runs the sans-I/O session and writes every record to the
+trace. Listeners (``--show``) get the same records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from mcpsniff.core.analyzer import Analyzer
+from mcpsniff.core.model import Record
+from mcpsniff.trace.format import TraceWriter
+
+Listener = Callable[[Record], None]
+
+
+class Recorder:
+    """Feeds one capture's traffic through the analyzer into a trace writer."""
+
+    def __init__(self, writer: TraceWriter | None, transport: str = "stdio") -> None:
+        self.writer = writer
+        self.transport = transport
+        self.analyzer = Analyzer()
+        self.listeners: list[Listener] = []
+        self.findings = 0
+
+    def _emit(self, records: list[Record]) -> list[Record]:
+        writer = self.writer
+        for record in records:
+            if writer is not None:
+                writer.write(record)
+            for listener in self.listeners:
+                listener(record)
+        return records
+
+    def feed(self, session: str, direction: str, data: bytes, t: float) -> list[Record]:
+        """Stream bytes (stdio) seen in ``direction``."""
+        s = self.analyzer.session(session, self.transport)
+        return self._emit(s.feed(direction, self.transport, data, t))
+
+    def feed_frame(
+        self,
+        session: str,
+        direction: str,
+        raw: bytes,
+        t: float,
+        transport: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> list[Record]:
+        """One whole frame (HTTP body, SSE event data)."""
+        kind = transport or self.transport
+        s = self.analyzer.session(session, kind)
+        return self._emit(s.feed_frame(direction, kind, raw, t, meta))
+
+    def eof(self, session: str, direction: str, t: float) -> list[Record]:
+        """The stream in ``direction`` ended."""
+        return self._emit(self.analyzer.session(session, self.transport).eof(direction, t))
+
+    def event(
+        self, session: str, name: str, t: float, data: dict[str, Any] | None = None
+    ) -> list[Record]:
+        """A transport event."""
+        return self._emit(self.analyzer.session(session, self.transport).event(name, t, data))
+
+    def close(self, t: float) -> list[Record]:
+        """End all sessions and flush the trace."""
+        records = self._emit(self.analyzer.close(t))
+        if self.writer is not None:
+            self.writer.flush()
+        return records

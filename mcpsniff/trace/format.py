@@ -1,0 +1,425 @@
+"""The JSONL trace format: the only module that knows how records look on disk.
+
+A trace is JSON Lines. Line 1 is a header naming the format and its version;
+every following line is one record whose first key is ``type``. Records are
+written whole, one ``write`` per line, so a crash can tear only the last line,
+and the reader tolerates exactly that. ``docs/trace-format.md`` documents the
+format for people; this module is its executable definition.
+
+Keeping ``type`` first is deliberate: ``mcpsniff check`` only needs the input
+records (frames and events), and can skip derived records by looking at a
+fixed byte prefix instead of parsing them.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from mcpsniff import __version__
+from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, MessageRecord, Record
+
+FORMAT_NAME = "mcpsniff-trace"
+FORMAT_VERSION = 1
+#: Versions this reader can load. Bump FORMAT_VERSION only with a reader for the old one.
+READABLE_VERSIONS = frozenset({1})
+
+_FRAME_PREFIX = b'{"type":"frame"'
+_EVENT_PREFIX = b'{"type":"event"'
+
+
+class TraceError(Exception):
+    """The trace cannot be read: missing, not a trace, or corrupt before its end."""
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+def encode_record(record: Record) -> dict[str, Any]:
+    """Turn a record into the JSON object stored on its trace line."""
+    if isinstance(record, FrameRecord):
+        obj: dict[str, Any] = {
+            "type": "frame",
+            "seq": record.seq,
+            "t": record.t,
+            "session": record.session,
+            "dir": record.direction,
+            "transport": record.transport,
+        }
+        try:
+            obj["text"] = record.raw.decode("utf-8")
+        except UnicodeDecodeError:
+            # Not UTF-8: keep the exact bytes recoverable (DESIGN.md, "The trace").
+            obj["b64"] = base64.b64encode(record.raw).decode("ascii")
+        if record.meta:
+            obj["meta"] = record.meta
+        return obj
+    if isinstance(record, MessageRecord):
+        obj = {
+            "type": "message",
+            "frame": record.frame,
+            "session": record.session,
+            "dir": record.direction,
+            "kind": record.kind,
+        }
+        if record.index is not None:
+            obj["index"] = record.index
+        if record.has_id:
+            obj["id"] = record.id
+        if record.method is not None:
+            obj["method"] = record.method
+        if record.answers is not None:
+            obj["answers"] = record.answers
+            if record.request_index is not None:
+                obj["request_index"] = record.request_index
+            obj["latency_ms"] = record.latency_ms
+        if record.error_code is not None:
+            obj["error_code"] = record.error_code
+        if record.note is not None:
+            obj["note"] = record.note
+        return obj
+    if isinstance(record, FindingRecord):
+        return {
+            "type": "finding",
+            "rule": record.rule,
+            "severity": record.severity,
+            "message": record.message,
+            "session": record.session,
+            "seq": record.seq,
+            "data": record.data,
+        }
+    if isinstance(record, EventRecord):
+        return {
+            "type": "event",
+            "seq": record.seq,
+            "t": record.t,
+            "session": record.session,
+            "event": record.event,
+            "data": record.data,
+        }
+    raise TypeError(f"not a trace record: {record!r}")
+
+
+def decode_record(obj: dict[str, Any]) -> Record | dict[str, Any]:
+    """Turn a parsed trace line back into a record (the header stays a dict).
+
+    Raises ``TraceError`` for objects that are not records of this format.
+    """
+    kind = obj.get("type")
+    try:
+        if kind == "frame":
+            if "text" in obj:
+                raw = obj["text"].encode("utf-8")
+            else:
+                raw = base64.b64decode(obj["b64"], validate=True)
+            return FrameRecord(
+                seq=obj["seq"],
+                t=obj["t"],
+                session=obj["session"],
+                direction=obj["dir"],
+                transport=obj["transport"],
+                raw=raw,
+                meta=obj.get("meta"),
+            )
+        if kind == "message":
+            answers = obj.get("answers")
+            return MessageRecord(
+                frame=obj["frame"],
+                session=obj["session"],
+                direction=obj["dir"],
+                kind=obj["kind"],
+                index=obj.get("index"),
+                id=obj.get("id"),
+                has_id="id" in obj,
+                method=obj.get("method"),
+                answers=answers,
+                request_index=obj.get("request_index"),
+                latency_ms=obj.get("latency_ms"),
+                note=obj.get("note"),
+                error_code=obj.get("error_code"),
+            )
+        if kind == "finding":
+            return FindingRecord(
+                rule=obj["rule"],
+                severity=obj["severity"],
+                message=obj["message"],
+                session=obj["session"],
+                seq=list(obj["seq"]),
+                data=obj.get("data") or {},
+            )
+        if kind == "event":
+            return EventRecord(
+                seq=obj["seq"],
+                t=obj["t"],
+                session=obj["session"],
+                event=obj["event"],
+                data=obj.get("data") or {},
+            )
+        if kind == "header":
+            return obj
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise TraceError(f"malformed {kind} record: {exc!r}") from exc
+    raise TraceError(f"unknown record type {kind!r}")
+
+
+def encode_line(record: Record) -> bytes:
+    """One complete trace line, newline included."""
+    return orjson.dumps(encode_record(record), option=orjson.OPT_APPEND_NEWLINE)
+
+
+def header(meta: dict[str, Any] | None = None, created: float | None = None) -> dict[str, Any]:
+    """The header object that opens every trace."""
+    obj: dict[str, Any] = {
+        "type": "header",
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "tool": f"mcpsniff/{__version__}",
+    }
+    if created is not None:
+        obj["created"] = created
+    obj["meta"] = meta or {}
+    return obj
+
+
+# --------------------------------------------------------------------------- writer
+
+
+class TraceWriter:
+    """Writes a trace: the header, then one whole line per record.
+
+    Files are created with mode 0600 (DESIGN.md invariant 5) and an existing
+    file is never overwritten unless ``overwrite`` is set, so a typo in
+    ``--trace`` cannot destroy a user's file.
+    """
+
+    def __init__(self, stream: IO[bytes], path: Path | None = None) -> None:
+        self._stream = stream
+        self.path = path
+        self.records_written = 0
+        self.failed: OSError | None = None
+
+    @classmethod
+    def create(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        meta: dict[str, Any] | None = None,
+        created: float | None = None,
+        overwrite: bool = False,
+    ) -> TraceWriter:
+        """Create ``path`` and write the header. Raises ``OSError`` with the reason."""
+        target = Path(path)
+        flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if overwrite else os.O_EXCL)
+        fd = os.open(target, flags, 0o600)
+        stream = os.fdopen(fd, "wb", buffering=1 << 16)
+        writer = cls(stream, target)
+        writer.write_header(meta, created)
+        return writer
+
+    def write_header(
+        self, meta: dict[str, Any] | None = None, created: float | None = None
+    ) -> None:
+        """Write the header line; call once, first."""
+        self._write(orjson.dumps(header(meta, created), option=orjson.OPT_APPEND_NEWLINE))
+
+    def write(self, record: Record) -> None:
+        """Append one record as one line."""
+        self._write(encode_line(record))
+        self.records_written += 1
+
+    def write_all(self, records: list[Record]) -> None:
+        """Append several records, each as its own whole line."""
+        for record in records:
+            self.write(record)
+
+    def _write(self, line: bytes) -> None:
+        if self.failed is not None:
+            return
+        try:
+            self._stream.write(line)
+        except OSError as exc:
+            # Disk full or similar: remember it; the relay keeps forwarding.
+            self.failed = exc
+
+    def flush(self) -> None:
+        """Push buffered lines to the file."""
+        if self.failed is None:
+            try:
+                self._stream.flush()
+            except OSError as exc:
+                self.failed = exc
+
+    def close(self) -> None:
+        """Flush and close the file."""
+        self.flush()
+        try:
+            self._stream.close()
+        except OSError as exc:
+            self.failed = self.failed or exc
+
+
+# --------------------------------------------------------------------------- reader
+
+
+@dataclass(slots=True)
+class TornLine:
+    """The torn last line of a trace: where it is and what was lost."""
+
+    line_number: int
+    length: int
+
+    def describe(self) -> str:
+        return (
+            f"the last line ({self.line_number}, {self.length} bytes) is incomplete, "
+            "probably cut off by a crash; it was skipped"
+        )
+
+
+class TraceReader:
+    """Reads a trace file lazily, one record at a time.
+
+    The header is read when the reader opens; ``TraceError`` explains what is
+    wrong with a file that is not a readable trace. A torn last line is
+    skipped and described in ``torn`` once iteration has reached the end.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self.torn: TornLine | None = None
+        try:
+            self._file = open(self.path, "rb")  # noqa: SIM115 - closed by close()/iteration
+        except FileNotFoundError:
+            raise TraceError(f"{self.path}: no such file") from None
+        except IsADirectoryError:
+            raise TraceError(f"{self.path}: is a directory, not a trace") from None
+        except OSError as exc:
+            raise TraceError(f"{self.path}: cannot open: {exc.strerror or exc}") from None
+        first = self._file.readline()
+        try:
+            obj = orjson.loads(first)
+        except orjson.JSONDecodeError:
+            self._file.close()
+            raise TraceError(f"{self.path}: not an mcpsniff trace (line 1 is not JSON)") from None
+        if not isinstance(obj, dict) or obj.get("format") != FORMAT_NAME:
+            self._file.close()
+            raise TraceError(f"{self.path}: not an mcpsniff trace (no {FORMAT_NAME} header)")
+        if obj.get("version") not in READABLE_VERSIONS:
+            self._file.close()
+            raise TraceError(
+                f"{self.path}: trace format version {obj.get('version')!r} is not supported "
+                f"(this mcpsniff reads {sorted(READABLE_VERSIONS)})"
+            )
+        self.header: dict[str, Any] = obj
+
+    def close(self) -> None:
+        """Close the underlying file."""
+        self._file.close()
+
+    def __enter__(self) -> TraceReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _lines(self) -> Iterator[tuple[int, bytes, bool]]:
+        """Yield (line number, line, is_last) for every line after the header."""
+        number = 1
+        previous: bytes | None = None
+        for line in self._file:
+            number += 1
+            if previous is not None:
+                yield number - 1, previous, False
+            previous = line
+        if previous is not None:
+            yield number, previous, True
+
+    def _parse(self, number: int, line: bytes, last: bool) -> dict[str, Any] | None:
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            obj = None
+        if isinstance(obj, dict):
+            return obj
+        if last:
+            # A crash tears only the last line (records are written whole).
+            if line.strip():
+                self.torn = TornLine(number, len(line))
+            return None
+        raise TraceError(f"{self.path}: line {number} is not a trace record")
+
+    def records(self) -> Iterator[Record]:
+        """Every record after the header, in file order."""
+        for number, line, last in self._lines():
+            obj = self._parse(number, line, last)
+            if obj is None:
+                continue
+            try:
+                record = decode_record(obj)
+            except TraceError as exc:
+                raise TraceError(f"{self.path}: line {number}: {exc}") from None
+            if isinstance(record, dict):
+                continue
+            yield record
+
+    def inputs(self) -> Iterator[FrameRecord | EventRecord]:
+        """Only the analyzer's inputs (frames and events), skipping derived records fast."""
+        for number, line, last in self._lines():
+            if not (line.startswith(_FRAME_PREFIX) or line.startswith(_EVENT_PREFIX)):
+                if last and not line.endswith(b"\n"):
+                    self._parse(number, line, last)  # only to notice a torn line
+                continue
+            obj = self._parse(number, line, last)
+            if obj is None:
+                continue
+            try:
+                record = decode_record(obj)
+            except TraceError as exc:
+                raise TraceError(f"{self.path}: line {number}: {exc}") from None
+            yield record  # type: ignore[misc]
+
+
+class TraceTail:
+    """Incremental reader for a growing trace (``mcpsniff show --follow``).
+
+    ``poll()`` returns the records completed since the last call; a partial
+    last line stays buffered until its newline arrives.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._file = open(self.path, "rb")  # noqa: SIM115 - closed by close()
+        self._partial = b""
+        self.header: dict[str, Any] | None = None
+
+    def poll(self) -> list[Record]:
+        """Records whose lines were completed since the previous poll."""
+        chunk = self._file.read()
+        if not chunk:
+            return []
+        data = self._partial + chunk
+        lines = data.split(b"\n")
+        self._partial = lines.pop()
+        out: list[Record] = []
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                obj = orjson.loads(line)
+                record = decode_record(obj)
+            except (orjson.JSONDecodeError, TraceError):
+                continue
+            if isinstance(record, dict):
+                self.header = record
+                continue
+            out.append(record)
+        return out
+
+    def close(self) -> None:
+        """Close the underlying file."""
+        self._file.close()
