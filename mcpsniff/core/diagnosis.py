@@ -64,35 +64,39 @@ _BOM_UTF16 = (b"\xff\xfe", b"\xfe\xff")
 _WS = " \t\r\n"
 _WS_B = b" \t\r\n"
 
-# A complete double-quoted JSON string. Possessive quantifiers (3.11+) keep a
-# multi-megabyte unterminated string from backtracking.
+# A complete double-quoted JSON string, for anchored matches.
 _DQ = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"'
-_SQ = r"'[^'\\]*+(?:\\.[^'\\]*+)*+'"
-# Brackets outside strings; a lone '"' is a string that never ends.
-_STRUCTURE = re.compile(_DQ + r'|[][{}]|"', re.S)
-_TRAILING_COMMA = re.compile(f"({_DQ})|,([{_WS}]*[]}}])", re.S)
+# The same for scanning: the closing quote is optional, so an unterminated
+# string swallows the rest of the text in one match. Were it required, the
+# scan would retry at every escaped quote inside it and go quadratic; the
+# possessive quantifiers (3.11+) likewise rule out backtracking.
+_DQ_TOKEN = r'"[^"\\]*+(?:\\.[^"\\]*+)*+(?P<dq_end>")?'
+_SQ_TOKEN = r"'[^'\\]*+(?:\\.[^'\\]*+)*+(?P<sq_end>')?"
+_STRUCTURE = re.compile(rf"{_DQ_TOKEN}|[][{{}}]", re.S)
+_TRAILING_COMMA = re.compile(rf"(?P<dq>{_DQ_TOKEN})|,(?P<closer>[{_WS}]*+[]}}])", re.S)
+_SINGLE_QUOTES = re.compile(
+    rf"(?P<dq>{_DQ_TOKEN})|(?P<sq>{_SQ_TOKEN})|\b(?P<lit>True|False|None)\b", re.S
+)
 _PY_LITERAL = {"True": "true", "False": "false", "None": "null"}
-_SINGLE_QUOTES = re.compile(f"({_DQ})|({_SQ})|\\b(True|False|None)\\b", re.S)
 _SQ_BODY = re.compile(r'\\(.)|"', re.S)
 _OPENS_SINGLE_QUOTED = re.compile(r"[\[{]\s*'")
+_QUOTE_OR_ESCAPE = re.compile(r'\\.|"', re.S)
 
-# Pretty-printer fragments, matched against a line with its terminator
-# removed. JSON.stringify(v, null, 2) and json.dumps(v, indent=2) put every
-# opening bracket at the end of a line and every closing one at the start.
-_OPENERS_ONLY = re.compile(r"\s*[\[{]+\s*")
-_CLOSERS_ONLY = re.compile(r"\s*[]}](?:\s*[]}])*\s*,?\s*")
-_MEMBER_LINE = re.compile(rf"\s*{_DQ}\s*:\s*(?P<value>.*?)\s*,?\s*", re.S)
-_ELEMENT_LINE = re.compile(r"\s+(?P<value>\S.*?)\s*,\s*", re.S)
+# Pretty-printer fragments, matched against a stripped line.
+# JSON.stringify(v, null, 2) and json.dumps(v, indent=2) put every opening
+# bracket at the end of a line and every closing one at the start.
+_OPENERS_ONLY = re.compile(r"[\[{](?:\s*+[\[{])*+")
+_CLOSERS_ONLY = re.compile(r"[]}](?:\s*+[]}])*+\s*+,?")
+_MEMBER_KEY = re.compile(rf"{_DQ}\s*+:", re.S)
 
 # Prose that happens to start with a JSON-ish character.
-_BRACKET_WORD = re.compile(r"\[\s*(?!(?:true|false|null)\b)[^\W\d]")
-_BRACKET_TIME = re.compile(r"\[\s*\d{1,4}[-:/.]\d")
-_LITERAL_THEN_SYNTAX = re.compile(r"(?:true|false|null)\s*[,\]}]")
+_BRACKET_WORD = re.compile(r"\[\s*+(?!(?:true|false|null)\b)[^\W\d]")
+_BRACKET_TIME = re.compile(r"\[\s*+\d{1,4}[-:/.]\d")
+_LITERAL_THEN_SYNTAX = re.compile(r"(?:true|false|null)\s*+[,\]}]")
 _DATE_TIME = re.compile(r"\d{1,4}[-/:.]\d{1,2}[-/:.]\d")
 _WORD = re.compile(r"[A-Za-z]{2,}")
-_HTML = re.compile(r"<(?:!doctype|html|head|body|\?xml|[a-z][a-z0-9]*[\s/>])", re.I)
-_TRACEBACK = re.compile(r"Traceback \(most recent call last\)|File \".*\", line \d+")
-_UNESCAPED_QUOTE = re.compile(r'(?<!\\)(?:\\\\)*"')
+_HTML = re.compile(r"<(?:!doctype|html|head|body|\?xml|[a-z][a-z0-9]*+[\s/>])", re.I)
+_TRACEBACK = re.compile(r'Traceback \(most recent call last\)|File "[^"\n]*+", line \d')
 
 _INTERNAL = "diagnosis failed internally"
 
@@ -322,15 +326,15 @@ def _is_pretty_fragment(s: str, indented: str, scan: _Scan | None, *, terminated
     """
     if _OPENERS_ONLY.fullmatch(s) or _CLOSERS_ONLY.fullmatch(s):
         return True
-    member = _MEMBER_LINE.fullmatch(s)
+    member = _MEMBER_KEY.match(s)
     if member is not None:
-        value = member["value"]
+        # '"jsonrpc": "2.0",' or '"params": {': one member of an object.
+        value = _drop_final_comma(s[member.end() :])
         return value in ("{", "[") or _parses(value)
     # '  "tools/list",' or '  42,': an array element on its own line. The
     # indentation is required; without it this could be any stray value.
-    element = _ELEMENT_LINE.fullmatch(indented)
-    if element is not None and _parses(element["value"]):
-        return True
+    if indented[:1] in (" ", "\t") and s.endswith(","):
+        return _parses(_drop_final_comma(s))
     if scan is not None:
         # '{"jsonrpc": "2.0",' then a newline: a serializer broke the line
         # after an opening bracket or a comma. The same text without a newline
@@ -399,7 +403,15 @@ def _unknown_hint(s: str, parser_error: str) -> str:
 
 def _is_string_tail(s: str) -> bool:
     """'world"}': text that closes a string and then brackets it never opened."""
-    return s[0] not in "{[" and s[-1] in "}]" and len(_UNESCAPED_QUOTE.findall(s)) % 2 == 1
+    if s[0] in "{[" or s[-1] not in "}]":
+        return False
+    quotes = sum(1 for m in _QUOTE_OR_ESCAPE.finditer(s) if m[0] == '"')
+    return quotes % 2 == 1
+
+
+def _drop_final_comma(s: str) -> str:
+    s = s.strip(_WS)
+    return s[:-1].rstrip(_WS) if s.endswith(",") else s
 
 
 def _looks_like_text(s: str) -> bool:
@@ -434,9 +446,9 @@ def _scan_first_value(s: str) -> _Scan:
     depth = 0
     for match in _STRUCTURE.finditer(s):
         token = match.group()
-        if token == '"':
-            return _Scan(end=None, depth=depth, in_string=True)
         if token[0] == '"':
+            if match["dq_end"] is None:
+                return _Scan(end=None, depth=depth, in_string=True)
             continue
         if token in "[{":
             depth += 1
@@ -449,7 +461,7 @@ def _scan_first_value(s: str) -> _Scan:
 
 def _remove_trailing_commas(s: str) -> str:
     """Drop commas that directly precede '}' or ']', leaving strings alone."""
-    return _TRAILING_COMMA.sub(lambda m: m[1] if m[1] is not None else m[2], s)
+    return _TRAILING_COMMA.sub(lambda m: m["dq"] if m["dq"] is not None else m["closer"], s)
 
 
 def _swap_single_quotes(s: str) -> tuple[str, bool, bool]:
@@ -463,13 +475,15 @@ def _swap_single_quotes(s: str) -> tuple[str, bool, bool]:
 
     def replace(m: re.Match[str]) -> str:
         nonlocal found_single, found_literal
-        if m[1] is not None:
-            return m[1]
-        if m[2] is not None:
+        if m["dq"] is not None:
+            return m["dq"]
+        if m["sq"] is not None:
+            if m["sq_end"] is None:
+                return m["sq"]  # never closed: nothing to convert
             found_single = True
-            return '"' + _SQ_BODY.sub(_requote_escape, m[2][1:-1]) + '"'
+            return '"' + _SQ_BODY.sub(_requote_escape, m["sq"][1:-1]) + '"'
         found_literal = True
-        return _PY_LITERAL[m[3]]
+        return _PY_LITERAL[m["lit"]]
 
     swapped = _SINGLE_QUOTES.sub(replace, s)
     return swapped, found_single, found_literal

@@ -1,0 +1,237 @@
+"""The ``mcpsniff`` command line. Commands only parse options and wire parts together."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import click
+import orjson
+
+from mcpsniff import __version__
+from mcpsniff.core import catalog
+from mcpsniff.core.analyzer import replay
+from mcpsniff.core.model import SEVERITY_RANK, FindingRecord
+from mcpsniff.core.rules import IMPLEMENTED
+from mcpsniff.render import Style, Timeline, finding_json, report_lines
+from mcpsniff.trace.format import TraceError, TraceReader, TraceTail
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _colour(stream: object) -> bool:
+    """Colour only on a terminal, and never when NO_COLOR is set (no-color.org)."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def _fail(command: str, reason: str) -> None:
+    click.echo(f"mcpsniff {command}: {reason}", err=True)
+    sys.exit(EXIT_ERROR)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="mcpsniff")
+def main() -> None:
+    """Sniff, record and check Model Context Protocol (MCP) traffic."""
+
+
+# --------------------------------------------------------------------------- check
+
+
+@main.command()
+@click.argument("trace", type=click.Path(dir_okay=True, path_type=Path))
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@click.option(
+    "--fail-on",
+    type=click.Choice(["error", "warning", "info"]),
+    default="error",
+    show_default=True,
+    help="Exit 1 when a finding at or above this severity exists.",
+)
+def check(trace: Path, fmt: str, fail_on: str) -> None:
+    """Re-analyze the raw frames of TRACE with today's rules and report findings.
+
+    Exit status: 0 when nothing is at or above --fail-on, 1 when something is,
+    2 when the trace is missing or unreadable.
+    """
+    try:
+        reader = TraceReader(trace)
+    except TraceError as exc:
+        _fail("check", str(exc))
+        return
+    threshold = SEVERITY_RANK[fail_on]
+    failing = 0
+    by_session: dict[str, list[FindingRecord]] = defaultdict(list)
+    sessions: set[str] = set()
+    out = sys.stdout
+    try:
+        with reader:
+            for record in replay(reader.inputs()):
+                if not isinstance(record, FindingRecord):
+                    continue
+                if SEVERITY_RANK.get(record.severity, 0) >= threshold:
+                    failing += 1
+                if fmt == "json":
+                    out.write(orjson.dumps(finding_json(record)).decode() + "\n")
+                else:
+                    by_session[record.session].append(record)
+                sessions.add(record.session)
+    except TraceError as exc:
+        _fail("check", str(exc))
+        return
+    except OSError as exc:
+        _fail("check", f"{trace}: read failed: {exc.strerror or exc}")
+        return
+    if reader.torn is not None:
+        click.echo(f"mcpsniff check: warning: {trace}: {reader.torn.describe()}", err=True)
+    if fmt == "text":
+        style = Style(_colour(out))
+        for line in report_lines(dict(by_session), style):
+            click.echo(line)
+        total = sum(len(v) for v in by_session.values())
+        verdict = (
+            f"{failing} finding(s) at or above {fail_on}"
+            if failing
+            else f"nothing at or above {fail_on}"
+        )
+        click.echo(f"{total} finding(s) in {len(by_session)} session(s); {verdict}")
+    sys.exit(EXIT_FINDINGS if failing else EXIT_OK)
+
+
+# --------------------------------------------------------------------------- show
+
+
+@main.command()
+@click.argument("trace", type=click.Path(dir_okay=True, path_type=Path))
+@click.option("--follow", "-f", is_flag=True, help="Keep reading as the trace grows, like tail -f.")
+@click.option("--interval", default=0.2, show_default=True, help="Polling interval for --follow.")
+def show(trace: Path, follow: bool, interval: float) -> None:
+    """Print a readable timeline of TRACE: one line per message, findings inline."""
+    try:
+        reader = TraceReader(trace)
+    except TraceError as exc:
+        _fail("show", str(exc))
+        return
+    reader.close()
+    timeline = Timeline(Style(_colour(sys.stdout)))
+    tail = TraceTail(trace)
+    try:
+        while True:
+            for record in tail.poll():
+                for line in timeline.feed(record):
+                    click.echo(line)
+            if not follow:
+                break
+            for line in timeline.flush():
+                click.echo(line)
+            sys.stdout.flush()
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        for line in timeline.flush():
+            click.echo(line)
+        tail.close()
+
+
+# --------------------------------------------------------------------------- rules
+
+
+@main.command()
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+def rules(fmt: str) -> None:
+    """List every rule mcpsniff checks, with severity, versions and spec source."""
+    for rule_id in IMPLEMENTED:
+        entry = catalog.get(rule_id)
+        versions = _versions_label(entry.versions)
+        if fmt == "json":
+            click.echo(
+                orjson.dumps(
+                    {
+                        "rule": rule_id,
+                        "severity": entry.default_severity,
+                        "keyword": entry.sev,
+                        "versions": list(entry.versions),
+                        "source": catalog.plain_source(entry),
+                    }
+                ).decode()
+            )
+        else:
+            click.echo(f"{rule_id:<28} {entry.default_severity:<8} {versions:<24} {entry.sev}")
+            click.echo(f"    {catalog.plain_source(entry)[:200]}")
+    if fmt == "text":
+        click.echo(f"{len(IMPLEMENTED)} rules implemented")
+
+
+def _versions_label(versions: tuple[str, ...]) -> str:
+    if tuple(versions) == catalog.VERSIONS:
+        return "all versions"
+    if len(versions) == 1:
+        return versions[0]
+    return f"{versions[0]} … {versions[-1]}"
+
+
+# --------------------------------------------------------------------------- demo
+
+
+@main.command()
+@click.option(
+    "--trace",
+    "trace_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Where to write the trace (default: recordings/demo-<time>.jsonl).",
+)
+@click.option(
+    "--bug",
+    type=click.Choice(["none", "banner", "skip-initialized", "string-ids"]),
+    default="none",
+    show_default=True,
+    help="Make the demo peers commit a classic bug, to see how mcpsniff reports it.",
+)
+def demo(trace_path: Path | None, bug: str) -> None:
+    """Record a real MCP client and server talking through mcpsniff, then check it."""
+    from mcpsniff.demo.runner import run_demo
+
+    if trace_path is None:
+        folder = Path("recordings")
+        folder.mkdir(exist_ok=True)
+        trace_path = folder / f"demo-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.jsonl"
+    server_args = (
+        ["--banner"] if bug == "banner" else ["--string-ids"] if bug == "string-ids" else []
+    )
+    client_args = ["--skip-initialized"] if bug == "skip-initialized" else []
+    try:
+        result = run_demo(trace_path, server_args=server_args, client_args=client_args)
+    except OSError as exc:
+        _fail("demo", f"cannot write {trace_path}: {exc.strerror or exc}")
+        return
+    click.echo(f"mcpsniff demo: recorded {result.frames} frames to {trace_path}\n")
+    timeline = Timeline(Style(_colour(sys.stdout)))
+    with TraceReader(trace_path) as reader:
+        for record in reader.records():
+            for line in timeline.feed(record):
+                click.echo(line)
+    for line in timeline.flush():
+        click.echo(line)
+    click.echo("")
+    click.echo(f"$ mcpsniff check {trace_path}")
+    sys.stdout.flush()
+    ctx = click.get_current_context()
+    try:
+        ctx.invoke(check, trace=trace_path, fmt="text", fail_on="error")
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 0
+        if result.client_exit != 0:
+            click.echo(f"mcpsniff demo: the demo client exited with {result.client_exit}", err=True)
+            sys.exit(EXIT_ERROR)
+        sys.exit(0 if bug != "none" else code)

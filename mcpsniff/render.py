@@ -1,0 +1,283 @@
+"""Turning records into text a person reads: the timeline and the findings report.
+
+Pure functions and small classes over records; the CLI decides where the
+text goes and whether it is coloured.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcpsniff.core import catalog
+from mcpsniff.core.ids import show_id
+from mcpsniff.core.model import (
+    BATCH,
+    C2S,
+    ERROR,
+    INVALID,
+    NOTIFICATION,
+    REQUEST,
+    RESPONSE,
+    UNPARSEABLE,
+    EventRecord,
+    FindingRecord,
+    FrameRecord,
+    MessageRecord,
+    Record,
+)
+
+_RESET = "\x1b[0m"
+_STYLES = {
+    "c2s": "\x1b[36m",
+    "s2c": "\x1b[35m",
+    "error": "\x1b[1;31m",
+    "warning": "\x1b[33m",
+    "info": "\x1b[2m",
+    "dim": "\x1b[2m",
+    "bold": "\x1b[1m",
+}
+ARROWS = {C2S: "C→S", "s2c": "S→C"}
+_KIND_LABEL = {
+    REQUEST: "request",
+    NOTIFICATION: "notify",
+    RESPONSE: "result",
+    ERROR: "error",
+    BATCH: "batch",
+    INVALID: "invalid",
+    UNPARSEABLE: "UNPARSEABLE",
+}
+#: How many request methods the timeline remembers to label their responses.
+_METHOD_MEMORY = 100_000
+
+
+class Style:
+    """ANSI styling that is a no-op when colour is off."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def __call__(self, name: str, text: str) -> str:
+        if not self.enabled:
+            return text
+        return f"{_STYLES[name]}{text}{_RESET}"
+
+
+def format_time(t: float) -> str:
+    """Wall-clock time of a record, to the millisecond, local time zone."""
+    whole = int(t)
+    return time.strftime("%H:%M:%S", time.localtime(whole)) + f".{int((t - whole) * 1000):03d}"
+
+
+@dataclass
+class _PendingFrame:
+    frame: FrameRecord
+    messages: list[MessageRecord] = field(default_factory=list)
+    findings: list[FindingRecord] = field(default_factory=list)
+
+
+class Timeline:
+    """Renders records as timeline lines, one per message, findings inline.
+
+    Records arrive in trace order (a frame, its messages, its findings), so a
+    frame's lines are emitted when the next frame or event starts, or on
+    ``flush``.
+    """
+
+    def __init__(self, style: Style, *, time_format: Any = format_time) -> None:
+        self.style = style
+        self.time_format = time_format
+        self._current: _PendingFrame | None = None
+        self._methods: dict[tuple[int, int | None], str] = {}
+        self._multi_session = False
+        self._sessions: set[str] = set()
+
+    def feed(self, record: Record) -> list[str]:
+        """Lines that became complete with this record."""
+        if isinstance(record, FrameRecord):
+            lines = self.flush()
+            self._sessions.add(record.session)
+            self._multi_session = len(self._sessions) > 1
+            self._current = _PendingFrame(record)
+            return lines
+        if isinstance(record, MessageRecord):
+            if self._current is not None and record.frame == self._current.frame.seq:
+                self._current.messages.append(record)
+            return []
+        if isinstance(record, FindingRecord):
+            if self._current is not None and self._current.frame.seq in record.seq:
+                self._current.findings.append(record)
+                return []
+            return [*self.flush(), *self._finding_lines(record, standalone=True)]
+        if isinstance(record, EventRecord):
+            return [*self.flush(), *self._event_lines(record)]
+        return []
+
+    def flush(self) -> list[str]:
+        """Emit the lines of the frame being collected."""
+        current, self._current = self._current, None
+        if current is None:
+            return []
+        return self._frame_lines(current)
+
+    def _frame_lines(self, pending: _PendingFrame) -> list[str]:
+        frame = pending.frame
+        s = self.style
+        arrow = s(frame.direction, ARROWS.get(frame.direction, "?"))
+        head = f"{s('dim', self.time_format(frame.t))} {arrow}"
+        if self._multi_session:
+            head += f" {s('dim', '[' + frame.session[:12] + ']')}"
+        lines: list[str] = []
+        messages = pending.messages
+        if not messages:
+            lines.append(f"{head} {s('dim', 'frame')} {s('dim', _excerpt(frame.raw))}")
+        for message in messages:
+            if message.index is not None:
+                prefix = f"  {s('dim', '└')} [{message.index}]"
+                lines.append(
+                    f"{' ' * len(self.time_format(frame.t))}     {prefix} {self._describe(message)}"
+                )
+            else:
+                lines.append(f"{head} {self._describe(message)}")
+        for finding in pending.findings:
+            lines.extend(self._finding_lines(finding, standalone=False))
+        return lines
+
+    def _describe(self, message: MessageRecord) -> str:
+        s = self.style
+        kind = message.kind
+        label = _KIND_LABEL.get(kind, kind)
+        if kind == ERROR:
+            label = s("error", "error")
+        elif kind in (UNPARSEABLE, INVALID):
+            label = s("error", label)
+        parts = [f"{label:<8}" if kind not in (ERROR, UNPARSEABLE, INVALID) else label]
+        if message.has_id:
+            parts.append(f"id={show_id(message.id)}")
+        if kind in (REQUEST, NOTIFICATION):
+            if message.method is not None:
+                parts.append(s("bold", message.method))
+            if kind == REQUEST:
+                if len(self._methods) > _METHOD_MEMORY:
+                    self._methods.clear()
+                self._methods[(message.frame, message.index)] = message.method or "?"
+        elif kind in (RESPONSE, ERROR):
+            if message.answers is not None:
+                method = self._methods.get((message.answers, message.request_index))
+                if method:
+                    parts.append(method)
+            if message.error_code is not None:
+                parts.append(f"code={message.error_code}")
+            if message.latency_ms is not None:
+                parts.append(s("dim", f"({_latency(message.latency_ms)})"))
+            if message.answers is not None and message.latency_ms is None:
+                parts.append(s("dim", f"(→ seq {message.answers})"))
+        if message.note:
+            parts.append(s("warning", f"[{message.note}]"))
+        return " ".join(parts)
+
+    def _finding_lines(self, finding: FindingRecord, *, standalone: bool) -> list[str]:
+        s = self.style
+        indent = "" if standalone else "      "
+        mark = {"error": "✖", "warning": "⚠", "info": "ℹ"}.get(finding.severity, "•")
+        text = f"{indent}{s(finding.severity, mark + ' ' + finding.rule)} {finding.message}"
+        return [text]
+
+    def _event_lines(self, event: EventRecord) -> list[str]:
+        s = self.style
+        detail = _event_detail(event)
+        when = s("dim", self.time_format(event.t))
+        return [f"{when} {s('dim', '···')} {s('dim', event.event)} {detail}".rstrip()]
+
+
+def _event_detail(event: EventRecord) -> str:
+    data = event.data
+    if event.event == "stderr":
+        return str(data.get("line", ""))[:160]
+    if not data:
+        return ""
+    return " ".join(f"{k}={v}" for k, v in list(data.items())[:6])[:200]
+
+
+def _latency(ms: float) -> str:
+    if ms < 1:
+        return f"{ms * 1000:.0f} µs"
+    if ms < 1000:
+        return f"{ms:.1f} ms"
+    return f"{ms / 1000:.2f} s"
+
+
+def _excerpt(raw: bytes, limit: int = 60) -> str:
+    text = raw.decode("utf-8", errors="backslashreplace").rstrip("\r\n")
+    text = text.encode("unicode_escape").decode("ascii") if not text.isprintable() else text
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# --------------------------------------------------------------------------- findings report
+
+
+@dataclass
+class FindingSummary:
+    """Counts per severity over all sessions."""
+
+    by_severity: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    sessions: int = 0
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_severity.values())
+
+
+def finding_json(finding: FindingRecord) -> dict[str, Any]:
+    """The ``check --format json`` object for one finding."""
+    return {
+        "rule": finding.rule,
+        "severity": finding.severity,
+        "message": finding.message,
+        "session": finding.session,
+        "seq": finding.seq,
+        "data": finding.data,
+    }
+
+
+def report_lines(
+    findings_by_session: dict[str, list[FindingRecord]], style: Style
+) -> Iterator[str]:
+    """The text report of ``mcpsniff check``: findings grouped by session."""
+    s = style
+    for session, findings in findings_by_session.items():
+        counts = _counts(findings)
+        yield s("bold", f"session {session}") + f": {counts}"
+        for finding in findings:
+            mark = {"error": "✖", "warning": "⚠", "info": "ℹ"}.get(finding.severity, "•")
+            seqs = ",".join(str(q) for q in finding.seq[:6])
+            yield (
+                f"  {s(finding.severity, f'{mark} {finding.severity:<7}')} "
+                f"{s('bold', finding.rule)}  seq {seqs}"
+            )
+            yield f"      {finding.message}"
+            data = {k: v for k, v in finding.data.items() if k not in ("explanation",)}
+            if "cause" in data:
+                yield f"      cause: {data['cause']}" + (
+                    f"   excerpt: {data['excerpt']}" if "excerpt" in data else ""
+                )
+            try:
+                entry = catalog.get(finding.rule)
+            except KeyError:
+                continue
+            yield s("dim", f"      spec: {catalog.plain_source(entry)[:240]}")
+
+
+def _counts(findings: Iterable[FindingRecord]) -> str:
+    counts: dict[str, int] = defaultdict(int)
+    for finding in findings:
+        counts[finding.severity] += 1
+    parts = [
+        f"{counts[sev]} {sev}{'s' if counts[sev] != 1 else ''}"
+        for sev in ("error", "warning", "info")
+        if counts[sev]
+    ]
+    return ", ".join(parts) if parts else "no findings"
