@@ -343,6 +343,7 @@ class Session:
         msg = Msg(obj, INVALID, direction, frame, index, record)
         self.emit(record)
         if not isinstance(obj, dict):
+            self.state.bad_frames[direction].append(frame.seq)
             self.report(
                 "JR-TOPLEVEL",
                 f"element {index} of the batch is a JSON {_json_type(obj)}, not a "

@@ -308,7 +308,7 @@ def test_blank_lines_at_end_are_returned_by_flush() -> None:
 
 def test_incomplete_event_at_end_of_stream() -> None:
     parser = SseParser()
-    assert parser.feed(b"id: 9\ndata: {\"jsonrpc\":") == []
+    assert parser.feed(b'id: 9\ndata: {"jsonrpc":') == []
     rest = parser.flush()
     assert rest == [
         SseEvent(data='{"jsonrpc":', id="9", raw=b'id: 9\ndata: {"jsonrpc":', incomplete=True)
