@@ -123,7 +123,6 @@ class _Scan:
     """Result of walking the brackets of the first value of a text."""
 
     end: int | None  # index just past the first value, None if it never closed
-    depth: int  # brackets still open when the text ran out
     in_string: bool  # the text ran out inside a string
 
 
@@ -183,6 +182,8 @@ def _diagnose(raw: bytes, *, at_eof: bool, line: bool) -> ParseDiagnosis:
 
     scan = _scan_first_value(s) if s[0] in "{[" else None
 
+    # MCP stdio: "Messages are delimited by newlines, and MUST NOT contain
+    # embedded newlines." A pretty-printed message arrives as many lines.
     indented = text.rstrip(_WS)  # keeps the indentation a pretty-printer adds
     if line and _is_pretty_fragment(s, indented, scan, terminated=not at_eof):
         return make(
@@ -234,6 +235,8 @@ def _diagnose(raw: bytes, *, at_eof: bool, line: bool) -> ParseDiagnosis:
     ):
         return make("truncated", _truncated_explanation(scan, at_eof=at_eof, line=line))
 
+    # MCP stdio: "The server MUST NOT write anything to its stdout that is
+    # not a valid MCP message." The classic breach is a stray print().
     if _looks_like_text(s) and not _is_string_tail(s):
         return make("log-line", _log_line_explanation(s, line=line))
 
@@ -288,14 +291,16 @@ def _invalid_utf8(
     raw: bytes, exc: UnicodeDecodeError, *, at_eof: bool, line: bool, parser_error: str
 ) -> ParseDiagnosis:
     """Diagnose undecodable bytes, telling a cut-off character from bad encoding."""
+    # Decode again without the terminator: a character cut at the end of the
+    # frame then reads as "unexpected end of data" rather than as a bad byte
+    # followed by "\n". (The terminator is ASCII, so the error is still there.)
     body = raw.rstrip(b"\r\n")
+    cut_char, start = False, exc.start
     try:
         body.decode("utf-8")
     except UnicodeDecodeError as inner:
         cut_char = inner.reason == "unexpected end of data"
         start = inner.start
-    else:  # pragma: no cover - only the terminator was bad, which cannot happen
-        cut_char, start = False, exc.start
     text = raw.decode("utf-8", "replace").strip(_WS)
     if cut_char and body.lstrip(_WS_B)[:1] in (b"{", b"["):
         # The only bad bytes are an unfinished multi-byte character at the very
@@ -309,6 +314,7 @@ def _invalid_utf8(
             start,
             parser_error,
         )
+    # MCP transports: "JSON-RPC messages MUST be UTF-8 encoded."
     explanation = (
         f"byte {exc.start} is not valid UTF-8, but MCP messages must be UTF-8 encoded: "
         "the writer probably used a legacy encoding such as Latin-1 or cp1252"
@@ -448,15 +454,15 @@ def _scan_first_value(s: str) -> _Scan:
         token = match.group()
         if token[0] == '"':
             if match["dq_end"] is None:
-                return _Scan(end=None, depth=depth, in_string=True)
+                return _Scan(end=None, in_string=True)
             continue
         if token in "[{":
             depth += 1
             continue
         depth -= 1
         if depth <= 0:
-            return _Scan(end=match.end(), depth=0, in_string=False)
-    return _Scan(end=None, depth=depth, in_string=False)
+            return _Scan(end=match.end(), in_string=False)
+    return _Scan(end=None, in_string=False)
 
 
 def _remove_trailing_commas(s: str) -> str:
@@ -547,8 +553,11 @@ def _excerpt(raw: bytes, offset: int | None) -> str:
 
     Control characters and non-printable code points are escaped, and bytes
     that are not UTF-8 show as ``\\xNN``, the way repr() shows them. Backslashes
-    are left alone, since JSON is full of them.
+    are left alone, since JSON is full of them. The line terminator that
+    ends a stdio frame is not part of what the user needs to see.
     """
+    if raw.endswith(b"\n"):
+        raw = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
     start = 0
     if offset is not None and offset > EXCERPT_MAX * 5 // 8:
         start = offset - EXCERPT_MAX * 3 // 8

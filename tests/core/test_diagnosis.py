@@ -14,7 +14,7 @@ from mcpsniff.core.diagnosis import CAUSES, EXCERPT_MAX, ParseDiagnosis, diagnos
 def test_empty_crlf_line() -> None:
     d = diagnose(b"\r\n")
     assert d.cause == "empty"
-    assert d.excerpt == "\\r\\n"
+    assert d.excerpt == ""
     assert d.parser_error != ""
 
 
@@ -49,7 +49,7 @@ def test_invalid_utf8_inside_a_string() -> None:
     d = diagnose(b'{"a":"\xff"}\n')
     assert d.cause == "invalid-utf8"
     assert d.error_offset == 6
-    assert d.excerpt == '{"a":"\\xff"}\\n'
+    assert d.excerpt == '{"a":"\\xff"}'
     assert "UTF-8" in d.explanation
 
 
@@ -64,7 +64,7 @@ def test_pretty_printed_opening_brace() -> None:
     d = diagnose(b"{\n")
     assert d.cause == "pretty-printed"
     assert "single line" in d.explanation
-    assert d.excerpt == "{\\n"
+    assert d.excerpt == "{"
 
 
 @pytest.mark.parametrize(
@@ -201,7 +201,7 @@ def test_loading_model_log_line_details() -> None:
     d = diagnose(b"Loading model...\n")
     assert d.cause == "log-line"
     assert d.explanation.startswith("the line is plain text, not JSON")
-    assert d.excerpt == "Loading model...\\n"
+    assert d.excerpt == "Loading model..."
     assert d.error_offset == 0
     assert d.parser_error == "unexpected character, expected a JSON value"
 
@@ -221,7 +221,7 @@ def test_html_error_page_body() -> None:
 def test_ansi_colored_log_line() -> None:
     d = diagnose(b"\x1b[32mINFO\x1b[0m ready\n")
     assert d.cause == "log-line"
-    assert d.excerpt == "\\x1b[32mINFO\\x1b[0m ready\\n"
+    assert d.excerpt == "\\x1b[32mINFO\\x1b[0m ready"
 
 
 def test_jsonrpc_spec_invalid_json_example() -> None:
@@ -268,7 +268,7 @@ def test_valid_json_is_reported_as_nothing_to_diagnose() -> None:
     assert d == ParseDiagnosis(
         cause="unknown",
         explanation="the line is valid JSON: nothing to diagnose",
-        excerpt='{"jsonrpc":"2.0","method":"ping"}\\n',
+        excerpt='{"jsonrpc":"2.0","method":"ping"}',
         error_offset=None,
         parser_error="",
     )
@@ -294,7 +294,7 @@ def test_excerpt_is_short_and_windowed_around_the_error() -> None:
     assert d.error_offset == raw.index(b",,") + 1
     assert len(d.excerpt) <= EXCERPT_MAX
     assert d.excerpt.startswith("…")
-    assert '",,}\\n' in d.excerpt
+    assert '",,}' in d.excerpt
 
 
 def test_excerpt_of_long_log_line_is_cut_with_ellipsis() -> None:

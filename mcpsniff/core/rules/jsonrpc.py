@@ -282,7 +282,7 @@ def null_id_response(session: Session, msg: Msg) -> None:
     error = obj.get("error")
     code = error.get("code") if isinstance(error, dict) else None
     sender = SENDER[msg.direction]
-    if msg.kind == ERROR and code in _NULL_ID_CODES:
+    if msg.kind == ERROR and isinstance(code, int) and code in _NULL_ID_CODES:
         bad = session.state.bad_frames[OPPOSITE[msg.direction]]
         if bad:
             culprit = bad.popleft()

@@ -151,7 +151,7 @@ def _prompts_get(session: Session, msg: Msg) -> None:
 
 def _set_level(session: Session, msg: Msg) -> None:
     level = (msg.params or {}).get("level")
-    if level not in LOG_LEVELS:
+    if not isinstance(level, str) or level not in LOG_LEVELS:
         session.report(
             "LOG-LEVEL-ENUM",
             f"logging/setLevel asks for level {level!r}, which is not a syslog level name",
@@ -245,7 +245,7 @@ def on_notification(session: Session, msg: Msg) -> None:
     if msg.method == "notifications/message":
         params = msg.params or {}
         level = params.get("level")
-        if level not in LOG_LEVELS:
+        if not isinstance(level, str) or level not in LOG_LEVELS:
             session.report(
                 "LOG-LEVEL-ENUM",
                 f"a log message has level {level!r}, which is not a syslog level name",
@@ -389,7 +389,8 @@ def _tools_call_result(session: Session, msg: Msg, result: dict[str, Any]) -> No
             {
                 str(block.get("type")) if isinstance(block, dict) else _type(block)
                 for block in content
-                if not isinstance(block, dict) or block.get("type") not in allowed
+                if not isinstance(block, dict) or not isinstance(block.get("type"), str)
+                or block.get("type") not in allowed
             }
         )
         if bad:
