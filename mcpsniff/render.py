@@ -160,10 +160,15 @@ class Timeline:
         if kind in (REQUEST, NOTIFICATION):
             if message.method is not None:
                 parts.append(s("bold", message.method))
+            if message.target is not None:
+                parts.append(message.target)
             if kind == REQUEST:
                 if len(self._methods) > _METHOD_MEMORY:
                     self._methods.clear()
-                self._methods[(message.frame, message.index)] = message.method or "?"
+                label = message.method or "?"
+                if message.target is not None:
+                    label = f"{label} {message.target}"
+                self._methods[(message.frame, message.index)] = label
         elif kind in (RESPONSE, ERROR):
             if message.answers is not None:
                 method = self._methods.get((message.answers, message.request_index))

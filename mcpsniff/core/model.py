@@ -99,6 +99,9 @@ class MessageRecord:
     note: str | None = None
     size: int | None = None
     error_code: Any = None
+    #: What a request acts on, for people reading a timeline: the tool or
+    #: prompt name, the resource URI, or a log level.
+    target: str | None = None
 
 
 @dataclass(slots=True)

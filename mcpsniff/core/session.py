@@ -365,6 +365,9 @@ class Session:
             params = obj.get("params")
             if isinstance(params, dict):
                 msg.params = params
+                target = params.get("name") or params.get("uri") or params.get("level")
+                if isinstance(target, str):
+                    record.target = target[:200]
             if "result" in obj or "error" in obj:
                 msg.kind = INVALID
         elif "result" in obj or "error" in obj:

@@ -14,6 +14,8 @@ fixed byte prefix instead of parsing them.
 from __future__ import annotations
 
 import base64
+import json
+import math
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,8 +32,11 @@ FORMAT_VERSION = 1
 #: Versions this reader can load. Bump FORMAT_VERSION only with a reader for the old one.
 READABLE_VERSIONS = frozenset({1})
 
+_TYPE_PREFIX = b'{"type":"'
 _FRAME_PREFIX = b'{"type":"frame"'
 _EVENT_PREFIX = b'{"type":"event"'
+#: Containers nested deeper than this are cut when no encoder can write a record whole.
+_MAX_FALLBACK_DEPTH = 200
 
 
 class TraceError(Exception):
@@ -81,6 +86,8 @@ def encode_record(record: Record) -> dict[str, Any]:
             obj["latency_ms"] = record.latency_ms
         if record.error_code is not None:
             obj["error_code"] = record.error_code
+        if record.target is not None:
+            obj["target"] = record.target
         if record.note is not None:
             obj["note"] = record.note
         return obj
@@ -143,6 +150,7 @@ def decode_record(obj: dict[str, Any]) -> Record | dict[str, Any]:
                 latency_ms=obj.get("latency_ms"),
                 note=obj.get("note"),
                 error_code=obj.get("error_code"),
+                target=obj.get("target"),
             )
         if kind == "finding":
             return FindingRecord(
@@ -170,7 +178,55 @@ def decode_record(obj: dict[str, Any]) -> Record | dict[str, Any]:
 
 def encode_line(record: Record) -> bytes:
     """One complete trace line, newline included."""
-    return orjson.dumps(encode_record(record), option=orjson.OPT_APPEND_NEWLINE)
+    return _dumps(encode_record(record))
+
+
+def _dumps(obj: dict[str, Any]) -> bytes:
+    """Serialize one line. Never fails on values that came from traffic.
+
+    orjson refuses integers beyond 64 bits, strings with lone surrogates and
+    nesting deeper than 255, all of which a peer can put in an id (and the
+    session then copies into message and finding records). The stdlib encoder
+    writes them exactly, ASCII-escaped and still on one line; ``_loads`` reads
+    them back. Only if that fails too (NaN/Infinity, extreme nesting) are the
+    offending values replaced; the frame records, which hold the exact bytes,
+    never need this.
+    """
+    try:
+        return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)
+    except TypeError:
+        pass
+    try:
+        text = json.dumps(obj, separators=(",", ":"), allow_nan=False)
+    except (ValueError, RecursionError):
+        text = json.dumps(_plain(obj, 0), separators=(",", ":"), allow_nan=False)
+    return text.encode("ascii") + b"\n"
+
+
+def _plain(value: Any, depth: int) -> Any:
+    """``value`` with non-finite floats as null and very deep nesting cut off."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict | list | tuple):
+        if depth >= _MAX_FALLBACK_DEPTH:
+            return f"<nested deeper than {_MAX_FALLBACK_DEPTH} levels>"
+        if isinstance(value, dict):
+            return {str(k): _plain(v, depth + 1) for k, v in value.items()}
+        return [_plain(v, depth + 1) for v in value]
+    return value
+
+
+def _loads(line: bytes) -> Any:
+    """Parse one line; raises ``ValueError`` when it is not JSON."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        pass
+    # Lines ``_dumps`` wrote with the stdlib encoder (huge integers, lone surrogates).
+    try:
+        return json.loads(line)
+    except RecursionError as exc:
+        raise ValueError("nested too deeply") from exc
 
 
 def header(meta: dict[str, Any] | None = None, created: float | None = None) -> dict[str, Any]:
@@ -217,6 +273,13 @@ class TraceWriter:
         target = Path(path)
         flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if overwrite else os.O_EXCL)
         fd = os.open(target, flags, 0o600)
+        if overwrite and hasattr(os, "fchmod"):
+            # O_TRUNC keeps an existing file's mode; a trace must not stay world-readable.
+            try:
+                os.fchmod(fd, 0o600)
+            except OSError:
+                os.close(fd)
+                raise
         stream = os.fdopen(fd, "wb", buffering=1 << 16)
         writer = cls(stream, target)
         writer.write_header(meta, created)
@@ -226,7 +289,7 @@ class TraceWriter:
         self, meta: dict[str, Any] | None = None, created: float | None = None
     ) -> None:
         """Write the header line; call once, first."""
-        self._write(orjson.dumps(header(meta, created), option=orjson.OPT_APPEND_NEWLINE))
+        self._write(_dumps(header(meta, created)))
 
     def write(self, record: Record) -> None:
         """Append one record as one line."""
@@ -302,17 +365,18 @@ class TraceReader:
             raise TraceError(f"{self.path}: cannot open: {exc.strerror or exc}") from None
         first = self._file.readline()
         try:
-            obj = orjson.loads(first)
-        except orjson.JSONDecodeError:
+            obj = _loads(first)
+        except ValueError:
             self._file.close()
             raise TraceError(f"{self.path}: not an mcpsniff trace (line 1 is not JSON)") from None
         if not isinstance(obj, dict) or obj.get("format") != FORMAT_NAME:
             self._file.close()
             raise TraceError(f"{self.path}: not an mcpsniff trace (no {FORMAT_NAME} header)")
-        if obj.get("version") not in READABLE_VERSIONS:
+        version = obj.get("version")
+        if type(version) is not int or version not in READABLE_VERSIONS:
             self._file.close()
             raise TraceError(
-                f"{self.path}: trace format version {obj.get('version')!r} is not supported "
+                f"{self.path}: trace format version {version!r} is not supported "
                 f"(this mcpsniff reads {sorted(READABLE_VERSIONS)})"
             )
         self.header: dict[str, Any] = obj
@@ -341,8 +405,8 @@ class TraceReader:
 
     def _parse(self, number: int, line: bytes, last: bool) -> dict[str, Any] | None:
         try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError:
+            obj = _loads(line)
+        except ValueError:
             obj = None
         if isinstance(obj, dict):
             return obj
@@ -370,12 +434,17 @@ class TraceReader:
     def inputs(self) -> Iterator[FrameRecord | EventRecord]:
         """Only the analyzer's inputs (frames and events), skipping derived records fast."""
         for number, line, last in self._lines():
-            if not (line.startswith(_FRAME_PREFIX) or line.startswith(_EVENT_PREFIX)):
+            if line.startswith(_TYPE_PREFIX) and not (
+                line.startswith(_FRAME_PREFIX) or line.startswith(_EVENT_PREFIX)
+            ):
+                # A derived record, known by its first key without parsing it.
                 if last and not line.endswith(b"\n"):
                     self._parse(number, line, last)  # only to notice a torn line
                 continue
+            # Frames and events, and any line not in the compact form (another
+            # writer's spacing, a corrupt line): parse it rather than drop it.
             obj = self._parse(number, line, last)
-            if obj is None:
+            if obj is None or obj.get("type") not in ("frame", "event"):
                 continue
             try:
                 record = decode_record(obj)
@@ -410,9 +479,9 @@ class TraceTail:
             if not line.strip():
                 continue
             try:
-                obj = orjson.loads(line)
+                obj = _loads(line)
                 record = decode_record(obj)
-            except (orjson.JSONDecodeError, TraceError):
+            except (ValueError, TraceError):
                 continue
             if isinstance(record, dict):
                 self.header = record
