@@ -212,8 +212,11 @@ def demo(trace_path: Path | None, bug: str) -> None:
     client_args = ["--skip-initialized"] if bug == "skip-initialized" else []
     try:
         result = run_demo(trace_path, server_args=server_args, client_args=client_args)
+    except FileExistsError:
+        _fail("demo", f"{trace_path} already exists; choose another --trace path")
+        return
     except OSError as exc:
-        _fail("demo", f"cannot write {trace_path}: {exc.strerror or exc}")
+        _fail("demo", f"could not run the demo ({trace_path}): {exc.strerror or exc}")
         return
     click.echo(f"mcpsniff demo: recorded {result.frames} frames to {trace_path}\n")
     timeline = Timeline(Style(_colour(sys.stdout)))
@@ -224,6 +227,10 @@ def demo(trace_path: Path | None, bug: str) -> None:
     for line in timeline.flush():
         click.echo(line)
     click.echo("")
+    if not result.ok:
+        reason = "timed out" if result.timed_out else f"client exited {result.client_exit}"
+        click.echo(f"mcpsniff demo: the demo peers failed ({reason}); client log:", err=True)
+        click.echo(result.client_log.rstrip() or "(empty)", err=True)
     click.echo(f"$ mcpsniff check {trace_path}")
     sys.stdout.flush()
     ctx = click.get_current_context()
@@ -231,7 +238,7 @@ def demo(trace_path: Path | None, bug: str) -> None:
         ctx.invoke(check, trace=trace_path, fmt="text", fail_on="error")
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 0
-        if result.client_exit != 0:
-            click.echo(f"mcpsniff demo: the demo client exited with {result.client_exit}", err=True)
+        if not result.ok:
             sys.exit(EXIT_ERROR)
+        # With --bug the findings are the point of the run, not a failure.
         sys.exit(0 if bug != "none" else code)

@@ -205,6 +205,13 @@ class Session:
                 self._unparseable(frame, offset)
                 return
         if isinstance(value, dict):
+            identifier = value.get("id")
+            if isinstance(identifier, float) and abs(identifier) >= _EXACT_FLOAT_LIMIT:
+                # orjson turns integers beyond 64 bits into floats; ids compare
+                # exactly (JSON-RPC §5), so parse such a frame exactly.
+                exact = _fallback_parse(raw)
+                if isinstance(exact, dict):
+                    value = exact
             self._message(value, frame, None)
         elif isinstance(value, list):
             self._batch(value, frame)
@@ -595,6 +602,8 @@ def _oldest_batch(batches: dict[int, BatchInfo], direction: str) -> BatchInfo | 
 
 
 _INVALID = object()
+#: Floats at or above 2**53 may be integers that lost digits on the way in.
+_EXACT_FLOAT_LIMIT = float(2**53)
 
 
 def _fallback_parse(raw: bytes) -> Any:

@@ -182,7 +182,9 @@ class Prompt:
         for argument in self.arguments:
             if argument.required and argument.name not in arguments:
                 raise ValueError(f"missing required argument {argument.name!r}")
-        values = {a.name: arguments.get(a.name, self.defaults.get(a.name, "")) for a in self.arguments}
+        values = {
+            a.name: arguments.get(a.name, self.defaults.get(a.name, "")) for a in self.arguments
+        }
         return self.template.format(**values)
 
 

@@ -32,11 +32,8 @@ def encode(message: Any) -> bytes:
 
 def decode(line: bytes) -> Any:
     """Parse one wire line; :data:`NOT_JSON` when it is not JSON at all."""
-    try:
-        return orjson.loads(line)
-    except orjson.JSONDecodeError:
-        pass
-    # orjson also rejects big integers; the stdlib parser takes them. NaN and
+    # The stdlib parser, not orjson: orjson turns integers beyond 64 bits
+    # into floats, and a peer must echo an id like 2**64 exactly. NaN and
     # Infinity are Python extensions, not JSON, so they stay errors.
     try:
         return json.loads(line.decode("utf-8"), parse_constant=_reject_constant)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcpsniff.core.analyzer import Analyzer
-from mcpsniff.core.model import Record
+from mcpsniff.core.model import FindingRecord, Record
 from mcpsniff.trace.format import TraceWriter
 
 Listener = Callable[[Record], None]
@@ -31,6 +31,8 @@ class Recorder:
     def _emit(self, records: list[Record]) -> list[Record]:
         writer = self.writer
         for record in records:
+            if isinstance(record, FindingRecord):
+                self.findings += 1
             if writer is not None:
                 writer.write(record)
             for listener in self.listeners:

@@ -450,3 +450,12 @@ def test_findings_have_the_required_fields(convo: Conversation) -> None:
         assert isinstance(finding, FindingRecord)
         assert finding.severity in ("error", "warning", "info")
         assert finding.message and finding.seq and finding.session == "test"
+
+
+def test_ids_beyond_64_bits_compare_exactly(convo: Conversation) -> None:
+    convo.handshake()
+    convo.client(b'{"jsonrpc":"2.0","id":18446744073709551617,"method":"ping"}\n')
+    convo.server(b'{"jsonrpc":"2.0","id":18446744073709551616,"result":{}}\n')
+    assert convo.find("MSG-ID-TYPE") == []
+    (finding,) = convo.find("JR-RESP-ID")
+    assert finding.data["cause"] == "unknown-id"

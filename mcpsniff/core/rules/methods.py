@@ -389,7 +389,8 @@ def _tools_call_result(session: Session, msg: Msg, result: dict[str, Any]) -> No
             {
                 str(block.get("type")) if isinstance(block, dict) else _type(block)
                 for block in content
-                if not isinstance(block, dict) or not isinstance(block.get("type"), str)
+                if not isinstance(block, dict)
+                or not isinstance(block.get("type"), str)
                 or block.get("type") not in allowed
             }
         )
