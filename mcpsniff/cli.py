@@ -14,7 +14,7 @@ import orjson
 from mcpsniff import __version__
 from mcpsniff.core import catalog
 from mcpsniff.core.analyzer import replay
-from mcpsniff.core.model import SEVERITY_RANK, FindingRecord
+from mcpsniff.core.model import SEVERITY_RANK, EventRecord, FindingRecord, Record
 from mcpsniff.core.rules import IMPLEMENTED
 from mcpsniff.render import Style, Timeline, finding_json, report_lines
 from mcpsniff.trace.format import TraceError, TraceReader, TraceTail
@@ -179,6 +179,65 @@ def _versions_label(versions: tuple[str, ...]) -> str:
     if len(versions) == 1:
         return versions[0]
     return f"{versions[0]} … {versions[-1]}"
+
+
+# --------------------------------------------------------------------------- stdio
+
+
+@main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option(
+    "--trace",
+    "trace_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Trace file to create (default: a new file in ~/.local/state/mcpsniff/traces).",
+)
+@click.option("--show", is_flag=True, help="Print a line per message on stderr as it happens.")
+@click.option("--no-redact", is_flag=True, help="Record credentials as they are (off by default).")
+@click.option("--name", help="Label for the session and the default trace file name.")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def stdio(
+    trace_path: Path | None, show: bool, no_redact: bool, name: str | None, command: tuple[str, ...]
+) -> None:
+    """Relay and record a stdio MCP server: mcpsniff stdio [OPTIONS] -- COMMAND [ARGS]...
+
+    Bytes pass unchanged both ways; stderr passes through; the exit code passes
+    on (128+N for a child killed by signal N); SIGINT, SIGTERM and SIGHUP are
+    forwarded to the child's process group.
+    """
+    from mcpsniff.relay.stdio import StartError, StdioOptions, open_trace, run_stdio
+
+    options = StdioOptions(
+        command=list(command), trace=trace_path, show=show, redact=not no_redact, name=name
+    )
+    try:
+        writer = open_trace(options)
+    except StartError as exc:
+        _fail("stdio", str(exc))
+        return
+    click.echo(f"mcpsniff: recording {command[0]} to {writer.path}", err=True)
+    listener = flush = None
+    if show:
+        timeline = Timeline(Style(_colour(sys.stderr)), time_format=_short_time)
+
+        def listener(record: Record) -> None:
+            if isinstance(record, EventRecord) and record.event == "stderr":
+                return  # the child's stderr already passes through, unchanged
+            for line in timeline.feed(record):
+                sys.stderr.write(line + "\n")
+
+        def flush() -> None:
+            for line in timeline.flush():
+                sys.stderr.write(line + "\n")
+            sys.stderr.flush()
+
+    def warn(text: str) -> None:
+        click.echo(text, err=True)
+
+    sys.exit(run_stdio(options, writer, listener, warn, flush))
+
+
+def _short_time(t: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(t)) + f".{int((t % 1) * 1000):03d}"
 
 
 # --------------------------------------------------------------------------- demo

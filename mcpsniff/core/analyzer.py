@@ -9,7 +9,7 @@ rules, through exactly the code the live relays run (DESIGN.md invariant 4).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from mcpsniff.core.model import EventRecord, FrameRecord, Record
 from mcpsniff.core.session import END_EVENTS, SeqCounter, Session
@@ -18,15 +18,20 @@ from mcpsniff.core.session import END_EVENTS, SeqCounter, Session
 class Analyzer:
     """Holds the sessions of one capture, keyed by session key."""
 
-    def __init__(self, counter: SeqCounter | None = None) -> None:
+    def __init__(
+        self,
+        counter: SeqCounter | None = None,
+        redactor: Callable[[bytes], tuple[bytes, int]] | None = None,
+    ) -> None:
         self.counter = counter or SeqCounter()
+        self.redactor = redactor
         self.sessions: dict[str, Session] = {}
 
     def session(self, key: str, transport: str = "stdio") -> Session:
         """The session for ``key``, created on first use."""
         session = self.sessions.get(key)
         if session is None:
-            session = self.sessions[key] = Session(key, transport, self.counter)
+            session = self.sessions[key] = Session(key, transport, self.counter, self.redactor)
         return session
 
     def close(self, t: float) -> list[Record]:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -66,9 +67,15 @@ class Session:
     """Analyzes the traffic of one MCP session (one stdio process, one HTTP session)."""
 
     def __init__(
-        self, key: str = "default", transport: str = "stdio", counter: SeqCounter | None = None
+        self,
+        key: str = "default",
+        transport: str = "stdio",
+        counter: SeqCounter | None = None,
+        redactor: Callable[[bytes], tuple[bytes, int]] | None = None,
     ) -> None:
         self.key = key
+        #: Rewrites secrets in each frame before it is analyzed and recorded.
+        self.redactor = redactor
         self.transport = transport
         self.counter = counter or SeqCounter()
         self.state = SessionState()
@@ -95,7 +102,8 @@ class Session:
     ) -> list[Record]:
         """Feed one whole frame: an HTTP body or an SSE event's data."""
         frame = self._new_frame(direction, transport, raw, t)
-        frame.meta = meta
+        if meta:
+            frame.meta = {**(frame.meta or {}), **meta}
         return self.analyze_frame(frame)
 
     def eof(self, direction: str, t: float) -> list[Record]:
@@ -126,7 +134,12 @@ class Session:
         return sum(f.pending for f in self._framers.values())
 
     def _new_frame(self, direction: str, transport: str, raw: bytes, t: float) -> FrameRecord:
-        return FrameRecord(self.counter.next(), t, self.key, direction, transport, raw)
+        frame = FrameRecord(self.counter.next(), t, self.key, direction, transport, raw)
+        if self.redactor is not None:
+            frame.raw, count = self.redactor(raw)
+            if count:
+                frame.meta = {"redacted": count}
+        return frame
 
     # ------------------------------------------------------------------ analysis entry points
 

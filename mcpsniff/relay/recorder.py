@@ -13,6 +13,7 @@ from typing import Any
 
 from mcpsniff.core.analyzer import Analyzer
 from mcpsniff.core.model import FindingRecord, Record
+from mcpsniff.core.redact import redact_frame
 from mcpsniff.trace.format import TraceWriter
 
 Listener = Callable[[Record], None]
@@ -21,11 +22,15 @@ Listener = Callable[[Record], None]
 class Recorder:
     """Feeds one capture's traffic through the analyzer into a trace writer."""
 
-    def __init__(self, writer: TraceWriter | None, transport: str = "stdio") -> None:
+    def __init__(
+        self, writer: TraceWriter | None, transport: str = "stdio", *, redact: bool = True
+    ) -> None:
         self.writer = writer
         self.transport = transport
-        self.analyzer = Analyzer()
+        self.analyzer = Analyzer(redactor=redact_frame if redact else None)
         self.listeners: list[Listener] = []
+        #: Called after each batch of records (one feed call), e.g. to flush a display.
+        self.batch_listeners: list[Callable[[], None]] = []
         self.findings = 0
 
     def _emit(self, records: list[Record]) -> list[Record]:
@@ -37,6 +42,8 @@ class Recorder:
                 writer.write(record)
             for listener in self.listeners:
                 listener(record)
+        for hook in self.batch_listeners:
+            hook()
         return records
 
     def feed(self, session: str, direction: str, data: bytes, t: float) -> list[Record]:

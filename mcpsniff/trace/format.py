@@ -37,6 +37,9 @@ _FRAME_PREFIX = b'{"type":"frame"'
 _EVENT_PREFIX = b'{"type":"event"'
 #: Containers nested deeper than this are cut when no encoder can write a record whole.
 _MAX_FALLBACK_DEPTH = 200
+#: orjson reads integers outside [-2**63, 2**64) as floats; any float this large may be one.
+_INEXACT_FLOAT = float(2**63)
+_NOT_PARSED = object()
 
 
 class TraceError(Exception):
@@ -217,16 +220,37 @@ def _plain(value: Any, depth: int) -> Any:
 
 
 def _loads(line: bytes) -> Any:
-    """Parse one line; raises ``ValueError`` when it is not JSON."""
+    """Parse one line exactly; raises ``ValueError`` when it is not JSON."""
     try:
-        return orjson.loads(line)
+        value = orjson.loads(line)
     except orjson.JSONDecodeError:
-        pass
-    # Lines ``_dumps`` wrote with the stdlib encoder (huge integers, lone surrogates).
+        value = _NOT_PARSED
+    else:
+        # orjson reads integers beyond 64 bits as floats: parse such a line again, exactly.
+        if not _may_have_lost_digits(value):
+            return value
+    # Also the lines ``_dumps`` wrote with the stdlib encoder (lone surrogates).
     try:
         return json.loads(line)
-    except RecursionError as exc:
-        raise ValueError("nested too deeply") from exc
+    except (ValueError, RecursionError) as exc:
+        if value is not _NOT_PARSED:
+            return value
+        raise ValueError(f"not JSON: {exc}") from exc
+
+
+def _may_have_lost_digits(value: Any) -> bool:
+    """Whether ``value`` holds a float as large as an integer orjson reads inexactly."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            if abs(item) >= _INEXACT_FLOAT:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 def header(meta: dict[str, Any] | None = None, created: float | None = None) -> dict[str, Any]:

@@ -636,12 +636,15 @@ def test_replay_of_the_trace_reproduces_the_live_analysis(tmp_path: Path) -> Non
 
 def test_hostile_values_do_not_stop_the_writer(tmp_path: Path) -> None:
     # Ids orjson cannot write (beyond 64 bits, a lone surrogate, nesting deeper than 255)
-    # reach message and finding records; the trace must still be written and read back.
+    # or reads back inexactly (beyond 64 bits) reach message and finding records; the
+    # trace must still be written, and read back exactly.
     deep = b"[" * 300 + b"0" + b"]" * 300
     frames = [
         b'{"jsonrpc":"2.0","id":1' + b"0" * 400 + b',"method":"ping"}\n',
         b'{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}\n',
         b'{"jsonrpc":"2.0","id":' + deep + b',"method":"ping"}\n',
+        b'{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}\n',
+        b'{"jsonrpc":"2.0","id":-9223372036854775809,"method":"ping"}\n',
     ]
     session = Session("s", "stdio")
     live: list[Record] = []
@@ -655,6 +658,8 @@ def test_hostile_values_do_not_stop_the_writer(tmp_path: Path) -> None:
     assert ids[0] == 10**400
     assert ids[1] == "\ud800"
     assert json.dumps(ids[2]) == deep.decode()
+    assert ids[3:] == [123456789012345678901234567890, -(2**63) - 1]
+    assert [type(i) for i in ids[3:]] == [int, int]
     with TraceReader(path) as reader:
         replayed = [_normalized(r) for r in replay(reader.inputs())]
     assert replayed == stored

@@ -1,0 +1,483 @@
+"""``mcpsniff stdio -- COMMAND``: a transparent, recording stdio relay.
+
+The relay spawns COMMAND and moves bytes: our stdin to the child's stdin, the
+child's stdout to our stdout, the child's stderr to our stderr. Each chunk is
+written first and only then handed to the analyzer (DESIGN.md invariant 2,
+"forward first, observe second"): the forwarding tasks never run protocol
+code, they only append the chunk to a queue that an analysis task drains.
+The queue is bounded by bytes; when the analyzer falls that far behind, the
+relay keeps forwarding and the trace records exactly how many bytes it lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import signal
+import stat
+import sys
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcpsniff.core.model import C2S, S2C, Record
+from mcpsniff.relay.recorder import Recorder
+from mcpsniff.trace.format import TraceWriter
+
+CHUNK = 1 << 16
+#: How far (in bytes) the analyzer may fall behind before the relay stops
+#: queueing copies for it. Forwarding never waits for the analyzer.
+DEFAULT_BACKLOG_LIMIT = 256 << 20
+#: Longest stderr line recorded as one event; longer lines are split.
+STDERR_EVENT_LIMIT = 8192
+EXIT_NOT_STARTED = 127
+SESSION = "stdio"
+
+
+@dataclass
+class StdioOptions:
+    """What ``mcpsniff stdio`` was asked to do."""
+
+    command: list[str]
+    trace: Path | None = None
+    show: bool = False
+    redact: bool = True
+    name: str | None = None
+    grace: float = 5.0
+    backlog_limit: int = DEFAULT_BACKLOG_LIMIT
+
+
+class StartError(Exception):
+    """The relay refuses to start (before spawning anything)."""
+
+
+def default_trace_path(label: str, now: float | None = None) -> Path:
+    """A new trace file in the per-user state folder, named by label, date and pid."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    folder = Path(base) / "mcpsniff" / "traces"
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)[:60] or "session"
+    return folder / f"{safe}-{stamp}-{os.getpid()}.jsonl"
+
+
+def open_trace(options: StdioOptions) -> TraceWriter:
+    """Create the trace file or raise ``StartError`` with a one-line reason."""
+    label = options.name or Path(options.command[0]).name
+    path = options.trace or default_trace_path(label)
+    try:
+        if options.trace is None:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        return TraceWriter.create(
+            path,
+            meta={
+                "source": "mcpsniff stdio",
+                "command": options.command,
+                "label": label,
+                "redacted": options.redact,
+            },
+            created=time.time(),
+        )
+    except FileExistsError:
+        raise StartError(f"trace file {path} already exists; choose another --trace") from None
+    except OSError as exc:
+        raise StartError(f"cannot write trace {path}: {exc.strerror or exc}") from None
+
+
+# --------------------------------------------------------------------------- observation queue
+
+
+@dataclass
+class _Observation:
+    kind: str  # "data", "eof", "event"
+    direction: str
+    t: float
+    data: bytes = b""
+    event: dict[str, Any] | None = None
+
+
+@dataclass
+class Observer:
+    """The queue between the forwarding tasks and the analysis task."""
+
+    limit: int
+    items: deque[_Observation] = field(default_factory=deque)
+    queued_bytes: int = 0
+    lost: dict[str, int] = field(default_factory=lambda: {C2S: 0, S2C: 0})
+    wakeup: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def data(self, direction: str, chunk: bytes, t: float) -> None:
+        """Queue a copy of forwarded bytes, unless the backlog is full."""
+        if self.queued_bytes + len(chunk) > self.limit or self.lost[direction]:
+            # Once bytes are lost in a direction, stay lost until the analyzer
+            # catches up: it resynchronises on the next complete line.
+            if self.queued_bytes + len(chunk) > self.limit:
+                self.lost[direction] += len(chunk)
+                return
+            self.items.append(
+                _Observation("gap", direction, t, event={"lost": self.lost[direction]})
+            )
+            self.lost[direction] = 0
+        self.items.append(_Observation("data", direction, t, chunk))
+        self.queued_bytes += len(chunk)
+        self.wakeup.set()
+
+    def eof(self, direction: str, t: float) -> None:
+        """The stream in ``direction`` ended."""
+        if self.lost[direction]:
+            self.items.append(
+                _Observation("gap", direction, t, event={"lost": self.lost[direction]})
+            )
+            self.lost[direction] = 0
+        self.items.append(_Observation("eof", direction, t))
+        self.wakeup.set()
+
+    def event(self, name: str, t: float, data: dict[str, Any]) -> None:
+        """Queue a transport event."""
+        self.items.append(_Observation("event", name, t, event=data))
+        self.wakeup.set()
+
+
+# --------------------------------------------------------------------------- byte endpoints
+
+
+class _Output:
+    """Our stdout or stderr: non-blocking for pipes, plain writes for files."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.writer: asyncio.StreamWriter | None = None
+        self.was_blocking = True
+        self.broken = False
+
+    async def open(self) -> None:
+        try:
+            mode = os.fstat(self.fd).st_mode
+        except OSError:
+            self.broken = True
+            return
+        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+            loop = asyncio.get_running_loop()
+            self.was_blocking = os.get_blocking(self.fd)
+            pipe = os.fdopen(os.dup(self.fd), "wb", buffering=0)
+            transport, protocol = await loop.connect_write_pipe(
+                asyncio.streams.FlowControlMixin, pipe
+            )
+            self.writer = asyncio.StreamWriter(transport, protocol, None, loop)
+
+    async def write(self, data: bytes) -> None:
+        if self.broken:
+            return
+        try:
+            if self.writer is not None:
+                self.writer.write(data)
+                await self.writer.drain()
+            else:
+                view = memoryview(data)
+                while view:
+                    written = os.write(self.fd, view)
+                    view = view[written:]
+        except (BrokenPipeError, ConnectionResetError, OSError):
+            self.broken = True
+
+    async def close(self) -> None:
+        if self.writer is not None:
+            with contextlib.suppress(Exception):
+                await self.writer.drain()
+            self.writer.close()
+            with contextlib.suppress(Exception):
+                await self.writer.wait_closed()
+
+
+class _Input:
+    """Our stdin: a non-blocking pipe reader, or a thread for files and terminals."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.reader: asyncio.StreamReader | None = None
+
+    async def open(self) -> None:
+        try:
+            mode = os.fstat(self.fd).st_mode
+        except OSError:
+            return
+        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+            loop = asyncio.get_running_loop()
+            reader = asyncio.StreamReader(limit=CHUNK, loop=loop)
+            pipe = os.fdopen(os.dup(self.fd), "rb", buffering=0)
+            await loop.connect_read_pipe(
+                lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe
+            )
+            self.reader = reader
+
+    async def read(self) -> bytes:
+        if self.reader is not None:
+            return await self.reader.read(CHUNK)
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(None, os.read, self.fd, CHUNK)
+        except OSError:
+            return b""
+
+
+# --------------------------------------------------------------------------- the relay
+
+
+class StdioRelay:
+    """One relay run: spawn, pump, observe, reap, finish the trace."""
+
+    def __init__(
+        self,
+        options: StdioOptions,
+        writer: TraceWriter,
+        show: Callable[[Record], None] | None = None,
+        warn: Callable[[str], None] | None = None,
+        show_flush: Callable[[], None] | None = None,
+    ) -> None:
+        self.options = options
+        self.writer = writer
+        self.recorder = Recorder(writer, "stdio", redact=options.redact)
+        if show is not None:
+            self.recorder.listeners.append(show)
+        if show_flush is not None:
+            self.recorder.batch_listeners.append(show_flush)
+        self.warn = warn or (lambda text: None)
+        self.observer: Observer | None = None
+        self.proc: asyncio.subprocess.Process | None = None
+        self._signals: list[int] = []
+        self._trace_warned = False
+
+    async def run(self) -> int:
+        """Relay until the child exits; return the exit status to pass on."""
+        self.observer = observer = Observer(self.options.backlog_limit)
+        analysis = asyncio.create_task(self._analyze())
+        observer.event(
+            "session-start",
+            time.time(),
+            {"command": self.options.command, "transport": "stdio", "pid": os.getpid()},
+        )
+        argv = list(self.options.command)
+        resolved = shutil.which(argv[0])
+        try:
+            if resolved is None:
+                raise FileNotFoundError(2, "command not found", argv[0])
+            self.proc = await asyncio.create_subprocess_exec(
+                resolved,
+                *argv[1:],
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                # A group of its own, so npx/uv grandchildren get our signals too.
+                start_new_session=True,
+            )
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            self.warn(f"mcpsniff stdio: cannot start {argv[0]}: {reason}")
+            observer.event("spawn-failed", time.time(), {"command": argv, "error": reason})
+            observer.event("session-end", time.time(), {"exit": EXIT_NOT_STARTED})
+            await self._finish(analysis)
+            return EXIT_NOT_STARTED
+        observer.event("spawned", time.time(), {"child_pid": self.proc.pid, "argv0": resolved})
+        self._install_signals()
+        stdout, stderr = _Output(1), _Output(2)
+        stdin = _Input(0)
+        await stdout.open()
+        await stderr.open()
+        await stdin.open()
+        proc = self.proc
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        to_child = asyncio.create_task(self._pump_stdin(stdin, proc))
+        from_child = asyncio.create_task(self._pump_out(proc.stdout, stdout, S2C))
+        errors = asyncio.create_task(self._pump_stderr(proc.stderr, stderr))
+        returncode = await proc.wait()
+        exited_at = time.time()
+        # The child is gone: drain what it left in its pipes. Grandchildren
+        # that still hold them open get the grace period, then the group is killed.
+        _, pending = await asyncio.wait({from_child, errors}, timeout=self.options.grace)
+        if pending:
+            self._kill_group(signal.SIGKILL)
+            await asyncio.wait(pending, timeout=2)
+            for task in pending:
+                task.cancel()
+        to_child.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await to_child
+        status = 128 + -returncode if returncode < 0 else returncode
+        exit_data: dict[str, Any] = {"returncode": returncode, "status": status}
+        if returncode < 0:
+            exit_data["signal"] = signal.Signals(-returncode).name
+        if self._signals:
+            exit_data["forwarded_signals"] = [signal.Signals(s).name for s in self._signals]
+        observer.event("exit", exited_at, exit_data)
+        observer.event("session-end", time.time(), {"status": status})
+        await stdout.close()
+        await stderr.close()
+        await self._finish(analysis)
+        return status
+
+    async def _finish(self, analysis: asyncio.Task[None]) -> None:
+        assert self.observer is not None
+        self.observer.items.append(_Observation("stop", "", time.time()))
+        self.observer.wakeup.set()
+        await analysis
+        self.writer.close()
+        if self.writer.failed is not None and not self._trace_warned:
+            self.warn(f"mcpsniff stdio: warning: the trace is incomplete: {self.writer.failed}")
+
+    # ------------------------------------------------------------------ pumps
+
+    async def _pump_stdin(self, source: _Input, proc: asyncio.subprocess.Process) -> None:
+        assert proc.stdin is not None and self.observer is not None
+        sink = proc.stdin
+        observer = self.observer
+        while True:
+            chunk = await source.read()
+            if not chunk:
+                break
+            try:
+                sink.write(chunk)
+                await sink.drain()
+            except (BrokenPipeError, ConnectionResetError):
+                # The child closed its stdin (or died): keep reading so the
+                # client is not blocked, and still record what it sent.
+                pass
+            observer.data(C2S, chunk, time.time())
+        observer.eof(C2S, time.time())
+        with contextlib.suppress(Exception):
+            sink.close()
+
+    async def _pump_out(self, source: asyncio.StreamReader, sink: _Output, direction: str) -> None:
+        assert self.observer is not None
+        observer = self.observer
+        while True:
+            chunk = await source.read(CHUNK)
+            if not chunk:
+                break
+            await sink.write(chunk)
+            observer.data(direction, chunk, time.time())
+        observer.eof(direction, time.time())
+
+    async def _pump_stderr(self, source: asyncio.StreamReader, sink: _Output) -> None:
+        assert self.observer is not None
+        observer = self.observer
+        partial = b""
+        while True:
+            chunk = await source.read(CHUNK)
+            if not chunk:
+                break
+            await sink.write(chunk)
+            lines = (partial + chunk).split(b"\n")
+            partial = lines.pop()
+            while len(partial) > STDERR_EVENT_LIMIT:
+                lines.append(partial[:STDERR_EVENT_LIMIT])
+                partial = partial[STDERR_EVENT_LIMIT:]
+            now = time.time()
+            for line in lines:
+                for start in range(0, max(len(line), 1), STDERR_EVENT_LIMIT):
+                    piece = line[start : start + STDERR_EVENT_LIMIT]
+                    observer.event("stderr", now, {"line": piece.decode("utf-8", "replace")})
+        if partial:
+            observer.event("stderr", time.time(), {"line": partial.decode("utf-8", "replace")})
+
+    # ------------------------------------------------------------------ analysis
+
+    async def _analyze(self) -> None:
+        assert self.observer is not None
+        observer = self.observer
+        recorder = self.recorder
+        skip_to_newline = {C2S: False, S2C: False}
+        while True:
+            if not observer.items:
+                observer.wakeup.clear()
+                await observer.wakeup.wait()
+                continue
+            item = observer.items.popleft()
+            if item.kind == "stop":
+                break
+            try:
+                if item.kind == "data":
+                    observer.queued_bytes -= len(item.data)
+                    data = item.data
+                    if skip_to_newline[item.direction]:
+                        cut = data.find(b"\n")
+                        if cut < 0:
+                            continue
+                        data = data[cut + 1 :]
+                        skip_to_newline[item.direction] = False
+                    recorder.feed(SESSION, item.direction, data, item.t)
+                elif item.kind == "gap":
+                    # Bytes were forwarded but not recorded: say so, drop the
+                    # partial line and resynchronise at the next newline.
+                    session = recorder.analyzer.session(SESSION, "stdio")
+                    dropped = session._framers[item.direction].flush()
+                    lost = (item.event or {}).get("lost", 0) + (len(dropped) if dropped else 0)
+                    recorder.event(
+                        SESSION,
+                        "capture-gap",
+                        item.t,
+                        {"direction": item.direction, "lost_bytes": lost},
+                    )
+                    skip_to_newline[item.direction] = True
+                elif item.kind == "eof":
+                    recorder.eof(SESSION, item.direction, item.t)
+                elif item.direction == "session-end":
+                    recorder.close(item.t)
+                else:
+                    recorder.event(SESSION, item.direction, item.t, item.event)
+            except Exception as exc:
+                self.warn(f"mcpsniff stdio: internal error while recording: {exc!r}")
+            if self.writer.failed is not None and not self._trace_warned:
+                self._trace_warned = True
+                self.warn(
+                    f"mcpsniff stdio: warning: cannot write the trace ({self.writer.failed}); "
+                    "relaying continues without recording"
+                )
+            if not observer.items:
+                self.writer.flush()
+            # Let the forwarding tasks run between items.
+            await asyncio.sleep(0)
+        self.writer.flush()
+
+    # ------------------------------------------------------------------ signals
+
+    def _install_signals(self) -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            loop.add_signal_handler(sig, self._forward_signal, sig)
+
+    def _forward_signal(self, sig: int) -> None:
+        self._signals.append(sig)
+        if self.observer is not None:
+            self.observer.event("signal", time.time(), {"signal": signal.Signals(sig).name})
+        self._kill_group(sig)
+        loop = asyncio.get_running_loop()
+        loop.call_later(self.options.grace, self._kill_group, signal.SIGKILL)
+
+    def _kill_group(self, sig: int) -> None:
+        proc = self.proc
+        if proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(proc.pid, sig)
+
+
+def run_stdio(
+    options: StdioOptions,
+    writer: TraceWriter,
+    show: Callable[[Record], None] | None = None,
+    warn: Callable[[str], None] | None = None,
+    show_flush: Callable[[], None] | None = None,
+) -> int:
+    """Run the relay to completion and return the exit status to pass on."""
+    relay = StdioRelay(options, writer, show, warn, show_flush)
+    return asyncio.run(relay.run())
+
+
+def _stderr_warn(text: str) -> None:
+    with contextlib.suppress(OSError):
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
