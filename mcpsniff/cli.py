@@ -125,7 +125,7 @@ def show(trace: Path, follow: bool, interval: float) -> None:
     tail = TraceTail(trace)
     try:
         while True:
-            for record in tail.poll():
+            for record in tail.poll(final=not follow):
                 for line in timeline.feed(record):
                     click.echo(line)
             if not follow:

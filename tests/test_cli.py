@@ -281,3 +281,11 @@ def test_demo_with_a_bug_shows_the_finding(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "STDIO-STDOUT-CLEAN" in result.stdout
     assert "cause: log-line" in result.stdout
+
+
+def test_show_prints_a_last_record_without_newline(tmp_path: Path) -> None:
+    data = (RECORDINGS / "string-id-echo.jsonl").read_bytes()
+    trace = tmp_path / "no-newline.jsonl"
+    trace.write_bytes(data.rstrip(b"\n"))
+    out = CliRunner().invoke(main, ["show", str(trace)]).output
+    assert out.rstrip().endswith("session-end")

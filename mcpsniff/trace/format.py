@@ -490,14 +490,21 @@ class TraceTail:
         self._partial = b""
         self.header: dict[str, Any] | None = None
 
-    def poll(self) -> list[Record]:
-        """Records whose lines were completed since the previous poll."""
+    def poll(self, *, final: bool = False) -> list[Record]:
+        """Records whose lines were completed since the previous poll.
+
+        With ``final``, a last line without its newline counts too when it is a
+        whole record (the writer stopped right before the newline).
+        """
         chunk = self._file.read()
-        if not chunk:
+        if not chunk and not (final and self._partial):
             return []
         data = self._partial + chunk
         lines = data.split(b"\n")
         self._partial = lines.pop()
+        if final and self._partial:
+            lines.append(self._partial)
+            self._partial = b""
         out: list[Record] = []
         for line in lines:
             if not line.strip():
