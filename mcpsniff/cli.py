@@ -17,7 +17,7 @@ from mcpsniff.core.analyzer import replay
 from mcpsniff.core.model import SEVERITY_RANK, EventRecord, FindingRecord, Record
 from mcpsniff.core.rules import IMPLEMENTED
 from mcpsniff.render import Style, Timeline, finding_json, report_lines
-from mcpsniff.trace.format import TraceError, TraceReader, TraceTail
+from mcpsniff.trace.format import TraceError, TraceReader, TraceTail, TraceWriter
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -238,6 +238,95 @@ def stdio(
 
 def _short_time(t: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(t)) + f".{int((t % 1) * 1000):03d}"
+
+
+# --------------------------------------------------------------------------- http
+
+
+@main.command()
+@click.option(
+    "--upstream", required=True, help="The MCP server's URL, e.g. http://127.0.0.1:3001/mcp."
+)
+@click.option(
+    "--listen",
+    default="127.0.0.1:6280",
+    show_default=True,
+    help="HOST:PORT to listen on. Anything but loopback must be asked for explicitly.",
+)
+@click.option(
+    "--trace",
+    "trace_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Trace file to create (default: a new file in ~/.local/state/mcpsniff/traces).",
+)
+@click.option("--show", is_flag=True, help="Print a line per message on stderr as it happens.")
+@click.option("--no-redact", is_flag=True, help="Record credentials as they are (off by default).")
+def http(upstream: str, listen: str, trace_path: Path | None, show: bool, no_redact: bool) -> None:
+    """Reverse-proxy and record an MCP server over Streamable HTTP or HTTP+SSE."""
+    import asyncio
+
+    from mcpsniff.relay.http import HttpOptions, is_loopback, parse_listen, serve
+    from mcpsniff.relay.stdio import default_trace_path
+
+    try:
+        host, port = parse_listen(listen)
+    except ValueError as exc:
+        _fail("http", str(exc))
+        return
+    options = HttpOptions(
+        upstream=upstream, host=host, port=port, trace=trace_path, show=show, redact=not no_redact
+    )
+    if not upstream.startswith(("http://", "https://")):
+        _fail("http", f"--upstream must be an http:// or https:// URL, not {upstream!r}")
+        return
+    path = trace_path or default_trace_path("http")
+    try:
+        if trace_path is None:
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        writer = TraceWriter.create(
+            path,
+            meta={"source": "mcpsniff http", "upstream": upstream, "redacted": not no_redact},
+            created=time.time(),
+        )
+    except FileExistsError:
+        _fail("http", f"trace file {path} already exists; choose another --trace")
+        return
+    except OSError as exc:
+        _fail("http", f"cannot write trace {path}: {exc.strerror or exc}")
+        return
+    if not is_loopback(host):
+        click.echo(
+            f"mcpsniff http: warning: listening on {host}, not loopback: anyone who can reach "
+            "this address can use the proxy and the server behind it",
+            err=True,
+        )
+    listener = flush = None
+    if show:
+        timeline = Timeline(Style(_colour(sys.stderr)), time_format=_short_time)
+
+        def listener(record: Record) -> None:
+            for line in timeline.feed(record):
+                sys.stderr.write(line + "\n")
+
+        def flush() -> None:
+            for line in timeline.flush():
+                sys.stderr.write(line + "\n")
+            sys.stderr.flush()
+
+    def announce(relay: object) -> None:
+        click.echo(
+            f"mcpsniff: proxying {relay.client_url} -> {upstream}; recording to {path}",  # type: ignore[attr-defined]
+            err=True,
+        )
+
+    try:
+        asyncio.run(serve(options, writer, show=listener, show_flush=flush, announce=announce))
+    except OSError as exc:
+        writer.close()
+        _fail("http", f"cannot listen on {listen}: {exc.strerror or exc}")
+    except ValueError as exc:
+        writer.close()
+        _fail("http", str(exc))
 
 
 # --------------------------------------------------------------------------- demo

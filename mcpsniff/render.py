@@ -194,14 +194,29 @@ class Timeline:
     def _event_lines(self, event: EventRecord) -> list[str]:
         s = self.style
         detail = _event_detail(event)
+        if detail is None:
+            return []
         when = s("dim", self.time_format(event.t))
         return [f"{when} {s('dim', '···')} {s('dim', event.event)} {detail}".rstrip()]
 
 
-def _event_detail(event: EventRecord) -> str:
+def _event_detail(event: EventRecord) -> str | None:
+    """One line about a transport event, or None for events a timeline leaves out."""
     data = event.data
-    if event.event == "stderr":
+    name = event.event
+    if name == "stderr":
         return str(data.get("line", ""))[:160]
+    if name == "http-request":
+        return f"#{data.get('exchange')} {data.get('method')} {data.get('path')}"
+    if name == "http-response":
+        headers = {str(k).lower(): v for k, v in data.get("headers", [])}
+        kind = str(headers.get("content-type", "")).split(";")[0]
+        return f"#{data.get('exchange')} {data.get('status')} {kind}".rstrip()
+    if name == "http-end":
+        outcome = data.get("outcome")
+        return None if outcome == "complete" else f"#{data.get('exchange')} {outcome}"
+    if name == "sse-event":
+        return None
     if not data:
         return ""
     return " ".join(f"{k}={v}" for k, v in list(data.items())[:6])[:200]

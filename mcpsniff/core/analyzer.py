@@ -26,12 +26,15 @@ class Analyzer:
         self.counter = counter or SeqCounter()
         self.redactor = redactor
         self.sessions: dict[str, Session] = {}
+        #: Facts every session of the capture sees (HTTP session ids assigned).
+        self.shared: dict[str, object] = {}
 
     def session(self, key: str, transport: str = "stdio") -> Session:
         """The session for ``key``, created on first use."""
         session = self.sessions.get(key)
         if session is None:
             session = self.sessions[key] = Session(key, transport, self.counter, self.redactor)
+            session.shared = self.shared
         return session
 
     def close(self, t: float) -> list[Record]:

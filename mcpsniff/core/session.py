@@ -42,7 +42,7 @@ from mcpsniff.core.model import (
     MessageRecord,
     Record,
 )
-from mcpsniff.core.rules import flow, jsonrpc, lifecycle, methods
+from mcpsniff.core.rules import flow, http, jsonrpc, lifecycle, methods
 from mcpsniff.core.state import Answered, BatchInfo, Msg, Pending, SessionState
 
 #: Transport events that end a session: unanswered requests are reported then.
@@ -74,6 +74,8 @@ class Session:
         redactor: Callable[[bytes], tuple[bytes, int]] | None = None,
     ) -> None:
         self.key = key
+        #: State shared by all sessions of one capture (HTTP session ids).
+        self.shared: dict[str, Any] = {}
         #: Rewrites secrets in each frame before it is analyzed and recorded.
         self.redactor = redactor
         self.transport = transport
@@ -148,6 +150,8 @@ class Session:
         self._out = out = [frame]
         try:
             self._analyze(frame)
+            if frame.meta is not None and "exchange" in frame.meta:
+                http.on_frame(self, frame, [r for r in out if isinstance(r, MessageRecord)])
         except Exception as exc:
             out.append(self._internal_error(frame.seq, frame.t, exc))
         self._out = []
@@ -161,6 +165,8 @@ class Session:
                 self.state.ended = True
                 flow.end_of_session(self, record)
                 lifecycle.end_of_session(self, record)
+            elif record.event.startswith(("http-", "sse-")):
+                http.on_event(self, record)
         except Exception as exc:
             out.append(self._internal_error(record.seq, record.t, exc))
         self._out = []
@@ -474,6 +480,14 @@ class Session:
         request_direction = OPPOSITE[msg.direction]
         record = msg.record
         if not msg.has_id or msg.id is None:
+            request = http.request_of_exchange(self, msg)
+            if request is not None:
+                # An id-less error in an HTTP error response answers the request
+                # POSTed in that exchange (catalogue trap 1, MOD-HTTP-FALLBACK).
+                del state.pending[request_direction][request.key]
+                self._pair(msg, request)
+                record.note = "http-error-reply"
+                return
             jsonrpc.null_id_response(self, msg)
             return
         key = id_key(msg.id)

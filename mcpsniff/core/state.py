@@ -153,3 +153,5 @@ class SessionState:
     stream_offset: dict[str, int] = field(default_factory=lambda: {C2S: 0, S2C: 0})
     log_level: str | None = None
     ended: bool = False
+    #: HTTP exchange state (rules/http.py), created on the first HTTP event.
+    http: Any = None

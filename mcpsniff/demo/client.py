@@ -62,6 +62,9 @@ class Connection:
     a response can time out (a blocking ``readline`` cannot). ``inp`` should
     be unbuffered (``buffering=0``): each ``read`` returns what is
     available instead of waiting for a full chunk.
+
+    End the input by closing its *write* end, never by closing ``inp``
+    under the reader: call :meth:`join` first, and close ``inp`` after.
     """
 
     def __init__(self, out: IO[bytes], inp: IO[bytes], timeout: float = DEFAULT_TIMEOUT) -> None:
@@ -74,10 +77,26 @@ class Connection:
         self._next_id = 1
         self._lines: queue.Queue[bytes | None] = queue.Queue()
         self._warned_id_type = False
+        self._reader: threading.Thread | None = None
 
     def start(self) -> None:
         """Start reading ``inp`` in the background."""
-        threading.Thread(target=self._read, name="demo-client-reader", daemon=True).start()
+        self._reader = threading.Thread(target=self._read, name="demo-client-reader", daemon=True)
+        self._reader.start()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the reader to reach EOF and stop; True once it has stopped.
+
+        Only then is it safe to close ``inp``. Closing it under a running
+        reader races with the ``read`` it is about to make: the thread may
+        already hold the descriptor's number, the close frees that number,
+        the next ``open``/``pipe``/``socket`` in the process reuses it, and the
+        reader then reads, and swallows, bytes meant for someone else.
+        """
+        if self._reader is not None:
+            self._reader.join(timeout)
+            return not self._reader.is_alive()
+        return True
 
     def _read(self) -> None:
         # Chunks, split here, rather than iterating a buffered reader: a
@@ -93,7 +112,9 @@ class Connection:
             if buffer:
                 self._lines.put(bytes(buffer))
         except (OSError, ValueError):
-            pass  # the stream broke or was closed: treat it as EOF
+            # The stream broke, or was closed under us: treat it as EOF. (Only
+            # a safety net: see `join` for why inp must not be closed early.)
+            pass
         finally:
             self._lines.put(None)  # EOF ends every wait at once
 

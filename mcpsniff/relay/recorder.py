@@ -23,9 +23,16 @@ class Recorder:
     """Feeds one capture's traffic through the analyzer into a trace writer."""
 
     def __init__(
-        self, writer: TraceWriter | None, transport: str = "stdio", *, redact: bool = True
+        self,
+        writer: TraceWriter | None,
+        transport: str = "stdio",
+        *,
+        redact: bool = True,
+        autoflush: bool = True,
     ) -> None:
         self.writer = writer
+        #: Flush the trace after every batch, so a reader (or a crash) sees it at once.
+        self.autoflush = autoflush
         self.transport = transport
         self.analyzer = Analyzer(redactor=redact_frame if redact else None)
         self.listeners: list[Listener] = []
@@ -44,6 +51,8 @@ class Recorder:
                 listener(record)
         for hook in self.batch_listeners:
             hook()
+        if self.autoflush and writer is not None:
+            writer.flush()
         return records
 
     def feed(self, session: str, direction: str, data: bytes, t: float) -> list[Record]:

@@ -240,7 +240,8 @@ class StdioRelay:
     ) -> None:
         self.options = options
         self.writer = writer
-        self.recorder = Recorder(writer, "stdio", redact=options.redact)
+        # The analysis task flushes whenever its queue runs dry instead.
+        self.recorder = Recorder(writer, "stdio", redact=options.redact, autoflush=False)
         if show is not None:
             self.recorder.listeners.append(show)
         if show_flush is not None:

@@ -307,6 +307,8 @@ class TraceWriter:
         stream = os.fdopen(fd, "wb", buffering=1 << 16)
         writer = cls(stream, target)
         writer.write_header(meta, created)
+        # The header reaches the disk at once: `show --follow` may open the file now.
+        writer.flush()
         return writer
 
     def write_header(

@@ -4,13 +4,14 @@
 * ``lifecycle``: eras, handshake, capabilities, stateless era (LC-*, CAP-*, MOD-*)
 * ``flow``: cancellation, progress, unanswered requests (CANCEL-*, PROG-*)
 * ``methods``: per-method parameters and results (TOOL-*, RES-*, PROMPT-*, ...)
+* ``http``: HTTP transport rules fed by the HTTP shell's events (HTTP-*, SSE-*)
 """
 
 from __future__ import annotations
 
-from mcpsniff.core.rules import flow, jsonrpc, lifecycle, methods
+from mcpsniff.core.rules import flow, http, jsonrpc, lifecycle, methods
 
 #: Every catalogue id the analyzer can report, in catalogue family order.
 IMPLEMENTED: tuple[str, ...] = tuple(
-    dict.fromkeys(jsonrpc.RULES + lifecycle.RULES + flow.RULES + methods.RULES)
+    dict.fromkeys(jsonrpc.RULES + lifecycle.RULES + flow.RULES + methods.RULES + http.RULES)
 )

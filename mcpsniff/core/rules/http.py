@@ -1,0 +1,378 @@
+"""HTTP transport rules (catalogue §9.2, §9.3 and the HTTP rows of §11).
+
+The HTTP shell describes each exchange with transport events, and tags the
+frames it carries with the exchange number:
+
+* ``http-request``  ``{exchange, method, path, headers, transport}``
+* ``http-response`` ``{exchange, status, headers}``
+* ``http-end``      ``{exchange, outcome, body_bytes}``
+* ``sse-event``     ``{exchange, id, event, index}`` for every SSE event, data or not
+
+``transport`` is ``"streamable"`` (Streamable HTTP) or ``"legacy-sse"``
+(2024-11-05 HTTP+SSE). Header names are compared case-insensitively
+(catalogue trap 12). Because these are trace records, ``mcpsniff check``
+re-runs every HTTP rule offline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from mcpsniff.core.ids import BoundedMap, id_key
+from mcpsniff.core.model import NOTIFICATION, REQUEST, MessageRecord
+from mcpsniff.core.protocol import META_VERSION, STATELESS, V2, V3, V5, version_at_least
+
+if TYPE_CHECKING:
+    from mcpsniff.core.model import EventRecord, FrameRecord
+    from mcpsniff.core.session import Session
+
+RULES = (
+    "HTTP-POST-ACCEPT",
+    "HTTP-GET-ACCEPT",
+    "HTTP-GET-REPLY",
+    "HTTP-202",
+    "HTTP-REQ-CONTENT-TYPE",
+    "HTTP-SESSION-CHARS",
+    "HTTP-SESSION-ECHO",
+    "HTTP-SESSION-404",
+    "HTTP-PROTO-HEADER",
+    "HTTP-PROTO-HEADER-VALUE",
+    "HTTP-EVENT-ID-UNIQUE",
+    "SSE-ENDPOINT-EVENT",
+    "MOD-HTTP-STD-HEADERS",
+    "MOD-HTTP-PROTO-HEADER",
+)
+
+STREAMABLE = "streamable"
+LEGACY = "legacy-sse"
+#: Event ids remembered per session for HTTP-EVENT-ID-UNIQUE.
+EVENT_ID_WINDOW = 65536
+
+
+@dataclass(slots=True)
+class Exchange:
+    """One HTTP request/response pair as the rules see it."""
+
+    number: int
+    seq: int
+    method: str
+    path: str
+    headers: dict[str, str]
+    transport: str
+    kinds: list[str] = field(default_factory=list)
+    methods: list[MessageRecord] = field(default_factory=list)
+    status: int | None = None
+    response_headers: dict[str, str] = field(default_factory=dict)
+    first_event_seen: bool = False
+
+
+@dataclass(slots=True)
+class HttpState:
+    """HTTP facts about one session."""
+
+    exchanges: dict[int, Exchange] = field(default_factory=dict)
+    event_ids: BoundedMap = field(default_factory=lambda: BoundedMap(EVENT_ID_WINDOW))
+
+
+def _headers(pairs: Any) -> dict[str, str]:
+    """Lower-cased header map from the ``[[name, value], ...]`` of an event."""
+    out: dict[str, str] = {}
+    if isinstance(pairs, list):
+        for pair in pairs:
+            if isinstance(pair, list | tuple) and len(pair) == 2:
+                name, value = pair
+                if isinstance(name, str) and isinstance(value, str):
+                    out.setdefault(name.lower(), value)
+    return out
+
+
+def _state(session: Session) -> HttpState:
+    state = session.state.http
+    if state is None:
+        state = session.state.http = HttpState()
+    return state
+
+
+def _shared(session: Session) -> dict[str, Any]:
+    return session.shared
+
+
+def on_event(session: Session, record: EventRecord) -> None:
+    """Dispatch an HTTP or SSE transport event."""
+    data = record.data
+    number = data.get("exchange")
+    if not isinstance(number, int):
+        return
+    state = _state(session)
+    if record.event == "http-request":
+        state.exchanges[number] = Exchange(
+            number,
+            record.seq,
+            str(data.get("method", "")),
+            str(data.get("path", "")),
+            _headers(data.get("headers")),
+            str(data.get("transport", STREAMABLE)),
+        )
+        _request(session, state.exchanges[number])
+    elif record.event == "http-response":
+        exchange = state.exchanges.get(number)
+        if exchange is None:
+            return
+        exchange.status = data.get("status") if isinstance(data.get("status"), int) else None
+        exchange.response_headers = _headers(data.get("headers"))
+        _response(session, exchange, record)
+    elif record.event == "sse-event":
+        exchange = state.exchanges.get(number)
+        if exchange is not None:
+            _sse_event(session, state, exchange, record)
+    elif record.event == "http-end":
+        state.exchanges.pop(number, None)
+
+
+def on_frame(session: Session, frame: FrameRecord, messages: list[MessageRecord]) -> None:
+    """A request body: remember what it carried and check its headers."""
+    meta = frame.meta or {}
+    number = meta.get("exchange")
+    if frame.direction != "c2s" or not isinstance(number, int):
+        return
+    exchange = _state(session).exchanges.get(number)
+    if exchange is None:
+        return
+    top = [m for m in messages if m.index is None or m.kind != "batch"]
+    exchange.kinds = [m.kind for m in top if m.kind != "batch"]
+    exchange.methods = [m for m in top if m.kind in (REQUEST, NOTIFICATION)]
+    if session.state.era == STATELESS and exchange.transport == STREAMABLE:
+        _stateless_headers(session, exchange, frame)
+
+
+def request_of_exchange(session: Session, msg: Any) -> Any:
+    """The pending request an id-less HTTP error body answers, if there is exactly one."""
+    meta = msg.frame.meta
+    if msg.kind != "error" or not meta or not isinstance(meta.get("exchange"), int):
+        return None
+    status = meta.get("status")
+    if not isinstance(status, int) or status < 400:
+        return None
+    state = session.state.http
+    exchange = state.exchanges.get(meta["exchange"]) if state is not None else None
+    if exchange is None:
+        return None
+    requests = [m for m in exchange.methods if m.kind == REQUEST]
+    if len(requests) != 1:
+        return None
+    return session.state.pending["c2s"].get(id_key(requests[0].id))
+
+
+# --------------------------------------------------------------------------- requests
+
+
+def _request(session: Session, exchange: Exchange) -> None:
+    if exchange.transport != STREAMABLE:
+        return
+    headers = exchange.headers
+    accept = headers.get("accept", "")
+    seq = [exchange.seq]
+    if exchange.method == "POST":
+        if "application/json" not in accept or "text/event-stream" not in accept:
+            lenient = "*/*" in accept
+            session.report(
+                "HTTP-POST-ACCEPT",
+                f"the client POSTed with Accept {accept!r}; it must list both application/json "
+                "and text/event-stream"
+                + (
+                    " (*/* alone does not list them, though many servers accept it)"
+                    if lenient
+                    else ""
+                ),
+                seq,
+                accept=accept,
+                severity="warning" if lenient else None,
+            )
+    elif exchange.method == "GET" and "text/event-stream" not in accept and "*/*" not in accept:
+        session.report(
+            "HTTP-GET-ACCEPT",
+            f"the client opened a GET stream with Accept {accept!r}; it must list "
+            "text/event-stream",
+            seq,
+            accept=accept,
+        )
+    shared = _shared(session)
+    sid = headers.get("mcp-session-id")
+    terminated = shared.setdefault("terminated", set())
+    if sid is not None and sid in terminated:
+        exchange.headers["x-mcpsniff-terminated"] = "1"
+    if session.state.era != STATELESS and version_at_least(session.state.version, V3):
+        version = headers.get("mcp-protocol-version")
+        if session.state.lifecycle.init_response_seq is not None:
+            if version is None:
+                session.report(
+                    "HTTP-PROTO-HEADER",
+                    f"the client's {exchange.method} {exchange.path} after initialization carries "
+                    "no MCP-Protocol-Version header",
+                    seq,
+                    method=exchange.method,
+                )
+            elif version != session.state.version:
+                session.report(
+                    "HTTP-PROTO-HEADER-VALUE",
+                    f"the client sent MCP-Protocol-Version {version!r}, but the session "
+                    f"negotiated {session.state.version!r}",
+                    seq,
+                    header=version,
+                    negotiated=session.state.version,
+                )
+
+
+def _stateless_headers(session: Session, exchange: Exchange, frame: FrameRecord) -> None:
+    """2026-07-28 mirrors the method and name in headers (streamable-http.mdx)."""
+    headers = exchange.headers
+    for message in exchange.methods:
+        if message.kind != REQUEST:
+            continue
+        method_header = headers.get("mcp-method")
+        if method_header != message.method:
+            session.report(
+                "MOD-HTTP-STD-HEADERS",
+                f"the Mcp-Method header is {method_header!r} but the body's method is "
+                f"{message.method!r}",
+                [frame.seq],
+                header=method_header,
+                method=message.method,
+            )
+        if message.method in ("tools/call", "prompts/get", "resources/read"):
+            name_header = headers.get("mcp-name")
+            if message.target is not None and name_header != message.target:
+                session.report(
+                    "MOD-HTTP-STD-HEADERS",
+                    f"the Mcp-Name header is {name_header!r} but the body names {message.target!r}",
+                    [frame.seq],
+                    header=name_header,
+                    name=message.target,
+                )
+        version = headers.get("mcp-protocol-version")
+        if version is None or version != session.state.version:
+            session.report(
+                "MOD-HTTP-PROTO-HEADER",
+                f"the POST's MCP-Protocol-Version header is {version!r}, but its body's _meta "
+                f"{META_VERSION} is {session.state.version!r}",
+                [frame.seq],
+                header=version,
+            )
+
+
+# --------------------------------------------------------------------------- responses
+
+
+def _response(session: Session, exchange: Exchange, record: EventRecord) -> None:
+    status = exchange.status
+    if status is None:
+        return
+    headers = exchange.response_headers
+    content_type = headers.get("content-type", "").split(";")[0].strip().lower()
+    seq = [exchange.seq, record.seq]
+    shared = _shared(session)
+    sid = headers.get("mcp-session-id")
+    if sid is not None:
+        if not all(0x21 <= ord(c) <= 0x7E for c in sid):
+            session.report(
+                "HTTP-SESSION-CHARS",
+                f"the server assigned session id {sid!r}, which has characters outside visible "
+                "ASCII (0x21-0x7E)",
+                seq,
+            )
+        shared.setdefault("assigned", set()).add(sid)
+    if exchange.headers.get("x-mcpsniff-terminated") and status != 404:
+        session.report(
+            "HTTP-SESSION-404",
+            f"the server answered {status} to a request for a session it had terminated; it "
+            "must answer 404",
+            seq,
+            status=status,
+        )
+    if exchange.transport != STREAMABLE:
+        return
+    request_sid = exchange.headers.get("mcp-session-id")
+    if exchange.method == "DELETE" and request_sid is not None and 200 <= status < 300:
+        shared.setdefault("terminated", set()).add(request_sid)
+    if (
+        request_sid is None
+        and shared.get("assigned")
+        and session.state.era != STATELESS
+        and not any(m.method == "initialize" for m in exchange.methods)
+        and exchange.method in ("POST", "GET", "DELETE")
+        and session.state.lifecycle.init_seq is None
+    ):
+        session.report(
+            "HTTP-SESSION-ECHO",
+            f"the client sent {exchange.method} {exchange.path} without Mcp-Session-Id although "
+            "the server assigned a session; every later request must carry it",
+            seq,
+        )
+    if exchange.method == "GET":
+        if 200 <= status < 300 and content_type != "text/event-stream":
+            session.report(
+                "HTTP-GET-REPLY",
+                f"the server answered a GET with {status} {content_type or 'no content type'}; "
+                "it must be an SSE stream (text/event-stream) or 405",
+                seq,
+                status=status,
+                content_type=content_type,
+            )
+        return
+    if exchange.method != "POST" or not exchange.kinds:
+        return
+    has_requests = REQUEST in exchange.kinds
+    if has_requests:
+        if status == 202 or (
+            200 <= status < 300 and content_type not in ("application/json", "text/event-stream")
+        ):
+            session.report(
+                "HTTP-REQ-CONTENT-TYPE",
+                f"the server answered a POST carrying requests with {status} "
+                f"{content_type or 'no content type'}; it must reply with application/json or "
+                "text/event-stream",
+                seq,
+                status=status,
+                content_type=content_type,
+            )
+    elif 200 <= status < 300:
+        length = headers.get("content-length")
+        if status != 202 or (length is not None and length.strip() not in ("", "0")):
+            session.report(
+                "HTTP-202",
+                f"the server answered a POST of only notifications/responses with {status}"
+                f"{' and a body' if status == 202 else ''}; it must be 202 Accepted with no body",
+                seq,
+                status=status,
+            )
+
+
+def _sse_event(session: Session, state: HttpState, exchange: Exchange, record: EventRecord) -> None:
+    data = record.data
+    first = not exchange.first_event_seen
+    exchange.first_event_seen = True
+    if exchange.transport == LEGACY and exchange.method == "GET" and first:
+        if data.get("event") != "endpoint":
+            session.report(
+                "SSE-ENDPOINT-EVENT",
+                f"the first event of the legacy SSE stream is {data.get('event') or 'message'!r}; "
+                "the server must first send an endpoint event with the POST URI",
+                [record.seq],
+            )
+    event_id = data.get("id")
+    if not isinstance(event_id, str) or exchange.transport != STREAMABLE:
+        return
+    if not version_at_least(session.state.version, V2) or session.state.version == V5:
+        return
+    previous = state.event_ids.get(event_id)
+    resuming = "last-event-id" in exchange.headers
+    if previous is not None and previous != exchange.number and not resuming:
+        session.report(
+            "HTTP-EVENT-ID-UNIQUE",
+            f"SSE event id {event_id!r} was already used on another stream of this session; "
+            "event ids must be unique across all streams",
+            [record.seq],
+            event_id=event_id,
+        )
+    state.event_ids.put(event_id, exchange.number)
