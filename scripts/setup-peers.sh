@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Build the real MCP peers the end-to-end tests (tests/e2e/) talk to, under .peers/.
+#
+#   .peers/sdk2/  a venv with the official MCP Python SDK 2.x (client and server)
+#   .peers/sdk1/  a venv with the official MCP Python SDK 1.x
+#   .peers/node/  @modelcontextprotocol/server-everything from npm
+#
+# The SDKs are test peers only, never mcpsniff dependencies; each lives in its own
+# venv because they conflict with each other (and with other tools' pins).
+#
+# Each peer has a stamp file naming what was installed; a peer whose stamp matches
+# is skipped, so a second run takes well under a second. A peer whose stamp does
+# not match (or is missing, e.g. after an interrupted install) is rebuilt from
+# scratch. Exits non-zero with a message naming the peer that failed.
+#
+# Environment: PYTHON (default python3) makes the venvs; PEERS_DIR (default .peers).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3}"
+PEERS="${PEERS_DIR:-.peers}"
+
+SDK2_VERSION="2.3.0"
+SDK1_VERSION="1.27.1"
+EVERYTHING_PACKAGE="@modelcontextprotocol/server-everything"
+EVERYTHING_VERSION="2026.8.31"
+STAMP=".mcpsniff-peer-stamp"
+
+fail() {
+    echo "setup-peers: error: $*" >&2
+    exit 1
+}
+
+python_id() {
+    "$PYTHON" -c 'import sys; print("python%d.%d.%d" % sys.version_info[:3])' 2>/dev/null
+}
+
+# up_to_date DIR WANT: whether DIR holds a finished install whose stamp reads WANT.
+up_to_date() {
+    [ -f "$1/$STAMP" ] && [ "$(cat "$1/$STAMP")" = "$2" ]
+}
+
+# python_peer NAME SPEC: a venv .peers/NAME with the pip requirement SPEC.
+python_peer() {
+    local name="$1" spec="$2"
+    local dir="$PEERS/$name"
+    local want="$spec $PY_ID"
+    if up_to_date "$dir" "$want" && [ -x "$dir/bin/python" ]; then
+        echo "setup-peers: $dir: $spec already installed"
+        return 0
+    fi
+    echo "setup-peers: $dir: installing $spec into a new venv ($PY_ID)"
+    rm -rf "$dir"
+    "$PYTHON" -m venv "$dir" || fail "$dir: could not create a venv with $PYTHON"
+    # This machine's pip config names a local index folder that may not exist; pip
+    # warns about it once per package. Only that warning is dropped.
+    "$dir/bin/python" -m pip install --quiet --disable-pip-version-check "$spec" \
+        2> >(grep -v 'is ignored: it is neither a file nor a directory' >&2) \
+        || fail "$dir: pip could not install $spec"
+    "$dir/bin/python" -c 'import mcp, mcp.client.stdio' \
+        || fail "$dir: $spec installed but 'import mcp' fails"
+    echo "$want" >"$dir/$STAMP"
+}
+
+node_peer() {
+    local dir="$PEERS/node"
+    local spec="$EVERYTHING_PACKAGE@$EVERYTHING_VERSION"
+    command -v node >/dev/null || fail "node is not installed (server-everything needs Node >= 18)"
+    command -v npm >/dev/null || fail "npm is not installed"
+    local want
+    want="$spec node$(node --version)"
+    local entry="$dir/node_modules/$EVERYTHING_PACKAGE/dist/index.js"
+    if up_to_date "$dir" "$want" && [ -f "$entry" ]; then
+        echo "setup-peers: $dir: $spec already installed"
+        return 0
+    fi
+    echo "setup-peers: $dir: npm install $spec (node $(node --version))"
+    rm -rf "$dir"
+    mkdir -p "$dir" || fail "$dir: cannot create the folder"
+    npm install --prefix "$dir" --save-exact --no-audit --no-fund --loglevel=error "$spec" \
+        || fail "$dir: npm could not install $spec"
+    [ -f "$entry" ] || fail "$dir: $spec installed but $entry is missing"
+    echo "$want" >"$dir/$STAMP"
+}
+
+start=$(date +%s)
+PY_ID="$(python_id)" || fail "$PYTHON does not run (set PYTHON to a Python >= 3.10)"
+mkdir -p "$PEERS" || fail "cannot create $PEERS"
+python_peer sdk2 "mcp==$SDK2_VERSION"
+python_peer sdk1 "mcp==$SDK1_VERSION"
+node_peer
+echo "setup-peers: peers ready in $PEERS ($(($(date +%s) - start)) s)"
