@@ -432,7 +432,7 @@ def test_every_reported_rule_is_in_the_catalogue_and_registry() -> None:
     used = set(
         re.findall(
             r'"((?:JR|MSG|LC|CAP|MOD|TOOL|RES|PROMPT|LOG|COMPL|PAGE|PING|ROOTS|'
-            r'SAMP|ELIC|CANCEL|PROG|STDIO)-[A-Z0-9-]+)"',
+            r'SAMP|ELIC|CANCEL|PROG|STDIO|HTTP|SSE)-[A-Z0-9-]+)"',
             source,
         )
     )

@@ -73,5 +73,11 @@ def loopback_session(
         version = run_session(conn, client_options or ClientOptions())
     finally:
         to_client.close()  # EOF stops the client's reader thread
-    from_server.close()
+        # Close the read end only once the reader has stopped. Closed under
+        # it, its descriptor number is reused by the caller's next pipe (the
+        # stdin of the client process the tests start next), and the stale
+        # reader swallows the input meant for that process.
+        if not conn.join(timeout=30.0):
+            raise RuntimeError("the loopback client's reader did not stop at EOF")
+        from_server.close()
     return Exchange(bytes(sink.written), bytes(s2c), version)
