@@ -129,7 +129,9 @@ class Timeline:
         arrow = s(frame.direction, ARROWS.get(frame.direction, "?"))
         head = f"{s('dim', self.time_format(frame.t))} {arrow}"
         if self._multi_session:
-            head += f" {s('dim', '[' + frame.session[:12] + ']')}"
+            key = frame.session
+            label = key if len(key) <= 24 else f"{key[:11]}…{key[-8:]}"
+            head += f" {s('dim', '[' + label + ']')}"
         lines: list[str] = []
         messages = pending.messages
         if not messages:

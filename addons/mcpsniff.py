@@ -1,0 +1,301 @@
+"""mcpsniff as a mitmproxy addon: the MCP brain on top of mitmproxy's interception.
+
+    mitmdump -s addons/mcpsniff.py --set mcpsniff_trace=trace.jsonl
+
+Any traffic mitmproxy can see (reverse, regular, upstream or transparent mode,
+HTTPS with mitmproxy's CA included) is checked for MCP: JSON-RPC POST bodies,
+JSON and SSE responses, GET SSE streams and legacy ``/sse`` endpoints, on any
+host and path. MCP exchanges are recorded with the same core and trace writer
+as mcpsniff's own relays, so ``mcpsniff check`` and ``mcpsniff show`` work on
+the result; other traffic passes untouched and unrecorded. Findings are
+attached to their flows (comment and marker), so mitmweb shows them.
+
+Options: ``mcpsniff_trace`` (path), ``mcpsniff_show`` (a line per MCP message
+in the event log), ``mcpsniff_redact`` (default on) and ``mcpsniff_filter``
+(a mitmproxy filter expression restricting what is examined).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from mitmproxy import exceptions, flowfilter, http
+
+
+def _import_package() -> str | None:
+    """Import the mcpsniff package; return a clear error message if it cannot be found.
+
+    mitmproxy puts this file's folder first on sys.path, where this very file
+    would shadow the package of the same name: look past it. A checkout's
+    package, next to this folder, is the fallback when none is installed.
+    """
+    here = Path(__file__).resolve().parent
+    saved = list(sys.path)
+    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != here]
+    shadow = sys.modules.get("mcpsniff")
+    if shadow is not None and not hasattr(shadow, "__path__"):
+        del sys.modules["mcpsniff"]
+    try:
+        try:
+            import mcpsniff.relay.exchange
+        except ImportError:
+            sys.path.insert(0, str(here.parent))
+            import mcpsniff.relay.exchange  # noqa: F401
+    except ImportError as exc:
+        return (
+            f"mcpsniff is not importable from mitmproxy's Python ({sys.executable}): {exc}. "
+            "Install it into that environment (pip install mcpsniff) and load the addon again."
+        )
+    finally:
+        sys.path[:] = saved
+    return None
+
+
+IMPORT_ERROR = _import_package()
+if IMPORT_ERROR is None:
+    from mcpsniff.core.model import FindingRecord, FrameRecord, Record
+    from mcpsniff.relay.exchange import ExchangeRecorder, HttpObserver, is_mcp_request
+    from mcpsniff.relay.recorder import Recorder
+    from mcpsniff.render import Style, Timeline
+    from mcpsniff.trace.format import TraceWriter
+
+log = logging.getLogger("mcpsniff")
+
+#: mitmproxy markers for the worst finding on a flow.
+MARKERS = {"error": ":red_circle:", "warning": ":warning:", "info": ":information_source:"}
+_RANK = {"info": 0, "warning": 1, "error": 2}
+
+
+class McpSniff:
+    """Records and checks the MCP traffic that passes through mitmproxy."""
+
+    def __init__(self) -> None:
+        self.writer: TraceWriter | None = None
+        self.recorder: Recorder | None = None
+        self.observer: HttpObserver | None = None
+        self.filter: flowfilter.TFilter | None = None
+        self.exchanges: dict[str, ExchangeRecorder] = {}
+        self.flows: dict[int, http.HTTPFlow] = {}
+        self.frame_exchange: dict[int, int] = {}
+        self.timeline: Any = None
+
+    # ------------------------------------------------------------------ options
+
+    def load(self, loader: Any) -> None:
+        loader.add_option(
+            "mcpsniff_trace", str, "", "Write the MCP trace (JSONL) to this new file."
+        )
+        loader.add_option(
+            "mcpsniff_show", bool, False, "Log a compact line per MCP message in the event log."
+        )
+        loader.add_option(
+            "mcpsniff_redact",
+            bool,
+            True,
+            "Redact credentials in the trace (the traffic is never changed).",
+        )
+        loader.add_option(
+            "mcpsniff_filter",
+            str,
+            "",
+            "Only examine flows matching this mitmproxy filter expression (default: every flow "
+            "that looks like MCP).",
+        )
+        if IMPORT_ERROR is not None:
+            log.error(IMPORT_ERROR)
+
+    def configure(self, updated: set[str]) -> None:
+        from mitmproxy import ctx
+
+        if IMPORT_ERROR is not None:
+            return
+        if "mcpsniff_filter" in updated:
+            spec = ctx.options.mcpsniff_filter
+            if spec:
+                try:
+                    self.filter = flowfilter.parse(spec)
+                except ValueError as exc:
+                    raise exceptions.OptionsError(f"mcpsniff_filter: {exc}") from None
+            else:
+                self.filter = None
+        if "mcpsniff_trace" in updated or "mcpsniff_redact" in updated:
+            self._open(ctx.options.mcpsniff_trace, ctx.options.mcpsniff_redact)
+        if "mcpsniff_show" in updated:
+            self.timeline = (
+                Timeline(Style(False)) if ctx.options.mcpsniff_show and self.recorder else None
+            )
+
+    def _open(self, path: str, redact: bool) -> None:
+        self._close()
+        if not path:
+            log.warning("mcpsniff: no trace file; set mcpsniff_trace=FILE to record MCP traffic")
+            return
+        try:
+            self.writer = TraceWriter.create(
+                path,
+                meta={"source": "mitmproxy addon", "redacted": redact},
+                created=time.time(),
+            )
+        except FileExistsError:
+            raise exceptions.OptionsError(
+                f"mcpsniff_trace: {path} already exists; choose a new file"
+            ) from None
+        except OSError as exc:
+            raise exceptions.OptionsError(
+                f"mcpsniff_trace: cannot write {path}: {exc.strerror or exc}"
+            ) from None
+        self.recorder = Recorder(self.writer, "http", redact=redact)
+        self.recorder.listeners.append(self._record)
+        # Sessions are keyed by the server's host and Mcp-Session-Id.
+        self.observer = HttpObserver(self.recorder, redact=redact, key_by_host=True)
+        log.info(f"mcpsniff: recording MCP traffic to {path}")
+
+    def _close(self) -> None:
+        for exchange in list(self.exchanges.values()):
+            exchange.finish("proxy-shutdown")
+        self.exchanges.clear()
+        if self.recorder is not None:
+            self.recorder.close(time.time())
+        if self.writer is not None:
+            self.writer.close()
+        self.writer = self.recorder = self.observer = None
+
+    def done(self) -> None:
+        self._close()
+
+    # ------------------------------------------------------------------ flows
+
+    def _wanted(self, flow: http.HTTPFlow) -> bool:
+        if self.observer is None:
+            return False
+        if self.filter is not None and not self.filter(flow):
+            return False
+        request = flow.request
+        return is_mcp_request(
+            request.method,
+            list(request.headers.items(multi=True)),
+            request.raw_content or b"",
+            request.path,
+        )
+
+    def request(self, flow: http.HTTPFlow) -> None:
+        try:
+            if not self._wanted(flow):
+                return
+            assert self.observer is not None
+            request = flow.request
+            host = f"{request.pretty_host}:{request.port}"
+            exchange = self.observer.begin(
+                request.method,
+                request.path,
+                list(request.headers.items(multi=True)),
+                request.raw_content or b"",
+                t=request.timestamp_start,
+                host=host,
+            )
+            self.exchanges[flow.id] = exchange
+            self.flows[exchange.number] = flow
+        except Exception as exc:  # one bad flow must never break the proxy
+            log.error(f"mcpsniff: cannot examine {flow.request.pretty_url}: {exc!r}")
+
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        exchange = self.exchanges.get(flow.id)
+        if exchange is None or flow.response is None:
+            return
+        try:
+            exchange.response(
+                flow.response.status_code, list(flow.response.headers.items(multi=True))
+            )
+            if exchange.is_sse:
+                # mitmproxy buffers bodies by default, which would hang an event
+                # stream: stream it, and see each chunk after it is passed on.
+                flow.response.stream = self._tee(exchange)
+        except Exception as exc:
+            log.error(f"mcpsniff: {flow.request.pretty_url}: {exc!r}")
+
+    def _tee(self, exchange: ExchangeRecorder) -> Any:
+        loop = asyncio.get_running_loop()
+
+        def observe(chunk: bytes) -> None:
+            try:
+                if chunk:
+                    exchange.body_chunk(chunk)
+            except Exception as exc:
+                log.error(f"mcpsniff: recording an event stream failed: {exc!r}")
+
+        def tee(chunk: bytes) -> bytes:
+            # Forward first, observe second: the chunk goes out before it is analyzed.
+            loop.call_soon(observe, chunk)
+            return chunk
+
+        return tee
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        exchange = self.exchanges.pop(flow.id, None)
+        if exchange is None or flow.response is None:
+            return
+        try:
+            if not exchange.is_sse and flow.response.raw_content:
+                exchange.body_chunk(flow.response.raw_content)
+            asyncio.get_running_loop().call_soon(self._finish, exchange, "complete")
+        except Exception as exc:
+            log.error(f"mcpsniff: {flow.request.pretty_url}: {exc!r}")
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        exchange = self.exchanges.pop(flow.id, None)
+        if exchange is None:
+            return
+        message = flow.error.msg if flow.error else "unknown error"
+        try:
+            if exchange.status is None:
+                exchange.unreachable(flow.request.pretty_url, message)
+            else:
+                exchange.finish(f"error: {message}")
+        except Exception as exc:
+            log.error(f"mcpsniff: {flow.request.pretty_url}: {exc!r}")
+        self.flows.pop(exchange.number, None)
+
+    def _finish(self, exchange: ExchangeRecorder, outcome: str) -> None:
+        try:
+            exchange.finish(outcome)
+        except Exception as exc:
+            log.error(f"mcpsniff: recording failed: {exc!r}")
+        self.flows.pop(exchange.number, None)
+
+    # ------------------------------------------------------------------ findings on flows
+
+    def _record(self, record: Record) -> None:
+        if isinstance(record, FrameRecord):
+            meta = record.meta or {}
+            if isinstance(meta.get("exchange"), int):
+                self.frame_exchange[record.seq] = meta["exchange"]
+                if len(self.frame_exchange) > 100_000:
+                    self.frame_exchange.clear()
+        elif isinstance(record, FindingRecord):
+            for seq in record.seq:
+                flow = self.flows.get(self.frame_exchange.get(seq, -1))
+                if flow is not None:
+                    self._attach(flow, record)
+        if self.timeline is not None:
+            for line in self.timeline.feed(record):
+                log.info(f"mcpsniff: {line}")
+
+    @staticmethod
+    def _attach(flow: http.HTTPFlow, finding: FindingRecord) -> None:
+        line = f"{finding.severity} {finding.rule}: {finding.message}"
+        flow.comment = f"{flow.comment}\n{line}" if flow.comment else line
+        worst = flow.metadata.get("mcpsniff_severity")
+        if worst is None or _RANK[finding.severity] > _RANK[worst]:
+            flow.metadata["mcpsniff_severity"] = finding.severity
+            flow.marked = MARKERS[finding.severity]
+        flow.metadata.setdefault("mcpsniff_findings", []).append(
+            {"rule": finding.rule, "severity": finding.severity, "message": finding.message}
+        )
+
+
+addons = [McpSniff()]
