@@ -78,10 +78,9 @@ class ToolInfo:
     name: str
     input_schema: Any
     output_schema: Any
-    input_validator: Any = None
-    output_validator: Any = None
-    input_schema_error: str | None = None
-    output_schema_error: str | None = None
+    #: schemas.CompiledSchema for each, compiled on first use.
+    input_compiled: Any = None
+    output_compiled: Any = None
 
 
 @dataclass(slots=True)

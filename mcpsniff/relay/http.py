@@ -31,7 +31,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import aiohttp
 from aiohttp import web
-from multidict import CIMultiDict
+from multidict import CIMultiDict, CIMultiDictProxy
 from yarl import URL
 
 from mcpsniff.core.framing import SseEvent, SseParser
@@ -47,6 +47,10 @@ DEFAULT_PORT = 6280
 #: but recorded only up to this size (and the trace says so).
 ANALYZE_LIMIT = 128 << 20
 CLIENT_MAX_SIZE = 1 << 30
+#: Seconds a stopping proxy lets in-flight exchanges finish before it cuts them
+#: off. Long-lived SSE streams never finish on their own; aiohttp's default
+#: (60 s) made Ctrl-C hang for a minute whenever a client held a stream open.
+SHUTDOWN_GRACE = 2.0
 
 # RFC 9110 §7.6.1 connection-specific headers: they describe one hop, not the message.
 HOP_BY_HOP = frozenset(
@@ -130,6 +134,8 @@ class _Exchange:
     headers: list[tuple[str, str]]
     body: bytes
     transport: str
+    #: The analyzer's copy of ``body``: decoded when the client compressed it.
+    analyzed: bytes = b""
     key: str | None = None
     deferred: list[tuple[str, float, dict[str, Any]]] = field(default_factory=list)
 
@@ -159,6 +165,8 @@ class HttpRelay:
         self.client: aiohttp.ClientSession | None = None
         self.runner: web.AppRunner | None = None
         self.port: int | None = None
+        #: Set once stop() begins: exchanges cancelled after that were cut off by us.
+        self._stopping = False
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -185,7 +193,16 @@ class HttpRelay:
         app = web.Application(client_max_size=CLIENT_MAX_SIZE)
         app.router.add_route("*", "/{tail:.*}", self.handle)
         # handler_cancellation: a client that goes away cancels its upstream request.
-        self.runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
+        # auto_decompress=False: a compressed request body must be forwarded as the
+        # client sent it, to match its Content-Encoding and Content-Length headers
+        # (aiohttp would otherwise hand us the decoded bytes); the analyzer decodes a copy.
+        self.runner = web.AppRunner(
+            app,
+            handler_cancellation=True,
+            access_log=None,
+            auto_decompress=False,
+            shutdown_timeout=SHUTDOWN_GRACE,
+        )
         await self.runner.setup()
         site = web.TCPSite(self.runner, self.options.host, self.options.port)
         await site.start()
@@ -194,6 +211,7 @@ class HttpRelay:
 
     async def stop(self) -> None:
         """Stop listening, end every session and flush the trace."""
+        self._stopping = True
         if self.runner is not None:
             await self.runner.cleanup()
         if self.client is not None:
@@ -225,7 +243,7 @@ class HttpRelay:
         if exchange.method == "GET" and exchange.transport == "pending":
             return None
         version = _header(exchange.headers, "mcp-protocol-version") or ""
-        if version >= "2026-07-28" or META_VERSION.encode() in exchange.body:
+        if version >= "2026-07-28" or META_VERSION.encode() in exchange.analyzed:
             # Stateless era: no session at all; group by client connection.
             return "stateless"
         return "http"
@@ -253,8 +271,8 @@ class HttpRelay:
         exchange.key = key
         for name, t, data in exchange.deferred:
             self.recorder.event(key, name, t, data)
-            if name == "http-request" and exchange.body:
-                self._frame(exchange, C2S, exchange.body, t)
+            if name == "http-request" and exchange.analyzed:
+                self._frame(exchange, C2S, exchange.analyzed, t)
         exchange.deferred.clear()
 
     # ------------------------------------------------------------------ the handler
@@ -263,7 +281,8 @@ class HttpRelay:
         """Proxy one request to the upstream and stream the answer back."""
         t = time.time()
         body = await request.read()
-        headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP]
+        hop_by_hop = _hop_by_hop(request.headers)
+        headers = [(k, v) for k, v in request.headers.items() if k.lower() not in hop_by_hop]
         path = request.raw_path
         exchange = _Exchange(
             self._next(),
@@ -278,6 +297,7 @@ class HttpRelay:
             if request.method == "GET"
             else "streamable",
         )
+        exchange.analyzed = _decoded(body, request.headers.get("Content-Encoding")) or body
         request_event = {
             "exchange": exchange.number,
             "method": request.method,
@@ -309,8 +329,8 @@ class HttpRelay:
         reason = str(exc) or type(exc).__name__
         exchange.key = self._session_key(exchange, None) or "http"
         self.recorder.event(exchange.key, "http-request", exchange.t, request_event)
-        if exchange.body:
-            self._frame(exchange, C2S, exchange.body, exchange.t)
+        if exchange.analyzed:
+            self._frame(exchange, C2S, exchange.analyzed, exchange.t)
         now = time.time()
         self.recorder.event(
             exchange.key,
@@ -348,10 +368,11 @@ class HttpRelay:
             exchange.transport if exchange.transport != "pending" else "streamable"
         )
         self._emit(exchange, "http-request", exchange.t, request_event)
-        if exchange.key is not None and exchange.body:
-            self._frame(exchange, C2S, exchange.body, exchange.t)
+        if exchange.key is not None and exchange.analyzed:
+            self._frame(exchange, C2S, exchange.analyzed, exchange.t)
+        hop_by_hop = _hop_by_hop(upstream.headers)
         response_headers = [
-            (k, v) for k, v in upstream.headers.items() if k.lower() not in HOP_BY_HOP
+            (k, v) for k, v in upstream.headers.items() if k.lower() not in hop_by_hop
         ]
         self._emit(
             exchange,
@@ -382,11 +403,18 @@ class HttpRelay:
         except (ConnectionResetError, aiohttp.ClientConnectionResetError):
             outcome = "client-disconnected"
         except asyncio.CancelledError:
-            outcome = "client-disconnected"
+            # aiohttp cancels the handler when the client goes away, and when the
+            # proxy stops with the exchange still open (after SHUTDOWN_GRACE).
+            outcome = "proxy-stopped" if self._stopping else "client-disconnected"
             self._finish(exchange, outcome, received)
             raise
         except (TimeoutError, aiohttp.ClientError) as exc:
             outcome = f"upstream-error: {exc}"
+            # The upstream broke its response off: break ours off too. Returning
+            # normally would end it cleanly (a last empty chunk), and the client
+            # would take a cut-off body or stream for a complete one.
+            if request.transport is not None:
+                request.transport.abort()
         self._finish(exchange, outcome, received)
         return response
 
@@ -413,7 +441,12 @@ class HttpRelay:
                 copy += chunk
             else:
                 truncated = True
-        if copy:
+        # A legacy HTTP+SSE server acknowledges each POST with 202 and a body such
+        # as "Accepted" (the reference SDKs do); its messages travel on the SSE
+        # stream, so that body is not a JSON-RPC frame and is not analyzed as one
+        # (it would be a JR-PARSE on every POST). Its size is in http-end.
+        acknowledgement = exchange.transport == "legacy-sse" and upstream.status == 202
+        if copy and not acknowledgement:
             body = _decoded(bytes(copy), upstream.headers.get("Content-Encoding"))
             meta: dict[str, Any] = {"status": upstream.status}
             if truncated:
@@ -431,31 +464,55 @@ class HttpRelay:
         held = bytearray()
         # A GET stream without a session id may be a legacy HTTP+SSE stream,
         # whose first event names the POST endpoint: hold bytes until it is whole.
+        # Comments before it (padding against buffering proxies) are no events
+        # and do not decide; they are recorded once the stream is decided.
         holding = exchange.key is None
-        encoded = bool(upstream.headers.get("Content-Encoding"))
+        waiting: list[SseEvent] = []
+        # A compressed stream is forwarded compressed; the events are parsed
+        # (and recorded) from a decoded copy.
+        decode = _stream_decoder(upstream.headers.get("Content-Encoding"))
         async for chunk in upstream.content.iter_any():
             received += len(chunk)
-            events = parser.feed(chunk) if not encoded else []
+            events = parser.feed(chunk if decode is None else decode(chunk))
             if holding:
-                held += chunk
-                if not events and len(held) < 1 << 20:
-                    continue
-                holding = False
-                out = self._first_event(exchange, bytes(held), events[0] if events else None)
-                await response.write(out)
+                waiting += events
+                first = next((e for e in waiting if not _comment_only(e)), None)
+                if decode is not None:
+                    # Compressed bytes cannot be edited, and holding them until an
+                    # event decodes whole would buffer the stream (a compressor may
+                    # keep a whole event back): forward at once, decide the session
+                    # from the first decoded event, leave an endpoint URL as it is.
+                    await response.write(chunk)
+                    if first is None:
+                        continue
+                    holding = False
+                    self._first_event(exchange, b"", first, rewrite=False)
+                else:
+                    held += chunk
+                    if first is None and len(held) < 1 << 20:
+                        continue
+                    holding = False
+                    await response.write(self._first_event(exchange, bytes(held), first))
+                events, waiting = waiting, []
             else:
                 await response.write(chunk)
             for event in events:
                 self._sse_event(exchange, event, index)
                 index += 1
-        for event in parser.flush():
+        tail = parser.feed(decode(b"", final=True)) if decode is not None else []
+        tail += parser.flush()
+        if holding:
+            if held:
+                await response.write(bytes(held))
+            tail = waiting + tail
+        for event in tail:
             self._sse_event(exchange, event, index)
             index += 1
-        if holding and held:
-            await response.write(bytes(held))
         return received
 
-    def _first_event(self, exchange: _Exchange, held: bytes, event: SseEvent | None) -> bytes:
+    def _first_event(
+        self, exchange: _Exchange, held: bytes, event: SseEvent | None, rewrite: bool = True
+    ) -> bytes:
         """Decide the session of a GET stream from its first event; rewrite the endpoint."""
         if event is not None and event.event == "endpoint" and event.data:
             exchange.transport = "legacy-sse"
@@ -463,11 +520,9 @@ class HttpRelay:
                 if name == "http-request":
                     data["transport"] = "legacy-sse"
             endpoint = event.data.strip()
-            query = parse_qs(urlsplit(endpoint).query)
-            session_id = (query.get("sessionId") or query.get("session_id") or [None])[0]
-            self._bind(exchange, f"sse-{session_id}" if session_id else f"sse-{exchange.number}")
+            self._bind(exchange, _legacy_key(exchange, endpoint))
             absolute = URL(endpoint)
-            if absolute.is_absolute() and absolute.origin() == self.origin:
+            if rewrite and absolute.is_absolute() and absolute.origin() == self.origin:
                 rewritten = self.public_origin + absolute.raw_path_qs
                 held = held.replace(endpoint.encode(), rewritten.encode(), 1)
                 self.recorder.event(
@@ -495,12 +550,41 @@ class HttpRelay:
             data["retry"] = event.retry
         if event.incomplete:
             data["incomplete"] = True
+        if _comment_only(event):
+            data["comment_only"] = True
         self._emit(exchange, "sse-event", t, data)
         if event.data and event.event != "endpoint":
             meta: dict[str, Any] = {"sse_index": index}
             if event.id is not None:
                 meta["sse_id"] = event.id
             self._frame(exchange, S2C, event.data.encode("utf-8"), t, transport="sse", **meta)
+        elif (
+            event.event == "endpoint"
+            and event.data
+            and exchange.method == "GET"
+            and exchange.transport == "streamable"
+            and not _header(exchange.headers, "mcp-session-id")
+        ):
+            # A legacy stream that sent something before its endpoint event (the
+            # rules report SSE-ENDPOINT-EVENT on this sse-event, in the session the
+            # stream was put in). What follows on it answers the POSTs sent to this
+            # endpoint, so it belongs to the session the endpoint names, or no
+            # answer would pair with its request. (Its bytes are already on their
+            # way, so an absolute URL here is not rewritten.)
+            exchange.transport = "legacy-sse"
+            exchange.key = _legacy_key(exchange, event.data.strip())
+
+
+def _comment_only(event: SseEvent) -> bool:
+    """Whether an SSE block held only comments (or unknown fields): no event for a client."""
+    return event.data is None and event.event is None and event.id is None and event.retry is None
+
+
+def _legacy_key(exchange: _Exchange, endpoint: str) -> str:
+    """The session of a legacy stream: the session id its endpoint URL names."""
+    query = parse_qs(urlsplit(endpoint).query)
+    session_id = (query.get("sessionId") or query.get("session_id") or [None])[0]
+    return f"sse-{session_id}" if session_id else f"sse-{exchange.number}"
 
 
 def _is_legacy_post(request: web.Request) -> bool:
@@ -509,6 +593,44 @@ def _is_legacy_post(request: web.Request) -> bool:
         and "Mcp-Session-Id" not in request.headers
         and ("sessionId" in request.query or "session_id" in request.query)
     )
+
+
+def _stream_decoder(encoding: str | None) -> Callable[..., bytes] | None:
+    """Incremental decoding of a compressed stream for the analyzer (None: not compressed).
+
+    ``decode(chunk)`` returns what ``chunk`` decodes to so far; ``decode(b"", final=True)``
+    the rest. An encoding it cannot decode (br, a corrupt stream) yields nothing.
+    """
+    name = (encoding or "").strip().lower()
+    if name in ("", "identity"):
+        return None
+    # 32 + MAX_WBITS: a gzip or a zlib header, whichever the stream has.
+    zstream = (
+        zlib.decompressobj(32 + zlib.MAX_WBITS) if name in ("gzip", "x-gzip", "deflate") else None
+    )
+    failed = zstream is None
+
+    def decode(chunk: bytes, final: bool = False) -> bytes:
+        nonlocal failed
+        if failed or zstream is None:
+            return b""
+        try:
+            return zstream.flush() if final else zstream.decompress(chunk)
+        except zlib.error:
+            failed = True
+            return b""
+
+    return decode
+
+
+def _hop_by_hop(headers: CIMultiDictProxy[str]) -> frozenset[str]:
+    """HOP_BY_HOP plus the header names a Connection header lists (RFC 9110 §7.6.1)."""
+    listed = {
+        token.strip().lower()
+        for value in headers.getall("Connection", [])
+        for token in value.split(",")
+    }
+    return HOP_BY_HOP | listed
 
 
 def _header(headers: list[tuple[str, str]], name: str) -> str | None:

@@ -7,6 +7,7 @@ frames it carries with the exchange number:
 * ``http-response`` ``{exchange, status, headers}``
 * ``http-end``      ``{exchange, outcome, body_bytes}``
 * ``sse-event``     ``{exchange, id, event, index}`` for every SSE event, data or not
+  (``comment_only`` marks a block of comments only, which is no event)
 
 ``transport`` is ``"streamable"`` (Streamable HTTP) or ``"legacy-sse"``
 (2024-11-05 HTTP+SSE). Header names are compared case-insensitively
@@ -65,6 +66,7 @@ class Exchange:
     status: int | None = None
     response_headers: dict[str, str] = field(default_factory=dict)
     first_event_seen: bool = False
+    endpoint_seen: bool = False
 
 
 @dataclass(slots=True)
@@ -350,6 +352,10 @@ def _response(session: Session, exchange: Exchange, record: EventRecord) -> None
 
 def _sse_event(session: Session, state: HttpState, exchange: Exchange, record: EventRecord) -> None:
     data = record.data
+    if data.get("comment_only"):
+        # Comments (e.g. padding against buffering proxies) are not events; one
+        # before the endpoint event does not break SSE-ENDPOINT-EVENT.
+        return
     first = not exchange.first_event_seen
     exchange.first_event_seen = True
     if exchange.transport == LEGACY and exchange.method == "GET" and first:
@@ -360,14 +366,36 @@ def _sse_event(session: Session, state: HttpState, exchange: Exchange, record: E
                 "the server must first send an endpoint event with the POST URI",
                 [record.seq],
             )
+    elif (
+        data.get("event") == "endpoint"
+        and not first
+        and not exchange.endpoint_seen
+        and exchange.method == "GET"
+        and exchange.transport == STREAMABLE
+        and "mcp-session-id" not in exchange.headers
+    ):
+        # A session-less GET stream is taken for Streamable HTTP unless its first
+        # event is an endpoint event; one that comes later shows it was a legacy
+        # stream that broke the rule (the HTTP shell then moves the rest of the
+        # stream to the legacy session the endpoint names).
+        session.report(
+            "SSE-ENDPOINT-EVENT",
+            "the legacy SSE stream sent other events before its endpoint event; the server "
+            "must first send an endpoint event with the POST URI",
+            [record.seq],
+        )
+    if data.get("event") == "endpoint":
+        exchange.endpoint_seen = True
     event_id = data.get("id")
     if not isinstance(event_id, str) or exchange.transport != STREAMABLE:
         return
-    if not version_at_least(session.state.version, V2) or session.state.version == V5:
-        return
+    # Ids are remembered whatever the version: the initialize answer's stream
+    # comes before the version is known, and its ids count too.
+    version = session.state.version
+    applies = version_at_least(version, V2) and version != V5
     previous = state.event_ids.get(event_id)
     resuming = "last-event-id" in exchange.headers
-    if previous is not None and previous != exchange.number and not resuming:
+    if applies and previous is not None and previous != exchange.number and not resuming:
         session.report(
             "HTTP-EVENT-ID-UNIQUE",
             f"SSE event id {event_id!r} was already used on another stream of this session; "

@@ -14,9 +14,6 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import jsonschema
-from jsonschema import validators
-
 from mcpsniff.core.ids import BoundedMap
 from mcpsniff.core.model import ERROR, SENDER
 from mcpsniff.core.protocol import (
@@ -28,6 +25,7 @@ from mcpsniff.core.protocol import (
     V4,
     version_at_least,
 )
+from mcpsniff.core.schemas import CompiledSchema, compile_schema
 from mcpsniff.core.state import ToolInfo
 
 if TYPE_CHECKING:
@@ -122,10 +120,7 @@ def _tools_call(session: Session, msg: Msg) -> None:
             known=sorted(tools)[:20],
         )
         return
-    validator = _validator(tool, "input", session.state.version)
-    if validator is None:
-        return
-    error = _first_error(validator, arguments if arguments is not None else {})
+    error = _compiled(tool, "input").first_error(arguments if arguments is not None else {})
     if error is not None:
         session.report(
             "TOOL-ARGS-SCHEMA",
@@ -366,11 +361,12 @@ def _tools_list(session: Session, msg: Msg, result: dict[str, Any]) -> None:
         info = ToolInfo(name, schema, output)
         known[name] = info
         if version_at_least(version, V4) and isinstance(schema, dict):
-            if _validator(info, "input", version) is None and info.input_schema_error:
+            compiled = _compiled(info, "input")
+            if compiled.error is not None:
                 session.report(
                     "TOOL-INPUTSCHEMA-VALID",
                     f"the inputSchema of tool {name!r} is not a valid JSON Schema: "
-                    f"{info.input_schema_error}",
+                    f"{compiled.error}",
                     [msg.seq],
                     tool=name,
                 )
@@ -435,10 +431,7 @@ def _tools_call_result(session: Session, msg: Msg, result: dict[str, Any]) -> No
             tool=name,
         )
         return
-    validator = _validator(tool, "output", version)
-    if validator is None:
-        return
-    error = _first_error(validator, structured)
+    error = _compiled(tool, "output").first_error(structured)
     if error is not None:
         session.report(
             "TOOL-OUTPUT-CONFORMS",
@@ -621,51 +614,15 @@ _RESULT_CHECKS: dict[str, Callable[[Session, Msg, dict[str, Any]], None]] = {
 # --------------------------------------------------------------------------- helpers
 
 
-def _validator(tool: ToolInfo, which: str, version: str | None) -> Any:
-    """A cached jsonschema validator for a tool's input or output schema, or None."""
+def _compiled(tool: ToolInfo, which: str) -> CompiledSchema:
+    """The tool's input or output schema, compiled once (schemas.py caches by content)."""
     if which == "input":
-        if tool.input_validator is not None or tool.input_schema_error is not None:
-            return tool.input_validator
-        schema = tool.input_schema
-    else:
-        if tool.output_validator is not None or tool.output_schema_error is not None:
-            return tool.output_validator
-        schema = tool.output_schema
-    validator = None
-    error = None
-    if isinstance(schema, dict):
-        # 2025-11-25 made JSON Schema 2020-12 the default dialect when $schema
-        # is absent (basic/index.mdx § JSON Schema Usage); earlier versions
-        # named none, and 2020-12 accepts the draft-07 schemas SDKs emit.
-        cls = validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-        try:
-            cls.check_schema(schema)
-            validator = cls(schema)
-        except jsonschema.SchemaError as exc:
-            error = exc.message
-        except Exception as exc:
-            error = repr(exc)
-    else:
-        error = "not an object"
-    if which == "input":
-        tool.input_validator, tool.input_schema_error = validator, error
-    else:
-        tool.output_validator, tool.output_schema_error = validator, error
-    _ = version
-    return validator
-
-
-def _first_error(validator: Any, instance: Any) -> str | None:
-    try:
-        if validator.is_valid(instance):
-            return None
-        error = jsonschema.exceptions.best_match(validator.iter_errors(instance))
-    except Exception:
-        return None
-    if error is None:
-        return None
-    path = "/".join(str(p) for p in error.absolute_path)
-    return f"{'at /' + path + ': ' if path else ''}{error.message}"
+        if tool.input_compiled is None:
+            tool.input_compiled = compile_schema(tool.input_schema)
+        return tool.input_compiled  # type: ignore[no-any-return]
+    if tool.output_compiled is None:
+        tool.output_compiled = compile_schema(tool.output_schema)
+    return tool.output_compiled  # type: ignore[no-any-return]
 
 
 def _is_base64(text: str) -> bool:

@@ -1,0 +1,154 @@
+"""Validating tool arguments and results against the schemas a server advertises.
+
+jsonschema is the reference: it checks that a schema is valid for its dialect
+(TOOL-INPUTSCHEMA-VALID) and explains why an instance fails. It is also slow,
+about 50 µs for a small object, which matters when every ``tools/call`` of a
+million-message trace is validated. So each distinct schema is compiled once
+more with fastjsonschema (about 1.5 µs per call) and used as a fast *valid*
+oracle: an instance it accepts is accepted; one it rejects is re-checked by
+jsonschema, which has the final word and writes the message.
+
+Safety: servers are untrusted. Schemas with non-local ``$ref`` never reach
+fastjsonschema (it would fetch them over the network, which the 2026-07-28
+spec forbids a validator to do: SCHEMA-REF-NETWORK), nor do schemas using
+2020-12 keywords it does not implement, nor very large ones; jsonschema
+alone handles those, and it never fetches remote references either.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+import orjson
+from jsonschema import validators
+
+#: Keywords fastjsonschema (draft 4/6/7) does not implement; jsonschema handles them.
+_MODERN_KEYWORDS = frozenset(
+    {
+        "prefixItems",
+        "unevaluatedProperties",
+        "unevaluatedItems",
+        "$dynamicRef",
+        "$dynamicAnchor",
+        "$recursiveRef",
+        "dependentSchemas",
+        "dependentRequired",
+        "$anchor",
+        "contentSchema",
+    }
+)
+#: Schemas larger than this (serialized) are validated by jsonschema only.
+FAST_SCHEMA_LIMIT = 64 * 1024
+#: Distinct schemas remembered (tools/list is usually re-sent with the same schemas).
+CACHE_SIZE = 1024
+
+
+@dataclass(slots=True)
+class CompiledSchema:
+    """A schema ready to validate instances, or the reason it is not a valid schema."""
+
+    reference: Any = None
+    fast: Callable[[Any], Any] | None = None
+    error: str | None = None
+
+    def first_error(self, instance: Any) -> str | None:
+        """None when ``instance`` is valid, else a one-line explanation."""
+        if self.reference is None:
+            return None
+        if self.fast is not None:
+            try:
+                self.fast(instance)
+                return None
+            except Exception:
+                pass
+        try:
+            if self.reference.is_valid(instance):
+                return None
+            error = jsonschema.exceptions.best_match(self.reference.iter_errors(instance))
+        except Exception:  # an unresolvable $ref, a hostile pattern: no verdict
+            return None
+        if error is None:
+            return None
+        path = "/".join(str(p) for p in error.absolute_path)
+        return f"{'at /' + path + ': ' if path else ''}{error.message}"
+
+
+_cache: OrderedDict[bytes, CompiledSchema] = OrderedDict()
+
+
+def compile_schema(schema: Any) -> CompiledSchema:
+    """Compile ``schema`` (cached by content); never raises."""
+    if not isinstance(schema, dict):
+        return CompiledSchema(error="not an object")
+    try:
+        key = orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
+    except (TypeError, orjson.JSONEncodeError):
+        key = repr(schema).encode()
+    cached = _cache.get(key)
+    if cached is not None:
+        _cache.move_to_end(key)
+        return cached
+    compiled = _compile(schema, len(key))
+    _cache[key] = compiled
+    if len(_cache) > CACHE_SIZE:
+        _cache.popitem(last=False)
+    return compiled
+
+
+def _compile(schema: dict[str, Any], size: int) -> CompiledSchema:
+    # 2025-11-25 made JSON Schema 2020-12 the default dialect when $schema is
+    # absent (basic/index.mdx § JSON Schema Usage); earlier versions named
+    # none, and 2020-12 accepts the draft-07 schemas SDKs emit.
+    cls = validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+        reference = cls(schema)
+    except jsonschema.SchemaError as exc:
+        return CompiledSchema(error=exc.message)
+    except Exception as exc:  # a hostile schema must not stop analysis
+        return CompiledSchema(error=repr(exc))
+    return CompiledSchema(reference=reference, fast=_fast(schema, size))
+
+
+def _fast(schema: dict[str, Any], size: int) -> Callable[[Any], Any] | None:
+    if size > FAST_SCHEMA_LIMIT or not _fast_safe(schema):
+        return None
+    try:
+        import fastjsonschema
+
+        return fastjsonschema.compile(  # type: ignore[no-any-return]
+            schema, handlers=_NO_REMOTE, use_default=False, use_formats=False
+        )
+    except Exception:  # unsupported or odd schema: jsonschema alone will do
+        return None
+
+
+def _refuse(uri: str) -> Any:
+    raise ValueError(f"remote $ref {uri} is not fetched")
+
+
+_NO_REMOTE = {scheme: _refuse for scheme in ("http", "https", "file", "ftp", "data", "urn")}
+
+
+def _fast_safe(node: Any, depth: int = 0) -> bool:
+    """Whether fastjsonschema may see this schema: local refs, draft-07 keywords, sane depth."""
+    if depth > 64:
+        return False
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key in _MODERN_KEYWORDS:
+                return False
+            if key == "$ref" and not (isinstance(value, str) and value.startswith("#")):
+                return False
+            if key in ("$id", "id") and isinstance(value, str) and "://" in value:
+                return False
+            if not _fast_safe(value, depth + 1):
+                return False
+        return True
+    if isinstance(node, list):
+        return all(_fast_safe(item, depth + 1) for item in node)
+    return True
