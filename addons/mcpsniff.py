@@ -82,6 +82,12 @@ class McpSniff:
         self.exchanges: dict[str, ExchangeRecorder] = {}
         self.flows: dict[int, http.HTTPFlow] = {}
         self.frame_exchange: dict[int, int] = {}
+        #: Exchange number -> the function that analyzes its streamed chunks still pending.
+        self.drains: dict[int, Any] = {}
+        #: The (path, redact) of the open trace.
+        self.opened: tuple[str, bool] | None = None
+        self.is_running = False
+        self.flush_pending = False
         self.timeline: Any = None
 
     # ------------------------------------------------------------------ options
@@ -109,6 +115,22 @@ class McpSniff:
         if IMPORT_ERROR is not None:
             log.error(IMPORT_ERROR)
 
+    def running(self) -> None:
+        self.is_running = True
+
+    def _option_error(self, message: str) -> None:
+        """Report a bad option value clearly.
+
+        Fixed: an OptionsError raised while mitmproxy loads the script is logged by
+        mitmproxy with a traceback. At startup the message is logged instead, a
+        single clear line (mitmproxy then exits, as for any error logged during
+        startup); once running, an OptionsError rejects the change (mitmproxy
+        restores the previous value).
+        """
+        if self.is_running:
+            raise exceptions.OptionsError(message)
+        log.error(message)
+
     def configure(self, updated: set[str]) -> None:
         from mitmproxy import ctx
 
@@ -120,7 +142,8 @@ class McpSniff:
                 try:
                     self.filter = flowfilter.parse(spec)
                 except ValueError as exc:
-                    raise exceptions.OptionsError(f"mcpsniff_filter: {exc}") from None
+                    self._option_error(f"mcpsniff_filter: {exc}")
+                    return
             else:
                 self.filter = None
         if "mcpsniff_trace" in updated or "mcpsniff_redact" in updated:
@@ -131,29 +154,54 @@ class McpSniff:
             )
 
     def _open(self, path: str, redact: bool) -> None:
-        self._close()
+        if self.writer is not None and (path, redact) == self.opened:
+            # mitmproxy restoring the options after a rejected change: already recording.
+            return
         if not path:
+            self._close()
             log.warning("mcpsniff: no trace file; set mcpsniff_trace=FILE to record MCP traffic")
             return
+        # Fixed: the new file is created before the current trace is closed, so a
+        # rejected change (an existing file) leaves the recording going on.
         try:
-            self.writer = TraceWriter.create(
+            writer = TraceWriter.create(
                 path,
                 meta={"source": "mitmproxy addon", "redacted": redact},
                 created=time.time(),
             )
         except FileExistsError:
-            raise exceptions.OptionsError(
-                f"mcpsniff_trace: {path} already exists; choose a new file"
-            ) from None
+            self._option_error(f"mcpsniff_trace: {path} already exists; choose a new file")
+            return
         except OSError as exc:
-            raise exceptions.OptionsError(
-                f"mcpsniff_trace: cannot write {path}: {exc.strerror or exc}"
-            ) from None
-        self.recorder = Recorder(self.writer, "http", redact=redact)
+            self._option_error(f"mcpsniff_trace: cannot write {path}: {exc.strerror or exc}")
+            return
+        self._close()
+        self.writer = writer
+        self.opened = (path, redact)
+        # Performance: one flush per turn of the event loop, not one per record
+        # (five per JSON exchange); a reader still sees every record within that turn.
+        self.recorder = Recorder(self.writer, "http", redact=redact, autoflush=False)
         self.recorder.listeners.append(self._record)
+        self.recorder.batch_listeners.append(self._schedule_flush)
         # Sessions are keyed by the server's host and Mcp-Session-Id.
         self.observer = HttpObserver(self.recorder, redact=redact, key_by_host=True)
         log.info(f"mcpsniff: recording MCP traffic to {path}")
+
+    def _schedule_flush(self) -> None:
+        if self.flush_pending or self.writer is None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not in mitmproxy's loop (shutting down): flush now
+            self.writer.flush()
+            return
+        self.flush_pending = True
+        loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self.flush_pending = False
+        if self.writer is not None:  # None: closed since, and flushed then
+            self.writer.flush()
 
     def _close(self) -> None:
         for exchange in list(self.exchanges.values()):
@@ -164,36 +212,35 @@ class McpSniff:
         if self.writer is not None:
             self.writer.close()
         self.writer = self.recorder = self.observer = None
+        self.opened = None
 
     def done(self) -> None:
         self._close()
 
     # ------------------------------------------------------------------ flows
 
-    def _wanted(self, flow: http.HTTPFlow) -> bool:
+    def _wanted(self, flow: http.HTTPFlow, headers: list[tuple[str, str]]) -> bool:
         if self.observer is None:
             return False
         if self.filter is not None and not self.filter(flow):
             return False
         request = flow.request
-        return is_mcp_request(
-            request.method,
-            list(request.headers.items(multi=True)),
-            request.raw_content or b"",
-            request.path,
-        )
+        return is_mcp_request(request.method, headers, request.raw_content or b"", request.path)
 
     def request(self, flow: http.HTTPFlow) -> None:
         try:
-            if not self._wanted(flow):
+            if self.observer is None:
                 return
-            assert self.observer is not None
             request = flow.request
+            # Converted once (it decodes every header), for both uses.
+            headers = list(request.headers.items(multi=True))
+            if not self._wanted(flow, headers):
+                return
             host = f"{request.pretty_host}:{request.port}"
             exchange = self.observer.begin(
                 request.method,
                 request.path,
-                list(request.headers.items(multi=True)),
+                headers,
                 request.raw_content or b"",
                 t=request.timestamp_start,
                 host=host,
@@ -220,19 +267,27 @@ class McpSniff:
 
     def _tee(self, exchange: ExchangeRecorder) -> Any:
         loop = asyncio.get_running_loop()
+        pending: list[bytes] = []
 
-        def observe(chunk: bytes) -> None:
+        def observe() -> None:
             try:
-                if chunk:
-                    exchange.body_chunk(chunk)
+                while pending:
+                    exchange.body_chunk(pending.pop(0))
             except Exception as exc:
+                pending.clear()
                 log.error(f"mcpsniff: recording an event stream failed: {exc!r}")
 
         def tee(chunk: bytes) -> bytes:
             # Forward first, observe second: the chunk goes out before it is analyzed.
-            loop.call_soon(observe, chunk)
+            if chunk:
+                if not pending:
+                    loop.call_soon(observe)
+                pending.append(chunk)
             return chunk
 
+        # Fixed: response() drains what is still pending (its chunks are out by then)
+        # so that the exchange is finished, and its findings attached, in that hook.
+        self.drains[exchange.number] = observe
         return tee
 
     def response(self, flow: http.HTTPFlow) -> None:
@@ -242,9 +297,18 @@ class McpSniff:
         try:
             if not exchange.is_sse and flow.response.raw_content:
                 exchange.body_chunk(flow.response.raw_content)
-            asyncio.get_running_loop().call_soon(self._finish, exchange, "complete")
+            drain = self.drains.pop(exchange.number, None)
+            if drain is not None:
+                drain()
         except Exception as exc:
             log.error(f"mcpsniff: {flow.request.pretty_url}: {exc!r}")
+        # Fixed: the exchange used to be finished later (call_soon), after this hook had
+        # returned, so the findings of its response reached the flow only after the
+        # addons that come after this script (the save_stream_file/-w writer, mitmweb's
+        # view) had taken it: saved flows and mitmweb lacked them. Finishing here costs
+        # no forwarding delay for streamed (SSE) bodies, already sent; a JSON body is
+        # held by mitmproxy until this hook returns anyway, and is analyzed once either way.
+        self._finish(exchange, "complete")
 
     def error(self, flow: http.HTTPFlow) -> None:
         exchange = self.exchanges.pop(flow.id, None)
@@ -252,6 +316,10 @@ class McpSniff:
             return
         message = flow.error.msg if flow.error else "unknown error"
         try:
+            # Fixed: chunks of a broken stream still waiting to be analyzed come first.
+            drain = self.drains.pop(exchange.number, None)
+            if drain is not None:
+                drain()
             if exchange.status is None:
                 exchange.unreachable(flow.request.pretty_url, message)
             else:
@@ -277,8 +345,11 @@ class McpSniff:
                 if len(self.frame_exchange) > 100_000:
                     self.frame_exchange.clear()
         elif isinstance(record, FindingRecord):
-            for seq in record.seq:
-                flow = self.flows.get(self.frame_exchange.get(seq, -1))
+            # Fixed: a finding naming two frames of one exchange (a request and its
+            # answer, e.g. JR-RESP-ID) was attached to that flow twice.
+            exchanges = dict.fromkeys(self.frame_exchange.get(seq, -1) for seq in record.seq)
+            for number in exchanges:
+                flow = self.flows.get(number)
                 if flow is not None:
                     self._attach(flow, record)
         if self.timeline is not None:

@@ -124,6 +124,7 @@ class ExchangeRecorder:
     events: int = 0
     finished: bool = False
     host: str | None = None
+    request_recorded: bool = False
 
     # ------------------------------------------------------------------ request/response
 
@@ -137,8 +138,17 @@ class ExchangeRecorder:
             **({"host": self.host} if self.host else {}),
         }
 
+    def _record_request(self) -> None:
+        """Queue the http-request event (and with it the request's frame), once."""
+        if not self.request_recorded:
+            self.request_recorded = True
+            self.deferred.append(("http-request", self.t, self._request_event()))
+
     def unreachable(self, url: str, reason: str) -> None:
         """The upstream could not be reached: the shell answers 502."""
+        # Fixed: the request itself was never recorded here (only response() queued
+        # it), so a request to an unreachable upstream left no frame in the trace.
+        self._record_request()
         self._bind(self.observer.session_key(self, None) or "http")
         now = time.time()
         self._emit(
@@ -158,7 +168,7 @@ class ExchangeRecorder:
             not self.is_sse or header(self.headers, "mcp-session-id")
         ):
             self.transport = STREAMABLE
-        self.deferred.append(("http-request", self.t, self._request_event()))
+        self._record_request()
         self.deferred.append(
             (
                 "http-response",
@@ -211,9 +221,10 @@ class ExchangeRecorder:
             endpoint = event.data.strip()
             query = parse_qs(urlsplit(endpoint).query)
             session_id = (query.get("sessionId") or query.get("session_id") or [None])[0]
-            self._bind(
-                self.observer.prefixed(f"sse-{session_id}" if session_id else f"sse-{self.number}")
-            )
+            # Fixed: prefixed() needs the exchange (for its host); without it every
+            # legacy SSE stream raised TypeError at its endpoint event and went unrecorded.
+            key = f"sse-{session_id}" if session_id else f"sse-{self.number}"
+            self._bind(self.observer.prefixed(key, self))
             return endpoint
         self.transport = STREAMABLE
         for name, _t, data in self.deferred:
@@ -239,7 +250,12 @@ class ExchangeRecorder:
                 self._sse_event(event)
         if self.key is None:
             self._bind(self.observer.session_key(self, None) or "http")
-        if self.copy:
+        # Fixed: a legacy HTTP+SSE server acknowledges each POST with 202 and a body
+        # such as "Accepted"; the answer travels on the SSE stream, so that body is no
+        # JSON-RPC frame (recording it was a false JR-PARSE on every POST, and the
+        # trace differed from mcpsniff http's, which skips it too). Its size is in http-end.
+        acknowledgement = self.transport == LEGACY and self.status == 202
+        if self.copy and not acknowledgement:
             meta: dict[str, Any] = {"status": self.status}
             if self.truncated:
                 meta["truncated_at"] = ANALYZE_LIMIT
@@ -343,6 +359,14 @@ class HttpObserver:
             transport,
         )
         exchange.host = host
+        if legacy_post:
+            # Fixed: a legacy POST's session is in its URL, so it is recorded now, as it
+            # is forwarded. Waiting for its response recorded the request only after its
+            # 202, and a server that answers on the SSE stream before acknowledging (the
+            # SDKs handle the message, then send 202) had every answer recorded before
+            # its request: unpaired, with false JR-RESP-ID and JR-RESP-REQUIRED errors.
+            exchange._record_request()
+            exchange._bind(self.session_key(exchange, None) or "http")
         return exchange
 
     def prefixed(self, key: str, exchange: ExchangeRecorder) -> str:
