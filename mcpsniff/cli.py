@@ -6,6 +6,7 @@ import os
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 import click
@@ -215,25 +216,35 @@ def stdio(
         _fail("stdio", str(exc))
         return
     click.echo(f"mcpsniff: recording {command[0]} to {writer.path}", err=True)
-    listener = flush = None
-    if show:
-        timeline = Timeline(Style(_colour(sys.stderr)), time_format=_short_time)
-
-        def listener(record: Record) -> None:
-            if isinstance(record, EventRecord) and record.event == "stderr":
-                return  # the child's stderr already passes through, unchanged
-            for line in timeline.feed(record):
-                sys.stderr.write(line + "\n")
-
-        def flush() -> None:
-            for line in timeline.flush():
-                sys.stderr.write(line + "\n")
-            sys.stderr.flush()
+    # The child's stderr already passes through unchanged: don't show it twice.
+    listener, flush = _live_display(show, skip_events={"stderr"})
 
     def warn(text: str) -> None:
         click.echo(text, err=True)
 
     sys.exit(run_stdio(options, writer, listener, warn, flush))
+
+
+def _live_display(
+    show: bool, skip_events: frozenset[str] | set[str] = frozenset()
+) -> tuple[Callable[[Record], None] | None, Callable[[], None] | None]:
+    """The ``--show`` timeline on stderr: a record listener and a flush after each batch."""
+    if not show:
+        return None, None
+    timeline = Timeline(Style(_colour(sys.stderr)), time_format=_short_time)
+
+    def listener(record: Record) -> None:
+        if isinstance(record, EventRecord) and record.event in skip_events:
+            return
+        for line in timeline.feed(record):
+            sys.stderr.write(line + "\n")
+
+    def flush() -> None:
+        for line in timeline.flush():
+            sys.stderr.write(line + "\n")
+        sys.stderr.flush()
+
+    return listener, flush
 
 
 def _short_time(t: float) -> str:
@@ -300,18 +311,7 @@ def http(upstream: str, listen: str, trace_path: Path | None, show: bool, no_red
             "this address can use the proxy and the server behind it",
             err=True,
         )
-    listener = flush = None
-    if show:
-        timeline = Timeline(Style(_colour(sys.stderr)), time_format=_short_time)
-
-        def listener(record: Record) -> None:
-            for line in timeline.feed(record):
-                sys.stderr.write(line + "\n")
-
-        def flush() -> None:
-            for line in timeline.flush():
-                sys.stderr.write(line + "\n")
-            sys.stderr.flush()
+    listener, flush = _live_display(show)
 
     def announce(relay: object) -> None:
         click.echo(

@@ -21,8 +21,9 @@ from typing import Any
 IdKey = tuple[str, Any]
 
 #: How many non-integer ids (strings, fractions) each direction remembers for
-#: reuse detection. Beyond this, reuse of a very old string id goes unnoticed.
-STRING_ID_WINDOW = 65536
+#: reuse detection. Beyond this, reuse of a very old string id goes unnoticed:
+#: the price of memory that does not grow with the length of a session.
+STRING_ID_WINDOW = 8192
 
 
 def id_key(value: Any) -> IdKey:

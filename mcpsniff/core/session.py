@@ -24,6 +24,7 @@ from mcpsniff.core import catalog
 from mcpsniff.core.diagnosis import diagnose
 from mcpsniff.core.framing import LineFramer
 from mcpsniff.core.ids import coerced_keys, id_key, show_id
+from mcpsniff.core.jsontypes import json_type
 from mcpsniff.core.model import (
     BATCH,
     C2S,
@@ -243,7 +244,7 @@ class Session:
                 f"{SENDER[frame.direction]} sent a JSON {type(value).__name__}, but a "
                 "JSON-RPC message must be an object (or an array for a batch)",
                 [frame.seq],
-                value_type=_json_type(value),
+                value_type=json_type(value),
             )
 
     def _unparseable(self, frame: FrameRecord, offset: int) -> None:
@@ -372,7 +373,7 @@ class Session:
             self.state.bad_frames[direction].append(frame.seq)
             self.report(
                 "JR-TOPLEVEL",
-                f"element {index} of the batch is a JSON {_json_type(obj)}, not a "
+                f"element {index} of the batch is a JSON {json_type(obj)}, not a "
                 "request or notification object",
                 [frame.seq],
                 index=index,
@@ -648,17 +649,3 @@ def _fallback_parse(raw: bytes) -> Any:
 def _reject_constant(name: str) -> Any:
     # NaN and Infinity are Python extensions, not JSON (RFC 8259 §6).
     raise ValueError(name)
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"

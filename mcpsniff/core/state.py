@@ -14,8 +14,10 @@ from mcpsniff.core.ids import BoundedMap, IdHistory, IdKey
 from mcpsniff.core.model import C2S, S2C, FrameRecord, MessageRecord
 
 #: How many recently answered or cancelled ids each direction remembers, to
-#: tell a duplicate or late response from a response to an id nobody sent.
-RECENT_WINDOW = 65536
+#: tell a late response from a duplicate one and to name the first response.
+#: Older ids are still known to IdHistory, so a duplicate of an old response is
+#: still reported; the window only keeps memory flat over a long trace.
+RECENT_WINDOW = 2048
 
 
 @dataclass(slots=True)

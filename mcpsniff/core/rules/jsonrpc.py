@@ -10,6 +10,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from mcpsniff.core.ids import show_id
+from mcpsniff.core.jsontypes import json_type
 from mcpsniff.core.model import ERROR, NOTIFICATION, OPPOSITE, REQUEST, RESPONSE, SENDER
 from mcpsniff.core.protocol import V1, V3, version_at_least
 
@@ -98,7 +99,7 @@ def check_message(session: Session, msg: Msg) -> None:
         if not isinstance(method, str):
             session.report(
                 "JR-METHOD-TYPE",
-                f'{sender} sent a "method" that is a {_type(method)}, not a string',
+                f'{sender} sent a "method" that is a {json_type(method)}, not a string',
                 seqs,
             )
         elif method.startswith("rpc."):
@@ -127,7 +128,7 @@ def check_message(session: Session, msg: Msg) -> None:
             elif not isinstance(params, dict):
                 session.report(
                     "JR-PARAMS-STRUCTURED",
-                    f'{sender} sent "params" as a {_type(params)}; it must be an object or '
+                    f'{sender} sent "params" as a {json_type(params)}; it must be an object or '
                     "array when present",
                     seqs,
                 )
@@ -174,7 +175,8 @@ def _check_request_id(session: Session, msg: Msg) -> None:
     elif isinstance(value, bool) or not isinstance(value, str | int | float):
         session.report(
             "JR-ID-TYPE",
-            f"{sender} sent a request id that is a {_type(value)}; ids must be strings or numbers",
+            f"{sender} sent a request id that is a {json_type(value)}; ids must be strings "
+            "or numbers",
             seqs,
             id=value,
         )
@@ -210,7 +212,7 @@ def _check_response(session: Session, msg: Msg) -> None:
     if "result" in obj and not isinstance(obj["result"], dict):
         session.report(
             "MSG-RESULT-OBJECT",
-            f"{sender} sent a result that is a {_type(obj['result'])}; MCP results are objects",
+            f"{sender} sent a result that is a {json_type(obj['result'])}; MCP results are objects",
             seqs,
         )
     if "error" in obj:
@@ -218,7 +220,7 @@ def _check_response(session: Session, msg: Msg) -> None:
         if not isinstance(error, dict):
             session.report(
                 "JR-ERROR-OBJECT",
-                f'{sender} sent an "error" that is a {_type(error)}, not an object with code '
+                f'{sender} sent an "error" that is a {json_type(error)}, not an object with code '
                 "and message",
                 seqs,
             )
@@ -242,7 +244,7 @@ def _check_response(session: Session, msg: Msg) -> None:
         if "message" in error and not isinstance(message, str):
             session.report(
                 "JR-ERROR-OBJECT",
-                f'{sender} sent an error "message" that is a {_type(message)}, not a string',
+                f'{sender} sent an error "message" that is a {json_type(message)}, not a string',
                 seqs,
             )
         elif isinstance(message, str) and ("\n" in message or len(message) > 200):
@@ -328,7 +330,7 @@ def _check_meta(session: Session, msg: Msg, meta: Any) -> None:
         if isinstance(token, bool) or not isinstance(token, str | int | float):
             session.report(
                 "MSG-META-PROGRESS",
-                f"{SENDER[msg.direction]} sent a progressToken that is a {_type(token)}; it "
+                f"{SENDER[msg.direction]} sent a progressToken that is a {json_type(token)}; it "
                 "must be a string or an integer",
                 [msg.seq],
             )
@@ -391,17 +393,3 @@ def _shown(value: Any) -> str:
         if isinstance(value, str | int | float | bool) or value is None
         else "an object"
     )
-
-
-def _type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mcpsniff.core.ids import BoundedMap
+from mcpsniff.core.jsontypes import json_type
 from mcpsniff.core.model import ERROR, SENDER
 from mcpsniff.core.protocol import (
     LOG_LEVEL_ORDER,
@@ -383,7 +384,7 @@ def _tools_call_result(session: Session, msg: Msg, result: dict[str, Any]) -> No
     else:
         bad = sorted(
             {
-                str(block.get("type")) if isinstance(block, dict) else _type(block)
+                str(block.get("type")) if isinstance(block, dict) else json_type(block)
                 for block in content
                 if not isinstance(block, dict)
                 or not isinstance(block.get("type"), str)
@@ -631,7 +632,3 @@ def _is_base64(text: str) -> bool:
     except (binascii.Error, ValueError):
         return False
     return True
-
-
-def _type(value: Any) -> str:
-    return type(value).__name__
