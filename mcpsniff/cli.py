@@ -390,3 +390,13 @@ def demo(trace_path: Path | None, bug: str) -> None:
             sys.exit(EXIT_ERROR)
         # With --bug the findings are the point of the run, not a failure.
         sys.exit(0 if bug != "none" else code)
+
+
+def _register_subcommands() -> None:
+    """Command groups that live with their own package."""
+    from mcpsniff.replay.cli import replay
+
+    main.add_command(replay)
+
+
+_register_subcommands()

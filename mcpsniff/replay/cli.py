@@ -1,0 +1,160 @@
+"""``mcpsniff replay``: serve a recording as a mock server, or drive a live server with one."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+
+import click
+
+from mcpsniff.replay.matcher import MODES, PARAMS, STRICT
+from mcpsniff.replay.script import ReplayError, load_script
+
+EXIT_OK, EXIT_DIFFERENT, EXIT_ERROR = 0, 1, 2
+
+_TRACE_OPTION = click.option(
+    "--trace",
+    "trace_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Record the replay's own traffic to this trace file (it is checked either way).",
+)
+_SESSION_OPTION = click.option(
+    "--session", help="Replay only this trace session (default: all, in trace order)."
+)
+
+
+def _warn(text: str) -> None:
+    click.echo(f"mcpsniff replay: {text}", err=True)
+
+
+def _fail(reason: str) -> None:
+    click.echo(f"mcpsniff replay: {reason}", err=True)
+    sys.exit(EXIT_ERROR)
+
+
+@click.group()
+def replay() -> None:
+    """Serve a recorded session as a mock server, or re-drive a live server with it."""
+
+
+@replay.command()
+@click.argument("trace", type=click.Path(dir_okay=True, path_type=Path))
+@_SESSION_OPTION
+@click.option("--http", "listen", metavar="HOST:PORT", help="Serve Streamable HTTP here.")
+@click.option(
+    "--match",
+    "mode",
+    type=click.Choice(MODES),
+    default=PARAMS,
+    show_default=True,
+    help="params: method and params; sequential: method, in order; strict: params, and exit "
+    "1 at the end if a request had no recorded counterpart.",
+)
+@_TRACE_OPTION
+def serve(
+    trace: Path, session: str | None, listen: str | None, mode: str, trace_path: Path | None
+) -> None:
+    """Act as the server recorded in TRACE, over stdio (default) or HTTP."""
+    from mcpsniff.replay.serve import ReplayServer, Unmatched
+    from mcpsniff.replay.tap import Tap
+
+    try:
+        script = load_script(trace, session, _warn)
+        tap = Tap(
+            transport="http" if listen else "stdio",
+            path=trace_path,
+            meta={"source": "mcpsniff replay serve", "replayed": str(trace), "redacted": False},
+        )
+    except ReplayError as exc:
+        _fail(str(exc))
+        return
+
+    def unmatched(miss: Unmatched) -> None:
+        tap.event("replay-unmatched", {"method": miss.method, "id": miss.id, "target": miss.target})
+        _warn(
+            f"no recorded counterpart for {miss.method}"
+            + (f" ({miss.target})" if miss.target else "")
+        )
+
+    server = ReplayServer(script, mode, _warn, unmatched)
+    try:
+        if listen:
+            from mcpsniff.replay.http_serve import parse_listen, serve_http
+
+            host, port = parse_listen(listen)
+            asyncio.run(serve_http(server, tap, host, port, announce=_warn))
+        else:
+            from mcpsniff.replay.stdio_serve import serve_stdio
+
+            asyncio.run(serve_stdio(server, tap))
+    except KeyboardInterrupt:
+        pass
+    except (OSError, ValueError) as exc:
+        tap.close()
+        _fail(f"cannot serve on {listen}: {getattr(exc, 'strerror', None) or exc}")
+        return
+    from mcpsniff.replay.run import warn_findings
+
+    warn_findings(tap.close(), _warn)
+    if mode == STRICT and server.unmatched:
+        _warn(f"{len(server.unmatched)} request(s) had no recorded counterpart")
+        sys.exit(EXIT_DIFFERENT)
+    sys.exit(EXIT_OK)
+
+
+@replay.command(context_settings={"ignore_unknown_options": True})
+@click.argument("trace", type=click.Path(dir_okay=True, path_type=Path))
+@_SESSION_OPTION
+@click.option("--url", help="Drive the Streamable HTTP server at this URL.")
+@click.option(
+    "--ignore",
+    "ignores",
+    multiple=True,
+    metavar="PATH",
+    help="JSON path to leave out of the comparison, e.g. '$.result.content[0].text' "
+    "(repeatable; [*] matches any element).",
+)
+@click.option(
+    "--timeout", default=30.0, show_default=True, help="Seconds to wait for each response."
+)
+@_TRACE_OPTION
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def drive(
+    trace: Path,
+    session: str | None,
+    url: str | None,
+    ignores: tuple[str, ...],
+    timeout: float,
+    trace_path: Path | None,
+    command: tuple[str, ...],
+) -> None:
+    """Re-send TRACE's client side to a live server and compare every response.
+
+    mcpsniff replay drive TRACE --url URL, or mcpsniff replay drive TRACE -- COMMAND [ARGS]...
+
+    Exit status: 0 when every response matches, 1 on any difference, 2 on error.
+    """
+    from mcpsniff.replay.compare import parse_path
+    from mcpsniff.replay.run import run_drive
+
+    if bool(url) == bool(command):
+        _fail("drive needs either --url URL or -- COMMAND [ARGS]... (exactly one)")
+        return
+    if url and not url.startswith(("http://", "https://")):
+        _fail(f"--url must be an http:// or https:// URL, not {url!r}")
+        return
+    try:
+        paths = [parse_path(p) for p in ignores]
+    except ValueError as exc:
+        _fail(str(exc))
+        return
+    try:
+        script = load_script(trace, session, _warn)
+        code = asyncio.run(
+            run_drive(script, list(command), url, paths, timeout, trace_path, click.echo, _warn)
+        )
+    except ReplayError as exc:
+        _fail(str(exc))
+        return
+    sys.exit(code)

@@ -1,0 +1,135 @@
+"""``replay serve --http``: the recording answers Streamable HTTP POSTs, as it was recorded.
+
+Each POST is answered the way the recorded server answered the matching
+request: an SSE stream or a JSON body, with the recorded status and the
+recorded ``Mcp-Session-Id``. POSTs holding only notifications or answers get
+``202 Accepted``. Recordings made over stdio are served as JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Callable
+
+from aiohttp import web
+
+from mcpsniff.core.model import C2S, S2C
+from mcpsniff.replay.plan import Exchange
+from mcpsniff.replay.script import Frame
+from mcpsniff.replay.serve import ReplayServer
+from mcpsniff.replay.tap import Tap
+
+SESSION_HEADER = "Mcp-Session-Id"
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` -> (host, port); port 0 picks a free port."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise ValueError(f"--http wants HOST:PORT, e.g. 127.0.0.1:6290, not {text!r}")
+    return host.strip("[]"), int(port)
+
+
+class HttpReplay:
+    """The aiohttp handlers around one ``ReplayServer``."""
+
+    def __init__(self, server: ReplayServer, tap: Tap) -> None:
+        self.server = server
+        self.tap = tap
+        self.frames: dict[int, Frame] = {f.seq: f for f in server.script.frames}
+
+    def _recorded(self, exchange: Exchange | None) -> tuple[bool, int, str | None]:
+        """(as SSE, status, session id) of the recorded answer to ``exchange``."""
+        if exchange is None or exchange.response is None:
+            return False, 200, None
+        frame = self.frames.get(exchange.response.frame)
+        if frame is None:
+            return False, 200, None
+        sse = frame.transport == "sse"
+        data = self.server.script.http_responses.get(frame.exchange or -1, {})
+        status = data.get("status") if isinstance(data.get("status"), int) else 200
+        session = None
+        for pair in data.get("headers") or []:
+            if isinstance(pair, list) and len(pair) == 2 and pair[0].lower() == "mcp-session-id":
+                session = pair[1]
+        return sse, status, session
+
+    async def post(self, request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        self.tap.frame(C2S, body, "http")
+        sse, status, session = self._recorded(self.server.peek(body))
+        headers = {SESSION_HEADER: session} if session else {}
+        if sse:
+            stream = web.StreamResponse(
+                status=status,
+                headers={
+                    **headers,
+                    "Content-Type": "text/event-stream",
+                    "Cache-Control": "no-cache",
+                },
+            )
+            await stream.prepare(request)
+
+            async def send_event(frame: bytes) -> None:
+                self.tap.frame(S2C, frame, "sse")
+                await stream.write(b"event: message\ndata: " + frame + b"\n\n")
+
+            await self.server.handle(body, send_event)
+            await stream.write_eof()
+            return stream
+        sent: list[bytes] = []
+
+        async def keep(frame: bytes) -> None:
+            sent.append(frame)
+
+        handled = await self.server.handle(body, keep)
+        if not handled.answered or not sent:
+            return web.Response(status=202, headers=headers)
+        # A JSON body holds one message: the response; nothing else was sent on it either.
+        self.tap.frame(S2C, sent[-1], "http")
+        return web.Response(
+            status=status, body=sent[-1], headers=headers, content_type="application/json"
+        )
+
+    async def get(self, request: web.Request) -> web.StreamResponse:
+        # No standalone stream: server messages are sent on the POST that they preceded.
+        return web.Response(status=405, headers={"Allow": "POST, DELETE"})
+
+    async def delete(self, request: web.Request) -> web.StreamResponse:
+        return web.Response(status=200)
+
+
+async def serve_http(
+    server: ReplayServer,
+    tap: Tap,
+    host: str,
+    port: int,
+    announce: Callable[[str], None] | None = None,
+    ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve until cancelled (Ctrl-C); ``ready`` gets the URL once listening."""
+    replay = HttpReplay(server, tap)
+    app = web.Application(client_max_size=1 << 26)
+    app.router.add_route("POST", "/{tail:.*}", replay.post)
+    app.router.add_route("GET", "/{tail:.*}", replay.get)
+    app.router.add_route("DELETE", "/{tail:.*}", replay.delete)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    try:
+        await site.start()
+        bound = runner.addresses[0][1] if runner.addresses else port
+        url = f"http://{host}:{bound}/mcp"
+        if announce is not None:
+            announce(f"serving {server.script.path} at {url}")
+        if ready is not None:
+            ready(url)
+        stop = asyncio.Event()
+        # SIGTERM ends the replay like Ctrl-C: the trace is closed and strict mode reports.
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+        await stop.wait()
+    finally:
+        await runner.cleanup()

@@ -1,0 +1,137 @@
+"""Shared helpers for the replay tests: the real peers, recording sessions, running commands."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PEERS = REPO / ".peers"
+SDK2_PYTHON = PEERS / "sdk2" / "bin" / "python"
+EVERYTHING_JS = (
+    PEERS / "node" / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist"
+) / "index.js"
+E2E_PEERS = REPO / "tests" / "e2e" / "peers"
+SDK_CLIENT = E2E_PEERS / "sdk_client.py"
+SDK2_SERVER = E2E_PEERS / "sdk2_server.py"
+CHANGED_SERVER = Path(__file__).resolve().parent / "peers" / "changed_server.py"
+MCPSNIFF = [sys.executable, "-m", "mcpsniff"]
+#: Any one command of these tests; a hang fails the test instead of the suite.
+TIMEOUT = 60
+
+EVERYTHING = ["node", str(EVERYTHING_JS), "stdio"]
+SDK2 = [str(SDK2_PYTHON), str(SDK2_SERVER)]
+
+
+def need(*paths: Path) -> None:
+    """Skip, saying why, when the real peers have not been set up."""
+    missing = [p for p in paths if not p.exists()]
+    if missing:
+        pytest.skip(
+            f"real MCP peers missing ({missing[0]}); run scripts/setup-peers.sh to build .peers/"
+        )
+
+
+@dataclass
+class Run:
+    """A finished command: exit status and output."""
+
+    code: int
+    out: str
+    err: str
+
+
+def run(argv: list[str], timeout: float = TIMEOUT) -> Run:
+    """Run a command to the end, in the repository, with a timeout."""
+    proc = subprocess.run(
+        argv,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+    return Run(proc.returncode, proc.stdout, proc.stderr)
+
+
+def sdk_client(server: list[str] | None = None, url: str | None = None) -> dict[str, Any]:
+    """Run the SDK 2.x scripted client against a stdio command or a URL; its JSON results."""
+    argv = [str(SDK2_PYTHON), str(SDK_CLIENT)]
+    argv += ["--url", url] if url else ["--", *(server or [])]
+    result = run(argv)
+    assert result.code == 0, f"SDK client failed ({result.code}):\n{result.out}\n{result.err}"
+    return json.loads(result.out)
+
+
+@dataclass
+class Recording:
+    """A real session recorded through ``mcpsniff stdio``, and what its client saw."""
+
+    trace: Path
+    results: dict[str, Any]
+
+
+def record_stdio(trace: Path, server: list[str]) -> Recording:
+    """Record the SDK client's scripted session with ``server`` through the stdio relay."""
+    results = sdk_client([*MCPSNIFF, "stdio", "--trace", str(trace), "--", *server])
+    assert trace.exists()
+    return Recording(trace, results)
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now, on 127.0.0.1."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for_port(port: int, proc: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+    """Wait until something accepts connections on ``port``; fail if ``proc`` dies first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"{proc.args!r} exited {proc.returncode} before listening")
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise AssertionError(f"nothing listened on port {port} within {timeout} s")
+
+
+@contextlib.contextmanager
+def background(argv: list[str], port: int, env: dict[str, str] | None = None) -> Iterator[None]:
+    """Run a listening process for the duration of a block, then stop it."""
+    proc = subprocess.Popen(
+        argv,
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, **(env or {})},
+    )
+    try:
+        wait_for_port(port, proc)
+        yield
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def everything_http(port: int) -> contextlib.AbstractContextManager[None]:
+    """server-everything over Streamable HTTP on ``port`` (endpoint /mcp)."""
+    return background(["node", str(EVERYTHING_JS), "streamableHttp"], port, {"PORT": str(port)})

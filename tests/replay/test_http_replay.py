@@ -1,0 +1,60 @@
+"""``replay serve --http`` and ``replay drive --url`` with a real Streamable HTTP session.
+
+The recording is the SDK 2.x client with server-everything over Streamable
+HTTP (SSE responses, an assigned ``Mcp-Session-Id``, 202s for notifications),
+through ``mcpsniff http``. The HTTP replay is started with the pytest fixture
+that ``mcpsniff.replay.fixture`` offers to users' own suites.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mcpsniff.core.model import FrameRecord
+from mcpsniff.replay.fixture import ReplayServers
+from mcpsniff.trace.format import TraceReader
+from tests.replay.support import MCPSNIFF, Recording, everything_http, free_port, run, sdk_client
+
+
+def test_serve_http_gives_the_sdk_client_the_recorded_results(
+    http_recording: Recording, replay_server: ReplayServers
+) -> None:
+    url = replay_server(http_recording.trace, transport="http")
+    assert isinstance(url, str) and url.startswith("http://127.0.0.1:")
+    assert sdk_client(url=url) == http_recording.results
+    # The recording answered over SSE; so did the replay.
+    frames = [r for r in TraceReader(http_recording.trace).records() if isinstance(r, FrameRecord)]
+    assert any(f.transport == "sse" for f in frames)
+
+
+def test_the_fixture_gives_a_command_for_stdio(
+    http_recording: Recording, replay_server: ReplayServers
+) -> None:
+    command = replay_server(http_recording.trace)
+    assert isinstance(command, list)
+    assert command[-3:] == ["--match", "params", str(http_recording.trace)]
+
+
+def test_drive_url_against_a_fresh_server_finds_no_difference(
+    http_recording: Recording, tmp_path: Path
+) -> None:
+    port = free_port()
+    own = tmp_path / "driven-http.jsonl"
+    with everything_http(port):
+        result = run(
+            [
+                *MCPSNIFF,
+                "replay",
+                "drive",
+                str(http_recording.trace),
+                "--url",
+                f"http://127.0.0.1:{port}/mcp",
+                "--trace",
+                str(own),
+            ]
+        )
+    assert result.code == 0, result.out + result.err
+    assert result.out.strip().startswith("all ")
+    assert result.out.strip().endswith(" response(s) match the recording")
+    sent = [r for r in TraceReader(own).records() if isinstance(r, FrameRecord)]
+    assert sum(1 for f in sent if f.direction == "c2s") >= 15

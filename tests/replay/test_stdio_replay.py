@@ -1,0 +1,152 @@
+"""``replay serve`` and ``replay drive`` over stdio, with real SDK peers and real recordings.
+
+Every recording is a real session: the official SDK 2.x client against
+server-everything (handshake era) or the SDK 2.x server (2026-07-28,
+stateless), through ``mcpsniff stdio``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord
+from mcpsniff.trace.format import TraceReader
+from tests.replay.support import (
+    CHANGED_SERVER,
+    EVERYTHING,
+    MCPSNIFF,
+    SDK2,
+    SDK2_PYTHON,
+    Recording,
+    run,
+    sdk_client,
+)
+
+RECORDINGS = ["everything_recording", "modern_recording"]
+SERVERS = {"everything_recording": EVERYTHING, "modern_recording": SDK2}
+
+
+@pytest.mark.parametrize("recording_name", RECORDINGS)
+def test_serve_gives_the_sdk_client_the_recorded_results(
+    recording_name: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    recording: Recording = request.getfixturevalue(recording_name)
+    own = tmp_path / "served.jsonl"
+    results = sdk_client([*MCPSNIFF, "replay", "serve", "--trace", str(own), str(recording.trace)])
+    assert results == recording.results
+    assert results["progress_count"] == 3
+    # The replay's own trace holds what it served, and the check finds what it found in the
+    # recording (the SDK 2.x server logs without declaring logging: a real finding).
+    records = list(TraceReader(own).records())
+    served = [r for r in records if isinstance(r, FrameRecord) and r.direction == "s2c"]
+    assert len(served) >= 20
+    assert error_rules(records) == error_rules(TraceReader(recording.trace).records())
+    assert not [r for r in records if isinstance(r, EventRecord) and r.event == "replay-unmatched"]
+
+
+@pytest.mark.parametrize("recording_name", RECORDINGS)
+def test_drive_against_a_fresh_server_finds_no_difference(
+    recording_name: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    recording: Recording = request.getfixturevalue(recording_name)
+    own = tmp_path / "driven.jsonl"
+    server = SERVERS[recording_name]
+    result = run(
+        [*MCPSNIFF, "replay", "drive", str(recording.trace), "--trace", str(own), "--", *server]
+    )
+    assert result.code == 0, result.out + result.err
+    last = result.out.strip().splitlines()[-1]
+    assert last.startswith("all ") and last.endswith(" response(s) match the recording")
+    # The drive's own trace is a complete session: every request answered.
+    kinds = [r for r in TraceReader(own).records() if isinstance(r, FrameRecord)]
+    assert sum(1 for f in kinds if f.direction == "c2s") >= 15
+
+
+def test_drive_against_a_changed_server_names_the_tool_and_the_field(
+    modern_recording: Recording,
+) -> None:
+    changed = [str(SDK2_PYTHON), str(CHANGED_SERVER)]
+    result = run([*MCPSNIFF, "replay", "drive", str(modern_recording.trace), "--", *changed])
+    assert result.code == 1, result.out + result.err
+    lines = result.out.splitlines()
+    heads = [line for line in lines if not line.startswith(" ")][:-1]
+    assert len(heads) == 1
+    assert heads[0].startswith("tools/call tool 'get-structured-content' (request id ")
+    block = "\n".join(lines)
+    assert "  $.result.structuredContent.humidity\n    recorded: 82.0\n    live:     50.0" in block
+    assert "$.result.content[0].text" in block
+    assert lines[-1].startswith("1 of ") and lines[-1].endswith(
+        "response(s) differ from the recording"
+    )
+
+
+def test_drive_ignores_the_paths_it_is_told_to(modern_recording: Recording) -> None:
+    changed = [str(SDK2_PYTHON), str(CHANGED_SERVER)]
+    ignores = ["--ignore", "$.result.content[*].text", "--ignore", "result.structuredContent"]
+    result = run(
+        [*MCPSNIFF, "replay", "drive", str(modern_recording.trace), *ignores, "--", *changed]
+    )
+    assert result.code == 0, result.out + result.err
+
+
+def test_serve_strict_answers_an_unrecorded_request_with_an_error(
+    everything_recording: Recording, tmp_path: Path
+) -> None:
+    own = tmp_path / "strict.jsonl"
+    asked = [
+        {"jsonrpc": "2.0", "id": "a", "method": "tools/call", "params": {"name": "no-such-tool"}},
+        {"jsonrpc": "2.0", "id": "b", "method": "tools/list"},
+    ]
+    proc = run_serve(
+        [str(everything_recording.trace), "--match", "strict", "--trace", str(own)], asked
+    )
+    assert proc.code == 1
+    replies = [json.loads(line) for line in proc.out.splitlines()]
+    error = replies[0]
+    assert error["id"] == "a"
+    assert error["error"]["code"] == -32601
+    assert error["error"]["message"].startswith(
+        "replay: nothing was recorded for tools/call (no-such-tool) with these params"
+    )
+    # The recorded tools/list answer, with the id this client chose.
+    assert replies[1]["id"] == "b"
+    assert replies[1]["result"]["tools"][0]["name"] == "echo"
+    events = [
+        r
+        for r in TraceReader(own).records()
+        if isinstance(r, EventRecord) and r.event == "replay-unmatched"
+    ]
+    assert [(e.data["method"], e.data["target"], e.data["id"]) for e in events] == [
+        ("tools/call", "no-such-tool", "a")
+    ]
+    assert "1 request(s) had no recorded counterpart" in proc.err
+
+
+def error_rules(records: object) -> set[str]:
+    """The rules of the error findings among ``records``."""
+    return {
+        r.rule
+        for r in records  # type: ignore[attr-defined]
+        if isinstance(r, FindingRecord) and r.severity == "error"
+    }
+
+
+def run_serve(args: list[str], messages: list[object]):  # type: ignore[no-untyped-def]
+    """Run ``replay serve`` over stdio with these client lines; stdin then closes."""
+    import subprocess
+
+    from tests.replay.support import REPO, TIMEOUT, Run
+
+    text = "".join(json.dumps(m) + "\n" for m in messages)
+    proc = subprocess.run(
+        [*MCPSNIFF, "replay", "serve", *args],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        cwd=REPO,
+    )
+    return Run(proc.returncode, proc.stdout, proc.stderr)
