@@ -1,11 +1,12 @@
 """Describing HTTP exchanges to the analyzer, whoever moves the bytes.
 
-Both HTTP shells, mcpsniff's own aiohttp reverse proxy and the mitmproxy
-addon, see the same things: a request (method, path, headers, body), a
-response head, then a body that is either one JSON document or an SSE stream
-arriving chunk by chunk. This module turns those into the transport events
-and frames that ``mcpsniff/core/rules/http.py`` and the rest of the core
-analyze, so both shells record identical traces for identical traffic.
+Both HTTP shells, mcpsniff's own aiohttp reverse proxy (``relay/http.py``)
+and the mitmproxy addon, see the same things: a request (method, path,
+headers, body), a response head, then a body that is either one JSON document
+or an SSE stream arriving chunk by chunk. This module turns those into the
+transport events and frames that ``mcpsniff/core/rules/http.py`` and the rest
+of the core analyze. It is the only place that does, so both shells record
+identical traces for identical traffic; the shells keep only their I/O.
 
 Session keys follow the transport: ``Mcp-Session-Id`` (Streamable HTTP), the
 ``sessionId`` query parameter of the legacy HTTP+SSE endpoint, one group for
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import time
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -51,9 +53,13 @@ PENDING = "pending"
 STREAMABLE = "streamable"
 LEGACY = "legacy-sse"
 
+#: ``decode(chunk)``: what a compressed stream's chunk decodes to so far;
+#: ``decode(b"", final=True)``: the rest.
+StreamDecoder = Callable[..., bytes]
+
 
 def header(headers: list[tuple[str, str]], name: str) -> str | None:
-    """The first value of header ``name`` (case-insensitive, RFC 9110 §5.1)."""
+    """The first value of header ``name``, given in lower case (RFC 9110 §5.1: any case)."""
     for key, value in headers:
         if key.lower() == name:
             return value
@@ -61,12 +67,23 @@ def header(headers: list[tuple[str, str]], name: str) -> str | None:
 
 
 def end_to_end(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    """The headers a proxy forwards: everything but hop-by-hop ones."""
-    return [(k, v) for k, v in headers if k.lower() not in HOP_BY_HOP]
+    """The headers a proxy forwards: all but hop-by-hop ones.
+
+    Those are HOP_BY_HOP plus every header a ``Connection`` header names
+    (RFC 9110 §7.6.1): a sender may declare any header connection-specific.
+    """
+    listed = {
+        token.strip().lower()
+        for key, value in headers
+        if key.lower() == "connection"
+        for token in value.split(",")
+    }
+    drop = HOP_BY_HOP | listed if listed else HOP_BY_HOP
+    return [(k, v) for k, v in headers if k.lower() not in drop]
 
 
 def decoded(body: bytes, encoding: str | None) -> bytes:
-    """The analyzer's copy of a body: decompressed when the server compressed it."""
+    """The analyzer's copy of a whole body: decompressed when its sender compressed it."""
     if not encoding or encoding.strip().lower() == "identity":
         return body
     name = encoding.strip().lower()
@@ -87,6 +104,40 @@ def decoded(body: bytes, encoding: str | None) -> bytes:
     return body
 
 
+def stream_decoder(encoding: str | None) -> StreamDecoder | None:
+    """Incremental decoding of a compressed stream for the analyzer (None: not compressed).
+
+    An event stream is forwarded as it comes, compressed or not, and must not
+    wait for its end to be analyzed. An encoding this cannot decode (br, a
+    corrupt stream) yields nothing: the stream still passes, unanalyzed.
+    """
+    name = (encoding or "").strip().lower()
+    if name in ("", "identity"):
+        return None
+    # 32 + MAX_WBITS: a gzip or a zlib header, whichever the stream has.
+    zstream = (
+        zlib.decompressobj(32 + zlib.MAX_WBITS) if name in ("gzip", "x-gzip", "deflate") else None
+    )
+    failed = zstream is None
+
+    def decode(chunk: bytes, final: bool = False) -> bytes:
+        nonlocal failed
+        if failed or zstream is None:
+            return b""
+        try:
+            return zstream.flush() if final else zstream.decompress(chunk)
+        except zlib.error:
+            failed = True
+            return b""
+
+    return decode
+
+
+def comment_only(event: SseEvent) -> bool:
+    """Whether an SSE block held only comments (or unknown fields): no event for a client."""
+    return event.data is None and event.event is None and event.id is None and event.retry is None
+
+
 def is_mcp_request(method: str, headers: list[tuple[str, str]], body: bytes, path: str) -> bool:
     """Whether a request looks like MCP traffic (for shells that see other traffic too)."""
     if header(headers, "mcp-session-id") or header(headers, "mcp-protocol-version"):
@@ -102,29 +153,43 @@ def is_mcp_request(method: str, headers: list[tuple[str, str]], body: bytes, pat
 
 @dataclass
 class ExchangeRecorder:
-    """Records one HTTP exchange as it happens."""
+    """Records one HTTP exchange as it happens.
+
+    A shell calls ``response`` with the response head, ``body_chunk`` with each
+    piece of the body it has forwarded, and ``finish`` (or ``unreachable``).
+    """
 
     observer: HttpObserver
     number: int
     t: float
     method: str
     path: str
+    #: The request's end-to-end headers: what the trace shows and a proxy forwards.
     headers: list[tuple[str, str]]
     body: bytes
     transport: str
+    #: The analyzer's copy of ``body``: decoded when the client compressed it.
+    analyzed: bytes = b""
     key: str | None = None
     deferred: list[tuple[str, float, dict[str, Any]]] = field(default_factory=list)
     status: int | None = None
     content_encoding: str | None = None
     is_sse: bool = False
     parser: SseParser | None = None
+    #: Decodes a compressed event stream for the parser (None: not compressed).
+    decode: StreamDecoder | None = None
     copy: bytearray = field(default_factory=bytearray)
     truncated: bool = False
     received: int = 0
     events: int = 0
     finished: bool = False
+    #: The server's host, for shells that key sessions by host.
     host: str | None = None
+    #: The client's address, for shells that serve clients themselves.
+    client: str | None = None
     request_recorded: bool = False
+    #: The POST URL a legacy stream's first event named.
+    endpoint: str | None = None
 
     # ------------------------------------------------------------------ request/response
 
@@ -136,6 +201,7 @@ class ExchangeRecorder:
             "headers": self.observer.shown_headers(self.headers),
             "transport": self.transport if self.transport != PENDING else STREAMABLE,
             **({"host": self.host} if self.host else {}),
+            **({"client": self.client} if self.client else {}),
         }
 
     def _record_request(self) -> None:
@@ -146,10 +212,10 @@ class ExchangeRecorder:
 
     def unreachable(self, url: str, reason: str) -> None:
         """The upstream could not be reached: the shell answers 502."""
-        # Fixed: the request itself was never recorded here (only response() queued
-        # it), so a request to an unreachable upstream left no frame in the trace.
+        # The request itself is recorded too: it was sent (by the client), and a
+        # request to an unreachable upstream must not vanish from the trace.
         self._record_request()
-        self._bind(self.observer.session_key(self, None) or "http")
+        self._bind(self._own_key())
         now = time.time()
         self._emit(
             "upstream-unreachable", now, {"exchange": self.number, "url": url, "error": reason}
@@ -157,10 +223,11 @@ class ExchangeRecorder:
         self._emit("http-end", now, {"exchange": self.number, "outcome": "upstream-unreachable"})
         self.finished = True
 
-    def response(self, status: int, headers: list[tuple[str, str]]) -> None:
-        """The response head arrived."""
+    def response(self, status: int, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+        """The response head arrived; returns its end-to-end headers (what to forward)."""
         t = time.time()
         self.status = status
+        forwarded = end_to_end(headers)
         content_type = (header(headers, "content-type") or "").split(";")[0].strip().lower()
         self.is_sse = content_type == "text/event-stream"
         self.content_encoding = header(headers, "content-encoding")
@@ -176,7 +243,7 @@ class ExchangeRecorder:
                 {
                     "exchange": self.number,
                     "status": status,
-                    "headers": self.observer.shown_headers(end_to_end(headers)),
+                    "headers": self.observer.shown_headers(forwarded),
                 },
             )
         )
@@ -185,21 +252,31 @@ class ExchangeRecorder:
             self._bind(key)
         if self.is_sse:
             self.parser = SseParser()
+            self.decode = stream_decoder(self.content_encoding)
+        return forwarded
 
     @property
     def waiting_for_first_event(self) -> bool:
         """A GET stream whose session only its first event can tell."""
         return self.key is None and self.is_sse
 
+    @property
+    def endpoint_editable(self) -> bool:
+        """A stream whose first event may be a legacy endpoint a shell can still rewrite.
+
+        Only while it is undecided, and only if it is not compressed: compressed
+        bytes cannot be edited, and holding them until an event decodes whole
+        would buffer the stream (a compressor may keep a whole event back).
+        """
+        return self.waiting_for_first_event and self.decode is None
+
     # ------------------------------------------------------------------ body
 
     def body_chunk(self, chunk: bytes) -> list[SseEvent]:
-        """A piece of the response body that has been forwarded; returns SSE events seen."""
+        """A piece of the response body, forwarded or held by the shell; returns its SSE events."""
         self.received += len(chunk)
         if self.parser is not None:
-            if self.content_encoding:
-                return []  # a compressed event stream: forwarded, not analyzable
-            events = self.parser.feed(chunk)
+            events = self.parser.feed(chunk if self.decode is None else self.decode(chunk))
             for event in events:
                 self._sse_event(event)
             return events
@@ -209,59 +286,61 @@ class ExchangeRecorder:
             self.truncated = True
         return []
 
-    def first_event(self, event: SseEvent | None) -> str | None:
-        """Bind a GET stream's session from its first event; return the legacy endpoint URL."""
+    def first_event(self, event: SseEvent | None) -> None:
+        """Decide a GET stream's session from its first event (None: it has none).
+
+        An ``endpoint`` event makes it a legacy stream, in the session its URL
+        names (kept in ``endpoint`` for a shell that rewrites it); anything else
+        makes it a Streamable HTTP stream.
+        """
         if self.key is not None:
-            return None
+            return
         if event is not None and event.event == "endpoint" and event.data:
             self.transport = LEGACY
-            for name, _t, data in self.deferred:
-                if name == "http-request":
-                    data["transport"] = LEGACY
-            endpoint = event.data.strip()
-            query = parse_qs(urlsplit(endpoint).query)
-            session_id = (query.get("sessionId") or query.get("session_id") or [None])[0]
-            # Fixed: prefixed() needs the exchange (for its host); without it every
-            # legacy SSE stream raised TypeError at its endpoint event and went unrecorded.
-            key = f"sse-{session_id}" if session_id else f"sse-{self.number}"
-            self._bind(self.observer.prefixed(key, self))
-            return endpoint
-        self.transport = STREAMABLE
+            self.endpoint = event.data.strip()
+            key = self._legacy_key(self.endpoint)
+        else:
+            self.transport = STREAMABLE
+            key = self._own_key()
         for name, _t, data in self.deferred:
             if name == "http-request":
-                data["transport"] = STREAMABLE
-        self._bind(self.observer.session_key(self, None) or "http")
-        return None
+                data["transport"] = self.transport
+        self._bind(key)
 
     def note(self, name: str, data: dict[str, Any]) -> None:
         """Record another transport event about this exchange (e.g. an endpoint rewrite)."""
         self._emit(name, time.time(), {"exchange": self.number, **data})
 
-    def finish(self, outcome: str = "complete") -> None:
-        """The exchange is over: flush what remains and close it in the trace."""
+    def finish(self, outcome: str = "complete", *, whole: bool = True) -> None:
+        """The exchange is over: flush what remains and close it in the trace.
+
+        ``whole`` is False when the client or the proxy cut the exchange short:
+        what remains of the body is then no message the server failed to
+        finish, and is not analyzed (it would be a false truncation finding).
+        """
         if self.finished:
             return
         self.finished = True
-        if self.parser is not None:
-            leftovers = self.parser.flush()
-            if self.key is None:
-                self.first_event(leftovers[0] if leftovers else None)
-            for event in leftovers:
+        # A request that got no response (cut short while waiting) is recorded too.
+        self._record_request()
+        if self.parser is not None and whole:
+            leftovers = self.parser.feed(self.decode(b"", final=True)) if self.decode else []
+            for event in leftovers + self.parser.flush():
                 self._sse_event(event)
         if self.key is None:
-            self._bind(self.observer.session_key(self, None) or "http")
-        # Fixed: a legacy HTTP+SSE server acknowledges each POST with 202 and a body
-        # such as "Accepted"; the answer travels on the SSE stream, so that body is no
-        # JSON-RPC frame (recording it was a false JR-PARSE on every POST, and the
-        # trace differed from mcpsniff http's, which skips it too). Its size is in http-end.
+            self.first_event(None)
+        # A legacy HTTP+SSE server acknowledges each POST with 202 and a body such
+        # as "Accepted" (the reference SDKs do); the answer travels on the SSE
+        # stream, so that body is no JSON-RPC frame (it would be a false JR-PARSE
+        # on every POST). Its size is in http-end.
         acknowledgement = self.transport == LEGACY and self.status == 202
-        if self.copy and not acknowledgement:
+        if self.copy and whole and not acknowledgement:
             meta: dict[str, Any] = {"status": self.status}
             if self.truncated:
                 meta["truncated_at"] = ANALYZE_LIMIT
             body = decoded(bytes(self.copy), self.content_encoding)
             self._frame(S2C, body, time.time(), **meta)
-            self.copy = bytearray()
+        self.copy = bytearray()
         self._emit(
             "http-end",
             time.time(),
@@ -271,8 +350,10 @@ class ExchangeRecorder:
     # ------------------------------------------------------------------ plumbing
 
     def _sse_event(self, event: SseEvent) -> None:
-        if self.key is None:
-            # Held until the first event tells the session (legacy endpoint).
+        comments = comment_only(event)
+        if self.key is None and not comments:
+            # Events wait until the first one tells the session (legacy endpoint);
+            # comments before it (padding against buffering proxies) do not decide.
             self.first_event(event)
         t = time.time()
         data: dict[str, Any] = {"exchange": self.number, "index": self.events}
@@ -284,13 +365,42 @@ class ExchangeRecorder:
             data["retry"] = event.retry
         if event.incomplete:
             data["incomplete"] = True
+        if comments:
+            data["comment_only"] = True
         self._emit("sse-event", t, data)
         if event.data and event.event != "endpoint":
             meta: dict[str, Any] = {"sse_index": self.events}
             if event.id is not None:
                 meta["sse_id"] = event.id
             self._frame(S2C, event.data.encode("utf-8"), t, transport="sse", **meta)
+        elif event.event == "endpoint" and event.data and self._late_endpoint():
+            # A legacy stream that sent something before its endpoint event (the
+            # rules report SSE-ENDPOINT-EVENT on this sse-event, in the session the
+            # stream was put in). What follows on it answers the POSTs sent to this
+            # endpoint, so it belongs to the session the endpoint names, or no
+            # answer would pair with its request. (Its bytes are already on their
+            # way, so the endpoint is not rewritten.)
+            self.transport = LEGACY
+            self.key = self._legacy_key(event.data.strip())
         self.events += 1
+
+    def _late_endpoint(self) -> bool:
+        """Whether an endpoint event now shows a stream taken for Streamable HTTP was legacy."""
+        return (
+            self.method == "GET"
+            and self.transport == STREAMABLE
+            and not header(self.headers, "mcp-session-id")
+        )
+
+    def _legacy_key(self, endpoint: str) -> str:
+        """The session of a legacy stream: the session id its endpoint URL names."""
+        session_id = _legacy_session(endpoint)
+        key = f"sse-{session_id}" if session_id else f"sse-{self.number}"
+        return self.observer.prefixed(key, self)
+
+    def _own_key(self) -> str:
+        """The session the request alone tells (the ``http`` group when it tells none)."""
+        return self.observer.session_key(self, None) or self.observer.prefixed("http", self)
 
     def _emit(self, name: str, t: float, data: dict[str, Any]) -> None:
         if self.key is None:
@@ -314,8 +424,8 @@ class ExchangeRecorder:
         recorder = self.observer.recorder
         for name, t, data in self.deferred:
             recorder.event(key, name, t, data)
-            if name == "http-request" and self.body:
-                self._frame(C2S, self.body, t)
+            if name == "http-request" and self.analyzed:
+                self._frame(C2S, self.analyzed, t)
         self.deferred.clear()
 
 
@@ -339,12 +449,14 @@ class HttpObserver:
         body: bytes,
         t: float | None = None,
         host: str | None = None,
+        client: str | None = None,
     ) -> ExchangeRecorder:
-        """A request arrived (and has been, or is about to be, forwarded)."""
+        """A request arrived (and is about to be forwarded, with ``exchange.headers``)."""
         self._exchanges += 1
+        forwarded = end_to_end(headers)
         legacy_post = (
             method == "POST"
-            and header(headers, "mcp-session-id") is None
+            and header(forwarded, "mcp-session-id") is None
             and bool(_legacy_session(path))
         )
         transport = LEGACY if legacy_post else PENDING if method == "GET" else STREAMABLE
@@ -354,19 +466,21 @@ class HttpObserver:
             t if t is not None else time.time(),
             method,
             path,
-            end_to_end(headers),
+            forwarded,
             body,
             transport,
+            analyzed=decoded(body, header(forwarded, "content-encoding")),
+            host=host,
+            client=client,
         )
-        exchange.host = host
         if legacy_post:
-            # Fixed: a legacy POST's session is in its URL, so it is recorded now, as it
-            # is forwarded. Waiting for its response recorded the request only after its
-            # 202, and a server that answers on the SSE stream before acknowledging (the
+            # A legacy POST's session is in its URL, so it is recorded now, before it
+            # is forwarded. Waiting for its response recorded it only after its 202,
+            # and a server that answers on the SSE stream before acknowledging (the
             # SDKs handle the message, then send 202) had every answer recorded before
             # its request: unpaired, with false JR-RESP-ID and JR-RESP-REQUIRED errors.
             exchange._record_request()
-            exchange._bind(self.session_key(exchange, None) or "http")
+            exchange._bind(exchange._own_key())
         return exchange
 
     def prefixed(self, key: str, exchange: ExchangeRecorder) -> str:
@@ -389,7 +503,7 @@ class HttpObserver:
         if exchange.method == "GET" and exchange.transport == PENDING:
             return None
         version = header(exchange.headers, "mcp-protocol-version") or ""
-        if version >= "2026-07-28" or META_VERSION.encode() in exchange.body:
+        if version >= "2026-07-28" or META_VERSION.encode() in exchange.analyzed:
             # Stateless era: there are no sessions at all.
             return self.prefixed("stateless", exchange)
         return self.prefixed("http", exchange)
@@ -400,7 +514,8 @@ class HttpObserver:
         return [[k, v] for k, v in pairs]
 
 
-def _legacy_session(path: str) -> str | None:
-    query = parse_qs(urlsplit(path).query)
+def _legacy_session(url: str) -> str | None:
+    """The session id a legacy endpoint URL (or a POST to it) carries in its query."""
+    query = parse_qs(urlsplit(url).query)
     values = query.get("sessionId") or query.get("session_id")
     return values[0] if values else None

@@ -6,9 +6,11 @@ headers and bodies unchanged (hop-by-hop headers excepted) and streaming
 responses chunk by chunk, so SSE events reach the client as they arrive.
 Compressed bodies are forwarded compressed; the analyzer gets a decoded copy.
 
-The shell only moves bytes and describes each exchange to the analyzer with
-transport events (see ``mcpsniff/core/rules/http.py``); it never answers in
-the server's place, except with 502 when the upstream cannot be reached.
+The shell only moves bytes; what each exchange means to the analyzer is
+described by ``mcpsniff/relay/exchange.py``, shared with the mitmproxy addon
+(the transport events are documented in ``mcpsniff/core/rules/http.py``). It
+never answers in the server's place, except with 502 when the upstream cannot
+be reached.
 The one deliberate change to forwarded bytes is the legacy ``endpoint`` event:
 an absolute URL pointing at the upstream is rewritten to the proxy's own
 address so that the client keeps talking through mcpsniff, and the trace
@@ -22,50 +24,30 @@ import contextlib
 import ipaddress
 import signal
 import time
-import zlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import aiohttp
 from aiohttp import web
-from multidict import CIMultiDict, CIMultiDictProxy
+from multidict import CIMultiDict
 from yarl import URL
 
-from mcpsniff.core.framing import SseEvent, SseParser
-from mcpsniff.core.model import C2S, S2C, Record
-from mcpsniff.core.protocol import META_VERSION
-from mcpsniff.core.redact import redact_headers
+from mcpsniff.core.model import Record
+from mcpsniff.relay.exchange import ExchangeRecorder, HttpObserver
 from mcpsniff.relay.recorder import Recorder
 from mcpsniff.trace.format import TraceWriter
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 6280
-#: Largest body copy handed to the analyzer; bigger bodies are forwarded whole
-#: but recorded only up to this size (and the trace says so).
-ANALYZE_LIMIT = 128 << 20
 CLIENT_MAX_SIZE = 1 << 30
 #: Seconds a stopping proxy lets in-flight exchanges finish before it cuts them
 #: off. Long-lived SSE streams never finish on their own; aiohttp's default
 #: (60 s) made Ctrl-C hang for a minute whenever a client held a stream open.
 SHUTDOWN_GRACE = 2.0
-
-# RFC 9110 §7.6.1 connection-specific headers: they describe one hop, not the message.
-HOP_BY_HOP = frozenset(
-    {
-        "connection",
-        "keep-alive",
-        "proxy-authenticate",
-        "proxy-authorization",
-        "proxy-connection",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-    }
-)
+#: Most bytes of a session-less GET stream held back while waiting for its first
+#: event (a legacy endpoint to rewrite) before they are forwarded as they are.
+HOLD_LIMIT = 1 << 20
 # Headers aiohttp's client would otherwise add on its own: the upstream must
 # see only what the client sent.
 _SKIP_AUTO = frozenset({"User-Agent", "Accept", "Accept-Encoding", "Content-Type"})
@@ -123,23 +105,6 @@ def parse_listen(value: str) -> tuple[str, int]:
     return (host.strip("[]") or DEFAULT_HOST), int(port)
 
 
-@dataclass
-class _Exchange:
-    """Bookkeeping for one proxied request."""
-
-    number: int
-    t: float
-    method: str
-    path: str
-    headers: list[tuple[str, str]]
-    body: bytes
-    transport: str
-    #: The analyzer's copy of ``body``: decoded when the client compressed it.
-    analyzed: bytes = b""
-    key: str | None = None
-    deferred: list[tuple[str, float, dict[str, Any]]] = field(default_factory=list)
-
-
 class HttpRelay:
     """The aiohttp application: one handler for every method and path."""
 
@@ -161,7 +126,7 @@ class HttpRelay:
             self.recorder.listeners.append(show)
         if show_flush is not None:
             self.recorder.batch_listeners.append(show_flush)
-        self._exchanges = 0
+        self.observer = HttpObserver(self.recorder, redact=options.redact)
         self.client: aiohttp.ClientSession | None = None
         self.runner: web.AppRunner | None = None
         self.port: int | None = None
@@ -220,60 +185,11 @@ class HttpRelay:
         if self.recorder.writer is not None:
             self.recorder.writer.close()
 
-    def _next(self) -> int:
-        self._exchanges += 1
-        return self._exchanges
-
-    # ------------------------------------------------------------------ sessions
-
-    def _session_key(
-        self, exchange: _Exchange, response_headers: CIMultiDict[str] | None
-    ) -> str | None:
-        """Which session an exchange belongs to, or None when only the stream can tell."""
-        sid = None
-        if response_headers is not None:
-            sid = response_headers.get("Mcp-Session-Id")
-        sid = sid or _header(exchange.headers, "mcp-session-id")
-        if sid:
-            return sid
-        query = parse_qs(urlsplit(exchange.path).query)
-        legacy = query.get("sessionId") or query.get("session_id")
-        if legacy:
-            return f"sse-{legacy[0]}"
-        if exchange.method == "GET" and exchange.transport == "pending":
-            return None
-        version = _header(exchange.headers, "mcp-protocol-version") or ""
-        if version >= "2026-07-28" or META_VERSION.encode() in exchange.analyzed:
-            # Stateless era: no session at all; group by client connection.
-            return "stateless"
-        return "http"
-
-    def _emit(self, exchange: _Exchange, name: str, t: float, data: dict[str, Any]) -> None:
-        if exchange.key is None:
-            exchange.deferred.append((name, t, data))
-            return
-        self.recorder.event(exchange.key, name, t, data)
-
-    def _frame(
-        self, exchange: _Exchange, direction: str, raw: bytes, t: float, **meta: Any
-    ) -> None:
-        key = exchange.key or "http"
-        self.recorder.feed_frame(
-            key,
-            direction,
-            raw,
-            t,
-            transport=meta.pop("transport", "http"),
-            meta={"exchange": exchange.number, **meta},
-        )
-
-    def _bind(self, exchange: _Exchange, key: str) -> None:
-        exchange.key = key
-        for name, t, data in exchange.deferred:
-            self.recorder.event(key, name, t, data)
-            if name == "http-request" and exchange.analyzed:
-                self._frame(exchange, C2S, exchange.analyzed, t)
-        exchange.deferred.clear()
+    def _cut_short(self) -> str:
+        """The outcome of an exchange whose handler was cancelled."""
+        # aiohttp cancels the handler when the client goes away, and when the
+        # proxy stops with the exchange still open (after SHUTDOWN_GRACE).
+        return "proxy-stopped" if self._stopping else "client-disconnected"
 
     # ------------------------------------------------------------------ the handler
 
@@ -281,132 +197,64 @@ class HttpRelay:
         """Proxy one request to the upstream and stream the answer back."""
         t = time.time()
         body = await request.read()
-        hop_by_hop = _hop_by_hop(request.headers)
-        headers = [(k, v) for k, v in request.headers.items() if k.lower() not in hop_by_hop]
         path = request.raw_path
-        exchange = _Exchange(
-            self._next(),
-            t,
+        exchange = self.observer.begin(
             request.method,
             path,
-            headers,
+            list(request.headers.items()),
             body,
-            "legacy-sse"
-            if _is_legacy_post(request)
-            else "pending"
-            if request.method == "GET"
-            else "streamable",
+            t=t,
+            client=request.remote,
         )
-        exchange.analyzed = _decoded(body, request.headers.get("Content-Encoding")) or body
-        request_event = {
-            "exchange": exchange.number,
-            "method": request.method,
-            "path": path,
-            "headers": _shown_headers(headers, self.options.redact),
-            "transport": exchange.transport if exchange.transport != "pending" else "streamable",
-            "client": request.remote,
-        }
         target = str(self.origin) + path
         assert self.client is not None
         try:
             upstream = await self.client.request(
                 request.method,
                 URL(target, encoded=True),
-                headers=CIMultiDict(headers),
+                headers=CIMultiDict(exchange.headers),
                 data=body if body else None,
                 allow_redirects=False,
             )
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-            return self._unreachable(exchange, request_event, target, exc)
+            reason = str(exc) or type(exc).__name__
+            exchange.unreachable(target, reason)
+            text = f"mcpsniff: the upstream server {target} is unreachable: {reason}\n"
+            return web.Response(
+                status=502, text=text, headers={"X-Mcpsniff": "upstream-unreachable"}
+            )
+        except asyncio.CancelledError:
+            exchange.finish(self._cut_short(), whole=False)
+            raise
         try:
-            return await self._relay_response(request, exchange, request_event, upstream)
+            return await self._relay_response(request, exchange, upstream)
         finally:
             upstream.release()
-
-    def _unreachable(
-        self, exchange: _Exchange, request_event: dict[str, Any], target: str, exc: BaseException
-    ) -> web.Response:
-        reason = str(exc) or type(exc).__name__
-        exchange.key = self._session_key(exchange, None) or "http"
-        self.recorder.event(exchange.key, "http-request", exchange.t, request_event)
-        if exchange.analyzed:
-            self._frame(exchange, C2S, exchange.analyzed, exchange.t)
-        now = time.time()
-        self.recorder.event(
-            exchange.key,
-            "upstream-unreachable",
-            now,
-            {"exchange": exchange.number, "url": target, "error": reason},
-        )
-        self.recorder.event(
-            exchange.key,
-            "http-end",
-            now,
-            {"exchange": exchange.number, "outcome": "upstream-unreachable"},
-        )
-        text = f"mcpsniff: the upstream server {target} is unreachable: {reason}\n"
-        return web.Response(status=502, text=text, headers={"X-Mcpsniff": "upstream-unreachable"})
 
     async def _relay_response(
         self,
         request: web.Request,
-        exchange: _Exchange,
-        request_event: dict[str, Any],
+        exchange: ExchangeRecorder,
         upstream: aiohttp.ClientResponse,
     ) -> web.StreamResponse:
-        t_response = time.time()
-        content_type = upstream.headers.get("Content-Type", "").split(";")[0].strip().lower()
-        is_sse = content_type == "text/event-stream"
-        if exchange.transport == "pending" and not is_sse:
-            exchange.transport = "streamable"
-        key = self._session_key(exchange, upstream.headers)
-        if exchange.transport == "pending" and _header(exchange.headers, "mcp-session-id"):
-            exchange.transport = "streamable"
-        if key is not None and exchange.transport != "pending":
-            exchange.key = key
-        request_event["transport"] = (
-            exchange.transport if exchange.transport != "pending" else "streamable"
-        )
-        self._emit(exchange, "http-request", exchange.t, request_event)
-        if exchange.key is not None and exchange.analyzed:
-            self._frame(exchange, C2S, exchange.analyzed, exchange.t)
-        hop_by_hop = _hop_by_hop(upstream.headers)
-        response_headers = [
-            (k, v) for k, v in upstream.headers.items() if k.lower() not in hop_by_hop
-        ]
-        self._emit(
-            exchange,
-            "http-response",
-            t_response,
-            {
-                "exchange": exchange.number,
-                "status": upstream.status,
-                "headers": _shown_headers(response_headers, self.options.redact),
-            },
-        )
+        forwarded = exchange.response(upstream.status, list(upstream.headers.items()))
         response = RelayedResponse(
             status=upstream.status,
             reason=upstream.reason,
-            upstream_names={k.lower() for k, _ in response_headers},
+            upstream_names={k.lower() for k, _ in forwarded},
         )
-        for name, value in response_headers:
+        for name, value in forwarded:
             response.headers.add(name, value)
         outcome = "complete"
-        received = 0
+        whole = True
         try:
             await response.prepare(request)
-            if is_sse:
-                received = await self._relay_sse(response, exchange, upstream)
-            else:
-                received = await self._relay_body(response, exchange, upstream)
+            await self._relay_body(response, exchange, upstream)
             await response.write_eof()
         except (ConnectionResetError, aiohttp.ClientConnectionResetError):
-            outcome = "client-disconnected"
+            outcome, whole = "client-disconnected", False
         except asyncio.CancelledError:
-            # aiohttp cancels the handler when the client goes away, and when the
-            # proxy stops with the exchange still open (after SHUTDOWN_GRACE).
-            outcome = "proxy-stopped" if self._stopping else "client-disconnected"
-            self._finish(exchange, outcome, received)
+            exchange.finish(self._cut_short(), whole=False)
             raise
         except (TimeoutError, aiohttp.ClientError) as exc:
             outcome = f"upstream-error: {exc}"
@@ -415,256 +263,55 @@ class HttpRelay:
             # would take a cut-off body or stream for a complete one.
             if request.transport is not None:
                 request.transport.abort()
-        self._finish(exchange, outcome, received)
+        exchange.finish(outcome, whole=whole)
         return response
 
-    def _finish(self, exchange: _Exchange, outcome: str, received: int) -> None:
-        if exchange.key is None:
-            self._bind(exchange, self._session_key(exchange, None) or "http")
-        self._emit(
-            exchange,
-            "http-end",
-            time.time(),
-            {"exchange": exchange.number, "outcome": outcome, "body_bytes": received},
-        )
-
     async def _relay_body(
-        self, response: web.StreamResponse, exchange: _Exchange, upstream: aiohttp.ClientResponse
-    ) -> int:
-        copy = bytearray()
-        received = 0
-        truncated = False
-        async for chunk in upstream.content.iter_any():
-            await response.write(chunk)
-            received += len(chunk)
-            if len(copy) + len(chunk) <= ANALYZE_LIMIT:
-                copy += chunk
-            else:
-                truncated = True
-        # A legacy HTTP+SSE server acknowledges each POST with 202 and a body such
-        # as "Accepted" (the reference SDKs do); its messages travel on the SSE
-        # stream, so that body is not a JSON-RPC frame and is not analyzed as one
-        # (it would be a JR-PARSE on every POST). Its size is in http-end.
-        acknowledgement = exchange.transport == "legacy-sse" and upstream.status == 202
-        if copy and not acknowledgement:
-            body = _decoded(bytes(copy), upstream.headers.get("Content-Encoding"))
-            meta: dict[str, Any] = {"status": upstream.status}
-            if truncated:
-                meta["truncated_at"] = ANALYZE_LIMIT
-            if body is not None:
-                self._frame(exchange, S2C, body, time.time(), **meta)
-        return received
+        self,
+        response: web.StreamResponse,
+        exchange: ExchangeRecorder,
+        upstream: aiohttp.ClientResponse,
+    ) -> None:
+        """Forward the body chunk by chunk, each to the analyzer once it is on its way.
 
-    async def _relay_sse(
-        self, response: web.StreamResponse, exchange: _Exchange, upstream: aiohttp.ClientResponse
-    ) -> int:
-        parser = SseParser()
-        received = 0
-        index = 0
+        A session-less GET stream may be a legacy HTTP+SSE stream, whose first
+        event names the POST endpoint: its bytes are held until that event is
+        whole, so that an endpoint pointing at the upstream can be rewritten.
+        """
         held = bytearray()
-        # A GET stream without a session id may be a legacy HTTP+SSE stream,
-        # whose first event names the POST endpoint: hold bytes until it is whole.
-        # Comments before it (padding against buffering proxies) are no events
-        # and do not decide; they are recorded once the stream is decided.
-        holding = exchange.key is None
-        waiting: list[SseEvent] = []
-        # A compressed stream is forwarded compressed; the events are parsed
-        # (and recorded) from a decoded copy.
-        decode = _stream_decoder(upstream.headers.get("Content-Encoding"))
+        holding = exchange.endpoint_editable
         async for chunk in upstream.content.iter_any():
-            received += len(chunk)
-            events = parser.feed(chunk if decode is None else decode(chunk))
-            if holding:
-                waiting += events
-                first = next((e for e in waiting if not _comment_only(e)), None)
-                if decode is not None:
-                    # Compressed bytes cannot be edited, and holding them until an
-                    # event decodes whole would buffer the stream (a compressor may
-                    # keep a whole event back): forward at once, decide the session
-                    # from the first decoded event, leave an endpoint URL as it is.
-                    await response.write(chunk)
-                    if first is None:
-                        continue
-                    holding = False
-                    self._first_event(exchange, b"", first, rewrite=False)
-                else:
-                    held += chunk
-                    if first is None and len(held) < 1 << 20:
-                        continue
-                    holding = False
-                    await response.write(self._first_event(exchange, bytes(held), first))
-                events, waiting = waiting, []
-            else:
+            if not holding:
                 await response.write(chunk)
-            for event in events:
-                self._sse_event(exchange, event, index)
-                index += 1
-        tail = parser.feed(decode(b"", final=True)) if decode is not None else []
-        tail += parser.flush()
-        if holding:
-            if held:
-                await response.write(bytes(held))
-            tail = waiting + tail
-        for event in tail:
-            self._sse_event(exchange, event, index)
-            index += 1
-        return received
+                exchange.body_chunk(chunk)
+                continue
+            held += chunk
+            exchange.body_chunk(chunk)  # decides the session at the first event
+            if exchange.waiting_for_first_event and len(held) < HOLD_LIMIT:
+                continue
+            holding = False
+            if exchange.waiting_for_first_event:
+                # No event within HOLD_LIMIT (comments only): not held any longer.
+                exchange.first_event(None)
+            await response.write(self._rewrite_endpoint(exchange, bytes(held)))
+            held.clear()
+        if held:
+            await response.write(bytes(held))
 
-    def _first_event(
-        self, exchange: _Exchange, held: bytes, event: SseEvent | None, rewrite: bool = True
-    ) -> bytes:
-        """Decide the session of a GET stream from its first event; rewrite the endpoint."""
-        if event is not None and event.event == "endpoint" and event.data:
-            exchange.transport = "legacy-sse"
-            for name, _t, data in exchange.deferred:
-                if name == "http-request":
-                    data["transport"] = "legacy-sse"
-            endpoint = event.data.strip()
-            self._bind(exchange, _legacy_key(exchange, endpoint))
-            absolute = URL(endpoint)
-            if rewrite and absolute.is_absolute() and absolute.origin() == self.origin:
-                rewritten = self.public_origin + absolute.raw_path_qs
-                held = held.replace(endpoint.encode(), rewritten.encode(), 1)
-                self.recorder.event(
-                    exchange.key or "http",
-                    "endpoint-rewrite",
-                    time.time(),
-                    {"exchange": exchange.number, "from": endpoint, "to": rewritten},
-                )
+    def _rewrite_endpoint(self, exchange: ExchangeRecorder, held: bytes) -> bytes:
+        """Point a legacy endpoint URL naming the upstream at the proxy instead.
+
+        Otherwise the client would POST to the upstream directly, past mcpsniff.
+        """
+        endpoint = exchange.endpoint
+        if endpoint is None:
             return held
-        exchange.transport = "streamable"
-        for name, _t, data in exchange.deferred:
-            if name == "http-request":
-                data["transport"] = "streamable"
-        self._bind(exchange, self._session_key(exchange, None) or "http")
-        return held
-
-    def _sse_event(self, exchange: _Exchange, event: SseEvent, index: int) -> None:
-        t = time.time()
-        data: dict[str, Any] = {"exchange": exchange.number, "index": index}
-        if event.id is not None:
-            data["id"] = event.id
-        if event.event is not None:
-            data["event"] = event.event
-        if event.retry is not None:
-            data["retry"] = event.retry
-        if event.incomplete:
-            data["incomplete"] = True
-        if _comment_only(event):
-            data["comment_only"] = True
-        self._emit(exchange, "sse-event", t, data)
-        if event.data and event.event != "endpoint":
-            meta: dict[str, Any] = {"sse_index": index}
-            if event.id is not None:
-                meta["sse_id"] = event.id
-            self._frame(exchange, S2C, event.data.encode("utf-8"), t, transport="sse", **meta)
-        elif (
-            event.event == "endpoint"
-            and event.data
-            and exchange.method == "GET"
-            and exchange.transport == "streamable"
-            and not _header(exchange.headers, "mcp-session-id")
-        ):
-            # A legacy stream that sent something before its endpoint event (the
-            # rules report SSE-ENDPOINT-EVENT on this sse-event, in the session the
-            # stream was put in). What follows on it answers the POSTs sent to this
-            # endpoint, so it belongs to the session the endpoint names, or no
-            # answer would pair with its request. (Its bytes are already on their
-            # way, so an absolute URL here is not rewritten.)
-            exchange.transport = "legacy-sse"
-            exchange.key = _legacy_key(exchange, event.data.strip())
-
-
-def _comment_only(event: SseEvent) -> bool:
-    """Whether an SSE block held only comments (or unknown fields): no event for a client."""
-    return event.data is None and event.event is None and event.id is None and event.retry is None
-
-
-def _legacy_key(exchange: _Exchange, endpoint: str) -> str:
-    """The session of a legacy stream: the session id its endpoint URL names."""
-    query = parse_qs(urlsplit(endpoint).query)
-    session_id = (query.get("sessionId") or query.get("session_id") or [None])[0]
-    return f"sse-{session_id}" if session_id else f"sse-{exchange.number}"
-
-
-def _is_legacy_post(request: web.Request) -> bool:
-    return (
-        request.method == "POST"
-        and "Mcp-Session-Id" not in request.headers
-        and ("sessionId" in request.query or "session_id" in request.query)
-    )
-
-
-def _stream_decoder(encoding: str | None) -> Callable[..., bytes] | None:
-    """Incremental decoding of a compressed stream for the analyzer (None: not compressed).
-
-    ``decode(chunk)`` returns what ``chunk`` decodes to so far; ``decode(b"", final=True)``
-    the rest. An encoding it cannot decode (br, a corrupt stream) yields nothing.
-    """
-    name = (encoding or "").strip().lower()
-    if name in ("", "identity"):
-        return None
-    # 32 + MAX_WBITS: a gzip or a zlib header, whichever the stream has.
-    zstream = (
-        zlib.decompressobj(32 + zlib.MAX_WBITS) if name in ("gzip", "x-gzip", "deflate") else None
-    )
-    failed = zstream is None
-
-    def decode(chunk: bytes, final: bool = False) -> bytes:
-        nonlocal failed
-        if failed or zstream is None:
-            return b""
-        try:
-            return zstream.flush() if final else zstream.decompress(chunk)
-        except zlib.error:
-            failed = True
-            return b""
-
-    return decode
-
-
-def _hop_by_hop(headers: CIMultiDictProxy[str]) -> frozenset[str]:
-    """HOP_BY_HOP plus the header names a Connection header lists (RFC 9110 §7.6.1)."""
-    listed = {
-        token.strip().lower()
-        for value in headers.getall("Connection", [])
-        for token in value.split(",")
-    }
-    return HOP_BY_HOP | listed
-
-
-def _header(headers: list[tuple[str, str]], name: str) -> str | None:
-    for key, value in headers:
-        if key.lower() == name:
-            return value
-    return None
-
-
-def _shown_headers(headers: list[tuple[str, str]], redact: bool) -> list[list[str]]:
-    pairs = redact_headers(headers) if redact else headers
-    return [[k, v] for k, v in pairs]
-
-
-def _decoded(body: bytes, encoding: str | None) -> bytes | None:
-    """The analyzer's copy of a body: decompressed when the server compressed it."""
-    if not encoding or encoding.strip().lower() == "identity":
-        return body
-    name = encoding.strip().lower()
-    try:
-        if name in ("gzip", "x-gzip"):
-            return zlib.decompress(body, 16 + zlib.MAX_WBITS)
-        if name == "deflate":
-            try:
-                return zlib.decompress(body)
-            except zlib.error:
-                return zlib.decompress(body, -zlib.MAX_WBITS)
-        if name == "br":
-            import brotli  # type: ignore[import-not-found]  # optional
-
-            return bytes(brotli.decompress(body))
-    except Exception:
-        return body
-    return body
+        absolute = URL(endpoint)
+        if not absolute.is_absolute() or absolute.origin() != self.origin:
+            return held
+        rewritten = self.public_origin + absolute.raw_path_qs
+        exchange.note("endpoint-rewrite", {"from": endpoint, "to": rewritten})
+        return held.replace(endpoint.encode(), rewritten.encode(), 1)
 
 
 async def serve(

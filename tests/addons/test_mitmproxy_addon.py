@@ -398,12 +398,6 @@ def test_legacy_answer_before_its_202_is_paired(upstream: Upstream, tmp_path: Pa
     assert len({e.session for e in trace.events()}) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="mcpsniff http bug (mcpsniff/relay/http.py): a legacy POST is recorded only once "
-    "its 202 arrives, so an answer sent on the SSE stream before the 202 is recorded "
-    "before its request, unpaired (false JR-RESP-ID/JR-RESP-REQUIRED errors)",
-)
 def test_legacy_answer_before_its_202_mcpsniff_http_agrees(
     upstream: Upstream, tmp_path: Path
 ) -> None:

@@ -669,13 +669,6 @@ def test_check_finds_what_the_live_relay_found(run: Run) -> None:
     assert_check_finds_what_the_relay_found(run.trace)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="relay bug (mcpsniff/relay/http.py): when the client goes away mid-stream, "
-    "_relay_response records http-end body_bytes=0 however many bytes it relayed, because the "
-    "count lives in _relay_sse/_relay_body and is only returned when the stream completes",
-)
 def test_http_end_counts_the_bytes_of_a_stream_the_client_closed(run: Run) -> None:
     if run.case.transport != SSE:
         # Streamable HTTP streams mostly end first; whether one is cut off is a race.
