@@ -173,6 +173,7 @@ class ExchangeRecorder:
     key: str | None = None
     deferred: list[tuple[str, float, dict[str, Any]]] = field(default_factory=list)
     status: int | None = None
+    content_type: str = ""
     content_encoding: str | None = None
     is_sse: bool = False
     parser: SseParser | None = None
@@ -229,6 +230,7 @@ class ExchangeRecorder:
         self.status = status
         forwarded = end_to_end(headers)
         content_type = (header(headers, "content-type") or "").split(";")[0].strip().lower()
+        self.content_type = content_type
         self.is_sse = content_type == "text/event-stream"
         self.content_encoding = header(headers, "content-encoding")
         if self.transport == PENDING and (
@@ -334,7 +336,21 @@ class ExchangeRecorder:
         # stream, so that body is no JSON-RPC frame (it would be a false JR-PARSE
         # on every POST). Its size is in http-end.
         acknowledgement = self.transport == LEGACY and self.status == 202
-        if self.copy and whole and not acknowledgement:
+        # An HTTP error whose body is not JSON ("Invalid Host header" with 421,
+        # an HTML 404 page) answers at the HTTP level; the transports only say
+        # such a body "MAY comprise a JSON-RPC error", so it is not a frame.
+        plain_error = (
+            self.status is not None
+            and self.status >= 400
+            and not (self.content_type == "application/json" or self.content_type.endswith("+json"))
+            and self.copy.lstrip()[:1] not in (b"{", b"[")
+        )
+        if self.copy and plain_error:
+            excerpt = bytes(self.copy[:200]).decode("utf-8", "replace")
+            self._emit(
+                "http-error-body", time.time(), {"exchange": self.number, "excerpt": excerpt}
+            )
+        elif self.copy and whole and not acknowledgement:
             meta: dict[str, Any] = {"status": self.status}
             if self.truncated:
                 meta["truncated_at"] = ANALYZE_LIMIT

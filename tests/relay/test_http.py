@@ -748,9 +748,10 @@ def test_upstream_errors_pass_as_they_are(start_proxy: ProxyFactory, upstream: U
     assert reply.header("X-Mcpsniff") is None
     trace = proxy.stop()
     assert [e.data["status"] for e in trace.events("http-response")] == [500]
-    (body_frame,) = [f for f in trace.frames if f.direction == "s2c"]
-    assert body_frame.raw == reply.body
-    assert body_frame.meta == {"exchange": 1, "status": 500}
+    # A plain-text error body is not a JSON-RPC frame; the trace keeps it as an event.
+    assert [f for f in trace.frames if f.direction == "s2c"] == []
+    (body,) = trace.events("http-error-body")
+    assert body.data == {"exchange": 1, "excerpt": reply.body.decode()}
     check_findings(trace)
 
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from mcpsniff.core.ids import BoundedMap, id_key
 from mcpsniff.core.model import NOTIFICATION, REQUEST, MessageRecord
 from mcpsniff.core.protocol import META_VERSION, STATELESS, V2, V3, V5, version_at_least
+from mcpsniff.core.state import Answered
 
 if TYPE_CHECKING:
     from mcpsniff.core.model import EventRecord, FrameRecord
@@ -129,7 +130,9 @@ def on_event(session: Session, record: EventRecord) -> None:
         if exchange is not None:
             _sse_event(session, state, exchange, record)
     elif record.event == "http-end":
-        state.exchanges.pop(number, None)
+        exchange = state.exchanges.pop(number, None)
+        if exchange is not None:
+            _answered_by_status(session, exchange, record)
 
 
 def on_frame(session: Session, frame: FrameRecord, messages: list[MessageRecord]) -> None:
@@ -164,6 +167,27 @@ def request_of_exchange(session: Session, msg: Any) -> Any:
     if len(requests) != 1:
         return None
     return session.state.pending["c2s"].get(id_key(requests[0].id))
+
+
+def _answered_by_status(session: Session, exchange: Exchange, record: EventRecord) -> None:
+    """A request rejected with an HTTP error and no JSON-RPC body was still answered.
+
+    The transports let a server refuse a POST with a 4xx whose body "MAY"
+    be a JSON-RPC error: with any other body (421 "Invalid Host header"),
+    the status itself is the answer, not a missing response.
+    """
+    status = exchange.status
+    if status is None or status < 400 or exchange.method != "POST":
+        return
+    pending = session.state.pending["c2s"]
+    answered = session.state.answered["c2s"]
+    for message in exchange.methods:
+        if message.kind != REQUEST:
+            continue
+        key = id_key(message.id)
+        request = pending.pop(key, None)
+        if request is not None:
+            answered.put(key, Answered(request.seq, request.index, request.method, record.seq))
 
 
 # --------------------------------------------------------------------------- requests
