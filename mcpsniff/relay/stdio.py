@@ -13,19 +13,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import os
 import shutil
 import signal
 import stat
 import sys
+import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from mcpsniff.core.model import C2S, S2C, Record
+from mcpsniff.core.redact import redact_frame
 from mcpsniff.relay.recorder import Recorder
 from mcpsniff.trace.format import TraceWriter
 
@@ -151,6 +154,7 @@ class _Output:
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.writer: asyncio.StreamWriter | None = None
+        self.protocol: _WriteProtocol | None = None
         self.was_blocking = True
         self.broken = False
 
@@ -164,9 +168,8 @@ class _Output:
             loop = asyncio.get_running_loop()
             self.was_blocking = os.get_blocking(self.fd)
             pipe = os.fdopen(os.dup(self.fd), "wb", buffering=0)
-            transport, protocol = await loop.connect_write_pipe(
-                asyncio.streams.FlowControlMixin, pipe
-            )
+            transport, protocol = await loop.connect_write_pipe(_WriteProtocol, pipe)
+            self.protocol = protocol
             self.writer = asyncio.StreamWriter(transport, protocol, None, loop)
 
     async def write(self, data: bytes) -> None:
@@ -184,13 +187,96 @@ class _Output:
         except (BrokenPipeError, ConnectionResetError, OSError):
             self.broken = True
 
-    async def close(self) -> None:
-        if self.writer is not None:
-            with contextlib.suppress(Exception):
-                await self.writer.drain()
-            self.writer.close()
-            with contextlib.suppress(Exception):
-                await self.writer.wait_closed()
+    def write_nowait(self, data: bytes) -> None:
+        """Queue ``data`` behind what is already being written, without waiting."""
+        if self.broken:
+            return
+        if self.writer is None:
+            with contextlib.suppress(OSError):
+                os.write(self.fd, data)  # a file or terminal: a plain blocking write
+            return
+        if self.writer.transport.is_closing():
+            # The reader went away. Writing on would make asyncio log a warning
+            # to sys.stderr, which may be this very stream: stop here instead.
+            self.broken = True
+            return
+        self.writer.write(data)
+
+    def text_stream(self, like: TextIO) -> TextIO:
+        """A text stream whose writes are queued on this output (see ``StdioRelay.run``)."""
+        return io.TextIOWrapper(
+            _QueuedRaw(self),
+            encoding=getattr(like, "encoding", None) or "utf-8",
+            errors=getattr(like, "errors", None) or "backslashreplace",
+            line_buffering=True,
+            write_through=True,
+        )
+
+    async def close(self, stall: float) -> None:
+        """Write out what is still queued, then close.
+
+        Fix: this drained, closed and awaited ``writer.wait_closed()``. That
+        needs a method FlowControlMixin lacks, so it failed at once (the
+        error was suppressed), and ``drain()`` returns while up to the
+        low-water mark is still queued: the relay returned, the loop closed
+        and the tail of the child's output was lost whenever our reader was
+        slower than the child. Now wait until the transport has written
+        everything, as long as the reader makes progress; a reader that takes
+        nothing for ``stall`` seconds no longer holds the relay forever.
+        """
+        if self.writer is None or self.protocol is None:
+            return
+        transport = self.writer.transport
+        transport.close()  # flushes what is queued, then reports connection_lost
+        closed = self.protocol.closed
+        while not closed.done():
+            queued = transport.get_write_buffer_size()
+            await asyncio.wait({closed}, timeout=stall)
+            if not closed.done() and transport.get_write_buffer_size() >= queued:
+                transport.abort()
+                break
+
+
+class _WriteProtocol(asyncio.streams.FlowControlMixin):
+    """Flow control for a write pipe, plus a future that is done when it is closed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+
+class _QueuedRaw(io.RawIOBase):
+    """The raw layer under ``_Output.text_stream``: every write goes to ``write_nowait``."""
+
+    def __init__(self, output: _Output) -> None:
+        super().__init__()
+        self.output = output
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        chunk = bytes(data)
+        self.output.write_nowait(chunk)
+        return len(chunk)
+
+
+class _ChildProtocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """The protocol ``create_subprocess_exec`` uses, plus a future done when the child exits."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=CHUNK, loop=loop)
+        self.exited: asyncio.Future[None] = loop.create_future()
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        if not self.exited.done():
+            self.exited.set_result(None)
 
 
 class _Input:
@@ -199,6 +285,7 @@ class _Input:
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.reader: asyncio.StreamReader | None = None
+        self.transport: asyncio.BaseTransport | None = None
 
     async def open(self) -> None:
         try:
@@ -209,7 +296,7 @@ class _Input:
             loop = asyncio.get_running_loop()
             reader = asyncio.StreamReader(limit=CHUNK, loop=loop)
             pipe = os.fdopen(os.dup(self.fd), "rb", buffering=0)
-            await loop.connect_read_pipe(
+            self.transport, _ = await loop.connect_read_pipe(
                 lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe
             )
             self.reader = reader
@@ -217,11 +304,33 @@ class _Input:
     async def read(self) -> bytes:
         if self.reader is not None:
             return await self.reader.read(CHUNK)
+        # Fix: this used ``loop.run_in_executor(None, os.read, ...)``. On a
+        # terminal that read blocks until the user types something, and
+        # ``asyncio.run`` joins the default executor's threads before it
+        # returns, so after the child exited mcpsniff hung until Enter was
+        # pressed. A daemon thread per read is abandoned instead.
         loop = asyncio.get_running_loop()
-        try:
-            return await loop.run_in_executor(None, os.read, self.fd, CHUNK)
-        except OSError:
-            return b""
+        done: asyncio.Future[bytes] = loop.create_future()
+
+        def read_blocking() -> None:
+            try:
+                data = os.read(self.fd, CHUNK)
+            except OSError:
+                data = b""
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+                loop.call_soon_threadsafe(_resolve, done, data)
+
+        threading.Thread(target=read_blocking, name="mcpsniff-stdin", daemon=True).start()
+        return await done
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+
+def _resolve(future: asyncio.Future[bytes], data: bytes) -> None:
+    if not future.done():
+        future.set_result(data)
 
 
 # --------------------------------------------------------------------------- the relay
@@ -250,6 +359,9 @@ class StdioRelay:
         self.observer: Observer | None = None
         self.proc: asyncio.subprocess.Process | None = None
         self._signals: list[int] = []
+        self._first_signal_at: float | None = None
+        self._child_transport: asyncio.SubprocessTransport | None = None
+        self._child_exited: asyncio.Future[None] | None = None
         self._trace_warned = False
 
     async def run(self) -> int:
@@ -263,18 +375,34 @@ class StdioRelay:
         )
         argv = list(self.options.command)
         resolved = shutil.which(argv[0])
+        if resolved is None and os.sep in argv[0]:
+            # Fix: like a shell, run a path as given, so that the error is the
+            # real one ("Permission denied", "No such file or directory")
+            # rather than "command not found" for a file that is there.
+            resolved = argv[0]
         try:
             if resolved is None:
                 raise FileNotFoundError(2, "command not found", argv[0])
-            self.proc = await asyncio.create_subprocess_exec(
-                resolved,
+            # What asyncio.create_subprocess_exec does, with _ChildProtocol.
+            loop = asyncio.get_running_loop()
+            transport, protocol = await loop.subprocess_exec(
+                lambda: _ChildProtocol(loop),
+                # Fix: the child's argv[0] is the name as typed, as a shell
+                # passes it; only the program to execute is the resolved path.
+                # (It used to be the resolved path, which programs that look
+                # at argv[0] see as a different name.)
+                argv[0],
                 *argv[1:],
+                executable=resolved,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 # A group of its own, so npx/uv grandchildren get our signals too.
                 start_new_session=True,
             )
+            self.proc = asyncio.subprocess.Process(transport, protocol, loop)
+            self._child_transport = transport
+            self._child_exited = protocol.exited
         except OSError as exc:
             reason = exc.strerror or str(exc)
             self.warn(f"mcpsniff stdio: cannot start {argv[0]}: {reason}")
@@ -284,17 +412,57 @@ class StdioRelay:
             return EXIT_NOT_STARTED
         observer.event("spawned", time.time(), {"child_pid": self.proc.pid, "argv0": resolved})
         self._install_signals()
+        # Fix: the transports below make our stdin, stdout and stderr pipes
+        # non-blocking, and O_NONBLOCK belongs to the open file description,
+        # which the process that gave us the pipe (and whoever runs after us,
+        # e.g. ``mcpsniff stdio ... ; next-command`` in a script) shares. Put
+        # every mode back as it was when we are done.
+        blocking = _blocking_modes()
         stdout, stderr = _Output(1), _Output(2)
         stdin = _Input(0)
         await stdout.open()
         await stderr.open()
         await stdin.open()
+        # Fix: mcpsniff's own stderr text (--show lines, warnings) is written
+        # with ordinary sys.stderr writes. On the now non-blocking pipe those
+        # failed with EAGAIN whenever the child's stderr had filled it, and
+        # the lines were lost. While the relay runs they go through the same
+        # transport as the child's stderr: queued in order, never blocking.
+        saved_stderr = sys.stderr
+        if stderr.writer is not None:
+            sys.stderr = stderr.text_stream(saved_stderr)
+        try:
+            return await self._relay(stdin, stdout, stderr, analysis)
+        finally:
+            if sys.stderr is not saved_stderr:
+                with contextlib.suppress(Exception):
+                    sys.stderr.flush()
+                sys.stderr = saved_stderr
+            stdin.close()
+            await stdout.close(self.options.grace)
+            await stderr.close(self.options.grace)
+            _restore_blocking(blocking)
+
+    async def _relay(
+        self, stdin: _Input, stdout: _Output, stderr: _Output, analysis: asyncio.Task[None]
+    ) -> int:
+        """Pump until the child exits and its pipes are drained; return its status."""
+        assert self.proc is not None and self.observer is not None
+        observer = self.observer
         proc = self.proc
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         to_child = asyncio.create_task(self._pump_stdin(stdin, proc))
         from_child = asyncio.create_task(self._pump_out(proc.stdout, stdout, S2C))
         errors = asyncio.create_task(self._pump_stderr(proc.stderr, stderr))
-        returncode = await proc.wait()
+        # Fix: this was ``await proc.wait()``, which (Python 3.11) resolves only
+        # once the child has exited *and* all its pipes are closed. When a
+        # grandchild kept them open (npx, uv, a shell's background job) the
+        # relay waited for the grandchild forever, and the grace period and
+        # group kill below never ran. Wait for the child itself.
+        assert self._child_exited is not None and self._child_transport is not None
+        await self._child_exited
+        returncode = self._child_transport.get_returncode()
+        assert returncode is not None
         exited_at = time.time()
         # The child is gone: drain what it left in its pipes. Grandchildren
         # that still hold them open get the grace period, then the group is killed.
@@ -307,6 +475,9 @@ class StdioRelay:
         to_child.cancel()
         with contextlib.suppress(asyncio.CancelledError, Exception):
             await to_child
+        if self._first_signal_at is not None:
+            await self._end_group()
+        self._child_transport.close()  # its pipes; the child is already reaped
         status = 128 + -returncode if returncode < 0 else returncode
         exit_data: dict[str, Any] = {"returncode": returncode, "status": status}
         if returncode < 0:
@@ -315,8 +486,6 @@ class StdioRelay:
             exit_data["forwarded_signals"] = [signal.Signals(s).name for s in self._signals]
         observer.event("exit", exited_at, exit_data)
         observer.event("session-end", time.time(), {"status": status})
-        await stdout.close()
-        await stderr.close()
         await self._finish(analysis)
         return status
 
@@ -380,9 +549,19 @@ class StdioRelay:
             for line in lines:
                 for start in range(0, max(len(line), 1), STDERR_EVENT_LIMIT):
                     piece = line[start : start + STDERR_EVENT_LIMIT]
-                    observer.event("stderr", now, {"line": piece.decode("utf-8", "replace")})
+                    observer.event("stderr", now, {"line": self._stderr_text(piece)})
         if partial:
-            observer.event("stderr", time.time(), {"line": partial.decode("utf-8", "replace")})
+            observer.event("stderr", time.time(), {"line": self._stderr_text(partial)})
+
+    def _stderr_text(self, line: bytes) -> str:
+        """A stderr line as recorded: redacted like frames, unless --no-redact."""
+        # Fix: stderr lines went into the trace verbatim, so a server that logs
+        # its requests (a common debug habit) put every api_key, password and
+        # Bearer token in the trace despite redaction. The bytes passed on to
+        # our stderr are not touched.
+        if self.options.redact:
+            line, _ = redact_frame(line)
+        return line.decode("utf-8", "replace")
 
     # ------------------------------------------------------------------ analysis
 
@@ -452,11 +631,38 @@ class StdioRelay:
 
     def _forward_signal(self, sig: int) -> None:
         self._signals.append(sig)
+        if self._first_signal_at is None:
+            self._first_signal_at = time.monotonic()
         if self.observer is not None:
             self.observer.event("signal", time.time(), {"signal": signal.Signals(sig).name})
         self._kill_group(sig)
         loop = asyncio.get_running_loop()
         loop.call_later(self.options.grace, self._kill_group, signal.SIGKILL)
+
+    async def _end_group(self) -> None:
+        """After a forwarded signal: let the group finish until the grace period ends, then kill.
+
+        Fix: ``_forward_signal`` schedules the SIGKILL on the event loop, but
+        when the child exits at once (it handled the signal) the relay
+        returns before the grace period is over, the loop is closed, and the
+        kill never happened: grandchildren that survived the signal and hold
+        none of our pipes (so the drain above did not wait for them) lingered.
+        """
+        assert self._first_signal_at is not None
+        deadline = self._first_signal_at + self.options.grace
+        while self._group_exists() and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        self._kill_group(signal.SIGKILL)
+
+    def _group_exists(self) -> bool:
+        """Whether any process is left in the child's process group."""
+        if self.proc is None:
+            return False
+        try:
+            os.killpg(self.proc.pid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
 
     def _kill_group(self, sig: int) -> None:
         proc = self.proc
@@ -464,6 +670,24 @@ class StdioRelay:
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, sig)
+
+
+def _blocking_modes() -> dict[int, bool]:
+    """The blocking mode of each of our standard descriptors."""
+    modes: dict[int, bool] = {}
+    for fd in (0, 1, 2):
+        with contextlib.suppress(OSError):
+            modes[fd] = os.get_blocking(fd)
+    return modes
+
+
+def _restore_blocking(modes: dict[int, bool]) -> None:
+    # All at once, from modes read before any was changed: stdout and stderr
+    # are often one pipe (2>&1), so per-descriptor bookkeeping would read the
+    # mode another transport had already changed.
+    for fd, mode in modes.items():
+        with contextlib.suppress(OSError):
+            os.set_blocking(fd, mode)
 
 
 def run_stdio(

@@ -1,0 +1,600 @@
+"""``mcpsniff stdio -- COMMAND``: the relay as a real process between real pipes.
+
+Every test runs ``python -m mcpsniff stdio`` as a subprocess in front of a
+real child (``stdio_peers.py``, the demo server, ...), drives it through its
+stdin, reads its stdout and stderr concurrently like an MCP client would, and
+then reads the trace it wrote. Nothing is mocked and nothing is timed; every
+wait has a timeout so that a hang fails instead of blocking.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import re
+import resource
+import shlex
+import signal
+import stat
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from mcpsniff.core.model import C2S, S2C, EventRecord, FrameRecord
+from mcpsniff.trace.format import TraceReader
+from tests.relay.stdio_support import (
+    MCPSNIFF,
+    TIMEOUT,
+    Client,
+    peer,
+    process_gone,
+    read_trace,
+    recording_line,
+    relay,
+    relay_env,
+    stream,
+    wait_until,
+)
+from tests.relay.stdio_support import events as events_named
+from tests.relay.stdio_support import findings as findings_of
+
+PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+
+# --------------------------------------------------------------------------- relaying bytes
+
+
+def test_stdin_stdout_and_stderr_pass_through_and_stderr_lines_are_recorded(
+    tmp_path: Path,
+) -> None:
+    trace = tmp_path / "t.jsonl"
+    data = (
+        PING
+        + b'{"jsonrpc":"2.0","method":"notifications/initialized"}\r\n'
+        + b"not json \xff\xfe at all\n"
+        + b"\n"
+        + b"last line without newline"
+    )
+    command = peer("echo", "--stderr")
+    with relay(command, "--trace", str(trace), "--no-redact") as r:
+        r.send_chunks([data[:7], data[7:50], data[50:]])
+        assert r.wait() == 0
+    assert r.stdout.data == data
+    # Our stderr is the recording notice, then exactly the child's stderr.
+    assert r.stderr.data == recording_line(trace, command[0]) + data
+    records = read_trace(trace)
+    assert stream(records, C2S) == data
+    assert stream(records, S2C) == data
+    lines = [e.data["line"] for e in events_named(records, "stderr")]
+    assert lines == [line.decode("utf-8", "replace") for line in data.split(b"\n")]
+
+
+def test_a_slow_reader_still_gets_every_byte_the_child_wrote_before_exiting(
+    tmp_path: Path,
+) -> None:
+    # The child writes 2 MiB to stdout and 2 MiB to stderr and exits at once;
+    # the client reads both slowly. Whatever the relay still holds when the
+    # child is gone must reach the client before the relay exits.
+    trace = tmp_path / "t.jsonl"
+    out = bytes(range(256)) * 8192
+    script = tmp_path / "payload.bin"
+    script.write_bytes(out)
+    child = [
+        sys.executable,
+        "-c",
+        "import sys; d = open(sys.argv[1], 'rb').read(); "
+        "sys.stdout.buffer.write(d); sys.stderr.buffer.write(d)",
+        str(script),
+    ]
+    with relay(
+        child,
+        "--trace",
+        str(trace),
+        stdin=subprocess.DEVNULL,
+        read_chunk=4096,
+        stdout_delay=0.0005,
+        stderr_delay=0.0005,
+    ) as r:
+        assert r.wait() == 0
+    assert r.stdout.data == out
+    assert r.stderr.data == recording_line(trace, child[0]) + out
+    records = read_trace(trace)
+    assert stream(records, S2C) == out
+    assert events_named(records, "session-end")
+
+
+# --------------------------------------------------------------------------- where the trace goes
+
+
+def test_without_trace_option_the_trace_goes_to_the_state_folder(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    env = relay_env(XDG_STATE_HOME=str(state))
+    before = time.strftime("%Y%m%d")
+    with relay(peer("echo"), "--name", "my server", env=env) as r:
+        r.send(PING)
+        r.wait_stdout(PING)
+        assert r.finish() == 0
+    after = time.strftime("%Y%m%d")
+    folder = state / "mcpsniff" / "traces"
+    created = sorted(folder.iterdir())
+    assert len(created) == 1
+    path = created[0]
+    match = re.fullmatch(r"my_server-(\d{8})-(\d{6})-(\d+)\.jsonl", path.name)
+    assert match is not None, path.name
+    assert match.group(1) in (before, after)
+    assert int(match.group(3)) == r.pid  # the pid of mcpsniff itself
+    # It says where, once, first thing.
+    lines = r.stderr_lines()
+    assert lines[0] == f"mcpsniff: recording {sys.executable} to {path}"
+    assert sum(str(path) in line for line in lines) == 1
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    records = read_trace(path)
+    assert stream(records, C2S) == PING
+    with TraceReader(path) as reader:
+        assert reader.header["meta"]["label"] == "my server"
+
+
+def test_default_label_is_the_command_basename(tmp_path: Path) -> None:
+    env = relay_env(XDG_STATE_HOME=str(tmp_path))
+    with relay(peer("exit", "0"), env=env, stdin=subprocess.DEVNULL) as r:
+        assert r.wait() == 0
+    (path,) = (tmp_path / "mcpsniff" / "traces").iterdir()
+    label = Path(sys.executable).name
+    assert re.fullmatch(re.escape(label) + rf"-\d{{8}}-\d{{6}}-{r.pid}\.jsonl", path.name)
+
+
+# --------------------------------------------------------------------------- --show
+
+
+def test_show_prints_a_line_per_message_with_arrow_method_id_latency_and_findings(
+    tmp_path: Path,
+) -> None:
+    trace = tmp_path / "t.jsonl"
+    command = [sys.executable, "-m", "mcpsniff.demo.server", "--banner"]
+    with relay(command, "--trace", str(trace), "--show") as r:
+        client = Client(r)
+        client.handshake()
+        client.request(2, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
+        assert r.finish() == 0
+    lines = r.stderr_lines()
+    stamp = r"\d\d:\d\d:\d\d\.\d{3}"
+    latency = r"\([\d.]+ (µs|ms|s)\)"
+
+    def has(pattern: str) -> bool:
+        return any(re.fullmatch(pattern, line) for line in lines)
+
+    assert has(rf"{stamp} C→S request\s+id=1 initialize")
+    assert has(rf"{stamp} S→C result\s+id=1 initialize {latency}")
+    assert has(rf"{stamp} C→S notify\s+notifications/initialized")
+    assert has(rf"{stamp} C→S request\s+id=2 tools/call add")
+    assert has(rf"{stamp} S→C result\s+id=2 tools/call add {latency}")
+    # The banner line, with its findings inline.
+    assert has(rf"{stamp} S→C UNPARSEABLE")
+    assert has(r"\s+✖ STDIO-STDOUT-CLEAN .*Loading model\.\.\.")
+    assert has(r"\s+✖ JR-PARSE .*\(log-line\).*")
+    # The child's own stderr passes through unchanged, and is not shown twice.
+    assert sum("demo server: started" in line for line in lines) == 1
+
+
+def test_show_lines_are_not_lost_while_the_child_floods_stderr(tmp_path: Path) -> None:
+    # Our stderr pipe is shared by the child's stderr and the --show lines;
+    # while the child keeps it full, every show line must still arrive.
+    trace = tmp_path / "t.jsonl"
+    notes = 300
+    child = [
+        sys.executable,
+        "-c",
+        "import sys\n"
+        'note = b\'{"jsonrpc":"2.0","method":"notifications/message","params":{}}\\n\'\n'
+        f"for i in range({notes}):\n"
+        "    sys.stderr.buffer.write((b'~' * 99 + b'\\n') * 200); sys.stderr.flush()\n"
+        "    sys.stdout.buffer.write(note); sys.stdout.flush()\n",
+    ]
+    with relay(
+        child,
+        "--trace",
+        str(trace),
+        "--show",
+        stdin=subprocess.DEVNULL,
+        read_chunk=2048,
+        stderr_delay=0.0002,
+    ) as r:
+        assert r.wait() == 0
+    err = r.stderr.data
+    assert err.count(b"~") == notes * 200 * 99
+    text = err.decode("utf-8", "replace")
+    assert text.count("S→C notify   notifications/message") == notes
+    assert re.search(r"··· exit returncode=0 status=0", text)
+    assert re.search(r"··· session-end", text)
+    assert "Traceback" not in text
+
+
+# --------------------------------------------------------------------------- exit status
+
+
+@pytest.mark.parametrize("code", [0, 1, 3, 42])
+def test_exit_status_passes_through(tmp_path: Path, code: int) -> None:
+    trace = tmp_path / "t.jsonl"
+    with relay(peer("exit", str(code)), "--trace", str(trace), stdin=subprocess.DEVNULL) as r:
+        assert r.wait() == code
+    (exit_event,) = events_named(read_trace(trace), "exit")
+    assert exit_event.data == {"returncode": code, "status": code}
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGUSR1])
+def test_child_killed_by_signal_gives_128_plus_n(tmp_path: Path, sig: signal.Signals) -> None:
+    trace = tmp_path / "t.jsonl"
+    with relay(peer("kill-self", str(int(sig))), "--trace", str(trace)) as r:
+        r.wait_stdout(b"ready\n")
+        assert r.finish() == 128 + sig
+    (exit_event,) = events_named(read_trace(trace), "exit")
+    assert exit_event.data["returncode"] == -sig
+    assert exit_event.data["signal"] == sig.name
+
+
+# --------------------------------------------------------------------------- signals
+
+
+def _group_files(folder: Path) -> set[str]:
+    return {p.name for p in folder.iterdir()}
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_signals_are_forwarded_to_the_child(tmp_path: Path, sig: signal.Signals) -> None:
+    folder = tmp_path / "markers"
+    folder.mkdir()
+    trace = tmp_path / "t.jsonl"
+    # The grandchild lets the signal end it (it is not the subject here).
+    child = [
+        sys.executable,
+        "-c",
+        "import os, signal, sys, time\n"
+        "folder = sys.argv[1]\n"
+        "def note(sig, frame):\n"
+        "    open(os.path.join(folder, 'child-' + signal.Signals(sig).name), 'w').close()\n"
+        "    signal.signal(sig, signal.SIG_DFL); os.kill(os.getpid(), sig)\n"
+        "for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP): signal.signal(s, note)\n"
+        "sys.stdout.write(str(os.getpid()) + '\\n'); sys.stdout.flush()\n"
+        "time.sleep(120)\n",
+        str(folder),
+    ]
+    with relay(child, "--trace", str(trace)) as r:
+        out = r.stdout.wait_for(lambda d: d.endswith(b"\n"), "the child's pid")
+        child_pid = int(out)
+        r.proc.send_signal(sig)
+        assert r.wait() == 128 + sig
+    assert _group_files(folder) == {f"child-{sig.name}"}
+    assert process_gone(child_pid)  # reaped, not left behind
+    records = read_trace(trace)
+    assert [e.data["signal"] for e in events_named(records, "signal")] == [sig.name]
+    (exit_event,) = events_named(records, "exit")
+    assert exit_event.data["forwarded_signals"] == [sig.name]
+    assert exit_event.data["signal"] == sig.name
+    assert events_named(records, "session-end")
+
+
+@pytest.mark.parametrize("pipes", ["detach", "keep"])
+def test_sigterm_reaches_the_group_and_grandchildren_do_not_linger(
+    tmp_path: Path, pipes: str
+) -> None:
+    # The grandchild ignores SIGTERM. With "keep" it holds the relay's pipes
+    # (the drain waits for it); with "detach" it holds none, so nothing but
+    # the grace-period kill of the process group can stop it.
+    folder = tmp_path / "markers"
+    folder.mkdir()
+    trace = tmp_path / "t.jsonl"
+    with relay(peer("group", str(folder), pipes), "--trace", str(trace)) as r:
+        r.wait_stdout(b"ready\n")
+        grandchild = int((folder / "grandchild-pid").read_text())
+        try:
+            r.proc.send_signal(signal.SIGTERM)
+            assert r.wait() == 128 + signal.SIGTERM
+            # Forwarded to the whole group: both recorded it.
+            assert {"child-SIGTERM", "grandchild-SIGTERM"} <= _group_files(folder)
+            # It ignores SIGTERM and sleeps forever: only mcpsniff's kill of the
+            # group can end it. (SIGKILL is asynchronous, hence the bounded wait.)
+            wait_until(lambda: process_gone(grandchild), "the grandchild to be gone", 10)
+        finally:
+            if not process_gone(grandchild):
+                os.kill(grandchild, signal.SIGKILL)
+    records = read_trace(trace)
+    assert events_named(records, "exit")[0].data["forwarded_signals"] == ["SIGTERM"]
+
+
+# --------------------------------------------------------------------------- end of input
+
+
+def test_stdin_eof_closes_child_stdin_and_the_trace_is_finished(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    ping = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+    call = b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x"}}\n'
+    with relay(peer("eof"), "--trace", str(trace)) as r:
+        r.send(ping + call)
+        r.wait_stdout(b'"id": 1')
+        # The eof server only exits when its stdin closes: EOF must reach it.
+        assert r.finish() == 0
+    last = b'{"jsonrpc": "2.0", "method": "notifications/message", "params": {"data": "bye"}}'
+    assert r.stdout.data == b'{"jsonrpc": "2.0", "id": 1, "result": {}}\n' + last
+    records = read_trace(trace)
+    # What the child wrote after stdin EOF was drained and recorded.
+    frames = [x for x in records if isinstance(x, FrameRecord) and x.direction == S2C]
+    assert frames[-1].raw == last
+    (unanswered,) = findings_of(records, "JR-RESP-REQUIRED")
+    assert unanswered.data["id"] == 2 and unanswered.data["method"] == "tools/call"
+    kinds = [x.event for x in records if isinstance(x, EventRecord)]
+    assert kinds[-1] == "session-end"
+    assert kinds.index("exit") < kinds.index("session-end")
+
+
+def test_a_grandchild_holding_the_pipes_does_not_keep_the_relay_alive(tmp_path: Path) -> None:
+    # npx and uv run the real server as a grandchild; a shell's background
+    # job is the same. When the child exits, the relay drains its pipes for
+    # the grace period, then kills the group and exits with the child's status
+    # (the client's stdin is still open: the child's exit alone ends it).
+    trace = tmp_path / "t.jsonl"
+    pidfile = tmp_path / "grandchild.pid"
+    script = f"echo out; sleep 300 & echo $! > {shlex.quote(str(pidfile))}; sleep 0.5; exit 4"
+    try:
+        with relay(["sh", "-c", script], "--trace", str(trace)) as r:
+            assert r.wait() == 4
+        grandchild = int(pidfile.read_text())
+        assert r.stdout.data == b"out\n"
+        wait_until(lambda: process_gone(grandchild), "the grandchild to be gone", 10)
+    finally:
+        if pidfile.exists() and not process_gone(int(pidfile.read_text())):
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)  # the relay failed: clean up
+    records = read_trace(trace)
+    assert events_named(records, "exit")[0].data == {"returncode": 4, "status": 4}
+    assert stream(records, S2C) == b"out\n"
+    assert events_named(records, "session-end")
+
+
+def test_a_child_that_exits_while_stdin_is_a_terminal_does_not_hang_the_relay(
+    tmp_path: Path,
+) -> None:
+    # stdin is a terminal nobody types into: nothing will ever arrive. The
+    # child exits on its own; mcpsniff must follow it instead of waiting for
+    # a key press.
+    trace = tmp_path / "t.jsonl"
+    master, slave = pty.openpty()
+    try:
+        with relay(peer("exit", "5"), "--trace", str(trace), stdin=slave) as r:
+            os.close(slave)
+            slave = -1
+            assert r.wait() == 5
+    finally:
+        os.close(master)
+        if slave >= 0:
+            os.close(slave)
+    assert events_named(read_trace(trace), "session-end")
+
+
+def test_relay_leaves_its_stdio_blocking_mode_as_it_found_it(tmp_path: Path) -> None:
+    # O_NONBLOCK lives in the open file description, which whoever runs after
+    # mcpsniff on the same pipes shares (here the next command of a script).
+    trace = tmp_path / "t.jsonl"
+    report = "import os, sys; sys.stdout.write(repr([os.get_blocking(fd) for fd in (0, 1, 2)]))"
+    relay_command = shlex.join([*MCPSNIFF, "stdio", "--trace", str(trace), "--", *peer("echo")])
+    script = f"{relay_command} 2>&1; {shlex.join([sys.executable, '-c', report])}"
+    proc = subprocess.run(
+        ["sh", "-c", script],
+        input=PING,
+        capture_output=True,
+        env=relay_env(),
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.endswith(b"[True, True, True]"), proc.stdout
+
+
+# --------------------------------------------------------------------------- starting the child
+
+
+@pytest.mark.parametrize("kind", ["not-on-path", "no-such-file", "not-executable"])
+def test_a_command_that_cannot_start_exits_127_with_one_line(tmp_path: Path, kind: str) -> None:
+    trace = tmp_path / "t.jsonl"
+    if kind == "not-on-path":
+        command, reason = "mcpsniff-test-no-such-command", "command not found"
+    elif kind == "no-such-file":
+        command, reason = str(tmp_path / "missing" / "server"), "No such file or directory"
+    else:
+        script = tmp_path / "server.sh"
+        script.write_text("#!/bin/sh\necho hi\n")
+        script.chmod(0o644)
+        command, reason = str(script), "Permission denied"
+    with relay([command, "--flag"], "--trace", str(trace), stdin=subprocess.DEVNULL) as r:
+        assert r.wait() == 127
+    assert r.stdout.data == b""
+    lines = r.stderr_lines()
+    errors = [line for line in lines if "cannot start" in line]
+    assert errors == [f"mcpsniff stdio: cannot start {command}: {reason}"]
+    assert lines == [f"mcpsniff: recording {command} to {trace}", errors[0]]
+    records = read_trace(trace)
+    (failed,) = events_named(records, "spawn-failed")
+    assert failed.data == {"command": [command, "--flag"], "error": reason}
+    assert events_named(records, "session-end")
+    assert not events_named(records, "spawned")
+
+
+def test_command_is_resolved_on_path_and_gets_our_environment(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    alias = bin_dir / "mcpsniff-test-python"
+    alias.symlink_to(sys.executable)
+    env = relay_env(
+        PATH=f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        MCPSNIFF_TEST_VALUE="spaces and ünïcode = fine",
+        LC_ALL="C.UTF-8",  # so no Python locale coercion adds LC_CTYPE anywhere
+    )
+    with relay([alias.name, *peer("env")[1:]], "--trace", str(trace), env=env) as r:
+        assert r.finish() == 0
+    report = json.loads(r.stdout.data)
+    assert report["env"] == env
+    # argv[0] is the name as typed, as a shell passes it.
+    assert report["argv0"] == alias.name
+    (spawned,) = events_named(read_trace(trace), "spawned")
+    assert spawned.data["argv0"] == str(alias)
+
+
+# --------------------------------------------------------------------------- refusing to start
+
+
+@pytest.mark.parametrize("problem", ["missing-folder", "existing-file"])
+def test_unwritable_trace_refuses_to_start_before_spawning(tmp_path: Path, problem: str) -> None:
+    marker = tmp_path / "child-ran"
+    if problem == "missing-folder":
+        trace = tmp_path / "no" / "such" / "folder" / "t.jsonl"
+        expected = f"mcpsniff stdio: cannot write trace {trace}: No such file or directory"
+    else:
+        trace = tmp_path / "t.jsonl"
+        trace.write_bytes(b"precious\n")
+        expected = f"mcpsniff stdio: trace file {trace} already exists; choose another --trace"
+    command = [sys.executable, "-c", f"open({str(marker)!r}, 'w').close()"]
+    with relay(command, "--trace", str(trace), stdin=subprocess.DEVNULL) as r:
+        assert r.wait() == 2
+    assert r.stderr_lines() == [expected]
+    assert r.stdout.data == b""
+    assert not marker.exists(), "the child was started"
+    if problem == "existing-file":
+        assert trace.read_bytes() == b"precious\n"
+    else:
+        assert not trace.parent.exists()
+
+
+def test_trace_write_failure_mid_session_keeps_relaying_and_warns(tmp_path: Path) -> None:
+    # A "disk full" after the header: RLIMIT_FSIZE makes writes past the limit
+    # fail with EFBIG (Python ignores SIGXFSZ). The header is about 250 bytes.
+    trace = tmp_path / "t.jsonl"
+    limit = 1200
+
+    def small_files() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    lines = [
+        b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo","arguments":'
+        b'{"text":"%s"}}}\n' % (i, b"x" * 200)
+        for i in range(200)
+    ]
+    data = b"".join(lines)
+    with relay(peer("echo"), "--trace", str(trace), preexec_fn=small_files) as r:
+        r.send_chunks(lines)
+        assert r.wait() == 0
+    assert r.stdout.data == data
+    warnings = [line for line in r.stderr_lines() if "trace" in line and "warning" in line]
+    assert len(warnings) == 1, r.stderr_lines()
+    assert "cannot write the trace" in warnings[0]
+    assert "relaying continues" in warnings[0]
+    assert 0 < trace.stat().st_size <= limit
+    # What did get written reads back (a torn last line is skipped).
+    with TraceReader(trace) as reader:
+        records = list(reader.records())
+    assert data.startswith(stream(records, C2S))
+
+
+# --------------------------------------------------------------------------- faults
+
+
+def test_sigkill_mid_session_leaves_a_readable_trace_with_everything_recorded(
+    tmp_path: Path,
+) -> None:
+    trace = tmp_path / "t.jsonl"
+    first = [b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % i for i in range(20)]
+    sent = bytearray()
+    with relay(peer("echo"), "--trace", str(trace), "--no-redact") as r:
+        for line in first:
+            r.send(line)
+            sent += line
+        r.wait_stdout(first[-1])
+
+        # The relay is idle now: what it forwarded must reach the trace file
+        # without waiting for more traffic or for the end of the session.
+        def recorded() -> bool:
+            with TraceReader(trace) as reader:
+                got = list(reader.records())
+            return stream(got, C2S) == bytes(sent) and stream(got, S2C) == bytes(sent)
+
+        wait_until(recorded, "the forwarded frames to be in the trace")
+        # Then keep traffic flowing and kill mcpsniff in the middle of it.
+        stop = threading.Event()
+        more: list[bytes] = []
+
+        def flood() -> None:
+            n = 1000
+            try:
+                while not stop.is_set():
+                    line = b'{"jsonrpc":"2.0","id":%d,"method":"ping","params":{"pad":"%s"}}\n' % (
+                        n,
+                        b"p" * (n % 500),
+                    )
+                    r.send(line)
+                    more.append(line)
+                    n += 1
+            except (BrokenPipeError, ValueError):
+                pass
+
+        writer = threading.Thread(target=flood, daemon=True)
+        writer.start()
+        r.stdout.wait_for(lambda d: len(d) > len(sent) + 200_000, "traffic after the first part")
+        r.proc.send_signal(signal.SIGKILL)
+        assert r.wait() == -signal.SIGKILL
+        stop.set()
+        writer.join(TIMEOUT)
+    all_sent = bytes(sent) + b"".join(more)
+    with TraceReader(trace) as reader:
+        records = list(reader.records())  # must not raise
+        torn = reader.torn
+    c2s, s2c = stream(records, C2S), stream(records, S2C)
+    # Nothing recorded that was not sent, nothing skipped in between...
+    assert all_sent.startswith(c2s)
+    assert r.stdout.data.startswith(s2c)
+    # ...and everything recorded before the kill is there.
+    assert c2s.startswith(bytes(sent)) and s2c.startswith(bytes(sent))
+    # Only the last line may be torn; every frame is whole.
+    frames = [x for x in records if isinstance(x, FrameRecord)]
+    assert all(f.raw.endswith(b"\n") for f in frames)
+    if torn is not None:
+        assert torn.line_number == len(trace.read_bytes().split(b"\n"))
+
+
+def test_sigterm_with_a_plain_child_forwards_and_reaps(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    with relay(peer("echo"), "--trace", str(trace)) as r:
+        r.send(PING)
+        r.wait_stdout(PING)
+        (spawned,) = events_named(read_trace(trace), "spawned")
+        child = spawned.data["child_pid"]
+        r.proc.send_signal(signal.SIGTERM)
+        assert r.wait() == 128 + signal.SIGTERM
+    assert process_gone(child)
+    records = read_trace(trace)
+    assert events_named(records, "exit")[0].data["signal"] == "SIGTERM"
+    assert stream(records, C2S) == PING
+
+
+def test_ten_megabytes_of_stderr_while_the_client_is_idle_do_not_deadlock(
+    tmp_path: Path,
+) -> None:
+    trace = tmp_path / "t.jsonl"
+    lines = 100_000  # 100 bytes each: 10 MB
+    with relay(
+        peer("stderr-flood", str(lines)),
+        "--trace",
+        str(trace),
+        read_chunk=8192,
+        stderr_delay=0.0001,
+    ) as r:
+        r.wait_stdout(b"ready\n")
+        assert r.finish() == 0
+    line = b"log line from the child, padded to one hundred bytes ".ljust(99, b".") + b"\n"
+    command = peer()[0]
+    assert r.stderr.data == recording_line(trace, command) + line * lines
+    records = read_trace(trace)
+    stderr_events = events_named(records, "stderr")
+    assert len(stderr_events) == lines
+    assert {e.data["line"] for e in stderr_events} == {line[:-1].decode()}
