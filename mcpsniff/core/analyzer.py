@@ -52,15 +52,19 @@ def replay(inputs: Iterable[FrameRecord | EventRecord]) -> Iterator[Record]:
     after the last input, at the time of the last record seen.
     """
     analyzer = Analyzer()
+    sessions = analyzer.sessions
     last_t = 0.0
     last_seq = 0
     for record in inputs:
-        session = analyzer.session(
-            record.session, record.transport if isinstance(record, FrameRecord) else "stdio"
-        )
-        last_t = max(last_t, record.t)
-        last_seq = max(last_seq, record.seq)
-        if isinstance(record, FrameRecord):
+        is_frame = type(record) is FrameRecord
+        session = sessions.get(record.session)
+        if session is None:
+            session = analyzer.session(record.session, record.transport if is_frame else "stdio")
+        if record.t > last_t:
+            last_t = record.t
+        if record.seq > last_seq:
+            last_seq = record.seq
+        if is_frame:
             yield from session.analyze_frame(record)
         else:
             yield from session.apply_event(record)

@@ -46,12 +46,26 @@ SEVERITIES = ("error", "warning", "info")
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 
 
+class _Unparsed:
+    """Marks a frame whose JSON value is not known (not parsed, or not JSON)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNPARSED"
+
+
+UNPARSED: Any = _Unparsed()
+
+
 @dataclass(slots=True)
 class FrameRecord:
     """One frame exactly as it crossed the wire.
 
     ``raw`` includes the line terminator for stdio frames, so the frames of one
-    direction concatenate back to the byte stream.
+    direction concatenate back to the byte stream. ``value`` is the parsed JSON
+    of ``raw`` once someone has parsed it (the analyzer, or the trace reader),
+    so that it is parsed once only; it is never part of a record's identity.
     """
 
     seq: int
@@ -61,6 +75,7 @@ class FrameRecord:
     transport: str
     raw: bytes
     meta: dict[str, Any] | None = None
+    value: Any = field(default=UNPARSED, compare=False, repr=False)
 
 
 @dataclass(slots=True)

@@ -37,6 +37,7 @@ from mcpsniff.core.model import (
     S2C,
     SENDER,
     UNPARSEABLE,
+    UNPARSED,
     EventRecord,
     FindingRecord,
     FrameRecord,
@@ -217,13 +218,17 @@ class Session:
         state = self.state
         offset = state.stream_offset[frame.direction]
         state.stream_offset[frame.direction] = offset + len(raw)
-        try:
-            value = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            value = _fallback_parse(raw)
-            if value is _INVALID:
-                self._unparseable(frame, offset)
-                return
+        value = frame.value
+        if value is UNPARSED:
+            try:
+                value = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                value = _fallback_parse(raw)
+                if value is _INVALID:
+                    self._unparseable(frame, offset)
+                    return
+            # The trace writer stores a parsed frame as embedded JSON (trace v2).
+            frame.value = value
         if isinstance(value, dict):
             identifier = value.get("id")
             if isinstance(identifier, float) and abs(identifier) >= _EXACT_FLOAT_LIMIT:

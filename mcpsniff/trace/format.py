@@ -25,12 +25,24 @@ from typing import IO, Any
 import orjson
 
 from mcpsniff import __version__
-from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, MessageRecord, Record
+from mcpsniff.core.model import (
+    UNPARSED,
+    EventRecord,
+    FindingRecord,
+    FrameRecord,
+    MessageRecord,
+    Record,
+)
 
 FORMAT_NAME = "mcpsniff-trace"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 #: Versions this reader can load. Bump FORMAT_VERSION only with a reader for the old one.
-READABLE_VERSIONS = frozenset({1})
+#: Version 2 added embedded-JSON frames ("json" + "len" + "eol"); 1 has text/b64 only.
+READABLE_VERSIONS = frozenset({1, 2})
+#: What precedes an embedded frame payload, which ends its line.
+_JSON_MARK = b',"json":'
+_EOLS = {b"": "", b"\n": "\n", b"\r\n": "\r\n"}
+
 
 _TYPE_PREFIX = b'{"type":"'
 _FRAME_PREFIX = b'{"type":"frame"'
@@ -116,27 +128,17 @@ def encode_record(record: Record) -> dict[str, Any]:
     raise TypeError(f"not a trace record: {record!r}")
 
 
-def decode_record(obj: dict[str, Any]) -> Record | dict[str, Any]:
+def decode_record(obj: dict[str, Any], line: bytes | None = None) -> Record | dict[str, Any]:
     """Turn a parsed trace line back into a record (the header stays a dict).
 
-    Raises ``TraceError`` for objects that are not records of this format.
+    ``line`` is the line ``obj`` was parsed from; embedded-JSON frames need it
+    to recover their exact bytes. Raises ``TraceError`` for objects that are
+    not records of this format.
     """
     kind = obj.get("type")
     try:
         if kind == "frame":
-            if "text" in obj:
-                raw = obj["text"].encode("utf-8")
-            else:
-                raw = base64.b64decode(obj["b64"], validate=True)
-            return FrameRecord(
-                seq=obj["seq"],
-                t=obj["t"],
-                session=obj["session"],
-                direction=obj["dir"],
-                transport=obj["transport"],
-                raw=raw,
-                meta=obj.get("meta"),
-            )
+            return _frame_from(obj, line)
         if kind == "message":
             answers = obj.get("answers")
             return MessageRecord(
@@ -181,7 +183,45 @@ def decode_record(obj: dict[str, Any]) -> Record | dict[str, Any]:
 
 def encode_line(record: Record) -> bytes:
     """One complete trace line, newline included."""
+    if isinstance(record, FrameRecord) and record.value is not UNPARSED:
+        line = _embedded_frame(record)
+        if line is not None:
+            return line
     return _dumps(encode_record(record))
+
+
+def _embedded_frame(record: FrameRecord) -> bytes | None:
+    """A frame whose bytes are one line of valid JSON, stored as that JSON itself.
+
+    The payload is copied verbatim after ``"json":`` at the very end of the
+    line, and ``len`` gives its size, so a reader recovers the exact bytes by
+    slicing, and gets the parsed message from the same single parse of the
+    line (trace format 2). Tools such as jq see the message as JSON, too.
+    """
+    raw = record.raw
+    if raw.endswith(b"\r\n"):
+        body, eol = raw[:-2], "\r\n"
+    elif raw.endswith(b"\n"):
+        body, eol = raw[:-1], "\n"
+    else:
+        body, eol = raw, ""
+    # Only a payload that is valid JSON on one line can sit inside a JSONL line.
+    if not body.strip() or b"\n" in body or b"\r" in body:
+        return None
+    obj: dict[str, Any] = {
+        "type": "frame",
+        "seq": record.seq,
+        "t": record.t,
+        "session": record.session,
+        "dir": record.direction,
+        "transport": record.transport,
+    }
+    if record.meta:
+        obj["meta"] = record.meta
+    obj["eol"] = eol
+    obj["len"] = len(body)
+    head = _dumps(obj)
+    return head[:-2] + _JSON_MARK + body + b"}\n"
 
 
 def _dumps(obj: dict[str, Any]) -> bytes:
@@ -418,16 +458,15 @@ class TraceReader:
         self.close()
 
     def _lines(self) -> Iterator[tuple[int, bytes, bool]]:
-        """Yield (line number, line, is_last) for every line after the header."""
+        """Yield (line number, line, is_last) for every line after the header.
+
+        Records are written whole, newline included, so a line without its
+        newline can only be the torn last one.
+        """
         number = 1
-        previous: bytes | None = None
         for line in self._file:
             number += 1
-            if previous is not None:
-                yield number - 1, previous, False
-            previous = line
-        if previous is not None:
-            yield number, previous, True
+            yield number, line, not line.endswith(b"\n")
 
     def _parse(self, number: int, line: bytes, last: bool) -> dict[str, Any] | None:
         try:
@@ -451,7 +490,7 @@ class TraceReader:
             if obj is None:
                 return None
         try:
-            return _frame_from(obj)
+            return _frame_from(obj, line)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise TraceError(
                 f"{self.path}: line {number}: malformed frame record: {exc!r}"
@@ -464,7 +503,7 @@ class TraceReader:
             if obj is None:
                 continue
             try:
-                record = decode_record(obj)
+                record = decode_record(obj, line)
             except TraceError as exc:
                 raise TraceError(f"{self.path}: line {number}: {exc}") from None
             if isinstance(record, dict):
@@ -473,7 +512,10 @@ class TraceReader:
 
     def inputs(self) -> Iterator[FrameRecord | EventRecord]:
         """Only the analyzer's inputs (frames and events), skipping derived records fast."""
-        for number, line, last in self._lines():
+        number = 1
+        for line in self._file:
+            number += 1
+            last = not line.endswith(b"\n")
             if line.startswith(_FRAME_PREFIX):
                 # The hot path of `mcpsniff check`: one parse, one record, no
                 # detour through decode_record. Frame lines carry no ids, so
@@ -493,18 +535,47 @@ class TraceReader:
             if obj is None or obj.get("type") not in ("frame", "event"):
                 continue
             try:
-                record = decode_record(obj)
+                record = decode_record(obj, line)
             except TraceError as exc:
                 raise TraceError(f"{self.path}: line {number}: {exc}") from None
             yield record  # type: ignore[misc]
 
 
-def _frame_from(obj: dict[str, Any]) -> FrameRecord:
-    text = obj.get("text")
-    raw = text.encode("utf-8") if text is not None else base64.b64decode(obj["b64"], validate=True)
+def _frame_from(obj: dict[str, Any], line: bytes | None) -> FrameRecord:
+    """A frame record from its parsed line (and the line, for embedded JSON)."""
+    value = UNPARSED
+    if "json" in obj:
+        raw = _embedded_bytes(obj, line) + _EOL_BYTES[obj["eol"]]
+        value = obj["json"]
+    elif "text" in obj:
+        raw = obj["text"].encode("utf-8")
+    else:
+        raw = base64.b64decode(obj["b64"], validate=True)
     return FrameRecord(
-        obj["seq"], obj["t"], obj["session"], obj["dir"], obj["transport"], raw, obj.get("meta")
+        obj["seq"],
+        obj["t"],
+        obj["session"],
+        obj["dir"],
+        obj["transport"],
+        raw,
+        obj.get("meta"),
+        value,
     )
+
+
+_EOL_BYTES = {text: raw for raw, text in _EOLS.items()}
+
+
+def _embedded_bytes(obj: dict[str, Any], line: bytes | None) -> bytes:
+    """The verbatim payload at the end of an embedded-JSON frame line."""
+    if line is None:
+        raise ValueError("an embedded-JSON frame needs its line")
+    size = obj["len"]
+    end = len(line) - (2 if line.endswith(b"\n") else 1)
+    start = end - size
+    if type(size) is not int or start < 0 or line[start - len(_JSON_MARK) : start] != _JSON_MARK:
+        raise ValueError("the embedded JSON does not end the line where len says")
+    return line[start:end]
 
 
 class TraceTail:
@@ -541,7 +612,7 @@ class TraceTail:
                 continue
             try:
                 obj = _loads(line)
-                record = decode_record(obj)
+                record = decode_record(obj, line)
             except (ValueError, TraceError):
                 continue
             if isinstance(record, dict):

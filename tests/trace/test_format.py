@@ -36,6 +36,7 @@ from mcpsniff.trace.format import (
     TraceWriter,
     encode_line,
     encode_record,
+    header,
 )
 
 # --------------------------------------------------------------------------- helpers
@@ -306,7 +307,7 @@ def test_header_is_line_one(tmp_path: Path) -> None:
     head = orjson.loads(lines[0])
     assert lines[0].startswith(b'{"type":"header"')
     assert head["format"] == FORMAT_NAME == "mcpsniff-trace"
-    assert head["version"] == FORMAT_VERSION == 1
+    assert head["version"] == FORMAT_VERSION == 2
     assert head["tool"].startswith("mcpsniff/")
     assert head["created"] == 1700000000.0
     assert head["meta"] == {"command": ["srv"]}
@@ -443,7 +444,7 @@ def test_directory_is_not_a_trace(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("version", "shown"),
-    [(2, "2"), (0, "0"), ("1", "'1'"), (None, "None"), (1.5, "1.5"), (True, "True"), ([1], "[1]")],
+    [(3, "3"), (0, "0"), ("1", "'1'"), (None, "None"), (1.5, "1.5"), (True, "True"), ([1], "[1]")],
 )
 def test_unsupported_version_is_refused(tmp_path: Path, version: Any, shown: str) -> None:
     path = tmp_path / "t.jsonl"
@@ -452,7 +453,7 @@ def test_unsupported_version_is_refused(tmp_path: Path, version: Any, shown: str
     with pytest.raises(TraceError, match="not supported") as info:
         TraceReader(path)
     assert f"version {shown} is not supported" in str(info.value)
-    assert "reads [1]" in str(info.value)
+    assert "reads [1, 2]" in str(info.value)
 
 
 # --------------------------------------------------------------------------- inputs()
@@ -725,3 +726,74 @@ def test_truncation_anywhere_in_the_last_two_lines_yields_a_prefix(tmp_path: Pat
             got_inputs = list(reader.inputs())
         assert got_inputs == expected_inputs[: len(got_inputs)], offset
         assert got_inputs == [r for r in got if isinstance(r, FrameRecord | EventRecord)]
+
+
+# ------------------------------------------------------------- format 2: embedded JSON
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n',
+        b'  { "jsonrpc" : "2.0", "id": 2, "result": {} }  \r\n',
+        b'[{"jsonrpc":"2.0","method":"a"}]',
+        b'{"jsonrpc":"2.0","id":3,"method":"x","params":{"json":1,"len":9}}\n',
+    ],
+)
+def test_parsed_frames_are_embedded_and_read_back_exactly(tmp_path: Path, raw: bytes) -> None:
+    from mcpsniff.core.session import Session
+
+    session = Session("s", "stdio")
+    (frame, *_) = session.feed_frame("c2s", "stdio", raw, 1.0)
+    line = encode_line(frame)
+    assert b',"json":' in line and line.endswith(b"}\n")
+    assert raw.rstrip(b"\r\n") in line  # the payload is stored verbatim
+    path = tmp_path / "t.jsonl"
+    writer = TraceWriter.create(path)
+    writer.write(frame)
+    writer.close()
+    with TraceReader(path) as reader:
+        (back,) = list(reader.inputs())
+    assert back.raw == raw
+    assert back.value == orjson.loads(raw)
+    with TraceReader(path) as reader:
+        assert [r.raw for r in reader.records()] == [raw]
+
+
+def test_multi_line_bodies_and_non_json_stay_text(tmp_path: Path) -> None:
+    from mcpsniff.core.session import Session
+
+    session = Session("s", "http")
+    pretty = session.feed_frame("s2c", "http", b'{\n "jsonrpc": "2.0",\n "id": 1\n}', 1.0)[0]
+    garbage = session.feed_frame("s2c", "http", b"Loading model...", 1.0)[0]
+    assert b'"text":' in encode_line(pretty) and b'"json":' not in encode_line(pretty)
+    assert b'"text":' in encode_line(garbage)
+
+
+def test_a_version_1_trace_still_reads(tmp_path: Path) -> None:
+    path = tmp_path / "v1.jsonl"
+    head = {"type": "header", "format": FORMAT_NAME, "version": 1}
+    frame = {
+        "type": "frame",
+        "seq": 1,
+        "t": 1.0,
+        "session": "s",
+        "dir": "c2s",
+        "transport": "stdio",
+        "text": '{"jsonrpc":"2.0","method":"a"}\n',
+    }
+    path.write_bytes(orjson.dumps(head) + b"\n" + orjson.dumps(frame) + b"\n")
+    with TraceReader(path) as reader:
+        (back,) = list(reader.inputs())
+    assert back.raw == b'{"jsonrpc":"2.0","method":"a"}\n'
+
+
+def test_an_embedded_frame_with_a_wrong_len_is_an_error(tmp_path: Path) -> None:
+    from mcpsniff.core.session import Session
+
+    frame = Session("s").feed_frame("c2s", "stdio", b'{"jsonrpc":"2.0","method":"a"}\n', 1.0)[0]
+    line = encode_line(frame).replace(b'"len":30', b'"len":31')
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(orjson.dumps(header()) + b"\n" + line + encode_line(frame))
+    with TraceReader(path) as reader, pytest.raises(TraceError, match="line 2"):
+        list(reader.inputs())

@@ -82,6 +82,15 @@ def check_message(session: Session, msg: Msg) -> None:
     obj = msg.obj
     seqs = [msg.seq]
     sender = SENDER[msg.direction]
+    kind = msg.kind
+    if (
+        kind == RESPONSE
+        and obj.get("jsonrpc") == "2.0"
+        and len(obj) == 3
+        and type(obj.get("result")) is dict
+        and "id" in obj
+    ):
+        return  # the common well-formed result: nothing below can fire
     if obj.get("jsonrpc") != "2.0":
         session.report(
             "JR-VERSION",
@@ -93,7 +102,6 @@ def check_message(session: Session, msg: Msg) -> None:
         )
     if len(obj) > 3 or not obj.keys() <= _MEMBERS:
         _member_case(session, msg)
-    kind = msg.kind
     if "method" in obj:
         method = obj["method"]
         if not isinstance(method, str):
