@@ -369,11 +369,9 @@ class Session:
 
     def _message(self, obj: Any, frame: FrameRecord, index: int | None) -> Msg:
         direction = frame.direction
-        record = MessageRecord(frame.seq, self.key, direction, INVALID, index=index)
-        if index is None:
-            record.size = len(frame.raw)
+        record = MessageRecord(frame.seq, self.key, direction, INVALID, index)
         msg = Msg(obj, INVALID, direction, frame, index, record)
-        self.emit(record)
+        self._out.append(record)
         if not isinstance(obj, dict):
             self.state.bad_frames[direction].append(frame.seq)
             self.report(
