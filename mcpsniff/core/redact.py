@@ -14,6 +14,7 @@ frame keeps its shape, its line terminator and its other bytes exactly.
 
 from __future__ import annotations
 
+import functools
 import re
 
 MARK = "[REDACTED]"
@@ -61,6 +62,7 @@ _MEMBER = re.compile(rb'"((?:[^"\\]|\\.){1,64})"(\s*:\s*)"((?:[^"\\]|\\.)*)"')
 _SCHEME = re.compile(rb"(?i)\b(bearer|basic)( +)([A-Za-z0-9._~+/=-]{8,})")
 
 
+@functools.lru_cache(maxsize=4096)
 def is_secret_name(name: str) -> bool:
     """Whether a JSON member or header called ``name`` holds a credential."""
     key = name.lower().replace("_", "").replace("-", "")
