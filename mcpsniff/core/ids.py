@@ -28,6 +28,11 @@ STRING_ID_WINDOW = 8192
 
 def id_key(value: Any) -> IdKey:
     """The identity of a JSON-RPC id: its JSON type and its value."""
+    kind = type(value)
+    if kind is int:  # the common case first: this runs for every message
+        return ("n", value)
+    if kind is str:
+        return ("s", value)
     if isinstance(value, str):
         return ("s", value)
     if isinstance(value, bool):

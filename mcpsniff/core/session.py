@@ -229,9 +229,9 @@ class Session:
                     return
             # The trace writer stores a parsed frame as embedded JSON (trace v2).
             frame.value = value
-        if isinstance(value, dict):
+        if type(value) is dict:
             identifier = value.get("id")
-            if isinstance(identifier, float) and abs(identifier) >= _EXACT_FLOAT_LIMIT:
+            if type(identifier) is float and abs(identifier) >= _EXACT_FLOAT_LIMIT:
                 # orjson turns integers beyond 64 bits into floats; ids compare
                 # exactly (JSON-RPC §5), so parse such a frame exactly.
                 exact = _fallback_parse(raw)

@@ -490,6 +490,25 @@ class TraceReader:
             if obj is None:
                 return None
         try:
+            if "json" in obj:
+                # Inline the embedded-JSON case of _frame_from: this is the
+                # hot path of `mcpsniff check`.
+                size = obj["len"]
+                end = len(line) - 1 if last else len(line) - 2
+                start = end - size
+                if type(size) is not int or line[start - 8 : start] != _JSON_MARK:
+                    raise ValueError("the embedded JSON does not end the line where len says")
+                raw = line[start:end] + _EOL_BYTES[obj["eol"]]
+                return FrameRecord(
+                    obj["seq"],
+                    obj["t"],
+                    obj["session"],
+                    obj["dir"],
+                    obj["transport"],
+                    raw,
+                    obj.get("meta"),
+                    obj["json"],
+                )
             return _frame_from(obj, line)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise TraceError(

@@ -168,6 +168,8 @@ def check_message(session: Session, msg: Msg) -> None:
 
 def _check_request_id(session: Session, msg: Msg) -> None:
     value = msg.id
+    if type(value) is int or type(value) is str:
+        return  # the common, valid case
     seqs = [msg.seq]
     sender = SENDER[msg.direction]
     if value is None:
