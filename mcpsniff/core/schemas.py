@@ -22,9 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import jsonschema
 import orjson
-from jsonschema import validators
 
 #: Keywords fastjsonschema (draft 4/6/7) does not implement; jsonschema handles them.
 _MODERN_KEYWORDS = frozenset(
@@ -68,7 +66,9 @@ class CompiledSchema:
         try:
             if self.reference.is_valid(instance):
                 return None
-            error = jsonschema.exceptions.best_match(self.reference.iter_errors(instance))
+            from jsonschema.exceptions import best_match
+
+            error = best_match(self.reference.iter_errors(instance))
         except Exception:  # an unresolvable $ref, a hostile pattern: no verdict
             return None
         if error is None:
@@ -100,6 +100,11 @@ def compile_schema(schema: Any) -> CompiledSchema:
 
 
 def _compile(schema: dict[str, Any], size: int) -> CompiledSchema:
+    # Imported on first use: jsonschema takes a third of mcpsniff's start-up
+    # time, and most sessions (and every `mcpsniff stdio` start) need it late.
+    import jsonschema
+    from jsonschema import validators
+
     # 2025-11-25 made JSON Schema 2020-12 the default dialect when $schema is
     # absent (basic/index.mdx § JSON Schema Usage); earlier versions named
     # none, and 2020-12 accepts the draft-07 schemas SDKs emit.
