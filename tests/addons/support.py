@@ -248,19 +248,6 @@ def sdk_client(url: str, transport: str, env: dict[str, str] | None = None) -> s
     )
 
 
-def client_result(proc: subprocess.Popen[bytes], label: str) -> dict[str, Any]:
-    """The SDK client's JSON output; fails unless it ran its whole plan."""
-    try:
-        out, err = proc.communicate(timeout=RUN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        pytest.fail(f"{label}: the SDK client timed out\n{err.decode(errors='replace')}")
-    assert proc.returncode == 0, f"{label}: client exited {proc.returncode}\n{err.decode()}"
-    result: dict[str, Any] = json.loads(out)
-    return result
-
-
 #: How long the legacy client waits for each event before calling it a hang.
 SSE_PATIENCE = 3.0
 

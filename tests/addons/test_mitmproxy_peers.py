@@ -27,6 +27,8 @@ import aiohttp
 import pytest
 from mitmproxy import io as mitmio
 
+from tests.e2e.sdk_peers import client_result
+
 from .support import (
     EVERYTHING_JS,
     HERE_PEERS,
@@ -37,7 +39,6 @@ from .support import (
     Relay,
     Trace,
     assert_check_agrees,
-    client_result,
     free_port,
     legacy_session,
     proxy_env,

@@ -42,6 +42,7 @@ import pytest
 from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, MessageRecord, Record
 from mcpsniff.render import finding_json
 from mcpsniff.trace.format import TraceReader
+from tests.e2e.sdk_peers import client_result
 
 REPO = Path(__file__).resolve().parents[2]
 PEERS = REPO / ".peers"
@@ -446,17 +447,6 @@ def _client(url: str, transport: str) -> subprocess.Popen[bytes]:
     )
 
 
-def _result(proc: subprocess.Popen[bytes], label: str) -> dict[str, Any]:
-    try:
-        out, err = proc.communicate(timeout=RUN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        pytest.fail(f"{label}: the SDK client timed out\n{err.decode(errors='replace')}")
-    assert proc.returncode == 0, f"{label}: client exited {proc.returncode}\n{err.decode()}"
-    return json.loads(out)
-
-
 @pytest.fixture(scope="module", params=CASES, ids=[c.id for c in CASES])
 def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Run:
     case: Case = request.param
@@ -472,8 +462,8 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
             clients = [_client(server.url(case.path), case.transport)]
             clients.append(_client(relay.url, case.transport))
             try:
-                direct = _result(clients[0], "direct")
-                relayed = _result(clients[1], "through mcpsniff")
+                direct = client_result(clients[0], "direct")
+                relayed = client_result(clients[1], "through mcpsniff")
             finally:
                 for client in clients:
                     stop_process(client, signal.SIGKILL)

@@ -26,6 +26,7 @@ import pytest
 from mcpsniff.core.model import FindingRecord, FrameRecord, MessageRecord, Record
 from mcpsniff.render import finding_json
 from mcpsniff.trace.format import TraceReader
+from tests.e2e.sdk_peers import client_result
 
 REPO = Path(__file__).resolve().parents[2]
 PEERS = REPO / ".peers"
@@ -147,17 +148,6 @@ def _client(server_command: list[str]) -> subprocess.Popen[bytes]:
     )
 
 
-def _result(proc: subprocess.Popen[bytes], label: str) -> dict[str, Any]:
-    try:
-        out, err = proc.communicate(timeout=RUN_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        out, err = proc.communicate()
-        pytest.fail(f"{label}: the SDK client timed out\n{err.decode(errors='replace')}")
-    assert proc.returncode == 0, f"{label}: client exited {proc.returncode}\n{err.decode()}"
-    return json.loads(out)
-
-
 @pytest.fixture(scope="module", params=CASES, ids=[c.id for c in CASES])
 def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Run:
     case: Case = request.param
@@ -169,8 +159,8 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     # Both runs at once: they share nothing, and it halves the wall time.
     direct_proc = _client(case.command)
     relayed_proc = _client([*relay, *case.command])
-    direct = _result(direct_proc, "direct")
-    relayed = _result(relayed_proc, "through mcpsniff")
+    direct = client_result(direct_proc, "direct")
+    relayed = client_result(relayed_proc, "through mcpsniff")
     with TraceReader(trace) as reader:
         records = list(reader.records())
         assert reader.torn is None
