@@ -254,23 +254,32 @@ class McpSniff:
         exchange = self.exchanges.get(flow.id)
         if exchange is None or flow.response is None:
             return
+        status = flow.response.status_code
+        headers = list(flow.response.headers.items(multi=True))
         try:
-            exchange.response(
-                flow.response.status_code, list(flow.response.headers.items(multi=True))
-            )
-            if exchange.is_sse:
+            content_type = flow.response.headers.get("content-type", "")
+            if content_type.split(";")[0].strip().lower() == "text/event-stream":
                 # mitmproxy buffers bodies by default, which would hang an event
-                # stream: stream it, and see each chunk after it is passed on.
-                flow.response.stream = self._tee(exchange)
+                # stream: stream it. The head is recorded (which analyzes the
+                # request) after this hook has let it go on, like every chunk.
+                flow.response.stream = self._tee(
+                    exchange, lambda: exchange.response(status, headers)
+                )
+            else:
+                # The body is buffered until the response hook anyway: nothing waits.
+                exchange.response(status, headers)
         except Exception as exc:
             log.error(f"mcpsniff: {flow.request.pretty_url}: {exc!r}")
 
-    def _tee(self, exchange: ExchangeRecorder) -> Any:
+    def _tee(self, exchange: ExchangeRecorder, head: Any) -> Any:
         loop = asyncio.get_running_loop()
         pending: list[bytes] = []
+        heads = [head]
 
         def observe() -> None:
             try:
+                while heads:
+                    heads.pop()()
                 while pending:
                     exchange.body_chunk(pending.pop(0))
             except Exception as exc:
@@ -288,6 +297,7 @@ class McpSniff:
         # Fixed: response() drains what is still pending (its chunks are out by then)
         # so that the exchange is finished, and its findings attached, in that hook.
         self.drains[exchange.number] = observe
+        loop.call_soon(observe)
         return tee
 
     def response(self, flow: http.HTTPFlow) -> None:

@@ -34,7 +34,7 @@ from multidict import CIMultiDict
 from yarl import URL
 
 from mcpsniff.core.model import Record
-from mcpsniff.relay.exchange import ExchangeRecorder, HttpObserver
+from mcpsniff.relay.exchange import ExchangeRecorder, HttpObserver, end_to_end
 from mcpsniff.relay.recorder import Recorder
 from mcpsniff.trace.format import TraceWriter
 
@@ -237,7 +237,8 @@ class HttpRelay:
         exchange: ExchangeRecorder,
         upstream: aiohttp.ClientResponse,
     ) -> web.StreamResponse:
-        forwarded = exchange.response(upstream.status, list(upstream.headers.items()))
+        head = list(upstream.headers.items())
+        forwarded = end_to_end(head)
         response = RelayedResponse(
             status=upstream.status,
             reason=upstream.reason,
@@ -248,7 +249,12 @@ class HttpRelay:
         outcome = "complete"
         whole = True
         try:
-            await response.prepare(request)
+            try:
+                await response.prepare(request)
+            finally:
+                # Forward first, observe second: recording the head analyzes the
+                # request too, so it waits until the head is on its way.
+                exchange.response(upstream.status, head)
             await self._relay_body(response, exchange, upstream)
             await response.write_eof()
         except (ConnectionResetError, aiohttp.ClientConnectionResetError):
