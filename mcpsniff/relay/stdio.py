@@ -139,6 +139,12 @@ class Observer:
         self.items.append(_Observation("eof", direction, t))
         self.wakeup.set()
 
+    def stderr(self, chunk: bytes, t: float) -> None:
+        """Queue a copy of the child's stderr (b"" at its end) to be split into lines later."""
+        self.items.append(_Observation("stderr", "", t, chunk))
+        self.queued_bytes += len(chunk)
+        self.wakeup.set()
+
     def event(self, name: str, t: float, data: dict[str, Any]) -> None:
         """Queue a transport event."""
         self.items.append(_Observation("event", name, t, event=data))
@@ -359,6 +365,8 @@ class StdioRelay:
         self.observer: Observer | None = None
         self.proc: asyncio.subprocess.Process | None = None
         self._signals: list[int] = []
+        #: The child's last stderr line, until its newline arrives.
+        self._stderr_partial = b""
         self._first_signal_at: float | None = None
         self._child_transport: asyncio.SubprocessTransport | None = None
         self._child_exited: asyncio.Future[None] | None = None
@@ -534,24 +542,37 @@ class StdioRelay:
     async def _pump_stderr(self, source: asyncio.StreamReader, sink: _Output) -> None:
         assert self.observer is not None
         observer = self.observer
-        partial = b""
         while True:
             chunk = await source.read(CHUNK)
             if not chunk:
                 break
             await sink.write(chunk)
-            lines = (partial + chunk).split(b"\n")
-            partial = lines.pop()
-            while len(partial) > STDERR_EVENT_LIMIT:
-                lines.append(partial[:STDERR_EVENT_LIMIT])
-                partial = partial[STDERR_EVENT_LIMIT:]
-            now = time.time()
-            for line in lines:
-                for start in range(0, max(len(line), 1), STDERR_EVENT_LIMIT):
-                    piece = line[start : start + STDERR_EVENT_LIMIT]
-                    observer.event("stderr", now, {"line": self._stderr_text(piece)})
-        if partial:
-            observer.event("stderr", time.time(), {"line": self._stderr_text(partial)})
+            # Splitting into lines and redacting is the analysis task's job.
+            observer.stderr(chunk, time.time())
+        observer.stderr(b"", time.time())
+
+    def _stderr_lines(self, chunk: bytes, t: float) -> None:
+        """Record the child's stderr as one event per line (at the analysis task's pace).
+
+        ``chunk`` is b"" when stderr ended: the unterminated rest is recorded then.
+        """
+        recorder = self.recorder
+        if not chunk:
+            if self._stderr_partial:
+                line = self._stderr_text(self._stderr_partial)
+                recorder.event(SESSION, "stderr", t, {"line": line})
+                self._stderr_partial = b""
+            return
+        lines = (self._stderr_partial + chunk).split(b"\n")
+        partial = lines.pop()
+        while len(partial) > STDERR_EVENT_LIMIT:
+            lines.append(partial[:STDERR_EVENT_LIMIT])
+            partial = partial[STDERR_EVENT_LIMIT:]
+        self._stderr_partial = partial
+        for line in lines:
+            for start in range(0, max(len(line), 1), STDERR_EVENT_LIMIT):
+                piece = line[start : start + STDERR_EVENT_LIMIT]
+                recorder.event(SESSION, "stderr", t, {"line": self._stderr_text(piece)})
 
     def _stderr_text(self, line: bytes) -> str:
         """A stderr line as recorded: redacted like frames, unless --no-redact."""
@@ -604,6 +625,9 @@ class StdioRelay:
                     skip_to_newline[item.direction] = True
                 elif item.kind == "eof":
                     recorder.eof(SESSION, item.direction, item.t)
+                elif item.kind == "stderr":
+                    observer.queued_bytes -= len(item.data)
+                    self._stderr_lines(item.data, item.t)
                 elif item.direction == "session-end":
                     recorder.close(item.t)
                 else:
