@@ -21,25 +21,21 @@ import stat
 import sys
 import threading
 import time
-from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from mcpsniff.core.model import C2S, S2C, Record
-from mcpsniff.core.redact import redact_frame
-from mcpsniff.relay.recorder import Recorder
+from mcpsniff.relay.observer_pipe import AnalysisProcess, ObservationSender
+from mcpsniff.relay.stdio_analysis import StdioAnalysis
 from mcpsniff.trace.format import TraceWriter
 
 CHUNK = 1 << 16
 #: How far (in bytes) the analyzer may fall behind before the relay stops
 #: queueing copies for it. Forwarding never waits for the analyzer.
 DEFAULT_BACKLOG_LIMIT = 256 << 20
-#: Longest stderr line recorded as one event; longer lines are split.
-STDERR_EVENT_LIMIT = 8192
 EXIT_NOT_STARTED = 127
-SESSION = "stdio"
 
 
 @dataclass
@@ -89,66 +85,6 @@ def open_trace(options: StdioOptions) -> TraceWriter:
         raise StartError(f"trace file {path} already exists; choose another --trace") from None
     except OSError as exc:
         raise StartError(f"cannot write trace {path}: {exc.strerror or exc}") from None
-
-
-# --------------------------------------------------------------------------- observation queue
-
-
-@dataclass
-class _Observation:
-    kind: str  # "data", "eof", "event"
-    direction: str
-    t: float
-    data: bytes = b""
-    event: dict[str, Any] | None = None
-
-
-@dataclass
-class Observer:
-    """The queue between the forwarding tasks and the analysis task."""
-
-    limit: int
-    items: deque[_Observation] = field(default_factory=deque)
-    queued_bytes: int = 0
-    lost: dict[str, int] = field(default_factory=lambda: {C2S: 0, S2C: 0})
-    wakeup: asyncio.Event = field(default_factory=asyncio.Event)
-
-    def data(self, direction: str, chunk: bytes, t: float) -> None:
-        """Queue a copy of forwarded bytes, unless the backlog is full."""
-        if self.queued_bytes + len(chunk) > self.limit or self.lost[direction]:
-            # Once bytes are lost in a direction, stay lost until the analyzer
-            # catches up: it resynchronises on the next complete line.
-            if self.queued_bytes + len(chunk) > self.limit:
-                self.lost[direction] += len(chunk)
-                return
-            self.items.append(
-                _Observation("gap", direction, t, event={"lost": self.lost[direction]})
-            )
-            self.lost[direction] = 0
-        self.items.append(_Observation("data", direction, t, chunk))
-        self.queued_bytes += len(chunk)
-        self.wakeup.set()
-
-    def eof(self, direction: str, t: float) -> None:
-        """The stream in ``direction`` ended."""
-        if self.lost[direction]:
-            self.items.append(
-                _Observation("gap", direction, t, event={"lost": self.lost[direction]})
-            )
-            self.lost[direction] = 0
-        self.items.append(_Observation("eof", direction, t))
-        self.wakeup.set()
-
-    def stderr(self, chunk: bytes, t: float) -> None:
-        """Queue a copy of the child's stderr (b"" at its end) to be split into lines later."""
-        self.items.append(_Observation("stderr", "", t, chunk))
-        self.queued_bytes += len(chunk)
-        self.wakeup.set()
-
-    def event(self, name: str, t: float, data: dict[str, Any]) -> None:
-        """Queue a transport event."""
-        self.items.append(_Observation("event", name, t, event=data))
-        self.wakeup.set()
 
 
 # --------------------------------------------------------------------------- byte endpoints
@@ -348,34 +284,24 @@ class StdioRelay:
     def __init__(
         self,
         options: StdioOptions,
-        writer: TraceWriter,
-        show: Callable[[Record], None] | None = None,
+        analysis: AnalysisProcess,
         warn: Callable[[str], None] | None = None,
-        show_flush: Callable[[], None] | None = None,
     ) -> None:
         self.options = options
-        self.writer = writer
-        # The analysis task flushes whenever its queue runs dry instead.
-        self.recorder = Recorder(writer, "stdio", redact=options.redact, autoflush=False)
-        if show is not None:
-            self.recorder.listeners.append(show)
-        if show_flush is not None:
-            self.recorder.batch_listeners.append(show_flush)
+        #: The forked analysis process (it owns the trace) and the pipe to it.
+        self.analysis = analysis
+        self.observer: ObservationSender = analysis.sender
         self.warn = warn or (lambda text: None)
-        self.observer: Observer | None = None
         self.proc: asyncio.subprocess.Process | None = None
         self._signals: list[int] = []
-        #: The child's last stderr line, until its newline arrives.
-        self._stderr_partial = b""
         self._first_signal_at: float | None = None
         self._child_transport: asyncio.SubprocessTransport | None = None
         self._child_exited: asyncio.Future[None] | None = None
-        self._trace_warned = False
 
     async def run(self) -> int:
         """Relay until the child exits; return the exit status to pass on."""
-        self.observer = observer = Observer(self.options.backlog_limit)
-        analysis = asyncio.create_task(self._analyze())
+        observer = self.observer
+        observer.attach(asyncio.get_running_loop())
         observer.event(
             "session-start",
             time.time(),
@@ -416,7 +342,7 @@ class StdioRelay:
             self.warn(f"mcpsniff stdio: cannot start {argv[0]}: {reason}")
             observer.event("spawn-failed", time.time(), {"command": argv, "error": reason})
             observer.event("session-end", time.time(), {"exit": EXIT_NOT_STARTED})
-            await self._finish(analysis)
+            await self._finish()
             return EXIT_NOT_STARTED
         observer.event("spawned", time.time(), {"child_pid": self.proc.pid, "argv0": resolved})
         self._install_signals()
@@ -440,7 +366,7 @@ class StdioRelay:
         if stderr.writer is not None:
             sys.stderr = stderr.text_stream(saved_stderr)
         try:
-            return await self._relay(stdin, stdout, stderr, analysis)
+            return await self._relay(stdin, stdout, stderr)
         finally:
             if sys.stderr is not saved_stderr:
                 with contextlib.suppress(Exception):
@@ -451,11 +377,9 @@ class StdioRelay:
             await stderr.close(self.options.grace)
             _restore_blocking(blocking)
 
-    async def _relay(
-        self, stdin: _Input, stdout: _Output, stderr: _Output, analysis: asyncio.Task[None]
-    ) -> int:
+    async def _relay(self, stdin: _Input, stdout: _Output, stderr: _Output) -> int:
         """Pump until the child exits and its pipes are drained; return its status."""
-        assert self.proc is not None and self.observer is not None
+        assert self.proc is not None
         observer = self.observer
         proc = self.proc
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
@@ -494,22 +418,23 @@ class StdioRelay:
             exit_data["forwarded_signals"] = [signal.Signals(s).name for s in self._signals]
         observer.event("exit", exited_at, exit_data)
         observer.event("session-end", time.time(), {"status": status})
-        await self._finish(analysis)
+        await self._finish()
         return status
 
-    async def _finish(self, analysis: asyncio.Task[None]) -> None:
-        assert self.observer is not None
-        self.observer.items.append(_Observation("stop", "", time.time()))
-        self.observer.wakeup.set()
-        await analysis
-        self.writer.close()
-        if self.writer.failed is not None and not self._trace_warned:
-            self.warn(f"mcpsniff stdio: warning: the trace is incomplete: {self.writer.failed}")
+    async def _finish(self) -> None:
+        """Hand the analysis process its last observations and wait until the trace is done.
+
+        mcpsniff exits only after the trace is complete, so whoever ran it
+        (a test, a script running ``mcpsniff check`` next) can read it at once.
+        The analysis process reports its own warnings (trace incomplete).
+        """
+        await self.observer.close()
+        await self.analysis.wait()
 
     # ------------------------------------------------------------------ pumps
 
     async def _pump_stdin(self, source: _Input, proc: asyncio.subprocess.Process) -> None:
-        assert proc.stdin is not None and self.observer is not None
+        assert proc.stdin is not None
         sink = proc.stdin
         observer = self.observer
         while True:
@@ -529,7 +454,6 @@ class StdioRelay:
             sink.close()
 
     async def _pump_out(self, source: asyncio.StreamReader, sink: _Output, direction: str) -> None:
-        assert self.observer is not None
         observer = self.observer
         while True:
             chunk = await source.read(CHUNK)
@@ -540,7 +464,6 @@ class StdioRelay:
         observer.eof(direction, time.time())
 
     async def _pump_stderr(self, source: asyncio.StreamReader, sink: _Output) -> None:
-        assert self.observer is not None
         observer = self.observer
         while True:
             chunk = await source.read(CHUNK)
@@ -550,101 +473,6 @@ class StdioRelay:
             # Splitting into lines and redacting is the analysis task's job.
             observer.stderr(chunk, time.time())
         observer.stderr(b"", time.time())
-
-    def _stderr_lines(self, chunk: bytes, t: float) -> None:
-        """Record the child's stderr as one event per line (at the analysis task's pace).
-
-        ``chunk`` is b"" when stderr ended: the unterminated rest is recorded then.
-        """
-        recorder = self.recorder
-        if not chunk:
-            if self._stderr_partial:
-                line = self._stderr_text(self._stderr_partial)
-                recorder.event(SESSION, "stderr", t, {"line": line})
-                self._stderr_partial = b""
-            return
-        lines = (self._stderr_partial + chunk).split(b"\n")
-        partial = lines.pop()
-        while len(partial) > STDERR_EVENT_LIMIT:
-            lines.append(partial[:STDERR_EVENT_LIMIT])
-            partial = partial[STDERR_EVENT_LIMIT:]
-        self._stderr_partial = partial
-        for line in lines:
-            for start in range(0, max(len(line), 1), STDERR_EVENT_LIMIT):
-                piece = line[start : start + STDERR_EVENT_LIMIT]
-                recorder.event(SESSION, "stderr", t, {"line": self._stderr_text(piece)})
-
-    def _stderr_text(self, line: bytes) -> str:
-        """A stderr line as recorded: redacted like frames, unless --no-redact."""
-        # Fix: stderr lines went into the trace verbatim, so a server that logs
-        # its requests (a common debug habit) put every api_key, password and
-        # Bearer token in the trace despite redaction. The bytes passed on to
-        # our stderr are not touched.
-        if self.options.redact:
-            line, _ = redact_frame(line)
-        return line.decode("utf-8", "replace")
-
-    # ------------------------------------------------------------------ analysis
-
-    async def _analyze(self) -> None:
-        assert self.observer is not None
-        observer = self.observer
-        recorder = self.recorder
-        skip_to_newline = {C2S: False, S2C: False}
-        while True:
-            if not observer.items:
-                observer.wakeup.clear()
-                await observer.wakeup.wait()
-                continue
-            item = observer.items.popleft()
-            if item.kind == "stop":
-                break
-            try:
-                if item.kind == "data":
-                    observer.queued_bytes -= len(item.data)
-                    data = item.data
-                    if skip_to_newline[item.direction]:
-                        cut = data.find(b"\n")
-                        if cut < 0:
-                            continue
-                        data = data[cut + 1 :]
-                        skip_to_newline[item.direction] = False
-                    recorder.feed(SESSION, item.direction, data, item.t)
-                elif item.kind == "gap":
-                    # Bytes were forwarded but not recorded: say so, drop the
-                    # partial line and resynchronise at the next newline.
-                    session = recorder.analyzer.session(SESSION, "stdio")
-                    dropped = session._framers[item.direction].flush()
-                    lost = (item.event or {}).get("lost", 0) + (len(dropped) if dropped else 0)
-                    recorder.event(
-                        SESSION,
-                        "capture-gap",
-                        item.t,
-                        {"direction": item.direction, "lost_bytes": lost},
-                    )
-                    skip_to_newline[item.direction] = True
-                elif item.kind == "eof":
-                    recorder.eof(SESSION, item.direction, item.t)
-                elif item.kind == "stderr":
-                    observer.queued_bytes -= len(item.data)
-                    self._stderr_lines(item.data, item.t)
-                elif item.direction == "session-end":
-                    recorder.close(item.t)
-                else:
-                    recorder.event(SESSION, item.direction, item.t, item.event)
-            except Exception as exc:
-                self.warn(f"mcpsniff stdio: internal error while recording: {exc!r}")
-            if self.writer.failed is not None and not self._trace_warned:
-                self._trace_warned = True
-                self.warn(
-                    f"mcpsniff stdio: warning: cannot write the trace ({self.writer.failed}); "
-                    "relaying continues without recording"
-                )
-            if not observer.items:
-                self.writer.flush()
-            # Let the forwarding tasks run between items.
-            await asyncio.sleep(0)
-        self.writer.flush()
 
     # ------------------------------------------------------------------ signals
 
@@ -657,8 +485,7 @@ class StdioRelay:
         self._signals.append(sig)
         if self._first_signal_at is None:
             self._first_signal_at = time.monotonic()
-        if self.observer is not None:
-            self.observer.event("signal", time.time(), {"signal": signal.Signals(sig).name})
+        self.observer.event("signal", time.time(), {"signal": signal.Signals(sig).name})
         self._kill_group(sig)
         loop = asyncio.get_running_loop()
         loop.call_later(self.options.grace, self._kill_group, signal.SIGKILL)
@@ -721,8 +548,23 @@ def run_stdio(
     warn: Callable[[str], None] | None = None,
     show_flush: Callable[[], None] | None = None,
 ) -> int:
-    """Run the relay to completion and return the exit status to pass on."""
-    relay = StdioRelay(options, writer, show, warn, show_flush)
+    """Run the relay to completion and return the exit status to pass on.
+
+    The analysis process is forked first, before the event loop or any
+    thread exists; it takes over ``writer`` (this process never writes to
+    the trace again), and the relay then spawns the server and forwards.
+    """
+    recording = StdioAnalysis(
+        writer, redact=options.redact, show=show, show_flush=show_flush, warn=warn
+    )
+    try:
+        analysis = AnalysisProcess.start(recording.run, options.backlog_limit)
+    except OSError as exc:
+        raise StartError(f"cannot start the analysis process: {exc.strerror or exc}") from None
+    # The trace belongs to the analysis process now. This process never
+    # writes to ``writer`` again; its buffer is empty (the header was
+    # flushed), so even its finalizer writes nothing.
+    relay = StdioRelay(options, analysis, warn)
     return asyncio.run(relay.run())
 
 
