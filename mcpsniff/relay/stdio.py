@@ -111,6 +111,7 @@ class _Output:
             self.was_blocking = os.get_blocking(self.fd)
             pipe = os.fdopen(os.dup(self.fd), "wb", buffering=0)
             transport, protocol = await loop.connect_write_pipe(_WriteProtocol, pipe)
+            _write_through(transport)
             self.protocol = protocol
             self.writer = asyncio.StreamWriter(transport, protocol, None, loop)
 
@@ -436,6 +437,7 @@ class StdioRelay:
     async def _pump_stdin(self, source: _Input, proc: asyncio.subprocess.Process) -> None:
         assert proc.stdin is not None
         sink = proc.stdin
+        _write_through(sink.transport)
         observer = self.observer
         while True:
             chunk = await source.read()
@@ -521,6 +523,17 @@ class StdioRelay:
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, sig)
+
+
+def _write_through(transport: asyncio.WriteTransport) -> None:
+    """Make ``drain()`` wait until the pipe has taken every byte, not just most of them.
+
+    A chunk is handed to the analysis process only after ``drain()``; with
+    asyncio's default high-water mark up to 64 KiB could still sit in the
+    transport's buffer then, and if mcpsniff were killed at that moment the
+    trace would record bytes the peer never received.
+    """
+    transport.set_write_buffer_limits(high=0, low=0)
 
 
 def _blocking_modes() -> dict[int, bool]:

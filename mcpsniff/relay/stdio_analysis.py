@@ -80,15 +80,29 @@ class StdioAnalysis:
             if stopped:
                 break
         if not stopped:
-            # EOF without STOP: the relay died (SIGKILL, say). Finish the trace
-            # so it still says what was unanswered.
-            self.recorder.close(time.time())
+            self._relay_lost()
         self.writer.close()
         if self.writer.failed is not None:
             if not self._trace_warned:
                 self.warn(f"mcpsniff stdio: warning: the trace is incomplete: {self.writer.failed}")
             return TRACE_INCOMPLETE
         return 0
+
+    def _relay_lost(self) -> None:
+        """EOF without STOP: the relay died (SIGKILL, say). End the session in the trace.
+
+        The session ends (so unanswered requests are reported) but partial
+        lines are not turned into frames: the relay may have died in the
+        middle of forwarding them. Their size is recorded instead.
+        """
+        session = self.recorder.analyzer.session(SESSION, "stdio")
+        pending = {d: session._framers[d].pending for d in (C2S, S2C)}
+        self.recorder.event(
+            SESSION,
+            "session-end",
+            time.time(),
+            {"reason": "the relay ended without finishing", "unframed_bytes": pending},
+        )
 
     def _check_writer(self) -> None:
         if self.writer.failed is not None and not self._trace_warned:
