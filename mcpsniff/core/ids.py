@@ -112,6 +112,34 @@ class IdHistory:
         if len(others) > STRING_ID_WINDOW:
             others.popitem(last=False)
 
+    def check_and_add(self, key: IdKey) -> bool:
+        """Whether ``key`` was used before; remembers it either way.
+
+        One call instead of ``in`` then ``add``: every request does both.
+        """
+        tag, value = key
+        if tag == "n" and isinstance(value, int):
+            ends = self._ends
+            # Fast path: an id beyond every interval (real clients count up).
+            if ends and value > ends[-1]:
+                if ends[-1] + 1 == value:
+                    ends[-1] = value
+                else:
+                    self._starts.append(value)
+                    ends.append(value)
+                return False
+            seen = key in self
+            if not seen:
+                self._add_int(value)
+            return seen
+        others = self._others
+        if key in others:
+            return True  # as in add(): a repeat keeps its place in the window
+        others[key] = None
+        if len(others) > STRING_ID_WINDOW:
+            others.popitem(last=False)
+        return False
+
     def _add_int(self, value: int) -> None:
         starts, ends = self._starts, self._ends
         # Fast path: the next id in sequence extends the last interval.

@@ -97,6 +97,15 @@ def direction_for(method: str, version: str | None) -> str | None:
 
     With an unknown version the union over all versions is used.
     """
+    # Every request and notification asks this: answer from the table built at
+    # import for the known methods and versions.
+    known = _DIRECTIONS.get(method)
+    if known is not None and version in known:
+        return known[version]
+    return _direction_for(method, version)
+
+
+def _direction_for(method: str, version: str | None) -> str | None:
     entry = _TABLE.get(method)
     if entry is None:
         return None
@@ -108,6 +117,13 @@ def direction_for(method: str, version: str | None) -> str | None:
     if len(directions) == 1:
         return directions.pop()
     return BOTH
+
+
+#: direction_for for every known method and every known version (and None).
+_DIRECTIONS: dict[str, dict[str | None, str | None]] = {
+    method: {version: _direction_for(method, version) for version in (*VERSIONS, None)}
+    for method in _TABLE
+}
 
 
 def exists_in(method: str, version: str) -> bool:

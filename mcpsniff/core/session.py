@@ -151,8 +151,19 @@ class Session:
         """Analyze one frame whose seq is already assigned (live or from a trace)."""
         self._out = out = [frame]
         try:
-            self._analyze(frame)
-            if frame.meta is not None and "exchange" in frame.meta:
+            offsets = self.state.stream_offset
+            direction = frame.direction
+            offset = offsets[direction]
+            offsets[direction] = offset + len(frame.raw)
+            value = frame.value
+            if type(value) is dict and type(value.get("id")) is not float:
+                # The usual frame: one message, already parsed (by the trace
+                # reader, or by a shell that parsed it to redact it).
+                self._message(value, frame, None)
+            else:
+                self._analyze(frame, value, offset)
+            meta = frame.meta
+            if meta is not None and "exchange" in meta:
                 http.on_frame(self, frame, [r for r in out if isinstance(r, MessageRecord)])
         except Exception as exc:
             out.append(self._internal_error(frame.seq, frame.t, exc))
@@ -213,12 +224,10 @@ class Session:
 
     # ------------------------------------------------------------------ framing and parsing
 
-    def _analyze(self, frame: FrameRecord) -> None:
+    def _analyze(self, frame: FrameRecord, value: Any, offset: int) -> None:
+        """Everything but an already parsed single message: parse, batches, big ids."""
         raw = frame.raw
         state = self.state
-        offset = state.stream_offset[frame.direction]
-        state.stream_offset[frame.direction] = offset + len(raw)
-        value = frame.value
         if value is UNPARSED:
             try:
                 value = orjson.loads(raw)
@@ -369,66 +378,111 @@ class Session:
 
     def _message(self, obj: Any, frame: FrameRecord, index: int | None) -> Msg:
         direction = frame.direction
-        record = MessageRecord(frame.seq, self.key, direction, INVALID, index)
-        msg = Msg(obj, INVALID, direction, frame, index, record)
-        self._out.append(record)
+        seq = frame.seq
         if not isinstance(obj, dict):
-            self.state.bad_frames[direction].append(frame.seq)
+            record = MessageRecord(seq, self.key, direction, INVALID, index)
+            self._out.append(record)
+            self.state.bad_frames[direction].append(seq)
             self.report(
                 "JR-TOPLEVEL",
                 f"element {index} of the batch is a JSON {json_type(obj)}, not a "
                 "request or notification object",
-                [frame.seq],
+                [seq],
                 index=index,
             )
-            return msg
+            return Msg(obj, INVALID, direction, frame, index, record, seq=seq, t=frame.t)
+        # Classify first and build the record and the working view once, whole:
+        # this runs for every message, so no attribute is set twice.
+        kind = INVALID
+        ident: Any = None
+        has_id = False
+        method: str | None = None
+        params: dict[str, Any] | None = None
+        target: str | None = None
+        error_code: Any = None
         if "method" in obj:
-            method = obj["method"]
             if "id" in obj:
-                msg.kind = REQUEST
-                msg.id = obj["id"]
-                msg.has_id = True
+                kind = REQUEST
+                ident = obj["id"]
+                has_id = True
             else:
-                msg.kind = NOTIFICATION
-            if isinstance(method, str):
-                msg.method = method
-            params = obj.get("params")
-            if isinstance(params, dict):
-                msg.params = params
-                target = params.get("name") or params.get("uri") or params.get("level")
-                if isinstance(target, str):
-                    record.target = target[:200]
+                kind = NOTIFICATION
+            name = obj["method"]
+            if isinstance(name, str):
+                method = name
+            value = obj.get("params")
+            if isinstance(value, dict):
+                params = value
+                shown = value.get("name") or value.get("uri") or value.get("level")
+                if isinstance(shown, str):
+                    target = shown[:200]
             if "result" in obj or "error" in obj:
-                msg.kind = INVALID
-        elif "result" in obj or "error" in obj:
-            msg.kind = ERROR if "error" in obj and "result" not in obj else RESPONSE
+                kind = INVALID
+        elif "result" in obj:
+            kind = RESPONSE
             if "id" in obj:
-                msg.id = obj["id"]
-                msg.has_id = True
-        record.kind = msg.kind
-        record.id = msg.id
-        record.has_id = msg.has_id
-        record.method = msg.method
-        if msg.kind == ERROR:
-            error = obj.get("error")
+                ident = obj["id"]
+                has_id = True
+        elif "error" in obj:
+            kind = ERROR
+            if "id" in obj:
+                ident = obj["id"]
+                has_id = True
+            error = obj["error"]
             if isinstance(error, dict):
-                record.error_code = error.get("code")
+                error_code = error.get("code")
+        record = MessageRecord(
+            seq,
+            self.key,
+            direction,
+            kind,
+            index,
+            ident,
+            has_id,
+            method,
+            None,
+            None,
+            None,
+            None,
+            None,
+            error_code,
+            target,
+        )
+        msg = Msg(
+            obj,
+            kind,
+            direction,
+            frame,
+            index,
+            record,
+            ident,
+            has_id,
+            method,
+            params,
+            None,
+            seq,
+            frame.t,
+        )
+        self._out.append(record)
 
         jsonrpc.check_message(self, msg)
-        kind = msg.kind
-        if kind == INVALID or (msg.method is None and kind in (REQUEST, NOTIFICATION)):
-            msg.kind = record.kind = INVALID
-            self.state.bad_frames[direction].append(frame.seq)
-            return msg
         if kind == REQUEST:
+            if method is None:
+                self._invalid(msg)
+                return msg
             self._register_request(msg)
             lifecycle.on_request(self, msg)
             methods.on_request(self, msg)
             flow.on_request(self, msg)
         elif kind == NOTIFICATION:
+            if method is None:
+                self._invalid(msg)
+                return msg
             lifecycle.on_notification(self, msg)
             methods.on_notification(self, msg)
             flow.on_notification(self, msg)
+        elif kind == INVALID:
+            self._invalid(msg)
         else:
             self._match_response(msg)
             lifecycle.on_response(self, msg)
@@ -437,46 +491,55 @@ class Session:
                 flow.on_response(self, msg)
         return msg
 
+    def _invalid(self, msg: Msg) -> None:
+        """A message no rule below the JSON-RPC layer can use."""
+        msg.kind = msg.record.kind = INVALID
+        self.state.bad_frames[msg.direction].append(msg.seq)
+
     # ------------------------------------------------------------------ correlation
 
     def _register_request(self, msg: Msg) -> None:
         state = self.state
         direction = msg.direction
-        key = id_key(msg.id)
+        ident = msg.id
+        key = ("n", ident) if type(ident) is int else id_key(ident)
+        msg.key = key
         pending = state.pending[direction]
-        history = state.used[direction]
-        shown = show_id(msg.id)
+        seen = state.used[direction].check_and_add(key)
         if key in pending:
             previous = pending[key]
             rule = "MSG-ID-INFLIGHT" if state.era == "stateless" else "MSG-ID-REUSE"
             self.report(
                 rule,
-                f"{SENDER[direction]} reused request id {shown} while the request with that "
-                f"id (seq {previous.seq}, {previous.method}) is still waiting for its response",
+                f"{SENDER[direction]} reused request id {show_id(ident)} while the request with "
+                f"that id (seq {previous.seq}, {previous.method}) is still waiting for its "
+                "response",
                 [previous.seq, msg.seq],
-                id=msg.id,
+                id=ident,
                 previous_seq=previous.seq,
                 in_flight=True,
             )
-        elif key in history and state.era != "stateless":
+        elif seen and state.era != "stateless":
             self.report(
                 "MSG-ID-REUSE",
-                f"{SENDER[direction]} reused request id {shown}, which it already used earlier "
-                "in this session; ids must never be reused within a session",
+                f"{SENDER[direction]} reused request id {show_id(ident)}, which it already used "
+                "earlier in this session; ids must never be reused within a session",
                 [msg.seq],
-                id=msg.id,
+                id=ident,
                 in_flight=False,
             )
-        history.add(key)
+        index = msg.index
         pending[key] = Pending(
             msg.seq,
-            msg.index,
+            index,
             key,
-            msg.id,
+            ident,
             msg.method or "",
             msg.t,
             msg.params,
-            batch_seq=msg.seq if msg.index is not None else None,
+            None,
+            False,
+            None if index is None else msg.seq,
         )
 
     def _match_response(self, msg: Msg) -> None:
@@ -494,7 +557,8 @@ class Session:
                 return
             jsonrpc.null_id_response(self, msg)
             return
-        key = id_key(msg.id)
+        ident = msg.id
+        key = ("n", ident) if type(ident) is int else id_key(ident)
         pending = state.pending[request_direction]
         request = pending.pop(key, None)
         if request is not None:

@@ -50,7 +50,12 @@ class Answered:
 
 @dataclass(slots=True)
 class Msg:
-    """The analyzer's working view of one JSON-RPC message (not stored)."""
+    """The analyzer's working view of one JSON-RPC message (not stored).
+
+    ``seq`` and ``t`` copy the frame's, and ``key`` is the request id's key
+    once a request is registered: the rules read them for every message, and
+    plain slots are cheaper than properties or recomputing the key.
+    """
 
     obj: Any
     kind: str
@@ -63,14 +68,9 @@ class Msg:
     method: str | None = None
     params: dict[str, Any] | None = None
     request: Pending | None = None
-
-    @property
-    def seq(self) -> int:
-        return self.frame.seq
-
-    @property
-    def t(self) -> float:
-        return self.frame.t
+    seq: int = 0
+    t: float = 0.0
+    key: IdKey | None = None
 
 
 @dataclass(slots=True)

@@ -482,39 +482,6 @@ class TraceReader:
             return None
         raise TraceError(f"{self.path}: line {number} is not a trace record")
 
-    def _fast_frame(self, number: int, line: bytes, last: bool) -> FrameRecord | None:
-        try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            obj = self._parse(number, line, last)  # torn, or a stdlib-encoded line
-            if obj is None:
-                return None
-        try:
-            if "json" in obj:
-                # Inline the embedded-JSON case of _frame_from: this is the
-                # hot path of `mcpsniff check`.
-                size = obj["len"]
-                end = len(line) - 1 if last else len(line) - 2
-                start = end - size
-                if type(size) is not int or line[start - 8 : start] != _JSON_MARK:
-                    raise ValueError("the embedded JSON does not end the line where len says")
-                raw = line[start:end] + _EOL_BYTES[obj["eol"]]
-                return FrameRecord(
-                    obj["seq"],
-                    obj["t"],
-                    obj["session"],
-                    obj["dir"],
-                    obj["transport"],
-                    raw,
-                    obj.get("meta"),
-                    obj["json"],
-                )
-            return _frame_from(obj, line)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise TraceError(
-                f"{self.path}: line {number}: malformed frame record: {exc!r}"
-            ) from None
-
     def records(self) -> Iterator[Record]:
         """Every record after the header, in file order."""
         for number, line, last in self._lines():
@@ -532,24 +499,59 @@ class TraceReader:
     def inputs(self) -> Iterator[FrameRecord | EventRecord]:
         """Only the analyzer's inputs (frames and events), skipping derived records fast."""
         number = 1
+        loads = orjson.loads
+        decode_error = orjson.JSONDecodeError
+        eols = _EOL_BYTES
+        mark = _JSON_MARK
+        marked = len(_JSON_MARK)
         for line in self._file:
             number += 1
-            last = not line.endswith(b"\n")
             if line.startswith(_FRAME_PREFIX):
                 # The hot path of `mcpsniff check`: one parse, one record, no
-                # detour through decode_record. Frame lines carry no ids, so
-                # orjson's inexact big integers cannot matter here.
-                frame = self._fast_frame(number, line, last)
-                if frame is not None:
-                    yield frame
+                # method call and no detour through decode_record. Frame lines
+                # carry no ids, so orjson's inexact big integers cannot matter.
+                try:
+                    obj = loads(line)
+                except decode_error:
+                    obj = self._parse(number, line, not line.endswith(b"\n"))  # torn, or stdlib
+                    if obj is None:
+                        continue
+                try:
+                    if "json" in obj:
+                        # Trace v2: the frame's bytes end the line verbatim; slice them out.
+                        size = obj["len"]
+                        end = len(line) - 2 if line[-1:] == b"\n" else len(line) - 1
+                        start = end - size
+                        if type(size) is not int or line[start - marked : start] != mark:
+                            raise ValueError(
+                                "the embedded JSON does not end the line where len says"
+                            )
+                        frame = FrameRecord(
+                            obj["seq"],
+                            obj["t"],
+                            obj["session"],
+                            obj["dir"],
+                            obj["transport"],
+                            line[start:end] + eols[obj["eol"]],
+                            obj.get("meta"),
+                            obj["json"],
+                        )
+                    else:
+                        frame = _frame_from(obj, line)
+                except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                    raise TraceError(
+                        f"{self.path}: line {number}: malformed frame record: {exc!r}"
+                    ) from None
+                yield frame
                 continue
+            last = not line.endswith(b"\n")
             if line.startswith(_TYPE_PREFIX) and not line.startswith(_EVENT_PREFIX):
                 # A derived record, known by its first key without parsing it.
-                if last and not line.endswith(b"\n"):
+                if last:
                     self._parse(number, line, last)  # only to notice a torn line
                 continue
-            # Frames and events, and any line not in the compact form (another
-            # writer's spacing, a corrupt line): parse it rather than drop it.
+            # Events, and any line not in the compact form (another writer's
+            # spacing, a corrupt line): parse it rather than drop it.
             obj = self._parse(number, line, last)
             if obj is None or obj.get("type") not in ("frame", "event"):
                 continue

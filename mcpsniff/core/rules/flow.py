@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mcpsniff.core.ids import id_key, show_id
+from mcpsniff.core.ids import IdKey, id_key, show_id
 from mcpsniff.core.model import C2S, OPPOSITE, S2C, SENDER
 from mcpsniff.core.protocol import STATELESS, V4
 from mcpsniff.core.state import Answered, ProgressState
@@ -51,9 +51,12 @@ def on_request(session: Session, msg: Msg) -> None:
             f"{SENDER[msg.direction]} used progress token {token}; tokens are strings or integers",
             [msg.seq],
         )
-    if isinstance(token, bool) or not isinstance(token, str | int | float):
+    if type(token) is int:
+        key: IdKey = ("n", token)  # the usual token, keyed without a call
+    elif isinstance(token, bool) or not isinstance(token, str | int | float):
         return
-    key = id_key(token)
+    else:
+        key = id_key(token)
     active = session.state.progress[msg.direction]
     if key in active:
         session.report(
@@ -63,8 +66,10 @@ def on_request(session: Session, msg: Msg) -> None:
             [active[key].request_seq, msg.seq],
             token=token,
         )
-    active[key] = ProgressState(id_key(msg.id), msg.seq)
-    pending = session.state.pending[msg.direction].get(id_key(msg.id))
+    # The session registered the request (and keyed its id) just before.
+    request_key = msg.key if msg.key is not None else id_key(msg.id)
+    active[key] = ProgressState(request_key, msg.seq)
+    pending = session.state.pending[msg.direction].get(request_key)
     if pending is not None:
         pending.progress_token = key
 

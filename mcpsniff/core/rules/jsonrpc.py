@@ -75,94 +75,96 @@ _META_KEY = re.compile(
 )
 #: OpenTelemetry keys allowed in 2026-07-28 (S/2026-07-28/basic/index.mdx § _meta).
 _OTEL_KEYS = {"traceparent", "tracestate", "baggage"}
+#: Grammar verdicts for _meta keys seen so far: the same few keys (progressToken)
+#: come with most requests, and the regex is the costly part of the check.
+_META_KEY_OK: dict[str, bool] = {}
+_META_KEY_CACHE_SIZE = 4096
 
 
 def check_message(session: Session, msg: Msg) -> None:
     """Structural checks every JSON-RPC object gets (JSON-RPC §4, §5, §5.1)."""
     obj = msg.obj
-    seqs = [msg.seq]
-    sender = SENDER[msg.direction]
     kind = msg.kind
-    if (
-        kind == RESPONSE
-        and obj.get("jsonrpc") == "2.0"
-        and len(obj) == 3
-        and type(obj.get("result")) is dict
-        and "id" in obj
-    ):
-        return  # the common well-formed result: nothing below can fire
     if obj.get("jsonrpc") != "2.0":
         session.report(
             "JR-VERSION",
-            f'{sender} sent a message whose "jsonrpc" member is '
+            f'{SENDER[msg.direction]} sent a message whose "jsonrpc" member is '
             f"{_shown(obj.get('jsonrpc')) if 'jsonrpc' in obj else 'missing'}; it must be "
             'exactly "2.0"',
-            seqs,
+            [msg.seq],
             value=obj.get("jsonrpc"),
         )
-    if len(obj) > 3 or not obj.keys() <= _MEMBERS:
+    elif kind == RESPONSE and len(obj) == 3 and type(obj.get("result")) is dict and "id" in obj:
+        return  # the common well-formed result: nothing below can fire
+    # The sender and the seq list are built only when a report needs them:
+    # this function runs for every message and almost never reports.
+    if not obj.keys() <= _MEMBERS:
         _member_case(session, msg)
     if "method" in obj:
-        method = obj["method"]
-        if not isinstance(method, str):
+        method = msg.method  # the "method" member when it is a string, else None
+        if method is None:
             session.report(
                 "JR-METHOD-TYPE",
-                f'{sender} sent a "method" that is a {json_type(method)}, not a string',
-                seqs,
+                f'{SENDER[msg.direction]} sent a "method" that is a {json_type(obj["method"])}, '
+                "not a string",
+                [msg.seq],
             )
         elif method.startswith("rpc."):
             session.report(
                 "JR-METHOD-RPC-RESERVED",
-                f'{sender} used method "{method}": names starting with "rpc." are reserved',
-                seqs,
+                f'{SENDER[msg.direction]} used method "{method}": names starting with "rpc." '
+                "are reserved",
+                [msg.seq],
                 method=method,
             )
         if "result" in obj or "error" in obj:
             session.report(
                 "JR-RESULT-XOR-ERROR",
-                f"{sender} sent an object with both a method and a result/error; it is "
-                "neither a valid request nor a valid response",
-                seqs,
+                f"{SENDER[msg.direction]} sent an object with both a method and a result/error; "
+                "it is neither a valid request nor a valid response",
+                [msg.seq],
             )
-        if "params" in obj:
-            params = obj["params"]
-            if isinstance(params, list):
+        params = msg.params  # the "params" member when it is an object, else None
+        if params is not None:
+            if "_meta" in params:
+                _check_meta(session, msg, params["_meta"])
+        elif "params" in obj:
+            if isinstance(obj["params"], list):
                 session.report(
                     "MSG-PARAMS-OBJECT",
-                    f"{sender} sent positional (array) params; MCP params are always an object",
-                    seqs,
-                    method=msg.method,
+                    f"{SENDER[msg.direction]} sent positional (array) params; MCP params are "
+                    "always an object",
+                    [msg.seq],
+                    method=method,
                 )
-            elif not isinstance(params, dict):
+            else:
                 session.report(
                     "JR-PARAMS-STRUCTURED",
-                    f'{sender} sent "params" as a {json_type(params)}; it must be an object or '
-                    "array when present",
-                    seqs,
+                    f'{SENDER[msg.direction]} sent "params" as a {json_type(obj["params"])}; it '
+                    "must be an object or array when present",
+                    [msg.seq],
                 )
-            elif "_meta" in params:
-                _check_meta(session, msg, params["_meta"])
         if kind == REQUEST:
-            _check_request_id(session, msg)
-        elif kind == NOTIFICATION and msg.method is None and "id" not in obj:
-            pass
+            ident = msg.id
+            if type(ident) is not int and type(ident) is not str:
+                _check_request_id(session, msg)
+            if method is not None and method.startswith("notifications/"):
+                session.report(
+                    "MSG-NOTIF-NO-ID",
+                    f'{SENDER[msg.direction]} sent "{method}" with an id; notifications carry '
+                    "no id, so this is a request that expects a response",
+                    [msg.seq],
+                    method=method,
+                )
     elif kind in (RESPONSE, ERROR):
         _check_response(session, msg)
     else:
         session.report(
             "JR-TOPLEVEL",
-            f"{sender} sent an object with neither a method nor a result/error: it is not a "
-            "JSON-RPC request, notification or response",
-            seqs,
+            f"{SENDER[msg.direction]} sent an object with neither a method nor a result/error: "
+            "it is not a JSON-RPC request, notification or response",
+            [msg.seq],
             keys=sorted(obj)[:10],
-        )
-    if kind == REQUEST and msg.method is not None and msg.method.startswith("notifications/"):
-        session.report(
-            "MSG-NOTIF-NO-ID",
-            f'{sender} sent "{msg.method}" with an id; notifications carry no id, so this '
-            "is a request that expects a response",
-            seqs,
-            method=msg.method,
         )
 
 
@@ -347,7 +349,12 @@ def _check_meta(session: Session, msg: Msg, meta: Any) -> None:
     if not version_at_least(session.state.version, V3):
         return
     for key in meta:
-        if not isinstance(key, str) or _META_KEY.match(key) is None:
+        ok = _META_KEY_OK.get(key)
+        if ok is None:
+            ok = isinstance(key, str) and _META_KEY.match(key) is not None
+            if len(_META_KEY_OK) < _META_KEY_CACHE_SIZE:
+                _META_KEY_OK[key] = ok
+        if not ok:
             if key in _OTEL_KEYS:
                 continue
             session.report(

@@ -128,6 +128,9 @@ _V5_CODES = {-32020, -32021, -32022}
 
 
 def _has_cap(caps: dict[str, Any] | None, path: tuple[str, ...]) -> bool:
+    if len(path) == 1:
+        # Most gates name one top-level capability, which must be present and not null.
+        return isinstance(caps, dict) and caps.get(path[0]) is not None
     node: Any = caps
     for i, part in enumerate(path):
         if not isinstance(node, dict) or part not in node:
@@ -139,13 +142,6 @@ def _has_cap(caps: dict[str, Any] | None, path: tuple[str, ...]) -> bool:
     return node is not None
 
 
-def _meta(params: dict[str, Any] | None) -> dict[str, Any] | None:
-    if params is None:
-        return None
-    meta = params.get("_meta")
-    return meta if isinstance(meta, dict) else None
-
-
 # --------------------------------------------------------------------------- requests
 
 
@@ -154,7 +150,10 @@ def on_request(session: Session, msg: Msg) -> None:
     state = session.state
     method = msg.method or ""
     if msg.direction == C2S:
-        meta = _meta(msg.params)
+        params = msg.params
+        meta = None if params is None else params.get("_meta")
+        if type(meta) is not dict and not isinstance(meta, dict):
+            meta = None
         if meta is not None and META_VERSION in meta and state.era is None:
             state.era = STATELESS
             requested = meta[META_VERSION]

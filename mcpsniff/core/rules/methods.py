@@ -121,7 +121,10 @@ def _tools_call(session: Session, msg: Msg) -> None:
             known=sorted(tools)[:20],
         )
         return
-    error = _compiled(tool, "input").first_error(arguments if arguments is not None else {})
+    compiled = tool.input_compiled
+    if compiled is None:
+        compiled = _compiled(tool, "input")
+    error = compiled.first_error(arguments if arguments is not None else {})
     if error is not None:
         session.report(
             "TOOL-ARGS-SCHEMA",
@@ -381,7 +384,7 @@ def _tools_call_result(session: Session, msg: Msg, result: dict[str, Any]) -> No
     problems = []
     if not isinstance(content, list):
         problems.append("content must be an array")
-    else:
+    elif not _blocks_ok(content, allowed):
         bad = sorted(
             {
                 str(block.get("type")) if isinstance(block, dict) else json_type(block)
@@ -432,7 +435,10 @@ def _tools_call_result(session: Session, msg: Msg, result: dict[str, Any]) -> No
             tool=name,
         )
         return
-    error = _compiled(tool, "output").first_error(structured)
+    compiled = tool.output_compiled
+    if compiled is None:
+        compiled = _compiled(tool, "output")
+    error = compiled.first_error(structured)
     if error is not None:
         session.report(
             "TOOL-OUTPUT-CONFORMS",
@@ -441,6 +447,21 @@ def _tools_call_result(session: Session, msg: Msg, result: dict[str, Any]) -> No
             tool=name,
             error=error,
         )
+
+
+def _blocks_ok(content: list[Any], allowed: set[str]) -> bool:
+    """Whether every content block is an object of an allowed type (the usual case).
+
+    A quick scan first; only a result that fails it pays for the sorted list of
+    bad types in the finding.
+    """
+    for block in content:
+        if type(block) is not dict:
+            return False
+        kind = block.get("type")
+        if type(kind) is not str or kind not in allowed:
+            return False
+    return True
 
 
 def _resources_list(session: Session, msg: Msg, result: dict[str, Any]) -> None:
