@@ -595,17 +595,37 @@ def relay_pid(peer: Peer) -> int:
     return peer.proc.pid if peer.name != "direct" else 0
 
 
-def wait_quiet(pid: int, interval: float = 0.01, limit: float = 60.0) -> float:
-    """Wait until ``pid`` uses (almost) no CPU; the seconds it stayed busy after the call."""
+def process_state(pid: int) -> str:
+    """The one-letter scheduler state of ``pid`` (R running or runnable, S sleeping, ...)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return "X"
+
+
+def wait_quiet(pids: list[int], interval: float = 0.01, limit: float = 120.0) -> float:
+    """Wait until every one of ``pids`` is idle; the seconds they stayed busy after the call.
+
+    Idle means asleep (not running, not waiting for a CPU) in two polls in a
+    row with almost no CPU used in between. A low-priority analysis process
+    that the scheduler starves is runnable, not asleep, so it is not taken
+    for caught up.
+    """
     start = last_busy = time.perf_counter()
-    used = cpu_seconds(pid)
+    used = sum(cpu_seconds(pid) for pid in pids)
+    quiet_polls = 0
     while time.perf_counter() - start < limit:
         time.sleep(interval)
-        now = cpu_seconds(pid)
-        if now - used < interval * 0.1:
-            return last_busy - start
+        now = sum(cpu_seconds(pid) for pid in pids)
+        asleep = all(process_state(pid) in "SX" for pid in pids)
+        if asleep and now - used < interval * 0.1:
+            quiet_polls += 1
+            if quiet_polls >= 2:
+                return last_busy - start
+        else:
+            quiet_polls = 0
+            last_busy = time.perf_counter()
         used = now
-        last_busy = time.perf_counter()
     return last_busy - start
 
 
@@ -625,7 +645,7 @@ def pipelined_run(peer: Peer, results: Results, count: int) -> str:
         client_cpu(),
     )
     seconds = peer.pipelined(count)
-    catch_up = wait_quiet(analysis or relay) if relay else 0.0
+    catch_up = wait_quiet([p for p in (relay, analysis) if p]) if relay else 0.0
     after = (
         cpu_seconds(relay) if relay else 0.0,
         cpu_seconds(analysis) if analysis else 0.0,
