@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from mitmproxy import exceptions, flowfilter, http
+from mitmproxy.net.http import url
 
 
 def _import_package() -> str | None:
@@ -59,7 +60,7 @@ def _import_package() -> str | None:
 IMPORT_ERROR = _import_package()
 if IMPORT_ERROR is None:
     from mcpsniff.core.model import FindingRecord, FrameRecord, Record
-    from mcpsniff.relay.exchange import ExchangeRecorder, HttpObserver, is_mcp_request
+    from mcpsniff.relay.exchange import ExchangeRecorder, HttpObserver, is_mcp_request, lowered
     from mcpsniff.relay.recorder import Recorder
     from mcpsniff.render import Style, Timeline
     from mcpsniff.trace.format import TraceWriter
@@ -69,6 +70,21 @@ log = logging.getLogger("mcpsniff")
 #: mitmproxy markers for the worst finding on a flow.
 MARKERS = {"error": ":red_circle:", "warning": ":warning:", "info": ":information_source:"}
 _RANK = {"info": 0, "warning": 1, "error": 2}
+#: Seconds records may wait in the trace's buffer: what a crash can lose at most.
+FLUSH_DELAY = 0.1
+#: Hosts (as the Host header gives them) remembered with their parsed form.
+HOST_CACHE = 1024
+
+
+def _header_list(message: http.Message) -> list[tuple[str, str]]:
+    """``list(message.headers.items(multi=True))``, without a generator step per header.
+
+    Decoded as mitmproxy's ``Headers`` decodes (``mitmproxy.http._native``).
+    """
+    return [
+        (k.decode("utf-8", "surrogateescape"), v.decode("utf-8", "surrogateescape"))
+        for k, v in message.headers.fields
+    ]
 
 
 class McpSniff:
@@ -89,6 +105,8 @@ class McpSniff:
         self.is_running = False
         self.flush_pending = False
         self.timeline: Any = None
+        #: Host header -> the host it names (``Request.pretty_host``), parsed once.
+        self.hosts: dict[str, str] = {}
 
     # ------------------------------------------------------------------ options
 
@@ -178,8 +196,8 @@ class McpSniff:
         self._close()
         self.writer = writer
         self.opened = (path, redact)
-        # Performance: one flush per turn of the event loop, not one per record
-        # (five per JSON exchange); a reader still sees every record within that turn.
+        # Performance: one flush per FLUSH_DELAY at most, not one per record (five per
+        # JSON exchange) nor one per turn of the event loop; done() flushes the rest.
         self.recorder = Recorder(self.writer, "http", redact=redact, autoflush=False)
         self.recorder.listeners.append(self._record)
         self.recorder.batch_listeners.append(self._schedule_flush)
@@ -196,7 +214,7 @@ class McpSniff:
             self.writer.flush()
             return
         self.flush_pending = True
-        loop.call_soon(self._flush)
+        loop.call_later(FLUSH_DELAY, self._flush)
 
     def _flush(self) -> None:
         self.flush_pending = False
@@ -219,31 +237,51 @@ class McpSniff:
 
     # ------------------------------------------------------------------ flows
 
-    def _wanted(self, flow: http.HTTPFlow, headers: list[tuple[str, str]]) -> bool:
-        if self.observer is None:
-            return False
-        if self.filter is not None and not self.filter(flow):
-            return False
-        request = flow.request
-        return is_mcp_request(request.method, headers, request.raw_content or b"", request.path)
+    def _host(
+        self, request: http.Request, headers: list[tuple[str, str]], first: dict[str, str]
+    ) -> str:
+        """``Request.pretty_host``, with the Host header parsed once per distinct value.
+
+        Performance: pretty_host looks the header up again and parses it (IDNA
+        included) on every request, though a client sends the same one each time.
+        """
+        if request.is_http2 or request.is_http3 or len(first) != len(headers):
+            # An :authority, or repeated header names (mitmproxy joins repeated
+            # Host headers): the rare cases, left to mitmproxy.
+            return request.pretty_host
+        authority = first.get("host")
+        if not authority:
+            return request.host
+        host = self.hosts.get(authority)
+        if host is None:
+            if len(self.hosts) >= HOST_CACHE:
+                self.hosts.clear()
+            host = self.hosts[authority] = url.parse_authority(authority, check=False)[0]
+        return host
 
     def request(self, flow: http.HTTPFlow) -> None:
+        observer = self.observer
+        if observer is None:
+            return
         try:
-            if self.observer is None:
+            if self.filter is not None and not self.filter(flow):
                 return
             request = flow.request
-            # Converted once (it decodes every header), for both uses.
-            headers = list(request.headers.items(multi=True))
-            if not self._wanted(flow, headers):
+            # Converted once (each header decoded once), for every use below.
+            headers = _header_list(request)
+            first = lowered(headers)
+            method = request.method
+            path = request.path
+            body = request.raw_content or b""
+            if not is_mcp_request(method, headers, body, path, names=first):
                 return
-            host = f"{request.pretty_host}:{request.port}"
-            exchange = self.observer.begin(
-                request.method,
-                request.path,
+            exchange = observer.begin(
+                method,
+                path,
                 headers,
-                request.raw_content or b"",
+                body,
                 t=request.timestamp_start,
-                host=host,
+                host=f"{self._host(request, headers, first)}:{request.port}",
             )
             self.exchanges[flow.id] = exchange
             self.flows[exchange.number] = flow
@@ -252,19 +290,19 @@ class McpSniff:
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         exchange = self.exchanges.get(flow.id)
-        if exchange is None or flow.response is None:
+        response = flow.response
+        if exchange is None or response is None:
             return
-        status = flow.response.status_code
-        headers = list(flow.response.headers.items(multi=True))
+        status = response.status_code
+        headers = _header_list(response)
         try:
-            content_type = flow.response.headers.get("content-type", "")
+            # What response.headers.get("content-type", "") gives: repeated ones joined.
+            content_type = ", ".join(v for k, v in headers if k.lower() == "content-type")
             if content_type.split(";")[0].strip().lower() == "text/event-stream":
                 # mitmproxy buffers bodies by default, which would hang an event
                 # stream: stream it. The head is recorded (which analyzes the
                 # request) after this hook has let it go on, like every chunk.
-                flow.response.stream = self._tee(
-                    exchange, lambda: exchange.response(status, headers)
-                )
+                response.stream = self._tee(exchange, lambda: exchange.response(status, headers))
             else:
                 # The body is buffered until the response hook anyway: nothing waits.
                 exchange.response(status, headers)
@@ -305,11 +343,15 @@ class McpSniff:
         if exchange is None or flow.response is None:
             return
         try:
-            if not exchange.is_sse and flow.response.raw_content:
-                exchange.body_chunk(flow.response.raw_content)
-            drain = self.drains.pop(exchange.number, None)
-            if drain is not None:
-                drain()
+            if not exchange.is_sse:
+                body = flow.response.raw_content
+                if body:
+                    # mitmproxy holds the whole body already: handed over as it is.
+                    exchange.whole_body(body)
+            if self.drains:
+                drain = self.drains.pop(exchange.number, None)
+                if drain is not None:
+                    drain()
         except Exception as exc:
             log.error(f"mcpsniff: {flow.request.pretty_url}: {exc!r}")
         # Fixed: the exchange used to be finished later (call_soon), after this hook had

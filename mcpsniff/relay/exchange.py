@@ -27,7 +27,7 @@ from urllib.parse import parse_qs, urlsplit
 from mcpsniff.core.framing import SseEvent, SseParser
 from mcpsniff.core.model import C2S, S2C
 from mcpsniff.core.protocol import META_VERSION
-from mcpsniff.core.redact import redact_headers
+from mcpsniff.core.redact import MARK, is_secret_name
 from mcpsniff.relay.recorder import Recorder
 
 #: Largest body copy handed to the analyzer; bigger bodies are forwarded whole
@@ -53,6 +53,9 @@ PENDING = "pending"
 STREAMABLE = "streamable"
 LEGACY = "legacy-sse"
 
+#: Looked for in a request body to tell the stateless (2026-07-28) era.
+_META_VERSION_BYTES = META_VERSION.encode()
+
 #: ``decode(chunk)``: what a compressed stream's chunk decodes to so far;
 #: ``decode(b"", final=True)``: the rest.
 StreamDecoder = Callable[..., bytes]
@@ -66,20 +69,55 @@ def header(headers: list[tuple[str, str]], name: str) -> str | None:
     return None
 
 
+def lowered(headers: list[tuple[str, str]]) -> dict[str, str]:
+    """Header names in lower case to the first value of each (RFC 9110 §5.1: any case).
+
+    Performance: built once per message, so that every later look-up is a dict
+    access instead of a scan that lower-cases every name again.
+    """
+    return _first(_names(headers), headers)
+
+
+def _names(headers: list[tuple[str, str]]) -> list[str]:
+    """The lower-cased names of ``headers``, in order."""
+    return [key.lower() for key, _ in headers]
+
+
+def _first(names: list[str], headers: list[tuple[str, str]]) -> dict[str, str]:
+    """``names`` (lower-cased, parallel to ``headers``) to the first value of each."""
+    # Built from the end, so that the first of repeated names is the one left.
+    return dict(zip(reversed(names), [value for _, value in reversed(headers)], strict=True))
+
+
+def _end_to_end(
+    headers: list[tuple[str, str]], names: list[str]
+) -> tuple[list[tuple[str, str]], list[str]]:
+    """``end_to_end`` given the lower-cased names; also returns the names it kept."""
+    drop = HOP_BY_HOP
+    if "connection" in names:
+        listed = {
+            token.strip().lower()
+            for name, (_, value) in zip(names, headers, strict=True)
+            if name == "connection"
+            for token in value.split(",")
+        }
+        drop = HOP_BY_HOP | listed
+    if drop.isdisjoint(names):  # the usual case: nothing to drop
+        return list(headers), names
+    kept = [name not in drop for name in names]
+    return (
+        [pair for pair, keep in zip(headers, kept, strict=True) if keep],
+        [name for name, keep in zip(names, kept, strict=True) if keep],
+    )
+
+
 def end_to_end(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
     """The headers a proxy forwards: all but hop-by-hop ones.
 
     Those are HOP_BY_HOP plus every header a ``Connection`` header names
     (RFC 9110 §7.6.1): a sender may declare any header connection-specific.
     """
-    listed = {
-        token.strip().lower()
-        for key, value in headers
-        if key.lower() == "connection"
-        for token in value.split(",")
-    }
-    drop = HOP_BY_HOP | listed if listed else HOP_BY_HOP
-    return [(k, v) for k, v in headers if k.lower() not in drop]
+    return _end_to_end(headers, _names(headers))[0]
 
 
 def decoded(body: bytes, encoding: str | None) -> bytes:
@@ -138,20 +176,31 @@ def comment_only(event: SseEvent) -> bool:
     return event.data is None and event.event is None and event.id is None and event.retry is None
 
 
-def is_mcp_request(method: str, headers: list[tuple[str, str]], body: bytes, path: str) -> bool:
-    """Whether a request looks like MCP traffic (for shells that see other traffic too)."""
-    if header(headers, "mcp-session-id") or header(headers, "mcp-protocol-version"):
+def is_mcp_request(
+    method: str,
+    headers: list[tuple[str, str]],
+    body: bytes,
+    path: str,
+    *,
+    names: dict[str, str] | None = None,
+) -> bool:
+    """Whether a request looks like MCP traffic (for shells that see other traffic too).
+
+    ``names`` is ``lowered(headers)`` when the caller has it already.
+    """
+    first = lowered(headers) if names is None else names
+    sid = first.get("mcp-session-id")
+    if sid or first.get("mcp-protocol-version"):
         return True
     if method == "POST":
-        head = body[:4096]
-        return b'"jsonrpc"' in head
+        return b'"jsonrpc"' in body[:4096]
     if method == "GET":
-        accept = header(headers, "accept") or ""
+        accept = first.get("accept") or ""
         return "text/event-stream" in accept or path.split("?")[0].endswith("/sse")
-    return method == "DELETE" and header(headers, "mcp-session-id") is not None
+    return method == "DELETE" and sid is not None
 
 
-@dataclass
+@dataclass(slots=True)
 class ExchangeRecorder:
     """Records one HTTP exchange as it happens.
 
@@ -179,7 +228,8 @@ class ExchangeRecorder:
     parser: SseParser | None = None
     #: Decodes a compressed event stream for the parser (None: not compressed).
     decode: StreamDecoder | None = None
-    copy: bytearray = field(default_factory=bytearray)
+    #: The body so far (bytes when a shell handed it whole).
+    copy: bytes | bytearray = field(default_factory=bytearray)
     truncated: bool = False
     received: int = 0
     events: int = 0
@@ -191,6 +241,12 @@ class ExchangeRecorder:
     request_recorded: bool = False
     #: The POST URL a legacy stream's first event named.
     endpoint: str | None = None
+    #: ``headers`` by lower-cased name (first value of each): built once, read often.
+    request_names: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.request_names and self.headers:
+            self.request_names = lowered(self.headers)
 
     # ------------------------------------------------------------------ request/response
 
@@ -228,13 +284,15 @@ class ExchangeRecorder:
         """The response head arrived; returns its end-to-end headers (what to forward)."""
         t = time.time()
         self.status = status
-        forwarded = end_to_end(headers)
-        content_type = (header(headers, "content-type") or "").split(";")[0].strip().lower()
+        names = _names(headers)
+        first = _first(names, headers)
+        forwarded = _end_to_end(headers, names)[0]
+        content_type = (first.get("content-type") or "").split(";")[0].strip().lower()
         self.content_type = content_type
         self.is_sse = content_type == "text/event-stream"
-        self.content_encoding = header(headers, "content-encoding")
+        self.content_encoding = first.get("content-encoding")
         if self.transport == PENDING and (
-            not self.is_sse or header(self.headers, "mcp-session-id")
+            not self.is_sse or self.request_names.get("mcp-session-id")
         ):
             self.transport = STREAMABLE
         self._record_request()
@@ -249,7 +307,7 @@ class ExchangeRecorder:
                 },
             )
         )
-        key = self.observer.session_key(self, headers)
+        key = self.observer.session_key(self, first.get("mcp-session-id"))
         if key is not None and self.transport != PENDING:
             self._bind(key)
         if self.is_sse:
@@ -274,6 +332,17 @@ class ExchangeRecorder:
 
     # ------------------------------------------------------------------ body
 
+    def whole_body(self, body: bytes) -> None:
+        """The whole (not streamed) response body, for shells that buffer it anyway.
+
+        Performance: the body is kept as it is, not copied piece by piece.
+        """
+        if self.parser is None and not self.copy and len(body) <= ANALYZE_LIMIT:
+            self.received += len(body)
+            self.copy = body
+        else:
+            self.body_chunk(body)
+
     def body_chunk(self, chunk: bytes) -> list[SseEvent]:
         """A piece of the response body, forwarded or held by the shell; returns its SSE events."""
         self.received += len(chunk)
@@ -283,6 +352,8 @@ class ExchangeRecorder:
                 self._sse_event(event)
             return events
         if len(self.copy) + len(chunk) <= ANALYZE_LIMIT:
+            if isinstance(self.copy, bytes):  # kept whole by whole_body
+                self.copy = bytearray(self.copy)
             self.copy += chunk
         else:
             self.truncated = True
@@ -355,7 +426,7 @@ class ExchangeRecorder:
             if self.truncated:
                 meta["truncated_at"] = ANALYZE_LIMIT
             body = decoded(bytes(self.copy), self.content_encoding)
-            self._frame(S2C, body, time.time(), **meta)
+            self._frame(S2C, body, time.time(), meta)
         self.copy = bytearray()
         self._emit(
             "http-end",
@@ -388,7 +459,7 @@ class ExchangeRecorder:
             meta: dict[str, Any] = {"sse_index": self.events}
             if event.id is not None:
                 meta["sse_id"] = event.id
-            self._frame(S2C, event.data.encode("utf-8"), t, transport="sse", **meta)
+            self._frame(S2C, event.data.encode("utf-8"), t, meta, transport="sse")
         elif event.event == "endpoint" and event.data and self._late_endpoint():
             # A legacy stream that sent something before its endpoint event (the
             # rules report SSE-ENDPOINT-EVENT on this sse-event, in the session the
@@ -405,7 +476,7 @@ class ExchangeRecorder:
         return (
             self.method == "GET"
             and self.transport == STREAMABLE
-            and not header(self.headers, "mcp-session-id")
+            and not self.request_names.get("mcp-session-id")
         )
 
     def _legacy_key(self, endpoint: str) -> str:
@@ -424,15 +495,19 @@ class ExchangeRecorder:
         else:
             self.observer.recorder.event(self.key, name, t, data)
 
-    def _frame(self, direction: str, raw: bytes, t: float, **meta: Any) -> None:
-        transport = meta.pop("transport", "http")
+    def _frame(
+        self,
+        direction: str,
+        raw: bytes,
+        t: float,
+        meta: dict[str, Any] | None = None,
+        transport: str = "http",
+    ) -> None:
+        data: dict[str, Any] = {"exchange": self.number}
+        if meta:
+            data.update(meta)
         self.observer.recorder.feed_frame(
-            self.key or "http",
-            direction,
-            raw,
-            t,
-            transport=transport,
-            meta={"exchange": self.number, **meta},
+            self.key or "http", direction, raw, t, transport=transport, meta=data
         )
 
     def _bind(self, key: str) -> None:
@@ -469,11 +544,10 @@ class HttpObserver:
     ) -> ExchangeRecorder:
         """A request arrived (and is about to be forwarded, with ``exchange.headers``)."""
         self._exchanges += 1
-        forwarded = end_to_end(headers)
+        forwarded, kept = _end_to_end(headers, _names(headers))
+        names = _first(kept, forwarded)
         legacy_post = (
-            method == "POST"
-            and header(forwarded, "mcp-session-id") is None
-            and bool(_legacy_session(path))
+            method == "POST" and names.get("mcp-session-id") is None and bool(_legacy_session(path))
         )
         transport = LEGACY if legacy_post else PENDING if method == "GET" else STREAMABLE
         exchange = ExchangeRecorder(
@@ -485,9 +559,10 @@ class HttpObserver:
             forwarded,
             body,
             transport,
-            analyzed=decoded(body, header(forwarded, "content-encoding")),
+            analyzed=decoded(body, names.get("content-encoding")),
             host=host,
             client=client,
+            request_names=names,
         )
         if legacy_post:
             # A legacy POST's session is in its URL, so it is recorded now, before it
@@ -505,12 +580,12 @@ class HttpObserver:
             return f"{exchange.host} {key}"
         return key
 
-    def session_key(
-        self, exchange: ExchangeRecorder, response_headers: list[tuple[str, str]] | None
-    ) -> str | None:
-        """Which session an exchange belongs to, or None when only its stream can tell."""
-        sid = header(response_headers, "mcp-session-id") if response_headers else None
-        sid = sid or header(exchange.headers, "mcp-session-id")
+    def session_key(self, exchange: ExchangeRecorder, response_sid: str | None) -> str | None:
+        """Which session an exchange belongs to, or None when only its stream can tell.
+
+        ``response_sid`` is the response's Mcp-Session-Id (None before a response).
+        """
+        sid = response_sid or exchange.request_names.get("mcp-session-id")
         if sid:
             return self.prefixed(sid, exchange)
         legacy = _legacy_session(exchange.path)
@@ -518,20 +593,24 @@ class HttpObserver:
             return self.prefixed(f"sse-{legacy}", exchange)
         if exchange.method == "GET" and exchange.transport == PENDING:
             return None
-        version = header(exchange.headers, "mcp-protocol-version") or ""
-        if version >= "2026-07-28" or META_VERSION.encode() in exchange.analyzed:
+        version = exchange.request_names.get("mcp-protocol-version") or ""
+        if version >= "2026-07-28" or _META_VERSION_BYTES in exchange.analyzed:
             # Stateless era: there are no sessions at all.
             return self.prefixed("stateless", exchange)
         return self.prefixed("http", exchange)
 
     def shown_headers(self, headers: list[tuple[str, str]]) -> list[list[str]]:
         """Headers as the trace stores them: redacted unless redaction is off."""
-        pairs = redact_headers(headers) if self.redact else headers
-        return [[k, v] for k, v in pairs]
+        # One pass; the same substitution as core.redact.redact_headers.
+        if self.redact:
+            return [[k, MARK if is_secret_name(k) else v] for k, v in headers]
+        return [[k, v] for k, v in headers]
 
 
 def _legacy_session(url: str) -> str | None:
     """The session id a legacy endpoint URL (or a POST to it) carries in its query."""
+    if "?" not in url:  # no query at all: the usual case, and no parsing
+        return None
     query = parse_qs(urlsplit(url).query)
     values = query.get("sessionId") or query.get("session_id")
     return values[0] if values else None

@@ -78,15 +78,25 @@ class HttpState:
     event_ids: BoundedMap = field(default_factory=lambda: BoundedMap(EVENT_ID_WINDOW))
 
 
+#: What a header pair may be: a list in a trace, a tuple from a live shell.
+_PAIR_TYPES = (list, tuple)
+
+
 def _headers(pairs: Any) -> dict[str, str]:
-    """Lower-cased header map from the ``[[name, value], ...]`` of an event."""
+    """Lower-cased header map from the ``[[name, value], ...]`` of an event.
+
+    The first of repeated names wins; malformed pairs (from a hand-edited
+    trace) are skipped.
+    """
     out: dict[str, str] = {}
     if isinstance(pairs, list):
-        for pair in pairs:
-            if isinstance(pair, list | tuple) and len(pair) == 2:
+        # Performance (two events per exchange): walked from the end and simply
+        # assigned, so the first pair of a name is the one left, without setdefault.
+        for pair in reversed(pairs):
+            if isinstance(pair, _PAIR_TYPES) and len(pair) == 2:
                 name, value = pair
                 if isinstance(name, str) and isinstance(value, str):
-                    out.setdefault(name.lower(), value)
+                    out[name.lower()] = value
     return out
 
 
