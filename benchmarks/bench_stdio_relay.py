@@ -778,9 +778,10 @@ class PeakSampler:
     memory that never existed at once.
     """
 
-    def __init__(self, pids: list[int]) -> None:
-        self.pids = pids
-        self.peak_kib = {pid: 0 for pid in pids}
+    def __init__(self, pids: int | list[int]) -> None:
+        self.pids = [pids] if isinstance(pids, int) else pids
+        #: Each process's VmHWM.
+        self.hwm_kib = {pid: 0 for pid in self.pids}
         self.together_kib = 0
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -801,10 +802,15 @@ class PeakSampler:
                 if hwm is None or rss is None:
                     alive.discard(pid)  # a zombie: its memory is gone
                     continue
-                self.peak_kib[pid] = max(self.peak_kib[pid], int(hwm.group(1)))
+                self.hwm_kib[pid] = max(self.hwm_kib[pid], int(hwm.group(1)))
                 total += int(rss.group(1))
             self.together_kib = max(self.together_kib, total)
             time.sleep(0.001)
+
+    @property
+    def peak_kib(self) -> int:
+        """The largest of every process's VmHWM and of the sampled sum."""
+        return max([self.together_kib, *self.hwm_kib.values()])
 
     def stop(self) -> None:
         """Stop polling (after the processes were reaped)."""
@@ -916,8 +922,8 @@ def big_frame(
         f"{name}, {direction}",
         intact,
         seconds,
-        sampler.peak_kib[peer.proc.pid] / 1024,
-        sampler.peak_kib.get(analysis, 0) / 1024,
+        sampler.hwm_kib[peer.proc.pid] / 1024,
+        sampler.hwm_kib.get(analysis, 0) / 1024,
         sampler.together_kib / 1024,
         usage.ru_maxrss / 1024,
         peer.proc.returncode,
