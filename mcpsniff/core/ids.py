@@ -180,4 +180,4 @@ class BoundedMap(OrderedDict[Any, Any]):
         self[key] = value
         self.move_to_end(key)
         if len(self) > self.limit:
-            self.popitem(last=False)
+            self.popitem(False)  # positional: measurably cheaper than last=False

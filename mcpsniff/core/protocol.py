@@ -99,7 +99,7 @@ def direction_for(method: str, version: str | None) -> str | None:
     """
     # Every request and notification asks this: answer from the table built at
     # import for the known methods and versions.
-    known = _DIRECTIONS.get(method)
+    known = DIRECTIONS.get(method)
     if known is not None and version in known:
         return known[version]
     return _direction_for(method, version)
@@ -120,7 +120,7 @@ def _direction_for(method: str, version: str | None) -> str | None:
 
 
 #: direction_for for every known method and every known version (and None).
-_DIRECTIONS: dict[str, dict[str | None, str | None]] = {
+DIRECTIONS: dict[str, dict[str | None, str | None]] = {
     method: {version: _direction_for(method, version) for version in (*VERSIONS, None)}
     for method in _TABLE
 }

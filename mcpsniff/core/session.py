@@ -218,6 +218,11 @@ class Session:
             return
         self._out.append(FindingRecord(rule, severity or default, message, self.key, seqs, data))
 
+    @property
+    def emitted(self) -> int:
+        """How many records the frame or event being analyzed has produced so far."""
+        return len(self._out)
+
     def emit(self, record: Record) -> None:
         """Append a derived record to the current output."""
         self._out.append(record)
@@ -633,10 +638,15 @@ class Session:
         record.request_index = request.index
         record.latency_ms = round((msg.t - request.t) * 1000.0, 3)
         msg.request = request
-        self.state.answered[OPPOSITE[msg.direction]].put(
-            request.key,
-            Answered(request.seq, request.index, request.method, msg.seq, request.cancelled),
+        # BoundedMap.put, inlined: this runs for every response.
+        answered = self.state.answered[OPPOSITE[msg.direction]]
+        key = request.key
+        answered[key] = Answered(
+            request.seq, request.index, request.method, msg.seq, request.cancelled
         )
+        answered.move_to_end(key)
+        if len(answered) > answered.limit:
+            answered.popitem(False)
 
     def _batch_reply(self, msgs: list[Msg], frame: FrameRecord) -> None:
         """Check a reply array against the batch it answers (JSON-RPC §6)."""

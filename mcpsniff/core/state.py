@@ -150,6 +150,9 @@ class SessionState:
     )
     tools: dict[str, ToolInfo] | None = None
     tools_partial: list[Any] | None = None
+    #: (version, serialized list) of the tools/list result that set ``tools``
+    #: without a finding; None when it raised one (rules/methods.py).
+    tools_seen: tuple[str | None, bytes] | None = None
     cursors: dict[str, BoundedMap] = field(default_factory=dict)
     stream_offset: dict[str, int] = field(default_factory=lambda: {C2S: 0, S2C: 0})
     log_level: str | None = None

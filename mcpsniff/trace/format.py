@@ -45,6 +45,8 @@ _EOLS = {b"": "", b"\n": "\n", b"\r\n": "\r\n"}
 
 
 _TYPE_PREFIX = b'{"type":"'
+#: TraceReader's file buffer (bytes).
+_READ_BUFFER = 1 << 18
 _FRAME_PREFIX = b'{"type":"frame"'
 _EVENT_PREFIX = b'{"type":"event"'
 #: Containers nested deeper than this are cut when no encoder can write a record whole.
@@ -422,7 +424,9 @@ class TraceReader:
         self.path = Path(path)
         self.torn: TornLine | None = None
         try:
-            self._file = open(self.path, "rb")  # noqa: SIM115 - closed by close()/iteration
+            # A large buffer: with the default 8 KiB, refilling it (a read()
+            # call per 8 KiB) costs a quarter of the time spent iterating lines.
+            self._file = open(self.path, "rb", buffering=_READ_BUFFER)  # noqa: SIM115 - closed by close()
         except FileNotFoundError:
             raise TraceError(f"{self.path}: no such file") from None
         except IsADirectoryError:

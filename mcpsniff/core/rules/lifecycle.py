@@ -17,6 +17,7 @@ from mcpsniff.core.ids import id_key
 from mcpsniff.core.model import C2S, ERROR, SENDER
 from mcpsniff.core.protocol import (
     BOTH,
+    DIRECTIONS,
     HANDSHAKE,
     KNOWN_METHODS,
     META_CLIENT_CAPS,
@@ -351,7 +352,11 @@ def _stateless_request(session: Session, msg: Msg, meta: dict[str, Any] | None) 
 
 def _method_direction(session: Session, msg: Msg) -> None:
     method = msg.method or ""
-    allowed = direction_for(method, session.state.version)
+    version = session.state.version
+    known = DIRECTIONS.get(method)  # direction_for's table, inlined for every message
+    allowed = known[version] if known is not None and version in known else None
+    if allowed is None:
+        allowed = direction_for(method, version)
     if allowed is None:
         if method in KNOWN_METHODS:
             if session.state.era == STATELESS and method in REMOVED_IN_V5:

@@ -14,6 +14,8 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from mcpsniff.core.ids import BoundedMap
 from mcpsniff.core.jsontypes import json_type
 from mcpsniff.core.model import ERROR, SENDER
@@ -329,6 +331,18 @@ def _tools_list(session: Session, msg: Msg, result: dict[str, Any]) -> None:
         return
     state.tools_partial = None
     version = state.version
+    # Servers send the same tool list again and again. When this one is byte
+    # for byte the previous one (under the same version) and that raised no
+    # finding, nothing below can come out differently: keep the tools as they
+    # are, with their compiled schemas. orjson tells true, 1 and 1.0 apart,
+    # which == would not (and which JSON Schema's const and enum do).
+    try:
+        fingerprint: tuple[str | None, bytes] | None = (version, orjson.dumps(collected))
+    except (TypeError, orjson.JSONEncodeError):  # integers beyond 64 bits
+        fingerprint = None
+    if fingerprint is not None and state.tools is not None and fingerprint == state.tools_seen:
+        return
+    reported = session.emitted
     known: dict[str, ToolInfo] = {}
     for i, tool in enumerate(collected):
         name = tool.get("name") if isinstance(tool, dict) else None
@@ -375,6 +389,7 @@ def _tools_list(session: Session, msg: Msg, result: dict[str, Any]) -> None:
                     tool=name,
                 )
     state.tools = known
+    state.tools_seen = fingerprint if session.emitted == reported else None
 
 
 def _tools_call_result(session: Session, msg: Msg, result: dict[str, Any]) -> None:
