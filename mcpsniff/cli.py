@@ -282,7 +282,10 @@ def http(upstream: str, listen: str, trace_path: Path | None, show: bool, no_red
     import asyncio
 
     from mcpsniff.relay.http import HttpOptions, is_loopback, parse_listen, serve
-    from mcpsniff.relay.stdio import default_trace_path
+    from mcpsniff.relay.observer_pipe import AnalysisProcess
+    from mcpsniff.relay.recorder import Recorder
+    from mcpsniff.relay.remote_recorder import RemoteRecorder, apply_calls
+    from mcpsniff.relay.stdio import DEFAULT_BACKLOG_LIMIT, default_trace_path
 
     try:
         host, port = parse_listen(listen)
@@ -324,13 +327,30 @@ def http(upstream: str, listen: str, trace_path: Path | None, show: bool, no_red
             err=True,
         )
 
+    # The analysis and the trace run in a forked analysis process (forked
+    # before the event loop exists), so that the proxy only moves bytes.
+    recording = Recorder(writer, "http", redact=not no_redact, autoflush=False)
+    if listener is not None:
+        recording.listeners.append(listener)
+    if flush is not None:
+        recording.batch_listeners.append(flush)
+
+    def warn(text: str) -> None:
+        click.echo(text, err=True)
+
     try:
-        asyncio.run(serve(options, writer, show=listener, show_flush=flush, announce=announce))
+        analysis = AnalysisProcess.start(
+            lambda fd: apply_calls(fd, recording, warn), DEFAULT_BACKLOG_LIMIT
+        )
     except OSError as exc:
         writer.close()
+        _fail("http", f"cannot start the analysis process: {exc.strerror or exc}")
+        return
+    try:
+        asyncio.run(serve(options, None, announce=announce, recorder=RemoteRecorder(analysis)))
+    except OSError as exc:
         _fail("http", f"cannot listen on {listen}: {exc.strerror or exc}")
     except ValueError as exc:
-        writer.close()
         _fail("http", str(exc))
 
 

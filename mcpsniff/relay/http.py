@@ -36,6 +36,7 @@ from yarl import URL
 from mcpsniff.core.model import Record
 from mcpsniff.relay.exchange import ExchangeRecorder, HttpObserver, end_to_end
 from mcpsniff.relay.recorder import Recorder
+from mcpsniff.relay.remote_recorder import RemoteRecorder
 from mcpsniff.trace.format import TraceWriter
 
 DEFAULT_HOST = "127.0.0.1"
@@ -114,6 +115,7 @@ class HttpRelay:
         writer: TraceWriter | None,
         show: Callable[[Record], None] | None = None,
         show_flush: Callable[[], None] | None = None,
+        recorder: RemoteRecorder | None = None,
     ) -> None:
         self.options = options
         upstream = URL(options.upstream)
@@ -121,12 +123,18 @@ class HttpRelay:
             raise ValueError(f"--upstream must be an http(s) URL, not {options.upstream!r}")
         self.upstream = upstream
         self.origin = upstream.origin()
-        self.recorder = Recorder(writer, "http", redact=options.redact)
-        if show is not None:
-            self.recorder.listeners.append(show)
-        if show_flush is not None:
-            self.recorder.batch_listeners.append(show_flush)
-        self.observer = HttpObserver(self.recorder, redact=options.redact)
+        #: Analysis and trace writing: in this process (a ``Recorder``), or in
+        #: the forked analysis process (a ``RemoteRecorder``, what the CLI uses).
+        self.recorder: Recorder | RemoteRecorder
+        if recorder is None:
+            self.recorder = Recorder(writer, "http", redact=options.redact)
+            if show is not None:
+                self.recorder.listeners.append(show)
+            if show_flush is not None:
+                self.recorder.batch_listeners.append(show_flush)
+        else:
+            self.recorder = recorder
+        self.observer = HttpObserver(self.recorder, redact=options.redact)  # type: ignore[arg-type]
         self.client: aiohttp.ClientSession | None = None
         self.runner: web.AppRunner | None = None
         self.port: int | None = None
@@ -328,18 +336,30 @@ async def serve(
     show_flush: Callable[[], None] | None = None,
     announce: Callable[[HttpRelay], None] | None = None,
     stop: asyncio.Event | None = None,
+    recorder: RemoteRecorder | None = None,
 ) -> None:
-    """Run the proxy until SIGINT/SIGTERM (or ``stop`` is set)."""
-    relay = HttpRelay(options, writer, show, show_flush)
-    await relay.start()
-    stop = stop or asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
-    if announce is not None:
-        announce(relay)
+    """Run the proxy until SIGINT/SIGTERM (or ``stop`` is set).
+
+    With ``recorder``, the analysis runs in its analysis process; ``serve``
+    returns once that process has finished the trace, even when the proxy
+    could not start.
+    """
+    if recorder is not None:
+        recorder.attach(asyncio.get_running_loop())
     try:
-        await stop.wait()
+        relay = HttpRelay(options, writer, show, show_flush, recorder)
+        await relay.start()
+        stop = stop or asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, stop.set)
+        if announce is not None:
+            announce(relay)
+        try:
+            await stop.wait()
+        finally:
+            await relay.stop()
     finally:
-        await relay.stop()
+        if recorder is not None:
+            await recorder.finish()

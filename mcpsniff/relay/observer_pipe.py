@@ -49,6 +49,7 @@ STDERR = 3  # the child's stderr (b"" when it ended)
 EVENT = 4  # a transport event: payload is JSON {"name", "data"}
 GAP = 5  # bytes forwarded but not recorded: payload is JSON {"lost"}
 STOP = 6  # the relay is done: finish the trace
+CALL = 7  # a recorder call (HTTP relay): payload is a pickled (method, args) tuple
 
 _DIRECTION_CODES = {"": 0, C2S: 1, S2C: 2}
 _DIRECTIONS = ("", C2S, S2C)
@@ -94,6 +95,9 @@ class ObservationSender:
         self.pending_bytes = 0
         #: Bytes dropped per direction since the last gap was reported.
         self.lost = {C2S: 0, S2C: 0}
+        #: Recorder calls (and their bytes) dropped since the last gap was reported.
+        self.lost_calls = 0
+        self.lost_call_bytes = 0
         self.broken = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._drained: asyncio.Event | None = None
@@ -133,6 +137,15 @@ class ObservationSender:
     def event(self, name: str, t: float, data: dict[str, Any]) -> None:
         """A transport event."""
         self._send(EVENT, "", t, orjson.dumps({"name": name, "data": data}))
+
+    def call(self, payload: bytes, t: float) -> bool:
+        """A pickled recorder call; False when the backlog is full and it was dropped."""
+        if self.pending_bytes + len(payload) > self.limit:
+            self.lost_calls += 1
+            self.lost_call_bytes += len(payload)
+            return False
+        self._send(CALL, "", t, payload)
+        return True
 
     def stop(self, t: float) -> None:
         """Tell the analysis process that nothing more comes."""
