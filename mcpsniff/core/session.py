@@ -636,7 +636,7 @@ class Session:
         record = msg.record
         record.answers = request.seq
         record.request_index = request.index
-        record.latency_ms = round((msg.t - request.t) * 1000.0, 3)
+        record.latency_ms = round_ms((msg.t - request.t) * 1000.0)
         msg.request = request
         # BoundedMap.put, inlined: this runs for every response.
         answered = self.state.answered[OPPOSITE[msg.direction]]
@@ -697,6 +697,29 @@ class Session:
                 expected=len(batch.request_keys) + batch.invalid_elements,
                 received=len(msgs),
             )
+
+
+def round_ms(value: float) -> float:
+    """``round(value, 3)``, exactly, in half the time for the usual latency.
+
+    ``round`` with digits goes through a decimal string and back (about
+    0.23 us), and every response pays it. Below 2**31 thousandths the product
+    ``value * 1000.0`` is within 2**-22 of the exact one, so when its
+    fractional part is more than 1e-6 away from one half, the integer it rounds
+    to is the one the exact value rounds to, and ``n / 1000.0`` (one correctly
+    rounded division of exact operands) is the double nearest to n/1000, which
+    is what ``round`` returns. Near a half, at zero (the sign of -0.0) and for
+    anything else, ``round`` itself decides.
+    """
+    scaled = value * 1000.0
+    if 0.0 < scaled < 2147483648.0:
+        whole = int(scaled)
+        fraction = scaled - whole
+        if fraction > 0.500001:
+            return (whole + 1) / 1000.0
+        if fraction < 0.499999 and whole:
+            return whole / 1000.0
+    return round(value, 3)
 
 
 def _oldest_batch(batches: dict[int, BatchInfo], direction: str) -> BatchInfo | None:
