@@ -117,6 +117,21 @@ class MessageRecord:
     #: What a request acts on, for people reading a timeline: the tool or
     #: prompt name, the resource URI, or a log level.
     target: str | None = None
+    # The analyzer's working view of the message, filled while the frame is
+    # analyzed: never stored in a trace, compared or shown. Keeping it on the
+    # record saves building a second object per message (the check path).
+    #: The parsed JSON-RPC object.
+    obj: Any = field(default=None, compare=False, repr=False)
+    #: Its "params" member when that is an object.
+    params: dict[str, Any] | None = field(default=None, compare=False, repr=False)
+    #: The frame it came in.
+    source: FrameRecord | None = field(default=None, compare=False, repr=False)
+    #: The frame's timestamp.
+    sent_at: float = field(default=0.0, compare=False, repr=False)
+    #: For a response, the pending request (``state.Pending``) it answers.
+    request: Any = field(default=None, compare=False, repr=False)
+    #: For a request, the key of its id (``ids.id_key``).
+    key: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass(slots=True)

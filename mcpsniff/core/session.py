@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -385,7 +385,9 @@ class Session:
         direction = frame.direction
         seq = frame.seq
         if not isinstance(obj, dict):
-            record = MessageRecord(seq, self.key, direction, INVALID, index)
+            record = MessageRecord(
+                seq, self.key, direction, INVALID, index, obj=obj, source=frame, sent_at=frame.t
+            )
             self._out.append(record)
             self.state.bad_frames[direction].append(seq)
             self.report(
@@ -395,9 +397,9 @@ class Session:
                 [seq],
                 index=index,
             )
-            return Msg(obj, INVALID, direction, frame, index, record, seq=seq, t=frame.t)
-        # Classify first and build the record and the working view once, whole:
-        # this runs for every message, so no attribute is set twice.
+            return record
+        # Classify first and build the record (which is also the rules' working
+        # view) once, whole: this runs for every message.
         kind = INVALID
         ident: Any = None
         has_id = False
@@ -436,7 +438,7 @@ class Session:
             error = obj["error"]
             if isinstance(error, dict):
                 error_code = error.get("code")
-        record = MessageRecord(
+        msg = MessageRecord(
             seq,
             self.key,
             direction,
@@ -452,23 +454,12 @@ class Session:
             None,
             error_code,
             target,
-        )
-        msg = Msg(
             obj,
-            kind,
-            direction,
-            frame,
-            index,
-            record,
-            ident,
-            has_id,
-            method,
             params,
-            None,
-            seq,
+            frame,
             frame.t,
         )
-        self._out.append(record)
+        self._out.append(msg)
 
         jsonrpc.check_message(self, msg)
         if kind == REQUEST:
@@ -498,8 +489,8 @@ class Session:
 
     def _invalid(self, msg: Msg) -> None:
         """A message no rule below the JSON-RPC layer can use."""
-        msg.kind = msg.record.kind = INVALID
-        self.state.bad_frames[msg.direction].append(msg.seq)
+        msg.kind = INVALID
+        self.state.bad_frames[msg.direction].append(msg.frame)
 
     # ------------------------------------------------------------------ correlation
 
@@ -519,7 +510,7 @@ class Session:
                 f"{SENDER[direction]} reused request id {show_id(ident)} while the request with "
                 f"that id (seq {previous.seq}, {previous.method}) is still waiting for its "
                 "response",
-                [previous.seq, msg.seq],
+                [previous.seq, msg.frame],
                 id=ident,
                 previous_seq=previous.seq,
                 in_flight=True,
@@ -529,36 +520,36 @@ class Session:
                 "MSG-ID-REUSE",
                 f"{SENDER[direction]} reused request id {show_id(ident)}, which it already used "
                 "earlier in this session; ids must never be reused within a session",
-                [msg.seq],
+                [msg.frame],
                 id=ident,
                 in_flight=False,
             )
         index = msg.index
         pending[key] = Pending(
-            msg.seq,
+            msg.frame,
             index,
             key,
             ident,
             msg.method or "",
-            msg.t,
+            msg.sent_at,
             msg.params,
             None,
             False,
-            None if index is None else msg.seq,
+            None if index is None else msg.frame,
         )
 
     def _match_response(self, msg: Msg) -> None:
         state = self.state
         request_direction = OPPOSITE[msg.direction]
-        record = msg.record
         if not msg.has_id or msg.id is None:
-            request = http.request_of_exchange(self, msg)
+            # http.py reads the frame as msg.frame, which is the frame's seq here.
+            request = http.request_of_exchange(self, _FrameView(msg.kind, msg.source))
             if request is not None:
                 # An id-less error in an HTTP error response answers the request
                 # POSTed in that exchange (catalogue trap 1, MOD-HTTP-FALLBACK).
                 del state.pending[request_direction][request.key]
                 self._pair(msg, request)
-                record.note = "http-error-reply"
+                msg.note = "http-error-reply"
                 return
             jsonrpc.null_id_response(self, msg)
             return
@@ -572,20 +563,20 @@ class Session:
                 # A result after notifications/cancelled is an expected race
                 # (cancellation.mdx: "Both parties MUST handle these race
                 # conditions gracefully"; catalogue trap 6): record, don't flag.
-                record.note = "late-after-cancel"
+                msg.note = "late-after-cancel"
             return
         for alt in coerced_keys(msg.id):
             request = pending.get(alt)
             if request is not None:
                 del pending[alt]
                 self._pair(msg, request)
-                record.note = "id-type-mismatch"
+                msg.note = "id-type-mismatch"
                 self.report(
                     "JR-RESP-ID",
                     f"{SENDER[msg.direction]} answered request id {show_id(request.id)} "
                     f"({request.method}, seq {request.seq}) with id {show_id(msg.id)}: the id "
                     "must be echoed with the same JSON type",
-                    [request.seq, msg.seq],
+                    [request.seq, msg.frame],
                     cause="id-type",
                     request_id=request.id,
                     response_id=msg.id,
@@ -593,56 +584,55 @@ class Session:
                 return
         answered = state.answered[request_direction].get(key)
         if answered is not None:
-            record.answers = answered.seq
-            record.request_index = answered.index
+            msg.answers = answered.seq
+            msg.request_index = answered.index
             if answered.cancelled and answered.response_seq is None:
-                record.note = "late-after-cancel"
-                answered.response_seq = msg.seq
+                msg.note = "late-after-cancel"
+                answered.response_seq = msg.frame
                 return
-            record.note = "duplicate-response"
+            msg.note = "duplicate-response"
             self.report(
                 "JR-RESP-ID",
                 f"{SENDER[msg.direction]} sent a second response to request id "
                 f"{show_id(msg.id)} ({answered.method}, seq {answered.seq}); the first "
                 f"was seq {answered.response_seq}",
-                [answered.seq, msg.seq],
+                [answered.seq, msg.frame],
                 cause="duplicate-response",
                 id=msg.id,
                 first_response_seq=answered.response_seq,
             )
             return
         if key in state.used[request_direction]:
-            record.note = "duplicate-response"
+            msg.note = "duplicate-response"
             self.report(
                 "JR-RESP-ID",
                 f"{SENDER[msg.direction]} sent another response to request id "
                 f"{show_id(msg.id)}, which was already answered",
-                [msg.seq],
+                [msg.frame],
                 cause="duplicate-response",
                 id=msg.id,
             )
             return
-        record.note = "orphan"
+        msg.note = "orphan"
         self.report(
             "JR-RESP-ID",
             f"{SENDER[msg.direction]} sent a response with id {show_id(msg.id)}, but the "
             f"{SENDER[request_direction]} never sent a request with that id",
-            [msg.seq],
+            [msg.frame],
             cause="unknown-id",
             id=msg.id,
         )
 
     def _pair(self, msg: Msg, request: Pending) -> None:
-        record = msg.record
-        record.answers = request.seq
-        record.request_index = request.index
-        record.latency_ms = round_ms((msg.t - request.t) * 1000.0)
+        msg.answers = request.seq
+        msg.request_index = request.index
+        msg.latency_ms = round_ms((msg.sent_at - request.t) * 1000.0)
         msg.request = request
         # BoundedMap.put, inlined: this runs for every response.
         answered = self.state.answered[OPPOSITE[msg.direction]]
         key = request.key
         answered[key] = Answered(
-            request.seq, request.index, request.method, msg.seq, request.cancelled
+            request.seq, request.index, request.method, msg.frame, request.cancelled
         )
         answered.move_to_end(key)
         if len(answered) > answered.limit:
@@ -697,6 +687,13 @@ class Session:
                 expected=len(batch.request_keys) + batch.invalid_elements,
                 received=len(msgs),
             )
+
+
+class _FrameView(NamedTuple):
+    """What ``http.request_of_exchange`` reads of a message: its kind and its frame."""
+
+    kind: str
+    frame: FrameRecord | None
 
 
 def round_ms(value: float) -> float:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 from mcpsniff.core.ids import BoundedMap, IdHistory, IdKey
-from mcpsniff.core.model import C2S, S2C, FrameRecord, MessageRecord
+from mcpsniff.core.model import C2S, S2C, MessageRecord
 
 #: How many recently answered or cancelled ids each direction remembers, to
 #: tell a late response from a duplicate one and to name the first response.
@@ -48,29 +48,10 @@ class Answered:
     cancelled: bool = False
 
 
-@dataclass(slots=True)
-class Msg:
-    """The analyzer's working view of one JSON-RPC message (not stored).
-
-    ``seq`` and ``t`` copy the frame's, and ``key`` is the request id's key
-    once a request is registered: the rules read them for every message, and
-    plain slots are cheaper than properties or recomputing the key.
-    """
-
-    obj: Any
-    kind: str
-    direction: str
-    frame: FrameRecord
-    index: int | None
-    record: MessageRecord
-    id: Any = None
-    has_id: bool = False
-    method: str | None = None
-    params: dict[str, Any] | None = None
-    request: Pending | None = None
-    seq: int = 0
-    t: float = 0.0
-    key: IdKey | None = None
+#: The analyzer's working view of one JSON-RPC message is its MessageRecord,
+#: whose non-stored fields (obj, params, source, sent_at, request, key) hold
+#: what the rules need; ``msg.frame`` is the frame's seq.
+Msg: TypeAlias = MessageRecord
 
 
 @dataclass(slots=True)

@@ -49,7 +49,7 @@ def on_request(session: Session, msg: Msg) -> None:
         session.report(
             "PROG-TOKEN-TYPE",
             f"{SENDER[msg.direction]} used progress token {token}; tokens are strings or integers",
-            [msg.seq],
+            [msg.frame],
         )
     if type(token) is int:
         key: IdKey = ("n", token)  # the usual token, keyed without a call
@@ -63,12 +63,12 @@ def on_request(session: Session, msg: Msg) -> None:
             "PROG-TOKEN-UNIQUE",
             f"{SENDER[msg.direction]} reused progress token {show_id(token)} while the request "
             f"at seq {active[key].request_seq} that owns it is still active",
-            [active[key].request_seq, msg.seq],
+            [active[key].request_seq, msg.frame],
             token=token,
         )
     # The session registered the request (and keyed its id) just before.
     request_key = msg.key if msg.key is not None else id_key(msg.id)
-    active[key] = ProgressState(request_key, msg.seq)
+    active[key] = ProgressState(request_key, msg.frame)
     pending = session.state.pending[msg.direction].get(request_key)
     if pending is not None:
         pending.progress_token = key
@@ -92,7 +92,7 @@ def on_response(session: Session, msg: Msg) -> None:
     state = active.get(request.progress_token)
     if state is not None and state.request_key == request.key:
         del active[request.progress_token]
-        session.state.finished_tokens[request_direction].put(request.progress_token, msg.seq)
+        session.state.finished_tokens[request_direction].put(request.progress_token, msg.frame)
 
 
 def _cancelled(session: Session, msg: Msg) -> None:
@@ -106,7 +106,7 @@ def _cancelled(session: Session, msg: Msg) -> None:
             session.report(
                 "CANCEL-SHAPE",
                 f"{sender} sent notifications/cancelled without params.requestId",
-                [msg.seq],
+                [msg.frame],
             )
         return
     request_id = params["requestId"]
@@ -114,12 +114,12 @@ def _cancelled(session: Session, msg: Msg) -> None:
         session.report(
             "CANCEL-SHAPE",
             f"{sender} sent notifications/cancelled whose requestId is not a string or number",
-            [msg.seq],
+            [msg.frame],
         )
         return
     if "reason" in params and not isinstance(params["reason"], str):
         session.report(
-            "CANCEL-SHAPE", f"{sender} sent a cancellation reason that is not a string", [msg.seq]
+            "CANCEL-SHAPE", f"{sender} sent a cancellation reason that is not a string", [msg.frame]
         )
     key = id_key(request_id)
     lc = state.lifecycle
@@ -127,7 +127,7 @@ def _cancelled(session: Session, msg: Msg) -> None:
         session.report(
             "CANCEL-INITIALIZE",
             "the client tried to cancel its initialize request, which it must never do",
-            [lc.init_seq, msg.seq],
+            [lc.init_seq, msg.frame],
         )
     pending = state.pending[msg.direction].get(key)
     if pending is not None:
@@ -138,7 +138,7 @@ def _cancelled(session: Session, msg: Msg) -> None:
         state.answered[msg.direction].put(
             key, Answered(pending.seq, pending.index, pending.method, None, cancelled=True)
         )
-        _forget_token(session, msg.direction, pending.progress_token, key, msg.seq)
+        _forget_token(session, msg.direction, pending.progress_token, key, msg.frame)
         return
     answered = state.answered[msg.direction].get(key)
     if answered is not None or key in state.used[msg.direction]:
@@ -147,7 +147,7 @@ def _cancelled(session: Session, msg: Msg) -> None:
             "CANCEL-IN-PROGRESS",
             f"{sender} cancelled request {show_id(request_id)}, which had already been "
             "answered (usually a harmless race)",
-            [msg.seq] if answered is None else [answered.seq, msg.seq],
+            [msg.frame] if answered is None else [answered.seq, msg.frame],
             request_id=request_id,
             severity="info",
         )
@@ -164,7 +164,7 @@ def _cancelled(session: Session, msg: Msg) -> None:
             if other
             else f"the {sender} never sent a request with that id"
         ),
-        [msg.seq],
+        [msg.frame],
         request_id=request_id,
     )
 
@@ -188,7 +188,7 @@ def _progress(session: Session, msg: Msg) -> None:
         session.report(
             "PROG-DIRECTION-V5",
             "the client sent a progress notification; in 2026-07-28 only servers send progress",
-            [msg.seq],
+            [msg.frame],
         )
     progress = params.get("progress")
     total = params.get("total")
@@ -203,12 +203,12 @@ def _progress(session: Session, msg: Msg) -> None:
         session.report(
             "PROG-PARAMS",
             f"{sender} sent a progress notification with a bad " + ", ".join(problems),
-            [msg.seq],
+            [msg.frame],
         )
     token = params.get("progressToken")
     if isinstance(token, bool) or not isinstance(token, str | int | float):
         session.report(
-            "PROG-PARAMS", f"{sender} sent a progress notification without a token", [msg.seq]
+            "PROG-PARAMS", f"{sender} sent a progress notification without a token", [msg.frame]
         )
         return
     key = id_key(token)
@@ -223,7 +223,7 @@ def _progress(session: Session, msg: Msg) -> None:
                 "PROG-STOP",
                 f"{sender} sent progress for token {show_id(token)} after the request was "
                 f"answered (seq {finished})",
-                [finished, msg.seq],
+                [finished, msg.frame],
                 token=token,
             )
         else:
@@ -231,7 +231,7 @@ def _progress(session: Session, msg: Msg) -> None:
                 "PROG-ACTIVE-TOKEN",
                 f"{sender} sent progress for token {show_id(token)}, which no active request "
                 f"of the {SENDER[request_direction]} carries",
-                [msg.seq],
+                [msg.frame],
                 token=token,
             )
         return
@@ -241,7 +241,7 @@ def _progress(session: Session, msg: Msg) -> None:
                 "PROG-MONOTONIC",
                 f"{sender} sent progress {progress} for token {show_id(token)} after "
                 f"{active.last}; progress must increase with each notification",
-                [active.request_seq, msg.seq],
+                [active.request_seq, msg.frame],
                 token=token,
                 previous=active.last,
                 progress=progress,
@@ -251,7 +251,7 @@ def _progress(session: Session, msg: Msg) -> None:
             session.report(
                 "PROG-TOTAL",
                 f"{sender} reported progress {progress} beyond its total {total}",
-                [msg.seq],
+                [msg.frame],
                 token=token,
             )
 

@@ -91,7 +91,7 @@ def check_message(session: Session, msg: Msg) -> None:
             f'{SENDER[msg.direction]} sent a message whose "jsonrpc" member is '
             f"{_shown(obj.get('jsonrpc')) if 'jsonrpc' in obj else 'missing'}; it must be "
             'exactly "2.0"',
-            [msg.seq],
+            [msg.frame],
             value=obj.get("jsonrpc"),
         )
     elif kind == RESPONSE and len(obj) == 3 and type(obj.get("result")) is dict and "id" in obj:
@@ -107,14 +107,14 @@ def check_message(session: Session, msg: Msg) -> None:
                 "JR-METHOD-TYPE",
                 f'{SENDER[msg.direction]} sent a "method" that is a {json_type(obj["method"])}, '
                 "not a string",
-                [msg.seq],
+                [msg.frame],
             )
         elif method.startswith("rpc."):
             session.report(
                 "JR-METHOD-RPC-RESERVED",
                 f'{SENDER[msg.direction]} used method "{method}": names starting with "rpc." '
                 "are reserved",
-                [msg.seq],
+                [msg.frame],
                 method=method,
             )
         if "result" in obj or "error" in obj:
@@ -122,7 +122,7 @@ def check_message(session: Session, msg: Msg) -> None:
                 "JR-RESULT-XOR-ERROR",
                 f"{SENDER[msg.direction]} sent an object with both a method and a result/error; "
                 "it is neither a valid request nor a valid response",
-                [msg.seq],
+                [msg.frame],
             )
         params = msg.params  # the "params" member when it is an object, else None
         if params is not None:
@@ -134,7 +134,7 @@ def check_message(session: Session, msg: Msg) -> None:
                     "MSG-PARAMS-OBJECT",
                     f"{SENDER[msg.direction]} sent positional (array) params; MCP params are "
                     "always an object",
-                    [msg.seq],
+                    [msg.frame],
                     method=method,
                 )
             else:
@@ -142,7 +142,7 @@ def check_message(session: Session, msg: Msg) -> None:
                     "JR-PARAMS-STRUCTURED",
                     f'{SENDER[msg.direction]} sent "params" as a {json_type(obj["params"])}; it '
                     "must be an object or array when present",
-                    [msg.seq],
+                    [msg.frame],
                 )
         if kind == REQUEST:
             ident = msg.id
@@ -153,7 +153,7 @@ def check_message(session: Session, msg: Msg) -> None:
                     "MSG-NOTIF-NO-ID",
                     f'{SENDER[msg.direction]} sent "{method}" with an id; notifications carry '
                     "no id, so this is a request that expects a response",
-                    [msg.seq],
+                    [msg.frame],
                     method=method,
                 )
     elif kind in (RESPONSE, ERROR):
@@ -163,7 +163,7 @@ def check_message(session: Session, msg: Msg) -> None:
             "JR-TOPLEVEL",
             f"{SENDER[msg.direction]} sent an object with neither a method nor a result/error: "
             "it is not a JSON-RPC request, notification or response",
-            [msg.seq],
+            [msg.frame],
             keys=sorted(obj)[:10],
         )
 
@@ -172,7 +172,7 @@ def _check_request_id(session: Session, msg: Msg) -> None:
     value = msg.id
     if type(value) is int or type(value) is str:
         return  # the common, valid case
-    seqs = [msg.seq]
+    seqs = [msg.frame]
     sender = SENDER[msg.direction]
     if value is None:
         # JSON-RPC §4 only discourages null ids; MCP forbids them (basic/index.mdx
@@ -204,7 +204,7 @@ def _check_request_id(session: Session, msg: Msg) -> None:
 
 def _check_response(session: Session, msg: Msg) -> None:
     obj = msg.obj
-    seqs = [msg.seq]
+    seqs = [msg.frame]
     sender = SENDER[msg.direction]
     if "result" in obj and "error" in obj:
         session.report(
@@ -300,8 +300,8 @@ def null_id_response(session: Session, msg: Msg) -> None:
         bad = session.state.bad_frames[OPPOSITE[msg.direction]]
         if bad:
             culprit = bad.popleft()
-            msg.record.answers = culprit
-            msg.record.note = "parse-error-reply" if code == -32700 else "invalid-request-reply"
+            msg.answers = culprit
+            msg.note = "parse-error-reply" if code == -32700 else "invalid-request-reply"
         return
     if msg.kind == ERROR:
         if msg.has_id or version_at_least(session.state.version, "2025-11-25"):
@@ -309,7 +309,7 @@ def null_id_response(session: Session, msg: Msg) -> None:
                 "MSG-ERR-ID",
                 f"{sender} sent error {code} with a null id; only errors for requests whose id "
                 "could not be read (-32700, -32600) may omit it",
-                [msg.seq],
+                [msg.frame],
                 code=code,
             )
         return
@@ -318,7 +318,7 @@ def null_id_response(session: Session, msg: Msg) -> None:
             "JR-NOTIF-NO-REPLY",
             f"{sender} sent a result with a null id, which looks like a reply to a "
             "notification; notifications must never be answered",
-            [msg.seq],
+            [msg.frame],
         )
 
 
@@ -329,7 +329,7 @@ def _member_case(session: Session, msg: Msg) -> None:
                 "JR-MEMBER-CASE",
                 f'{SENDER[msg.direction]} sent member "{key}"; member names are case-sensitive, '
                 f'so it is not "{key.lower()}"',
-                [msg.seq],
+                [msg.frame],
                 member=key,
             )
 
@@ -344,7 +344,7 @@ def _check_meta(session: Session, msg: Msg, meta: Any) -> None:
                 "MSG-META-PROGRESS",
                 f"{SENDER[msg.direction]} sent a progressToken that is a {json_type(token)}; it "
                 "must be a string or an integer",
-                [msg.seq],
+                [msg.frame],
             )
     if not version_at_least(session.state.version, V3):
         return
@@ -361,7 +361,7 @@ def _check_meta(session: Session, msg: Msg, meta: Any) -> None:
                 "MSG-META-KEYS",
                 f'{SENDER[msg.direction]} used _meta key "{key}", which does not follow the '
                 "[prefix/]name grammar",
-                [msg.seq],
+                [msg.frame],
                 key=key,
             )
 

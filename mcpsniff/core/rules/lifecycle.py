@@ -174,7 +174,7 @@ def on_request(session: Session, msg: Msg) -> None:
                 "MOD-NO-SERVER-REQUESTS",
                 f'the server sent a JSON-RPC request ("{method}"); in 2026-07-28 servers never '
                 "send requests (they return inputRequests in an input_required result)",
-                [msg.seq],
+                [msg.frame],
                 method=method,
             )
         else:
@@ -194,7 +194,7 @@ def _first_message(session: Session, msg: Msg) -> None:
         "LC-INIT-FIRST",
         f'the client\'s first message is "{msg.method}", but a session must start with an '
         "initialize request",
-        [msg.seq],
+        [msg.frame],
         method=msg.method,
     )
 
@@ -212,10 +212,10 @@ def _initialize_request(session: Session, msg: Msg) -> None:
         session.report(
             "LC-INIT-REPEAT",
             f"the client sent a second initialize (first at seq {lc.init_seq}) in the same session",
-            [lc.init_seq, msg.seq],
+            [lc.init_seq, msg.frame],
         )
         return
-    lc.init_seq = msg.seq
+    lc.init_seq = msg.frame
     lc.init_key = id_key(msg.id)
     params = msg.params or {}
     problems = []
@@ -236,7 +236,7 @@ def _initialize_request(session: Session, msg: Msg) -> None:
         session.report(
             "LC-INIT-PARAMS",
             "the initialize request lacks or mistypes " + ", ".join(problems),
-            [msg.seq],
+            [msg.frame],
             missing=problems,
         )
     if isinstance(version, str) and not VERSION_PATTERN.match(version):
@@ -244,7 +244,7 @@ def _initialize_request(session: Session, msg: Msg) -> None:
             "LC-VERSION-CLIENT",
             f'the client asked for protocolVersion "{version}", which is not a YYYY-MM-DD '
             "version string",
-            [msg.seq],
+            [msg.frame],
             requested=version,
         )
     caps = params.get("capabilities")
@@ -264,7 +264,7 @@ def _handshake_client_request(session: Session, msg: Msg) -> None:
             "LC-CLIENT-PRE-RESPONSE",
             f'the client sent "{method}" before the server answered initialize; only pings '
             "should be sent until then",
-            [lc.init_seq, msg.seq],
+            [lc.init_seq, msg.frame],
             method=method,
         )
     elif lc.init_ok and lc.initialized_seq is None and not lc.order_reported:
@@ -273,7 +273,7 @@ def _handshake_client_request(session: Session, msg: Msg) -> None:
             "LC-INITIALIZED-ORDER",
             f'the client sent "{method}" before notifications/initialized; initialized '
             "signals that the client is ready for normal operation",
-            [msg.seq],
+            [msg.frame],
             method=method,
         )
     gate = _SERVER_GATED.get(method or "")
@@ -286,7 +286,7 @@ def _handshake_client_request(session: Session, msg: Msg) -> None:
                 rule,
                 f'the client called "{method}", but the server did not declare the '
                 f"{'.'.join(path)} capability",
-                [msg.seq],
+                [msg.frame],
                 method=method,
                 capability=".".join(path),
             )
@@ -301,7 +301,7 @@ def _handshake_server_request(session: Session, msg: Msg) -> None:
             "LC-SERVER-PRE-INITIALIZED",
             f'the server sent request "{method}" before the client sent '
             "notifications/initialized; only pings and logging are expected before then",
-            [msg.seq],
+            [msg.frame],
             method=method,
         )
     gate = _CLIENT_GATED.get(method)
@@ -312,7 +312,7 @@ def _handshake_server_request(session: Session, msg: Msg) -> None:
                 rule,
                 f'the server sent "{method}", but the client did not declare the '
                 f"{'.'.join(path)} capability",
-                [msg.seq],
+                [msg.frame],
                 method=method,
                 capability=".".join(path),
             )
@@ -331,20 +331,20 @@ def _stateless_request(session: Session, msg: Msg, meta: dict[str, Any] | None) 
             f'the client request "{method}" lacks _meta '
             + " and ".join(missing)
             + "; every 2026-07-28 request must carry them",
-            [msg.seq],
+            [msg.frame],
             missing=missing,
         )
     elif META_CLIENT_INFO not in meta:
         session.report(
             "MOD-CLIENTINFO",
             f'the client request "{method}" carries no _meta {META_CLIENT_INFO}',
-            [msg.seq],
+            [msg.frame],
         )
     if method in REMOVED_IN_V5:
         session.report(
             "MOD-REMOVED",
             f'the client sent "{method}", which 2026-07-28 removed',
-            [msg.seq],
+            [msg.frame],
             method=method,
             severity="warning",
         )
@@ -364,14 +364,14 @@ def _method_direction(session: Session, msg: Msg) -> None:
             session.report(
                 "MSG-METHOD-DIRECTION",
                 f'"{method}" does not exist in protocol version {session.state.version}',
-                [msg.seq],
+                [msg.frame],
                 method=method,
             )
         elif not method.startswith(("notifications/", "$/")) or "/" not in method:
             session.report(
                 "MSG-METHOD-UNKNOWN",
                 f'"{method}" is not an MCP method; expect the receiver to answer -32601',
-                [msg.seq],
+                [msg.frame],
                 method=method,
             )
         return
@@ -380,7 +380,7 @@ def _method_direction(session: Session, msg: Msg) -> None:
             "MSG-METHOD-DIRECTION",
             f'the {SENDER[msg.direction]} sent "{method}", which only the '
             f"{SENDER[allowed]} may send",
-            [msg.seq],
+            [msg.frame],
             method=method,
             allowed=allowed,
         )
@@ -401,7 +401,7 @@ def _cap_shape(session: Session, msg: Msg, caps: dict[str, Any], side: str) -> N
                 "CAP-SHAPE",
                 f"the {side} capability {name!r} is malformed: capabilities are objects and "
                 "listChanged/subscribe are booleans",
-                [msg.seq],
+                [msg.frame],
                 capability=name,
             )
 
@@ -423,7 +423,7 @@ def on_notification(session: Session, msg: Msg) -> None:
                     "LC-INIT-FIRST",
                     "the client's first message is notifications/initialized, but a session "
                     "must start with an initialize request",
-                    [msg.seq],
+                    [msg.frame],
                     method=method,
                 )
             state.first_c2s_seen = True
@@ -432,7 +432,7 @@ def on_notification(session: Session, msg: Msg) -> None:
             return
         if method == "notifications/initialized":
             if lc.initialized_seq is None:
-                lc.initialized_seq = msg.seq
+                lc.initialized_seq = msg.frame
                 if lc.init_seq is not None and not lc.init_ok:
                     session.report(
                         "LC-INITIALIZED-EARLY",
@@ -442,7 +442,7 @@ def on_notification(session: Session, msg: Msg) -> None:
                             if lc.init_ok is None
                             else "after initialize failed"
                         ),
-                        [lc.init_seq, msg.seq],
+                        [lc.init_seq, msg.frame],
                     )
                 _version_disconnect(session, msg)
         elif method == "notifications/roots/list_changed" and state.client_caps is not None:
@@ -451,7 +451,7 @@ def on_notification(session: Session, msg: Msg) -> None:
                     "CAP-ROOTS-LISTCHANGED",
                     "the client sent notifications/roots/list_changed without declaring "
                     "roots.listChanged",
-                    [msg.seq],
+                    [msg.frame],
                 )
     else:
         gate = _SERVER_NOTIFY_GATED.get(method)
@@ -462,7 +462,7 @@ def on_notification(session: Session, msg: Msg) -> None:
                 session.report(
                     rule,
                     f'the server sent "{method}" without declaring the {".".join(path)} capability',
-                    [msg.seq],
+                    [msg.frame],
                     method=method,
                     capability=".".join(path),
                 )
@@ -478,7 +478,7 @@ def _version_disconnect(session: Session, msg: Msg) -> None:
             f'the client asked for "{lc.requested_version}", the server answered '
             f'"{version}", and the client carried on; it should disconnect if it does not '
             "support the server's version",
-            [lc.init_seq or msg.seq, msg.seq],
+            [lc.init_seq or msg.frame, msg.frame],
             requested=lc.requested_version,
             negotiated=version,
             severity="info",
@@ -497,7 +497,7 @@ def on_response(session: Session, msg: Msg) -> None:
             session.report(
                 "MOD-NO-SERVER-REQUESTS",
                 "the client sent a JSON-RPC response; in 2026-07-28 clients never do",
-                [msg.seq],
+                [msg.frame],
             )
         return
     if request is None:
@@ -517,7 +517,7 @@ def on_response(session: Session, msg: Msg) -> None:
 def _initialize_response(session: Session, msg: Msg) -> None:
     state = session.state
     lc = state.lifecycle
-    lc.init_response_seq = msg.seq
+    lc.init_response_seq = msg.frame
     if msg.kind == ERROR:
         lc.init_ok = False
         return
@@ -545,7 +545,7 @@ def _initialize_response(session: Session, msg: Msg) -> None:
         session.report(
             "LC-INIT-RESULT",
             "the initialize result lacks or mistypes " + ", ".join(problems),
-            [msg.seq],
+            [msg.frame],
             missing=problems,
         )
     if isinstance(version, str):
@@ -556,7 +556,7 @@ def _initialize_response(session: Session, msg: Msg) -> None:
                 "LC-VERSION-SERVER",
                 f'the server answered protocolVersion "{version}", which is not a published '
                 "MCP version",
-                [msg.seq],
+                [msg.frame],
                 negotiated=version,
                 severity="warning",
             )
@@ -576,7 +576,7 @@ def _v5_result(session: Session, msg: Msg, method: str) -> None:
             "MOD-RESULTTYPE",
             f'the result of "{method}" has resultType {result_type!r}; 2026-07-28 results '
             'carry "complete" or "input_required"',
-            [msg.seq],
+            [msg.frame],
             method=method,
             result_type=result_type,
         )
@@ -585,7 +585,7 @@ def _v5_result(session: Session, msg: Msg, method: str) -> None:
         session.report(
             "MOD-SERVERINFO",
             f'the result of "{method}" carries no _meta {META_SERVER_INFO}',
-            [msg.seq],
+            [msg.frame],
             method=method,
         )
     if result_type == "input_required":
@@ -594,14 +594,14 @@ def _v5_result(session: Session, msg: Msg, method: str) -> None:
                 "MOD-MRTR-METHODS",
                 f'the server answered "{method}" with input_required, which only prompts/get, '
                 "resources/read and tools/call may use",
-                [msg.seq],
+                [msg.frame],
                 method=method,
             )
         if "inputRequests" not in result and "requestState" not in result:
             session.report(
                 "MOD-MRTR-CONTENT",
                 "an input_required result carries neither inputRequests nor requestState",
-                [msg.seq],
+                [msg.frame],
             )
         return
     if method in _CACHEABLE and result_type == "complete":
@@ -615,7 +615,7 @@ def _v5_result(session: Session, msg: Msg, method: str) -> None:
                 "MOD-CACHE",
                 f'the result of "{method}" lacks valid cache hints (ttlMs integer >= 0 and '
                 'cacheScope "public" or "private")',
-                [msg.seq],
+                [msg.frame],
                 method=method,
                 ttlMs=ttl,
                 cacheScope=scope,
@@ -630,7 +630,7 @@ def _v5_result(session: Session, msg: Msg, method: str) -> None:
             session.report(
                 "MOD-DISCOVER",
                 "the server/discover result lacks " + ", ".join(problems),
-                [msg.seq],
+                [msg.frame],
                 missing=problems,
             )
         caps = result.get("capabilities")
@@ -649,14 +649,14 @@ def _v5_error(session: Session, msg: Msg) -> None:
         session.report(
             "MOD-ERRCODES",
             f"the server used error code {code}, which 2026-07-28 does not allow",
-            [msg.seq],
+            [msg.frame],
             code=code,
         )
     if code == -32002 and msg.request is not None and msg.request.method == "resources/read":
         session.report(
             "MOD-RES-NOT-FOUND",
             "a missing resource must be reported with -32602 in 2026-07-28, not -32002",
-            [msg.seq],
+            [msg.frame],
         )
     if code == -32022:
         data = error.get("data")
@@ -665,7 +665,7 @@ def _v5_error(session: Session, msg: Msg) -> None:
                 "MOD-UNSUPPORTED-VERSION",
                 "an UnsupportedProtocolVersion error (-32022) must carry data.supported and "
                 "data.requested",
-                [msg.seq],
+                [msg.frame],
             )
 
 

@@ -106,7 +106,7 @@ def _tools_call(session: Session, msg: Msg) -> None:
         session.report(
             "TOOL-CALL-ARGS-OBJECT",
             f"the client called tool {name!r} with arguments that are not an object",
-            [msg.seq],
+            [msg.frame],
             tool=name,
         )
         return
@@ -118,7 +118,7 @@ def _tools_call(session: Session, msg: Msg) -> None:
         session.report(
             "TOOL-CALL-KNOWN",
             f"the client called tool {name!r}, which is not in the latest tools/list result",
-            [msg.seq],
+            [msg.frame],
             tool=name,
             known=sorted(tools)[:20],
         )
@@ -131,7 +131,7 @@ def _tools_call(session: Session, msg: Msg) -> None:
         session.report(
             "TOOL-ARGS-SCHEMA",
             f"the arguments of tool {name!r} do not match its inputSchema: {error}",
-            [msg.seq],
+            [msg.frame],
             tool=name,
             error=error,
         )
@@ -145,7 +145,7 @@ def _prompts_get(session: Session, msg: Msg) -> None:
             session.report(
                 "PROMPT-GET-ARGS",
                 "prompts/get argument values must be strings; not: " + ", ".join(bad[:5]),
-                [msg.seq],
+                [msg.frame],
                 arguments=bad,
             )
 
@@ -156,7 +156,7 @@ def _set_level(session: Session, msg: Msg) -> None:
         session.report(
             "LOG-LEVEL-ENUM",
             f"logging/setLevel asks for level {level!r}, which is not a syslog level name",
-            [msg.seq],
+            [msg.frame],
             level=level,
         )
     else:
@@ -178,7 +178,7 @@ def _complete(session: Session, msg: Msg) -> None:
             "COMPL-REF",
             "completion/complete needs ref {type: ref/prompt + name | ref/resource + uri} and "
             "argument {name, value} strings",
-            [msg.seq],
+            [msg.frame],
         )
 
 
@@ -188,7 +188,7 @@ def _ping(session: Session, msg: Msg) -> None:
         session.report(
             "PING-NO-PARAMS",
             f"{SENDER[msg.direction]} sent ping with parameters; ping has none",
-            [msg.seq],
+            [msg.frame],
         )
 
 
@@ -205,7 +205,7 @@ def _create_message(session: Session, msg: Msg) -> None:
             "SAMP-REQ-SHAPE",
             "sampling/createMessage needs messages [{role: user|assistant, content}] and an "
             "integer maxTokens",
-            [msg.seq],
+            [msg.frame],
         )
 
 
@@ -224,7 +224,7 @@ def _cursor_sent(session: Session, msg: Msg) -> None:
     cursor = (msg.params or {}).get("cursor")
     if not isinstance(cursor, str):
         session.report(
-            "PAGE-SHAPE", f"{method} sent a cursor that is not a string", [msg.seq], method=method
+            "PAGE-SHAPE", f"{method} sent a cursor that is not a string", [msg.frame], method=method
         )
         return
     issued = session.state.cursors.get(method)
@@ -233,7 +233,7 @@ def _cursor_sent(session: Session, msg: Msg) -> None:
             "PAGE-CURSOR-OPAQUE",
             f"the client sent {method} cursor {cursor[:40]!r}, which the server never returned "
             "as nextCursor for that method; cursors are opaque and must be passed back as is",
-            [msg.seq],
+            [msg.frame],
             method=method,
         )
 
@@ -250,7 +250,7 @@ def on_notification(session: Session, msg: Msg) -> None:
             session.report(
                 "LOG-LEVEL-ENUM",
                 f"a log message has level {level!r}, which is not a syslog level name",
-                [msg.seq],
+                [msg.frame],
                 level=level,
             )
         elif session.state.log_level is not None and (
@@ -260,7 +260,7 @@ def on_notification(session: Session, msg: Msg) -> None:
                 "LOG-FILTER",
                 f"the server sent a {level} log message after the client asked for "
                 f"{session.state.log_level} and above",
-                [msg.seq],
+                [msg.frame],
                 level=level,
             )
         if "data" not in params or ("logger" in params and not isinstance(params["logger"], str)):
@@ -268,7 +268,7 @@ def on_notification(session: Session, msg: Msg) -> None:
                 "LOG-MESSAGE-PARAMS",
                 "notifications/message needs params.level and params.data (logger, if given, "
                 "is a string)",
-                [msg.seq],
+                [msg.frame],
             )
 
 
@@ -294,11 +294,11 @@ def on_response(session: Session, msg: Msg) -> None:
             session.report(
                 "PAGE-SHAPE",
                 f"the {request.method} result has a nextCursor that is not a string",
-                [msg.seq],
+                [msg.frame],
             )
         else:
             session.state.cursors.setdefault(request.method, BoundedMap(CURSOR_WINDOW)).put(
-                cursor, msg.seq
+                cursor, msg.frame
             )
 
 
@@ -309,7 +309,7 @@ def _empty_result(rule: str, method: str) -> Callable[[Session, Msg, dict[str, A
             session.report(
                 rule,
                 f"the {method} result must be empty, but has " + ", ".join(sorted(extra)[:5]),
-                [msg.seq],
+                [msg.frame],
                 keys=sorted(extra)[:10],
             )
 
@@ -320,7 +320,7 @@ def _tools_list(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     state = session.state
     tools = result.get("tools")
     if not isinstance(tools, list):
-        session.report("TOOL-LIST-SHAPE", "the tools/list result has no tools array", [msg.seq])
+        session.report("TOOL-LIST-SHAPE", "the tools/list result has no tools array", [msg.frame])
         return
     params = msg.request.params if msg.request is not None else None
     first_page = not (params and "cursor" in params)
@@ -356,7 +356,7 @@ def _tools_list(session: Session, msg: Msg, result: dict[str, Any]) -> None:
                 "TOOL-LIST-SHAPE",
                 f"tool #{i} ({name!r}) needs a string name and an inputSchema object with "
                 '"type": "object"',
-                [msg.seq],
+                [msg.frame],
                 tool=name,
             )
             if not isinstance(name, str):
@@ -365,14 +365,14 @@ def _tools_list(session: Session, msg: Msg, result: dict[str, Any]) -> None:
             session.report(
                 "TOOL-NAME-UNIQUE",
                 f"tool name {name!r} appears more than once in tools/list",
-                [msg.seq],
+                [msg.frame],
                 tool=name,
             )
         elif version_at_least(version, V4) and not _TOOL_NAME.match(name):
             session.report(
                 "TOOL-NAME-FORMAT",
                 f"tool name {name!r} should be 1-128 characters of A-Z a-z 0-9 _ . -",
-                [msg.seq],
+                [msg.frame],
                 tool=name,
             )
         output = tool.get("outputSchema") if isinstance(tool, dict) else None
@@ -385,7 +385,7 @@ def _tools_list(session: Session, msg: Msg, result: dict[str, Any]) -> None:
                     "TOOL-INPUTSCHEMA-VALID",
                     f"the inputSchema of tool {name!r} is not a valid JSON Schema: "
                     f"{compiled.error}",
-                    [msg.seq],
+                    [msg.frame],
                     tool=name,
                 )
     state.tools = known
@@ -419,7 +419,7 @@ def _tools_call_result(session: Session, msg: Msg, result: dict[str, Any]) -> No
         session.report(
             "TOOL-RESULT-SHAPE",
             f"the result of tool {name!r}: " + "; ".join(problems),
-            [msg.seq],
+            [msg.frame],
             tool=name,
         )
     structured = result.get("structuredContent")
@@ -432,7 +432,7 @@ def _tools_call_result(session: Session, msg: Msg, result: dict[str, Any]) -> No
         session.report(
             "TOOL-STRUCTURED-TYPE",
             f"tool {name!r} returned structuredContent that is not an object",
-            [msg.seq],
+            [msg.frame],
             tool=name,
         )
     tools = session.state.tools
@@ -446,7 +446,7 @@ def _tools_call_result(session: Session, msg: Msg, result: dict[str, Any]) -> No
         session.report(
             "TOOL-OUTPUT-CONFORMS",
             f"tool {name!r} declares an outputSchema but its result has no structuredContent",
-            [msg.seq],
+            [msg.frame],
             tool=name,
         )
         return
@@ -458,7 +458,7 @@ def _tools_call_result(session: Session, msg: Msg, result: dict[str, Any]) -> No
         session.report(
             "TOOL-OUTPUT-CONFORMS",
             f"the structuredContent of tool {name!r} does not match its outputSchema: {error}",
-            [msg.seq],
+            [msg.frame],
             tool=name,
             error=error,
         )
@@ -489,7 +489,7 @@ def _resources_list(session: Session, msg: Msg, result: dict[str, Any]) -> None:
         session.report(
             "RES-LIST-SHAPE",
             "every resources/list entry needs a string uri and name",
-            [msg.seq],
+            [msg.frame],
         )
 
 
@@ -505,19 +505,21 @@ def _templates_list(session: Session, msg: Msg, result: dict[str, Any]) -> None:
         session.report(
             "RES-TEMPLATE-SHAPE",
             "every resources/templates/list entry needs a string uriTemplate and name",
-            [msg.seq],
+            [msg.frame],
         )
 
 
 def _resources_read(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     contents = result.get("contents")
     if not isinstance(contents, list):
-        session.report("RES-READ-SHAPE", "resources/read result needs a contents array", [msg.seq])
+        session.report(
+            "RES-READ-SHAPE", "resources/read result needs a contents array", [msg.frame]
+        )
         return
     for i, item in enumerate(contents):
         if not isinstance(item, dict) or not isinstance(item.get("uri"), str):
             session.report(
-                "RES-READ-SHAPE", f"resources/read contents[{i}] needs a string uri", [msg.seq]
+                "RES-READ-SHAPE", f"resources/read contents[{i}] needs a string uri", [msg.frame]
             )
             continue
         has_text = isinstance(item.get("text"), str)
@@ -526,13 +528,13 @@ def _resources_read(session: Session, msg: Msg, result: dict[str, Any]) -> None:
             session.report(
                 "RES-READ-SHAPE",
                 f"resources/read contents[{i}] must have exactly one of text or blob",
-                [msg.seq],
+                [msg.frame],
             )
         elif has_blob and not _is_base64(item["blob"]):
             session.report(
                 "RES-BLOB-BASE64",
                 f"resources/read contents[{i}].blob is not valid base64",
-                [msg.seq],
+                [msg.frame],
                 uri=item["uri"],
             )
 
@@ -549,7 +551,7 @@ def _prompts_list(session: Session, msg: Msg, result: dict[str, Any]) -> None:
         session.report(
             "PROMPT-LIST-SHAPE",
             "every prompts/list entry needs a string name (and arguments, if any, as an array)",
-            [msg.seq],
+            [msg.frame],
         )
 
 
@@ -565,7 +567,7 @@ def _prompts_get_result(session: Session, msg: Msg, result: dict[str, Any]) -> N
         session.report(
             "PROMPT-MESSAGES",
             "prompts/get messages need role user|assistant and a single content block",
-            [msg.seq],
+            [msg.frame],
         )
 
 
@@ -576,14 +578,14 @@ def _complete_result(session: Session, msg: Msg, result: dict[str, Any]) -> None
         session.report(
             "COMPL-RESULT-SHAPE",
             "completion/complete result needs completion.values as an array of strings",
-            [msg.seq],
+            [msg.frame],
         )
         return
     if len(values) > 100:
         session.report(
             "COMPL-MAX-100",
             f"completion/complete returned {len(values)} values; the maximum is 100",
-            [msg.seq],
+            [msg.frame],
             count=len(values),
         )
 
@@ -594,7 +596,7 @@ def _roots_result(session: Session, msg: Msg, result: dict[str, Any]) -> None:
         isinstance(r, dict) and isinstance(r.get("uri"), str) for r in roots
     ):
         session.report(
-            "ROOTS-RESULT-SHAPE", "roots/list result needs roots [{uri, name?}]", [msg.seq]
+            "ROOTS-RESULT-SHAPE", "roots/list result needs roots [{uri, name?}]", [msg.frame]
         )
         return
     for root in roots:
@@ -602,7 +604,7 @@ def _roots_result(session: Session, msg: Msg, result: dict[str, Any]) -> None:
             session.report(
                 "ROOTS-FILE-URI",
                 f"root {root['uri']!r} is not a file:// URI",
-                [msg.seq],
+                [msg.frame],
                 uri=root["uri"],
             )
 
@@ -616,7 +618,7 @@ def _sampling_result(session: Session, msg: Msg, result: dict[str, Any]) -> None
         session.report(
             "SAMP-RESULT-SHAPE",
             "sampling/createMessage result needs role, content and a string model",
-            [msg.seq],
+            [msg.frame],
         )
 
 
@@ -625,7 +627,7 @@ def _elicit_result(session: Session, msg: Msg, result: dict[str, Any]) -> None:
         session.report(
             "ELIC-RESULT-ACTION",
             f"elicitation result action {result.get('action')!r} is not accept, decline or cancel",
-            [msg.seq],
+            [msg.frame],
         )
 
 
