@@ -3,7 +3,10 @@
 JSON-RPC ids are compared by JSON type *and* value: a response to ``1`` must
 carry ``1``, not ``"1"`` (JSON-RPC §5: "It MUST be the same as the value of
 the id member in the Request Object"; catalogue trap 8). Python would treat
-``True == 1`` and hash them alike, so ids are keyed by a tagged tuple.
+``True == 1`` and hash them alike, so ids are keyed by a tagged tuple,
+except integers (the ids real clients use), which are their own key: no
+tuple equals an int, and an int key costs no allocation and hashes fast,
+which counts because every request and response is looked up by its key.
 
 MSG-ID-REUSE needs every id a requestor ever used in the session (V1–V4: an
 id "MUST NOT have been previously used by the requestor within the same
@@ -18,7 +21,8 @@ import bisect
 from collections import OrderedDict
 from typing import Any
 
-IdKey = tuple[str, Any]
+#: An integer id's key is the int; any other id's is (JSON type tag, value).
+IdKey = int | tuple[str, Any]
 
 #: How many non-integer ids (strings, fractions) each direction remembers for
 #: reuse detection. Beyond this, reuse of a very old string id goes unnoticed:
@@ -30,7 +34,7 @@ def id_key(value: Any) -> IdKey:
     """The identity of a JSON-RPC id: its JSON type and its value."""
     kind = type(value)
     if kind is int:  # the common case first: this runs for every message
-        return ("n", value)
+        return value
     if kind is str:
         return ("s", value)
     if isinstance(value, str):
@@ -38,14 +42,19 @@ def id_key(value: Any) -> IdKey:
     if isinstance(value, bool):
         return ("b", value)
     if isinstance(value, int):
-        return ("n", value)
+        return int(value)
     if isinstance(value, float):
         # 1.0 and 1 are the same JSON number.
-        return ("n", int(value)) if value.is_integer() else ("n", value)
+        return int(value) if value.is_integer() else ("n", value)
     if value is None:
         return ("z", None)
     # Objects and arrays are invalid ids (JR-ID-TYPE) but still need a key.
     return ("o", repr(value))
+
+
+def id_value(key: IdKey) -> Any:
+    """The id a key was made from (an integral float comes back as an int)."""
+    return key if type(key) is int else key[1]
 
 
 def coerced_keys(value: Any) -> list[IdKey]:
@@ -56,7 +65,7 @@ def coerced_keys(value: Any) -> list[IdKey]:
     if isinstance(value, str):
         text = value.strip()
         try:
-            return [("n", int(text))]
+            return [int(text)]
         except ValueError:
             try:
                 number = float(text)
@@ -95,17 +104,15 @@ class IdHistory:
         self._others: OrderedDict[IdKey, None] = OrderedDict()
 
     def __contains__(self, key: IdKey) -> bool:
-        tag, value = key
-        if tag == "n" and isinstance(value, int):
-            i = bisect.bisect_right(self._starts, value) - 1
-            return i >= 0 and value <= self._ends[i]
+        if type(key) is int:
+            i = bisect.bisect_right(self._starts, key) - 1
+            return i >= 0 and key <= self._ends[i]
         return key in self._others
 
     def add(self, key: IdKey) -> None:
         """Remember ``key`` as used."""
-        tag, value = key
-        if tag == "n" and isinstance(value, int):
-            self._add_int(value)
+        if type(key) is int:
+            self._add_int(key)
             return
         others = self._others
         others[key] = None
@@ -117,20 +124,19 @@ class IdHistory:
 
         One call instead of ``in`` then ``add``: every request does both.
         """
-        tag, value = key
-        if tag == "n" and isinstance(value, int):
+        if type(key) is int:
             ends = self._ends
             # Fast path: an id beyond every interval (real clients count up).
-            if ends and value > ends[-1]:
-                if ends[-1] + 1 == value:
-                    ends[-1] = value
+            if ends and key > ends[-1]:
+                if ends[-1] + 1 == key:
+                    ends[-1] = key
                 else:
-                    self._starts.append(value)
-                    ends.append(value)
+                    self._starts.append(key)
+                    ends.append(key)
                 return False
             seen = key in self
             if not seen:
-                self._add_int(value)
+                self._add_int(key)
             return seen
         others = self._others
         if key in others:

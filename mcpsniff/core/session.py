@@ -23,7 +23,7 @@ import orjson
 from mcpsniff.core import catalog
 from mcpsniff.core.diagnosis import diagnose
 from mcpsniff.core.framing import LineFramer
-from mcpsniff.core.ids import coerced_keys, id_key, show_id
+from mcpsniff.core.ids import coerced_keys, id_key, id_value, show_id
 from mcpsniff.core.jsontypes import json_type
 from mcpsniff.core.model import (
     BATCH,
@@ -498,7 +498,7 @@ class Session:
         state = self.state
         direction = msg.direction
         ident = msg.id
-        key = ("n", ident) if type(ident) is int else id_key(ident)
+        key = ident if type(ident) is int else id_key(ident)
         msg.key = key
         pending = state.pending[direction]
         seen = state.used[direction].check_and_add(key)
@@ -554,7 +554,7 @@ class Session:
             jsonrpc.null_id_response(self, msg)
             return
         ident = msg.id
-        key = ("n", ident) if type(ident) is int else id_key(ident)
+        key = ident if type(ident) is int else id_key(ident)
         pending = state.pending[request_direction]
         request = pending.pop(key, None)
         if request is not None:
@@ -672,7 +672,7 @@ class Session:
             if missing:
                 parts.append(
                     f"{len(missing)} request(s) got no response in it ("
-                    + ", ".join(show_id(k[1]) for k in missing[:10])
+                    + ", ".join(show_id(id_value(k)) for k in missing[:10])
                     + ")"
                 )
             if missing_invalid:
@@ -683,7 +683,7 @@ class Session:
                 "JR-BATCH-RESP-COUNT",
                 f"the reply to the batch at seq {batch_seq} does not match it: " + "; ".join(parts),
                 [batch_seq, frame.seq],
-                missing=[k[1] for k in missing],
+                missing=[id_value(k) for k in missing],
                 expected=len(batch.request_keys) + batch.invalid_elements,
                 received=len(msgs),
             )

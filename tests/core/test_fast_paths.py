@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcpsniff.core import protocol
-from mcpsniff.core.ids import IdHistory, id_key
+from mcpsniff.core.ids import IdHistory, coerced_keys, id_key, id_value
 from mcpsniff.core.session import round_ms
 from tests.conftest import Conversation, request, result
 
@@ -68,6 +68,16 @@ def test_check_and_add_is_contains_then_add(ids: list[object]) -> None:
     for value in range(-6, 62):
         assert (id_key(value) in fast) == (id_key(value) in plain)
     assert fast.interval_count == plain.interval_count
+
+
+def test_integer_ids_are_their_own_key_and_stay_apart_from_other_types() -> None:
+    assert id_key(7) == 7 and id_key(7.0) == 7
+    keys = [id_key(v) for v in (1, "1", True, 1.5, None, [1], {"a": 1})]
+    assert len(set(map(repr, keys))) == len(keys)
+    assert len(set(keys)) == len(keys)  # as dict keys, too: True is not 1
+    assert [id_value(k) for k in keys[:5]] == [1, "1", True, 1.5, None]
+    assert coerced_keys("1") == [id_key(1)]
+    assert coerced_keys(1) == [id_key("1")]
 
 
 # --------------------------------------------------------------------------- method directions

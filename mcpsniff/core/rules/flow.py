@@ -52,7 +52,7 @@ def on_request(session: Session, msg: Msg) -> None:
             [msg.frame],
         )
     if type(token) is int:
-        key: IdKey = ("n", token)  # the usual token, keyed without a call
+        key: IdKey = token  # the usual token is its own key (ids.id_key)
     elif isinstance(token, bool) or not isinstance(token, str | int | float):
         return
     else:
