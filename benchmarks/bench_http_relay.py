@@ -666,6 +666,8 @@ class BigRun:
     direct_post_seconds: float = 0.0
     #: mcpsniff's own VmHWM once it went idle after the POST.
     post_peak_mb: float = 0.0
+    #: Per process (proxy, analysis) VmHWM after the POST, and their largest sum at one moment.
+    post_detail: str = ""
     response_intact: bool = False
     response_seconds: float = 0.0
     direct_response_seconds: float = 0.0
@@ -709,6 +711,10 @@ async def big_exchanges(urls: dict[str, str], pid: int, sampler: PeakSampler, ru
         run.post_intact = proxied.result(data)["content"][0]["text"] == want
         await asyncio.to_thread(wait_idle, pid)
         run.post_peak_mb = sampler.peak_kib / 1024
+        run.post_detail = ", ".join(
+            [f"together {sampler.together_kib / 1024:.1f}"]
+            + [f"VmHWM {kib / 1024:.1f}" for kib in sampler.hwm_kib.values()]
+        )
 
         overhead = len(response_line(1001, big_result(0))) - 1
         params = {"name": "big", "arguments": {"bytes": BIG_BODY - overhead}}
@@ -901,7 +907,8 @@ def bench(ns: argparse.Namespace, folder: Path) -> int:
     verdicts.append(
         (
             f"50 MB POST: {'intact' if big.post_intact else 'CORRUPTED'}, peak RSS of mcpsniff "
-            f"{big.post_peak_mb:.1f} MB ({'meets' if rss_ok else 'MISSES'} < {RSS_LIMIT_MB} MB; "
+            f"{big.post_peak_mb:.1f} MB [{big.post_detail}]"
+            f" ({'meets' if rss_ok else 'MISSES'} < {RSS_LIMIT_MB} MB; "
             f"{big.idle_mb:.1f} MB idle)",
             rss_ok,
         )

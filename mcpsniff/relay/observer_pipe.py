@@ -50,6 +50,7 @@ EVENT = 4  # a transport event: payload is JSON {"name", "data"}
 GAP = 5  # bytes forwarded but not recorded: payload is JSON {"lost"}
 STOP = 6  # the relay is done: finish the trace
 CALL = 7  # a recorder call (HTTP relay): payload is a pickled (method, args) tuple
+CALL_DATA = 8  # the bytes argument (a body) of the CALL that follows
 
 _DIRECTION_CODES = {"": 0, C2S: 1, S2C: 2}
 _DIRECTIONS = ("", C2S, S2C)
@@ -64,6 +65,7 @@ COALESCE_BELOW = 256 << 10
 COALESCE_SECONDS = 0.002
 #: How much lower the analysis process's CPU priority is than the relay's.
 ANALYSIS_NICENESS = 10
+_M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter number
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 
 
@@ -138,13 +140,20 @@ class ObservationSender:
         """A transport event."""
         self._send(EVENT, "", t, orjson.dumps({"name": name, "data": data}))
 
-    def call(self, payload: bytes, t: float) -> bool:
-        """A pickled recorder call; False when the backlog is full and it was dropped."""
-        if self.pending_bytes + len(payload) > self.limit:
+    def call(self, t: float, call: bytes, data: bytes = b"") -> bool:
+        """A pickled recorder call and its bytes argument; False when the backlog was full.
+
+        The bytes travel as an observation of their own (CALL_DATA), so that
+        the analysis process gets them without slicing them out of anything.
+        """
+        size = len(call) + len(data)
+        if self.pending_bytes + size > self.limit:
             self.lost_calls += 1
-            self.lost_call_bytes += len(payload)
+            self.lost_call_bytes += size
             return False
-        self._send(CALL, "", t, payload)
+        if data:
+            self._send(CALL_DATA, "", t, data)
+        self._send(CALL, "", t, call)
         return True
 
     def stop(self, t: float) -> None:
@@ -157,31 +166,41 @@ class ObservationSender:
 
     # ------------------------------------------------------------------ the pipe
 
-    def _send(self, kind: int, direction: str, t: float, payload: bytes) -> None:
+    def _send(self, kind: int, direction: str, t: float, *parts: bytes) -> None:
+        """Write one observation whose payload is ``parts`` joined (they are never joined here)."""
         if self.broken:
             return
-        header = HEADER.pack(kind, _DIRECTION_CODES[direction], t, len(payload))
-        if self.pending:
-            self._queue(header + payload)
-            return
-        try:
-            # Header and payload in one system call, without joining them first.
-            written = os.writev(self.fd, (header, payload))
-        except BlockingIOError:
-            written = 0
-        except OSError:
-            # The analysis process died: forwarding goes on, unrecorded.
-            self.broken = True
-            return
-        size = len(header) + len(payload)
-        if written < size:
-            self._queue((header + payload)[written:])
+        size = sum(len(part) for part in parts)
+        pieces = (HEADER.pack(kind, _DIRECTION_CODES[direction], t, size), *parts)
+        written = 0
+        if not self.pending:
+            try:
+                # Header and payload in one system call, without copying them together.
+                written = os.writev(self.fd, pieces)
+            except BlockingIOError:
+                written = 0
+            except OSError:
+                # The analysis process died: forwarding goes on, unrecorded.
+                self.broken = True
+                return
+            if written == HEADER.size + size:
+                return
+        self._queue(pieces, written)
 
-    def _queue(self, frame: bytes) -> None:
-        """Keep what the pipe did not take; the event loop writes it when it can."""
-        self.pending.append(memoryview(frame))
-        self.pending_bytes += len(frame)
-        if len(self.pending) == 1 and self._loop is not None and self._drained is not None:
+    def _queue(self, pieces: tuple[bytes, ...], skip: int) -> None:
+        """Keep what the pipe did not take (all but the first ``skip`` bytes), without copies.
+
+        The event loop writes it when the pipe has room.
+        """
+        for piece in pieces:
+            if skip >= len(piece):
+                skip -= len(piece)
+                continue
+            view = memoryview(piece)[skip:]
+            skip = 0
+            self.pending.append(view)
+            self.pending_bytes += len(view)
+        if self._loop is not None and self._drained is not None and self._drained.is_set():
             self._drained.clear()
             self._loop.add_writer(self.fd, self._drain)
 
@@ -241,16 +260,24 @@ def read_observations(fd: int) -> Iterator[list[Observation]]:
         batch: list[Observation] = []
         position = 0
         end_of_data = len(buffer)
-        while end_of_data - position >= size:
-            kind, code, t, length = unpack(buffer, position)
-            end = position + size + length
-            if end > end_of_data:
-                break
-            batch.append(
-                Observation(kind, _DIRECTIONS[code], t, bytes(buffer[position + size : end]))
-            )
-            position = end
-        del buffer[:position]
+        # One copy per payload (a bytearray slice would be a second one); the
+        # view is released before the buffer is resized.
+        with memoryview(buffer) as view:
+            while end_of_data - position >= size:
+                kind, code, t, length = unpack(buffer, position)
+                end = position + size + length
+                if end > end_of_data:
+                    break
+                payload = bytes(view[position + size : end])
+                batch.append(Observation(kind, _DIRECTIONS[code], t, payload))
+                position = end
+        if position == len(buffer):
+            # A new, empty buffer: deleting a bytearray's prefix keeps its
+            # allocation, and after a 50 MB body that would be 50 MB held
+            # while the body is analyzed.
+            buffer = bytearray()
+        else:
+            del buffer[:position]
         if batch:
             yield batch
         if len(chunk) < COALESCE_BELOW:
@@ -319,11 +346,31 @@ def _become_analysis_process() -> None:
     # and the analysis catches up in the pauses (the backlog holds the bytes).
     with contextlib.suppress(OSError):
         os.nice(ANALYSIS_NICENESS)
+    _return_big_blocks_to_the_os()
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.close(null)
     sys.stderr = _blocking_stderr(sys.stderr)
+
+
+def _return_big_blocks_to_the_os() -> None:
+    """Serve every allocation of 1 MiB or more with its own mapping (glibc only).
+
+    glibc raises its mmap threshold each time a large block is freed (up to
+    32 MiB), after which blocks of a big frame's size come from the heap and
+    stay in the process when freed: an analysis process that parsed one 50 MB
+    body would keep that memory. A fixed threshold returns it at once.
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return
+    with contextlib.suppress(Exception):
+        mallopt(_M_MMAP_THRESHOLD, 1 << 20)
 
 
 class _BlockingRaw(io.RawIOBase):

@@ -16,11 +16,24 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from mcpsniff.relay.observer_pipe import CALL, STOP, AnalysisProcess, read_observations
+from mcpsniff.relay.observer_pipe import CALL, CALL_DATA, STOP, AnalysisProcess, read_observations
 from mcpsniff.relay.recorder import Recorder
 
 #: The session key of relay-wide events (capture gaps).
 RELAY_SESSION = "http"
+_PROTOCOL = pickle.HIGHEST_PROTOCOL
+#: Where a call's bytes (``data``) go in its arguments: after session and direction.
+DATA_ARG = 2
+#: The calls that carry bytes.
+_WITH_DATA = frozenset({"feed_frame", "feed"})
+
+
+def _decode_call(payload: bytes, data: bytes) -> tuple[str, tuple[Any, ...]]:
+    """A call as ``RemoteRecorder._call`` sent it, with its bytes put back in place."""
+    method, args = pickle.loads(payload)
+    if method in _WITH_DATA:
+        args = (*args[:DATA_ARG], data, *args[DATA_ARG:])
+    return method, args
 
 
 class RemoteRecorder:
@@ -41,15 +54,19 @@ class RemoteRecorder:
         """Drain the pipe with ``loop`` (call once the loop runs)."""
         self.sender.attach(loop)
 
-    def _call(self, method: str, t: float, *args: Any) -> list[Any]:
+    def _call(self, method: str, t: float, *args: Any, data: bytes = b"") -> list[Any]:
+        """Send one call. ``data`` (a body, a chunk) goes after the pickled rest, uncopied.
+
+        The analysis process passes it as the call's ``DATA_ARG``-th argument.
+        """
         sender = self.sender
         if sender.lost_calls and sender.pending_bytes < sender.limit // 2:
             # Room again after a backlog overflow: say what the trace lacks.
             lost = {"lost_calls": sender.lost_calls, "lost_bytes": sender.lost_call_bytes}
             sender.lost_calls = sender.lost_call_bytes = 0
-            gap = ("event", (RELAY_SESSION, "capture-gap", t, lost))
-            sender.call(pickle.dumps(gap, pickle.HIGHEST_PROTOCOL), t)
-        sender.call(pickle.dumps((method, args), pickle.HIGHEST_PROTOCOL), t)
+            gap = pickle.dumps(("event", (RELAY_SESSION, "capture-gap", t, lost)), _PROTOCOL)
+            sender.call(t, gap)
+        sender.call(t, pickle.dumps((method, args), _PROTOCOL), data)
         return []
 
     def feed_frame(
@@ -62,11 +79,11 @@ class RemoteRecorder:
         meta: dict[str, Any] | None = None,
     ) -> list[Any]:
         """``Recorder.feed_frame``, in the analysis process."""
-        return self._call("feed_frame", t, session, direction, raw, t, transport, meta)
+        return self._call("feed_frame", t, session, direction, t, transport, meta, data=raw)
 
     def feed(self, session: str, direction: str, data: bytes, t: float) -> list[Any]:
         """``Recorder.feed``, in the analysis process."""
-        return self._call("feed", t, session, direction, data, t)
+        return self._call("feed", t, session, direction, t, data=data)
 
     def eof(self, session: str, direction: str, t: float) -> list[Any]:
         """``Recorder.eof``, in the analysis process."""
@@ -96,15 +113,21 @@ def apply_calls(fd: int, recorder: Recorder, warn: Callable[[str], None] | None 
     """
     writer = recorder.writer
     stopped = False
+    data = b""
     for batch in read_observations(fd):
         for observation in batch:
             if observation.kind == STOP:
                 stopped = True
                 break
+            if observation.kind == CALL_DATA:
+                data = observation.payload
+                observation.payload = b""  # a big body is held once, in ``data``
+                continue
             if observation.kind != CALL:
                 continue
             try:
-                method, args = pickle.loads(observation.payload)
+                method, args = _decode_call(observation.payload, data)
+                data = b""
                 getattr(recorder, method)(*args)
             except Exception as exc:  # recording must never stop
                 if warn is not None:
