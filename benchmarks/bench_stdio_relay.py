@@ -20,7 +20,9 @@ stdout this script drives:
     parsing: the floor for any Python relay;
 ``mcpsniff``
     ``mcpsniff stdio --trace T -- SERVER``, recording and analysis on, default
-    redaction on.
+    redaction on. mcpsniff is two processes: the relay, which forwards, and the
+    analysis process it forks at start (same command line), which analyzes and
+    writes the trace from copies the relay passes it through a pipe.
 
 Each one first gets the MCP handshake (``initialize``, ``notifications/initialized``,
 ``tools/list`` with a schema for the ``echo`` tool, so the analyzer validates the
@@ -31,8 +33,11 @@ A "message" below is one such call: a request and its response.
 * **pipelined**: ``--count`` calls with 64 in flight. Whenever responses arrive the
   client sends as many new requests, in one ``write``. Rate = calls / wall time.
   The response bytes are counted and compared with the exact expected total. Then
-  the benchmark waits until the relay is idle: mcpsniff forwards first and analyzes
-  after, so it may still be busy (its "catch-up"; the CPU time counts it).
+  the benchmark waits until relay and analysis process are both asleep: mcpsniff
+  forwards first and analyzes after, so its analysis may still be busy (its
+  "catch-up"). The verdict uses the rate the client saw; the *sustained* rate,
+  calls / (wall time + catch-up), is printed beside it: it is what a burst longer
+  than the analysis backlog (256 MiB) would get before capture gaps appear.
 * **sequential**: ``--sequential`` calls one at a time per configuration, the three
   taking turns every ``--block`` calls (a pipe ping-pong is very sensitive to what
   else the two cores are doing at that moment); the round trip of each (write the
@@ -43,7 +48,8 @@ machine hits all of them alike. The verdict uses the best pipelined rate of each
 configuration (on a noisy machine the best run is the one least disturbed by other
 work) and the p50 of all sequential round trips of all rounds; medians, per-round
 p50s and per-round ratios are printed too. CPU time per message of the relay, the
-server and the client comes from ``/proc/PID/task/*/schedstat`` (nanoseconds).
+analysis process, the server and the client comes from
+``/proc/PID/task/*/schedstat`` (nanoseconds).
 
 Afterwards the mcpsniff trace is checked: one frame record per line sent and
 received, and no ``capture-gap`` (the relay may drop recording, never forwarding,
@@ -52,12 +58,12 @@ when its analyzer falls 256 MiB behind).
 The 50 MB frames use fresh processes: a ``tools/call`` whose arguments hold 50 MB
 (the server answers with the SHA-256 of the line it read, compared with the
 client's), and a call whose result holds 50 MB (the client hashes what it read and
-compares it with the line the server writes). The peak RSS of the relay process is
-the larger of its own ``VmHWM`` (polled from ``/proc/PID/status`` every 2 ms until it
-exits) and ``ru_maxrss`` from ``os.wait4`` (which also covers the children it reaped;
-the server reads and writes big lines in 1 MiB pieces, so it stays small). The byte
-relay's and an idle mcpsniff's (handshake and one small call) are printed for
-comparison.
+compares it with the line the server writes). mcpsniff's peak RSS is the largest
+of: the sum of the relay's and the analysis process's current RSS, polled together
+from ``/proc/PID/status`` every millisecond; each one's ``VmHWM``; and ``ru_maxrss``
+from ``os.wait4`` (which also covers the children the relay reaped; the server reads
+and writes big lines in 1 MiB pieces, so it stays small). The byte relay's and an
+idle mcpsniff's (handshake and one small call) are printed for comparison.
 
 Usage::
 
