@@ -118,7 +118,8 @@ def on_event(session: Session, record: EventRecord) -> None:
     if not isinstance(number, int):
         return
     state = _state(session)
-    if record.event == "http-request":
+    event = record.event
+    if event == "http-request":
         state.exchanges[number] = Exchange(
             number,
             record.seq,
@@ -128,18 +129,18 @@ def on_event(session: Session, record: EventRecord) -> None:
             str(data.get("transport", STREAMABLE)),
         )
         _request(session, state.exchanges[number])
-    elif record.event == "http-response":
+    elif event == "http-response":
         exchange = state.exchanges.get(number)
         if exchange is None:
             return
         exchange.status = data.get("status") if isinstance(data.get("status"), int) else None
         exchange.response_headers = _headers(data.get("headers"))
         _response(session, exchange, record)
-    elif record.event == "sse-event":
+    elif event == "sse-event":
         exchange = state.exchanges.get(number)
         if exchange is not None:
             _sse_event(session, state, exchange, record)
-    elif record.event == "http-end":
+    elif event == "http-end":
         exchange = state.exchanges.pop(number, None)
         if exchange is not None:
             _answered_by_status(session, exchange, record)
@@ -235,8 +236,9 @@ def _request(session: Session, exchange: Exchange) -> None:
         )
     shared = _shared(session)
     sid = headers.get("mcp-session-id")
-    terminated = shared.setdefault("terminated", set())
-    if sid is not None and sid in terminated:
+    # get, not setdefault: no new empty set per request; DELETE creates it.
+    terminated = shared.get("terminated")
+    if sid is not None and terminated and sid in terminated:
         exchange.headers["x-mcpsniff-terminated"] = "1"
     if session.state.era != STATELESS and version_at_least(session.state.version, V3):
         version = headers.get("mcp-protocol-version")
