@@ -90,9 +90,13 @@ class ObservationSender:
     by an event-loop writer callback), up to ``limit`` bytes.
     """
 
-    def __init__(self, fd: int, limit: int) -> None:
+    def __init__(
+        self, fd: int, limit: int, on_broken: Callable[[OSError], None] | None = None
+    ) -> None:
         self.fd = fd
         self.limit = limit
+        #: Told once when the analysis process is gone (the pipe broke).
+        self.on_broken = on_broken
         self.pending: deque[memoryview] = deque()
         self.pending_bytes = 0
         #: Bytes dropped per direction since the last gap was reported.
@@ -179,13 +183,20 @@ class ObservationSender:
                 written = os.writev(self.fd, pieces)
             except BlockingIOError:
                 written = 0
-            except OSError:
+            except OSError as exc:
                 # The analysis process died: forwarding goes on, unrecorded.
-                self.broken = True
+                self._break(exc)
                 return
             if written == HEADER.size + size:
                 return
         self._queue(pieces, written)
+
+    def _break(self, exc: OSError) -> None:
+        self.broken = True
+        self.pending.clear()
+        self.pending_bytes = 0
+        if self.on_broken is not None:
+            self.on_broken(exc)
 
     def _queue(self, pieces: tuple[bytes, ...], skip: int) -> None:
         """Keep what the pipe did not take (all but the first ``skip`` bytes), without copies.
@@ -217,10 +228,8 @@ class ObservationSender:
                 pending.popleft()
         except BlockingIOError:
             return
-        except OSError:
-            self.broken = True
-            pending.clear()
-            self.pending_bytes = 0
+        except OSError as exc:
+            self._break(exc)
         assert self._loop is not None and self._drained is not None
         self._loop.remove_writer(self.fd)
         self._drained.set()

@@ -28,7 +28,7 @@ from typing import Any, TextIO
 
 from mcpsniff.core.model import C2S, S2C, Record
 from mcpsniff.relay.observer_pipe import AnalysisProcess, ObservationSender
-from mcpsniff.relay.stdio_analysis import StdioAnalysis
+from mcpsniff.relay.stdio_analysis import TRACE_INCOMPLETE, StdioAnalysis
 from mcpsniff.trace.format import TraceWriter
 
 CHUNK = 1 << 16
@@ -293,6 +293,7 @@ class StdioRelay:
         self.analysis = analysis
         self.observer: ObservationSender = analysis.sender
         self.warn = warn or (lambda text: None)
+        self.observer.on_broken = self._analysis_lost
         self.proc: asyncio.subprocess.Process | None = None
         self._signals: list[int] = []
         self._first_signal_at: float | None = None
@@ -430,7 +431,19 @@ class StdioRelay:
         The analysis process reports its own warnings (trace incomplete).
         """
         await self.observer.close()
-        await self.analysis.wait()
+        status = await self.analysis.wait()
+        if status not in (0, TRACE_INCOMPLETE) and not self.observer.broken:
+            self.warn(
+                f"mcpsniff stdio: warning: the analysis process exited with status {status}; "
+                "the trace may be incomplete"
+            )
+
+    def _analysis_lost(self, exc: OSError) -> None:
+        """The analysis process is gone: keep relaying, and say the trace stops here."""
+        self.warn(
+            f"mcpsniff stdio: warning: the analysis process is gone ({exc.strerror or exc}); "
+            "relaying continues, the trace ends here"
+        )
 
     # ------------------------------------------------------------------ pumps
 

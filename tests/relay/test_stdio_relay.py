@@ -9,6 +9,7 @@ wait has a timeout so that a hang fails instead of blocking.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pty
@@ -602,3 +603,53 @@ def test_ten_megabytes_of_stderr_while_the_client_is_idle_do_not_deadlock(
     stderr_events = events_named(records, "stderr")
     assert len(stderr_events) == lines
     assert {e.data["line"] for e in stderr_events} == {line[:-1].decode()}
+
+
+def analysis_process_of(relay_pid: int) -> int:
+    """The analysis process mcpsniff forked: its child with its own command line."""
+    own = Path(f"/proc/{relay_pid}/cmdline").read_bytes()
+    for child in Path(f"/proc/{relay_pid}/task/{relay_pid}/children").read_text().split():
+        with contextlib.suppress(OSError):
+            if Path(f"/proc/{child}/cmdline").read_bytes() == own:
+                return int(child)
+    raise AssertionError("mcpsniff has no analysis process")
+
+
+def test_analysis_process_runs_beside_the_relay_and_ignores_terminal_signals(
+    tmp_path: Path,
+) -> None:
+    trace = tmp_path / "t.jsonl"
+    with relay(peer("echo"), "--trace", str(trace)) as r:
+        r.send(PING)
+        r.wait_stdout(PING)
+        analysis = analysis_process_of(r.proc.pid)
+        # Ctrl-C in a terminal reaches the whole foreground group: the analysis
+        # process must outlive it and finish the trace the relay ends.
+        os.kill(analysis, signal.SIGINT)
+        time.sleep(0.2)
+        assert not process_gone(analysis)
+        assert r.finish() == 0
+    assert process_gone(analysis)
+    records = read_trace(trace)
+    assert stream(records, C2S) == PING and stream(records, S2C) == PING
+    assert events_named(records, "session-end")
+
+
+def test_a_dead_analysis_process_never_stops_the_relay(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    lines = [b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % i for i in range(50)]
+    with relay(peer("echo"), "--trace", str(trace)) as r:
+        r.send(lines[0])
+        r.wait_stdout(lines[0])
+        os.kill(analysis_process_of(r.proc.pid), signal.SIGKILL)
+        for line in lines[1:]:
+            r.send(line)
+        r.wait_stdout(b"".join(lines))
+        assert r.finish() == 0
+    assert r.stdout.data == b"".join(lines)
+    warnings = [line for line in r.stderr_lines() if "analysis process is gone" in line]
+    assert len(warnings) == 1, r.stderr_lines()
+    # What was recorded before the kill is still readable.
+    with TraceReader(trace) as reader:
+        records = list(reader.records())
+    assert stream(records, C2S).startswith(lines[0])
