@@ -346,8 +346,9 @@ def http(upstream: str, listen: str, trace_path: Path | None, show: bool, no_red
         writer.close()
         _fail("http", f"cannot start the analysis process: {exc.strerror or exc}")
         return
+    remote = RemoteRecorder(analysis, warn)
     try:
-        asyncio.run(serve(options, None, announce=announce, recorder=RemoteRecorder(analysis)))
+        asyncio.run(serve(options, None, announce=announce, recorder=remote))
     except OSError as exc:
         _fail("http", f"cannot listen on {listen}: {exc.strerror or exc}")
     except ValueError as exc:

@@ -46,9 +46,16 @@ class RemoteRecorder:
     #: The trace belongs to the analysis process.
     writer = None
 
-    def __init__(self, analysis: AnalysisProcess) -> None:
+    def __init__(
+        self, analysis: AnalysisProcess, warn: Callable[[str], None] | None = None
+    ) -> None:
         self.analysis = analysis
         self.sender = analysis.sender
+        if warn is not None:
+            self.sender.on_broken = lambda exc: warn(
+                f"mcpsniff: warning: the analysis process is gone ({exc.strerror or exc}); "
+                "relaying continues, the trace ends here"
+            )
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         """Drain the pipe with ``loop`` (call once the loop runs)."""
