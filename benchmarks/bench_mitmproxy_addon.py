@@ -12,7 +12,8 @@ connections, keep-alive) each open an MCP session (initialize,
 notifications/initialized, tools/list) and then send ``tools/call`` POSTs of
 1 KiB for a fixed time. Rounds alternate between the two proxies (with, without,
 with, ...), so drift of the machine hits both alike; the rates are the requests
-completed per second of each round, and the verdict uses the medians.
+completed per second of each round, and the verdict uses the medians. The
+ratio of each round's pair is printed too, to show how noisy the run was.
 
 Usage::
 
@@ -307,6 +308,13 @@ def main() -> int:
     print(f"median mitmdump+addon: {with_addon:8.0f} requests/s  {cost_with:6.3f} ms CPU/request")
     print(f"median mitmdump alone: {alone:8.0f} requests/s  {cost_alone:6.3f} ms CPU/request")
     print(f"CPU ratio (alone / with addon): {cost_alone / cost_with:.3f}")
+    # For judging the noise: each round's two proxies ran back to back.
+    pairs = [w / a for w, a in zip(rates["mitmdump+addon"], rates["mitmdump alone"], strict=True)]
+    print(
+        "per-round ratios: "
+        + ", ".join(f"{r:.3f}" for r in pairs)
+        + f" (median {statistics.median(pairs):.3f})"
+    )
     print(f"trace written: {trace_size / 1e6:.1f} MB")
     verdict = "meets" if ratio >= TARGET_RATIO else "MISSES"
     print(f"ratio {ratio:.3f} ({verdict} the target of {TARGET_RATIO})")
