@@ -166,6 +166,8 @@ class ClientSide(asyncio.Protocol):
         self.writing_paused = False
         #: No more requests are read (the client asked to close, or framing broke).
         self.last_request = False
+        #: A request broke off mid-body: what was forwarded goes out before the close.
+        self.flush_then_close = False
         self.closed = False
 
     # ------------------------------------------------------------------ client events
@@ -220,7 +222,7 @@ class ClientSide(asyncio.Protocol):
         for exchange in self.exchanges:
             self._finish(exchange, outcome, whole=False)
         self.exchanges.clear()
-        if self.connecting is not None:
+        if self.connecting is not None and not self.flush_then_close:
             self.connecting.cancel()
         if self.upstream is not None:
             # Cut, so that the upstream stops working on a request nobody waits for.
@@ -287,21 +289,38 @@ class ClientSide(asyncio.Protocol):
             self._answer_unreachable(exchange)
 
     def _bad_request(self, bad: Malformed, out: list[bytes]) -> None:
-        """A request whose framing cannot be trusted: recorded, and the connection closed."""
+        """A request whose framing cannot be trusted: forward what came before, record, close.
+
+        A head with bad framing fields is not forwarded at all (RFC 9112 §6.3: a
+        request whose body length cannot be determined gets 400 and a closed
+        connection; the upstream never sees it). A body whose chunks break off has
+        part of it upstream already: both connections are cut, so that the
+        upstream sees an incomplete request rather than a complete one.
+        """
         self.last_request = True
-        exchange = self.incoming
-        if exchange is None and bad.head is not None:
-            exchange = Exchange(bad.head, time.time())  # type: ignore[arg-type]
+        self._send_upstream(out)
+        out.clear()
+        partial = self.incoming
+        exchange = partial
+        if exchange is None and isinstance(bad.head, RequestHead):
+            exchange = Exchange(bad.head, time.time())
         if exchange is not None:
+            self.incoming = None
             if exchange in self.exchanges:
                 self.exchanges.remove(exchange)
             self._begin(exchange)
             self._finish(exchange, f"bad-request: {bad.reason}", whole=False)
-        if self.upstream is not None:
-            self.upstream.close(abort=exchange is self.incoming and exchange is not None)
-            self.upstream = None
-        out.clear()
-        if not self.exchanges and self.transport is not None:
+        if partial is not None:
+            # Closed, not aborted: what was forwarded still reaches the upstream,
+            # which then sees the request end before its body did.
+            self.flush_then_close = True
+            if self.upstream is not None:
+                self.upstream.close()
+                self.upstream = None
+            if self.transport is not None:
+                self.transport.abort()
+        elif not self.exchanges and self.transport is not None:
+            # Earlier requests still get their responses; then the connection closes.
             self.transport.close()
 
     # ------------------------------------------------------------------ the upstream
@@ -335,6 +354,8 @@ class ClientSide(asyncio.Protocol):
             return
         self.connecting = None
         if self.closed:
+            if self.flush_then_close and self.pending and upstream.transport is not None:
+                upstream.transport.write(b"".join(self.pending))
             upstream.close()
             return
         self.upstream = upstream

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mcpsniff.core.model import EventRecord, Record
 from mcpsniff.relay.http import HttpOptions, HttpRelay
 
 TIMEOUT = 10.0
@@ -121,3 +122,56 @@ def test_bodies_and_chunkings_pass_byte_identical(request: Message, response: Me
     got_request, got_response = asyncio.run(through_relay(request, response))
     assert got_request == request.data
     assert got_response == response.data
+
+
+# --------------------------------------------------------------------------- bad framing
+
+
+async def bad_request(request: bytes) -> tuple[bytes, bytes, list[str]]:
+    """Send ``request``; what the upstream got, what the client got, the http-end outcomes."""
+    received = bytearray()
+    records: list[Record] = []
+
+    async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while chunk := await reader.read(65536):
+            received.extend(chunk)
+        writer.close()
+
+    server = await asyncio.start_server(upstream, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    options = HttpOptions(upstream=f"http://127.0.0.1:{port}/mcp", port=0)
+    relay = HttpRelay(options, None, show=records.append)
+    await relay.start()
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", relay.port)
+        writer.write(request)
+        answer = await asyncio.wait_for(reader.read(), TIMEOUT)  # until the relay closes
+        writer.close()
+        await asyncio.sleep(0.05)
+    finally:
+        await relay.stop()
+        server.close()
+    outcomes = [
+        r.data["outcome"] for r in records if isinstance(r, EventRecord) and r.event == "http-end"
+    ]
+    return bytes(received), answer, outcomes
+
+
+def test_request_with_both_framings_is_not_forwarded() -> None:
+    """RFC 9112 §6.3: Transfer-Encoding with Content-Length is how requests are smuggled."""
+    request = (
+        b"POST /mcp HTTP/1.1\r\nHost: h\r\nContent-Length: 4\r\n"
+        b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+    )
+    received, answer, outcomes = asyncio.run(bad_request(request))
+    assert (received, answer) == (b"", b"")
+    assert outcomes == ["bad-request: both Transfer-Encoding and Content-Length"]
+
+
+def test_broken_chunks_cut_the_request_off() -> None:
+    head = b"POST /mcp HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+    received, answer, outcomes = asyncio.run(bad_request(head + b"5\r\nabcde\r\nZZ\r\n"))
+    # What came before the bad chunk was forwarded; then the upstream saw the close.
+    assert received == head + b"5\r\nabcde\r\n"
+    assert answer == b""
+    assert outcomes == ["bad-request: invalid chunk-size line"]
