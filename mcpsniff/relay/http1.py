@@ -41,6 +41,8 @@ class RequestHead:
     lines: list[bytes]
     #: The whole head as received, up to and including the empty line.
     raw: bytes
+    #: The field names in lower case, parallel to ``headers`` (RFC 9110 §5.1: any case).
+    names: list[str]
 
 
 @dataclass(slots=True)
@@ -53,6 +55,7 @@ class ResponseHead:
     headers: list[tuple[str, str]]
     lines: list[bytes]
     raw: bytes
+    names: list[str]
 
     @property
     def interim(self) -> bool:
@@ -104,12 +107,16 @@ def field_tokens(headers: list[tuple[str, str]], name: str) -> list[str]:
     ]
 
 
-def wants_close(version: str, headers: list[tuple[str, str]]) -> bool:
+def wants_close(
+    version: str, headers: list[tuple[str, str]], names: list[str] | None = None
+) -> bool:
     """Whether the connection ends after this message (RFC 9112 §9.3).
 
     "close" in Connection ends it; without it HTTP/1.1 persists, and HTTP/1.0
-    persists only with "keep-alive".
+    persists only with "keep-alive". ``names``: the lower-cased names, if known.
     """
+    if names is not None and "connection" not in names:
+        return version == "HTTP/1.0"
     tokens = field_tokens(headers, "connection")
     if "close" in tokens:
         return True
@@ -297,15 +304,21 @@ class _Parser:
     def _head(self, head: bytes, events: list[Event]) -> bool:
         raise NotImplementedError
 
-    def _body_framing(self, headers: list[tuple[str, str]], request: bool) -> str | None:
+    def _body_framing(
+        self, headers: list[tuple[str, str]], names: list[str], request: bool
+    ) -> str | None:
         """Set the body state from the framing fields; returns a reason when they are bad.
 
         RFC 9112 §6.3: Transfer-Encoding decides over Content-Length; a message
         with both "ought to be handled as an error" (request smuggling), and so is
         a Content-Length that is not one decimal number.
         """
-        codings = field_tokens(headers, "transfer-encoding")
-        lengths = [v for k, v in headers if k.lower() == "content-length"]
+        codings = field_tokens(headers, "transfer-encoding") if "transfer-encoding" in names else []
+        lengths = (
+            [v for k, (_, v) in zip(names, headers, strict=True) if k == "content-length"]
+            if "content-length" in names
+            else []
+        )
         if codings:
             if lengths:
                 return "both Transfer-Encoding and Content-Length"
@@ -342,8 +355,8 @@ def _chunk_size(line: bytes) -> int | None:
     return int(size, 16)
 
 
-def _fields(head: bytes) -> tuple[bytes, list[bytes], list[tuple[str, str]]] | str:
-    """Split a head into its start line, raw field lines and (name, value) pairs.
+def _fields(head: bytes) -> tuple[bytes, list[bytes], list[tuple[str, str]], list[str]] | str:
+    """Split a head into its start line, raw field lines, (name, value) pairs and lower names.
 
     Returns a reason when the head is malformed.
     """
@@ -358,6 +371,7 @@ def _fields(head: bytes) -> tuple[bytes, list[bytes], list[tuple[str, str]]] | s
     # text lines stay parallel to the raw ones.
     text_lines = body.decode("utf-8", "replace").split("\r\n")
     headers: list[tuple[str, str]] = []
+    names: list[str] = []
     for raw, text in zip(raw_lines[1:], text_lines[1:], strict=True):
         name, sep, value = text.partition(":")
         # RFC 9112 §5.1: no whitespace between field name and colon (400); §5.2:
@@ -366,7 +380,8 @@ def _fields(head: bytes) -> tuple[bytes, list[bytes], list[tuple[str, str]]] | s
         if not sep or not raw_name or raw_name.translate(None, _TCHAR):
             return "invalid field line"
         headers.append((name, value.strip(" \t")))
-    return raw_lines[0], raw_lines[1:], headers
+        names.append(name.lower())
+    return raw_lines[0], raw_lines[1:], headers, names
 
 
 class RequestParser(_Parser):
@@ -381,7 +396,7 @@ class RequestParser(_Parser):
         if isinstance(parsed, str):
             self._fail(events, parsed)
             return False
-        start, lines, headers = parsed
+        start, lines, headers, names = parsed
         # request-line = method SP request-target SP HTTP-version
         parts = start.split(b" ")
         if (
@@ -395,8 +410,8 @@ class RequestParser(_Parser):
             return False
         method, version = parts[0].decode("ascii"), parts[2].decode("ascii")
         target = parts[1].decode("utf-8", "replace")
-        request = RequestHead(method, target, version, headers, lines, stripped)
-        reason = self._body_framing(headers, request=True)
+        request = RequestHead(method, target, version, headers, lines, stripped, names)
+        reason = self._body_framing(headers, names, request=True)
         if reason is not None:
             self._fail(events, reason, request)
             return False
@@ -430,7 +445,7 @@ class ResponseParser(_Parser):
         if isinstance(parsed, str):
             self._fail(events, parsed)
             return False
-        start, lines, headers = parsed
+        start, lines, headers, names = parsed
         # status-line = HTTP-version SP status-code SP [ reason-phrase ]
         version, _, rest = start.partition(b" ")
         code, _, reason = rest.partition(b" ")
@@ -447,7 +462,7 @@ class ResponseParser(_Parser):
             return False
         status = int(code)
         response = ResponseHead(
-            version.decode(), status, reason.decode("latin-1"), headers, lines, head
+            version.decode(), status, reason.decode("latin-1"), headers, lines, head, names
         )
         if status < 200 and status != 101:
             events.append(response)
@@ -460,7 +475,7 @@ class ResponseParser(_Parser):
             if status == 101:
                 self._state = _CLOSE  # whatever follows is no longer HTTP
             return True
-        reason_text = self._body_framing(headers, request=False)
+        reason_text = self._body_framing(headers, names, request=False)
         if reason_text is not None:
             self._fail(events, reason_text, response)
             return False

@@ -52,7 +52,7 @@ def forwarded_head(head: RequestHead | ResponseHead) -> bytes:
     Those are the HOP_BY_HOP fields and every field a Connection field names;
     the framing fields are kept (the body keeps its framing).
     """
-    names = [name.lower() for name, _ in head.headers]
+    names = head.names
     drop = _DROP
     if "connection" in names:
         drop = _DROP | (set(field_tokens(head.headers, "connection")) - _FRAMING)
@@ -198,7 +198,7 @@ class ClientSide(asyncio.Protocol):
                 exchange.request_done = True
                 self.incoming = None
                 ended.append(exchange)
-                if wants_close(exchange.head.version, exchange.head.headers):
+                if wants_close(exchange.head.version, exchange.head.headers, exchange.head.names):
                     # RFC 9112 §9.6: nothing after a request with "close" is read.
                     self.last_request = True
                     break
@@ -411,7 +411,7 @@ class ClientSide(asyncio.Protocol):
                 if event.interim:  # type: ignore[union-attr]
                     continue  # 100 Continue and the like: forwarded, the final one follows
                 exchange.response_started = True
-                exchange.upstream_closes = wants_close(event.version, event.headers)  # type: ignore[union-attr]
+                exchange.upstream_closes = wants_close(event.version, event.headers, event.names)  # type: ignore[union-attr]
                 if exchange.head.method == "GET" and _is_event_stream(event):  # type: ignore[arg-type]
                     # Maybe a legacy stream whose endpoint is to be rewritten: the
                     # observer must see the head now, to tell.
