@@ -127,13 +127,16 @@ class UpstreamSide(asyncio.Protocol):
         return False  # close: a response delimited by the close has ended
 
     def connection_lost(self, exc: Exception | None) -> None:
+        # A full write buffer to a connection that is gone holds up nothing.
+        self.client.resume_reading("upstream-full")
         if self.detached:
             return
         self.detached = True
         self.client.upstream_lost(self, self.parser.feed_eof(), exc)
 
     def pause_writing(self) -> None:
-        self.client.pause_reading("upstream-full")
+        if not self.detached:
+            self.client.pause_reading("upstream-full")
 
     def resume_writing(self) -> None:
         self.client.resume_reading("upstream-full")
@@ -141,6 +144,7 @@ class UpstreamSide(asyncio.Protocol):
     def close(self, abort: bool = False) -> None:
         """Let go of the connection (abort: cut it, so the upstream's handler is cancelled)."""
         self.detached = True
+        self.client.resume_reading("upstream-full")
         if self.transport is not None:
             if abort:
                 self.transport.abort()
