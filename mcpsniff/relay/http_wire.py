@@ -41,6 +41,9 @@ if TYPE_CHECKING:
 #: forwarded with the framing it came with.
 _DROP = HOP_BY_HOP - {"transfer-encoding"}
 _FRAMING = frozenset({"transfer-encoding", "content-length"})
+#: Most bytes of a request body kept for the observer (aiohttp's server refused
+#: bigger bodies with 413; this relay forwards them and records their start).
+REQUEST_KEEP_LIMIT = 1 << 30
 #: Seconds to wait for a connection to the upstream.
 CONNECT_TIMEOUT = 15.0
 _LAST_CHUNK = b"0\r\n\r\n"
@@ -86,6 +89,8 @@ class Exchange:
     head: RequestHead
     t: float
     pieces: list[bytes] = field(default_factory=list)
+    #: Bytes in ``pieces``.
+    kept: int = 0
     recorder: ExchangeRecorder | None = None
     #: Observer calls made before ``recorder`` existed (a response that came
     #: before the end of its request): replayed once it does.
@@ -104,6 +109,15 @@ class Exchange:
     rechunk: bool = False
     #: The response said the upstream closes the connection after it.
     upstream_closes: bool = False
+
+    def keep(self, payload: bytes) -> None:
+        """Keep a piece of the request body for the observer, up to REQUEST_KEEP_LIMIT.
+
+        The body is forwarded whole whatever its size; only the copy is bounded.
+        """
+        if self.kept + len(payload) <= REQUEST_KEEP_LIMIT:
+            self.pieces.append(payload)
+            self.kept += len(payload)
 
 
 class UpstreamSide(asyncio.Protocol):
@@ -192,7 +206,7 @@ class ClientSide(asyncio.Protocol):
             if kind is Body:
                 out.append(event.raw)  # type: ignore[union-attr]
                 if event.payload:  # type: ignore[union-attr]
-                    self.incoming.pieces.append(event.payload)  # type: ignore[union-attr]
+                    self.incoming.keep(event.payload)  # type: ignore[union-attr]
             elif kind is RequestHead:
                 self._request_head(event, out)  # type: ignore[arg-type]
             elif kind is End:
