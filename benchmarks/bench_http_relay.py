@@ -15,10 +15,10 @@ an ``application/json`` body, on ``/sse`` with a ``text/event-stream`` response
 (chunked, one ``message`` event carrying the result); notifications get 202.
 ``mitmdump --mode reverse:URL`` (no addon, default options: one line per flow, into a
 log file) and ``mcpsniff http --trace T`` run in front of it, each a long-lived
-process, and, for information (no target), a bare aiohttp reverse proxy built like
-mcpsniff's shell but without analysis or recording (this script's
-``--serve-bare-relay`` mode): the floor for a Python relay built this way, so that
-the cost of mcpsniff's shell and that of its analysis can be told apart.
+process, and, for information (no target), a bare aiohttp reverse proxy built as
+mcpsniff's shell was before it moved to byte-level forwarding (aiohttp server and
+client), without analysis or recording (this script's ``--serve-bare-relay`` mode):
+the floor for a Python relay built that way.
 
 Each client opens an MCP session first (``initialize``, ``notifications/initialized``,
 ``tools/list`` with a schema for the ``echo`` tool), then sends ``tools/call`` POSTs

@@ -1,0 +1,485 @@
+"""Sans-I/O HTTP/1.1 message framing (RFC 9112) for the relay's byte-level forwarding.
+
+A parser is fed the bytes of one direction of a connection, in any pieces,
+and returns events in order: a head (``RequestHead`` or ``ResponseHead``),
+``Body`` pieces, ``End``; then the next message. Every event carries the raw
+bytes it consumed (``raw``), so that a relay forwards a message with its
+original framing; a ``Body`` also carries its de-chunked ``payload`` for an
+observer. ``Malformed`` reports framing that cannot be trusted: nothing after
+it is parsed (the caller forwards what came before and closes the connection).
+
+It only frames messages: it neither interprets nor changes field values,
+beyond what framing needs (Content-Length, Transfer-Encoding, the request
+method and the status code).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+#: Longest head (start line and fields) accepted; a longer one is Malformed.
+MAX_HEAD = 256 << 10
+#: Longest chunk-size line (with extensions) accepted.
+MAX_CHUNK_LINE = 4096
+CRLF = b"\r\n"
+#: RFC 9110 §5.6.2 tchar: what a field name (a token) may hold.
+_TCHAR = b"!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+_HEX = b"0123456789abcdefABCDEF"
+
+
+@dataclass(slots=True)
+class RequestHead:
+    """A request line and its header fields."""
+
+    method: str
+    target: str
+    version: str
+    #: (name, value) as received: order, case and repeats kept.
+    headers: list[tuple[str, str]]
+    #: The raw field lines, parallel to ``headers`` (without their CRLF).
+    lines: list[bytes]
+    #: The whole head as received, up to and including the empty line.
+    raw: bytes
+    #: The field names in lower case, parallel to ``headers`` (RFC 9110 §5.1: any case).
+    names: list[str]
+
+
+@dataclass(slots=True)
+class ResponseHead:
+    """A status line and its header fields."""
+
+    version: str
+    status: int
+    reason: str
+    headers: list[tuple[str, str]]
+    lines: list[bytes]
+    raw: bytes
+    names: list[str]
+
+    @property
+    def interim(self) -> bool:
+        """A 1xx response: the final response is still to come (RFC 9110 §15.2)."""
+        return self.status < 200
+
+
+@dataclass(slots=True)
+class Body:
+    """A piece of a message body."""
+
+    #: The bytes as framed on the wire (chunk-size lines included): what to forward.
+    raw: bytes
+    #: The content they carry (de-chunked): what an observer sees.
+    payload: bytes
+
+
+@dataclass(slots=True)
+class End:
+    """The end of a message."""
+
+    #: Bytes that end it on the wire: a chunked body's last chunk and trailer section.
+    raw: bytes = b""
+
+
+@dataclass(slots=True)
+class Malformed:
+    """Framing that cannot be trusted; nothing after it is parsed."""
+
+    reason: str
+    #: The head of the message whose framing is bad, when that head itself parsed.
+    head: RequestHead | ResponseHead | None = None
+
+
+Event = RequestHead | ResponseHead | Body | End | Malformed
+
+# Parser states.
+_HEAD, _LENGTH, _CHUNK_SIZE, _CHUNK_DATA, _CHUNK_CRLF, _CLOSE, _FAILED = range(7)
+
+
+def field_tokens(headers: list[tuple[str, str]], name: str) -> list[str]:
+    """The lower-cased comma-separated tokens of every ``name`` field (a list-based field)."""
+    return [
+        token.strip().lower()
+        for key, value in headers
+        if key.lower() == name
+        for token in value.split(",")
+        if token.strip()
+    ]
+
+
+def wants_close(
+    version: str, headers: list[tuple[str, str]], names: list[str] | None = None
+) -> bool:
+    """Whether the connection ends after this message (RFC 9112 §9.3).
+
+    "close" in Connection ends it; without it HTTP/1.1 persists, and HTTP/1.0
+    persists only with "keep-alive". ``names``: the lower-cased names, if known.
+    """
+    if names is not None and "connection" not in names:
+        return version == "HTTP/1.0"
+    tokens = field_tokens(headers, "connection")
+    if "close" in tokens:
+        return True
+    return version == "HTTP/1.0" and "keep-alive" not in tokens
+
+
+class _Parser:
+    """What request and response framing share: heads, lengths, chunks."""
+
+    def __init__(self) -> None:
+        self._buf = b""
+        self._state = _HEAD
+        self._remaining = 0
+        #: How far the head search got in ``_buf`` (so a slow head is not rescanned).
+        self._scanned = 0
+
+    @property
+    def idle(self) -> bool:
+        """Between messages, with nothing of the next one received."""
+        return self._state == _HEAD and not self._buf
+
+    @property
+    def failed(self) -> bool:
+        return self._state == _FAILED
+
+    def feed(self, data: bytes) -> list[Event]:
+        """Parse ``data`` (the next bytes of the stream); return the events it completes."""
+        events: list[Event] = []
+        if self._state == _FAILED:
+            return events
+        buf = self._buf + data if self._buf else data
+        self._buf = b""
+        pos = 0
+        end = len(buf)
+        while pos < end:
+            state = self._state
+            if state == _HEAD:
+                found = buf.find(b"\r\n\r\n", max(pos, pos + self._scanned - 3))
+                if found < 0:
+                    if end - pos > MAX_HEAD:
+                        return self._fail(events, "head too long")
+                    self._scanned = end - pos
+                    break
+                self._scanned = 0
+                head = buf[pos : found + 4]
+                pos = found + 4
+                if not self._head(head, events):
+                    return events
+            elif state == _LENGTH:
+                n = min(self._remaining, end - pos)
+                piece = buf if n == end and pos == 0 else buf[pos : pos + n]
+                pos += n
+                self._remaining -= n
+                events.append(Body(piece, piece))
+                if not self._remaining:
+                    self._message_end(events, b"")
+            elif state == _CLOSE:
+                piece = buf if pos == 0 else buf[pos:]
+                pos = end
+                events.append(Body(piece, piece))
+            elif state == _FAILED:
+                return events
+            else:
+                pos = self._chunked(buf, pos, events)
+                if pos < 0:
+                    return events
+                if self._state in (_CHUNK_SIZE, _CHUNK_CRLF) and self._buf:
+                    break  # waiting for the rest of a chunk line
+        if pos < end and not self._buf:
+            self._buf = buf[pos:]
+        return events
+
+    def feed_eof(self) -> list[Event]:
+        """The stream ended: End for a body delimited by the close, Malformed if one is cut."""
+        events: list[Event] = []
+        if self._state == _CLOSE:
+            self._message_end(events, b"")
+        elif self._state == _HEAD and not self._buf.strip(CRLF):
+            pass
+        elif self._state != _FAILED:
+            self._fail(events, "connection closed mid-message")
+        return events
+
+    # ------------------------------------------------------------------ pieces
+
+    def _fail(
+        self,
+        events: list[Event],
+        reason: str,
+        head: RequestHead | ResponseHead | None = None,
+    ) -> list[Event]:
+        self._state = _FAILED
+        self._buf = b""
+        events.append(Malformed(reason, head))
+        return events
+
+    def _chunked(self, buf: bytes, pos: int, events: list[Event]) -> int:
+        """Parse chunked framing from ``pos`` (RFC 9112 §7.1); returns the new position.
+
+        All complete chunks of ``buf`` become one Body event (raw framing and payload).
+        Returns -1 when the framing is malformed.
+        """
+        start = pos
+        payload: list[bytes] = []
+        end = len(buf)
+        while pos < end:
+            state = self._state
+            if state == _CHUNK_DATA:
+                n = min(self._remaining, end - pos)
+                payload.append(buf[pos : pos + n])
+                pos += n
+                self._remaining -= n
+                if not self._remaining:
+                    self._state = _CHUNK_CRLF
+            elif state == _CHUNK_CRLF:
+                if end - pos < 2:
+                    self._buf = buf[pos:]
+                    break
+                # chunk = chunk-size [ chunk-ext ] CRLF chunk-data CRLF
+                if buf[pos : pos + 2] != CRLF:
+                    self._flush(buf, start, pos, payload, events)
+                    self._fail(events, "chunk data not followed by CRLF")
+                    return -1
+                pos += 2
+                self._state = _CHUNK_SIZE
+            elif state == _CHUNK_SIZE:
+                eol = buf.find(CRLF, pos, pos + MAX_CHUNK_LINE)
+                if eol < 0:
+                    if end - pos >= MAX_CHUNK_LINE:
+                        self._flush(buf, start, pos, payload, events)
+                        self._fail(events, "chunk-size line too long")
+                        return -1
+                    self._buf = buf[pos:]
+                    break
+                size = _chunk_size(buf[pos:eol])
+                if size is None:
+                    self._flush(buf, start, pos, payload, events)
+                    self._fail(events, "invalid chunk-size line")
+                    return -1
+                if size:
+                    pos = eol + 2
+                    self._remaining = size
+                    self._state = _CHUNK_DATA
+                    continue
+                # last-chunk trailer-section CRLF: ended by an empty line, kept whole.
+                if buf.startswith(CRLF, eol + 2):
+                    last = eol + 4
+                else:
+                    found = buf.find(b"\r\n\r\n", eol + 2)
+                    if found < 0:
+                        if end - pos > MAX_HEAD:
+                            self._flush(buf, start, pos, payload, events)
+                            self._fail(events, "trailer section too long")
+                            return -1
+                        self._buf = buf[pos:]
+                        break
+                    last = found + 4
+                self._flush(buf, start, pos, payload, events)
+                self._message_end(events, buf[pos:last])
+                return last
+            else:  # a message ended within this call
+                break
+        if self._buf:
+            # Everything from the kept partial line on is parsed again next time.
+            self._flush(buf, start, end - len(self._buf), payload, events)
+            return end
+        self._flush(buf, start, pos, payload, events)
+        return pos
+
+    @staticmethod
+    def _flush(buf: bytes, start: int, pos: int, payload: list[bytes], events: list[Event]) -> None:
+        if pos > start:
+            content = payload[0] if len(payload) == 1 else b"".join(payload)
+            events.append(Body(buf[start:pos], content))
+        payload.clear()
+
+    def _message_end(self, events: list[Event], raw: bytes) -> None:
+        events.append(End(raw))
+        self._state = _HEAD
+        self._ended()
+
+    def _ended(self) -> None:
+        """A message ended (a response parser moves to the next request's method)."""
+
+    def _head(self, head: bytes, events: list[Event]) -> bool:
+        raise NotImplementedError
+
+    def _body_framing(
+        self, headers: list[tuple[str, str]], names: list[str], request: bool
+    ) -> str | None:
+        """Set the body state from the framing fields; returns a reason when they are bad.
+
+        RFC 9112 §6.3: Transfer-Encoding decides over Content-Length; a message
+        with both "ought to be handled as an error" (request smuggling), and so is
+        a Content-Length that is not one decimal number.
+        """
+        codings = field_tokens(headers, "transfer-encoding") if "transfer-encoding" in names else []
+        lengths = (
+            [v for k, (_, v) in zip(names, headers, strict=True) if k == "content-length"]
+            if "content-length" in names
+            else []
+        )
+        if codings:
+            if lengths:
+                return "both Transfer-Encoding and Content-Length"
+            if codings[-1] == "chunked":
+                self._state = _CHUNK_SIZE
+                return None
+            # §6.3: a request whose final coding is not chunked has no reliable length
+            # (400 and close); a response is then read until the connection closes.
+            if request:
+                return "Transfer-Encoding without final chunked"
+            self._state = _CLOSE
+            return None
+        if lengths:
+            values = {v.strip() for value in lengths for v in value.split(",")}
+            if len(values) != 1:
+                return "conflicting Content-Length"
+            (value,) = values
+            if not value.isdigit() or not value.isascii() or len(value) > 18:
+                return "invalid Content-Length"
+            self._remaining = int(value)
+            self._state = _LENGTH if self._remaining else _HEAD
+            return None
+        # §6.3: a request without either has no body; a response is read until close.
+        self._state = _HEAD if request else _CLOSE
+        return None
+
+
+def _chunk_size(line: bytes) -> int | None:
+    """The size a chunk-size line gives (extensions ignored), or None if invalid."""
+    # chunk-size [ chunk-ext ]; chunk-ext = *( BWS ";" BWS chunk-ext-name ... )
+    size = line.split(b";", 1)[0].rstrip(b" \t")
+    if not size or len(size) > 16 or size.translate(None, _HEX):
+        return None
+    return int(size, 16)
+
+
+def _fields(head: bytes) -> tuple[bytes, list[bytes], list[tuple[str, str]], list[str]] | str:
+    """Split a head into its start line, raw field lines, (name, value) pairs and lower names.
+
+    Returns a reason when the head is malformed.
+    """
+    body = head[:-4]
+    # RFC 9110 §5.5: CR, LF and NUL are invalid in field values; a recipient MUST
+    # reject them (a bare CR or LF is how requests get smuggled past a proxy).
+    crlfs = body.count(CRLF)
+    if body.count(b"\r") != crlfs or body.count(b"\n") != crlfs or b"\0" in body:
+        return "bare CR, LF or NUL in the head"
+    raw_lines = body.split(CRLF)
+    # One decode for the whole head; "replace" never yields CR or LF, so the
+    # text lines stay parallel to the raw ones.
+    text_lines = body.decode("utf-8", "replace").split("\r\n")
+    headers: list[tuple[str, str]] = []
+    names: list[str] = []
+    for raw, text in zip(raw_lines[1:], text_lines[1:], strict=True):
+        name, sep, value = text.partition(":")
+        # RFC 9112 §5.1: no whitespace between field name and colon (400); §5.2:
+        # obs-fold (a line starting with whitespace) is rejected too.
+        raw_name = raw.partition(b":")[0]
+        if not sep or not raw_name or raw_name.translate(None, _TCHAR):
+            return "invalid field line"
+        headers.append((name, value.strip(" \t")))
+        names.append(name.lower())
+    return raw_lines[0], raw_lines[1:], headers, names
+
+
+class RequestParser(_Parser):
+    """Frames the requests a client sends on one connection."""
+
+    def _head(self, head: bytes, events: list[Event]) -> bool:
+        # RFC 9112 §2.2: a server SHOULD ignore at least one empty line before a request-line.
+        stripped = head.lstrip(CRLF)
+        if len(stripped) < 4:
+            return True
+        parsed = _fields(stripped)
+        if isinstance(parsed, str):
+            self._fail(events, parsed)
+            return False
+        start, lines, headers, names = parsed
+        # request-line = method SP request-target SP HTTP-version
+        parts = start.split(b" ")
+        if (
+            len(parts) != 3
+            or not parts[0]
+            or parts[0].translate(None, _TCHAR)
+            or not parts[1]
+            or parts[2] not in (b"HTTP/1.1", b"HTTP/1.0")
+        ):
+            self._fail(events, "invalid request line")
+            return False
+        method, version = parts[0].decode("ascii"), parts[2].decode("ascii")
+        target = parts[1].decode("utf-8", "replace")
+        request = RequestHead(method, target, version, headers, lines, stripped, names)
+        reason = self._body_framing(headers, names, request=True)
+        if reason is not None:
+            self._fail(events, reason, request)
+            return False
+        events.append(request)
+        if self._state == _HEAD:
+            self._message_end(events, b"")
+        return True
+
+
+class ResponseParser(_Parser):
+    """Frames the responses a server sends on one connection.
+
+    Whether a response has a body depends on its request (RFC 9112 §6.3: none
+    for HEAD), so the caller says each request's method, in order, with ``expect``.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._methods: deque[str] = deque()
+
+    def expect(self, method: str) -> None:
+        """A request with ``method`` was sent: its response comes after the pending ones."""
+        self._methods.append(method)
+
+    def _ended(self) -> None:
+        if self._methods:
+            self._methods.popleft()
+
+    def _head(self, head: bytes, events: list[Event]) -> bool:
+        parsed = _fields(head)
+        if isinstance(parsed, str):
+            self._fail(events, parsed)
+            return False
+        start, lines, headers, names = parsed
+        # status-line = HTTP-version SP status-code SP [ reason-phrase ]
+        version, _, rest = start.partition(b" ")
+        code, _, reason = rest.partition(b" ")
+        if (
+            version not in (b"HTTP/1.1", b"HTTP/1.0")
+            or len(code) != 3
+            or not code.isdigit()
+            or code[:1] == b"0"
+        ):
+            self._fail(events, "invalid status line")
+            return False
+        if not self._methods:
+            self._fail(events, "a response without a request")
+            return False
+        status = int(code)
+        response = ResponseHead(
+            version.decode(), status, reason.decode("latin-1"), headers, lines, head, names
+        )
+        if status < 200 and status != 101:
+            events.append(response)
+            return True  # interim: the final response follows (§15.2), same request
+        # §6.3: no body after a HEAD request, nor in 1xx (a 101 ends HTTP on the
+        # connection), 204 and 304 responses, whatever their fields say.
+        if self._methods[0] == "HEAD" or status in (101, 204, 304):
+            events.append(response)
+            self._message_end(events, b"")
+            if status == 101:
+                self._state = _CLOSE  # whatever follows is no longer HTTP
+            return True
+        reason_text = self._body_framing(headers, names, request=False)
+        if reason_text is not None:
+            self._fail(events, reason_text, response)
+            return False
+        events.append(response)
+        if self._state == _HEAD:
+            self._message_end(events, b"")
+        return True

@@ -1,0 +1,632 @@
+"""The HTTP relay's forwarding path: HTTP/1.1 bytes between two asyncio Protocols.
+
+Each client connection is paired with one upstream connection of its own,
+opened at its first request (and again after the upstream closed it).
+Requests and responses are in order on a connection (RFC 9112 §9.3.2), so a
+FIFO of exchanges pairs each response with its request. Messages are framed
+by ``http1`` and forwarded with their own framing, as received, minus
+hop-by-hop fields; bytes go to the other side first, and only then to the
+observer (``exchange.ExchangeRecorder``).
+
+Why not aiohttp's server and client: a relay built from them (the benchmark's
+"aiohttp relay") cannot get under 2x the direct latency; parsing every
+message into objects and writing it out again costs more than moving bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from mcpsniff.relay.exchange import HOP_BY_HOP, ExchangeRecorder
+from mcpsniff.relay.http1 import (
+    Body,
+    End,
+    Malformed,
+    RequestHead,
+    RequestParser,
+    ResponseHead,
+    ResponseParser,
+    field_tokens,
+    wants_close,
+)
+
+if TYPE_CHECKING:
+    from mcpsniff.relay.http import HttpRelay
+
+#: Hop-by-hop fields a relay drops; the framing fields stay, since each body is
+#: forwarded with the framing it came with.
+_DROP = HOP_BY_HOP - {"transfer-encoding"}
+_FRAMING = frozenset({"transfer-encoding", "content-length"})
+#: Most bytes of a request body kept for the observer (aiohttp's server refused
+#: bigger bodies with 413; this relay forwards them and records their start).
+REQUEST_KEEP_LIMIT = 1 << 30
+#: Seconds to wait for a connection to the upstream.
+CONNECT_TIMEOUT = 15.0
+_LAST_CHUNK = b"0\r\n\r\n"
+
+
+def forwarded_head(head: RequestHead | ResponseHead) -> bytes:
+    """The head to forward: as received, minus hop-by-hop fields (RFC 9110 §7.6.1).
+
+    Those are the HOP_BY_HOP fields and every field a Connection field names;
+    the framing fields are kept (the body keeps its framing).
+    """
+    names = head.names
+    drop = _DROP
+    if "connection" in names:
+        drop = _DROP | (set(field_tokens(head.headers, "connection")) - _FRAMING)
+    if drop.isdisjoint(names):
+        return head.raw  # the usual case: the exact bytes received
+    start = head.raw.split(b"\r\n", 1)[0]
+    kept = [line for name, line in zip(names, head.lines, strict=True) if name not in drop]
+    return b"\r\n".join([start, *kept]) + b"\r\n\r\n"
+
+
+def bad_gateway(target: str, reason: str) -> bytes:
+    """The 502 the relay answers with when the upstream cannot be reached."""
+    body = f"mcpsniff: the upstream server {target} is unreachable: {reason}\n".encode()
+    return (
+        b"HTTP/1.1 502 Bad Gateway\r\n"
+        b"Content-Type: text/plain; charset=utf-8\r\n"
+        b"X-Mcpsniff: upstream-unreachable\r\n"
+        b"Content-Length: %d\r\n\r\n" % len(body)
+    ) + body
+
+
+def chunk(data: bytes) -> bytes:
+    """One chunk of chunked framing (RFC 9112 §7.1)."""
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+@dataclass(slots=True, eq=False)
+class Exchange:
+    """One request and its response, as this connection moves them."""
+
+    head: RequestHead
+    t: float
+    pieces: list[bytes] = field(default_factory=list)
+    #: Bytes in ``pieces``.
+    kept: int = 0
+    recorder: ExchangeRecorder | None = None
+    #: Observer calls made before ``recorder`` existed (a response that came
+    #: before the end of its request): replayed once it does.
+    deferred: list[tuple[str, Any]] = field(default_factory=list)
+    request_done: bool = False
+    response_started: bool = False
+    #: Why the upstream could not be reached (a 502 answers once the request is in).
+    unreachable: str | None = None
+    finished: bool = False
+    #: Holding a session-less GET stream's bytes until its first event.
+    holding: bool = False
+    held: bytearray = field(default_factory=bytearray)
+    #: The response is chunked (held bytes go out as a chunk).
+    chunked: bool = False
+    #: Held bytes went out re-chunked: the rest of the stream is re-chunked too.
+    rechunk: bool = False
+    #: The response said the upstream closes the connection after it.
+    upstream_closes: bool = False
+
+    def keep(self, payload: bytes) -> None:
+        """Keep a piece of the request body for the observer, up to REQUEST_KEEP_LIMIT.
+
+        The body is forwarded whole whatever its size; only the copy is bounded.
+        """
+        if self.kept + len(payload) <= REQUEST_KEEP_LIMIT:
+            self.pieces.append(payload)
+            self.kept += len(payload)
+
+
+class UpstreamSide(asyncio.Protocol):
+    """The connection to the upstream server that one client connection uses."""
+
+    def __init__(self, client: ClientSide) -> None:
+        self.client = client
+        self.parser = ResponseParser()
+        self.transport: asyncio.Transport | None = None
+        #: Set when the client side let go of it: what happens to it no longer matters.
+        self.detached = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        if not self.detached:
+            self.client.response_events(self, self.parser.feed(data), eof=False)
+
+    def eof_received(self) -> bool:
+        return False  # close: a response delimited by the close has ended
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        # A full write buffer to a connection that is gone holds up nothing.
+        self.client.resume_reading("upstream-full")
+        if self.detached:
+            return
+        self.detached = True
+        self.client.upstream_lost(self, self.parser.feed_eof(), exc)
+
+    def pause_writing(self) -> None:
+        if not self.detached:
+            self.client.pause_reading("upstream-full")
+
+    def resume_writing(self) -> None:
+        self.client.resume_reading("upstream-full")
+
+    def close(self, abort: bool = False) -> None:
+        """Let go of the connection (abort: cut it, so the upstream's handler is cancelled)."""
+        self.detached = True
+        self.client.resume_reading("upstream-full")
+        if self.transport is not None:
+            if abort:
+                self.transport.abort()
+            else:
+                self.transport.close()
+
+
+class ClientSide(asyncio.Protocol):
+    """One client connection, relayed to an upstream connection of its own."""
+
+    def __init__(self, relay: HttpRelay) -> None:
+        self.relay = relay
+        self.parser = RequestParser()
+        self.transport: asyncio.Transport | None = None
+        self.peer: str | None = None
+        self.exchanges: deque[Exchange] = deque()
+        self.incoming: Exchange | None = None
+        self.upstream: UpstreamSide | None = None
+        self.connecting: asyncio.Task[None] | None = None
+        #: Bytes for the upstream while its connection is being opened.
+        self.pending: list[bytes] = []
+        self._paused: set[str] = set()
+        self.writing_paused = False
+        #: No more requests are read (the client asked to close, or framing broke).
+        self.last_request = False
+        #: A request broke off mid-body: what was forwarded goes out before the close.
+        self.flush_then_close = False
+        self.closed = False
+
+    # ------------------------------------------------------------------ client events
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        peer = transport.get_extra_info("peername")
+        self.peer = peer[0] if isinstance(peer, tuple) else None
+        self.relay.connections.add(self)
+
+    def data_received(self, data: bytes) -> None:
+        if self.last_request or self.closed:
+            return
+        out: list[bytes] = []
+        ended: list[Exchange] = []
+        for event in self.parser.feed(data):
+            kind = type(event)
+            if kind is Body:
+                out.append(event.raw)  # type: ignore[union-attr]
+                if event.payload:  # type: ignore[union-attr]
+                    self.incoming.keep(event.payload)  # type: ignore[union-attr]
+            elif kind is RequestHead:
+                self._request_head(event, out)  # type: ignore[arg-type]
+            elif kind is End:
+                out.append(event.raw)  # type: ignore[union-attr]
+                exchange = self.incoming
+                assert exchange is not None
+                exchange.request_done = True
+                self.incoming = None
+                ended.append(exchange)
+                if wants_close(exchange.head.version, exchange.head.headers, exchange.head.names):
+                    # RFC 9112 §9.6: nothing after a request with "close" is read.
+                    self.last_request = True
+                    break
+            else:
+                self._bad_request(event, out)  # type: ignore[arg-type]
+                break
+        self._send_upstream(out)
+        for exchange in ended:
+            self._begin(exchange)
+
+    def eof_received(self) -> bool:
+        # The client closed its side: it is gone, as aiohttp's server took it too
+        # (a client that only half-closes is rare, and its exchange is cut off).
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.relay.connections.discard(self)
+        outcome = "proxy-stopped" if self.relay.stopping else "client-disconnected"
+        pending = bool(self.exchanges)
+        for exchange in self.exchanges:
+            self._finish(exchange, outcome, whole=False)
+        self.exchanges.clear()
+        if self.connecting is not None and not self.flush_then_close:
+            self.connecting.cancel()
+        if self.upstream is not None:
+            # Cut, so that the upstream stops working on a request nobody waits for.
+            self.upstream.close(abort=pending)
+            self.upstream = None
+
+    def pause_writing(self) -> None:
+        self.writing_paused = True
+        if self.upstream is not None and self.upstream.transport is not None:
+            self.upstream.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        self.writing_paused = False
+        if self.upstream is not None and self.upstream.transport is not None:
+            self.upstream.transport.resume_reading()
+
+    def pause_reading(self, reason: str) -> None:
+        """Stop reading from the client until ``resume_reading(reason)``."""
+        if not self._paused and self.transport is not None and not self.closed:
+            self.transport.pause_reading()
+        self._paused.add(reason)
+
+    def resume_reading(self, reason: str) -> None:
+        self._paused.discard(reason)
+        if not self._paused and self.transport is not None and not self.closed:
+            self.transport.resume_reading()
+
+    # ------------------------------------------------------------------ requests
+
+    def _request_head(self, head: RequestHead, out: list[bytes]) -> None:
+        exchange = Exchange(head, time.time())
+        self.incoming = exchange
+        self.exchanges.append(exchange)
+        if self.upstream is not None:
+            self.upstream.parser.expect(head.method)
+        elif self.connecting is None:
+            self._connect()
+        out.append(forwarded_head(head))
+
+    def _send_upstream(self, out: list[bytes]) -> None:
+        if not out:
+            return
+        data = out[0] if len(out) == 1 else b"".join(out)
+        if self.upstream is not None and self.upstream.transport is not None:
+            self.upstream.transport.write(data)
+        elif self.connecting is not None:
+            self.pending.append(data)
+        # Otherwise the upstream is unreachable: the request is answered with 502.
+
+    def _begin(self, exchange: Exchange) -> None:
+        """The request is in: the observer gets it (the bytes are on their way)."""
+        pieces = exchange.pieces
+        body = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        exchange.pieces = []
+        head = exchange.head
+        recorder = self.relay.observer.begin(
+            head.method, head.target, head.headers, body, t=exchange.t, client=self.peer
+        )
+        exchange.recorder = recorder
+        for kind, arg in exchange.deferred:
+            self._observe(exchange, kind, arg)
+        exchange.deferred = []
+        if exchange.unreachable is not None:
+            self._answer_unreachable(exchange)
+
+    def _bad_request(self, bad: Malformed, out: list[bytes]) -> None:
+        """A request whose framing cannot be trusted: forward what came before, record, close.
+
+        A head with bad framing fields is not forwarded at all (RFC 9112 §6.3: a
+        request whose body length cannot be determined gets 400 and a closed
+        connection; the upstream never sees it). A body whose chunks break off has
+        part of it upstream already: both connections are cut, so that the
+        upstream sees an incomplete request rather than a complete one.
+        """
+        self.last_request = True
+        self._send_upstream(out)
+        out.clear()
+        partial = self.incoming
+        exchange = partial
+        if exchange is None and isinstance(bad.head, RequestHead):
+            exchange = Exchange(bad.head, time.time())
+        if exchange is not None:
+            self.incoming = None
+            if exchange in self.exchanges:
+                self.exchanges.remove(exchange)
+            self._begin(exchange)
+            self._finish(exchange, f"bad-request: {bad.reason}", whole=False)
+        if partial is not None:
+            # Closed, not aborted: what was forwarded still reaches the upstream,
+            # which then sees the request end before its body did.
+            self.flush_then_close = True
+            if self.upstream is not None:
+                self.upstream.close()
+                self.upstream = None
+            if self.transport is not None:
+                self.transport.abort()
+        elif not self.exchanges and self.transport is not None:
+            # Earlier requests still get their responses; then the connection closes.
+            self.transport.close()
+
+    # ------------------------------------------------------------------ the upstream
+
+    def _connect(self) -> None:
+        self.pause_reading("connecting")
+        self.connecting = asyncio.get_running_loop().create_task(self._open())
+
+    async def _open(self) -> None:
+        relay = self.relay
+        loop = asyncio.get_running_loop()
+        try:
+            upstream = UpstreamSide(self)
+            await asyncio.wait_for(
+                loop.create_connection(
+                    lambda: upstream,
+                    relay.upstream_host,
+                    relay.upstream_port,
+                    ssl=relay.ssl_context,
+                    server_hostname=relay.upstream_host if relay.ssl_context else None,
+                ),
+                CONNECT_TIMEOUT,
+            )
+        except asyncio.CancelledError:
+            raise
+        except (OSError, TimeoutError, ValueError) as exc:
+            self.connecting = None
+            self.pending = []
+            self._unreachable(str(exc) or type(exc).__name__)
+            self.resume_reading("connecting")
+            return
+        self.connecting = None
+        if self.closed:
+            if self.flush_then_close and self.pending and upstream.transport is not None:
+                upstream.transport.write(b"".join(self.pending))
+            upstream.close()
+            return
+        self.upstream = upstream
+        for exchange in self.exchanges:
+            upstream.parser.expect(exchange.head.method)
+        if self.pending:
+            assert upstream.transport is not None
+            upstream.transport.write(b"".join(self.pending))
+            self.pending = []
+        if self.writing_paused and upstream.transport is not None:
+            upstream.transport.pause_reading()
+        self.resume_reading("connecting")
+
+    def _unreachable(self, reason: str) -> None:
+        """Every request still without a response gets a 502, in order."""
+        for exchange in self.exchanges:
+            exchange.unreachable = reason
+        while self.exchanges and self.exchanges[0].request_done:
+            self._answer_unreachable(self.exchanges[0])
+
+    def _answer_unreachable(self, exchange: Exchange) -> None:
+        if self.exchanges and self.exchanges[0] is exchange and exchange.recorder is not None:
+            self.exchanges.popleft()
+            target = self.relay.target(exchange.head.target)
+            reason = exchange.unreachable or "unreachable"
+            exchange.recorder.unreachable(target, reason)
+            exchange.finished = True
+            if self.transport is not None and not self.closed:
+                self.transport.write(bad_gateway(target, reason))
+            self._after_response(exchange)
+
+    def response_events(self, upstream: UpstreamSide, events: list[Any], eof: bool) -> None:
+        """Forward what the upstream sent, then show it to the observers."""
+        out: list[bytes] = []
+        observe: list[tuple[Exchange, str, Any]] = []
+        drop = False
+        for event in events:
+            if not self.exchanges:
+                break
+            exchange = self.exchanges[0]
+            kind = type(event)
+            if kind is Body:
+                if exchange.holding or exchange.rechunk:
+                    self._write(out)
+                    self._run(observe)
+                    self._held_body(exchange, event.payload)  # type: ignore[union-attr]
+                    continue
+                out.append(event.raw)  # type: ignore[union-attr]
+                if event.payload:  # type: ignore[union-attr]
+                    observe.append((exchange, "body", event.payload))  # type: ignore[union-attr]
+            elif kind is ResponseHead:
+                out.append(forwarded_head(event))  # type: ignore[arg-type]
+                if event.interim:  # type: ignore[union-attr]
+                    continue  # 100 Continue and the like: forwarded, the final one follows
+                exchange.response_started = True
+                exchange.upstream_closes = wants_close(event.version, event.headers, event.names)  # type: ignore[union-attr]
+                if exchange.head.method == "GET" and _is_event_stream(event):  # type: ignore[arg-type]
+                    # Maybe a legacy stream whose endpoint is to be rewritten: the
+                    # observer must see the head now, to tell.
+                    self._write(out)
+                    self._run(observe)
+                    self._observe(exchange, "response", event)
+                    self._start_holding(exchange, event)  # type: ignore[arg-type]
+                else:
+                    observe.append((exchange, "response", event))
+            elif kind is End:
+                self.exchanges.popleft()
+                if exchange.holding or exchange.rechunk:
+                    self._write(out)
+                    self._run(observe)
+                    self._held_end(exchange)
+                else:
+                    out.append(event.raw)  # type: ignore[union-attr]
+                observe.append((exchange, "end", "complete"))
+                if eof:
+                    # A body delimited by the close: the client learns its end the same way.
+                    self.last_request = True
+                elif exchange.upstream_closes:
+                    drop = True
+            else:
+                self._write(out)
+                self._run(observe)
+                self._upstream_broke(upstream, f"upstream-error: {event.reason}")  # type: ignore[union-attr]
+                return
+        self._write(out)
+        self._run(observe)
+        if drop and self.upstream is upstream:
+            # RFC 9112 §9.6: the server closes after a response with "close"; a
+            # later request opens a new connection.
+            self.upstream = None
+            upstream.close()
+            if self.exchanges:
+                self._unreachable("the server closed the connection")
+
+    def _write(self, out: list[bytes]) -> None:
+        if out:
+            if self.transport is not None and not self.closed:
+                self.transport.write(out[0] if len(out) == 1 else b"".join(out))
+            out.clear()
+
+    def _run(self, observe: list[tuple[Exchange, str, Any]]) -> None:
+        for exchange, kind, arg in observe:
+            self._observe(exchange, kind, arg)
+            if kind == "end":
+                self._after_response(exchange)
+        observe.clear()
+
+    def _observe(self, exchange: Exchange, kind: str, arg: Any) -> None:
+        recorder = exchange.recorder
+        if recorder is None:
+            exchange.deferred.append((kind, arg))
+            return
+        if kind == "body":
+            recorder.body_chunk(arg)
+        elif kind == "response":
+            recorder.response(arg.status, arg.headers)
+        elif kind == "end":
+            self._finish(exchange, arg, whole=True)
+
+    def _finish(self, exchange: Exchange, outcome: str, *, whole: bool) -> None:
+        if exchange.finished:
+            return
+        if exchange.recorder is None:
+            if exchange.request_done or exchange.deferred:
+                exchange.deferred.append(("end", outcome))
+            return
+        exchange.finished = True
+        exchange.recorder.finish(outcome, whole=whole)
+
+    def _after_response(self, exchange: Exchange) -> None:
+        """A response is out: close what has to close."""
+        if self.closed or self.transport is None:
+            return
+        closing = self.last_request or self.relay.stopping
+        if closing and not self.exchanges:
+            if self.upstream is not None:
+                self.upstream.close()
+                self.upstream = None
+            self.transport.close()
+
+    # ------------------------------------------------------------------ legacy endpoint
+
+    def _start_holding(self, exchange: Exchange, head: ResponseHead) -> None:
+        recorder = exchange.recorder
+        if recorder is None or not recorder.endpoint_editable:
+            return
+        codings = field_tokens(head.headers, "transfer-encoding")
+        has_length = any(k.lower() == "content-length" for k, _ in head.headers)
+        if has_length and not codings:
+            return  # a rewrite would change the length: the bytes pass as they are
+        exchange.holding = True
+        exchange.chunked = bool(codings) and codings[-1] == "chunked"
+
+    def _held_body(self, exchange: Exchange, payload: bytes) -> None:
+        """A piece of a held (or re-chunked) stream: as ``_relay_body`` did it."""
+        recorder = exchange.recorder
+        assert recorder is not None
+        if not exchange.holding:
+            if payload:
+                self._send_client(chunk(payload))
+                recorder.body_chunk(payload)
+            return
+        exchange.held += payload
+        recorder.body_chunk(payload)  # decides the session at the first event
+        if recorder.waiting_for_first_event and len(exchange.held) < self.relay.hold_limit:
+            return
+        exchange.holding = False
+        if recorder.waiting_for_first_event:
+            # No event within HOLD_LIMIT (comments only): not held any longer.
+            recorder.first_event(None)
+        held = self.relay.rewrite_endpoint(recorder, bytes(exchange.held))
+        exchange.held = bytearray()
+        if exchange.chunked:
+            exchange.rechunk = True
+            held = chunk(held) if held else b""
+        self._send_client(held)
+
+    def _held_end(self, exchange: Exchange) -> None:
+        held = bytes(exchange.held)
+        exchange.held = bytearray()
+        exchange.holding = False
+        if exchange.chunked:
+            self._send_client((chunk(held) if held else b"") + _LAST_CHUNK)
+        elif held:
+            self._send_client(held)
+
+    def _send_client(self, data: bytes) -> None:
+        if data and self.transport is not None and not self.closed:
+            self.transport.write(data)
+
+    # ------------------------------------------------------------------ upstream trouble
+
+    def upstream_lost(
+        self, upstream: UpstreamSide, events: list[Any], exc: Exception | None
+    ) -> None:
+        """The upstream connection closed (or broke)."""
+        if upstream is not self.upstream:
+            return
+        self.response_events(upstream, events, eof=True)
+        if self.upstream is not upstream:
+            return  # response_events dealt with it
+        self.upstream = None
+        if self.exchanges:
+            reason = str(exc) if exc else "the server closed the connection"
+            if self.exchanges[0].response_started:
+                self._upstream_broke(upstream, f"upstream-error: {reason}")
+            else:
+                # No answer at all, as when it could not be reached (aiohttp's client
+                # said ServerDisconnectedError, answered 502).
+                self._unreachable(reason)
+        elif self.last_request and self.transport is not None:
+            self.transport.close()
+
+    def _upstream_broke(self, upstream: UpstreamSide, outcome: str) -> None:
+        """The upstream broke a response off: so does the client's connection."""
+        if self.upstream is upstream:
+            self.upstream = None
+        upstream.close(abort=True)
+        first = True
+        for exchange in self.exchanges:
+            self._finish(exchange, outcome, whole=first)
+            first = False
+        self.exchanges.clear()
+        # Ending the client's response normally would pass a cut-off body for a
+        # whole one: the client must see it cut off too.
+        if self.transport is not None and not self.closed:
+            self.transport.abort()
+
+    def cut_off(self) -> None:
+        """The proxy stops: open exchanges end here, their clients see them cut off."""
+        for exchange in self.exchanges:
+            self._finish(exchange, "proxy-stopped", whole=False)
+        self.exchanges.clear()
+        if self.upstream is not None:
+            self.upstream.close(abort=True)
+            self.upstream = None
+        if self.transport is not None and not self.closed:
+            self.transport.abort()
+
+    def close_if_idle(self) -> bool:
+        """Close a connection with no exchange in flight; whether it was idle."""
+        if self.exchanges or self.incoming is not None or not self.parser.idle:
+            return False
+        if self.upstream is not None:
+            self.upstream.close()
+            self.upstream = None
+        if self.transport is not None and not self.closed:
+            self.transport.close()
+        return True
+
+
+def _is_event_stream(head: ResponseHead) -> bool:
+    for name, value in head.headers:
+        if name.lower() == "content-type":
+            return value.split(";")[0].strip().lower() == "text/event-stream"
+    return False

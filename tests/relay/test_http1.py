@@ -1,0 +1,301 @@
+"""The relay's HTTP/1.1 framing (``mcpsniff/relay/http1.py``), sans I/O.
+
+Every message is also fed in every possible two-piece split and one byte at a
+time: framing must not depend on how the bytes arrive.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mcpsniff.relay.http1 import (
+    Body,
+    End,
+    Event,
+    Malformed,
+    RequestHead,
+    RequestParser,
+    ResponseHead,
+    ResponseParser,
+    wants_close,
+)
+
+
+def feed_all(parser: Any, pieces: list[bytes], eof: bool = False) -> list[Event]:
+    events: list[Event] = []
+    for piece in pieces:
+        events += parser.feed(piece)
+    if eof:
+        events += parser.feed_eof()
+    return events
+
+
+def splits(data: bytes) -> list[list[bytes]]:
+    """``data`` whole, in every two-piece split, and byte by byte."""
+    return (
+        [[data]]
+        + [[data[:i], data[i:]] for i in range(1, len(data))]
+        + [[data[i : i + 1] for i in range(len(data))]]
+    )
+
+
+def summary(events: list[Event]) -> list[Any]:
+    """Events with consecutive bodies merged (a split may cut a body anywhere)."""
+    out: list[Any] = []
+    for event in events:
+        if isinstance(event, Body) and out and out[-1][0] == "body":
+            out[-1] = ("body", out[-1][1] + event.raw, out[-1][2] + event.payload)
+        elif isinstance(event, Body):
+            out.append(("body", event.raw, event.payload))
+        elif isinstance(event, End):
+            out.append(("end", event.raw))
+        elif isinstance(event, Malformed):
+            out.append(("malformed", event.reason))
+        elif isinstance(event, RequestHead):
+            out.append(("request", event.method, event.target, event.headers, event.raw))
+        else:
+            out.append(("response", event.status, event.headers, event.raw))
+    return out
+
+
+def request_events(data: bytes, eof: bool = False) -> list[Any]:
+    """The events of ``data``, the same for every way of splitting it."""
+    results = [summary(feed_all(RequestParser(), pieces, eof)) for pieces in splits(data)]
+    assert all(r == results[0] for r in results)
+    return results[0]
+
+
+def response_events(data: bytes, methods: list[str], eof: bool = False) -> list[Any]:
+    results = []
+    for pieces in splits(data):
+        parser = ResponseParser()
+        for method in methods:
+            parser.expect(method)
+        results.append(summary(feed_all(parser, pieces, eof)))
+    assert all(r == results[0] for r in results)
+    return results[0]
+
+
+# --------------------------------------------------------------------------- requests
+
+
+def test_request_with_content_length() -> None:
+    head = b"POST /mcp?x=1 HTTP/1.1\r\nHost: h\r\nX-Dup: 1\r\nx-dup: 2\r\nContent-Length: 5\r\n\r\n"
+    events = request_events(head + b"hello")
+    assert events == [
+        (
+            "request",
+            "POST",
+            "/mcp?x=1",
+            [("Host", "h"), ("X-Dup", "1"), ("x-dup", "2"), ("Content-Length", "5")],
+            head,
+        ),
+        ("body", b"hello", b"hello"),
+        ("end", b""),
+    ]
+
+
+def test_request_without_body_and_pipelining() -> None:
+    first = b"GET /a HTTP/1.1\r\nHost: h\r\n\r\n"
+    second = b"DELETE /b HTTP/1.1\r\nHost: h\r\nContent-Length: 0\r\n\r\n"
+    events = request_events(first + second)
+    assert [e[0] for e in events] == ["request", "end", "request", "end"]
+    assert (events[0][2], events[2][2]) == ("/a", "/b")
+
+
+def test_chunked_request_with_extensions_and_trailers() -> None:
+    head = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+    chunks = b"5;name=value\r\nhello\r\n6 ; x\r\n world\r\n"
+    last = b"0;end\r\nX-Checksum: 1\r\nX-More: 2\r\n\r\n"
+    events = request_events(head + chunks + last)
+    assert events[1:] == [("body", chunks, b"hello world"), ("end", last)]
+
+
+def test_chunked_request_without_trailers() -> None:
+    head = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+    events = request_events(head + b"A\r\n0123456789\r\n0\r\n\r\n" + head)
+    assert events[1:3] == [("body", b"A\r\n0123456789\r\n", b"0123456789"), ("end", b"0\r\n\r\n")]
+    assert events[3][0] == "request"
+
+
+def test_empty_lines_before_a_request_are_ignored() -> None:
+    # RFC 9112 §2.2: a server SHOULD ignore at least one empty line before a request-line.
+    events = request_events(b"\r\nGET / HTTP/1.1\r\nHost: h\r\n\r\n")
+    assert events[0][4] == b"GET / HTTP/1.1\r\nHost: h\r\n\r\n"
+
+
+def test_field_values_keep_utf8_and_lose_surrounding_whitespace() -> None:
+    events = request_events("GET / HTTP/1.1\r\nX-Name:  é \t\r\n\r\n".encode())
+    assert events[0][3] == [("X-Name", "é")]
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (
+            b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 3\r\n\r\n",
+            "both Transfer-Encoding and Content-Length",
+        ),
+        (b"POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 4\r\n\r\n", "conflicting"),
+        (b"POST / HTTP/1.1\r\nContent-Length: -3\r\n\r\n", "invalid Content-Length"),
+        (b"POST / HTTP/1.1\r\nContent-Length: 0x3\r\n\r\n", "invalid Content-Length"),
+        (b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", "without final chunked"),
+        (b"GET / HTTP/1.1\r\nX-A: 1\nX-B: 2\r\n\r\n", "bare CR, LF or NUL"),
+        (b"GET / HTTP/1.1\r\nX-A: 1\r\n folded\r\n\r\n", "invalid field line"),
+        (b"GET / HTTP/1.1\r\nX-A : 1\r\n\r\n", "invalid field line"),
+        (b"GET / HTTP/1.1\r\nno colon\r\n\r\n", "invalid field line"),
+        (b"GET /  HTTP/1.1\r\n\r\n", "invalid request line"),
+        (b"GET / HTTP/2.0\r\n\r\n", "invalid request line"),
+    ],
+)
+def test_bad_request_heads(data: bytes, reason: str) -> None:
+    (event,) = feed_all(RequestParser(), [data])
+    assert isinstance(event, Malformed)
+    assert reason in event.reason
+    # A head whose framing fields are bad is not handed out to be forwarded, but
+    # comes with the Malformed event (to be recorded).
+    if "Length" in reason or "Transfer" in reason or "conflicting" in reason:
+        assert isinstance(event.head, RequestHead)
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (b"z\r\n", "invalid chunk-size"),
+        (b"2\r\nabX\r\n", "not followed"),
+        (b"1" * 5000, "too long"),
+    ],
+)
+def test_bad_chunks(body: bytes, reason: str) -> None:
+    head = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+    events = feed_all(RequestParser(), [head + body])
+    assert isinstance(events[0], RequestHead)
+    assert isinstance(events[-1], Malformed) and reason in events[-1].reason
+
+
+def test_bad_chunk_keeps_what_came_before() -> None:
+    head = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+    events = feed_all(RequestParser(), [head + b"3\r\nabc\r\nxyz\r\n"])
+    assert isinstance(events[0], RequestHead)
+    assert (events[1].raw, events[1].payload) == (b"3\r\nabc\r\n", b"abc")  # type: ignore[union-attr]
+    assert isinstance(events[2], Malformed)
+    assert RequestParser().feed(b"x" * 10) == []
+
+
+def test_request_cut_short_is_malformed_at_eof() -> None:
+    parser = RequestParser()
+    parser.feed(b"POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc")
+    assert [type(e) for e in parser.feed_eof()] == [Malformed]
+    idle = RequestParser()
+    idle.feed(b"GET / HTTP/1.1\r\n\r\n")
+    assert idle.idle and idle.feed_eof() == []
+
+
+def test_head_too_long() -> None:
+    events = RequestParser().feed(b"GET / HTTP/1.1\r\nX: " + b"a" * (300 << 10))
+    assert isinstance(events[-1], Malformed)
+
+
+# --------------------------------------------------------------------------- responses
+
+
+def test_response_with_content_length_then_chunked() -> None:
+    first = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+    second = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
+    events = response_events(first + second, ["POST", "GET"])
+    assert [e[0] for e in events] == ["response", "body", "end", "response", "body", "end"]
+    assert events[4] == ("body", b"3\r\nabc\r\n", b"abc")
+
+
+@pytest.mark.parametrize(("method", "status"), [("HEAD", 200), ("GET", 204), ("GET", 304)])
+def test_responses_without_body(method: str, status: int) -> None:
+    head = b"HTTP/1.1 %d X\r\nContent-Length: 10\r\nTransfer-Encoding: chunked\r\n\r\n" % status
+    if method == "HEAD":
+        head = b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n"
+    events = response_events(
+        head + b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", [method, "GET"]
+    )
+    assert [e[0] for e in events] == ["response", "end", "response", "end"]
+
+
+def test_interim_responses_come_before_the_final_one() -> None:
+    data = (
+        b"HTTP/1.1 100 Continue\r\n\r\n"
+        b"HTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
+        b"HTTP/1.1 201 Created\r\nContent-Length: 1\r\n\r\nx"
+    )
+    parser = ResponseParser()
+    parser.expect("POST")
+    events = parser.feed(data)
+    heads = [e for e in events if isinstance(e, ResponseHead)]
+    assert [(h.status, h.interim) for h in heads] == [(100, True), (103, True), (201, False)]
+    assert isinstance(events[-1], End)
+
+
+def test_response_delimited_by_close() -> None:
+    data = b"HTTP/1.0 200 OK\r\nContent-Type: text/event-stream\r\n\r\ndata: 1\n\n"
+    events = response_events(data, ["GET"], eof=True)
+    assert events[1:] == [("body", b"data: 1\n\n", b"data: 1\n\n"), ("end", b"")]
+
+
+def test_response_cut_off() -> None:
+    parser = ResponseParser()
+    parser.expect("GET")
+    parser.feed(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nab")
+    (event,) = parser.feed_eof()
+    assert isinstance(event, Malformed)
+
+
+def test_response_without_request_and_bad_status() -> None:
+    assert isinstance(ResponseParser().feed(b"HTTP/1.1 200 OK\r\n\r\n")[-1], Malformed)
+    parser = ResponseParser()
+    parser.expect("GET")
+    assert isinstance(parser.feed(b"HTTP/1.1 2000 OK\r\n\r\n")[-1], Malformed)
+
+
+def test_wants_close() -> None:
+    assert wants_close("HTTP/1.1", [("Connection", "keep-alive, Close")])
+    assert not wants_close("HTTP/1.1", [])
+    assert wants_close("HTTP/1.0", [])
+    assert not wants_close("HTTP/1.0", [("connection", "keep-alive")])
+
+
+# --------------------------------------------------------------------------- any chunking
+
+
+@st.composite
+def chunked_message(draw: st.DrawFn) -> tuple[bytes, bytes, bytes]:
+    """A chunked request: its bytes, its head, its payload."""
+    payload = draw(st.binary(max_size=600))
+    cuts = sorted(draw(st.lists(st.integers(0, len(payload)), max_size=6)))
+    pieces = [payload[a:b] for a, b in zip([0, *cuts], [*cuts, len(payload)], strict=True)]
+    head = b"PUT /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+    body = b"".join(b"%x;e=1\r\n%s\r\n" % (len(p), p) for p in pieces if p)
+    trailer = draw(st.sampled_from([b"", b"X-T: 1\r\n"]))
+    return head + body + b"0\r\n" + trailer + b"\r\n", head, payload
+
+
+@settings(max_examples=200, deadline=None)
+@given(chunked_message(), st.lists(st.integers(1, 50), min_size=1, max_size=40))
+def test_any_chunking_gives_the_same_bytes(
+    message: tuple[bytes, bytes, bytes], sizes: list[int]
+) -> None:
+    data, head, payload = message
+    pieces = []
+    at = 0
+    for size in sizes * (len(data) // sum(sizes) + 1):
+        if at >= len(data):
+            break
+        pieces.append(data[at : at + size])
+        at += size
+    events = feed_all(RequestParser(), pieces * 2)  # two messages back to back
+    raw = b"".join(e.raw for e in events if isinstance(e, (Body, End, RequestHead)))
+    assert raw == data * 2
+    bodies = b"".join(e.payload for e in events if isinstance(e, Body))
+    assert bodies == payload * 2
+    assert [type(e) for e in events if not isinstance(e, Body)] == [RequestHead, End] * 2
+    assert isinstance(events[0], RequestHead) and events[0].raw == head
