@@ -52,6 +52,7 @@ GAP = 5  # bytes forwarded but not recorded: payload is JSON {"lost"}
 STOP = 6  # the relay is done: finish the trace
 CALL = 7  # a recorder call (HTTP relay): payload is a pickled (method, args) tuple
 CALL_DATA = 8  # the bytes argument (a body) of the CALL that follows
+CALLS = 9  # several recorder calls: a pickled list of (method, args) tuples
 
 _DIRECTION_CODES = {"": 0, C2S: 1, S2C: 2}
 _DIRECTIONS = ("", C2S, S2C)
@@ -147,7 +148,7 @@ class ObservationSender:
         """A transport event."""
         self._send(EVENT, "", t, orjson.dumps({"name": name, "data": data}))
 
-    def call(self, t: float, call: bytes, data: bytes = b"") -> bool:
+    def call(self, t: float, call: bytes, data: bytes = b"", *, kind: int = CALL) -> bool:
         """A pickled recorder call and its bytes argument; False when the backlog was full.
 
         The bytes travel as an observation of their own (CALL_DATA), so that
@@ -160,7 +161,7 @@ class ObservationSender:
             return False
         if data:
             self._send(CALL_DATA, "", t, data)
-        self._send(CALL, "", t, call)
+        self._send(kind, "", t, call)
         return True
 
     def stop(self, t: float) -> None:

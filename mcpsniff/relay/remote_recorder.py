@@ -16,7 +16,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from mcpsniff.relay.observer_pipe import CALL, CALL_DATA, STOP, AnalysisProcess, read_observations
+from mcpsniff.relay.observer_pipe import (
+    CALL,
+    CALL_DATA,
+    CALLS,
+    STOP,
+    AnalysisProcess,
+    read_observations,
+)
 from mcpsniff.relay.recorder import Recorder
 
 #: The session key of relay-wide events (capture gaps).
@@ -24,6 +31,8 @@ RELAY_SESSION = "http"
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
 #: Where a call's bytes (``data``) go in its arguments: after session and direction.
 DATA_ARG = 2
+#: Bytes up to this size travel inside a batch of calls; bigger ones on their own.
+INLINE_LIMIT = 64 << 10
 #: The calls that carry bytes.
 _WITH_DATA = frozenset({"feed_frame", "feed"})
 
@@ -51,6 +60,11 @@ class RemoteRecorder:
     ) -> None:
         self.analysis = analysis
         self.sender = analysis.sender
+        self._loop: asyncio.AbstractEventLoop | None = None
+        #: Calls not sent yet (this turn of the event loop), and the time of the last.
+        self._batch: list[tuple[str, tuple[Any, ...]]] = []
+        self._batch_t = 0.0
+        self._flush_scheduled = False
         if warn is not None:
             self.sender.on_broken = lambda exc: warn(
                 f"mcpsniff: warning: the analysis process is gone ({exc.strerror or exc}); "
@@ -60,21 +74,50 @@ class RemoteRecorder:
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         """Drain the pipe with ``loop`` (call once the loop runs)."""
         self.sender.attach(loop)
+        self._loop = loop
 
     def _call(self, method: str, t: float, *args: Any, data: bytes = b"") -> list[Any]:
-        """Send one call. ``data`` (a body, a chunk) goes after the pickled rest, uncopied.
+        """Queue one call for the analysis process; return no records.
 
-        The analysis process passes it as the call's ``DATA_ARG``-th argument.
+        Calls made during one turn of the event loop travel together (one
+        pickle, one write: an HTTP exchange makes about seven), sent at the end
+        of the turn. A big ``data`` (a body) goes on its own, after the pickled
+        rest and uncopied; the analysis process puts it back as the call's
+        ``DATA_ARG``-th argument.
         """
+        if len(data) > INLINE_LIMIT:
+            self._flush()
+            self._send_gap(t)
+            self.sender.call(t, pickle.dumps((method, args), _PROTOCOL), data)
+            return []
+        if method in _WITH_DATA:
+            args = (*args[:DATA_ARG], data, *args[DATA_ARG:])
+        self._batch.append((method, args))
+        self._batch_t = t
+        if self._loop is None:
+            self._flush()
+        elif not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush)
+        return []
+
+    def _flush(self) -> None:
+        """Send the calls queued so far, as one observation."""
+        self._flush_scheduled = False
+        if not self._batch:
+            return
+        batch, self._batch = self._batch, []
+        self._send_gap(self._batch_t)
+        self.sender.call(self._batch_t, pickle.dumps(batch, _PROTOCOL), kind=CALLS)
+
+    def _send_gap(self, t: float) -> None:
+        """After a backlog overflow, once there is room again: say what the trace lacks."""
         sender = self.sender
         if sender.lost_calls and sender.pending_bytes < sender.limit // 2:
-            # Room again after a backlog overflow: say what the trace lacks.
             lost = {"lost_calls": sender.lost_calls, "lost_bytes": sender.lost_call_bytes}
             sender.lost_calls = sender.lost_call_bytes = 0
-            gap = pickle.dumps(("event", (RELAY_SESSION, "capture-gap", t, lost)), _PROTOCOL)
-            sender.call(t, gap)
-        sender.call(t, pickle.dumps((method, args), _PROTOCOL), data)
-        return []
+            gap = [("event", (RELAY_SESSION, "capture-gap", t, lost))]
+            sender.call(t, pickle.dumps(gap, _PROTOCOL), kind=CALLS)
 
     def feed_frame(
         self,
@@ -108,6 +151,7 @@ class RemoteRecorder:
 
     async def finish(self) -> int:
         """Send STOP, wait until the analysis process has written the trace; its status."""
+        self._flush()
         await self.sender.close()
         return await self.analysis.wait()
 
@@ -130,15 +174,19 @@ def apply_calls(fd: int, recorder: Recorder, warn: Callable[[str], None] | None 
                 data = observation.payload
                 observation.payload = b""  # a big body is held once, in ``data``
                 continue
-            if observation.kind != CALL:
-                continue
-            try:
-                method, args = _decode_call(observation.payload, data)
+            if observation.kind == CALLS:
+                calls = pickle.loads(observation.payload)
+            elif observation.kind == CALL:
+                calls = [_decode_call(observation.payload, data)]
                 data = b""
-                getattr(recorder, method)(*args)
-            except Exception as exc:  # recording must never stop
-                if warn is not None:
-                    warn(f"mcpsniff: internal error while recording: {exc!r}")
+            else:
+                continue
+            for method, args in calls:
+                try:
+                    getattr(recorder, method)(*args)
+                except Exception as exc:  # recording must never stop
+                    if warn is not None:
+                        warn(f"mcpsniff: internal error while recording: {exc!r}")
         if writer is not None:
             writer.flush()
         if stopped:
