@@ -309,6 +309,10 @@ def _python_without_mcpsniff(folder: Path) -> tuple[list[str], Path]:
     return [sys.executable, "-S", "-c", code], copy
 
 
+#: PYTHONPATH would still be read under ``-S`` (the tests may run with the checkout on it).
+NO_PYTHONPATH = {"PYTHONPATH": ""}
+
+
 NOT_IMPORTABLE = "mcpsniff is not importable from mitmproxy's Python"
 
 
@@ -320,6 +324,7 @@ def test_addon_without_mcpsniff_refuses_to_start_clearly(tmp_path: Path) -> None
         extra=["-s", str(copy), "--set", f"mcpsniff_trace={tmp_path / 't.jsonl'}"],
         python=python,
         cwd=copy.parent,
+        env=NO_PYTHONPATH,
     )
     try:
         code = mitm.proc.wait(30)
@@ -345,7 +350,7 @@ def test_addon_loaded_at_run_time_without_mcpsniff_leaves_flows_alone(
         extra=["-s", str(LATE_OPTIONS)],
         python=python,
         cwd=copy.parent,
-        env={"MCPSNIFF_TEST_LATE_OPTIONS": json.dumps({"scripts": [str(copy)]})},
+        env={"MCPSNIFF_TEST_LATE_OPTIONS": json.dumps({"scripts": [str(copy)]}), **NO_PYTHONPATH},
     ).started()
     try:
         mitm.wait_for(NOT_IMPORTABLE)
