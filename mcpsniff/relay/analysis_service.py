@@ -71,6 +71,8 @@ SHOW = "show"  # args: (bool,): start or stop sending show lines
 BATCH = "batch"  # args: a list of (method, args, data): the calls of one event-loop turn
 #: The recorder calls whose ``data`` goes back into their arguments, at ``DATA_ARG``.
 _WITH_DATA = frozenset({"feed_frame", "feed"})
+#: Seconds calls may wait to be sent with later ones, unless a hook waits for them.
+BATCH_DELAY = 0.005
 #: Seconds a hook waits for its exchange's findings before going on without them.
 SYNC_TIMEOUT = 5.0
 #: Frames remembered with their exchange (findings name frames, flows are exchanges).
@@ -280,11 +282,12 @@ def _big_pipe() -> tuple[int, int]:
 
 
 class BatchingRecorder(RemoteRecorder):
-    """``RemoteRecorder`` whose calls leave together, once per event-loop turn.
+    """``RemoteRecorder`` whose calls leave together (see ``AnalysisClient.flush``).
 
-    Performance: a pickle and a write per call (five or so per exchange) cost
-    mitmdump more than half of what the analysis itself did; one of each per
-    turn, for every flow's calls of that turn, costs a fraction.
+    Performance: a pickle and a write per call (five or so per exchange, in
+    three hooks) cost mitmdump more than half of what the analysis itself did;
+    one of each per finished exchange, for every flow's calls so far, costs a
+    fraction.
     """
 
     def __init__(self, client: AnalysisClient) -> None:
@@ -313,9 +316,11 @@ class AnalysisClient:
     ) -> None:
         self.proc = proc
         self.sender = sender
-        #: The calls of this event-loop turn, sent by ``flush`` at its end.
+        #: Calls not sent yet: ``flush`` sends them at the end of the turn in which a
+        #: hook starts waiting, or ``BATCH_DELAY`` after the first, whichever comes first.
         self.batch: list[tuple[str, tuple[Any, ...], bytes]] = []
-        self.flush_scheduled = False
+        self.flush_timer: asyncio.TimerHandle | None = None
+        self.flush_soon = False
         self.recorder = BatchingRecorder(self)
         sender.on_broken = lambda exc: self._gone(f"its pipe broke ({exc.strerror or exc})")
         self.replies_fd = replies_fd
@@ -390,20 +395,22 @@ class AnalysisClient:
     # ------------------------------------------------------------------ calls
 
     def queue(self, method: str, args: tuple[Any, ...], data: bytes = b"") -> None:
-        """Send a call with the others of this event-loop turn."""
+        """Send a call with others, soon (``BATCH_DELAY`` at most)."""
         if not self.alive:
             return
         self.batch.append((method, args, data))
-        if not self.flush_scheduled:
+        if self.flush_timer is None and not self.flush_soon:
             if self.loop is None:  # not attached yet (mitmproxy is starting): at once
                 self.flush()
                 return
-            self.flush_scheduled = True
-            self.loop.call_soon(self.flush)
+            self.flush_timer = self.loop.call_later(BATCH_DELAY, self.flush)
 
     def flush(self) -> None:
         """Send the queued calls: one pickle, one write."""
-        self.flush_scheduled = False
+        self.flush_soon = False
+        if self.flush_timer is not None:
+            self.flush_timer.cancel()
+            self.flush_timer = None
         batch, self.batch = self.batch, []
         if not batch or not self.alive:
             return
@@ -424,6 +431,10 @@ class AnalysisClient:
         if loop is None or not self.alive:
             return None
         self.queue(SYNC, (number,))
+        if not self.flush_soon:
+            # A hook waits: send at the end of this turn, with what other flows add in it.
+            self.flush_soon = True
+            loop.call_soon(self.flush)
         future = loop.create_future()
         self.waiting[number] = (future, time.monotonic())
         if self.watchdog is None:
