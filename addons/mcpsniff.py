@@ -277,6 +277,7 @@ class McpSniff:
         self.observer = None
         self.exchanges.clear()
         self.drains.clear()
+        self.flows.clear()
 
     # ------------------------------------------------------------------ flows
 

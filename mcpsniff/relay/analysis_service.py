@@ -372,6 +372,9 @@ class AnalysisClient:
                 stdin=subprocess.DEVNULL,
                 cwd=root,
                 env=env,
+                # Out of mitmdump's process group: a Ctrl-C meant for mitmdump must not
+                # cut the trace short (the process ends on STOP, or EOF should mitmdump die).
+                process_group=0,
             )
         except BaseException:
             for fd in (calls_write, replies_read):
