@@ -216,6 +216,7 @@ class McpSniff:
                 show=self.show,
                 on_reply=functools.partial(self._on_reply, flows),
                 on_gone=self._on_gone,
+                on_late=lambda message: log.warning(f"mcpsniff: {message}"),
             )
         except OSError as exc:
             with contextlib.suppress(OSError):

@@ -303,7 +303,8 @@ class AnalysisClient:
     """The addon's end: a ``RemoteRecorder`` to call, syncs to await, replies to hand on.
 
     ``on_reply`` gets every reply (before the synced hooks go on); ``on_gone``
-    is told once, with a reason, when the analysis process dies or stops answering.
+    is told once, with a reason, when the analysis process dies or stops answering;
+    ``on_late`` once, the first time hooks go on without their findings (it lags).
     """
 
     def __init__(
@@ -313,6 +314,7 @@ class AnalysisClient:
         replies_fd: int,
         on_reply: Callable[[Reply], None],
         on_gone: Callable[[str], None],
+        on_late: Callable[[str], None] | None = None,
     ) -> None:
         self.proc = proc
         self.sender = sender
@@ -326,6 +328,7 @@ class AnalysisClient:
         self.replies_fd = replies_fd
         self.on_reply = on_reply
         self.on_gone = on_gone
+        self.on_late = on_late
         #: Exchange number -> (the future its hook awaits, when it was sent).
         self.waiting: dict[int, tuple[asyncio.Future[None], float]] = {}
         self.buffer = bytearray()
@@ -347,6 +350,7 @@ class AnalysisClient:
         show: bool,
         on_reply: Callable[[Reply], None],
         on_gone: Callable[[str], None],
+        on_late: Callable[[str], None] | None = None,
     ) -> AnalysisClient:
         """Start the analysis process on the open trace ``trace_fd`` (closed here)."""
         import mcpsniff
@@ -383,9 +387,8 @@ class AnalysisClient:
         finally:
             for fd in (calls_read, replies_write, trace_fd):
                 os.close(fd)
-        return cls(
-            proc, ObservationSender(calls_write, BACKLOG_LIMIT), replies_read, on_reply, on_gone
-        )
+        sender = ObservationSender(calls_write, BACKLOG_LIMIT)
+        return cls(proc, sender, replies_read, on_reply, on_gone, on_late)
 
     def attach(self, loop: asyncio.AbstractEventLoop) -> None:
         """Use ``loop`` for the pipes (call once it runs)."""
@@ -502,6 +505,12 @@ class AnalysisClient:
         overdue = [n for n, (_, sent) in self.waiting.items() if sent <= limit]
         if overdue:
             self._release(overdue)
+            if self.on_late is not None:
+                self.on_late(
+                    f"the analysis process is more than {SYNC_TIMEOUT:g} s behind: flows go on "
+                    "without their findings until it catches up (the trace has them all)"
+                )
+                self.on_late = None  # once
         if self.waiting:
             self.watchdog = self.loop.call_later(SYNC_TIMEOUT / 2, self._release_overdue)
 

@@ -17,6 +17,7 @@ import os
 import shutil
 import signal
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -538,3 +539,32 @@ def test_analysis_process_dying_keeps_mitmdump_proxying(upstream: Upstream, tmp_
     with flows_path.open("rb") as handle:
         flows = [f for f in mitmio.FlowReader(handle).stream() if isinstance(f, HTTPFlow)]
     assert len(flows) == 10
+
+
+def test_a_stalled_analysis_process_delays_flows_at_most_sync_timeout(
+    upstream: Upstream, tmp_path: Path
+) -> None:
+    from mcpsniff.relay.analysis_service import SYNC_TIMEOUT
+
+    mitm = Mitmdump(
+        tmp_path, mode=f"reverse:{upstream.origin}/", trace=tmp_path / "addon.jsonl"
+    ).started()
+    try:
+        assert asyncio.run(post(mitm.url("/mcp"), INITIALIZE))[0] == 200
+        (analysis,) = analysis_processes(mitm)
+        os.kill(analysis, signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            assert asyncio.run(post(mitm.url("/mcp"), INITIALIZE))[0] == 200
+            waited = time.monotonic() - started
+        finally:
+            os.kill(analysis, signal.SIGCONT)
+        assert SYNC_TIMEOUT * 0.9 <= waited < SYNC_TIMEOUT * 2 + 2
+        mitm.wait_for("mcpsniff: the analysis process is more than")
+        assert asyncio.run(post(mitm.url("/mcp"), INITIALIZE))[0] == 200
+    finally:
+        trace = mitm.finish()
+    assert mitm.output.count("the analysis process is more than") == 1
+    assert GONE not in mitm.output
+    # it caught up: nothing is missing from the trace
+    assert [m.method for m in trace.messages] == ["initialize", None] * 3
