@@ -10,6 +10,12 @@ as mcpsniff's own relays, so ``mcpsniff check`` and ``mcpsniff show`` work on
 the result; other traffic passes untouched and unrecorded. Findings are
 attached to their flows (comment and marker), so mitmweb shows them.
 
+The core's analysis and the trace writing run in an analysis process of their
+own (``mcpsniff.relay.analysis_service``), beside mitmdump: mitmdump keeps
+only the exchange bookkeeping, so the analysis costs it no request rate. The
+``response`` and ``error`` hooks of an MCP flow wait for its findings to come
+back before later addons see the flow; other flows go on meanwhile.
+
 Options: ``mcpsniff_trace`` (path), ``mcpsniff_show`` (a line per MCP message
 in the event log), ``mcpsniff_redact`` (default on) and ``mcpsniff_filter``
 (a mitmproxy filter expression restricting what is examined).
@@ -18,7 +24,10 @@ in the event log), ``mcpsniff_redact`` (default on) and ``mcpsniff_filter``
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import logging
+import os
 import sys
 import time
 from pathlib import Path
@@ -43,9 +52,11 @@ def _import_package() -> str | None:
         del sys.modules["mcpsniff"]
     try:
         try:
+            import mcpsniff.relay.analysis_service
             import mcpsniff.relay.exchange
         except ImportError:
             sys.path.insert(0, str(here.parent))
+            import mcpsniff.relay.analysis_service
             import mcpsniff.relay.exchange  # noqa: F401
     except ImportError as exc:
         return (
@@ -59,19 +70,19 @@ def _import_package() -> str | None:
 
 IMPORT_ERROR = _import_package()
 if IMPORT_ERROR is None:
-    from mcpsniff.core.model import FindingRecord, FrameRecord, Record
+    from mcpsniff.relay.analysis_service import (
+        AnalysisClient,
+        FlowFinding,
+        Reply,
+        create_trace,
+    )
     from mcpsniff.relay.exchange import ExchangeRecorder, HttpObserver, is_mcp_request, lowered
-    from mcpsniff.relay.recorder import Recorder
-    from mcpsniff.render import Style, Timeline
-    from mcpsniff.trace.format import TraceWriter
 
 log = logging.getLogger("mcpsniff")
 
 #: mitmproxy markers for the worst finding on a flow.
 MARKERS = {"error": ":red_circle:", "warning": ":warning:", "info": ":information_source:"}
 _RANK = {"info": 0, "warning": 1, "error": 2}
-#: Seconds records may wait in the trace's buffer: what a crash can lose at most.
-FLUSH_DELAY = 0.1
 #: Hosts (as the Host header gives them) remembered with their parsed form.
 HOST_CACHE = 1024
 
@@ -91,20 +102,21 @@ class McpSniff:
     """Records and checks the MCP traffic that passes through mitmproxy."""
 
     def __init__(self) -> None:
-        self.writer: TraceWriter | None = None
-        self.recorder: Recorder | None = None
+        self.analysis: AnalysisClient | None = None
         self.observer: HttpObserver | None = None
         self.filter: flowfilter.TFilter | None = None
         self.exchanges: dict[str, ExchangeRecorder] = {}
+        #: Exchange number -> its flow, until its findings are back. A new dict per
+        #: analysis process: a new trace numbers its exchanges from 1 again.
         self.flows: dict[int, http.HTTPFlow] = {}
-        self.frame_exchange: dict[int, int] = {}
         #: Exchange number -> the function that analyzes its streamed chunks still pending.
         self.drains: dict[int, Any] = {}
         #: The (path, redact) of the open trace.
         self.opened: tuple[str, bool] | None = None
         self.is_running = False
-        self.flush_pending = False
-        self.timeline: Any = None
+        self.show = False
+        #: Analysis processes of closed traces, finishing them.
+        self.retiring: set[asyncio.Task[Any]] = set()
         #: Host header -> the host it names (``Request.pretty_host``), parsed once.
         self.hosts: dict[str, str] = {}
 
@@ -135,6 +147,8 @@ class McpSniff:
 
     def running(self) -> None:
         self.is_running = True
+        if self.analysis is not None:
+            self.analysis.attach(asyncio.get_running_loop())
 
     def _option_error(self, message: str) -> None:
         """Report a bad option value clearly.
@@ -164,15 +178,15 @@ class McpSniff:
                     return
             else:
                 self.filter = None
+        if "mcpsniff_show" in updated:
+            self.show = ctx.options.mcpsniff_show
+            if self.analysis is not None:
+                self.analysis.set_show(self.show)
         if "mcpsniff_trace" in updated or "mcpsniff_redact" in updated:
             self._open(ctx.options.mcpsniff_trace, ctx.options.mcpsniff_redact)
-        if "mcpsniff_show" in updated:
-            self.timeline = (
-                Timeline(Style(False)) if ctx.options.mcpsniff_show and self.recorder else None
-            )
 
     def _open(self, path: str, redact: bool) -> None:
-        if self.writer is not None and (path, redact) == self.opened:
+        if self.analysis is not None and (path, redact) == self.opened:
             # mitmproxy restoring the options after a rejected change: already recording.
             return
         if not path:
@@ -180,60 +194,91 @@ class McpSniff:
             log.warning("mcpsniff: no trace file; set mcpsniff_trace=FILE to record MCP traffic")
             return
         # Fixed: the new file is created before the current trace is closed, so a
-        # rejected change (an existing file) leaves the recording going on.
+        # rejected change (an existing file) leaves the recording going on. It is
+        # created here, not in the analysis process, so that a bad path is one clear
+        # option error at once.
         try:
-            writer = TraceWriter.create(
-                path,
-                meta={"source": "mitmproxy addon", "redacted": redact},
-                created=time.time(),
-            )
+            fd = create_trace(path)
         except FileExistsError:
             self._option_error(f"mcpsniff_trace: {path} already exists; choose a new file")
             return
         except OSError as exc:
             self._option_error(f"mcpsniff_trace: cannot write {path}: {exc.strerror or exc}")
             return
-        self._close()
-        self.writer = writer
-        self.opened = (path, redact)
-        # Performance: one flush per FLUSH_DELAY at most, not one per record (five per
-        # JSON exchange) nor one per turn of the event loop; done() flushes the rest.
-        self.recorder = Recorder(self.writer, "http", redact=redact, autoflush=False)
-        self.recorder.listeners.append(self._record)
-        self.recorder.batch_listeners.append(self._schedule_flush)
-        # Sessions are keyed by the server's host and Mcp-Session-Id.
-        self.observer = HttpObserver(self.recorder, redact=redact, key_by_host=True)
-        log.info(f"mcpsniff: recording MCP traffic to {path}")
-
-    def _schedule_flush(self) -> None:
-        if self.flush_pending or self.writer is None:
-            return
+        flows: dict[int, http.HTTPFlow] = {}
         try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # not in mitmproxy's loop (shutting down): flush now
-            self.writer.flush()
+            analysis = AnalysisClient.start(
+                fd,
+                path=path,
+                meta={"source": "mitmproxy addon", "redacted": redact},
+                created=time.time(),
+                redact=redact,
+                show=self.show,
+                on_reply=functools.partial(self._on_reply, flows),
+                on_gone=self._on_gone,
+                on_late=lambda message: log.warning(f"mcpsniff: {message}"),
+            )
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            self._option_error(
+                f"mcpsniff: cannot start the analysis process: {exc.strerror or exc}"
+            )
             return
-        self.flush_pending = True
-        loop.call_later(FLUSH_DELAY, self._flush)
-
-    def _flush(self) -> None:
-        self.flush_pending = False
-        if self.writer is not None:  # None: closed since, and flushed then
-            self.writer.flush()
+        self._close()
+        self.analysis = analysis
+        self.flows = flows
+        self.opened = (path, redact)
+        with contextlib.suppress(RuntimeError):  # no loop yet: running() attaches it
+            analysis.attach(asyncio.get_running_loop())
+        # Sessions are keyed by the server's host and Mcp-Session-Id.
+        recorder: Any = analysis.recorder  # a RemoteRecorder, in the Recorder role
+        self.observer = HttpObserver(recorder, redact=redact, key_by_host=True)
+        log.info(f"mcpsniff: recording MCP traffic to {path}")
 
     def _close(self) -> None:
         for exchange in list(self.exchanges.values()):
             exchange.finish("proxy-shutdown")
         self.exchanges.clear()
-        if self.recorder is not None:
-            self.recorder.close(time.time())
-        if self.writer is not None:
-            self.writer.close()
-        self.writer = self.recorder = self.observer = None
+        self.drains.clear()
+        analysis = self.analysis
+        if analysis is not None:
+            analysis.recorder.close(time.time())
+            self._retire(analysis)
+        self.analysis = self.observer = None
         self.opened = None
 
-    def done(self) -> None:
+    def _retire(self, analysis: AnalysisClient) -> None:
+        """Let ``analysis`` finish its trace, in the background while mitmproxy runs."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # mitmproxy's loop is gone: wait here
+            analysis.finish_now()
+            return
+        analysis.attach(loop)
+        task = loop.create_task(analysis.finish())
+        self.retiring.add(task)
+        task.add_done_callback(self.retiring.discard)
+
+    def done(self) -> Any:
+        """Close the trace; an awaitable that is done once every trace is complete.
+
+        Not ``async``: mitmproxy calls ``done`` synchronously when a script is
+        unloaded at run time (then the analysis process finishes in the background),
+        and awaits what it returns at shutdown, so mitmdump exits with whole traces.
+        """
         self._close()
+        if self.retiring:
+            return asyncio.gather(*self.retiring)
+        return None
+
+    def _on_gone(self, reason: str) -> None:
+        """The analysis process died: say so once, and go on proxying, unrecorded."""
+        log.error(f"mcpsniff: {reason}; proxying continues, the trace ends here")
+        self.observer = None
+        self.exchanges.clear()
+        self.drains.clear()
+        self.flows.clear()
 
     # ------------------------------------------------------------------ flows
 
@@ -338,7 +383,7 @@ class McpSniff:
         loop.call_soon(observe)
         return tee
 
-    def response(self, flow: http.HTTPFlow) -> None:
+    def response(self, flow: http.HTTPFlow) -> asyncio.Future[None] | None:
         exchange = self.exchanges.pop(flow.id, None)
         if exchange is None or flow.response is None:
             return
@@ -361,8 +406,11 @@ class McpSniff:
         # no forwarding delay for streamed (SSE) bodies, already sent; a JSON body is
         # held by mitmproxy until this hook returns anyway, and is analyzed once either way.
         self._finish(exchange, "complete")
+        # The analysis runs elsewhere: mitmproxy awaits its findings before the later
+        # addons see the flow.
+        return self._findings_of(exchange.number)
 
-    def error(self, flow: http.HTTPFlow) -> None:
+    def error(self, flow: http.HTTPFlow) -> asyncio.Future[None] | None:
         exchange = self.exchanges.pop(flow.id, None)
         if exchange is None:
             return
@@ -378,38 +426,43 @@ class McpSniff:
                 exchange.finish(f"error: {message}")
         except Exception as exc:
             log.error(f"mcpsniff: {flow.request.pretty_url}: {exc!r}")
-        self.flows.pop(exchange.number, None)
+        return self._findings_of(exchange.number)
 
-    def _finish(self, exchange: ExchangeRecorder, outcome: str) -> None:
+    @staticmethod
+    def _finish(exchange: ExchangeRecorder, outcome: str) -> None:
         try:
             exchange.finish(outcome)
         except Exception as exc:
             log.error(f"mcpsniff: recording failed: {exc!r}")
-        self.flows.pop(exchange.number, None)
+
+    def _findings_of(self, number: int) -> asyncio.Future[None] | None:
+        """What the hook of finished exchange ``number`` returns: mitmproxy awaits it.
+
+        A plain function returning a future, not a coroutine: no coroutine per flow,
+        and nothing at all to await once the analysis process is gone.
+        """
+        analysis = self.analysis
+        waiter = analysis.sync(number) if analysis is not None else None
+        if waiter is None:
+            self.flows.pop(number, None)
+        return waiter
 
     # ------------------------------------------------------------------ findings on flows
 
-    def _record(self, record: Record) -> None:
-        if isinstance(record, FrameRecord):
-            meta = record.meta or {}
-            if isinstance(meta.get("exchange"), int):
-                self.frame_exchange[record.seq] = meta["exchange"]
-                if len(self.frame_exchange) > 100_000:
-                    self.frame_exchange.clear()
-        elif isinstance(record, FindingRecord):
-            # Fixed: a finding naming two frames of one exchange (a request and its
-            # answer, e.g. JR-RESP-ID) was attached to that flow twice.
-            exchanges = dict.fromkeys(self.frame_exchange.get(seq, -1) for seq in record.seq)
-            for number in exchanges:
-                flow = self.flows.get(number)
+    def _on_reply(self, flows: dict[int, http.HTTPFlow], reply: Reply) -> None:
+        """Findings onto their flows, show lines into the event log; forget synced flows."""
+        for finding in reply.findings:
+            for number in finding.exchanges:
+                flow = flows.get(number)
                 if flow is not None:
-                    self._attach(flow, record)
-        if self.timeline is not None:
-            for line in self.timeline.feed(record):
-                log.info(f"mcpsniff: {line}")
+                    self._attach(flow, finding)
+        for line in reply.lines:
+            log.info(f"mcpsniff: {line}")
+        for number in reply.synced:
+            flows.pop(number, None)
 
     @staticmethod
-    def _attach(flow: http.HTTPFlow, finding: FindingRecord) -> None:
+    def _attach(flow: http.HTTPFlow, finding: FlowFinding) -> None:
         line = f"{finding.severity} {finding.rule}: {finding.message}"
         flow.comment = f"{flow.comment}\n{line}" if flow.comment else line
         worst = flow.metadata.get("mcpsniff_severity")

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import signal
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,7 @@ from .support import (
     assert_check_agrees,
     free_port,
     legacy_session,
+    read_trace,
 )
 from .upstreams import CUT_EVENT, WHOLE_EVENT, Upstream, whole_event
 
@@ -309,6 +312,10 @@ def _python_without_mcpsniff(folder: Path) -> tuple[list[str], Path]:
     return [sys.executable, "-S", "-c", code], copy
 
 
+#: PYTHONPATH would still be read under ``-S`` (the tests may run with the checkout on it).
+NO_PYTHONPATH = {"PYTHONPATH": ""}
+
+
 NOT_IMPORTABLE = "mcpsniff is not importable from mitmproxy's Python"
 
 
@@ -320,6 +327,7 @@ def test_addon_without_mcpsniff_refuses_to_start_clearly(tmp_path: Path) -> None
         extra=["-s", str(copy), "--set", f"mcpsniff_trace={tmp_path / 't.jsonl'}"],
         python=python,
         cwd=copy.parent,
+        env=NO_PYTHONPATH,
     )
     try:
         code = mitm.proc.wait(30)
@@ -345,7 +353,7 @@ def test_addon_loaded_at_run_time_without_mcpsniff_leaves_flows_alone(
         extra=["-s", str(LATE_OPTIONS)],
         python=python,
         cwd=copy.parent,
-        env={"MCPSNIFF_TEST_LATE_OPTIONS": json.dumps({"scripts": [str(copy)]})},
+        env={"MCPSNIFF_TEST_LATE_OPTIONS": json.dumps({"scripts": [str(copy)]}), **NO_PYTHONPATH},
     ).started()
     try:
         mitm.wait_for(NOT_IMPORTABLE)
@@ -440,3 +448,123 @@ def test_unreachable_upstream_is_recorded_like_mcpsniff_http(tmp_path: Path) -> 
         assert trace.events("http-end")[0].data["outcome"] == "upstream-unreachable"
     assert addon.summary() == relayed.summary() == [("c2s", "request", "initialize", 1, False)]
     assert addon.rules() == relayed.rules()
+
+
+# --------------------------------------------------------------------------- the analysis process
+
+GONE = "mcpsniff: the analysis process is gone"
+
+
+def analysis_processes(mitm: Mitmdump) -> list[int]:
+    """mitmdump's children (Linux /proc): the addon's analysis process."""
+    found: list[int] = []
+    for task in Path(f"/proc/{mitm.proc.pid}/task").iterdir():
+        found += [int(pid) for pid in (task / "children").read_text().split()]
+    return found
+
+
+def test_show_lines_reach_the_event_log(upstream: Upstream, tmp_path: Path) -> None:
+    """The timeline is made in the analysis process and logged by mitmdump."""
+    mitm = Mitmdump(
+        tmp_path,
+        mode=f"reverse:{upstream.origin}/",
+        trace=tmp_path / "addon.jsonl",
+        options={"mcpsniff_show": "true"},
+    ).started()
+    try:
+        status, _, _ = asyncio.run(post(mitm.url("/mcp"), INITIALIZE))
+        assert status == 200
+        mitm.wait_for(r"mcpsniff: .*S→C result +id=1 initialize")
+    finally:
+        trace = mitm.finish()
+    lines = [line for line in mitm.output.splitlines() if "mcpsniff: " in line]
+    assert any("C→S request  id=1 initialize" in line for line in lines), lines
+    assert any("http-request #1 POST /mcp" in line for line in lines), lines
+    assert [m.method for m in trace.messages] == ["initialize", None]
+
+
+def test_new_trace_at_run_time_completes_both(upstream: Upstream, tmp_path: Path) -> None:
+    first, second = tmp_path / "first.jsonl", tmp_path / "second.jsonl"
+    mitm = Mitmdump(
+        tmp_path,
+        mode=f"reverse:{upstream.origin}/",
+        trace=first,
+        extra=["-s", str(LATE_OPTIONS)],
+        env={"MCPSNIFF_TEST_LATE_OPTIONS": json.dumps({"mcpsniff_trace": str(second)})},
+    ).started()
+    try:
+        mitm.wait_for(r"late options: applied$")
+        mitm.wait_for(f"recording MCP traffic to {second}")
+        assert asyncio.run(post(mitm.url("/mcp"), INITIALIZE))[0] == 200
+    finally:
+        before = mitm.finish()
+    after = read_trace(second)
+    assert before.records == []  # no traffic before the change: a header only
+    assert [m.method for m in after.messages] == ["initialize", None]
+    # the second trace is complete when mitmdump has exited: its session ended
+    assert [e.event for e in after.events()][-1] == "session-end"
+
+
+def test_analysis_process_dying_keeps_mitmdump_proxying(upstream: Upstream, tmp_path: Path) -> None:
+    flows_path = tmp_path / "flows.mitm"
+    mitm = Mitmdump(
+        tmp_path,
+        mode=f"reverse:{upstream.origin}/",
+        trace=tmp_path / "addon.jsonl",
+        options={"save_stream_file": str(flows_path)},
+    ).started()
+    try:
+        status, headers, _ = asyncio.run(post(mitm.url("/mcp"), INITIALIZE))
+        assert status == 200
+        (analysis,) = analysis_processes(mitm)
+        os.kill(analysis, signal.SIGKILL)
+        mitm.wait_for(GONE)
+        # JSON and event-stream answers, a bad body: every flow passes, none waits
+        session = headers["Mcp-Session-Id"]
+        ping = {"jsonrpc": "2.0", "id": 3, "method": "ping"}
+        for _ in range(3):
+            assert asyncio.run(post(mitm.url("/mcp"), INITIALIZE))[0] == 200
+            status, _, body = asyncio.run(post(mitm.url("/truncated"), ping, session))
+            assert status == 200 and body == whole_event(3) + CUT_EVENT
+            assert asyncio.run(post(mitm.url("/mcp"), b"not json", session))[0] == 400
+        assert mitm.proc.poll() is None
+    finally:
+        trace = mitm.finish()
+    # one clear line, no traceback (finish checks), and mitmdump exits cleanly
+    gone = [line for line in mitm.output.splitlines() if GONE in line]
+    assert len(gone) == 1, mitm.output
+    assert "killed by signal 9" in gone[0] and "proxying continues" in gone[0]
+    # the trace holds what was recorded before
+    assert [m.method for m in trace.messages][:1] == ["initialize"]
+    with flows_path.open("rb") as handle:
+        flows = [f for f in mitmio.FlowReader(handle).stream() if isinstance(f, HTTPFlow)]
+    assert len(flows) == 10
+
+
+def test_a_stalled_analysis_process_delays_flows_at_most_sync_timeout(
+    upstream: Upstream, tmp_path: Path
+) -> None:
+    from mcpsniff.relay.analysis_service import SYNC_TIMEOUT
+
+    mitm = Mitmdump(
+        tmp_path, mode=f"reverse:{upstream.origin}/", trace=tmp_path / "addon.jsonl"
+    ).started()
+    try:
+        assert asyncio.run(post(mitm.url("/mcp"), INITIALIZE))[0] == 200
+        (analysis,) = analysis_processes(mitm)
+        os.kill(analysis, signal.SIGSTOP)
+        try:
+            started = time.monotonic()
+            assert asyncio.run(post(mitm.url("/mcp"), INITIALIZE))[0] == 200
+            waited = time.monotonic() - started
+        finally:
+            os.kill(analysis, signal.SIGCONT)
+        assert SYNC_TIMEOUT * 0.9 <= waited < SYNC_TIMEOUT * 2 + 2
+        mitm.wait_for("mcpsniff: the analysis process is more than")
+        assert asyncio.run(post(mitm.url("/mcp"), INITIALIZE))[0] == 200
+    finally:
+        trace = mitm.finish()
+    assert mitm.output.count("the analysis process is more than") == 1
+    assert GONE not in mitm.output
+    # it caught up: nothing is missing from the trace
+    assert [m.method for m in trace.messages] == ["initialize", None] * 3

@@ -1,0 +1,600 @@
+"""The mitmproxy addon's analysis process, and the addon's end of its two pipes.
+
+mitmdump is single-threaded Python: every microsecond the core's analysis and
+the trace writing take inside it comes straight off its request rate. So, as
+``mcpsniff http`` does, the addon keeps only the exchange bookkeeping and sends
+each recorder call through a pipe (``RemoteRecorder``) to an analysis process,
+which replays the calls on a real ``Recorder`` and writes the trace.
+
+Unlike the HTTP relay, the addon needs results back: findings go on their flows
+(comment, marker, metadata) *before* the addons after it see the flow in the
+``response`` hook (the ``-w`` writer, mitmweb's view), and ``mcpsniff_show``
+lines belong in mitmproxy's event log. So the analysis process answers on a
+second pipe. After finishing an exchange the addon sends a *sync* marker with
+the exchange's number; when the analysis process reaches it, every finding of
+that exchange has been made, and it says so (``Reply.synced``) together with
+the findings and lines made since its last reply. The addon's hook waits for
+that reply; other flows go on meanwhile.
+
+The analysis process is a fresh interpreter (``python -m
+mcpsniff.relay.analysis_service``), not a fork: mitmproxy may run threads, and
+a fork copies none of them but every lock they hold. It gets the trace file,
+already created by the addon (so bad paths fail at option time), as an open
+file descriptor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import fcntl
+import os
+import pickle
+import struct
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from mcpsniff.core.model import FindingRecord, FrameRecord, Record
+from mcpsniff.relay.observer_pipe import (
+    CALL,
+    CALL_DATA,
+    PIPE_SIZE,
+    STOP,
+    AnalysisProcess,
+    ObservationSender,
+    _become_analysis_process,
+    read_observations,
+)
+from mcpsniff.relay.recorder import Recorder
+from mcpsniff.relay.remote_recorder import (
+    DATA_ARG,
+    RELAY_SESSION,
+    RemoteRecorder,
+    _decode_call,
+)
+from mcpsniff.render import Style, Timeline
+from mcpsniff.trace.format import TraceWriter
+
+#: Bytes of recorder calls the addon may queue while the pipe is full.
+BACKLOG_LIMIT = 64 << 20
+#: Control calls, sent through the call pipe like recorder calls.
+SYNC = "sync"  # args: (exchange number,)
+SHOW = "show"  # args: (bool,): start or stop sending show lines
+BATCH = "batch"  # args: a list of (method, args, data): the calls of one event-loop turn
+#: The recorder calls whose ``data`` goes back into their arguments, at ``DATA_ARG``.
+_WITH_DATA = frozenset({"feed_frame", "feed"})
+#: Seconds calls may wait to be sent with later ones, unless a hook waits for them.
+BATCH_DELAY = 0.005
+#: Seconds a hook waits for its exchange's findings before going on without them.
+SYNC_TIMEOUT = 5.0
+#: Frames remembered with their exchange (findings name frames, flows are exchanges).
+FRAME_MEMORY = 100_000
+_LENGTH = struct.Struct("<I")
+_PROTOCOL = pickle.HIGHEST_PROTOCOL
+_F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
+
+
+# --------------------------------------------------------------------------- messages
+
+
+@dataclass(slots=True)
+class FlowFinding:
+    """A finding, with the exchanges (flows) whose frames it names."""
+
+    exchanges: tuple[int, ...]
+    rule: str
+    severity: str
+    message: str
+
+
+@dataclass(slots=True)
+class Reply:
+    """What the analysis process tells the addon after a batch of calls.
+
+    Findings come before the syncs they precede: the addon attaches them
+    first, then lets the synced exchanges' hooks go on.
+    """
+
+    findings: list[FlowFinding] = field(default_factory=list)
+    #: ``mcpsniff_show`` lines, for mitmproxy's event log.
+    lines: list[str] = field(default_factory=list)
+    #: Exchange numbers whose sync marker was reached.
+    synced: list[int] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.findings or self.lines or self.synced)
+
+
+# --------------------------------------------------------------------------- analysis side
+
+
+class AnalysisService:
+    """The analysis process: replays recorder calls, answers syncs with findings."""
+
+    def __init__(self, recorder: Recorder, replies_fd: int, show: bool) -> None:
+        self.recorder = recorder
+        self.replies_fd = replies_fd
+        self.replies_broken = False
+        self.timeline: Timeline | None = Timeline(Style(False)) if show else None
+        self.reply = Reply()
+        #: Frame seq -> exchange number.
+        self.frame_exchange: dict[int, int] = {}
+        recorder.listeners.append(self._record)
+
+    def _record(self, record: Record) -> None:
+        if isinstance(record, FrameRecord):
+            meta = record.meta or {}
+            number = meta.get("exchange")
+            if isinstance(number, int):
+                if len(self.frame_exchange) >= FRAME_MEMORY:
+                    self.frame_exchange.clear()
+                self.frame_exchange[record.seq] = number
+        elif isinstance(record, FindingRecord):
+            # A finding naming two frames of one exchange goes on its flow once.
+            exchanges = tuple(dict.fromkeys(self.frame_exchange.get(s, -1) for s in record.seq))
+            self.reply.findings.append(
+                FlowFinding(exchanges, record.rule, record.severity, record.message)
+            )
+        if self.timeline is not None:
+            self.reply.lines.extend(self.timeline.feed(record))
+
+    def _control(self, method: str, args: tuple[Any, ...]) -> bool:
+        """Handle a control call; False when ``method`` is a recorder call."""
+        if method == SYNC:
+            self.reply.synced.append(args[0])
+        elif method == SHOW:
+            if args[0] and self.timeline is None:
+                self.timeline = Timeline(Style(False))
+            elif not args[0] and self.timeline is not None:
+                self.reply.lines.extend(self.timeline.flush())
+                self.timeline = None
+        else:
+            return False
+        return True
+
+    def _apply(self, method: str, args: tuple[Any, ...], data: bytes) -> None:
+        """Replay one call (a recorder call or a control call)."""
+        try:
+            if method in _WITH_DATA:
+                args = (*args[:DATA_ARG], data, *args[DATA_ARG:])
+            if not self._control(method, args):
+                getattr(self.recorder, method)(*args)
+        except Exception as exc:  # recording must never stop
+            _warn(f"mcpsniff: internal error while recording: {exc!r}")
+
+    def _send_reply(self) -> None:
+        if self.timeline is not None:
+            # A frame's lines wait for the next frame; no later record of the batch belongs
+            # to it, so show them now rather than one message late.
+            self.reply.lines.extend(self.timeline.flush())
+        reply, self.reply = self.reply, Reply()
+        if not reply or self.replies_broken:
+            return
+        payload = pickle.dumps(reply, _PROTOCOL)
+        try:
+            _write_all(self.replies_fd, _LENGTH.pack(len(payload)) + payload)
+        except OSError:
+            # The addon is gone; the trace is still worth finishing.
+            self.replies_broken = True
+
+    def run(self, calls_fd: int) -> int:
+        """Replay calls until STOP or EOF; the exit status (3: the trace is incomplete)."""
+        recorder = self.recorder
+        writer = recorder.writer
+        stopped = False
+        data = b""
+        for batch in read_observations(calls_fd):
+            for observation in batch:
+                kind = observation.kind
+                if kind == STOP:
+                    stopped = True
+                    break
+                if kind == CALL_DATA:
+                    data = observation.payload
+                    observation.payload = b""  # a big body is held once, in ``data``
+                    continue
+                if kind != CALL:
+                    continue
+                try:
+                    method, args = _decode_call(observation.payload, data)
+                    data = b""
+                except Exception as exc:
+                    _warn(f"mcpsniff: internal error while recording: {exc!r}")
+                    continue
+                if method == BATCH:
+                    for call in args:
+                        self._apply(*call)
+                else:
+                    self._apply(method, args, b"")
+            if writer is not None:
+                writer.flush()
+            self._send_reply()
+            if stopped:
+                break
+        if not stopped:
+            # mitmdump died: end every session so the trace says what was unanswered.
+            recorder.close(time.time())
+        self._send_reply()
+        if writer is None:
+            return 0
+        writer.close()
+        if writer.failed is not None:
+            _warn(f"mcpsniff: warning: the trace is incomplete: {writer.failed}")
+            return 3
+        return 0
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def _warn(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The analysis process's entry point (started by ``AnalysisClient.start``)."""
+    parser = argparse.ArgumentParser(prog="mcpsniff.relay.analysis_service")
+    parser.add_argument("--calls-fd", type=int, required=True)
+    parser.add_argument("--replies-fd", type=int, required=True)
+    parser.add_argument("--trace-fd", type=int, required=True)
+    parser.add_argument("--trace-path", default="")
+    parser.add_argument("--meta", default="{}", help="the trace header's meta (JSON)")
+    parser.add_argument("--created", type=float, required=True)
+    parser.add_argument("--no-redact", action="store_true")
+    parser.add_argument("--show", action="store_true")
+    ns = parser.parse_args(argv)
+    _become_analysis_process()
+    stream = os.fdopen(ns.trace_fd, "wb", buffering=1 << 16)
+    writer = TraceWriter(stream, Path(ns.trace_path) if ns.trace_path else None)
+    writer.write_header(orjson.loads(ns.meta), ns.created)
+    writer.flush()
+    recorder = Recorder(writer, "http", redact=not ns.no_redact, autoflush=False)
+    return AnalysisService(recorder, ns.replies_fd, ns.show).run(ns.calls_fd)
+
+
+# --------------------------------------------------------------------------- addon side
+
+
+def create_trace(path: str) -> int:
+    """Create the new trace file (mode 0600, never an existing one); its fd.
+
+    Raises ``OSError`` (``FileExistsError`` for an existing file) with the reason.
+    """
+    return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+
+
+def _big_pipe() -> tuple[int, int]:
+    read_fd, write_fd = os.pipe()
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(write_fd, _F_SETPIPE_SZ, PIPE_SIZE)
+    return read_fd, write_fd
+
+
+class BatchingRecorder(RemoteRecorder):
+    """``RemoteRecorder`` whose calls leave together (see ``AnalysisClient.flush``).
+
+    Performance: a pickle and a write per call (five or so per exchange, in
+    three hooks) cost mitmdump more than half of what the analysis itself did;
+    one of each per finished exchange, for every flow's calls so far, costs a
+    fraction.
+    """
+
+    def __init__(self, client: AnalysisClient) -> None:
+        super().__init__(AnalysisProcess(client.proc.pid, client.sender))
+        self.client = client
+
+    def _call(self, method: str, t: float, *args: Any, data: bytes = b"") -> list[Any]:
+        self.client.queue(method, args, data)
+        return []
+
+
+class AnalysisClient:
+    """The addon's end: a ``RemoteRecorder`` to call, syncs to await, replies to hand on.
+
+    ``on_reply`` gets every reply (before the synced hooks go on); ``on_gone``
+    is told once, with a reason, when the analysis process dies or stops answering;
+    ``on_late`` once, the first time hooks go on without their findings (it lags).
+    """
+
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        sender: ObservationSender,
+        replies_fd: int,
+        on_reply: Callable[[Reply], None],
+        on_gone: Callable[[str], None],
+        on_late: Callable[[str], None] | None = None,
+    ) -> None:
+        self.proc = proc
+        self.sender = sender
+        #: Calls not sent yet: ``flush`` sends them at the end of the turn in which a
+        #: hook starts waiting, or ``BATCH_DELAY`` after the first, whichever comes first.
+        self.batch: list[tuple[str, tuple[Any, ...], bytes]] = []
+        self.flush_timer: asyncio.TimerHandle | None = None
+        self.flush_soon = False
+        self.recorder = BatchingRecorder(self)
+        sender.on_broken = lambda exc: self._gone(f"its pipe broke ({exc.strerror or exc})")
+        self.replies_fd = replies_fd
+        self.on_reply = on_reply
+        self.on_gone = on_gone
+        self.on_late = on_late
+        #: Exchange number -> (the future its hook awaits, when it was sent).
+        self.waiting: dict[int, tuple[asyncio.Future[None], float]] = {}
+        self.buffer = bytearray()
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.alive = True
+        self.stopping = False
+        self.watchdog: asyncio.TimerHandle | None = None
+        os.set_blocking(replies_fd, False)
+
+    @classmethod
+    def start(
+        cls,
+        trace_fd: int,
+        *,
+        path: str,
+        meta: dict[str, Any],
+        created: float,
+        redact: bool,
+        show: bool,
+        on_reply: Callable[[Reply], None],
+        on_gone: Callable[[str], None],
+        on_late: Callable[[str], None] | None = None,
+    ) -> AnalysisClient:
+        """Start the analysis process on the open trace ``trace_fd`` (closed here)."""
+        import mcpsniff
+
+        calls_read, calls_write = _big_pipe()
+        replies_read, replies_write = _big_pipe()
+        # The package this process imported, first: the addon may run from a checkout
+        # with no mcpsniff installed. Its folder is the working directory too, since
+        # ``-m`` puts that first on sys.path (an addons folder there would shadow us).
+        root = str(Path(mcpsniff.__file__).resolve().parents[1])
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        argv = [sys.executable, "-m", "mcpsniff.relay.analysis_service"]
+        argv += ["--calls-fd", str(calls_read), "--replies-fd", str(replies_write)]
+        argv += ["--trace-fd", str(trace_fd), "--trace-path", path, "--created", repr(created)]
+        argv += ["--meta", orjson.dumps(meta).decode()]
+        argv += [] if redact else ["--no-redact"]
+        argv += ["--show"] if show else []
+        try:
+            proc = subprocess.Popen(
+                argv,
+                pass_fds=(calls_read, replies_write, trace_fd),
+                stdin=subprocess.DEVNULL,
+                cwd=root,
+                env=env,
+                # Out of mitmdump's process group: a Ctrl-C meant for mitmdump must not
+                # cut the trace short (the process ends on STOP, or EOF should mitmdump die).
+                process_group=0,
+            )
+        except BaseException:
+            for fd in (calls_write, replies_read):
+                os.close(fd)
+            raise
+        finally:
+            for fd in (calls_read, replies_write, trace_fd):
+                os.close(fd)
+        sender = ObservationSender(calls_write, BACKLOG_LIMIT)
+        return cls(proc, sender, replies_read, on_reply, on_gone, on_late)
+
+    def attach(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Use ``loop`` for the pipes (call once it runs)."""
+        if self.loop is not None or not self.alive:
+            return
+        self.loop = loop
+        self.sender.attach(loop)
+        loop.add_reader(self.replies_fd, self._readable)
+
+    # ------------------------------------------------------------------ calls
+
+    def queue(self, method: str, args: tuple[Any, ...], data: bytes = b"") -> None:
+        """Send a call with others, soon (``BATCH_DELAY`` at most)."""
+        if not self.alive:
+            return
+        self.batch.append((method, args, data))
+        if self.flush_timer is None and not self.flush_soon:
+            if self.loop is None:  # not attached yet (mitmproxy is starting): at once
+                self.flush()
+                return
+            self.flush_timer = self.loop.call_later(BATCH_DELAY, self.flush)
+
+    def flush(self) -> None:
+        """Send the queued calls: one pickle, one write."""
+        self.flush_soon = False
+        if self.flush_timer is not None:
+            self.flush_timer.cancel()
+            self.flush_timer = None
+        batch, self.batch = self.batch, []
+        if not batch or not self.alive:
+            return
+        sender = self.sender
+        if sender.lost_calls and sender.pending_bytes < sender.limit // 2:
+            # Room again after a backlog overflow: say what the trace lacks.
+            lost = {"lost_calls": sender.lost_calls, "lost_bytes": sender.lost_call_bytes}
+            sender.lost_calls = sender.lost_call_bytes = 0
+            batch.insert(0, ("event", (RELAY_SESSION, "capture-gap", time.time(), lost), b""))
+        if not sender.call(0.0, pickle.dumps((BATCH, batch), _PROTOCOL)):
+            sender.lost_calls += len(batch) - 1  # counted as one call
+            # Those syncs will never be answered: their hooks must not wait.
+            self._release([args[0] for method, args, _ in batch if method == SYNC])
+
+    def sync(self, number: int) -> asyncio.Future[None] | None:
+        """A future done once exchange ``number``'s findings are back; None if none will come."""
+        loop = self.loop
+        if loop is None or not self.alive:
+            return None
+        self.queue(SYNC, (number,))
+        if not self.flush_soon:
+            # A hook waits: send at the end of this turn, with what other flows add in it.
+            self.flush_soon = True
+            loop.call_soon(self.flush)
+        future = loop.create_future()
+        self.waiting[number] = (future, time.monotonic())
+        if self.watchdog is None:
+            self.watchdog = loop.call_later(SYNC_TIMEOUT, self._release_overdue)
+        return future
+
+    def set_show(self, show: bool) -> None:
+        """Start or stop ``mcpsniff_show`` lines."""
+        self.queue(SHOW, (show,))
+
+    # ------------------------------------------------------------------ replies
+
+    def _readable(self) -> None:
+        try:
+            chunk = os.read(self.replies_fd, 1 << 20)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._gone(self._exit_reason())
+            return
+        buffer = self.buffer
+        buffer += chunk
+        position = 0
+        size = _LENGTH.size
+        while len(buffer) - position >= size:
+            (length,) = _LENGTH.unpack_from(buffer, position)
+            end = position + size + length
+            if end > len(buffer):
+                break
+            try:
+                reply: Reply = pickle.loads(buffer[position + size : end])
+            except Exception as exc:  # never a traceback per flow: give up on it once
+                self._gone(f"its reply was unreadable: {exc!r}")
+                return
+            position = end
+            self._handle(reply)
+        del buffer[:position]
+
+    def _handle(self, reply: Reply) -> None:
+        self.on_reply(reply)
+        waiting = self.waiting
+        for number in reply.synced:
+            entry = waiting.pop(number, None)
+            if entry is not None and not entry[0].done():
+                entry[0].set_result(None)
+
+    def _release(self, numbers: list[int]) -> None:
+        """Let these hooks go on without their findings (``on_reply`` forgets their flows)."""
+        self.on_reply(Reply(synced=numbers))
+        for number in numbers:
+            entry = self.waiting.pop(number, None)
+            if entry is not None and not entry[0].done():
+                entry[0].set_result(None)
+
+    def _release_overdue(self) -> None:
+        self.watchdog = None
+        if not self.waiting or self.loop is None:
+            return
+        limit = time.monotonic() - SYNC_TIMEOUT
+        overdue = [n for n, (_, sent) in self.waiting.items() if sent <= limit]
+        if overdue:
+            self._release(overdue)
+            if self.on_late is not None:
+                self.on_late(
+                    f"the analysis process is more than {SYNC_TIMEOUT:g} s behind: flows go on "
+                    "without their findings until it catches up (the trace has them all)"
+                )
+                self.on_late = None  # once
+        if self.waiting:
+            self.watchdog = self.loop.call_later(SYNC_TIMEOUT / 2, self._release_overdue)
+
+    def _exit_reason(self) -> str:
+        try:
+            # Its end of the pipe closes as it exits: the status follows at once.
+            code = self.proc.wait(0.2)
+        except subprocess.TimeoutExpired:
+            return "it closed its pipe"
+        if code is not None and code < 0:
+            return f"it was killed by signal {-code}"
+        return f"it exited with status {code}"
+
+    def _gone(self, reason: str) -> None:
+        if not self.alive:
+            return
+        self.alive = False
+        self.sender.broken = True  # nothing more is sent
+        self._close_reader()
+        self._release(list(self.waiting))
+        if not self.stopping:
+            self.on_gone(f"the analysis process is gone ({reason})")
+
+    def _close_reader(self) -> None:
+        if self.loop is not None:
+            with contextlib.suppress(Exception):
+                self.loop.remove_reader(self.replies_fd)
+        if self.watchdog is not None:
+            self.watchdog.cancel()
+            self.watchdog = None
+        with contextlib.suppress(OSError):
+            os.close(self.replies_fd)
+        self.replies_fd = -1
+
+    # ------------------------------------------------------------------ the end
+
+    async def finish(self) -> int | None:
+        """Send STOP; wait until the analysis process has written the trace; its exit status.
+
+        Replies keep being handled meanwhile (the last findings, show lines).
+        """
+        self.stopping = True
+        self.flush()
+        if self.alive and self.loop is not None:
+            await self.sender.close()
+            # The reader sees EOF once the process has sent its last reply and exited.
+            while self.alive:
+                await asyncio.sleep(0.005)
+        else:
+            self._finish_blocking()
+        while self.proc.poll() is None:
+            await asyncio.sleep(0.005)
+        return self.proc.returncode
+
+    def finish_now(self) -> int | None:
+        """``finish`` without an event loop (mitmproxy's loop is gone): blocking."""
+        self.stopping = True
+        self._finish_blocking()
+        return self.proc.wait()
+
+    def _finish_blocking(self) -> None:
+        self.flush()
+        if self.alive:
+            sender = self.sender
+            sender.stop(0.0)
+            os.set_blocking(sender.fd, True)
+            with contextlib.suppress(OSError):
+                for view in list(sender.pending):
+                    _write_all(sender.fd, bytes(view))
+            sender.pending.clear()
+            # Read the replies to the end, so the process never blocks on a full pipe.
+            os.set_blocking(self.replies_fd, True)
+            while self.alive:
+                self._readable()
+        self.alive = False
+        with contextlib.suppress(OSError):
+            os.close(self.sender.fd)
+        if self.replies_fd >= 0:
+            self._close_reader()
+
+
+if __name__ == "__main__":
+    # Run as the module's real name, not ``__main__``: the replies pickled here name
+    # their classes by module, and the addon knows them as this module's.
+    from mcpsniff.relay.analysis_service import main as _main
+
+    sys.exit(_main())
