@@ -254,7 +254,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-redact", action="store_true")
     parser.add_argument("--show", action="store_true")
     ns = parser.parse_args(argv)
-    _become_analysis_process()
+    # Normal priority: unlike a relay's, the addon's hooks wait for this process
+    # (findings must be on a flow before the later addons see it).
+    _become_analysis_process(niceness=0)
     stream = os.fdopen(ns.trace_fd, "wb", buffering=1 << 16)
     writer = TraceWriter(stream, Path(ns.trace_path) if ns.trace_path else None)
     writer.write_header(orjson.loads(ns.meta), ns.created)

@@ -347,7 +347,7 @@ class AnalysisProcess:
             await asyncio.sleep(0.002)
 
 
-def _become_analysis_process() -> None:
+def _become_analysis_process(niceness: int = ANALYSIS_NICENESS) -> None:
     """Detach the forked child from the relay's job: it only reads the pipe.
 
     Signals meant for the relay (Ctrl-C reaches the whole foreground process
@@ -362,7 +362,7 @@ def _become_analysis_process() -> None:
     # server and the relay want every core, the scheduler serves them first,
     # and the analysis catches up in the pauses (the backlog holds the bytes).
     with contextlib.suppress(OSError):
-        os.nice(ANALYSIS_NICENESS)
+        os.nice(niceness)
     _return_big_blocks_to_the_os()
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)
