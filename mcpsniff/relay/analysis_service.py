@@ -44,21 +44,19 @@ import orjson
 
 from mcpsniff.core.model import FindingRecord, FrameRecord, Record
 from mcpsniff.relay.observer_pipe import (
-    CALL,
-    CALL_DATA,
+    CALLS,
     PIPE_SIZE,
-    STOP,
     AnalysisProcess,
     ObservationSender,
     _become_analysis_process,
-    read_observations,
 )
 from mcpsniff.relay.recorder import Recorder
 from mcpsniff.relay.remote_recorder import (
-    DATA_ARG,
     RELAY_SESSION,
     RemoteRecorder,
-    _decode_call,
+    end_trace,
+    replay_calls,
+    with_data,
 )
 from mcpsniff.render import Style, Timeline
 from mcpsniff.trace.format import TraceWriter
@@ -68,9 +66,6 @@ BACKLOG_LIMIT = 64 << 20
 #: Control calls, sent through the call pipe like recorder calls.
 SYNC = "sync"  # args: (exchange number,)
 SHOW = "show"  # args: (bool,): start or stop sending show lines
-BATCH = "batch"  # args: a list of (method, args, data): the calls of one event-loop turn
-#: The recorder calls whose ``data`` goes back into their arguments, at ``DATA_ARG``.
-_WITH_DATA = frozenset({"feed_frame", "feed"})
 #: Seconds calls may wait to be sent with later ones, unless a hook waits for them.
 BATCH_DELAY = 0.005
 #: Seconds a hook waits for its exchange's findings before going on without them.
@@ -160,11 +155,9 @@ class AnalysisService:
             return False
         return True
 
-    def _apply(self, method: str, args: tuple[Any, ...], data: bytes) -> None:
+    def _apply(self, method: str, args: tuple[Any, ...]) -> None:
         """Replay one call (a recorder call or a control call)."""
         try:
-            if method in _WITH_DATA:
-                args = (*args[:DATA_ARG], data, *args[DATA_ARG:])
             if not self._control(method, args):
                 getattr(self.recorder, method)(*args)
         except Exception as exc:  # recording must never stop
@@ -187,49 +180,15 @@ class AnalysisService:
 
     def run(self, calls_fd: int) -> int:
         """Replay calls until STOP or EOF; the exit status (3: the trace is incomplete)."""
-        recorder = self.recorder
-        writer = recorder.writer
-        stopped = False
-        data = b""
-        for batch in read_observations(calls_fd):
-            for observation in batch:
-                kind = observation.kind
-                if kind == STOP:
-                    stopped = True
-                    break
-                if kind == CALL_DATA:
-                    data = observation.payload
-                    observation.payload = b""  # a big body is held once, in ``data``
-                    continue
-                if kind != CALL:
-                    continue
-                try:
-                    method, args = _decode_call(observation.payload, data)
-                    data = b""
-                except Exception as exc:
-                    _warn(f"mcpsniff: internal error while recording: {exc!r}")
-                    continue
-                if method == BATCH:
-                    for call in args:
-                        self._apply(*call)
-                else:
-                    self._apply(method, args, b"")
+        writer = self.recorder.writer
+
+        def after_batch() -> None:
             if writer is not None:
                 writer.flush()
             self._send_reply()
-            if stopped:
-                break
-        if not stopped:
-            # mitmdump died: end every session so the trace says what was unanswered.
-            recorder.close(time.time())
-        self._send_reply()
-        if writer is None:
-            return 0
-        writer.close()
-        if writer.failed is not None:
-            _warn(f"mcpsniff: warning: the trace is incomplete: {writer.failed}")
-            return 3
-        return 0
+
+        stopped = replay_calls(calls_fd, self._apply, after_batch)
+        return end_trace(self.recorder, stopped, _warn, after_close=self._send_reply)
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -423,15 +382,15 @@ class AnalysisClient:
         if not batch or not self.alive:
             return
         sender = self.sender
-        if sender.lost_calls and sender.pending_bytes < sender.limit // 2:
+        calls = [(method, with_data(method, args, data)) for method, args, data in batch]
+        lost = sender.take_lost_calls()
+        if lost is not None:
             # Room again after a backlog overflow: say what the trace lacks.
-            lost = {"lost_calls": sender.lost_calls, "lost_bytes": sender.lost_call_bytes}
-            sender.lost_calls = sender.lost_call_bytes = 0
-            batch.insert(0, ("event", (RELAY_SESSION, "capture-gap", time.time(), lost), b""))
-        if not sender.call(0.0, pickle.dumps((BATCH, batch), _PROTOCOL)):
-            sender.lost_calls += len(batch) - 1  # counted as one call
+            calls.insert(0, ("event", (RELAY_SESSION, "capture-gap", time.time(), lost)))
+        if not sender.call(0.0, pickle.dumps(calls, _PROTOCOL), kind=CALLS):
+            sender.lost_calls += len(calls) - 1  # counted as one call
             # Those syncs will never be answered: their hooks must not wait.
-            self._release([args[0] for method, args, _ in batch if method == SYNC])
+            self._release([args[0] for method, args in calls if method == SYNC])
 
     def sync(self, number: int) -> asyncio.Future[None] | None:
         """A future done once exchange ``number``'s findings are back; None if none will come."""

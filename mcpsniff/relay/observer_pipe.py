@@ -164,6 +164,18 @@ class ObservationSender:
         self._send(kind, "", t, call)
         return True
 
+    def take_lost_calls(self) -> dict[str, int] | None:
+        """What was dropped since the last report, once the backlog has room again.
+
+        The caller records it (a ``capture-gap`` event), so that the trace says
+        what it lacks; None when nothing was lost or there is no room yet.
+        """
+        if not self.lost_calls or self.pending_bytes >= self.limit // 2:
+            return None
+        lost = {"lost_calls": self.lost_calls, "lost_bytes": self.lost_call_bytes}
+        self.lost_calls = self.lost_call_bytes = 0
+        return lost
+
     def stop(self, t: float) -> None:
         """Tell the analysis process that nothing more comes."""
         self._send(STOP, "", t, b"")

@@ -37,12 +37,17 @@ INLINE_LIMIT = 64 << 10
 _WITH_DATA = frozenset({"feed_frame", "feed"})
 
 
+def with_data(method: str, args: tuple[Any, ...], data: bytes) -> tuple[Any, ...]:
+    """A call's whole arguments: ``data`` put back at ``DATA_ARG`` for the calls with bytes."""
+    if method in _WITH_DATA:
+        return (*args[:DATA_ARG], data, *args[DATA_ARG:])
+    return args
+
+
 def _decode_call(payload: bytes, data: bytes) -> tuple[str, tuple[Any, ...]]:
     """A call as ``RemoteRecorder._call`` sent it, with its bytes put back in place."""
     method, args = pickle.loads(payload)
-    if method in _WITH_DATA:
-        args = (*args[:DATA_ARG], data, *args[DATA_ARG:])
-    return method, args
+    return method, with_data(method, args, data)
 
 
 class RemoteRecorder:
@@ -90,9 +95,7 @@ class RemoteRecorder:
             self._send_gap(t)
             self.sender.call(t, pickle.dumps((method, args), _PROTOCOL), data)
             return []
-        if method in _WITH_DATA:
-            args = (*args[:DATA_ARG], data, *args[DATA_ARG:])
-        self._batch.append((method, args))
+        self._batch.append((method, with_data(method, args, data)))
         self._batch_t = t
         if self._loop is None:
             self._flush()
@@ -112,12 +115,10 @@ class RemoteRecorder:
 
     def _send_gap(self, t: float) -> None:
         """After a backlog overflow, once there is room again: say what the trace lacks."""
-        sender = self.sender
-        if sender.lost_calls and sender.pending_bytes < sender.limit // 2:
-            lost = {"lost_calls": sender.lost_calls, "lost_bytes": sender.lost_call_bytes}
-            sender.lost_calls = sender.lost_call_bytes = 0
+        lost = self.sender.take_lost_calls()
+        if lost is not None:
             gap = [("event", (RELAY_SESSION, "capture-gap", t, lost))]
-            sender.call(t, pickle.dumps(gap, _PROTOCOL), kind=CALLS)
+            self.sender.call(t, pickle.dumps(gap, _PROTOCOL), kind=CALLS)
 
     def feed_frame(
         self,
@@ -156,44 +157,57 @@ class RemoteRecorder:
         return await self.analysis.wait()
 
 
-def apply_calls(fd: int, recorder: Recorder, warn: Callable[[str], None] | None = None) -> int:
-    """The analysis process: replay the relay's recorder calls until STOP or EOF.
+def replay_calls(
+    fd: int,
+    apply: Callable[[str, tuple[Any, ...]], None],
+    after_batch: Callable[[], None],
+) -> bool:
+    """Read the calls ``RemoteRecorder`` sent and ``apply(method, args)`` each, in order.
 
-    Returns the process's exit status: 0, or 3 when the trace could not be
-    written in full.
+    ``after_batch`` runs after every read (the relay paused: a good moment to
+    flush). Returns True when STOP arrived, False at EOF (the sender died).
     """
-    writer = recorder.writer
-    stopped = False
     data = b""
     for batch in read_observations(fd):
         for observation in batch:
-            if observation.kind == STOP:
-                stopped = True
-                break
-            if observation.kind == CALL_DATA:
+            kind = observation.kind
+            if kind == STOP:
+                after_batch()
+                return True
+            if kind == CALL_DATA:
                 data = observation.payload
                 observation.payload = b""  # a big body is held once, in ``data``
                 continue
-            if observation.kind == CALLS:
+            if kind == CALLS:
                 calls = pickle.loads(observation.payload)
-            elif observation.kind == CALL:
+            elif kind == CALL:
                 calls = [_decode_call(observation.payload, data)]
                 data = b""
             else:
                 continue
             for method, args in calls:
-                try:
-                    getattr(recorder, method)(*args)
-                except Exception as exc:  # recording must never stop
-                    if warn is not None:
-                        warn(f"mcpsniff: internal error while recording: {exc!r}")
-        if writer is not None:
-            writer.flush()
-        if stopped:
-            break
+                apply(method, args)
+        after_batch()
+    return False
+
+
+def end_trace(
+    recorder: Recorder,
+    stopped: bool,
+    warn: Callable[[str], None] | None = None,
+    after_close: Callable[[], None] | None = None,
+) -> int:
+    """Finish the trace after ``replay_calls``; the analysis process's exit status.
+
+    Without STOP the sender died: every session is ended, so that the trace
+    still says what was unanswered. Returns 0, or 3 when the trace could not
+    be written in full.
+    """
     if not stopped:
-        # The relay died: end every session so the trace says what was unanswered.
         recorder.close(time.time())
+    if after_close is not None:
+        after_close()
+    writer = recorder.writer
     if writer is None:
         return 0
     writer.close()
@@ -202,3 +216,22 @@ def apply_calls(fd: int, recorder: Recorder, warn: Callable[[str], None] | None 
             warn(f"mcpsniff: warning: the trace is incomplete: {writer.failed}")
         return 3
     return 0
+
+
+def apply_calls(fd: int, recorder: Recorder, warn: Callable[[str], None] | None = None) -> int:
+    """The analysis process: replay the relay's recorder calls until STOP or EOF.
+
+    Returns the process's exit status: 0, or 3 when the trace could not be
+    written in full.
+    """
+    writer = recorder.writer
+
+    def apply(method: str, args: tuple[Any, ...]) -> None:
+        try:
+            getattr(recorder, method)(*args)
+        except Exception as exc:  # recording must never stop
+            if warn is not None:
+                warn(f"mcpsniff: internal error while recording: {exc!r}")
+
+    stopped = replay_calls(fd, apply, writer.flush if writer is not None else lambda: None)
+    return end_trace(recorder, stopped, warn)
