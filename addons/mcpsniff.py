@@ -12,13 +12,17 @@ attached to their flows (comment and marker), so mitmweb shows them.
 
 The core's analysis and the trace writing run in an analysis process of their
 own (``mcpsniff.relay.analysis_service``), beside mitmdump: mitmdump keeps
-only the exchange bookkeeping, so the analysis costs it no request rate. The
-``response`` and ``error`` hooks of an MCP flow wait for its findings to come
-back before later addons see the flow; other flows go on meanwhile.
+only notes of what happens to each exchange, so the analysis costs it no
+request rate. A flow's findings come back moments after its response has gone
+on; they are put on the flow then, with an ``update`` event so that mitmweb's
+view shows them. When flows are saved (``save_stream_file``, ``-w``), each MCP
+response is held instead until its findings are on the flow, since the saving
+addon takes the flow as it is at the ``response`` hook (``mcpsniff_hold``).
 
 Options: ``mcpsniff_trace`` (path), ``mcpsniff_show`` (a line per MCP message
-in the event log), ``mcpsniff_redact`` (default on) and ``mcpsniff_filter``
-(a mitmproxy filter expression restricting what is examined).
+in the event log), ``mcpsniff_redact`` (default on), ``mcpsniff_filter`` (a
+mitmproxy filter expression restricting what is examined) and
+``mcpsniff_hold`` (auto, on or off).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mitmproxy import exceptions, flowfilter, http
+from mitmproxy import ctx, exceptions, flowfilter, hooks, http
 from mitmproxy.net.http import url
 
 
@@ -76,7 +80,8 @@ if IMPORT_ERROR is None:
         Reply,
         create_trace,
     )
-    from mcpsniff.relay.exchange import ExchangeRecorder, HttpObserver, is_mcp_request, lowered
+    from mcpsniff.relay.exchange import is_mcp_request, lowered
+    from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver
 
 log = logging.getLogger("mcpsniff")
 
@@ -85,6 +90,8 @@ MARKERS = {"error": ":red_circle:", "warning": ":warning:", "info": ":informatio
 _RANK = {"info": 0, "warning": 1, "error": 2}
 #: Hosts (as the Host header gives them) remembered with their parsed form.
 HOST_CACHE = 1024
+#: ``mcpsniff_hold`` values.
+HOLD_CHOICES = ("auto", "on", "off")
 
 
 def _header_list(message: http.Message) -> list[tuple[str, str]]:
@@ -103,12 +110,18 @@ class McpSniff:
 
     def __init__(self) -> None:
         self.analysis: AnalysisClient | None = None
-        self.observer: HttpObserver | None = None
+        self.observer: RemoteObserver | None = None
         self.filter: flowfilter.TFilter | None = None
-        self.exchanges: dict[str, ExchangeRecorder] = {}
+        self.exchanges: dict[str, RemoteExchange] = {}
         #: Exchange number -> its flow, until its findings are back. A new dict per
         #: analysis process: a new trace numbers its exchanges from 1 again.
         self.flows: dict[int, http.HTTPFlow] = {}
+        #: Exchange numbers whose response is held until their findings are back.
+        self.held: set[int] = set()
+        #: Hold MCP responses until their findings are on the flow (``mcpsniff_hold``).
+        self.hold = False
+        #: ``update`` events under way, announcing findings put on flows already gone on.
+        self.updates: set[asyncio.Task[Any]] = set()
         #: Exchange number -> the function that analyzes its streamed chunks still pending.
         self.drains: dict[int, Any] = {}
         #: The (path, redact) of the open trace.
@@ -142,6 +155,16 @@ class McpSniff:
             "Only examine flows matching this mitmproxy filter expression (default: every flow "
             "that looks like MCP).",
         )
+        loader.add_option(
+            "mcpsniff_hold",
+            str,
+            "auto",
+            "Hold each MCP response until its findings are on the flow, so that the addons "
+            "after this one (a flow file, other scripts) see them there: on, off, or auto (on "
+            "while save_stream_file is set). Off, findings follow moments later with an update "
+            "event, which mitmweb shows, and responses wait for nothing.",
+            choices=HOLD_CHOICES,
+        )
         if IMPORT_ERROR is not None:
             log.error(IMPORT_ERROR)
 
@@ -164,10 +187,12 @@ class McpSniff:
         log.error(message)
 
     def configure(self, updated: set[str]) -> None:
-        from mitmproxy import ctx
-
         if IMPORT_ERROR is not None:
             return
+        if "mcpsniff_hold" in updated or "save_stream_file" in updated:
+            mode = ctx.options.mcpsniff_hold
+            saving = bool(getattr(ctx.options, "save_stream_file", None))
+            self.hold = mode == "on" or (mode == "auto" and saving)
         if "mcpsniff_filter" in updated:
             spec = ctx.options.mcpsniff_filter
             if spec:
@@ -206,6 +231,7 @@ class McpSniff:
             self._option_error(f"mcpsniff_trace: cannot write {path}: {exc.strerror or exc}")
             return
         flows: dict[int, http.HTTPFlow] = {}
+        held: set[int] = set()
         try:
             analysis = AnalysisClient.start(
                 fd,
@@ -214,7 +240,7 @@ class McpSniff:
                 created=time.time(),
                 redact=redact,
                 show=self.show,
-                on_reply=functools.partial(self._on_reply, flows),
+                on_reply=functools.partial(self._on_reply, flows, held),
                 on_gone=self._on_gone,
                 on_late=lambda message: log.warning(f"mcpsniff: {message}"),
             )
@@ -228,12 +254,12 @@ class McpSniff:
         self._close()
         self.analysis = analysis
         self.flows = flows
+        self.held = held
         self.opened = (path, redact)
         with contextlib.suppress(RuntimeError):  # no loop yet: running() attaches it
             analysis.attach(asyncio.get_running_loop())
-        # Sessions are keyed by the server's host and Mcp-Session-Id.
-        recorder: Any = analysis.recorder  # a RemoteRecorder, in the Recorder role
-        self.observer = HttpObserver(recorder, redact=redact, key_by_host=True)
+        # The analysis process keys sessions by the server's host and Mcp-Session-Id.
+        self.observer = RemoteObserver(analysis.sink)
         log.info(f"mcpsniff: recording MCP traffic to {path}")
 
     def _close(self) -> None:
@@ -243,7 +269,7 @@ class McpSniff:
         self.drains.clear()
         analysis = self.analysis
         if analysis is not None:
-            analysis.recorder.close(time.time())
+            analysis.close_sessions(time.time())
             self._retire(analysis)
         self.analysis = self.observer = None
         self.opened = None
@@ -279,6 +305,7 @@ class McpSniff:
         self.exchanges.clear()
         self.drains.clear()
         self.flows.clear()
+        self.held.clear()
 
     # ------------------------------------------------------------------ flows
 
@@ -354,7 +381,7 @@ class McpSniff:
         except Exception as exc:
             log.error(f"mcpsniff: {flow.request.pretty_url}: {exc!r}")
 
-    def _tee(self, exchange: ExchangeRecorder, head: Any) -> Any:
+    def _tee(self, exchange: RemoteExchange, head: Any) -> Any:
         loop = asyncio.get_running_loop()
         pending: list[bytes] = []
         heads = [head]
@@ -429,7 +456,7 @@ class McpSniff:
         return self._findings_of(exchange.number)
 
     @staticmethod
-    def _finish(exchange: ExchangeRecorder, outcome: str) -> None:
+    def _finish(exchange: RemoteExchange, outcome: str) -> None:
         try:
             exchange.finish(outcome)
         except Exception as exc:
@@ -438,28 +465,54 @@ class McpSniff:
     def _findings_of(self, number: int) -> asyncio.Future[None] | None:
         """What the hook of finished exchange ``number`` returns: mitmproxy awaits it.
 
-        A plain function returning a future, not a coroutine: no coroutine per flow,
-        and nothing at all to await once the analysis process is gone.
+        Holding (``mcpsniff_hold``), a future done once the exchange's findings
+        are on its flow; else None, and they follow (``_on_reply``). A plain
+        function returning a future, not a coroutine: no coroutine per flow.
         """
         analysis = self.analysis
-        waiter = analysis.sync(number) if analysis is not None else None
+        if analysis is None:
+            self.flows.pop(number, None)
+            return None
+        if not self.hold:
+            if not analysis.mark(number):
+                self.flows.pop(number, None)
+            return None
+        waiter = analysis.sync(number)
         if waiter is None:
             self.flows.pop(number, None)
+        else:
+            self.held.add(number)
         return waiter
 
     # ------------------------------------------------------------------ findings on flows
 
-    def _on_reply(self, flows: dict[int, http.HTTPFlow], reply: Reply) -> None:
+    def _on_reply(self, flows: dict[int, http.HTTPFlow], held: set[int], reply: Reply) -> None:
         """Findings onto their flows, show lines into the event log; forget synced flows."""
+        gone_on: dict[int, http.HTTPFlow] = {}
         for finding in reply.findings:
             for number in finding.exchanges:
                 flow = flows.get(number)
                 if flow is not None:
                     self._attach(flow, finding)
+                    if number not in held:
+                        gone_on[number] = flow
         for line in reply.lines:
             log.info(f"mcpsniff: {line}")
         for number in reply.synced:
             flows.pop(number, None)
+            held.discard(number)
+        if gone_on:
+            self._announce(list(gone_on.values()))
+
+    def _announce(self, flows: list[http.HTTPFlow]) -> None:
+        """Tell the other addons (mitmweb's view) that these flows have changed."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # mitmproxy's loop is gone: nobody is left to tell
+            return
+        task = loop.create_task(ctx.master.addons.trigger_event(hooks.UpdateHook(flows)))
+        self.updates.add(task)
+        task.add_done_callback(self.updates.discard)
 
     @staticmethod
     def _attach(flow: http.HTTPFlow, finding: FlowFinding) -> None:

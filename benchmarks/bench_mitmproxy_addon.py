@@ -17,12 +17,15 @@ ratio of each round's pair is printed too, to show how noisy the run was.
 
 The addon analyzes and writes the trace in an analysis process of its own
 (mitmdump's child): its CPU per request is measured and printed beside
-mitmdump's, since it competes for the same cores.
+mitmdump's, since it competes for the same cores. By default (no flow file)
+the addon holds no response for its findings; ``--hold on`` measures the
+mode a flow file (``-w``) turns on, where each response waits for them.
 
 Usage::
 
     python benchmarks/bench_mitmproxy_addon.py
     python benchmarks/bench_mitmproxy_addon.py --rounds 6 --seconds 5 --clients 16
+    python benchmarks/bench_mitmproxy_addon.py --hold on
 
 Exit status: 0 when the ratio meets the target, 1 when it does not.
 """
@@ -114,13 +117,16 @@ def wait_for(predicate: Any, what: str, proc: subprocess.Popen[bytes]) -> Any:
     sys.exit(f"bench: {what}: not ready within {START_TIMEOUT} s")
 
 
-def start_mitmdump(folder: Path, name: str, upstream: str, addon: bool) -> tuple[Any, int, Path]:
+def start_mitmdump(
+    folder: Path, name: str, upstream: str, addon: bool, hold: str = "auto"
+) -> tuple[Any, int, Path]:
     mitmdump = Path(sys.executable).with_name("mitmdump")
     log = folder / f"{name}.log"
     argv = [str(mitmdump), "--mode", f"reverse:{upstream}/", "--listen-host", "127.0.0.1"]
     argv += ["-p", "0", "--set", f"confdir={folder / (name + '-conf')}", "--flow-detail", "0"]
     if addon:
         argv += ["-s", str(ADDON), "--set", f"mcpsniff_trace={folder / 'trace.jsonl'}"]
+        argv += ["--set", f"mcpsniff_hold={hold}"]
     with log.open("wb") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
 
@@ -291,6 +297,12 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=4, help="rounds per proxy (default 4)")
     parser.add_argument("--seconds", type=float, default=4.0, help="length of a round")
     parser.add_argument("--clients", type=int, default=16, help="concurrent clients")
+    parser.add_argument(
+        "--hold",
+        choices=["auto", "on", "off"],
+        default="auto",
+        help="the addon's mcpsniff_hold (default auto: no flow file, so responses are not held)",
+    )
     parser.add_argument("--serve-upstream", type=Path, help=argparse.SUPPRESS)
     ns = parser.parse_args()
     if ns.serve_upstream is not None:
@@ -310,7 +322,7 @@ def main() -> int:
                 lambda: port_file.exists() and port_file.read_text(), "upstream", upstream_proc
             )
             upstream = f"http://127.0.0.1:{port_file.read_text()}"
-            with_proc, with_port, _ = start_mitmdump(folder, "with-addon", upstream, True)
+            with_proc, with_port, _ = start_mitmdump(folder, "with-addon", upstream, True, ns.hold)
             procs.append(with_proc)
             without_proc, without_port, _ = start_mitmdump(folder, "without-addon", upstream, False)
             procs.append(without_proc)
@@ -320,7 +332,7 @@ def main() -> int:
             }
             print(
                 f"{ns.clients} clients, 1 KiB tools/call POSTs, {ns.rounds} rounds of "
-                f"{ns.seconds:g} s per proxy, alternating",
+                f"{ns.seconds:g} s per proxy, alternating; mcpsniff_hold={ns.hold}",
                 flush=True,
             )
             pids = {"mitmdump+addon": with_proc.pid, "mitmdump alone": without_proc.pid}

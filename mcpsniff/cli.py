@@ -284,6 +284,7 @@ def http(upstream: str, listen: str, trace_path: Path | None, show: bool, no_red
     from mcpsniff.relay.http import HttpOptions, is_loopback, parse_listen, serve
     from mcpsniff.relay.observer_pipe import AnalysisProcess
     from mcpsniff.relay.recorder import Recorder
+    from mcpsniff.relay.remote_exchange import ExchangeReplay
     from mcpsniff.relay.remote_recorder import RemoteRecorder, apply_calls
     from mcpsniff.relay.stdio import DEFAULT_BACKLOG_LIMIT, default_trace_path
 
@@ -338,9 +339,10 @@ def http(upstream: str, listen: str, trace_path: Path | None, show: bool, no_red
     def warn(text: str) -> None:
         click.echo(text, err=True)
 
+    replay = ExchangeReplay(recording, redact=not no_redact)
     try:
         analysis = AnalysisProcess.start(
-            lambda fd: apply_calls(fd, recording, warn), DEFAULT_BACKLOG_LIMIT
+            lambda fd: apply_calls(fd, replay, warn), DEFAULT_BACKLOG_LIMIT
         )
     except OSError as exc:
         writer.close()

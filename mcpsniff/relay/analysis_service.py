@@ -2,19 +2,22 @@
 
 mitmdump is single-threaded Python: every microsecond the core's analysis and
 the trace writing take inside it comes straight off its request rate. So, as
-``mcpsniff http`` does, the addon keeps only the exchange bookkeeping and sends
-each recorder call through a pipe (``RemoteRecorder``) to an analysis process,
-which replays the calls on a real ``Recorder`` and writes the trace.
+``mcpsniff http`` does, the addon only notes what happens to each exchange
+(``remote_exchange.RemoteExchange``) and sends the notes through a pipe to an
+analysis process, which replays them on a real ``HttpObserver`` and
+``Recorder`` (``remote_exchange.ExchangeReplay``) and writes the trace.
 
 Unlike the HTTP relay, the addon needs results back: findings go on their flows
-(comment, marker, metadata) *before* the addons after it see the flow in the
-``response`` hook (the ``-w`` writer, mitmweb's view), and ``mcpsniff_show``
-lines belong in mitmproxy's event log. So the analysis process answers on a
-second pipe. After finishing an exchange the addon sends a *sync* marker with
-the exchange's number; when the analysis process reaches it, every finding of
-that exchange has been made, and it says so (``Reply.synced``) together with
-the findings and lines made since its last reply. The addon's hook waits for
-that reply; other flows go on meanwhile.
+(comment, marker, metadata), and ``mcpsniff_show`` lines belong in mitmproxy's
+event log. So the analysis process answers on a second pipe. After finishing
+an exchange the addon sends a *sync* marker with the exchange's number; when
+the analysis process reaches it, every finding of that exchange has been
+made, and it says so (``Reply.synced``) together with the findings and lines
+made since its last reply. Then the addon forgets the flow. When it holds
+responses (flows are being saved: their findings must be on them *before* the
+addons after it see the flow in the ``response`` hook), that hook waits for
+the reply (``sync``); other flows go on meanwhile. Otherwise nothing waits
+(``mark``), and the marker travels with the next batch.
 
 The analysis process is a fresh interpreter (``python -m
 mcpsniff.relay.analysis_service``), not a fork: mitmproxy may run threads, and
@@ -46,18 +49,12 @@ from mcpsniff.core.model import FindingRecord, FrameRecord, Record
 from mcpsniff.relay.observer_pipe import (
     CALLS,
     PIPE_SIZE,
-    AnalysisProcess,
     ObservationSender,
     _become_analysis_process,
 )
 from mcpsniff.relay.recorder import Recorder
-from mcpsniff.relay.remote_recorder import (
-    RELAY_SESSION,
-    RemoteRecorder,
-    end_trace,
-    replay_calls,
-    with_data,
-)
+from mcpsniff.relay.remote_exchange import ExchangeReplay, with_data
+from mcpsniff.relay.remote_recorder import RELAY_SESSION, end_trace, replay_calls
 from mcpsniff.render import Style, Timeline
 from mcpsniff.trace.format import TraceWriter
 
@@ -112,10 +109,11 @@ class Reply:
 
 
 class AnalysisService:
-    """The analysis process: replays recorder calls, answers syncs with findings."""
+    """The analysis process: replays the addon's notes, answers syncs with findings."""
 
-    def __init__(self, recorder: Recorder, replies_fd: int, show: bool) -> None:
-        self.recorder = recorder
+    def __init__(self, replay: ExchangeReplay, replies_fd: int, show: bool) -> None:
+        self.replay = replay
+        self.recorder = recorder = replay.recorder
         self.replies_fd = replies_fd
         self.replies_broken = False
         self.timeline: Timeline | None = Timeline(Style(False)) if show else None
@@ -142,7 +140,7 @@ class AnalysisService:
             self.reply.lines.extend(self.timeline.feed(record))
 
     def _control(self, method: str, args: tuple[Any, ...]) -> bool:
-        """Handle a control call; False when ``method`` is a recorder call."""
+        """Handle a control call; False when ``method`` is a note or a recorder call."""
         if method == SYNC:
             self.reply.synced.append(args[0])
         elif method == SHOW:
@@ -156,10 +154,10 @@ class AnalysisService:
         return True
 
     def _apply(self, method: str, args: tuple[Any, ...]) -> None:
-        """Replay one call (a recorder call or a control call)."""
+        """Replay one call (a note, a recorder call or a control call)."""
         try:
             if not self._control(method, args):
-                getattr(self.recorder, method)(*args)
+                self.replay.apply(method, args)
         except Exception as exc:  # recording must never stop
             _warn(f"mcpsniff: internal error while recording: {exc!r}")
 
@@ -221,7 +219,9 @@ def main(argv: list[str] | None = None) -> int:
     writer.write_header(orjson.loads(ns.meta), ns.created)
     writer.flush()
     recorder = Recorder(writer, "http", redact=not ns.no_redact, autoflush=False)
-    return AnalysisService(recorder, ns.replies_fd, ns.show).run(ns.calls_fd)
+    # Sessions are keyed by the server's host too: mitmproxy sees many servers.
+    replay = ExchangeReplay(recorder, redact=not ns.no_redact, key_by_host=True)
+    return AnalysisService(replay, ns.replies_fd, ns.show).run(ns.calls_fd)
 
 
 # --------------------------------------------------------------------------- addon side
@@ -242,26 +242,8 @@ def _big_pipe() -> tuple[int, int]:
     return read_fd, write_fd
 
 
-class BatchingRecorder(RemoteRecorder):
-    """``RemoteRecorder`` whose calls leave together (see ``AnalysisClient.flush``).
-
-    Performance: a pickle and a write per call (five or so per exchange, in
-    three hooks) cost mitmdump more than half of what the analysis itself did;
-    one of each per finished exchange, for every flow's calls so far, costs a
-    fraction.
-    """
-
-    def __init__(self, client: AnalysisClient) -> None:
-        super().__init__(AnalysisProcess(client.proc.pid, client.sender))
-        self.client = client
-
-    def _call(self, method: str, t: float, *args: Any, data: bytes = b"") -> list[Any]:
-        self.client.queue(method, args, data)
-        return []
-
-
 class AnalysisClient:
-    """The addon's end: a ``RemoteRecorder`` to call, syncs to await, replies to hand on.
+    """The addon's end: a sink for notes, syncs to await, replies to hand on.
 
     ``on_reply`` gets every reply (before the synced hooks go on); ``on_gone``
     is told once, with a reason, when the analysis process dies or stops answering;
@@ -284,7 +266,6 @@ class AnalysisClient:
         self.batch: list[tuple[str, tuple[Any, ...], bytes]] = []
         self.flush_timer: asyncio.TimerHandle | None = None
         self.flush_soon = False
-        self.recorder = BatchingRecorder(self)
         sender.on_broken = lambda exc: self._gone(f"its pipe broke ({exc.strerror or exc})")
         self.replies_fd = replies_fd
         self.on_reply = on_reply
@@ -361,8 +342,21 @@ class AnalysisClient:
 
     # ------------------------------------------------------------------ calls
 
+    def sink(self, method: str, t: float, args: tuple[Any, ...], data: bytes) -> None:
+        """The ``remote_exchange.Sink`` of the addon's exchanges: ``queue``."""
+        self.queue(method, args, data)
+
+    def close_sessions(self, t: float) -> None:
+        """End every session in the trace (``Recorder.close``)."""
+        self.queue("close", (t,))
+
     def queue(self, method: str, args: tuple[Any, ...], data: bytes = b"") -> None:
-        """Send a call with others, soon (``BATCH_DELAY`` at most)."""
+        """Send a call with others, soon (``BATCH_DELAY`` at most).
+
+        Performance: a pickle and a write per call (several per exchange, in
+        three hooks) would cost mitmdump more than the notes themselves; one
+        of each per batch, for every flow's calls so far, costs a fraction.
+        """
         if not self.alive:
             return
         self.batch.append((method, args, data))
@@ -391,6 +385,16 @@ class AnalysisClient:
             sender.lost_calls += len(calls) - 1  # counted as one call
             # Those syncs will never be answered: their hooks must not wait.
             self._release([args[0] for method, args in calls if method == SYNC])
+
+    def mark(self, number: int) -> bool:
+        """Ask to be told (``Reply.synced``) once exchange ``number``'s findings are made.
+
+        Nothing waits for it: it is sent with the next batch. False if no reply will come.
+        """
+        if self.loop is None or not self.alive:
+            return False
+        self.queue(SYNC, (number,))
+        return True
 
     def sync(self, number: int) -> asyncio.Future[None] | None:
         """A future done once exchange ``number``'s findings are back; None if none will come."""

@@ -273,7 +273,7 @@ class ExchangeRecorder:
         # request to an unreachable upstream must not vanish from the trace.
         self._record_request()
         self._bind(self._own_key())
-        now = time.time()
+        now = self.observer.clock()
         self._emit(
             "upstream-unreachable", now, {"exchange": self.number, "url": url, "error": reason}
         )
@@ -282,7 +282,7 @@ class ExchangeRecorder:
 
     def response(self, status: int, headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
         """The response head arrived; returns its end-to-end headers (what to forward)."""
-        t = time.time()
+        t = self.observer.clock()
         self.status = status
         names = _names(headers)
         first = _first(names, headers)
@@ -368,10 +368,11 @@ class ExchangeRecorder:
         """
         if self.key is not None:
             return
-        if event is not None and event.event == "endpoint" and event.data:
+        endpoint = legacy_endpoint(event)
+        if endpoint is not None:
             self.transport = LEGACY
-            self.endpoint = event.data.strip()
-            key = self._legacy_key(self.endpoint)
+            self.endpoint = endpoint
+            key = self._legacy_key(endpoint)
         else:
             self.transport = STREAMABLE
             key = self._own_key()
@@ -382,7 +383,7 @@ class ExchangeRecorder:
 
     def note(self, name: str, data: dict[str, Any]) -> None:
         """Record another transport event about this exchange (e.g. an endpoint rewrite)."""
-        self._emit(name, time.time(), {"exchange": self.number, **data})
+        self._emit(name, self.observer.clock(), {"exchange": self.number, **data})
 
     def finish(self, outcome: str = "complete", *, whole: bool = True) -> None:
         """The exchange is over: flush what remains and close it in the trace.
@@ -419,18 +420,20 @@ class ExchangeRecorder:
         if self.copy and plain_error:
             excerpt = bytes(self.copy[:200]).decode("utf-8", "replace")
             self._emit(
-                "http-error-body", time.time(), {"exchange": self.number, "excerpt": excerpt}
+                "http-error-body",
+                self.observer.clock(),
+                {"exchange": self.number, "excerpt": excerpt},
             )
         elif self.copy and whole and not acknowledgement:
             meta: dict[str, Any] = {"status": self.status}
             if self.truncated:
                 meta["truncated_at"] = ANALYZE_LIMIT
             body = decoded(bytes(self.copy), self.content_encoding)
-            self._frame(S2C, body, time.time(), meta)
+            self._frame(S2C, body, self.observer.clock(), meta)
         self.copy = bytearray()
         self._emit(
             "http-end",
-            time.time(),
+            self.observer.clock(),
             {"exchange": self.number, "outcome": outcome, "body_bytes": self.received},
         )
 
@@ -442,7 +445,7 @@ class ExchangeRecorder:
             # Events wait until the first one tells the session (legacy endpoint);
             # comments before it (padding against buffering proxies) do not decide.
             self.first_event(event)
-        t = time.time()
+        t = self.observer.clock()
         data: dict[str, Any] = {"exchange": self.number, "index": self.events}
         if event.id is not None:
             data["id"] = event.id
@@ -531,6 +534,9 @@ class HttpObserver:
         #: Prefix session keys with the server's host (a proxy that sees many servers).
         self.key_by_host = key_by_host
         self._exchanges = 0
+        #: The time of what is being recorded. A shell's observer reads the clock;
+        #: the analysis process replaying a shell's notes sets it to each note's time.
+        self.clock: Callable[[], float] = time.time
 
     def begin(
         self,
@@ -541,9 +547,13 @@ class HttpObserver:
         t: float | None = None,
         host: str | None = None,
         client: str | None = None,
+        number: int | None = None,
     ) -> ExchangeRecorder:
-        """A request arrived (and is about to be forwarded, with ``exchange.headers``)."""
-        self._exchanges += 1
+        """A request arrived (and is about to be forwarded, with ``exchange.headers``).
+
+        ``number`` is the exchange's number when the shell counts exchanges itself.
+        """
+        self._exchanges = number if number is not None else self._exchanges + 1
         forwarded, kept = _end_to_end(headers, _names(headers))
         names = _first(kept, forwarded)
         legacy_post = (
@@ -553,7 +563,7 @@ class HttpObserver:
         exchange = ExchangeRecorder(
             self,
             self._exchanges,
-            t if t is not None else time.time(),
+            t if t is not None else self.clock(),
             method,
             path,
             forwarded,
@@ -605,6 +615,37 @@ class HttpObserver:
         if self.redact:
             return [[k, MARK if is_secret_name(k) else v] for k, v in headers]
         return [[k, v] for k, v in headers]
+
+
+def legacy_endpoint(event: SseEvent | None) -> str | None:
+    """The POST URL a stream's first event names if it is a legacy ``endpoint`` event.
+
+    2024-11-05 HTTP+SSE: "When a client connects, the server MUST send an
+    endpoint event containing a URI for the client to use for sending messages."
+    """
+    if event is not None and event.event == "endpoint" and event.data:
+        return event.data.strip()
+    return None
+
+
+def undecided_stream(
+    method: str, path: str, request_sid: str | None, response_sid: str | None, is_sse: bool
+) -> bool:
+    """Whether only its first event can tell an exchange's session.
+
+    An event stream answering a GET that names no session (no Mcp-Session-Id
+    either way, no ``sessionId`` in its URL) is a legacy HTTP+SSE stream if
+    its first event is an ``endpoint``, else a Streamable HTTP listening stream.
+    This is ``ExchangeRecorder.waiting_for_first_event`` right after the
+    response head, for shells that keep no ExchangeRecorder.
+    """
+    return (
+        is_sse
+        and method == "GET"
+        and not request_sid
+        and not response_sid
+        and _legacy_session(path) is None
+    )
 
 
 def _legacy_session(url: str) -> str | None:

@@ -32,9 +32,9 @@ from pathlib import Path
 from yarl import URL
 
 from mcpsniff.core.model import Record
-from mcpsniff.relay.exchange import ExchangeRecorder, HttpObserver
 from mcpsniff.relay.http_wire import ClientSide
 from mcpsniff.relay.recorder import Recorder
+from mcpsniff.relay.remote_exchange import ExchangeReplay, RemoteExchange, RemoteObserver
 from mcpsniff.relay.remote_recorder import RemoteRecorder
 from mcpsniff.trace.format import TraceWriter
 
@@ -115,7 +115,13 @@ class HttpRelay:
                 self.recorder.batch_listeners.append(show_flush)
         else:
             self.recorder = recorder
-        self.observer = HttpObserver(self.recorder, redact=options.redact)  # type: ignore[arg-type]
+        # The relay only notes what happens to each exchange; the notes are replayed on
+        # an HttpObserver where the analysis runs (see ``remote_exchange``).
+        self.observer = RemoteObserver(
+            recorder.send
+            if recorder is not None
+            else ExchangeReplay(self.recorder, redact=options.redact).sink  # type: ignore[arg-type]
+        )
         self.server: asyncio.Server | None = None
         self.port: int | None = None
         self.connections: set[ClientSide] = set()
@@ -167,7 +173,7 @@ class HttpRelay:
         """The upstream URL a request for ``path`` goes to."""
         return self._origin_text + path
 
-    def rewrite_endpoint(self, exchange: ExchangeRecorder, held: bytes) -> bytes:
+    def rewrite_endpoint(self, exchange: RemoteExchange, held: bytes) -> bytes:
         """Point a legacy endpoint URL naming the upstream at the proxy instead.
 
         Otherwise the client would POST to the upstream directly, past mcpsniff.

@@ -6,7 +6,7 @@ Requests and responses are in order on a connection (RFC 9112 §9.3.2), so a
 FIFO of exchanges pairs each response with its request. Messages are framed
 by ``http1`` and forwarded with their own framing, as received, minus
 hop-by-hop fields; bytes go to the other side first, and only then to the
-observer (``exchange.ExchangeRecorder``).
+observer (``remote_exchange.RemoteExchange``).
 
 Why not aiohttp's server and client: a relay built from them (the benchmark's
 "aiohttp relay") cannot get under 2x the direct latency; parsing every
@@ -21,7 +21,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mcpsniff.relay.exchange import HOP_BY_HOP, ExchangeRecorder
+from mcpsniff.relay.exchange import HOP_BY_HOP
 from mcpsniff.relay.http1 import (
     Body,
     End,
@@ -36,6 +36,7 @@ from mcpsniff.relay.http1 import (
 
 if TYPE_CHECKING:
     from mcpsniff.relay.http import HttpRelay
+    from mcpsniff.relay.remote_exchange import RemoteExchange
 
 #: Hop-by-hop fields a relay drops; the framing fields stay, since each body is
 #: forwarded with the framing it came with.
@@ -91,7 +92,7 @@ class Exchange:
     pieces: list[bytes] = field(default_factory=list)
     #: Bytes in ``pieces``.
     kept: int = 0
-    recorder: ExchangeRecorder | None = None
+    recorder: RemoteExchange | None = None
     #: Observer calls made before ``recorder`` existed (a response that came
     #: before the end of its request): replayed once it does.
     deferred: list[tuple[str, Any]] = field(default_factory=list)

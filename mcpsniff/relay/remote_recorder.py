@@ -1,11 +1,10 @@
-"""A recorder that runs in the analysis process: the HTTP relay's half of the split.
+"""The HTTP shells' pipe to the analysis process: notes and recorder calls, batched.
 
-The HTTP relay keeps the exchange bookkeeping (``exchange.HttpObserver``:
-session keys, which bytes are frames) because it is cheap and needs the live
-exchange, but the core's analysis and the trace writing are not: they move
-to the forked analysis process (see ``observer_pipe``). ``RemoteRecorder``
-has the recorder methods the observer calls; each call is pickled into the
-pipe and ``apply_calls`` replays it on a real ``Recorder`` there.
+The HTTP relay notes what happens to each exchange (``remote_exchange``) and
+makes a few recorder calls of its own (``close``, a ``capture-gap`` event).
+None of them is analyzed here: ``RemoteRecorder`` pickles them into the pipe
+to the forked analysis process (see ``observer_pipe``), and ``apply_calls``
+replays them there on an ``ExchangeReplay`` around a real ``Recorder``.
 """
 
 from __future__ import annotations
@@ -25,27 +24,17 @@ from mcpsniff.relay.observer_pipe import (
     read_observations,
 )
 from mcpsniff.relay.recorder import Recorder
+from mcpsniff.relay.remote_exchange import ExchangeReplay, with_data
 
 #: The session key of relay-wide events (capture gaps).
 RELAY_SESSION = "http"
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
-#: Where a call's bytes (``data``) go in its arguments: after session and direction.
-DATA_ARG = 2
 #: Bytes up to this size travel inside a batch of calls; bigger ones on their own.
 INLINE_LIMIT = 64 << 10
-#: The calls that carry bytes.
-_WITH_DATA = frozenset({"feed_frame", "feed"})
-
-
-def with_data(method: str, args: tuple[Any, ...], data: bytes) -> tuple[Any, ...]:
-    """A call's whole arguments: ``data`` put back at ``DATA_ARG`` for the calls with bytes."""
-    if method in _WITH_DATA:
-        return (*args[:DATA_ARG], data, *args[DATA_ARG:])
-    return args
 
 
 def _decode_call(payload: bytes, data: bytes) -> tuple[str, tuple[Any, ...]]:
-    """A call as ``RemoteRecorder._call`` sent it, with its bytes put back in place."""
+    """A call as ``RemoteRecorder.send`` sent it, with its bytes put back in place."""
     method, args = pickle.loads(payload)
     return method, with_data(method, args, data)
 
@@ -81,20 +70,20 @@ class RemoteRecorder:
         self.sender.attach(loop)
         self._loop = loop
 
-    def _call(self, method: str, t: float, *args: Any, data: bytes = b"") -> list[Any]:
-        """Queue one call for the analysis process; return no records.
+    def send(self, method: str, t: float, args: tuple[Any, ...], data: bytes = b"") -> None:
+        """Queue one call (a note, or a recorder call) for the analysis process.
 
-        Calls made during one turn of the event loop travel together (one
-        pickle, one write: an HTTP exchange makes about seven), sent at the end
-        of the turn. A big ``data`` (a body) goes on its own, after the pickled
-        rest and uncopied; the analysis process puts it back as the call's
-        ``DATA_ARG``-th argument.
+        This is the ``remote_exchange.Sink`` of the relay's exchanges. Calls
+        made during one turn of the event loop travel together (one pickle,
+        one write), sent at the end of the turn. A big ``data`` (a body) goes
+        on its own, after the pickled rest and uncopied; the analysis process
+        puts it back in place (``with_data``).
         """
         if len(data) > INLINE_LIMIT:
             self._flush()
             self._send_gap(t)
             self.sender.call(t, pickle.dumps((method, args), _PROTOCOL), data)
-            return []
+            return
         self._batch.append((method, with_data(method, args, data)))
         self._batch_t = t
         if self._loop is None:
@@ -102,7 +91,6 @@ class RemoteRecorder:
         elif not self._flush_scheduled:
             self._flush_scheduled = True
             self._loop.call_soon(self._flush)
-        return []
 
     def _flush(self) -> None:
         """Send the calls queued so far, as one observation."""
@@ -120,35 +108,17 @@ class RemoteRecorder:
             gap = [("event", (RELAY_SESSION, "capture-gap", t, lost))]
             self.sender.call(t, pickle.dumps(gap, _PROTOCOL), kind=CALLS)
 
-    def feed_frame(
-        self,
-        session: str,
-        direction: str,
-        raw: bytes,
-        t: float,
-        transport: str | None = None,
-        meta: dict[str, Any] | None = None,
-    ) -> list[Any]:
-        """``Recorder.feed_frame``, in the analysis process."""
-        return self._call("feed_frame", t, session, direction, t, transport, meta, data=raw)
-
-    def feed(self, session: str, direction: str, data: bytes, t: float) -> list[Any]:
-        """``Recorder.feed``, in the analysis process."""
-        return self._call("feed", t, session, direction, t, data=data)
-
-    def eof(self, session: str, direction: str, t: float) -> list[Any]:
-        """``Recorder.eof``, in the analysis process."""
-        return self._call("eof", t, session, direction, t)
-
     def event(
         self, session: str, name: str, t: float, data: dict[str, Any] | None = None
     ) -> list[Any]:
         """``Recorder.event``, in the analysis process."""
-        return self._call("event", t, session, name, t, data)
+        self.send("event", t, (session, name, t, data))
+        return []
 
     def close(self, t: float) -> list[Any]:
         """``Recorder.close`` (ends every session), in the analysis process."""
-        return self._call("close", t, t)
+        self.send("close", t, (t,))
+        return []
 
     async def finish(self) -> int:
         """Send STOP, wait until the analysis process has written the trace; its status."""
@@ -218,17 +188,18 @@ def end_trace(
     return 0
 
 
-def apply_calls(fd: int, recorder: Recorder, warn: Callable[[str], None] | None = None) -> int:
-    """The analysis process: replay the relay's recorder calls until STOP or EOF.
+def apply_calls(fd: int, replay: ExchangeReplay, warn: Callable[[str], None] | None = None) -> int:
+    """The analysis process: replay the relay's notes and calls until STOP or EOF.
 
     Returns the process's exit status: 0, or 3 when the trace could not be
     written in full.
     """
+    recorder = replay.recorder
     writer = recorder.writer
 
     def apply(method: str, args: tuple[Any, ...]) -> None:
         try:
-            getattr(recorder, method)(*args)
+            replay.apply(method, args)
         except Exception as exc:  # recording must never stop
             if warn is not None:
                 warn(f"mcpsniff: internal error while recording: {exc!r}")

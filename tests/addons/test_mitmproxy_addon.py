@@ -231,6 +231,47 @@ def test_findings_are_attached_to_saved_flows(upstream: Upstream, tmp_path: Path
     assert on_flows == trace.rules() == ["JR-PARSE", "JR-RESP-ID"]
 
 
+@pytest.mark.parametrize("hold", ["on", "off"])
+def test_findings_reach_the_addons_after_it(upstream: Upstream, tmp_path: Path, hold: str) -> None:
+    """Held, a flow has its findings when the next addon sees its response; else an update."""
+    watch = tmp_path / "watch.jsonl"
+    mitm = Mitmdump(
+        tmp_path,
+        mode=f"reverse:{upstream.origin}/",
+        trace=tmp_path / "addon.jsonl",
+        options={"mcpsniff_hold": hold},
+        extra=["-s", str(HERE_PEERS / "flow_watch.py")],
+        env={**os.environ, "MCPSNIFF_TEST_FLOW_WATCH": str(watch)},
+    ).started()
+    try:
+        status, headers, _ = asyncio.run(post(mitm.url("/mcp"), INITIALIZE))
+        session = headers["Mcp-Session-Id"]
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert asyncio.run(post(mitm.url("/mcp"), initialized, session))[0] == 202
+        tools_list = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+        status, _, body = asyncio.run(post(mitm.url("/idtype/mcp"), tools_list, session))
+        assert status == 200 and json.loads(body)["id"] == "2"
+        deadline = time.monotonic() + 10
+        while hold == "off" and time.monotonic() < deadline:
+            if watch.exists() and "JR-RESP-ID" in watch.read_text():
+                break
+            time.sleep(0.05)
+    finally:
+        trace = mitm.finish()
+    seen = [json.loads(line) for line in watch.read_text().splitlines()]
+    # (mitmproxy itself sends an update after every hook of a flow)
+    responses = [s for s in seen if s["hook"] == "response" and s["path"] == "/idtype/mcp"]
+    updates = [s for s in seen if s["hook"] == "update" and s["path"] == "/idtype/mcp"]
+    assert len(responses) == 1
+    if hold == "on":
+        assert responses[0]["comment"].startswith("error JR-RESP-ID: ")
+    else:
+        # the response went on at once; its findings followed, announced by an update
+        assert responses[0]["comment"] == ""
+        assert updates[-1]["comment"].startswith("error JR-RESP-ID: ")
+    assert trace.rules() == ["JR-RESP-ID"]
+
+
 # --------------------------------------------------------------------------- options
 
 
@@ -541,13 +582,17 @@ def test_analysis_process_dying_keeps_mitmdump_proxying(upstream: Upstream, tmp_
     assert len(flows) == 10
 
 
+@pytest.mark.parametrize("hold", ["on", "off"])
 def test_a_stalled_analysis_process_delays_flows_at_most_sync_timeout(
-    upstream: Upstream, tmp_path: Path
+    upstream: Upstream, tmp_path: Path, hold: str
 ) -> None:
     from mcpsniff.relay.analysis_service import SYNC_TIMEOUT
 
     mitm = Mitmdump(
-        tmp_path, mode=f"reverse:{upstream.origin}/", trace=tmp_path / "addon.jsonl"
+        tmp_path,
+        mode=f"reverse:{upstream.origin}/",
+        trace=tmp_path / "addon.jsonl",
+        options={"mcpsniff_hold": hold},
     ).started()
     try:
         assert asyncio.run(post(mitm.url("/mcp"), INITIALIZE))[0] == 200
@@ -559,12 +604,16 @@ def test_a_stalled_analysis_process_delays_flows_at_most_sync_timeout(
             waited = time.monotonic() - started
         finally:
             os.kill(analysis, signal.SIGCONT)
-        assert SYNC_TIMEOUT * 0.9 <= waited < SYNC_TIMEOUT * 2 + 2
-        mitm.wait_for("mcpsniff: the analysis process is more than")
+        if hold == "on":
+            assert SYNC_TIMEOUT * 0.9 <= waited < SYNC_TIMEOUT * 2 + 2
+            mitm.wait_for("mcpsniff: the analysis process is more than")
+        else:
+            # nothing waits for the analysis process: no delay, nothing to warn about
+            assert waited < SYNC_TIMEOUT * 0.5
         assert asyncio.run(post(mitm.url("/mcp"), INITIALIZE))[0] == 200
     finally:
         trace = mitm.finish()
-    assert mitm.output.count("the analysis process is more than") == 1
+    assert mitm.output.count("the analysis process is more than") == (hold == "on")
     assert GONE not in mitm.output
     # it caught up: nothing is missing from the trace
     assert [m.method for m in trace.messages] == ["initialize", None] * 3
