@@ -518,6 +518,8 @@ class Results:
     #: Requests / (run + the time mcpsniff's analysis process needed to catch up).
     sustained: list[float] = field(default_factory=list)
     proxy_cpu_us: list[float] = field(default_factory=list)
+    #: The forwarding process's part of ``proxy_cpu_us`` (mcpsniff: without its analysis).
+    relay_cpu_us: list[float] = field(default_factory=list)
     upstream_cpu_us: list[float] = field(default_factory=list)
     p50s: list[float] = field(default_factory=list)
     seq_proxy_cpu_us: list[float] = field(default_factory=list)
@@ -540,6 +542,7 @@ async def concurrent_run(
     reports the sustained rate (requests / (run + catch-up)) beside the rate.
     """
     cpu = (group_cpu(pid) if pid else 0.0, cpu_seconds(upstream_pid))
+    relay_cpu = cpu_seconds(pid) if pid else 0.0
     start = time.monotonic()
     rate = await concurrent(clients, seconds)
     elapsed = time.monotonic() - start
@@ -547,11 +550,14 @@ async def concurrent_run(
     pids = group(pid) if pid else []
     catch_up = await asyncio.to_thread(wait_quiet, pids) if len(pids) > 1 else 0.0
     after = (group_cpu(pid) if pid else 0.0, cpu_seconds(upstream_pid))
+    r.relay_cpu_us.append(((cpu_seconds(pid) if pid else 0.0) - relay_cpu) * 1e6 / requests)
     r.rates.append(rate)
     r.sustained.append(requests / (elapsed + catch_up))
     r.proxy_cpu_us.append((after[0] - cpu[0]) * 1e6 / requests)
     r.upstream_cpu_us.append((after[1] - cpu[1]) * 1e6 / requests)
     proxy = f"{r.proxy_cpu_us[-1]:5.0f}" if pid else "    -"
+    if len(pids) > 1:
+        proxy += f" (forwarding {r.relay_cpu_us[-1]:3.0f})"
     return (
         f"concurrent {rate:7.0f} req/s   CPU us/request: proxy {proxy}"
         f"  upstream {r.upstream_cpu_us[-1]:4.0f}"

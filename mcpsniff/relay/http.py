@@ -32,6 +32,7 @@ from pathlib import Path
 from yarl import URL
 
 from mcpsniff.core.model import Record
+from mcpsniff.relay.event_loop import Spinner
 from mcpsniff.relay.http_wire import ClientSide
 from mcpsniff.relay.recorder import Recorder
 from mcpsniff.relay.remote_exchange import ExchangeReplay, RemoteExchange, RemoteObserver
@@ -58,6 +59,8 @@ class HttpOptions:
     trace: Path | None = None
     show: bool = False
     redact: bool = True
+    #: Poll instead of sleeping for a moment while a request is alone (``event_loop``).
+    busy_poll: bool = True
 
 
 def is_loopback(host: str) -> bool:
@@ -126,6 +129,10 @@ class HttpRelay:
         self.port: int | None = None
         self.connections: set[ClientSide] = set()
         self.hold_limit = HOLD_LIMIT
+        #: Busy polling after activity while one client talks alone.
+        self.spinner: Spinner | None = None
+        #: The connection that forwarded a whole message last.
+        self.last_forwarder: ClientSide | None = None
         #: Set once stop() begins: exchanges cut off after that were cut off by us.
         self.stopping = False
 
@@ -145,6 +152,8 @@ class HttpRelay:
     async def start(self) -> None:
         """Bind the listening socket."""
         loop = asyncio.get_running_loop()
+        if self.options.busy_poll:
+            self.spinner = Spinner(loop)
         self.server = await loop.create_server(
             lambda: ClientSide(self), self.options.host, self.options.port
         )
@@ -168,6 +177,22 @@ class HttpRelay:
         self.recorder.close(time.time())
         if self.recorder.writer is not None:
             self.recorder.writer.close()
+
+    def forwarded(self, connection: ClientSide) -> None:
+        """A whole request or response of ``connection`` went on: poll for what follows?
+
+        Only when one client is talking alone (its request went upstream and
+        its response came back, with no other connection forwarding in
+        between) does polling pay (see ``event_loop``): with more clients the
+        loop has work enough, and spinning would take the peers' CPU.
+        """
+        spinner = self.spinner
+        if spinner is None:
+            return
+        if connection is self.last_forwarder:
+            spinner.kick()
+        else:
+            self.last_forwarder = connection
 
     def target(self, path: str) -> str:
         """The upstream URL a request for ``path`` goes to."""

@@ -227,6 +227,8 @@ class ClientSide(asyncio.Protocol):
         self._send_upstream(out)
         for exchange in ended:
             self._begin(exchange)
+        if ended:
+            self.relay.forwarded(self)
 
     def eof_received(self) -> bool:
         # The client closed its side: it is gone, as aiohttp's server took it too
@@ -236,6 +238,8 @@ class ClientSide(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.relay.connections.discard(self)
+        if self.relay.last_forwarder is self:
+            self.relay.last_forwarder = None
         outcome = "proxy-stopped" if self.relay.stopping else "client-disconnected"
         pending = bool(self.exchanges)
         for exchange in self.exchanges:
@@ -460,7 +464,10 @@ class ClientSide(asyncio.Protocol):
                 self._upstream_broke(upstream, f"upstream-error: {event.reason}")  # type: ignore[union-attr]
                 return
         self._write(out)
+        ended = any(kind == "end" for _, kind, _ in observe)
         self._run(observe)
+        if ended:
+            self.relay.forwarded(self)
         if drop and self.upstream is upstream:
             # RFC 9112 §9.6: the server closes after a response with "close"; a
             # later request opens a new connection.

@@ -324,11 +324,14 @@ class AnalysisProcess:
     sender: ObservationSender
 
     @classmethod
-    def start(cls, work: Callable[[int], int], limit: int) -> AnalysisProcess:
+    def start(
+        cls, work: Callable[[int], int], limit: int, *, idle: bool = False
+    ) -> AnalysisProcess:
         """Fork; the child runs ``work(read_fd)`` and exits with its status.
 
-        Call before the event loop starts or any thread exists: the child
-        must inherit nothing that is running.
+        ``idle``: the child runs only on CPU nobody else wants (``SCHED_IDLE``)
+        instead of at ``ANALYSIS_NICENESS``. Call before the event loop starts
+        or any thread exists: the child must inherit nothing that is running.
         """
         read_fd, write_fd = os.pipe()
         with contextlib.suppress(OSError):
@@ -340,7 +343,7 @@ class AnalysisProcess:
             status = 70  # EX_SOFTWARE, should work() itself fail
             try:
                 os.close(write_fd)
-                _become_analysis_process()
+                _become_analysis_process(idle=idle)
                 status = work(read_fd)
             except BaseException as exc:
                 with contextlib.suppress(Exception):
@@ -359,7 +362,7 @@ class AnalysisProcess:
             await asyncio.sleep(0.002)
 
 
-def _become_analysis_process(niceness: int = ANALYSIS_NICENESS) -> None:
+def _become_analysis_process(niceness: int = ANALYSIS_NICENESS, *, idle: bool = False) -> None:
     """Detach the forked child from the relay's job: it only reads the pipe.
 
     Signals meant for the relay (Ctrl-C reaches the whole foreground process
@@ -375,6 +378,14 @@ def _become_analysis_process(niceness: int = ANALYSIS_NICENESS) -> None:
     # and the analysis catches up in the pauses (the backlog holds the bytes).
     with contextlib.suppress(OSError):
         os.nice(niceness)
+    if idle:
+        # Stronger still: a SCHED_IDLE task is preempted the moment a normal one
+        # wakes (a nice one may first run out its time slice, which on this
+        # kernel's EEVDF scheduler delayed the relay's wake-ups). It cannot be
+        # undone without privileges, so only a shell whose user is not watching
+        # the analysis live asks for it.
+        with contextlib.suppress(OSError, AttributeError):
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     _return_big_blocks_to_the_os()
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)

@@ -17,6 +17,7 @@ import asyncio
 import gzip
 import hashlib
 import json
+import os
 import queue
 import signal
 import socket
@@ -510,6 +511,32 @@ def test_loopback_listen_does_not_warn(start_proxy: ProxyFactory, upstream: Upst
     trace = proxy.stop()
     assert [line for line in proxy.stderr_lines if "warning" in line] == []
     assert trace.sessions() == set()
+
+
+def analysis_process(proxy: Proxy) -> int:
+    """The pid of a proxy's analysis process (its forked child)."""
+    children = [
+        int(pid)
+        for task in Path(f"/proc/{proxy.proc.pid}/task").iterdir()
+        for pid in (task / "children").read_text().split()
+    ]
+    assert len(children) == 1, children
+    return children[0]
+
+
+@pytest.mark.parametrize("show", [False, True])
+def test_analysis_process_priority(
+    start_proxy: ProxyFactory, upstream: Upstream, show: bool
+) -> None:
+    """Recording only, the analysis runs on CPU nobody else wants; watched, at nice 10."""
+    proxy = start_proxy(upstream.url("/json/mcp"), *(["--show"] if show else []))
+    analysis = analysis_process(proxy)
+    policy = os.sched_getscheduler(analysis)
+    niceness = os.getpriority(os.PRIO_PROCESS, analysis) - os.getpriority(
+        os.PRIO_PROCESS, proxy.proc.pid
+    )
+    proxy.stop()
+    assert (policy, niceness) == ((os.SCHED_OTHER, 10) if show else (os.SCHED_IDLE, 10))
 
 
 # --------------------------------------------------------------------------- paths and URLs
