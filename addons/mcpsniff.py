@@ -92,6 +92,9 @@ _RANK = {"info": 0, "warning": 1, "error": 2}
 HOST_CACHE = 1024
 #: ``mcpsniff_hold`` values.
 HOLD_CHOICES = ("auto", "on", "off")
+#: Flows remembered for their findings (by exchange number): a flow that many
+#: exchanges old gets no more findings on it (the trace still has them all).
+FLOW_MEMORY = 4096
 
 
 def _header_list(message: http.Message) -> list[tuple[str, str]]:
@@ -357,6 +360,8 @@ class McpSniff:
             )
             self.exchanges[flow.id] = exchange
             self.flows[exchange.number] = flow
+            # Numbers go up one by one: forget the flow FLOW_MEMORY exchanges back.
+            self.flows.pop(exchange.number - FLOW_MEMORY, None)
         except Exception as exc:  # one bad flow must never break the proxy
             log.error(f"mcpsniff: cannot examine {flow.request.pretty_url}: {exc!r}")
 
@@ -466,16 +471,15 @@ class McpSniff:
         """What the hook of finished exchange ``number`` returns: mitmproxy awaits it.
 
         Holding (``mcpsniff_hold``), a future done once the exchange's findings
-        are on its flow; else None, and they follow (``_on_reply``). A plain
-        function returning a future, not a coroutine: no coroutine per flow.
+        are on its flow; else None, and they follow (``_on_reply``) while the
+        flow is among the last ``FLOW_MEMORY``. A plain function returning a
+        future, not a coroutine: no coroutine per flow.
         """
         analysis = self.analysis
         if analysis is None:
             self.flows.pop(number, None)
             return None
         if not self.hold:
-            if not analysis.mark(number):
-                self.flows.pop(number, None)
             return None
         waiter = analysis.sync(number)
         if waiter is None:

@@ -13,11 +13,12 @@ event log. So the analysis process answers on a second pipe. After finishing
 an exchange the addon sends a *sync* marker with the exchange's number; when
 the analysis process reaches it, every finding of that exchange has been
 made, and it says so (``Reply.synced``) together with the findings and lines
-made since its last reply. Then the addon forgets the flow. When it holds
-responses (flows are being saved: their findings must be on them *before* the
-addons after it see the flow in the ``response`` hook), that hook waits for
-the reply (``sync``); other flows go on meanwhile. Otherwise nothing waits
-(``mark``), and the marker travels with the next batch.
+made since its last reply. This is for an addon that holds responses (flows
+are being saved: their findings must be on them *before* the addons after it
+see the flow in the ``response`` hook): that hook waits for the reply
+(``sync``); other flows go on meanwhile. Otherwise nothing waits and no
+marker is sent: findings go on their flows whenever they come, and clean
+traffic gets no replies at all.
 
 The analysis process is a fresh interpreter (``python -m
 mcpsniff.relay.analysis_service``), not a fork: mitmproxy may run threads, and
@@ -385,16 +386,6 @@ class AnalysisClient:
             sender.lost_calls += len(calls) - 1  # counted as one call
             # Those syncs will never be answered: their hooks must not wait.
             self._release([args[0] for method, args in calls if method == SYNC])
-
-    def mark(self, number: int) -> bool:
-        """Ask to be told (``Reply.synced``) once exchange ``number``'s findings are made.
-
-        Nothing waits for it: it is sent with the next batch. False if no reply will come.
-        """
-        if self.loop is None or not self.alive:
-            return False
-        self.queue(SYNC, (number,))
-        return True
 
     def sync(self, number: int) -> asyncio.Future[None] | None:
         """A future done once exchange ``number``'s findings are back; None if none will come."""
