@@ -5,6 +5,9 @@ Content-Length or chunked (with random chunk sizes) and written in random
 pieces; a raw upstream answers the same way. Everything runs in one event loop
 with the real ``HttpRelay`` (recording in-process): the upstream must receive
 exactly the client's bytes, and the client exactly the upstream's.
+
+Also here, with the same in-process relay: a session-less GET stream held for
+its first event goes on once its hold limit is reached, undecided no longer.
 """
 
 from __future__ import annotations
@@ -175,3 +178,91 @@ def test_broken_chunks_cut_the_request_off() -> None:
     assert received == head + b"5\r\nabcde\r\n"
     assert answer == b""
     assert outcomes == ["bad-request: invalid chunk-size line"]
+
+
+# --------------------------------------------------------------------------- legacy endpoint
+
+
+def dechunk(data: bytes) -> bytes:
+    """The payload of a chunked body (RFC 9112 §7.1), up to its last chunk."""
+    out = bytearray()
+    while True:
+        line, _, data = data.partition(b"\r\n")
+        size = int(line, 16)
+        if not size:
+            return bytes(out)
+        out += data[:size]
+        data = data[size + 2 :]
+
+
+async def stream_with_late_endpoint(hold_limit: int) -> tuple[bytes, list[Record], int]:
+    """A session-less GET stream: a padding comment longer than ``hold_limit``, then an endpoint.
+
+    The upstream sends the endpoint only once the client has the padding, so a
+    relay still holding the stream deadlocks (and the test times out).
+    Returns the body the client got (dechunked), the records, and the upstream port.
+    """
+    records: list[Record] = []
+    got_padding = asyncio.Event()
+    padding = b": " + b"p" * (hold_limit + 100) + b"\n\n"
+
+    async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n" + b"%x\r\n%s\r\n" % (len(padding), padding)
+        )
+        await writer.drain()
+        await asyncio.wait_for(got_padding.wait(), TIMEOUT)
+        event = b"event: endpoint\ndata: http://127.0.0.1:%d/messages?sessionId=s1\n\n" % port
+        writer.write(b"%x\r\n%s\r\n0\r\n\r\n" % (len(event), event))
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(upstream, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    relay = HttpRelay(
+        HttpOptions(upstream=f"http://127.0.0.1:{port}/sse", port=0), None, show=records.append
+    )
+    relay.hold_limit = hold_limit
+    await relay.start()
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", relay.port)
+        writer.write(b"GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
+        received = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), TIMEOUT)
+        while b"p" * (hold_limit + 100) not in received:
+            received += await asyncio.wait_for(reader.read(65536), TIMEOUT)
+        got_padding.set()
+        while not received.endswith(b"0\r\n\r\n"):
+            received += await asyncio.wait_for(reader.read(65536), TIMEOUT)
+        writer.close()
+    finally:
+        await relay.stop()
+        server.close()
+    return dechunk(received.partition(b"\r\n\r\n")[2]), records, port
+
+
+def test_a_stream_held_past_its_limit_goes_on_and_its_late_endpoint_is_not_rewritten() -> None:
+    body, records, port = asyncio.run(stream_with_late_endpoint(hold_limit=1024))
+    endpoint = b"http://127.0.0.1:%d/messages?sessionId=s1" % port
+    # Forwarded as the upstream sent it: the endpoint came too late to be rewritten.
+    assert body.endswith(b"event: endpoint\ndata: " + endpoint + b"\n\n")
+    events = [r for r in records if isinstance(r, EventRecord)]
+    assert "endpoint-rewrite" not in [e.event for e in events]
+    sse = [
+        (e.data.get("event"), e.data.get("comment_only", False))
+        for e in events
+        if e.event == "sse-event"
+    ]
+    assert sse == [(None, True), ("endpoint", False)]
+    # No event within the limit: a Streamable HTTP GET stream (in the session-less group);
+    # the late endpoint names the legacy session that what follows on it belongs to.
+    (request,) = [e for e in events if e.event == "http-request"]
+    assert request.data["transport"] == "streamable"
+    assert [(e.event, e.session) for e in events if e.event != "session-end"] == [
+        ("http-request", "http"),
+        ("http-response", "http"),
+        ("sse-event", "http"),
+        ("sse-event", "http"),
+        ("http-end", "sse-s1"),
+    ]
