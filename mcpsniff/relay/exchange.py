@@ -1,12 +1,14 @@
 """Describing HTTP exchanges to the analyzer, whoever moves the bytes.
 
-Both HTTP shells, mcpsniff's own aiohttp reverse proxy (``relay/http.py``)
-and the mitmproxy addon, see the same things: a request (method, path,
-headers, body), a response head, then a body that is either one JSON document
-or an SSE stream arriving chunk by chunk. This module turns those into the
+Both HTTP shells, mcpsniff's own reverse proxy (``relay/http.py``) and the
+mitmproxy addon, see the same things: a request (method, path, headers,
+body), a response head, then a body that is either one JSON document or an
+SSE stream arriving chunk by chunk. This module turns those into the
 transport events and frames that ``mcpsniff/core/rules/http.py`` and the rest
 of the core analyze. It is the only place that does, so both shells record
-identical traces for identical traffic; the shells keep only their I/O.
+identical traces for identical traffic. It runs where the analysis runs: the
+shells only note what happened (``remote_exchange``), with the time it
+happened, and their analysis processes replay the notes here.
 
 Session keys follow the transport: ``Mcp-Session-Id`` (Streamable HTTP), the
 ``sessionId`` query parameter of the legacy HTTP+SSE endpoint, one group for

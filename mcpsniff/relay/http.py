@@ -6,9 +6,10 @@ headers and bodies unchanged (hop-by-hop headers excepted) and streaming
 responses chunk by chunk, so SSE events reach the client as they arrive.
 Compressed bodies are forwarded compressed; the analyzer gets a decoded copy.
 
-The shell only moves bytes; what each exchange means to the analyzer is
-described by ``mcpsniff/relay/exchange.py``, shared with the mitmproxy addon
-(the transport events are documented in ``mcpsniff/core/rules/http.py``). It
+The shell only moves bytes and notes what happens to each exchange; what
+that means to the analyzer is worked out in its analysis process by
+``mcpsniff/relay/exchange.py``, shared with the mitmproxy addon (the
+transport events are documented in ``mcpsniff/core/rules/http.py``). It
 never answers in the server's place, except with 502 when the upstream cannot
 be reached.
 The one deliberate change to forwarded bytes is the legacy ``endpoint`` event:

@@ -108,13 +108,6 @@ class RemoteRecorder:
             gap = [("event", (RELAY_SESSION, "capture-gap", t, lost))]
             self.sender.call(t, pickle.dumps(gap, _PROTOCOL), kind=CALLS)
 
-    def event(
-        self, session: str, name: str, t: float, data: dict[str, Any] | None = None
-    ) -> list[Any]:
-        """``Recorder.event``, in the analysis process."""
-        self.send("event", t, (session, name, t, data))
-        return []
-
     def close(self, t: float) -> list[Any]:
         """``Recorder.close`` (ends every session), in the analysis process."""
         self.send("close", t, (t,))
