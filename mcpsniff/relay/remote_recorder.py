@@ -29,6 +29,8 @@ from mcpsniff.relay.remote_exchange import ExchangeReplay, with_data
 #: The session key of relay-wide events (capture gaps).
 RELAY_SESSION = "http"
 _PROTOCOL = pickle.HIGHEST_PROTOCOL
+#: Seconds ``finish`` waits in silence before it says what it is waiting for.
+FINISH_NOTICE_SECONDS = 1.0
 #: Bytes up to this size travel inside a batch of calls; bigger ones on their own.
 INLINE_LIMIT = 64 << 10
 
@@ -59,6 +61,7 @@ class RemoteRecorder:
         self._batch: list[tuple[str, tuple[Any, ...]]] = []
         self._batch_t = 0.0
         self._flush_scheduled = False
+        self._warn = warn
         if warn is not None:
             self.sender.on_broken = lambda exc: warn(
                 f"mcpsniff: warning: the analysis process is gone ({exc.strerror or exc}); "
@@ -114,10 +117,29 @@ class RemoteRecorder:
         return []
 
     async def finish(self) -> int:
-        """Send STOP, wait until the analysis process has written the trace; its status."""
-        self._flush()
-        await self.sender.close()
-        return await self.analysis.wait()
+        """Send STOP, wait until the analysis process has written the trace; its status.
+
+        Should that take a while (the analysis is behind, on a busy machine, where
+        an idle-priority process gets little CPU), the user is told once why
+        mcpsniff has not exited yet, instead of a silent wait.
+        """
+        notice = None
+        if self._warn is not None:
+            warn = self._warn
+            notice = asyncio.get_running_loop().call_later(
+                FINISH_NOTICE_SECONDS,
+                lambda: warn(
+                    "mcpsniff: waiting for the analysis process to finish the trace "
+                    "(it is behind the traffic; nothing is lost)"
+                ),
+            )
+        try:
+            self._flush()
+            await self.sender.close()
+            return await self.analysis.wait()
+        finally:
+            if notice is not None:
+                notice.cancel()
 
 
 def replay_calls(

@@ -24,6 +24,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 import zlib
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -537,6 +538,37 @@ def test_analysis_process_priority(
     )
     proxy.stop()
     assert (policy, niceness) == ((os.SCHED_OTHER, 10) if show else (os.SCHED_IDLE, 10))
+
+
+def test_stopping_behind_an_analysis_process_says_what_it_waits_for(
+    start_proxy: ProxyFactory, upstream: Upstream
+) -> None:
+    """An analysis process behind the traffic delays the exit, and the user is told why."""
+    proxy = start_proxy(upstream.url("/json/mcp"))
+
+    async def talk() -> Reply:
+        async with client() as http:
+            return await McpClient(http, proxy.url).post(
+                b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}'
+            )
+
+    assert run(talk()).status == 400  # the upstream's answer: a ping without a session
+    analysis = analysis_process(proxy)
+    os.kill(analysis, signal.SIGSTOP)  # as if it got no CPU at all
+    try:
+        proxy.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + PROCESS_TIMEOUT
+        while not any("waiting for the analysis process" in line for line in proxy.stderr_lines):
+            assert time.monotonic() < deadline, proxy.stderr
+            assert proxy.proc.poll() is None, proxy.stderr  # it must not leave the trace unfinished
+            time.sleep(0.05)
+    finally:
+        os.kill(analysis, signal.SIGCONT)
+    trace = proxy.stop()
+    # once the analysis went on, the trace was finished: the exchange is in it, whole
+    assert [(f.direction, f.transport) for f in trace.frames] == [("c2s", "http"), ("s2c", "http")]
+    notices = [line for line in proxy.stderr_lines if "waiting for the analysis" in line]
+    assert len(notices) == 1
 
 
 # --------------------------------------------------------------------------- paths and URLs
