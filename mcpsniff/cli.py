@@ -281,7 +281,7 @@ def _short_time(t: float) -> str:
     "--no-busy-poll",
     is_flag=True,
     help="Never poll instead of sleeping. By default the proxy polls for 0.2 ms after "
-    "forwarding while a request is alone, which saves a wake-up per hop (mostly on VMs).",
+    "forwarding while one client talks alone, which saves a wake-up per hop (mostly on VMs).",
 )
 def http(
     upstream: str,
