@@ -415,6 +415,7 @@ class ClientSide(asyncio.Protocol):
         out: list[bytes] = []
         observe: list[tuple[Exchange, str, Any]] = []
         drop = False
+        ended = False
         for event in events:
             if not self.exchanges:
                 break
@@ -445,6 +446,7 @@ class ClientSide(asyncio.Protocol):
                 else:
                     observe.append((exchange, "response", event))
             elif kind is End:
+                ended = True
                 self.exchanges.popleft()
                 if exchange.holding or exchange.rechunk:
                     self._write(out)
@@ -464,7 +466,6 @@ class ClientSide(asyncio.Protocol):
                 self._upstream_broke(upstream, f"upstream-error: {event.reason}")  # type: ignore[union-attr]
                 return
         self._write(out)
-        ended = any(kind == "end" for _, kind, _ in observe)
         self._run(observe)
         if ended:
             self.relay.forwarded(self)

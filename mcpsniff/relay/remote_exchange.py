@@ -30,6 +30,7 @@ from mcpsniff.relay.exchange import (
     HttpObserver,
     comment_only,
     end_to_end,
+    header,
     legacy_endpoint,
     lowered,
     undecided_stream,
@@ -137,10 +138,11 @@ class RemoteExchange:
         t = time.time()
         self.status = status
         text = _text(headers)
-        first = lowered(text)
-        content_type = (first.get("content-type") or "").split(";")[0].strip().lower()
+        content_type = (header(text, "content-type") or "").split(";")[0].strip().lower()
         self.is_sse = content_type == "text/event-stream"
         if self.is_sse and self.method == "GET":
+            # Only a GET stream needs more of its head here (the analysis reads the rest).
+            first = lowered(text)
             request_sid = lowered(end_to_end(_text(self._request_headers))).get("mcp-session-id")
             self.waiting_for_first_event = undecided_stream(
                 self.method, self.path, request_sid, first.get("mcp-session-id"), True
