@@ -293,7 +293,7 @@ def http(
 ) -> None:
     """Reverse-proxy and record an MCP server over Streamable HTTP or HTTP+SSE."""
     from mcpsniff.relay import event_loop
-    from mcpsniff.relay.http import HttpOptions, is_loopback, parse_listen, serve
+    from mcpsniff.relay.http import HttpOptions, is_loopback, mcp_path, parse_listen, serve
     from mcpsniff.relay.observer_pipe import AnalysisProcess
     from mcpsniff.relay.recorder import Recorder
     from mcpsniff.relay.remote_exchange import ExchangeReplay
@@ -357,7 +357,7 @@ def http(
     def warn(text: str) -> None:
         click.echo(text, err=True)
 
-    replay = ExchangeReplay(recording, redact=not no_redact)
+    replay = ExchangeReplay(recording, redact=not no_redact, mcp_path=mcp_path(upstream))
     try:
         # Recording only, the analysis runs on CPU nobody else wants: under load the
         # proxy keeps the cores and the analysis catches up in the pauses. With

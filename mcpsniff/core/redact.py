@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
+from urllib.parse import unquote_plus
 
 MARK = "[REDACTED]"
 _MARK_BYTES = MARK.encode()
@@ -48,7 +49,18 @@ _SECRET_NAMES = frozenset(
     }
 )
 #: Name endings that mark a secret (``openai_api_key``, ``db_password``, ...).
-_SECRET_SUFFIXES = ("apikey", "password", "secret", "accesstoken", "refreshtoken", "privatekey")
+_SECRET_SUFFIXES = (
+    "apikey",
+    "password",
+    "secret",
+    "accesstoken",
+    "refreshtoken",
+    "privatekey",
+    # Header-style names: X-Auth-Token, Private-Token (GitLab), X-Api-Token.
+    "authtoken",
+    "privatetoken",
+    "apitoken",
+)
 #: MCP protocol fields that are never secrets, whatever their names suggest.
 _PROTOCOL_FIELDS = frozenset({"progresstoken", "nextcursor", "cursor", "requestid"})
 
@@ -94,6 +106,25 @@ def redact_frame(raw: bytes) -> tuple[bytes, int]:
     out = _MEMBER.sub(member, raw)
     out = _SCHEME.sub(scheme, out)
     return out, count
+
+
+def redact_query(target: str) -> str:
+    """A request target with the values of secret-named query parameters replaced.
+
+    ``?api_key=...`` is how some servers take credentials; the rest of the
+    target is kept exactly as it was sent.
+    """
+    base, sep, query = target.partition("?")
+    if not sep:
+        return target
+    parts = query.split("&")
+    changed = False
+    for i, part in enumerate(parts):
+        name, eq, value = part.partition("=")
+        if eq and value and is_secret_name(unquote_plus(name)):
+            parts[i] = f"{name}={MARK}"
+            changed = True
+    return f"{base}?{'&'.join(parts)}" if changed else target
 
 
 def redact_headers(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:

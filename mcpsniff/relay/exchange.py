@@ -15,6 +15,11 @@ Session keys follow the transport: ``Mcp-Session-Id`` (Streamable HTTP), the
 stateless 2026-07-28 traffic, and ``http`` for the rest. A GET stream without
 a session header may be a legacy SSE stream; its session is known only from
 its first event (the ``endpoint`` URL), so its events wait until then.
+
+A reverse proxy forwards every path of the upstream's origin, MCP or not
+(OAuth metadata, token endpoints, health checks). Such *plain* exchanges
+(``is_plain_request``) are recorded as HTTP events marked ``"mcp": false``,
+and their bodies are not analyzed as JSON-RPC.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from urllib.parse import parse_qs, urlsplit
 from mcpsniff.core.framing import SseEvent, SseParser
 from mcpsniff.core.model import C2S, S2C
 from mcpsniff.core.protocol import META_VERSION
-from mcpsniff.core.redact import MARK, is_secret_name
+from mcpsniff.core.redact import MARK, is_secret_name, redact_query
 from mcpsniff.relay.recorder import Recorder
 
 #: Largest body copy handed to the analyzer; bigger bodies are forwarded whole
@@ -50,6 +55,9 @@ HOP_BY_HOP = frozenset(
         "upgrade",
     }
 )
+
+#: Characters of an HTTP error body shown in its ``http-error-body`` event.
+ERROR_EXCERPT = 200
 
 PENDING = "pending"
 STREAMABLE = "streamable"
@@ -178,6 +186,32 @@ def comment_only(event: SseEvent) -> bool:
     return event.data is None and event.event is None and event.id is None and event.retry is None
 
 
+def is_plain_request(
+    method: str, path: str, names: dict[str, str], body: bytes, mcp_path: str | None
+) -> bool:
+    """Whether a request a reverse proxy forwards is no MCP traffic (recorded, not analyzed).
+
+    ``mcp_path`` is the MCP endpoint's path (the path of ``--upstream``); None
+    means every request is MCP traffic (a shell that filtered them already).
+    A request is MCP traffic when it goes to that path, or says it is MCP
+    wherever it goes: an ``Mcp-Session-Id``, a legacy ``sessionId`` query, a
+    JSON-RPC body, a GET asking for an event stream (Streamable HTTP: "The
+    client MUST include an Accept header, listing text/event-stream"). An
+    ``MCP-Protocol-Version`` header alone does not count: SDK clients send it
+    with their OAuth discovery requests too, whose JSON answers are no
+    JSON-RPC (analyzed, they were false HTTP-GET-REPLY and JR-* errors).
+    """
+    if mcp_path is None or path.split("?", 1)[0] == mcp_path:
+        return False
+    if names.get("mcp-session-id") or _legacy_session(path):
+        return False
+    if method == "POST":
+        return b'"jsonrpc"' not in body[:4096]
+    if method == "GET":
+        return "text/event-stream" not in (names.get("accept") or "")
+    return True
+
+
 def is_mcp_request(
     method: str,
     headers: list[tuple[str, str]],
@@ -245,6 +279,8 @@ class ExchangeRecorder:
     endpoint: str | None = None
     #: ``headers`` by lower-cased name (first value of each): built once, read often.
     request_names: dict[str, str] = field(default_factory=dict)
+    #: No MCP traffic (``is_plain_request``): HTTP events only, no frames.
+    plain: bool = False
 
     def __post_init__(self) -> None:
         if not self.request_names and self.headers:
@@ -256,11 +292,12 @@ class ExchangeRecorder:
         return {
             "exchange": self.number,
             "method": self.method,
-            "path": self.path,
+            "path": redact_query(self.path) if self.observer.redact else self.path,
             "headers": self.observer.shown_headers(self.headers),
             "transport": self.transport if self.transport != PENDING else STREAMABLE,
             **({"host": self.host} if self.host else {}),
             **({"client": self.client} if self.client else {}),
+            **({"mcp": False} if self.plain else {}),
         }
 
     def _record_request(self) -> None:
@@ -309,10 +346,12 @@ class ExchangeRecorder:
                 },
             )
         )
-        key = self.observer.session_key(self, first.get("mcp-session-id"))
+        key = (
+            self.key if self.plain else self.observer.session_key(self, first.get("mcp-session-id"))
+        )
         if key is not None and self.transport != PENDING:
             self._bind(key)
-        if self.is_sse:
+        if self.is_sse and not self.plain:
             self.parser = SseParser()
             self.decode = stream_decoder(self.content_encoding)
         return forwarded
@@ -339,7 +378,10 @@ class ExchangeRecorder:
 
         Performance: the body is kept as it is, not copied piece by piece.
         """
-        if self.parser is None and not self.copy and len(body) <= ANALYZE_LIMIT:
+        if self.plain:
+            self.received += len(body)
+            self._keep_excerpt(body)
+        elif self.parser is None and not self.copy and len(body) <= ANALYZE_LIMIT:
             self.received += len(body)
             self.copy = body
         else:
@@ -353,6 +395,9 @@ class ExchangeRecorder:
             for event in events:
                 self._sse_event(event)
             return events
+        if self.plain:
+            self._keep_excerpt(chunk)
+            return []
         if len(self.copy) + len(chunk) <= ANALYZE_LIMIT:
             if isinstance(self.copy, bytes):  # kept whole by whole_body
                 self.copy = bytearray(self.copy)
@@ -413,20 +458,29 @@ class ExchangeRecorder:
         # An HTTP error whose body is not JSON ("Invalid Host header" with 421,
         # an HTML 404 page) answers at the HTTP level; the transports only say
         # such a body "MAY comprise a JSON-RPC error", so it is not a frame.
-        plain_error = (
+        # A plain exchange's error is shown the same way, whatever its body.
+        text_error = (
             self.status is not None
             and self.status >= 400
-            and not (self.content_type == "application/json" or self.content_type.endswith("+json"))
-            and self.copy.lstrip()[:1] not in (b"{", b"[")
+            and (
+                self.plain
+                or (
+                    not (
+                        self.content_type == "application/json"
+                        or self.content_type.endswith("+json")
+                    )
+                    and self.copy.lstrip()[:1] not in (b"{", b"[")
+                )
+            )
         )
-        if self.copy and plain_error:
-            excerpt = bytes(self.copy[:200]).decode("utf-8", "replace")
+        if self.copy and text_error:
+            excerpt = bytes(self.copy[:ERROR_EXCERPT]).decode("utf-8", "replace")
             self._emit(
                 "http-error-body",
                 self.observer.clock(),
                 {"exchange": self.number, "excerpt": excerpt},
             )
-        elif self.copy and whole and not acknowledgement:
+        elif self.copy and whole and not acknowledgement and not self.plain:
             meta: dict[str, Any] = {"status": self.status}
             if self.truncated:
                 meta["truncated_at"] = ANALYZE_LIMIT
@@ -440,6 +494,14 @@ class ExchangeRecorder:
         )
 
     # ------------------------------------------------------------------ plumbing
+
+    def _keep_excerpt(self, chunk: bytes) -> None:
+        """A plain exchange keeps only the start of its body (an error's excerpt)."""
+        room = ERROR_EXCERPT - len(self.copy)
+        if room > 0:
+            if isinstance(self.copy, bytes):
+                self.copy = bytearray(self.copy)
+            self.copy += chunk[:room]
 
     def _sse_event(self, event: SseEvent) -> None:
         comments = comment_only(event)
@@ -492,6 +554,8 @@ class ExchangeRecorder:
 
     def _own_key(self) -> str:
         """The session the request alone tells (the ``http`` group when it tells none)."""
+        if self.plain:
+            return self.observer.prefixed("http", self)
         return self.observer.session_key(self, None) or self.observer.prefixed("http", self)
 
     def _emit(self, name: str, t: float, data: dict[str, Any]) -> None:
@@ -520,7 +584,7 @@ class ExchangeRecorder:
         recorder = self.observer.recorder
         for name, t, data in self.deferred:
             recorder.event(key, name, t, data)
-            if name == "http-request" and self.analyzed:
+            if name == "http-request" and self.analyzed and not self.plain:
                 self._frame(C2S, self.analyzed, t)
         self.deferred.clear()
 
@@ -529,10 +593,18 @@ class HttpObserver:
     """Hands out ExchangeRecorders sharing one recorder and one exchange counter."""
 
     def __init__(
-        self, recorder: Recorder, *, redact: bool = True, key_by_host: bool = False
+        self,
+        recorder: Recorder,
+        *,
+        redact: bool = True,
+        key_by_host: bool = False,
+        mcp_path: str | None = None,
     ) -> None:
         self.recorder = recorder
         self.redact = redact
+        #: The MCP endpoint's path, for a shell that forwards other paths too
+        #: (``is_plain_request``); None: every exchange is MCP traffic.
+        self.mcp_path = mcp_path
         #: Prefix session keys with the server's host (a proxy that sees many servers).
         self.key_by_host = key_by_host
         self._exchanges = 0
@@ -561,7 +633,11 @@ class HttpObserver:
         legacy_post = (
             method == "POST" and names.get("mcp-session-id") is None and bool(_legacy_session(path))
         )
-        transport = LEGACY if legacy_post else PENDING if method == "GET" else STREAMABLE
+        analyzed = decoded(body, names.get("content-encoding"))
+        plain = is_plain_request(method, path, names, analyzed, self.mcp_path)
+        transport = (
+            LEGACY if legacy_post else PENDING if method == "GET" and not plain else STREAMABLE
+        )
         exchange = ExchangeRecorder(
             self,
             self._exchanges,
@@ -571,10 +647,11 @@ class HttpObserver:
             forwarded,
             body,
             transport,
-            analyzed=decoded(body, names.get("content-encoding")),
+            analyzed=analyzed,
             host=host,
             client=client,
             request_names=names,
+            plain=plain,
         )
         if legacy_post:
             # A legacy POST's session is in its URL, so it is recorded now, before it
@@ -582,6 +659,10 @@ class HttpObserver:
             # and a server that answers on the SSE stream before acknowledging (the
             # SDKs handle the message, then send 202) had every answer recorded before
             # its request: unpaired, with false JR-RESP-ID and JR-RESP-REQUIRED errors.
+            exchange._record_request()
+            exchange._bind(exchange._own_key())
+        elif plain:
+            # Recorded at once, in the ``http`` group: nothing about it waits for a session.
             exchange._record_request()
             exchange._bind(exchange._own_key())
         return exchange
@@ -607,7 +688,8 @@ class HttpObserver:
             return None
         version = exchange.request_names.get("mcp-protocol-version") or ""
         if version >= "2026-07-28" or _META_VERSION_BYTES in exchange.analyzed:
-            # Stateless era: there are no sessions at all.
+            # Stateless era: there are no sessions at all. (One group for every
+            # client: the server's discovered capabilities are judged across it.)
             return self.prefixed("stateless", exchange)
         return self.prefixed("http", exchange)
 

@@ -74,6 +74,11 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def mcp_path(upstream: str) -> str:
+    """The MCP endpoint's path: the path of ``--upstream`` (exchanges elsewhere are plain)."""
+    return URL(upstream).raw_path or "/"
+
+
 def parse_listen(value: str) -> tuple[str, int]:
     """``HOST:PORT``, ``:PORT`` or ``PORT`` into a host and port."""
     text = value.strip()
@@ -124,7 +129,11 @@ class HttpRelay:
         self.observer = RemoteObserver(
             recorder.send
             if recorder is not None
-            else ExchangeReplay(self.recorder, redact=options.redact).sink  # type: ignore[arg-type]
+            else ExchangeReplay(
+                self.recorder,  # type: ignore[arg-type]
+                redact=options.redact,
+                mcp_path=mcp_path(options.upstream),
+            ).sink
         )
         self.server: asyncio.Server | None = None
         self.port: int | None = None

@@ -194,7 +194,8 @@ class ClientSide(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
         peer = transport.get_extra_info("peername")
-        self.peer = peer[0] if isinstance(peer, tuple) else None
+        # Address and port: which of a host's clients (connections) sent a request.
+        self.peer = _address(peer) if isinstance(peer, tuple) else None
         self.relay.connections.add(self)
 
     def data_received(self, data: bytes) -> None:
@@ -632,6 +633,12 @@ class ClientSide(asyncio.Protocol):
         if self.transport is not None and not self.closed:
             self.transport.close()
         return True
+
+
+def _address(peer: tuple[Any, ...]) -> str:
+    """``host:port``, an IPv6 host in brackets (RFC 3986 §3.2.2)."""
+    host = str(peer[0])
+    return f"[{host}]:{peer[1]}" if ":" in host else f"{host}:{peer[1]}"
 
 
 def _is_event_stream(head: ResponseHead) -> bool:

@@ -215,9 +215,21 @@ class ExchangeReplay:
     and the plain recorder calls a shell makes too (``event``, ``close``).
     """
 
-    def __init__(self, recorder: Recorder, *, redact: bool = True, key_by_host: bool = False):
+    def __init__(
+        self,
+        recorder: Recorder,
+        *,
+        redact: bool = True,
+        key_by_host: bool = False,
+        mcp_path: str | None = None,
+    ):
         self.recorder = recorder
-        self.observer = HttpObserver(recorder, redact=redact, key_by_host=key_by_host)  # type: ignore[arg-type]
+        self.observer = HttpObserver(
+            recorder,  # type: ignore[arg-type]
+            redact=redact,
+            key_by_host=key_by_host,
+            mcp_path=mcp_path,
+        )
         #: The time of the note being replayed: the exchange's events carry it.
         self.now = 0.0
         self.observer.clock = lambda: self.now

@@ -45,6 +45,8 @@ from typing import Any, TypeVar
 from aiohttp import web
 from yarl import URL
 
+from mcpsniff.core.protocol import META_SERVER_INFO
+
 T = TypeVar("T")
 
 #: How long a handler waits for the test's signal before giving up (so nothing hangs).
@@ -52,7 +54,8 @@ HANDLER_WAIT = 30.0
 #: Bodies bigger than this are kept only as a hash in :attr:`Upstream.seen`.
 KEEP_BODY = 1 << 20
 
-FLAVORS = frozenset({"json", "sse", "gzip", "lax", "getjson", "noterm", "dupid"})
+#: What a ``/{flavor}/mcp`` server does; "stateless" is a 2026-07-28 server (no sessions).
+FLAVORS = frozenset({"json", "sse", "gzip", "lax", "getjson", "noterm", "dupid", "stateless"})
 LEGACY_FLAVORS = frozenset({"legacy", "legacyabs", "legacybad", "legacypad"})
 ALLOWED_ORIGIN_HOSTS = frozenset({"localhost", "127.0.0.1"})
 #: The cookie ``/echo?cookie=1`` sets: a secret the trace must not hold.
@@ -325,6 +328,17 @@ class Upstream:
             return web.json_response(error, status=400)
         batch = isinstance(payload, list)
         messages = [m for m in (payload if batch else [payload]) if isinstance(m, dict)]
+        if "stateless" in flavors:
+            # 2026-07-28: every POST stands alone; no session to assign or check.
+            answers = [_answer(m, body) for m in messages if "method" in m and "id" in m]
+            if not answers:
+                return web.Response(status=202)
+            for answer in answers:
+                if "result" in answer:
+                    answer["result"]["resultType"] = "complete"
+                    server_info = {"name": "upstream", "version": "1.0"}
+                    answer["result"]["_meta"] = {META_SERVER_INFO: server_info}
+            return web.json_response(answers if batch else answers[0])
         sid = request.headers.get("Mcp-Session-Id")
         init = next((m for m in messages if m.get("method") == "initialize"), None)
         headers: dict[str, str] = {}

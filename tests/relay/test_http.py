@@ -38,6 +38,7 @@ from yarl import URL
 
 from mcpsniff.cli import main as cli_main
 from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, MessageRecord, Record
+from mcpsniff.core.protocol import META_CLIENT_CAPS, META_CLIENT_INFO, META_VERSION
 from mcpsniff.relay.http import DEFAULT_HOST, HttpOptions, is_loopback, parse_listen
 from mcpsniff.render import finding_json
 from mcpsniff.trace.format import TraceReader
@@ -62,6 +63,7 @@ ACCEPT_POST = "application/json, text/event-stream"
 V_2025_03 = "2025-03-26"
 V_2025_06 = "2025-06-18"
 V_2025_11 = "2025-11-25"
+V_2026_07 = "2026-07-28"
 HOP_BY_HOP_SENT = ("keep-alive", "te", "trailer", "proxy-authorization", "proxy-connection")
 
 
@@ -647,7 +649,11 @@ def test_methods_bodies_statuses_and_headers_pass(
     trace = proxy.stop()
     (response_event,) = trace.events("http-response")
     assert response_event.data["status"] == status
-    check_findings(trace)
+    # No MCP traffic (not the MCP path, no JSON-RPC body): recorded, not analyzed.
+    (request_event,) = trace.events("http-request")
+    assert request_event.data["mcp"] is False
+    assert trace.frames == []
+    assert check_findings(trace) == []
 
 
 def test_hop_by_hop_headers_are_dropped_both_ways(
@@ -1229,6 +1235,176 @@ def test_two_concurrent_sessions_are_two_trace_sessions(
     assert check_findings(trace) == []
 
 
+def stateless_call(
+    request_id: int,
+    name: str = "echo",
+    *,
+    method_header: str = "tools/call",
+    name_header: str | None = None,
+    version_header: str = V_2026_07,
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """A 2026-07-28 ``tools/call`` and its headers, which mirror the body unless told otherwise."""
+    message = {
+        "jsonrpc": "2.0",
+        "id": request_id,
+        "method": "tools/call",
+        "params": {
+            "name": name,
+            "arguments": {},
+            "_meta": {
+                META_VERSION: V_2026_07,
+                META_CLIENT_CAPS: {},
+                META_CLIENT_INFO: {"name": "test-client", "version": "1.0"},
+            },
+        },
+    }
+    headers = {
+        "Accept": ACCEPT_POST,
+        "Content-Type": "application/json",
+        "MCP-Protocol-Version": version_header,
+        "Mcp-Method": method_header,
+        "Mcp-Name": name if name_header is None else name_header,
+    }
+    return message, headers
+
+
+def test_stateless_headers_are_checked_against_the_body(
+    start_proxy: ProxyFactory, upstream: Upstream
+) -> None:
+    proxy = start_proxy(upstream.url("/stateless/mcp"))
+    calls = [
+        stateless_call(1),
+        stateless_call(2, method_header="tools/list"),
+        stateless_call(3, name_header="other"),
+        stateless_call(4, version_header=V_2025_11),
+    ]
+
+    async def talk() -> None:
+        async with client() as http:
+            mcp = McpClient(http, proxy.url, V_2026_07)
+            for message, headers in calls:
+                assert (await mcp.post(message, headers)).status == 200
+
+    run(talk())
+    trace = proxy.stop()
+    checked = check_findings(trace)
+    frames = {f.seq: json.loads(f.raw)["id"] for f in trace.frames if f.direction == "c2s"}
+    found = sorted((frames[f.seq[0]], f.rule, f.data.get("header")) for f in trace.findings)
+    assert found == [
+        (2, "MOD-HTTP-STD-HEADERS", "tools/list"),
+        (3, "MOD-HTTP-STD-HEADERS", "other"),
+        (4, "MOD-HTTP-PROTO-HEADER", V_2025_11),
+    ]
+    assert len(checked) == 3
+
+
+def test_request_without_the_assigned_session_id(
+    start_proxy: ProxyFactory, upstream: Upstream
+) -> None:
+    proxy = start_proxy(upstream.url("/json/mcp"))
+
+    async def talk() -> None:
+        async with client() as http:
+            mcp = McpClient(http, proxy.url)
+            await mcp.initialize()
+            headers = mcp.headers()
+            del headers["Mcp-Session-Id"]
+            reply = await mcp.post(mcp.request_payload("tools/list"), headers)
+            assert reply.status == 400  # this upstream insists on its session id
+
+    run(talk())
+    trace = proxy.stop()
+    (finding,) = [f for f in trace.findings if f.rule == "HTTP-SESSION-ECHO"]
+    (request,) = [e for e in trace.events("http-request") if e.data["exchange"] == 3]
+    assert "mcp-session-id" not in {k.lower() for k, _ in request.data["headers"]}
+    assert finding.session == request.session == "http"
+    assert request.seq in finding.seq
+    assert "HTTP-SESSION-ECHO" in [f["rule"] for f in check_findings(trace)]
+
+
+def test_other_paths_are_recorded_but_not_analyzed(
+    start_proxy: ProxyFactory, upstream: Upstream
+) -> None:
+    """OAuth metadata, a token endpoint, a health check: a reverse proxy forwards them too."""
+    proxy = start_proxy(upstream.url("/json/mcp"))
+    secret = "hunter2-client-secret"
+    plain_paths = [
+        "/echo/.well-known/oauth-protected-resource",
+        "/echo/token",
+        "/echo/health?status=500",
+    ]
+
+    async def talk() -> list[int]:
+        async with client() as http:
+            mcp = McpClient(http, proxy.url, V_2025_11)
+            await mcp.initialize()
+            await mcp.request("tools/list")
+        statuses = []
+        async with client() as http:  # a second client, discovering auth first
+            # SDK clients send MCP-Protocol-Version with discovery requests too.
+            discovery = {"MCP-Protocol-Version": V_2025_11, "Accept": "application/json"}
+            async with http.get(proxy.origin + plain_paths[0], headers=discovery) as r:
+                statuses.append(r.status)
+            form = {"grant_type": "client_credentials", "client_secret": secret}
+            async with http.post(proxy.origin + plain_paths[1], data=form) as r:
+                statuses.append(r.status)
+            async with http.get(proxy.origin + plain_paths[2]) as r:
+                statuses.append(r.status)
+        return statuses
+
+    assert run(talk()) == [200, 200, 500]
+    form_body = f"grant_type=client_credentials&client_secret={secret}"
+    assert upstream.seen[-2].body_len == len(form_body)
+    trace = proxy.stop()
+    plain = [e for e in trace.events("http-request") if e.data.get("mcp") is False]
+    assert [e.data["path"] for e in plain] == plain_paths
+    assert {e.session for e in plain} == {"http"}
+    numbers = {e.data["exchange"] for e in plain}
+    assert not numbers & {(f.meta or {}).get("exchange") for f in trace.frames}
+    assert secret.encode() not in trace.raw  # its body was never recorded
+    (error,) = trace.events("http-error-body")
+    assert error.data["exchange"] in numbers
+    assert error.data["excerpt"] == "upstream exploded: stack trace here\n"
+    assert len(trace.events("http-end")) == 6
+    # No false HTTP-GET-REPLY, JR-* or HTTP-SESSION-ECHO: the MCP session is clean.
+    assert check_findings(trace) == []
+    (sid,) = trace.sessions() - {"http"}
+    assert [r.method for r in assert_paired(trace, sid)] == ["initialize", "tools/list"]
+
+
+def test_resumed_stream_may_repeat_event_ids(start_proxy: ProxyFactory, upstream: Upstream) -> None:
+    """HTTP-EVENT-ID-UNIQUE spares a stream resumed with Last-Event-ID (it replays)."""
+    proxy = start_proxy(upstream.url("/sse+dupid/mcp"))
+
+    async def listen(mcp: McpClient, headers: dict[str, str]) -> list[str]:
+        ids = []
+        async with mcp.http.get(proxy.url, headers=headers) as response:
+            stream = SseStream(response)
+            ping = await stream.next()
+            assert ping is not None
+            ids.append(ping["id"])
+            if "Last-Event-ID" in headers:
+                resumed = await stream.next()
+                assert resumed is not None
+                ids.append(resumed["id"])
+            pong = {"jsonrpc": "2.0", "id": json.loads(ping["data"])["id"], "result": {}}
+            assert (await mcp.post(pong)).status == 202
+            assert await stream.next() is None
+        return ids
+
+    async def talk() -> list[str]:
+        async with client() as http:
+            mcp = McpClient(http, proxy.url, V_2025_11)
+            await mcp.initialize()  # its answer's event id is "1"
+            get = {**mcp.headers(), "Accept": "text/event-stream", "Last-Event-ID": "1"}
+            return await listen(mcp, get)
+
+    # The resumed stream's ping carries id "1" again ("dupid" counts per stream).
+    assert run(talk()) == ["1", "2"]
+    trace = proxy.stop()
+    assert check_findings(trace) == []
+
+
 # --------------------------------------------------------------------------- HTTP rules
 
 
@@ -1477,6 +1653,8 @@ SECRETS = {
     "Authorization": "Bearer auth-secret-1111",
     "Cookie": "session=cookie-secret-2222",
     "X-API-Key": "xapikey-secret-3333",
+    "X-Auth-Token": "xauthtoken-secret-8888",
+    "Private-Token": "privatetoken-secret-9999",
 }
 PROXY_AUTHORIZATION = "Basic proxyauth-secret-4444"
 ARGUMENTS = {
@@ -1491,6 +1669,9 @@ SECRET_MARKS = (
     "arg-apikey-secret-5555",
     "arg-password-secret-6666",
     "set-cookie-secret-4242",
+    "xauthtoken-secret-8888",
+    "privatetoken-secret-9999",
+    "query-secret-1212",
 )
 
 
@@ -1508,7 +1689,8 @@ def test_redaction(start_proxy: ProxyFactory, upstream: Upstream, redact: bool) 
             )
             assert result["content"][0]["text"].startswith("called echo")
             # (No secrets sent here: /echo reflects the headers it got in its body.)
-            async with http.get(proxy.origin + "/echo/x?cookie=1") as r:
+            target = URL(proxy.origin + "/echo/x?cookie=1&api_key=query-secret-1212", encoded=True)
+            async with http.get(target) as r:
                 return mcp.sid, await reply_of(r)
 
     before = len(upstream.seen)
@@ -1519,6 +1701,7 @@ def test_redaction(start_proxy: ProxyFactory, upstream: Upstream, redact: bool) 
     for name, value in SECRETS.items():
         assert call.header(name) == value
     assert call.header("Proxy-Authorization") is None  # hop-by-hop: never forwarded
+    assert upstream.seen[-1].path_qs == "/echo/x?cookie=1&api_key=query-secret-1212"
     assert json.loads(call.body)["params"]["arguments"] == ARGUMENTS
     trace = proxy.stop()
     raw = trace.raw.decode()
@@ -1532,6 +1715,9 @@ def test_redaction(start_proxy: ProxyFactory, upstream: Upstream, redact: bool) 
         arguments = json.loads(call_frame.raw)["params"]["arguments"]
         assert arguments == {**ARGUMENTS, "api_key": "[REDACTED]", "password": "[REDACTED]"}
         assert call_frame.meta is not None and call_frame.meta["redacted"] == 2
+        (cookie_get,) = trace.requests_to("/echo/x")
+        # "cookie" is a secret name too, as a header or a JSON member would be.
+        assert cookie_get.data["path"] == "/echo/x?cookie=[REDACTED]&api_key=[REDACTED]"
     assert assert_paired(trace, sid or "")
     check_findings(trace)
 
@@ -1656,6 +1842,8 @@ def test_invalid_session_id_gets_the_upstreams_404(
     reply = run(talk())
     assert reply.status == 404
     assert reply.json()["error"] == {"code": -32001, "message": "Session not found"}
+    # The upstream got the client's session id, unchanged.
+    assert upstream.seen[-1].header("Mcp-Session-Id") == "no-such-session"
     trace = proxy.stop()
     assert trace.sessions() == {"no-such-session"}
     (request,) = assert_paired(trace, "no-such-session")

@@ -120,6 +120,10 @@ def on_event(session: Session, record: EventRecord) -> None:
     state = _state(session)
     event = record.event
     if event == "http-request":
+        if data.get("mcp") is False:
+            # No MCP traffic (OAuth metadata, a health check) that a reverse proxy
+            # forwarded too: the MCP transport's rules do not apply to it.
+            return
         state.exchanges[number] = Exchange(
             number,
             record.seq,
