@@ -80,7 +80,7 @@ if IMPORT_ERROR is None:
         Reply,
         create_trace,
     )
-    from mcpsniff.relay.exchange import is_mcp_request, lowered
+    from mcpsniff.relay.exchange import client_address, is_mcp_request, lowered
     from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver
 
 log = logging.getLogger("mcpsniff")
@@ -357,6 +357,7 @@ class McpSniff:
                 body,
                 t=request.timestamp_start,
                 host=f"{self._host(request, headers, first)}:{request.port}",
+                client=client_address(flow.client_conn.peername),
             )
             self.exchanges[flow.id] = exchange
             self.flows[exchange.number] = flow

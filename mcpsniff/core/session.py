@@ -44,6 +44,7 @@ from mcpsniff.core.model import (
     MessageRecord,
     Record,
 )
+from mcpsniff.core.protocol import STATELESS
 from mcpsniff.core.rules import flow, http, jsonrpc, lifecycle, methods
 from mcpsniff.core.state import Answered, BatchInfo, Msg, Pending, SessionState
 
@@ -466,6 +467,8 @@ class Session:
             if method is None:
                 self._invalid(msg)
                 return msg
+            # The era decides how the id is keyed (``_scope``): known before it is.
+            lifecycle.note_era(self, msg)
             self._register_request(msg)
             lifecycle.on_request(self, msg)
             methods.on_request(self, msg)
@@ -494,11 +497,46 @@ class Session:
 
     # ------------------------------------------------------------------ correlation
 
+    def pairing_key(self, ident: Any, msg: Msg) -> Any:
+        """The key request id ``ident`` is paired by, for ``msg`` (see ``_scope``)."""
+        key = ident if type(ident) is int else id_key(ident)
+        scope = self._scope(msg)
+        return key if scope is None else ScopedKey(scope, key)
+
+    def _scope(self, msg: Msg) -> str | None:
+        """The client connection of a stateless HTTP message, when ids are paired per client.
+
+        2026-07-28 has no sessions, so a server's stateless traffic is one group,
+        and every client counts its request ids from 1: two concurrent clients
+        through one proxy had each other's ids in flight (a false MSG-ID-INFLIGHT,
+        and answers paired with the other client's request). A response travels
+        on its request's HTTP exchange, so within the group ids are paired per
+        client connection (the ``client`` of the exchange's http-request event,
+        when the shell knows it). Only session-less Streamable HTTP exchanges
+        are scoped: a session id or a legacy stream keeps clients apart already,
+        and a legacy server answers on its GET stream. Batch elements are left
+        unscoped: batches are gone from that era (MSG-BATCH-REMOVED).
+        """
+        if self.state.era != STATELESS or msg.index is not None:
+            return None
+        http_state = self.state.http
+        frame = msg.source
+        if http_state is None or frame is None or not frame.meta:
+            return None
+        exchange = http_state.exchanges.get(frame.meta.get("exchange"))
+        if (
+            exchange is None
+            or exchange.transport != http.STREAMABLE
+            or "mcp-session-id" in exchange.headers
+        ):
+            return None
+        return exchange.client
+
     def _register_request(self, msg: Msg) -> None:
         state = self.state
         direction = msg.direction
         ident = msg.id
-        key = ident if type(ident) is int else id_key(ident)
+        key = self.pairing_key(ident, msg)
         msg.key = key
         pending = state.pending[direction]
         seen = state.used[direction].check_and_add(key)
@@ -554,9 +592,19 @@ class Session:
             jsonrpc.null_id_response(self, msg)
             return
         ident = msg.id
+        scope = self._scope(msg)
         key = ident if type(ident) is int else id_key(ident)
+        if scope is not None:
+            key = ScopedKey(scope, key)
         pending = state.pending[request_direction]
         request = pending.pop(key, None)
+        if request is None and scope is not None:
+            # Not on its own connection: a stream resumed on a new one (Last-Event-ID)
+            # carries answers to requests sent on another. One such request pairs.
+            others = [k for k in pending if type(k) is ScopedKey and k.key == key.key]
+            if len(others) == 1:
+                key = others[0]
+                request = pending.pop(key)
         if request is not None:
             self._pair(msg, request)
             if request.cancelled:
@@ -566,6 +614,8 @@ class Session:
                 msg.note = "late-after-cancel"
             return
         for alt in coerced_keys(msg.id):
+            if scope is not None:
+                alt = ScopedKey(scope, alt)
             request = pending.get(alt)
             if request is not None:
                 del pending[alt]
@@ -687,6 +737,13 @@ class Session:
                 expected=len(batch.request_keys) + batch.invalid_elements,
                 received=len(msgs),
             )
+
+
+class ScopedKey(NamedTuple):
+    """A request id's key within one client connection (``Session._scope``)."""
+
+    scope: str
+    key: Any
 
 
 class _FrameView(NamedTuple):

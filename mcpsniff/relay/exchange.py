@@ -181,6 +181,18 @@ def stream_decoder(encoding: str | None) -> StreamDecoder | None:
     return decode
 
 
+def client_address(peer: Any) -> str | None:
+    """A socket's peer as ``host:port`` (an IPv6 host in brackets, RFC 3986 §3.2.2).
+
+    It names the client's connection in ``http-request`` events, and the
+    stateless era pairs request ids per connection (``Session._scope``).
+    """
+    if not isinstance(peer, tuple) or len(peer) < 2:
+        return None
+    host = str(peer[0])
+    return f"[{host}]:{peer[1]}" if ":" in host else f"{host}:{peer[1]}"
+
+
 def comment_only(event: SseEvent) -> bool:
     """Whether an SSE block held only comments (or unknown fields): no event for a client."""
     return event.data is None and event.event is None and event.id is None and event.retry is None

@@ -21,7 +21,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mcpsniff.relay.exchange import HOP_BY_HOP
+from mcpsniff.relay.exchange import HOP_BY_HOP, client_address
 from mcpsniff.relay.http1 import (
     Body,
     End,
@@ -195,7 +195,7 @@ class ClientSide(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
         peer = transport.get_extra_info("peername")
         # Address and port: which of a host's clients (connections) sent a request.
-        self.peer = _address(peer) if isinstance(peer, tuple) else None
+        self.peer = client_address(peer)
         self.relay.connections.add(self)
 
     def data_received(self, data: bytes) -> None:
@@ -633,12 +633,6 @@ class ClientSide(asyncio.Protocol):
         if self.transport is not None and not self.closed:
             self.transport.close()
         return True
-
-
-def _address(peer: tuple[Any, ...]) -> str:
-    """``host:port``, an IPv6 host in brackets (RFC 3986 §3.2.2)."""
-    host = str(peer[0])
-    return f"[{host}]:{peer[1]}" if ":" in host else f"{host}:{peer[1]}"
 
 
 def _is_event_stream(head: ResponseHead) -> bool:

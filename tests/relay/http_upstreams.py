@@ -338,7 +338,25 @@ class Upstream:
                     answer["result"]["resultType"] = "complete"
                     server_info = {"name": "upstream", "version": "1.0"}
                     answer["result"]["_meta"] = {META_SERVER_INFO: server_info}
-            return web.json_response(answers if batch else answers[0])
+            if "sse" not in flavors:
+                return web.json_response(answers if batch else answers[0])
+            response = self._sse_response()
+            await response.prepare(request)
+            # A call to the "wait" tool is answered once the test sets the flag its
+            # arguments name; the head goes first (aiohttp sends it with the first
+            # bytes of the body, hence a comment).
+            flags = [
+                ((m.get("params") or {}).get("arguments") or {}).get("flag")
+                for m in messages
+                if (m.get("params") or {}).get("name") == "wait"
+            ]
+            for flag in flags:
+                await response.write(b": waiting\n\n")
+                await self._wait(str(flag))
+            for answer in answers:
+                await response.write(sse_event(json.dumps(answer)))
+            await response.write_eof()
+            return response
         sid = request.headers.get("Mcp-Session-Id")
         init = next((m for m in messages if m.get("method") == "initialize"), None)
         headers: dict[str, str] = {}

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 import zlib
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -1266,6 +1267,50 @@ def stateless_call(
         "Mcp-Name": name if name_header is None else name_header,
     }
     return message, headers
+
+
+def test_concurrent_stateless_clients_pair_their_own_requests(
+    start_proxy: ProxyFactory, upstream: Upstream
+) -> None:
+    """2026-07-28 has no sessions, and two clients both count their ids from 1."""
+    proxy = start_proxy(upstream.url("/stateless+sse/mcp"))
+    flag = f"go-{uuid.uuid4().hex}"
+
+    async def talk() -> list[Any]:
+        ids = []
+        async with client() as first, client() as second:  # two connections
+            a, b = McpClient(first, proxy.url, V_2026_07), McpClient(second, proxy.url, V_2026_07)
+            message, headers = stateless_call(1, "wait")
+            message["params"]["arguments"] = {"flag": flag}
+            data = json.dumps(message).encode()
+            async with first.post(proxy.url, data=data, headers=headers) as response:
+                stream = SseStream(response)
+                assert await stream.next() == {"": "waiting"}  # a comment: a's id 1 is in flight
+                # ... while b's id 1 comes and goes.
+                reply = await b.post(*stateless_call(1))
+                ids.append(json.loads(reply.events()[0]["data"])["id"])
+                async with second.get(upstream.url(f"/_control/ack?name={flag}")) as ack:
+                    assert ack.status == 200
+                answer = await stream.next()
+                assert answer is not None
+                ids.append(json.loads(answer["data"])["id"])
+            for n in (2, 3):
+                for mcp in (a, b):
+                    reply = await mcp.post(*stateless_call(n))
+                    ids.append(json.loads(reply.events()[0]["data"])["id"])
+        return ids
+
+    assert run(talk()) == [1, 1, 2, 2, 3, 3]
+    trace = proxy.stop()
+    assert trace.sessions() == {"stateless"}
+    requests = assert_paired(trace, "stateless")
+    assert sorted(r.id for r in requests) == [1, 1, 2, 2, 3, 3]
+    assert len({e.data["client"] for e in trace.events("http-request")}) == 2
+    # Every answer went to the request of its own exchange (its own client).
+    exchange_of = {f.seq: (f.meta or {}).get("exchange") for f in trace.frames}
+    for answer in [m for m in trace.messages if m.answers is not None]:
+        assert exchange_of[answer.frame] == exchange_of[answer.answers]
+    assert check_findings(trace) == []
 
 
 def test_stateless_headers_are_checked_against_the_body(

@@ -121,7 +121,7 @@ def _cancelled(session: Session, msg: Msg) -> None:
         session.report(
             "CANCEL-SHAPE", f"{sender} sent a cancellation reason that is not a string", [msg.frame]
         )
-    key = id_key(request_id)
+    key = session.pairing_key(request_id, msg)
     lc = state.lifecycle
     if msg.direction == C2S and lc.init_key == key and lc.init_seq is not None:
         session.report(

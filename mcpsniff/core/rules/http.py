@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mcpsniff.core.ids import BoundedMap, id_key
+from mcpsniff.core.ids import BoundedMap
 from mcpsniff.core.model import NOTIFICATION, REQUEST, MessageRecord
 from mcpsniff.core.protocol import META_VERSION, STATELESS, V2, V3, V5, version_at_least
 from mcpsniff.core.state import Answered
@@ -68,6 +68,8 @@ class Exchange:
     response_headers: dict[str, str] = field(default_factory=dict)
     first_event_seen: bool = False
     endpoint_seen: bool = False
+    #: The client's connection (``host:port``), when the shell says it.
+    client: str | None = None
 
 
 @dataclass(slots=True)
@@ -131,6 +133,7 @@ def on_event(session: Session, record: EventRecord) -> None:
             str(data.get("path", "")),
             _headers(data.get("headers")),
             str(data.get("transport", STREAMABLE)),
+            client=data["client"] if isinstance(data.get("client"), str) else None,
         )
         _request(session, state.exchanges[number])
     elif event == "http-response":
@@ -181,7 +184,7 @@ def request_of_exchange(session: Session, msg: Any) -> Any:
     requests = [m for m in exchange.methods if m.kind == REQUEST]
     if len(requests) != 1:
         return None
-    return session.state.pending["c2s"].get(id_key(requests[0].id))
+    return session.state.pending["c2s"].get(requests[0].key)
 
 
 def _answered_by_status(session: Session, exchange: Exchange, record: EventRecord) -> None:
@@ -199,7 +202,7 @@ def _answered_by_status(session: Session, exchange: Exchange, record: EventRecor
     for message in exchange.methods:
         if message.kind != REQUEST:
             continue
-        key = id_key(message.id)
+        key = message.key  # as the session keyed it (per client in the stateless era)
         request = pending.pop(key, None)
         if request is not None:
             answered.put(key, Answered(request.seq, request.index, request.method, record.seq))

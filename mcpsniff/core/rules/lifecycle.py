@@ -146,19 +146,35 @@ def _has_cap(caps: dict[str, Any] | None, path: tuple[str, ...]) -> bool:
 # --------------------------------------------------------------------------- requests
 
 
+def note_era(session: Session, msg: Msg) -> None:
+    """A client request whose _meta names a protocol version opens the stateless era.
+
+    Called before the request is keyed (the era decides how ids pair), and
+    again by ``on_request``; only the first such request sets it.
+    """
+    state = session.state
+    if state.era is not None or msg.direction != C2S:
+        return
+    meta = _meta(msg)
+    if meta is not None and META_VERSION in meta:
+        state.era = STATELESS
+        requested = meta[META_VERSION]
+        state.version = requested if is_known_version(requested) else V5
+
+
+def _meta(msg: Msg) -> dict[str, Any] | None:
+    params = msg.params
+    meta = None if params is None else params.get("_meta")
+    return meta if isinstance(meta, dict) else None
+
+
 def on_request(session: Session, msg: Msg) -> None:
     """Lifecycle, capability and era checks for a request."""
     state = session.state
     method = msg.method or ""
     if msg.direction == C2S:
-        params = msg.params
-        meta = None if params is None else params.get("_meta")
-        if type(meta) is not dict and not isinstance(meta, dict):
-            meta = None
-        if meta is not None and META_VERSION in meta and state.era is None:
-            state.era = STATELESS
-            requested = meta[META_VERSION]
-            state.version = requested if is_known_version(requested) else V5
+        meta = _meta(msg)
+        note_era(session, msg)
         if method == "initialize":
             _initialize_request(session, msg)
         elif not state.first_c2s_seen:
