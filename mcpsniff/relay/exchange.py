@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
+import brotli  # type: ignore[import-untyped]
+
 from mcpsniff.core.framing import SseEvent, SseParser
 from mcpsniff.core.model import C2S, S2C
 from mcpsniff.core.protocol import META_VERSION
@@ -56,6 +58,8 @@ HOP_BY_HOP = frozenset(
     }
 )
 
+#: The event for a body whose content-encoding the analyzer cannot undo.
+NOT_ANALYZED = "http-body-not-analyzed"
 #: Characters of an HTTP error body shown in its ``http-error-body`` event.
 ERROR_EXCERPT = 200
 
@@ -65,10 +69,6 @@ LEGACY = "legacy-sse"
 
 #: Looked for in a request body to tell the stateless (2026-07-28) era.
 _META_VERSION_BYTES = META_VERSION.encode()
-
-#: ``decode(chunk)``: what a compressed stream's chunk decodes to so far;
-#: ``decode(b"", final=True)``: the rest.
-StreamDecoder = Callable[..., bytes]
 
 
 def header(headers: list[tuple[str, str]], name: str) -> str | None:
@@ -130,55 +130,73 @@ def end_to_end(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return _end_to_end(headers, _names(headers))[0]
 
 
-def decoded(body: bytes, encoding: str | None) -> bytes:
-    """The analyzer's copy of a whole body: decompressed when its sender compressed it."""
-    if not encoding or encoding.strip().lower() == "identity":
-        return body
-    name = encoding.strip().lower()
+def decode_body(body: bytes, encoding: str | None) -> tuple[bytes, str | None]:
+    """The analyzer's copy of a whole body, decompressed when its sender compressed it.
+
+    Returns ``(copy, None)``, or ``(b"", why)`` when the body cannot be decoded
+    (an unsupported coding such as zstd, or corrupt data): such a body is no
+    frame to analyze, and analyzing the compressed bytes as JSON would be a
+    false JR-PARSE on every message.
+    """
+    name = (encoding or "").strip().lower()
+    if name in ("", "identity") or not body:
+        return body, None
     try:
         if name in ("gzip", "x-gzip"):
-            return zlib.decompress(body, 16 + zlib.MAX_WBITS)
+            return zlib.decompress(body, 16 + zlib.MAX_WBITS), None
         if name == "deflate":
             try:
-                return zlib.decompress(body)
+                return zlib.decompress(body), None
             except zlib.error:
-                return zlib.decompress(body, -zlib.MAX_WBITS)
+                return zlib.decompress(body, -zlib.MAX_WBITS), None
         if name == "br":
-            import brotli  # type: ignore[import-not-found]  # optional
+            return bytes(brotli.decompress(body)), None
+    except Exception as exc:  # brotli.error, zlib.error: the body is not what it says
+        return b"", f"cannot decode {name}: {exc}"
+    return b"", f"unsupported content-encoding {name!r}"
 
-            return bytes(brotli.decompress(body))
-    except Exception:  # a broken body is recorded as it came
-        return body
-    return body
+
+class StreamDecoder:
+    """Incremental decoding of a compressed event stream for the analyzer.
+
+    An event stream is forwarded as it comes, compressed or not, and must not
+    wait for its end to be analyzed. Once a stream cannot be decoded (an
+    unsupported coding, corrupt data) it yields nothing more and ``problem``
+    says why: the stream still passes, unanalyzed.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.problem: str | None = None
+        self._zlib: Any = None
+        self._brotli: Any = None
+        if name in ("gzip", "x-gzip", "deflate"):
+            # 32 + MAX_WBITS: a gzip or a zlib header, whichever the stream has.
+            self._zlib = zlib.decompressobj(32 + zlib.MAX_WBITS)
+        elif name == "br":
+            self._brotli = brotli.Decompressor()
+        else:
+            self.problem = f"unsupported content-encoding {name!r}"
+        self.name = name
+
+    def __call__(self, chunk: bytes, final: bool = False) -> bytes:
+        """What ``chunk`` decodes to so far; with ``final``, the rest."""
+        if self.problem is not None:
+            return b""
+        try:
+            if self._zlib is not None:
+                return self._zlib.flush() if final else self._zlib.decompress(chunk)
+            return b"" if final else bytes(self._brotli.process(chunk))
+        except Exception as exc:  # zlib.error, brotli.error
+            self.problem = f"cannot decode {self.name}: {exc}"
+            return b""
 
 
 def stream_decoder(encoding: str | None) -> StreamDecoder | None:
-    """Incremental decoding of a compressed stream for the analyzer (None: not compressed).
-
-    An event stream is forwarded as it comes, compressed or not, and must not
-    wait for its end to be analyzed. An encoding this cannot decode (br, a
-    corrupt stream) yields nothing: the stream still passes, unanalyzed.
-    """
+    """A decoder for a compressed stream, or None when it is not compressed."""
     name = (encoding or "").strip().lower()
     if name in ("", "identity"):
         return None
-    # 32 + MAX_WBITS: a gzip or a zlib header, whichever the stream has.
-    zstream = (
-        zlib.decompressobj(32 + zlib.MAX_WBITS) if name in ("gzip", "x-gzip", "deflate") else None
-    )
-    failed = zstream is None
-
-    def decode(chunk: bytes, final: bool = False) -> bytes:
-        nonlocal failed
-        if failed or zstream is None:
-            return b""
-        try:
-            return zstream.flush() if final else zstream.decompress(chunk)
-        except zlib.error:
-            failed = True
-            return b""
-
-    return decode
+    return StreamDecoder(name)
 
 
 def client_address(peer: Any) -> str | None:
@@ -293,6 +311,10 @@ class ExchangeRecorder:
     request_names: dict[str, str] = field(default_factory=dict)
     #: No MCP traffic (``is_plain_request``): HTTP events only, no frames.
     plain: bool = False
+    #: Why the request body could not be decoded for the analyzer, if it could not.
+    request_problem: str | None = None
+    #: The stream decoder's problem is in the trace already.
+    stream_problem_noted: bool = False
 
     def __post_init__(self) -> None:
         if not self.request_names and self.headers:
@@ -403,9 +425,13 @@ class ExchangeRecorder:
         """A piece of the response body, forwarded or held by the shell; returns its SSE events."""
         self.received += len(chunk)
         if self.parser is not None:
-            events = self.parser.feed(chunk if self.decode is None else self.decode(chunk))
+            decode = self.decode
+            events = self.parser.feed(chunk if decode is None else decode(chunk))
             for event in events:
                 self._sse_event(event)
+            if decode is not None and decode.problem and not self.stream_problem_noted:
+                self.stream_problem_noted = True
+                self._not_analyzed(decode.problem)
             return events
         if self.plain:
             self._keep_excerpt(chunk)
@@ -460,6 +486,9 @@ class ExchangeRecorder:
             leftovers = self.parser.feed(self.decode(b"", final=True)) if self.decode else []
             for event in leftovers + self.parser.flush():
                 self._sse_event(event)
+            if self.decode is not None and self.decode.problem and not self.stream_problem_noted:
+                self.stream_problem_noted = True
+                self._not_analyzed(self.decode.problem)
         if self.key is None:
             self.first_event(None)
         # A legacy HTTP+SSE server acknowledges each POST with 202 and a body such
@@ -496,8 +525,11 @@ class ExchangeRecorder:
             meta: dict[str, Any] = {"status": self.status}
             if self.truncated:
                 meta["truncated_at"] = ANALYZE_LIMIT
-            body = decoded(bytes(self.copy), self.content_encoding)
-            self._frame(S2C, body, self.observer.clock(), meta)
+            body, undecodable = decode_body(bytes(self.copy), self.content_encoding)
+            if undecodable is None:
+                self._frame(S2C, body, self.observer.clock(), meta)
+            else:
+                self._not_analyzed(undecodable)
         self.copy = bytearray()
         self._emit(
             "http-end",
@@ -506,6 +538,13 @@ class ExchangeRecorder:
         )
 
     # ------------------------------------------------------------------ plumbing
+
+    def _problem(self, direction: str, reason: str) -> dict[str, Any]:
+        return {"exchange": self.number, "dir": direction, "reason": reason}
+
+    def _not_analyzed(self, reason: str) -> None:
+        """The response body could not be decoded: it passed, but is no frame."""
+        self._emit(NOT_ANALYZED, self.observer.clock(), self._problem(S2C, reason))
 
     def _keep_excerpt(self, chunk: bytes) -> None:
         """A plain exchange keeps only the start of its body (an error's excerpt)."""
@@ -596,8 +635,11 @@ class ExchangeRecorder:
         recorder = self.observer.recorder
         for name, t, data in self.deferred:
             recorder.event(key, name, t, data)
-            if name == "http-request" and self.analyzed and not self.plain:
-                self._frame(C2S, self.analyzed, t)
+            if name == "http-request" and not self.plain:
+                if self.analyzed:
+                    self._frame(C2S, self.analyzed, t)
+                elif self.request_problem is not None:
+                    recorder.event(key, NOT_ANALYZED, t, self._problem(C2S, self.request_problem))
         self.deferred.clear()
 
 
@@ -645,7 +687,7 @@ class HttpObserver:
         legacy_post = (
             method == "POST" and names.get("mcp-session-id") is None and bool(_legacy_session(path))
         )
-        analyzed = decoded(body, names.get("content-encoding"))
+        analyzed, undecodable = decode_body(body, names.get("content-encoding"))
         plain = is_plain_request(method, path, names, analyzed, self.mcp_path)
         transport = (
             LEGACY if legacy_post else PENDING if method == "GET" and not plain else STREAMABLE
@@ -664,6 +706,7 @@ class HttpObserver:
             client=client,
             request_names=names,
             plain=plain,
+            request_problem=undecodable,
         )
         if legacy_post:
             # A legacy POST's session is in its URL, so it is recorded now, before it

@@ -42,6 +42,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import brotli  # type: ignore[import-untyped]
 from aiohttp import web
 from yarl import URL
 
@@ -55,7 +56,9 @@ HANDLER_WAIT = 30.0
 KEEP_BODY = 1 << 20
 
 #: What a ``/{flavor}/mcp`` server does; "stateless" is a 2026-07-28 server (no sessions).
-FLAVORS = frozenset({"json", "sse", "gzip", "lax", "getjson", "noterm", "dupid", "stateless"})
+FLAVORS = frozenset(
+    {"json", "sse", "gzip", "br", "zstd", "lax", "getjson", "noterm", "dupid", "stateless"}
+)
 LEGACY_FLAVORS = frozenset({"legacy", "legacyabs", "legacybad", "legacypad"})
 ALLOWED_ORIGIN_HOSTS = frozenset({"localhost", "127.0.0.1"})
 #: The cookie ``/echo?cookie=1`` sets: a secret the trace must not hold.
@@ -137,7 +140,7 @@ class Upstream:
         self._flags: dict[str, asyncio.Event] = {}
         #: name -> how a streaming handler ended ("cancelled", "complete", ...)
         self.endings: dict[str, str] = {}
-        #: Every gzip-compressed body the ``gzip`` flavor sent, as sent.
+        #: Every compressed body the ``gzip``, ``br`` and ``zstd`` flavors sent, as sent.
         self.gzipped: list[bytes] = []
         self._runner: web.AppRunner | None = None
         self.bare = BareServer()
@@ -384,6 +387,16 @@ class Upstream:
         if "gzip" in flavors:
             headers["Content-Encoding"] = "gzip"
             data = gzip.compress(data)
+            self.gzipped.append(data)
+        elif "br" in flavors:
+            headers["Content-Encoding"] = "br"
+            data = brotli.compress(data)
+            self.gzipped.append(data)
+        elif "zstd" in flavors and init is None:
+            # A coding mcpsniff cannot undo (this "zstd" is only labelled so: the
+            # client here never decodes it); initialize is answered plainly.
+            headers["Content-Encoding"] = "zstd"
+            data = b"\x28\xb5\x2f\xfd" + data
             self.gzipped.append(data)
         return web.Response(body=data, content_type="application/json", headers=headers)
 

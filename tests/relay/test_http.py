@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import brotli  # type: ignore[import-untyped]
 import click
 import pytest
 from yarl import URL
@@ -851,6 +852,60 @@ def test_gzip_response_forwarded_compressed_and_analyzed_decoded(
     assert json.loads(trace.frame(answer.frame).raw) == decoded
     (response_event,) = [e for e in trace.events("http-response") if e.data["exchange"] == 1]
     assert ["Content-Encoding", "gzip"] in response_event.data["headers"]
+    assert check_findings(trace) == []
+
+
+def test_brotli_response_forwarded_compressed_and_analyzed_decoded(
+    start_proxy: ProxyFactory, upstream: Upstream
+) -> None:
+    proxy = start_proxy(upstream.url("/br/mcp"))
+
+    async def talk() -> tuple[McpClient, Reply, Any]:
+        async with client() as http:
+            mcp = McpClient(http, proxy.url)
+            init = await mcp.initialize()
+            reply = await mcp.post(mcp.request_payload("tools/list"))
+            return mcp, init, reply
+
+    before = len(upstream.gzipped)
+    mcp, init, tools = run(talk())
+    assert [init.header("Content-Encoding"), tools.header("Content-Encoding")] == ["br", "br"]
+    assert upstream.gzipped[before:] == [init.body, tools.body]  # forwarded as sent
+    trace = proxy.stop()
+    requests = assert_paired(trace, mcp.sid or "")
+    assert [r.method for r in requests] == ["initialize", "tools/list"]
+    answer = next(m for m in trace.messages if m.answers == requests[-1].frame)
+    expected = json.loads(brotli.decompress(tools.body))
+    assert json.loads(trace.frame(answer.frame).raw) == expected
+    assert check_findings(trace) == []
+
+
+def test_undecodable_response_is_recorded_not_parsed(
+    start_proxy: ProxyFactory, upstream: Upstream
+) -> None:
+    """A body whose coding mcpsniff cannot undo is no JR-PARSE, nor an unanswered request."""
+    proxy = start_proxy(upstream.url("/zstd/mcp"))
+
+    async def talk() -> tuple[McpClient, Reply]:
+        async with client() as http:
+            mcp = McpClient(http, proxy.url)
+            await mcp.initialize()
+            return mcp, await mcp.post(mcp.request_payload("tools/list"))
+
+    before = len(upstream.gzipped)
+    mcp, reply = run(talk())
+    assert (reply.status, reply.header("Content-Encoding")) == (200, "zstd")
+    assert mcp.sid is not None
+    assert upstream.gzipped[before:][-1] == reply.body
+    trace = proxy.stop()
+    (event,) = trace.events("http-body-not-analyzed")
+    assert event.data == {
+        "exchange": 3,
+        "dir": "s2c",
+        "reason": "unsupported content-encoding 'zstd'",
+    }
+    answers = [f for f in trace.frames if f.direction == "s2c"]
+    assert [(f.meta or {}).get("exchange") for f in answers] == [1]  # initialize's only
     assert check_findings(trace) == []
 
 

@@ -3,11 +3,18 @@
 The HTTP shell describes each exchange with transport events, and tags the
 frames it carries with the exchange number:
 
-* ``http-request``  ``{exchange, method, path, headers, transport}``
+* ``http-request``  ``{exchange, method, path, headers, transport}``, with
+  ``client`` (``host:port``) when the shell knows it, and ``mcp: false`` for
+  traffic that is no MCP (a reverse proxy forwards OAuth metadata, health
+  checks...: recorded, not analyzed, and no rule applies to it)
 * ``http-response`` ``{exchange, status, headers}``
 * ``http-end``      ``{exchange, outcome, body_bytes}``
 * ``sse-event``     ``{exchange, id, event, index}`` for every SSE event, data or not
   (``comment_only`` marks a block of comments only, which is no event)
+* ``http-error-body`` ``{exchange, excerpt}``: an error answer that is no JSON-RPC
+* ``http-body-not-analyzed`` ``{exchange, dir, reason}``: a body whose
+  content-encoding could not be undone (unsupported, or corrupt); it passed
+  unchanged but is no frame
 
 ``transport`` is ``"streamable"`` (Streamable HTTP) or ``"legacy-sse"``
 (2024-11-05 HTTP+SSE). Header names are compared case-insensitively
@@ -70,6 +77,8 @@ class Exchange:
     endpoint_seen: bool = False
     #: The client's connection (``host:port``), when the shell says it.
     client: str | None = None
+    #: The response body could not be decoded (``http-body-not-analyzed``).
+    unreadable: bool = False
 
 
 @dataclass(slots=True)
@@ -151,6 +160,10 @@ def on_event(session: Session, record: EventRecord) -> None:
         exchange = state.exchanges.pop(number, None)
         if exchange is not None:
             _answered_by_status(session, exchange, record)
+    elif event == "http-body-not-analyzed" and data.get("dir") == "s2c":
+        exchange = state.exchanges.get(number)
+        if exchange is not None:
+            exchange.unreadable = True
 
 
 def on_frame(session: Session, frame: FrameRecord, messages: list[MessageRecord]) -> None:
@@ -195,7 +208,9 @@ def _answered_by_status(session: Session, exchange: Exchange, record: EventRecor
     the status itself is the answer, not a missing response.
     """
     status = exchange.status
-    if status is None or status < 400 or exchange.method != "POST":
+    # So was a request whose answer came in a body the analyzer could not decode
+    # (br without brotli, zstd): it was answered, only not readably.
+    if status is None or (status < 400 and not exchange.unreadable) or exchange.method != "POST":
         return
     pending = session.state.pending["c2s"]
     answered = session.state.answered["c2s"]
