@@ -48,6 +48,9 @@ SHUTDOWN_GRACE = 2.0
 #: Most bytes of a session-less GET stream held back while waiting for its first
 #: event (a legacy endpoint to rewrite) before they are forwarded as they are.
 HOLD_LIMIT = 1 << 20
+#: Longest such a hold lasts. Legacy servers send their endpoint event at once;
+#: a stream that opens with keep-alive comments goes on after this.
+HOLD_SECONDS = 1.0
 
 
 @dataclass
@@ -139,6 +142,7 @@ class HttpRelay:
         self.port: int | None = None
         self.connections: set[ClientSide] = set()
         self.hold_limit = HOLD_LIMIT
+        self.hold_seconds = HOLD_SECONDS
         #: Busy polling after activity while one client talks alone.
         self.spinner: Spinner | None = None
         #: The connection that forwarded a whole message last.

@@ -536,6 +536,9 @@ class ClientSide(asyncio.Protocol):
             return  # a rewrite would change the length: the bytes pass as they are
         exchange.holding = True
         exchange.chunked = bool(codings) and codings[-1] == "chunked"
+        # Held no longer than this either: a stream that opens with comments
+        # (keep-alives) for a long time must not look dead to its client.
+        asyncio.get_running_loop().call_later(self.relay.hold_seconds, self._release_held, exchange)
 
     def _held_body(self, exchange: Exchange, payload: bytes) -> None:
         """A piece of a held (or re-chunked) stream: as ``_relay_body`` did it."""
@@ -550,9 +553,17 @@ class ClientSide(asyncio.Protocol):
         recorder.body_chunk(payload)  # decides the session at the first event
         if recorder.waiting_for_first_event and len(exchange.held) < self.relay.hold_limit:
             return
+        self._release_held(exchange)
+
+    def _release_held(self, exchange: Exchange) -> None:
+        """The first event came, or the hold limit (bytes or time) was reached: send on."""
+        if not exchange.holding or exchange.finished or self.closed:
+            return
+        recorder = exchange.recorder
+        assert recorder is not None
         exchange.holding = False
         if recorder.waiting_for_first_event:
-            # No event within HOLD_LIMIT (comments only): not held any longer.
+            # No event within the hold limit (comments only): not held any longer.
             recorder.first_event(None)
         held = self.relay.rewrite_endpoint(recorder, bytes(exchange.held))
         exchange.held = bytearray()

@@ -7,7 +7,8 @@ with the real ``HttpRelay`` (recording in-process): the upstream must receive
 exactly the client's bytes, and the client exactly the upstream's.
 
 Also here, with the same in-process relay: a session-less GET stream held for
-its first event goes on once its hold limit is reached, undecided no longer.
+its first event goes on once its hold limit (bytes or time) is reached,
+undecided no longer.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -195,16 +197,20 @@ def dechunk(data: bytes) -> bytes:
         data = data[size + 2 :]
 
 
-async def stream_with_late_endpoint(hold_limit: int) -> tuple[bytes, list[Record], int]:
-    """A session-less GET stream: a padding comment longer than ``hold_limit``, then an endpoint.
+async def stream_with_late_endpoint(
+    hold_limit: int, padding_size: int, hold_seconds: float = 30.0
+) -> tuple[bytes, list[Record], int]:
+    """A session-less GET stream: a padding comment, then an endpoint.
 
     The upstream sends the endpoint only once the client has the padding, so a
-    relay still holding the stream deadlocks (and the test times out).
+    relay still holding the stream deadlocks (and the test times out): the
+    padding must go on because it passed ``hold_limit`` bytes, or because it
+    was held ``hold_seconds``.
     Returns the body the client got (dechunked), the records, and the upstream port.
     """
     records: list[Record] = []
     got_padding = asyncio.Event()
-    padding = b": " + b"p" * (hold_limit + 100) + b"\n\n"
+    padding = b": " + b"p" * padding_size + b"\n\n"
 
     async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await reader.readuntil(b"\r\n\r\n")
@@ -225,12 +231,13 @@ async def stream_with_late_endpoint(hold_limit: int) -> tuple[bytes, list[Record
         HttpOptions(upstream=f"http://127.0.0.1:{port}/sse", port=0), None, show=records.append
     )
     relay.hold_limit = hold_limit
+    relay.hold_seconds = hold_seconds
     await relay.start()
     try:
         reader, writer = await asyncio.open_connection("127.0.0.1", relay.port)
         writer.write(b"GET /sse HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: text/event-stream\r\n\r\n")
         received = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), TIMEOUT)
-        while b"p" * (hold_limit + 100) not in received:
+        while b"p" * padding_size not in received:
             received += await asyncio.wait_for(reader.read(65536), TIMEOUT)
         got_padding.set()
         while not received.endswith(b"0\r\n\r\n"):
@@ -242,8 +249,17 @@ async def stream_with_late_endpoint(hold_limit: int) -> tuple[bytes, list[Record
     return dechunk(received.partition(b"\r\n\r\n")[2]), records, port
 
 
-def test_a_stream_held_past_its_limit_goes_on_and_its_late_endpoint_is_not_rewritten() -> None:
-    body, records, port = asyncio.run(stream_with_late_endpoint(hold_limit=1024))
+@pytest.mark.parametrize(
+    ("hold_limit", "padding_size", "hold_seconds"),
+    [(1024, 1124, 30.0), (1 << 20, 10, 0.2)],
+    ids=["bytes", "time"],
+)
+def test_a_stream_held_past_its_limit_goes_on_and_its_late_endpoint_is_not_rewritten(
+    hold_limit: int, padding_size: int, hold_seconds: float
+) -> None:
+    body, records, port = asyncio.run(
+        stream_with_late_endpoint(hold_limit, padding_size, hold_seconds)
+    )
     endpoint = b"http://127.0.0.1:%d/messages?sessionId=s1" % port
     # Forwarded as the upstream sent it: the endpoint came too late to be rewritten.
     assert body.endswith(b"event: endpoint\ndata: " + endpoint + b"\n\n")
