@@ -41,7 +41,7 @@ from yarl import URL
 from mcpsniff.cli import main as cli_main
 from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, MessageRecord, Record
 from mcpsniff.core.protocol import META_CLIENT_CAPS, META_CLIENT_INFO, META_VERSION
-from mcpsniff.relay.http import DEFAULT_HOST, HttpOptions, is_loopback, parse_listen
+from mcpsniff.relay.http import DEFAULT_HOST, DEFAULT_PORT, HttpOptions, is_loopback, parse_listen
 from mcpsniff.render import finding_json
 from mcpsniff.trace.format import TraceReader
 from tests.relay.http_upstreams import (
@@ -499,6 +499,56 @@ def test_listen_defaults_to_loopback() -> None:
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.2")
     with pytest.raises(ValueError, match="HOST:PORT"):
         parse_listen("nonsense")
+
+
+def test_defaults_port_trace_folder_and_show(upstream: Upstream, tmp_path: Path) -> None:
+    """No --listen, no --trace: 127.0.0.1:6280 and a trace in the state folder; --show shows."""
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", DEFAULT_PORT))
+        except OSError:
+            pytest.skip(f"port {DEFAULT_PORT} is in use here")
+    assert DEFAULT_PORT == 6280
+    command = [sys.executable, "-m", "mcpsniff", "http", "--upstream", upstream.url("/json/mcp")]
+    proc = subprocess.Popen(
+        [*command, "--show"],
+        cwd=REPO,
+        env={**os.environ, "XDG_STATE_HOME": str(tmp_path)},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert proc.stderr is not None
+        announcement = proc.stderr.readline().decode()
+        url = f"http://127.0.0.1:{DEFAULT_PORT}/json/mcp"
+        assert announcement.startswith(f"mcpsniff: proxying {url} -> "), announcement
+        path = Path(announcement.rsplit("recording to ", 1)[1].strip())
+        assert path.parent == tmp_path / "mcpsniff" / "traces"
+
+        async def talk() -> None:
+            async with client() as http:
+                mcp = McpClient(http, url)
+                await mcp.initialize()
+                await mcp.request("tools/list")
+
+        run(talk())
+        proc.send_signal(signal.SIGTERM)
+        shown = proc.stderr.read().decode()
+        assert proc.wait(PROCESS_TIMEOUT) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(PROCESS_TIMEOUT)
+    # The live timeline: each request and its answer, as they happened.
+    for method in ("initialize", "notifications/initialized", "tools/list"):
+        assert method in shown, shown
+    assert "Traceback" not in shown
+    assert path.stat().st_mode & 0o777 == 0o600
+    with TraceReader(path) as reader:
+        records = list(reader.records())
+    methods = [r.method for r in records if isinstance(r, MessageRecord) and r.kind == "request"]
+    assert methods == ["initialize", "tools/list"]
 
 
 def test_non_loopback_listen_warns(start_proxy: ProxyFactory, upstream: Upstream) -> None:
