@@ -499,12 +499,17 @@ class Session:
 
     def pairing_key(self, ident: Any, msg: Msg) -> Any:
         """The key request id ``ident`` is paired by, for ``msg`` (see ``_scope``)."""
-        key = ident if type(ident) is int else id_key(ident)
+        return self.scoped(ident if type(ident) is int else id_key(ident), msg)
+
+    def scoped(self, key: Any, msg: Msg) -> Any:
+        """``key`` (an id's or a progress token's) within ``msg``'s client, when scoped."""
         scope = self._scope(msg)
         return key if scope is None else ScopedKey(scope, key)
 
     def _scope(self, msg: Msg) -> str | None:
         """The client connection of a stateless HTTP message, when ids are paired per client.
+
+        (Progress tokens, which clients make up too, are kept per client alike.)
 
         2026-07-28 has no sessions, so a server's stateless traffic is one group,
         and every client counts its request ids from 1: two concurrent clients

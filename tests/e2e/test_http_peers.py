@@ -693,6 +693,71 @@ INSPECTOR_CALLS = {
 }
 
 
+# --------------------------------------------------------------------------- two clients at once
+
+#: A session-keyed server and a stateless one: the two ways clients are kept apart.
+PAIR_CASES = [c for c in CASES if c.id in ("server-everything-streamable", "sdk2-server")]
+
+
+@dataclass
+class PairRun:
+    """Two SDK clients through one mcpsniff at once, and the trace."""
+
+    case: Case
+    results: list[dict[str, Any]]
+    trace: Trace
+
+
+@pytest.fixture(scope="module", params=PAIR_CASES, ids=[c.id for c in PAIR_CASES])
+def pair(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> PairRun:
+    case: Case = request.param
+    reason = _missing(case.needs, case.command[0] == "node")
+    if reason is not None:
+        pytest.skip(f"end-to-end peers not installed ({reason}); run scripts/setup-peers.sh")
+    folder = tmp_path_factory.mktemp(f"pair-{case.id}")
+    server = Server(case.command, case.env, folder / "server.log")
+    try:
+        relay = Relay(server.url(case.path), folder / "trace.jsonl")
+        try:
+            clients = [_client(relay.url, case.transport) for _ in range(2)]
+            try:
+                results = [client_result(c, f"client {n}") for n, c in enumerate(clients, 1)]
+            finally:
+                for client in clients:
+                    stop_process(client, signal.SIGKILL)
+        finally:
+            records = relay.stop()
+    finally:
+        server.stop()
+    return PairRun(case, results, Trace(relay.trace, records))
+
+
+def test_two_clients_at_once_keep_their_own_answers(pair: PairRun) -> None:
+    """Both run the whole plan; each request is answered once, by its own client's exchange."""
+    first, second = pair.results
+    assert first == second
+    trace = pair.trace
+    assert len(trace.requests()) >= 2 * 10  # a whole plan each
+    assert_every_request_answered_once(trace)
+    clients = {e.data["exchange"]: e.data["client"] for e in trace.events("http-request")}
+    assert len(set(clients.values())) >= 2
+    if pair.case.modern:
+        # Stateless: one group, both clients counting ids from the same start; each
+        # answer travelled on the connection of the request it answers.
+        assert {m.session for m in trace.messages} == {"stateless"}
+        for reply in trace.replies():
+            request = next(m for m in trace.requests() if m.frame == reply.answers)
+            exchange = trace.exchange_of(request)
+            assert clients[trace.exchange_of(reply)] == clients[exchange]
+    else:
+        inits = trace.with_method("initialize")
+        assert len({m.session for m in inits}) == 2
+    rules = {f.rule for f in trace.errors}
+    assert rules <= ({pair.case.known_errors} if pair.case.known_errors else set())
+    assert "MSG-ID-INFLIGHT" not in {f.rule for f in trace.findings}
+    assert_check_finds_what_the_relay_found(trace)
+
+
 @dataclass
 class InspectorRun:
     direct: dict[str, bytes]

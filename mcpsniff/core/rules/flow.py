@@ -57,6 +57,7 @@ def on_request(session: Session, msg: Msg) -> None:
         return
     else:
         key = id_key(token)
+    key = session.scoped(key, msg)  # per client in the stateless era, as ids are
     active = session.state.progress[msg.direction]
     if key in active:
         session.report(
@@ -211,7 +212,7 @@ def _progress(session: Session, msg: Msg) -> None:
             "PROG-PARAMS", f"{sender} sent a progress notification without a token", [msg.frame]
         )
         return
-    key = id_key(token)
+    key = session.scoped(id_key(token), msg)
     request_direction = OPPOSITE[msg.direction]
     active = state.progress[request_direction].get(key)
     if active is None:
