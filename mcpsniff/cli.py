@@ -278,6 +278,12 @@ def _short_time(t: float) -> str:
 @click.option("--show", is_flag=True, help="Print a line per message on stderr as it happens.")
 @click.option("--no-redact", is_flag=True, help="Record credentials as they are (off by default).")
 @click.option(
+    "--keep-host",
+    is_flag=True,
+    help="Forward the Host header as the client sent it. By default a Host naming the proxy "
+    "(what a client using the printed URL sends) becomes the upstream's; any other passes.",
+)
+@click.option(
     "--no-busy-poll",
     is_flag=True,
     help="Never poll instead of sleeping. By default the proxy polls for 0.2 ms after "
@@ -289,6 +295,7 @@ def http(
     trace_path: Path | None,
     show: bool,
     no_redact: bool,
+    keep_host: bool,
     no_busy_poll: bool,
 ) -> None:
     """Reverse-proxy and record an MCP server over Streamable HTTP or HTTP+SSE."""
@@ -313,6 +320,7 @@ def http(
         show=show,
         redact=not no_redact,
         busy_poll=not no_busy_poll,
+        keep_host=keep_host,
     )
     if not upstream.startswith(("http://", "https://")):
         _fail("http", f"--upstream must be an http:// or https:// URL, not {upstream!r}")
@@ -323,7 +331,13 @@ def http(
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         writer = TraceWriter.create(
             path,
-            meta={"source": "mcpsniff http", "upstream": upstream, "redacted": not no_redact},
+            meta={
+                "source": "mcpsniff http",
+                "upstream": upstream,
+                "redacted": not no_redact,
+                # What the upstream got as Host when the client's named the proxy.
+                "host_header": "as sent" if keep_host else "upstream's",
+            },
             created=time.time(),
         )
     except FileExistsError:

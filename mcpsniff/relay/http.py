@@ -34,6 +34,7 @@ from yarl import URL
 
 from mcpsniff.core.model import Record
 from mcpsniff.relay.event_loop import Spinner
+from mcpsniff.relay.http1 import RequestHead
 from mcpsniff.relay.http_wire import ClientSide
 from mcpsniff.relay.recorder import Recorder
 from mcpsniff.relay.remote_exchange import ExchangeReplay, RemoteExchange, RemoteObserver
@@ -65,6 +66,8 @@ class HttpOptions:
     redact: bool = True
     #: Poll instead of sleeping for a moment while a request is alone (``event_loop``).
     busy_poll: bool = True
+    #: Forward the Host field as the client sent it, even when it names the proxy.
+    keep_host: bool = False
 
 
 def is_loopback(host: str) -> bool:
@@ -116,6 +119,15 @@ class HttpRelay:
             ssl.create_default_context() if upstream.scheme == "https" else None
         )
         self._origin_text = str(self.origin)
+        host = upstream.raw_host or ""
+        host = f"[{host}]" if ":" in host else host
+        #: The upstream as a Host field value (RFC 9110 §7.2: host and any explicit port).
+        self.upstream_authority = host + (
+            f":{upstream.explicit_port}" if upstream.explicit_port else ""
+        )
+        self._host_line = b"Host: " + self.upstream_authority.encode("ascii")  # punycode
+        #: Host values that name this proxy (filled in once it listens).
+        self.own_authorities: frozenset[str] = frozenset()
         #: Analysis and trace writing: in this process (a ``Recorder``), or in
         #: the forked analysis process (a ``RemoteRecorder``, what the CLI uses).
         self.recorder: Recorder | RemoteRecorder
@@ -173,6 +185,13 @@ class HttpRelay:
         )
         sockets = self.server.sockets
         self.port = sockets[0].getsockname()[1] if sockets else self.options.port
+        names = {self.options.host.lower()}
+        if is_loopback(self.options.host):
+            names |= {"localhost", "127.0.0.1", "[::1]", "::1"}
+        self.own_authorities = frozenset(
+            f"[{n}]:{self.port}" if ":" in n and not n.startswith("[") else f"{n}:{self.port}"
+            for n in names
+        )
 
     async def stop(self) -> None:
         """Stop listening, let open exchanges finish (for a while), end every session."""
@@ -207,6 +226,26 @@ class HttpRelay:
             spinner.kick()
         else:
             self.last_forwarder = connection
+
+    def host_line(self, head: RequestHead) -> tuple[int, bytes] | None:
+        """The Host field to send instead of the client's, if any.
+
+        A client that uses the printed URL names the proxy in Host
+        (``127.0.0.1:6280``); the upstream gets its own name instead, as from
+        a direct client, or a server that routes by name (most https ones)
+        would not know the request. Any other Host passes unchanged, so a
+        DNS-rebinding request (``Host: evil.example``) still reaches the
+        server as it was sent, and the server still refuses it.
+        """
+        if self.options.keep_host:
+            return None
+        try:
+            index = head.names.index("host")
+        except ValueError:
+            return None
+        if head.headers[index][1].strip().lower() not in self.own_authorities:
+            return None
+        return index, self._host_line
 
     def target(self, path: str) -> str:
         """The upstream URL a request for ``path`` goes to."""

@@ -50,20 +50,27 @@ CONNECT_TIMEOUT = 15.0
 _LAST_CHUNK = b"0\r\n\r\n"
 
 
-def forwarded_head(head: RequestHead | ResponseHead) -> bytes:
+def forwarded_head(
+    head: RequestHead | ResponseHead, replace: tuple[int, bytes] | None = None
+) -> bytes:
     """The head to forward: as received, minus hop-by-hop fields (RFC 9110 §7.6.1).
 
     Those are the HOP_BY_HOP fields and every field a Connection field names;
-    the framing fields are kept (the body keeps its framing).
+    the framing fields are kept (the body keeps its framing). ``replace``:
+    the index of a field line and the line to send instead (the Host field).
     """
     names = head.names
     drop = _DROP
     if "connection" in names:
         drop = _DROP | (set(field_tokens(head.headers, "connection")) - _FRAMING)
-    if drop.isdisjoint(names):
+    if replace is None and drop.isdisjoint(names):
         return head.raw  # the usual case: the exact bytes received
     start = head.raw.split(b"\r\n", 1)[0]
-    kept = [line for name, line in zip(names, head.lines, strict=True) if name not in drop]
+    lines = head.lines
+    if replace is not None:
+        lines = list(lines)
+        lines[replace[0]] = replace[1]
+    kept = [line for name, line in zip(names, lines, strict=True) if name not in drop]
     return b"\r\n".join([start, *kept]) + b"\r\n\r\n"
 
 
@@ -284,7 +291,7 @@ class ClientSide(asyncio.Protocol):
             self.upstream.parser.expect(head.method)
         elif self.connecting is None:
             self._connect()
-        out.append(forwarded_head(head))
+        out.append(forwarded_head(head, self.relay.host_line(head)))
 
     def _send_upstream(self, out: list[bytes]) -> None:
         if not out:

@@ -694,7 +694,7 @@ def test_methods_bodies_statuses_and_headers_pass(
     seen = dict((k.lower(), v) for k, v in echoed["headers"])
     assert seen["x-client-custom"] == "from client"
     assert seen["content-type"] == "x/y"
-    assert seen["host"] == f"127.0.0.1:{proxy.port}"
+    assert seen["host"] == f"127.0.0.1:{upstream.port}"  # named the proxy: the upstream's
     assert reply.header(ECHO_HEADER[0]) == ECHO_HEADER[1]
     assert reply.header("Content-Type") == "application/json; charset=utf-8"
     assert reply.header("Content-Length") == str(len(reply.body))
@@ -804,8 +804,12 @@ def test_no_headers_added_either_way(start_proxy: ProxyFactory, upstream: Upstre
     proxy.stop()
 
 
-def test_host_and_origin_pass_unchanged(start_proxy: ProxyFactory, upstream: Upstream) -> None:
-    proxy = start_proxy(upstream.url("/json/mcp"))
+@pytest.mark.parametrize("keep_host", [False, True], ids=["default", "keep-host"])
+def test_host_naming_the_proxy_becomes_the_upstreams_and_origin_passes(
+    start_proxy: ProxyFactory, upstream: Upstream, keep_host: bool
+) -> None:
+    """What a direct client would send, except that a DNS-rebinding Host passes as it is."""
+    proxy = start_proxy(upstream.url("/json/mcp"), *(["--keep-host"] if keep_host else []))
     init = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -817,7 +821,7 @@ def test_host_and_origin_pass_unchanged(start_proxy: ProxyFactory, upstream: Ups
         },
     }
 
-    async def talk() -> tuple[Reply, Reply]:
+    async def talk() -> tuple[Reply, Reply, Reply]:
         async with client() as http:
             base = {"Accept": ACCEPT_POST, "Content-Type": "application/json"}
             async with http.post(
@@ -830,23 +834,40 @@ def test_host_and_origin_pass_unchanged(start_proxy: ProxyFactory, upstream: Ups
                 proxy.url, json=init, headers={**base, "Origin": "http://localhost:5173"}
             ) as r:
                 allowed = await reply_of(r)
-            return rebound, allowed
+            by_name = {**base, "Host": f"LocalHost:{proxy.port}"}
+            async with http.post(proxy.url, json=init, headers=by_name) as r:
+                named = await reply_of(r)
+            return rebound, allowed, named
 
     before = len(upstream.seen)
-    rebound, allowed = run(talk())
+    rebound, allowed, named = run(talk())
     # DNS-rebinding protection still works through mcpsniff: the upstream says 403.
     assert rebound.status == 403
     assert rebound.body == b"Forbidden: origin http://evil.example is not allowed\n"
-    assert allowed.status == 200
+    assert allowed.status == named.status == 200
     assert allowed.json()["result"]["serverInfo"]["name"] == "upstream"
-    seen = upstream.seen[before:]
-    assert [(s.header("Host"), s.header("Origin")) for s in seen] == [
-        ("evil.example", "http://evil.example"),
-        (f"127.0.0.1:{proxy.port}", "http://localhost:5173"),
-    ]
+    seen = [(s.header("Host"), s.header("Origin")) for s in upstream.seen[before:]]
+    if keep_host:
+        assert seen == [
+            ("evil.example", "http://evil.example"),
+            (f"127.0.0.1:{proxy.port}", "http://localhost:5173"),
+            (f"LocalHost:{proxy.port}", None),
+        ]
+    else:
+        # Host named the proxy: the upstream gets its own name, as from a direct client.
+        assert seen == [
+            ("evil.example", "http://evil.example"),
+            (f"127.0.0.1:{upstream.port}", "http://localhost:5173"),
+            (f"127.0.0.1:{upstream.port}", None),
+        ]
     trace = proxy.stop()
     statuses = [e.data["status"] for e in trace.events("http-response")]
-    assert statuses == [403, 200]
+    assert statuses == [403, 200, 200]
+    # The trace keeps the client's Host, and its header says what the upstream got.
+    hosts = [dict(e.data["headers"])["Host"] for e in trace.events("http-request")]
+    assert hosts == ["evil.example", f"127.0.0.1:{proxy.port}", f"LocalHost:{proxy.port}"]
+    header = json.loads(trace.raw.split(b"\n", 1)[0])
+    assert header["meta"]["host_header"] == ("as sent" if keep_host else "upstream's")
     check_findings(trace)
 
 
@@ -1270,9 +1291,12 @@ def test_legacy_absolute_endpoint_is_rewritten(
     # ...and they reached the upstream through it.
     posts = [s for s in upstream.seen[before:] if s.method == "POST"]
     assert len(posts) == 4
-    assert {s.header("Host") for s in posts} == {f"127.0.0.1:{proxy.port}"}
+    # (Their Host named the proxy, so the upstream got its own name.)
+    assert {s.header("Host") for s in posts} == {f"127.0.0.1:{upstream.port}"}
     assert [json.loads(a["data"])["id"] for a in out["answers"]] == [0, 1, 2]
     trace = proxy.stop()
+    relayed = [e for e in trace.events("http-request") if e.data["method"] == "POST"]
+    assert [dict(e.data["headers"])["Host"] for e in relayed] == [f"127.0.0.1:{proxy.port}"] * 4
     session = f"sse-{sid}"
     assert trace.sessions() == {session}
     (rewrite,) = trace.events("endpoint-rewrite")
