@@ -82,6 +82,8 @@ def check(trace: Path, fmt: str, fail_on: str) -> None:
         with reader:
             for record in replay(reader.inputs()):
                 if not isinstance(record, FindingRecord):
+                    # "0 finding(s) in 1 session(s)": every session counts, clean or not.
+                    sessions.add(record.session)
                     continue
                 if SEVERITY_RANK.get(record.severity, 0) >= threshold:
                     failing += 1
@@ -108,7 +110,7 @@ def check(trace: Path, fmt: str, fail_on: str) -> None:
             if failing
             else f"nothing at or above {fail_on}"
         )
-        click.echo(f"{total} finding(s) in {len(by_session)} session(s); {verdict}")
+        click.echo(f"{total} finding(s) in {len(sessions)} session(s); {verdict}")
     sys.exit(EXIT_FINDINGS if failing else EXIT_OK)
 
 

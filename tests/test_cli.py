@@ -104,6 +104,15 @@ def test_check_text_groups_by_session_with_cause_and_spec() -> None:
     assert out.strip().endswith("1 finding(s) at or above error")
 
 
+def test_check_counts_every_session_clean_or_not() -> None:
+    """A clean trace is "0 finding(s) in 1 session(s)", not "in 0 session(s)"."""
+    result = CliRunner().invoke(main, ["check", str(RECORDINGS / "string-id-echo.jsonl")])
+    assert "1 finding(s) in 1 session(s)" in result.output
+    result = CliRunner().invoke(main, ["check", str(RECORDINGS / "clean-2025-11-25.jsonl")])
+    assert result.exit_code == 0, result.output
+    assert "0 finding(s) in 1 session(s); nothing at or above error" in result.output
+
+
 @pytest.mark.parametrize("trace", sorted(RECORDINGS.glob("[!d]*.jsonl")), ids=lambda p: p.stem)
 def test_live_findings_equal_check_findings(trace: Path) -> None:
     with TraceReader(trace) as reader:
