@@ -36,7 +36,7 @@ import brotli  # type: ignore[import-untyped]
 from mcpsniff.core.framing import SseEvent, SseParser
 from mcpsniff.core.model import C2S, S2C
 from mcpsniff.core.protocol import META_VERSION
-from mcpsniff.core.redact import MARK, is_secret_name, redact_query
+from mcpsniff.core.redact import MARK, is_secret_name, redact_frame, redact_query
 from mcpsniff.relay.recorder import Recorder
 
 #: Largest body copy handed to the analyzer; bigger bodies are forwarded whole
@@ -515,7 +515,11 @@ class ExchangeRecorder:
             )
         )
         if self.copy and text_error:
-            excerpt = bytes(self.copy[:ERROR_EXCERPT]).decode("utf-8", "replace")
+            start = bytes(self.copy[:ERROR_EXCERPT])
+            if self.observer.redact:
+                # An error page may quote what it refused ("invalid token: Bearer ...").
+                start = redact_frame(start)[0]
+            excerpt = start.decode("utf-8", "replace")
             self._emit(
                 "http-error-body",
                 self.observer.clock(),

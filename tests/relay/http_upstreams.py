@@ -61,6 +61,8 @@ FLAVORS = frozenset(
 )
 LEGACY_FLAVORS = frozenset({"legacy", "legacyabs", "legacybad", "legacypad"})
 ALLOWED_ORIGIN_HOSTS = frozenset({"localhost", "127.0.0.1"})
+#: The credential ``/echo?status=401`` quotes in its error page.
+REFUSED_TOKEN = "refused-secret-3131"
 #: The cookie ``/echo?cookie=1`` sets: a secret the trace must not hold.
 SET_COOKIE = "session=set-cookie-secret-4242; HttpOnly"
 #: A response header the echo endpoint adds, to check headers pass server -> client.
@@ -285,6 +287,9 @@ class Upstream:
             response.headers["Proxy-Authenticate"] = 'Basic realm="upstream"'
             response.headers["Upgrade"] = "h2c"
             response.headers["Trailer"] = "X-Checksum"
+        if status == 401:
+            # An error page that quotes the credential it refused.
+            return web.Response(status=401, text=f"token refused: Bearer {REFUSED_TOKEN}\n")
         if status == 500:
             return web.Response(
                 status=500,

@@ -46,6 +46,7 @@ from mcpsniff.render import finding_json
 from mcpsniff.trace.format import TraceReader
 from tests.relay.http_upstreams import (
     ECHO_HEADER,
+    REFUSED_TOKEN,
     SET_COOKIE,
     TRUNCATED_TAIL,
     BareServer,
@@ -1894,6 +1895,21 @@ def test_redaction(start_proxy: ProxyFactory, upstream: Upstream, redact: bool) 
         assert cookie_get.data["path"] == "/echo/x?cookie=[REDACTED]&api_key=[REDACTED]"
     assert assert_paired(trace, sid or "")
     check_findings(trace)
+
+
+def test_error_excerpt_is_redacted(start_proxy: ProxyFactory, upstream: Upstream) -> None:
+    proxy = start_proxy(upstream.url("/json/mcp"))
+
+    async def talk() -> Reply:
+        async with client() as http, http.get(proxy.origin + "/echo/x?status=401") as r:
+            return await reply_of(r)
+
+    reply = run(talk())
+    assert reply.body == f"token refused: Bearer {REFUSED_TOKEN}\n".encode()  # as sent
+    trace = proxy.stop()
+    (error,) = trace.events("http-error-body")
+    assert error.data["excerpt"] == "token refused: Bearer [REDACTED]\n"
+    assert REFUSED_TOKEN.encode() not in trace.raw
 
 
 # --------------------------------------------------------------------------- big bodies
