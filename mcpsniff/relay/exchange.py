@@ -347,8 +347,9 @@ class ExchangeRecorder:
         self._record_request()
         self._bind(self._own_key())
         now = self.observer.clock()
+        shown = redact_query(url) if self.observer.redact else url
         self._emit(
-            "upstream-unreachable", now, {"exchange": self.number, "url": url, "error": reason}
+            "upstream-unreachable", now, {"exchange": self.number, "url": shown, "error": reason}
         )
         self._emit("http-end", now, {"exchange": self.number, "outcome": "upstream-unreachable"})
         self.finished = True
