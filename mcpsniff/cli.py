@@ -301,6 +301,7 @@ def http(
     no_busy_poll: bool,
 ) -> None:
     """Reverse-proxy and record an MCP server over Streamable HTTP or HTTP+SSE."""
+    from mcpsniff.core.redact import redact_query
     from mcpsniff.relay import event_loop
     from mcpsniff.relay.http import HttpOptions, is_loopback, mcp_path, parse_listen, serve
     from mcpsniff.relay.observer_pipe import AnalysisProcess
@@ -335,7 +336,7 @@ def http(
             path,
             meta={
                 "source": "mcpsniff http",
-                "upstream": upstream,
+                "upstream": upstream if no_redact else redact_query(upstream),
                 "redacted": not no_redact,
                 # What the upstream got as Host when the client's named the proxy.
                 "host_header": "as sent" if keep_host else "upstream's",

@@ -506,6 +506,25 @@ class Session:
         scope = self._scope(msg)
         return key if scope is None else ScopedKey(scope, key)
 
+    def rescope(self, mapping: Any, key: Any) -> tuple[Any, bool]:
+        """Where ``mapping`` holds ``key``'s entry, and whether that is ambiguous.
+
+        Pairing per connection (``_scope``) must not lose what a client sends
+        on another of its connections (an HTTP/1.1 client pools several): a
+        cancellation while its request's stream is still open, progress on a
+        stream resumed elsewhere. ``key`` itself when it is there (or is not
+        scoped); else the one entry for the same id under another scope; else
+        ``key``, with ``True`` when several clients have that id (then nobody
+        can tell whose it is, and nothing should be reported).
+        """
+        if type(key) is not ScopedKey or key in mapping:
+            return key, False
+        inner = key.key
+        found = [k for k in mapping if type(k) is ScopedKey and k.key == inner]
+        if len(found) == 1:
+            return found[0], False
+        return key, len(found) > 1
+
     def _scope(self, msg: Msg) -> str | None:
         """The client connection of a stateless HTTP message, when ids are paired per client.
 
@@ -603,13 +622,6 @@ class Session:
             key = ScopedKey(scope, key)
         pending = state.pending[request_direction]
         request = pending.pop(key, None)
-        if request is None and scope is not None:
-            # Not on its own connection: a stream resumed on a new one (Last-Event-ID)
-            # carries answers to requests sent on another. One such request pairs.
-            others = [k for k in pending if type(k) is ScopedKey and k.key == key.key]
-            if len(others) == 1:
-                key = others[0]
-                request = pending.pop(key)
         if request is not None:
             self._pair(msg, request)
             if request.cancelled:
@@ -657,6 +669,16 @@ class Session:
                 first_response_seq=answered.response_seq,
             )
             return
+        if scope is not None:
+            # Not on its own connection, nor answered there lately: a stream resumed on a
+            # new connection (Last-Event-ID) carries answers to requests sent on
+            # another. The one such request of another scope pairs.
+            other, ambiguous = self.rescope(pending, key)
+            if other is not key:
+                self._pair(msg, pending.pop(other))
+                return
+            if ambiguous:
+                return  # two clients' requests with this id: whose, the trace cannot tell
         if key in state.used[request_direction]:
             msg.note = "duplicate-response"
             self.report(

@@ -62,6 +62,9 @@ HOP_BY_HOP = frozenset(
 NOT_ANALYZED = "http-body-not-analyzed"
 #: Characters of an HTTP error body shown in its ``http-error-body`` event.
 ERROR_EXCERPT = 200
+#: Bytes of a plain exchange's body kept for that excerpt: redacted whole, then
+#: cut (cut first, a secret member's closing quote could fall past the cut).
+EXCERPT_KEEP = 4096
 
 PENDING = "pending"
 STREAMABLE = "streamable"
@@ -516,11 +519,11 @@ class ExchangeRecorder:
             )
         )
         if self.copy and text_error:
-            start = bytes(self.copy[:ERROR_EXCERPT])
+            start = bytes(self.copy[:EXCERPT_KEEP])
             if self.observer.redact:
                 # An error page may quote what it refused ("invalid token: Bearer ...").
                 start = redact_frame(start)[0]
-            excerpt = start.decode("utf-8", "replace")
+            excerpt = start[:ERROR_EXCERPT].decode("utf-8", "replace")
             self._emit(
                 "http-error-body",
                 self.observer.clock(),
@@ -553,7 +556,7 @@ class ExchangeRecorder:
 
     def _keep_excerpt(self, chunk: bytes) -> None:
         """A plain exchange keeps only the start of its body (an error's excerpt)."""
-        room = ERROR_EXCERPT - len(self.copy)
+        room = EXCERPT_KEEP - len(self.copy)
         if room > 0:
             if isinstance(self.copy, bytes):
                 self.copy = bytearray(self.copy)

@@ -185,8 +185,10 @@ class HttpRelay:
         )
         sockets = self.server.sockets
         self.port = sockets[0].getsockname()[1] if sockets else self.options.port
-        names = {self.options.host.lower()}
-        if is_loopback(self.options.host):
+        host = self.options.host.lower()
+        names = {host}
+        if is_loopback(host) or host in ("0.0.0.0", "::", "[::]", ""):
+            # On a wildcard address a local client names it by loopback too.
             names |= {"localhost", "127.0.0.1", "[::1]", "::1"}
         self.own_authorities = frozenset(
             f"[{n}]:{self.port}" if ":" in n and not n.startswith("[") else f"{n}:{self.port}"

@@ -1435,11 +1435,52 @@ def test_concurrent_stateless_clients_pair_their_own_requests(
     assert trace.sessions() == {"stateless"}
     requests = assert_paired(trace, "stateless")
     assert sorted(r.id for r in requests) == [1, 1, 2, 2, 3, 3]
-    assert len({e.data["client"] for e in trace.events("http-request")}) == 2
+    # (A pool may open another connection for a later request: two at least.)
+    assert len({e.data["client"] for e in trace.events("http-request")}) >= 2
     # Every answer went to the request of its own exchange (its own client).
     exchange_of = {f.seq: (f.meta or {}).get("exchange") for f in trace.frames}
     for answer in [m for m in trace.messages if m.answers is not None]:
         assert exchange_of[answer.frame] == exchange_of[answer.answers]
+    assert check_findings(trace) == []
+
+
+def test_stateless_cancel_on_another_connection_reaches_its_request(
+    start_proxy: ProxyFactory, upstream: Upstream
+) -> None:
+    """An HTTP/1.1 client cancels on another connection: its request's is busy streaming."""
+    proxy = start_proxy(upstream.url("/stateless+sse/mcp"))
+    flag = f"go-{uuid.uuid4().hex}"
+
+    async def talk() -> int:
+        async with client() as first, client() as second:
+            message, headers = stateless_call(1, "wait")
+            message["params"]["arguments"] = {"flag": flag}
+            data = json.dumps(message).encode()
+            async with first.post(proxy.url, data=data, headers=headers) as response:
+                stream = SseStream(response)
+                assert await stream.next() == {"": "waiting"}  # id 1 is in flight
+                cancel = {
+                    "jsonrpc": "2.0",
+                    "method": "notifications/cancelled",
+                    "params": {"requestId": 1, "reason": "changed my mind"},
+                }
+                cancel_headers = {**headers, "Mcp-Method": "notifications/cancelled"}
+                del cancel_headers["Mcp-Name"]
+                cancelled = await McpClient(second, proxy.url).post(cancel, cancel_headers)
+                assert cancelled.status == 202
+                async with second.get(upstream.url(f"/_control/ack?name={flag}")) as ack:
+                    assert ack.status == 200
+                late = await stream.next()  # this server answers all the same
+                assert late is not None
+                return int(json.loads(late["data"])["id"])
+
+    assert run(talk()) == 1
+    trace = proxy.stop()
+    clients = {e.data["client"] for e in trace.events("http-request")}
+    assert len(clients) == 2
+    (request,) = [m for m in trace.messages if m.kind == "request"]
+    (answer,) = [m for m in trace.messages if m.answers == request.frame]
+    assert answer.note == "late-after-cancel"
     assert check_findings(trace) == []
 
 
@@ -1895,6 +1936,27 @@ def test_redaction(start_proxy: ProxyFactory, upstream: Upstream, redact: bool) 
         assert cookie_get.data["path"] == "/echo/x?cookie=[REDACTED]&api_key=[REDACTED]"
     assert assert_paired(trace, sid or "")
     check_findings(trace)
+
+
+def test_secret_in_the_upstream_url_is_redacted(
+    start_proxy: ProxyFactory, upstream: Upstream
+) -> None:
+    """``--upstream https://host/mcp?api_key=...``: the trace holds neither key nor copies."""
+    proxy = start_proxy(upstream.url("/json/mcp?api_key=url-secret-5151"))
+
+    async def talk() -> None:
+        async with client() as http:
+            await McpClient(http, proxy.url).initialize()
+
+    run(talk())
+    assert upstream.seen[-1].path_qs == "/json/mcp?api_key=url-secret-5151"  # forwarded as is
+    trace = proxy.stop()
+    assert b"url-secret-5151" not in trace.raw
+    header = json.loads(trace.raw.split(b"\n", 1)[0])
+    assert header["meta"]["upstream"].endswith("/json/mcp?api_key=[REDACTED]")
+    paths = {e.data["path"] for e in trace.events("http-request")}
+    assert paths == {"/json/mcp?api_key=[REDACTED]"}
+    assert check_findings(trace) == []
 
 
 def test_error_excerpt_is_redacted(start_proxy: ProxyFactory, upstream: Upstream) -> None:

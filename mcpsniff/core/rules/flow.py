@@ -130,6 +130,9 @@ def _cancelled(session: Session, msg: Msg) -> None:
             "the client tried to cancel its initialize request, which it must never do",
             [lc.init_seq, msg.frame],
         )
+    key, ambiguous = session.rescope(state.pending[msg.direction], key)
+    if ambiguous:
+        return  # several clients have a request with this id in flight: not whose
     pending = state.pending[msg.direction].get(key)
     if pending is not None:
         pending.cancelled = True
@@ -141,7 +144,9 @@ def _cancelled(session: Session, msg: Msg) -> None:
         )
         _forget_token(session, msg.direction, pending.progress_token, key, msg.frame)
         return
-    answered = state.answered[msg.direction].get(key)
+    answered = state.answered[msg.direction].get(
+        session.rescope(state.answered[msg.direction], key)[0]
+    )
     if answered is not None or key in state.used[msg.direction]:
         # Already answered: a normal race unless the canceller had long seen the answer.
         session.report(
@@ -214,8 +219,12 @@ def _progress(session: Session, msg: Msg) -> None:
         return
     key = session.scoped(id_key(token), msg)
     request_direction = OPPOSITE[msg.direction]
+    key, ambiguous = session.rescope(state.progress[request_direction], key)
+    if ambiguous:
+        return  # several clients' requests carry this token: not whose
     active = state.progress[request_direction].get(key)
     if active is None:
+        key = session.rescope(state.finished_tokens[request_direction], key)[0]
         finished = state.finished_tokens[request_direction].get(key)
         if finished is not None and finished < 0:
             return  # progress racing a cancellation: expected (trap 6)
