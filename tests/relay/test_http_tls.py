@@ -1,8 +1,8 @@
 """``mcpsniff http`` in front of an https upstream: TLS to the server, its own name in Host.
 
 The upstream is a small aiohttp MCP server serving https on ``localhost`` with
-a self-signed certificate made for the test; mcpsniff trusts it through
-``SSL_CERT_FILE`` (OpenSSL's default verify paths, which
+a certificate from the addon tests' test CA (``make_certificates``); mcpsniff
+trusts that CA through ``SSL_CERT_FILE`` (OpenSSL's default verify paths, which
 ``ssl.create_default_context`` loads). A server that routes by name, as most
 https servers do, must get ``Host: localhost:PORT`` although the client
 addressed the proxy.
@@ -11,10 +11,7 @@ addressed the proxy.
 from __future__ import annotations
 
 import asyncio
-import datetime
-import ipaddress
 import json
-import ssl
 import threading
 import uuid
 from collections.abc import Iterator
@@ -24,11 +21,8 @@ from typing import Any
 
 import pytest
 from aiohttp import web
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
+from tests.addons.upstreams import Certificates, make_certificates
 from tests.relay.test_http import (
     V_2025_11,
     McpClient,
@@ -41,46 +35,11 @@ from tests.relay.test_http import (
 )
 
 
-def self_signed(folder: Path) -> tuple[Path, Path]:
-    """A certificate for ``localhost`` (and 127.0.0.1) and its key, as PEM files."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.UTC)
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
-            ),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = folder / "upstream.pem", folder / "upstream.key"
-    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_path, key_path
-
-
 @dataclass
 class TlsUpstream:
     """An https MCP server on localhost, in its own thread; records each request's Host."""
 
-    cert: Path
-    key: Path
+    certificates: Certificates
     port: int = 0
     hosts: list[str | None] = field(default_factory=list)
     secure: list[bool] = field(default_factory=list)
@@ -105,8 +64,7 @@ class TlsUpstream:
         app.router.add_post("/mcp", self.mcp)
         self.runner = web.AppRunner(app)
         await self.runner.setup()
-        context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        context.load_cert_chain(self.cert, self.key)
+        context = self.certificates.server_context()
         site = web.TCPSite(self.runner, "localhost", 0, ssl_context=context)
         await site.start()
         self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
@@ -137,10 +95,10 @@ class TlsUpstream:
 
 @pytest.fixture
 def tls_upstream(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[TlsUpstream]:
-    cert, key = self_signed(tmp_path)
-    # mcpsniff (a subprocess started after this) trusts the test's certificate.
-    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
-    server = TlsUpstream(cert, key)
+    certificates = make_certificates(tmp_path / "tls")
+    # mcpsniff (a subprocess started after this) trusts the test CA.
+    monkeypatch.setenv("SSL_CERT_FILE", str(certificates.ca))
+    server = TlsUpstream(certificates)
     server.start()
     yield server
     server.stop()
