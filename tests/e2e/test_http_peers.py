@@ -447,23 +447,29 @@ def _client(url: str, transport: str) -> subprocess.Popen[bytes]:
     )
 
 
-@pytest.fixture(scope="module", params=CASES, ids=[c.id for c in CASES])
-def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Run:
-    case: Case = request.param
+def run_clients(
+    case: Case, folder: Path, direct: int, relayed: int
+) -> tuple[list[dict[str, Any]], Trace]:
+    """Start the case's server and one mcpsniff; run SDK clients against both at once.
+
+    Returns the results of ``direct`` clients straight to the server, then of
+    ``relayed`` clients through mcpsniff, and mcpsniff's trace.
+    """
     reason = _missing(case.needs, case.command[0] == "node")
     if reason is not None:
         pytest.skip(f"end-to-end peers not installed ({reason}); run scripts/setup-peers.sh")
-    folder = tmp_path_factory.mktemp(case.id)
     server = Server(case.command, case.env, folder / "server.log")
     try:
         relay = Relay(server.url(case.path), folder / "trace.jsonl")
         try:
-            # Both runs at once: they share nothing but the server, and it halves the time.
-            clients = [_client(server.url(case.path), case.transport)]
-            clients.append(_client(relay.url, case.transport))
+            # All at once: they share nothing but the server, and it saves time.
+            targets = [server.url(case.path)] * direct + [relay.url] * relayed
+            clients = [_client(url, case.transport) for url in targets]
+            labels = ["direct"] * direct + ["through mcpsniff"] * relayed
             try:
-                direct = client_result(clients[0], "direct")
-                relayed = client_result(clients[1], "through mcpsniff")
+                results = [
+                    client_result(c, label) for c, label in zip(clients, labels, strict=True)
+                ]
             finally:
                 for client in clients:
                     stop_process(client, signal.SIGKILL)
@@ -471,7 +477,14 @@ def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
             records = relay.stop()
     finally:
         server.stop()
-    return Run(case, direct, relayed, Trace(relay.trace, records))
+    return results, Trace(relay.trace, records)
+
+
+@pytest.fixture(scope="module", params=CASES, ids=[c.id for c in CASES])
+def run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Run:
+    case: Case = request.param
+    (direct, relayed), trace = run_clients(case, tmp_path_factory.mktemp(case.id), 1, 1)
+    return Run(case, direct, relayed, trace)
 
 
 def test_relay_changes_nothing_the_client_sees(run: Run) -> None:
@@ -711,25 +724,8 @@ class PairRun:
 @pytest.fixture(scope="module", params=PAIR_CASES, ids=[c.id for c in PAIR_CASES])
 def pair(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> PairRun:
     case: Case = request.param
-    reason = _missing(case.needs, case.command[0] == "node")
-    if reason is not None:
-        pytest.skip(f"end-to-end peers not installed ({reason}); run scripts/setup-peers.sh")
-    folder = tmp_path_factory.mktemp(f"pair-{case.id}")
-    server = Server(case.command, case.env, folder / "server.log")
-    try:
-        relay = Relay(server.url(case.path), folder / "trace.jsonl")
-        try:
-            clients = [_client(relay.url, case.transport) for _ in range(2)]
-            try:
-                results = [client_result(c, f"client {n}") for n, c in enumerate(clients, 1)]
-            finally:
-                for client in clients:
-                    stop_process(client, signal.SIGKILL)
-        finally:
-            records = relay.stop()
-    finally:
-        server.stop()
-    return PairRun(case, results, Trace(relay.trace, records))
+    results, trace = run_clients(case, tmp_path_factory.mktemp(f"pair-{case.id}"), 0, 2)
+    return PairRun(case, results, trace)
 
 
 def test_two_clients_at_once_keep_their_own_answers(pair: PairRun) -> None:
