@@ -1373,6 +1373,7 @@ def stateless_call(
     method_header: str = "tools/call",
     name_header: str | None = None,
     version_header: str = V_2026_07,
+    arguments: dict[str, Any] | None = None,
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """A 2026-07-28 ``tools/call`` and its headers, which mirror the body unless told otherwise."""
     message = {
@@ -1381,7 +1382,7 @@ def stateless_call(
         "method": "tools/call",
         "params": {
             "name": name,
-            "arguments": {},
+            "arguments": arguments or {},
             "_meta": {
                 META_VERSION: V_2026_07,
                 META_CLIENT_CAPS: {},
@@ -1410,8 +1411,7 @@ def test_concurrent_stateless_clients_pair_their_own_requests(
         ids = []
         async with client() as first, client() as second:  # two connections
             a, b = McpClient(first, proxy.url, V_2026_07), McpClient(second, proxy.url, V_2026_07)
-            message, headers = stateless_call(1, "wait")
-            message["params"]["arguments"] = {"flag": flag}
+            message, headers = stateless_call(1, "wait", arguments={"flag": flag})
             data = json.dumps(message).encode()
             async with first.post(proxy.url, data=data, headers=headers) as response:
                 stream = SseStream(response)
@@ -1453,8 +1453,7 @@ def test_stateless_cancel_on_another_connection_reaches_its_request(
 
     async def talk() -> int:
         async with client() as first, client() as second:
-            message, headers = stateless_call(1, "wait")
-            message["params"]["arguments"] = {"flag": flag}
+            message, headers = stateless_call(1, "wait", arguments={"flag": flag})
             data = json.dumps(message).encode()
             async with first.post(proxy.url, data=data, headers=headers) as response:
                 stream = SseStream(response)
