@@ -63,8 +63,12 @@ def forwarded_head(
     drop = _DROP
     if "connection" in names:
         drop = _DROP | (set(field_tokens(head.headers, "connection")) - _FRAMING)
-    if replace is None and drop.isdisjoint(names):
-        return head.raw  # the usual case: the exact bytes received
+    if drop.isdisjoint(names):
+        if replace is None:
+            return head.raw  # the usual case: the exact bytes received
+        # One line swapped in the received bytes (field lines sit between CRLFs).
+        line = b"\r\n" + head.lines[replace[0]] + b"\r\n"
+        return head.raw.replace(line, b"\r\n" + replace[1] + b"\r\n", 1)
     start = head.raw.split(b"\r\n", 1)[0]
     lines = head.lines
     if replace is not None:
