@@ -36,6 +36,7 @@ from mcpsniff.core.secret_values import DETECTORS, VALUE_HINTS
 __all__ = [
     "MARK",
     "is_secret_name",
+    "recorded_argv",
     "redact_argv",
     "redact_frame",
     "redact_header_pairs",
@@ -44,6 +45,7 @@ __all__ = [
     "redact_query",
     "redact_text",
     "redact_url",
+    "redaction_explains",
 ]
 
 MARK = "[REDACTED]"
@@ -433,6 +435,38 @@ def redact_json_value(value: Any, name: str = "") -> tuple[Any, int]:
 
 def _secret_member(name: str) -> bool:
     return "".join(words(name)) not in PROTOCOL_NAMES and is_secret_name(name, "json")
+
+
+def recorded_argv(argv: Sequence[str], redact: bool) -> list[str]:
+    """A spawned server's command line as a trace stores it (``redact_argv`` unless --no-redact)."""
+    return redact_argv(argv)[0] if redact else list(argv)
+
+
+def holds_mark(value: Any) -> bool:
+    """Whether a parsed JSON value holds a redaction mark anywhere (iteratively: no recursion)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if MARK in item:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def redaction_explains(frame: Any, value: Any) -> bool:
+    """Whether ``value``, from ``frame``, may differ from what was sent because it was redacted.
+
+    Rules that judge values (a tool's arguments against its inputSchema) ask
+    this before reporting: the frame's ``meta.redacted`` count says redaction
+    happened, and a mark inside ``value`` says it happened here, so a number
+    recorded as ``"[REDACTED]"`` is not read as a type error.
+    """
+    meta = getattr(frame, "meta", None)
+    return bool(meta and meta.get("redacted")) and holds_mark(value)
 
 
 def redactor(enabled: bool) -> Callable[[bytes], tuple[bytes, int]] | None:
