@@ -470,9 +470,11 @@ def demo(trace_path: Path | None, bug: str) -> None:
 
 def _register_subcommands() -> None:
     """Command groups that live with their own package."""
+    from mcpsniff.redact_cli import redact
     from mcpsniff.replay.cli import replay
 
     main.add_command(replay)
+    main.add_command(redact)
 
 
 _register_subcommands()
