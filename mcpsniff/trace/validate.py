@@ -20,8 +20,10 @@ from typing import Any
 
 from mcpsniff.core.model import KINDS, SEVERITIES
 
-_DIRECTIONS = frozenset({"c2s", "s2c"})
-_EOLS = frozenset({"", "\n", "\r\n"})
+# Tuples, not sets: a hostile value may be unhashable (a list), and `in` on a
+# tuple compares instead of hashing.
+_DIRECTIONS = ("c2s", "s2c")
+_EOLS = ("", "\n", "\r\n")
 #: Times are seconds since the epoch; beyond this (year 5138) no clock can show them.
 _MAX_TIME = 1e11
 #: Events whose data a renderer reads field by field, and the types of those fields.
