@@ -83,7 +83,20 @@ if IMPORT_ERROR is None:
     from mcpsniff.relay.exchange import client_address, is_mcp_request, lowered
     from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver
 
+
+class _InertLog(logging.Filter):
+    """Every event-log line is escaped: it quotes URLs, methods and findings from traffic."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if IMPORT_ERROR is None:
+            from mcpsniff.core.escape import terminal_safe
+
+            record.msg, record.args = terminal_safe(record.getMessage()), None
+        return True
+
+
 log = logging.getLogger("mcpsniff")
+log.addFilter(_InertLog())
 
 #: mitmproxy markers for the worst finding on a flow.
 MARKERS = {"error": ":red_circle:", "warning": ":warning:", "info": ":information_source:"}

@@ -16,6 +16,7 @@ import orjson
 from mcpsniff import __version__
 from mcpsniff.core import catalog
 from mcpsniff.core.analyzer import replay
+from mcpsniff.core.escape import terminal_safe
 from mcpsniff.core.model import SEVERITY_RANK, EventRecord, FindingRecord, Record
 from mcpsniff.core.rules import IMPLEMENTED
 from mcpsniff.render import Style, Timeline, finding_json, report_lines
@@ -33,8 +34,17 @@ def _colour(stream: object) -> bool:
 
 
 def _fail(command: str, reason: str) -> None:
-    click.echo(f"mcpsniff {command}: {reason}", err=True)
+    click.echo(f"mcpsniff {command}: {terminal_safe(reason)}", err=True)
     sys.exit(EXIT_ERROR)
+
+
+def _warner(command: str) -> Callable[[str], None]:
+    """A one-line warning on stderr for ``command`` (traffic text in it escaped)."""
+
+    def warn(text: str) -> None:
+        click.echo(f"mcpsniff {command}: warning: {terminal_safe(text)}", err=True)
+
+    return warn
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -65,7 +75,7 @@ def check(trace: Path, fmt: str, fail_on: str) -> None:
     2 when the trace is missing or unreadable.
     """
     try:
-        reader = TraceReader(trace)
+        reader = TraceReader(trace, on_skip=_warner("check"))
     except TraceError as exc:
         _fail("check", str(exc))
         return
@@ -130,7 +140,7 @@ def show(trace: Path, follow: bool, interval: float) -> None:
         return
     reader.close()
     timeline = Timeline(Style(_colour(sys.stdout)))
-    tail = TraceTail(trace)
+    tail = TraceTail(trace, on_skip=_warner("show"))
     try:
         while True:
             for record in tail.poll(final=not follow):
@@ -227,7 +237,7 @@ def stdio(
     listener, flush = _live_display(show, skip_events={"stderr"})
 
     def warn(text: str) -> None:
-        click.echo(text, err=True)
+        click.echo(terminal_safe(text), err=True)
 
     sys.exit(run_stdio(options, writer, listener, warn, flush))
 
@@ -372,7 +382,7 @@ def http(
         recording.batch_listeners.append(flush)
 
     def warn(text: str) -> None:
-        click.echo(text, err=True)
+        click.echo(terminal_safe(text), err=True)
 
     replay = ExchangeReplay(recording, redact=not no_redact, mcp_path=mcp_path(upstream))
     try:
@@ -460,9 +470,11 @@ def demo(trace_path: Path | None, bug: str) -> None:
 
 def _register_subcommands() -> None:
     """Command groups that live with their own package."""
+    from mcpsniff.redact_cli import redact
     from mcpsniff.replay.cli import replay
 
     main.add_command(replay)
+    main.add_command(redact)
 
 
 _register_subcommands()

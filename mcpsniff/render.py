@@ -2,6 +2,16 @@
 
 Pure functions and small classes over records; the CLI decides where the
 text goes and whether it is coloured.
+
+Every string in a record came from traffic or from a trace file, and may hold
+terminal control sequences (``ESC ] 52 ; c ; ...`` writes the clipboard) or
+bidi overrides (DESIGN.md invariant 6). Escaping is structural here: every
+line this module hands out is built by ``_line``, which passes each piece
+through ``terminal_safe`` unless the piece is ``Trusted`` (text this module
+wrote itself, such as a style's escape codes), and ``Style`` escapes the text it
+colours. A record field therefore cannot reach the output unescaped, whoever
+forgets what; the worst a slip can do is show one of our own colour codes as
+visible text.
 """
 
 from __future__ import annotations
@@ -13,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcpsniff.core import catalog
+from mcpsniff.core.escape import terminal_safe
 from mcpsniff.core.ids import show_id
 from mcpsniff.core.model import (
     BATCH,
@@ -54,16 +65,36 @@ _KIND_LABEL = {
 _METHOD_MEMORY = 100_000
 
 
+class Trusted(str):
+    """Text this module wrote itself: the only ``str`` that ``_line`` does not escape."""
+
+    __slots__ = ()
+
+
+def _safe(part: object) -> str:
+    """``part`` as output text: escaped unless this module wrote it."""
+    if type(part) is Trusted:
+        return part
+    return terminal_safe(part if type(part) is str else str(part))
+
+
+def _line(*parts: object) -> Trusted:
+    """One output line from its pieces, each escaped unless ``Trusted``."""
+    return Trusted("".join(_safe(part) for part in parts))
+
+
 class Style:
-    """ANSI styling that is a no-op when colour is off."""
+    """ANSI styling that is a no-op when colour is off; the styled text is escaped."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
 
-    def __call__(self, name: str, text: str) -> str:
-        if not self.enabled:
-            return text
-        return f"{_STYLES[name]}{text}{_RESET}"
+    def __call__(self, name: str, text: object) -> Trusted:
+        safe = _safe(text)
+        code = _STYLES.get(name)
+        if not self.enabled or code is None:
+            return Trusted(safe)
+        return Trusted(f"{code}{safe}{_RESET}")
 
 
 def format_time(t: float) -> str:
@@ -126,44 +157,44 @@ class Timeline:
     def _frame_lines(self, pending: _PendingFrame) -> list[str]:
         frame = pending.frame
         s = self.style
-        arrow = s(frame.direction, ARROWS.get(frame.direction, "?"))
-        head = f"{s('dim', self.time_format(frame.t))} {arrow}"
+        when = self.time_format(frame.t)
+        head = _line(s("dim", when), " ", s(frame.direction, ARROWS.get(frame.direction, "?")))
         if self._multi_session:
             key = frame.session
             label = key if len(key) <= 24 else f"{key[:11]}…{key[-8:]}"
-            head += f" {s('dim', '[' + label + ']')}"
+            head = _line(head, " ", s("dim", _line("[", label, "]")))
         lines: list[str] = []
         messages = pending.messages
         if not messages:
-            lines.append(f"{head} {s('dim', 'frame')} {s('dim', _excerpt(frame.raw))}")
+            lines.append(_line(head, " ", s("dim", "frame"), " ", s("dim", _excerpt(frame.raw))))
         for message in messages:
             if message.index is not None:
-                prefix = f"  {s('dim', '└')} [{message.index}]"
-                lines.append(
-                    f"{' ' * len(self.time_format(frame.t))}     {prefix} {self._describe(message)}"
-                )
+                indent = Trusted(" " * (len(when) + 5))
+                prefix = _line("  ", s("dim", "└"), f" [{message.index}]")
+                lines.append(_line(indent, prefix, " ", self._describe(message)))
             else:
-                lines.append(f"{head} {self._describe(message)}")
+                lines.append(_line(head, " ", self._describe(message)))
         for finding in pending.findings:
             lines.extend(self._finding_lines(finding, standalone=False))
         return lines
 
-    def _describe(self, message: MessageRecord) -> str:
+    def _describe(self, message: MessageRecord) -> Trusted:
         s = self.style
         kind = message.kind
         label = _KIND_LABEL.get(kind, kind)
         if kind == ERROR:
-            label = s("error", "error")
+            parts = [s("error", "error")]
         elif kind in (UNPARSEABLE, INVALID):
-            label = s("error", label)
-        parts = [f"{label:<8}" if kind not in (ERROR, UNPARSEABLE, INVALID) else label]
+            parts = [s("error", label)]
+        else:
+            parts = [_line(f"{label:<8}")]
         if message.has_id:
-            parts.append(f"id={show_id(message.id)}")
+            parts.append(_line("id=", show_id(message.id)))
         if kind in (REQUEST, NOTIFICATION):
             if message.method is not None:
                 parts.append(s("bold", message.method))
             if message.target is not None:
-                parts.append(message.target)
+                parts.append(_line(message.target))
             if kind == REQUEST:
                 if len(self._methods) > _METHOD_MEMORY:
                     self._methods.clear()
@@ -175,23 +206,24 @@ class Timeline:
             if message.answers is not None:
                 method = self._methods.get((message.answers, message.request_index))
                 if method:
-                    parts.append(method)
+                    parts.append(_line(method))
             if message.error_code is not None:
-                parts.append(f"code={message.error_code}")
+                parts.append(_line("code=", message.error_code))
             if message.latency_ms is not None:
                 parts.append(s("dim", f"({_latency(message.latency_ms)})"))
             if message.answers is not None and message.latency_ms is None:
                 parts.append(s("dim", f"(→ seq {message.answers})"))
         if message.note:
-            parts.append(s("warning", f"[{message.note}]"))
-        return " ".join(parts)
+            parts.append(s("warning", _line("[", message.note, "]")))
+        return Trusted(" ".join(parts))
 
     def _finding_lines(self, finding: FindingRecord, *, standalone: bool) -> list[str]:
         s = self.style
         indent = "" if standalone else "      "
-        mark = {"error": "✖", "warning": "⚠", "info": "ℹ"}.get(finding.severity, "•")
-        text = f"{indent}{s(finding.severity, mark + ' ' + finding.rule)} {finding.message}"
-        return [text]
+        mark = _MARKS.get(finding.severity, "•")
+        return [
+            _line(indent, s(finding.severity, _line(mark, " ", finding.rule)), " ", finding.message)
+        ]
 
     def _event_lines(self, event: EventRecord) -> list[str]:
         s = self.style
@@ -199,11 +231,17 @@ class Timeline:
         if detail is None:
             return []
         when = s("dim", self.time_format(event.t))
-        return [f"{when} {s('dim', '···')} {s('dim', event.event)} {detail}".rstrip()]
+        return [_line(when, " ", s("dim", "···"), " ", s("dim", event.event), " ", detail).rstrip()]
+
+
+_MARKS = {"error": "✖", "warning": "⚠", "info": "ℹ"}
 
 
 def _event_detail(event: EventRecord) -> str | None:
-    """One line about a transport event, or None for events a timeline leaves out."""
+    """One line about a transport event, or None for events a timeline leaves out.
+
+    The text is the event's, unescaped: ``_line`` escapes it.
+    """
     data = event.data
     name = event.event
     if name == "stderr":
@@ -211,7 +249,11 @@ def _event_detail(event: EventRecord) -> str | None:
     if name == "http-request":
         return f"#{data.get('exchange')} {data.get('method')} {data.get('path')}"
     if name == "http-response":
-        headers = {str(k).lower(): v for k, v in data.get("headers", [])}
+        headers = {
+            str(pair[0]).lower(): pair[1]
+            for pair in data.get("headers") or []
+            if isinstance(pair, list | tuple) and len(pair) == 2
+        }
         kind = str(headers.get("content-type", "")).split(";")[0]
         return f"#{data.get('exchange')} {data.get('status')} {kind}".rstrip()
     if name == "http-end":
@@ -234,7 +276,7 @@ def _latency(ms: float) -> str:
 
 def _excerpt(raw: bytes, limit: int = 60) -> str:
     text = raw.decode("utf-8", errors="backslashreplace").rstrip("\r\n")
-    text = text.encode("unicode_escape").decode("ascii") if not text.isprintable() else text
+    text = terminal_safe(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -272,25 +314,28 @@ def report_lines(
     s = style
     for session, findings in findings_by_session.items():
         counts = _counts(findings)
-        yield s("bold", f"session {session}") + f": {counts}"
+        yield _line(s("bold", _line("session ", session)), ": ", counts)
         for finding in findings:
-            mark = {"error": "✖", "warning": "⚠", "info": "ℹ"}.get(finding.severity, "•")
+            mark = _MARKS.get(finding.severity, "•")
             seqs = ",".join(str(q) for q in finding.seq[:6])
-            yield (
-                f"  {s(finding.severity, f'{mark} {finding.severity:<7}')} "
-                f"{s('bold', finding.rule)}  seq {seqs}"
+            yield _line(
+                "  ",
+                s(finding.severity, _line(mark, " ", f"{finding.severity:<7}")),
+                " ",
+                s("bold", finding.rule),
+                "  seq ",
+                seqs,
             )
-            yield f"      {finding.message}"
+            yield _line("      ", finding.message)
             data = {k: v for k, v in finding.data.items() if k not in ("explanation",)}
             if "cause" in data:
-                yield f"      cause: {data['cause']}" + (
-                    f"   excerpt: {data['excerpt']}" if "excerpt" in data else ""
-                )
+                excerpt = ("   excerpt: ", data["excerpt"]) if "excerpt" in data else ()
+                yield _line("      cause: ", data["cause"], *excerpt)
             try:
                 entry = catalog.get(finding.rule)
             except KeyError:
                 continue
-            yield s("dim", f"      spec: {catalog.plain_source(entry)[:240]}")
+            yield s("dim", _line("      spec: ", catalog.plain_source(entry)[:240]))
 
 
 def _counts(findings: Iterable[FindingRecord]) -> str:

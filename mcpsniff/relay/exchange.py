@@ -36,7 +36,7 @@ import brotli  # type: ignore[import-untyped]
 from mcpsniff.core.framing import SseEvent, SseParser
 from mcpsniff.core.model import C2S, S2C
 from mcpsniff.core.protocol import META_VERSION
-from mcpsniff.core.redact import MARK, is_secret_name, redact_frame, redact_query
+from mcpsniff.core.redact import redact_frame, redact_header_pairs, redact_query
 from mcpsniff.relay.recorder import Recorder
 
 #: Largest body copy handed to the analyzer; bigger bodies are forwarded whole
@@ -758,9 +758,8 @@ class HttpObserver:
 
     def shown_headers(self, headers: list[tuple[str, str]]) -> list[list[str]]:
         """Headers as the trace stores them: redacted unless redaction is off."""
-        # One pass; the same substitution as core.redact.redact_headers.
         if self.redact:
-            return [[k, MARK if is_secret_name(k) else v] for k, v in headers]
+            return redact_header_pairs(headers)[0]
         return [[k, v] for k, v in headers]
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from mcpsniff.core.model import C2S, S2C, Record
+from mcpsniff.core.redact import recorded_argv
 from mcpsniff.relay.observer_pipe import AnalysisProcess, ObservationSender
 from mcpsniff.relay.stdio_analysis import TRACE_INCOMPLETE, StdioAnalysis
 from mcpsniff.trace.format import TraceWriter
@@ -75,7 +76,7 @@ def open_trace(options: StdioOptions) -> TraceWriter:
             path,
             meta={
                 "source": "mcpsniff stdio",
-                "command": options.command,
+                "command": recorded_argv(options.command, options.redact),
                 "label": label,
                 "redacted": options.redact,
             },
@@ -307,7 +308,11 @@ class StdioRelay:
         observer.event(
             "session-start",
             time.time(),
-            {"command": self.options.command, "transport": "stdio", "pid": os.getpid()},
+            {
+                "command": recorded_argv(self.options.command, self.options.redact),
+                "transport": "stdio",
+                "pid": os.getpid(),
+            },
         )
         argv = list(self.options.command)
         resolved = shutil.which(argv[0])
@@ -342,7 +347,8 @@ class StdioRelay:
         except OSError as exc:
             reason = exc.strerror or str(exc)
             self.warn(f"mcpsniff stdio: cannot start {argv[0]}: {reason}")
-            observer.event("spawn-failed", time.time(), {"command": argv, "error": reason})
+            shown = recorded_argv(argv, self.options.redact)
+            observer.event("spawn-failed", time.time(), {"command": shown, "error": reason})
             observer.event("session-end", time.time(), {"exit": EXIT_NOT_STARTED})
             await self._finish()
             return EXIT_NOT_STARTED

@@ -18,7 +18,8 @@ import json
 import math
 import os
 import re
-from collections.abc import Iterator
+import sys
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -26,6 +27,7 @@ from typing import IO, Any
 import orjson
 
 from mcpsniff import __version__
+from mcpsniff.core.escape import terminal_safe
 from mcpsniff.core.model import (
     UNPARSED,
     EventRecord,
@@ -34,6 +36,7 @@ from mcpsniff.core.model import (
     MessageRecord,
     Record,
 )
+from mcpsniff.trace.validate import event_problem, frame_problem, header_problem, problem
 
 FORMAT_NAME = "mcpsniff-trace"
 FORMAT_VERSION = 2
@@ -433,9 +436,14 @@ class TraceReader:
     skipped and described in ``torn`` once iteration has reached the end.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], on_skip: Callable[[str], None] | None = None
+    ) -> None:
         self.path = Path(path)
         self.torn: TornLine | None = None
+        #: Lines skipped because their record's shape is wrong, as (line, reason).
+        self.skipped: list[tuple[int, str]] = []
+        self._on_skip = on_skip or warn_skipped
         try:
             # A large buffer: with the default 8 KiB, refilling it (a read()
             # call per 8 KiB) costs a quarter of the time spent iterating lines.
@@ -462,11 +470,20 @@ class TraceReader:
                 f"{self.path}: trace format version {version!r} is not supported "
                 f"(this mcpsniff reads {sorted(READABLE_VERSIONS)})"
             )
+        reason = header_problem(obj)
+        if reason is not None:
+            self._file.close()
+            raise TraceError(f"{self.path}: the header is malformed: {reason}")
         self.header: dict[str, Any] = obj
 
     def close(self) -> None:
         """Close the underlying file."""
         self._file.close()
+
+    def _skip(self, number: int, reason: str) -> None:
+        """Note (and report once) a record that does not match the format."""
+        self.skipped.append((number, reason))
+        self._on_skip(skip_message(self.path, number, reason))
 
     def __enter__(self) -> TraceReader:
         return self
@@ -503,12 +520,17 @@ class TraceReader:
         """Every record after the header, in file order."""
         for number, line, last in self._lines():
             obj = self._parse(number, line, last)
-            if obj is None:
+            if obj is None or obj.get("type") == "header":
+                continue
+            reason = problem(obj)
+            if reason is not None:
+                self._skip(number, reason)
                 continue
             try:
                 record = decode_record(obj, line)
             except TraceError as exc:
-                raise TraceError(f"{self.path}: line {number}: {exc}") from None
+                self._skip(number, str(exc))
+                continue
             if isinstance(record, dict):
                 continue
             yield record
@@ -533,6 +555,10 @@ class TraceReader:
                     obj = self._parse(number, line, not line.endswith(b"\n"))  # torn, or stdlib
                     if obj is None:
                         continue
+                reason = frame_problem(obj)
+                if reason is not None:
+                    self._skip(number, reason)
+                    continue
                 try:
                     if "json" in obj:
                         # Trace v2: the frame's bytes end the line verbatim; slice them out.
@@ -556,9 +582,8 @@ class TraceReader:
                     else:
                         frame = _frame_from(obj, line)
                 except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                    raise TraceError(
-                        f"{self.path}: line {number}: malformed frame record: {exc!r}"
-                    ) from None
+                    self._skip(number, f"malformed frame record: {exc}")
+                    continue
                 yield frame
                 continue
             if line.startswith(_MESSAGE_PREFIX) and line[-1] == 10:
@@ -574,10 +599,15 @@ class TraceReader:
             obj = self._parse(number, line, last)
             if obj is None or obj.get("type") not in ("frame", "event"):
                 continue
+            reason = frame_problem(obj) if obj["type"] == "frame" else event_problem(obj)
+            if reason is not None:
+                self._skip(number, reason)
+                continue
             try:
                 record = decode_record(obj, line)
             except TraceError as exc:
-                raise TraceError(f"{self.path}: line {number}: {exc}") from None
+                self._skip(number, str(exc))
+                continue
             yield record  # type: ignore[misc]
 
 
@@ -625,11 +655,15 @@ class TraceTail:
     last line stays buffered until its newline arrives.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], on_skip: Callable[[str], None] | None = None
+    ) -> None:
         self.path = Path(path)
         self._file = open(self.path, "rb")  # noqa: SIM115 - closed by close()
         self._partial = b""
+        self._line = 0
         self.header: dict[str, Any] | None = None
+        self._on_skip = on_skip or warn_skipped
 
     def poll(self, *, final: bool = False) -> list[Record]:
         """Records whose lines were completed since the previous poll.
@@ -648,19 +682,41 @@ class TraceTail:
             self._partial = b""
         out: list[Record] = []
         for line in lines:
+            self._line += 1
             if not line.strip():
                 continue
             try:
                 obj = _loads(line)
-                record = decode_record(obj, line)
-            except (ValueError, TraceError):
+            except ValueError:
+                if self._line > 1:
+                    self._on_skip(skip_message(self.path, self._line, "not a JSON record"))
                 continue
-            if isinstance(record, dict):
-                self.header = record
+            if self._line == 1 and isinstance(obj, dict) and obj.get("type") == "header":
+                self.header = obj
                 continue
-            out.append(record)
+            reason = problem(obj)
+            if reason is None:
+                try:
+                    record = decode_record(obj, line)
+                except TraceError as exc:
+                    reason = str(exc)
+            if reason is not None:
+                self._on_skip(skip_message(self.path, self._line, reason))
+                continue
+            if not isinstance(record, dict):
+                out.append(record)
         return out
 
     def close(self) -> None:
         """Close the underlying file."""
         self._file.close()
+
+
+def skip_message(path: Path, number: int, reason: str) -> str:
+    """The one warning for a skipped record: where it is and why."""
+    return f"{path}: line {number}: {terminal_safe(reason)}; the record was skipped"
+
+
+def warn_skipped(message: str) -> None:
+    """The default report of a skipped record: one line on stderr."""
+    sys.stderr.write(f"mcpsniff: warning: {terminal_safe(message)}\n")

@@ -395,20 +395,27 @@ def test_corrupt_line_in_the_middle_is_an_error(tmp_path: Path, bad: bytes) -> N
         list(reader.inputs())
 
 
-def test_malformed_record_names_its_line(tmp_path: Path) -> None:
+def test_malformed_record_is_skipped_with_a_warning_naming_its_line(tmp_path: Path) -> None:
     path = _write(tmp_path / "t.jsonl", sample_records()[:2])
     with open(path, "ab") as f:
         f.write(b'{"type":"frame","seq":3}\n{"type":"event","seq":4,"t":1,"session":"s"}\n')
-    with TraceReader(path) as reader, pytest.raises(TraceError, match=r"line 4: malformed frame"):
-        list(reader.records())
+    warnings: list[str] = []
+    with TraceReader(path, on_skip=warnings.append) as reader:
+        records = list(reader.records())
+    assert records == sample_records()[:2]
+    assert [n for n, _ in reader.skipped] == [4, 5]
+    assert warnings[0].endswith("line 4: t is not a time in seconds; the record was skipped")
+    assert "line 5: event is not a string" in warnings[1]
 
 
-def test_unknown_record_type_is_an_error(tmp_path: Path) -> None:
+def test_unknown_record_type_is_skipped_with_a_warning(tmp_path: Path) -> None:
     path = _write(tmp_path / "t.jsonl", sample_records()[:2])
     with open(path, "ab") as f:
         f.write(b'{"type":"mystery","x":1}\n')
-    with TraceReader(path) as reader, pytest.raises(TraceError, match="unknown record type"):
-        list(reader.records())
+    warnings: list[str] = []
+    with TraceReader(path, on_skip=warnings.append) as reader:
+        assert list(reader.records()) == sample_records()[:2]
+    assert warnings == [f"{path}: line 4: unknown record type 'mystery'; the record was skipped"]
 
 
 @pytest.mark.parametrize(
@@ -788,12 +795,15 @@ def test_a_version_1_trace_still_reads(tmp_path: Path) -> None:
     assert back.raw == b'{"jsonrpc":"2.0","method":"a"}\n'
 
 
-def test_an_embedded_frame_with_a_wrong_len_is_an_error(tmp_path: Path) -> None:
+def test_an_embedded_frame_with_a_wrong_len_is_skipped(tmp_path: Path) -> None:
     from mcpsniff.core.session import Session
 
     frame = Session("s").feed_frame("c2s", "stdio", b'{"jsonrpc":"2.0","method":"a"}\n', 1.0)[0]
     line = encode_line(frame).replace(b'"len":30', b'"len":31')
     path = tmp_path / "t.jsonl"
     path.write_bytes(orjson.dumps(header()) + b"\n" + line + encode_line(frame))
-    with TraceReader(path) as reader, pytest.raises(TraceError, match="line 2"):
-        list(reader.inputs())
+    warnings: list[str] = []
+    with TraceReader(path, on_skip=warnings.append) as reader:
+        frames = list(reader.inputs())
+    assert [f.raw for f in frames] == [frame.raw]
+    assert len(warnings) == 1 and "line 2: malformed frame record" in warnings[0]

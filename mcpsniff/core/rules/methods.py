@@ -28,6 +28,7 @@ from mcpsniff.core.protocol import (
     V4,
     version_at_least,
 )
+from mcpsniff.core.redact import redaction_explains
 from mcpsniff.core.schemas import CompiledSchema, compile_schema
 from mcpsniff.core.state import ToolInfo
 
@@ -127,7 +128,7 @@ def _tools_call(session: Session, msg: Msg) -> None:
     if compiled is None:
         compiled = _compiled(tool, "input")
     error = compiled.first_error(arguments if arguments is not None else {})
-    if error is not None:
+    if error is not None and not redaction_explains(msg.source, arguments):
         session.report(
             "TOOL-ARGS-SCHEMA",
             f"the arguments of tool {name!r} do not match its inputSchema: {error}",
@@ -454,7 +455,7 @@ def _tools_call_result(session: Session, msg: Msg, result: dict[str, Any]) -> No
     if compiled is None:
         compiled = _compiled(tool, "output")
     error = compiled.first_error(structured)
-    if error is not None:
+    if error is not None and not redaction_explains(msg.source, structured):
         session.report(
             "TOOL-OUTPUT-CONFORMS",
             f"the structuredContent of tool {name!r} does not match its outputSchema: {error}",

@@ -1,0 +1,245 @@
+"""Redaction: the name signal, the value signal, and where each applies."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mcpsniff.core.model import FrameRecord
+from mcpsniff.core.redact import (
+    MARK,
+    holds_mark,
+    redact_argv,
+    redact_frame,
+    redact_header_pairs,
+    redact_json_value,
+    redact_text,
+    redact_url,
+    redaction_explains,
+)
+from mcpsniff.core.secret_names import is_secret_name, words
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "secret_key",
+        "aws_secret_access_key",
+        "access_key",
+        "auth",
+        "pass",
+        "pw",
+        "private_key_pem",
+        "apiKeys",
+        "password",
+        "api_key",
+        "apiKey",
+        "APIKey",
+        "X-Api-Key",
+        "OPENAI_API_KEY",
+        "githubtoken",
+        "accesstoken",
+        "client_secret",
+        "Authorization",
+        "Proxy-Authorization",
+        "X-Forwarded-Authorization",
+        "X-Custom-Token",
+        "X-Amz-Security-Token",
+        "X-Access-Key",
+        "X-Auth",
+        "Cookie",
+        "Set-Cookie",
+        "db_password",
+        "passphrase",
+        "refresh_tokens",
+    ],
+)
+def test_secret_names(name: str) -> None:
+    assert is_secret_name(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "implementation",
+        "pwd",
+        "progressToken",
+        "nextCursor",
+        "cursor",
+        "maxTokens",
+        "max_tokens",
+        "total_tokens",
+        "token_type",
+        "token_count",
+        "authorization_endpoint",
+        "authorization_servers",
+        "password_required",
+        "author",
+        "keyboard",
+        "key",
+        "code",
+        "signature",
+        "public_key",
+        "keyId",
+        "passage",
+        "compass",
+        "bypass",
+        "Mcp-Session-Id",
+        "nextPageToken",
+        "private_key_file",
+    ],
+)
+def test_not_secret_names(name: str) -> None:
+    assert not is_secret_name(name)
+
+
+def test_key_code_and_sig_are_secrets_only_where_they_usually_are() -> None:
+    assert is_secret_name("key", "query") and is_secret_name("code", "query")
+    assert is_secret_name("sig", "query") and is_secret_name("X-Amz-Signature", "query")
+    assert is_secret_name("key", "arg") and not is_secret_name("code", "arg")
+
+
+def test_words_split_at_case_and_separators() -> None:
+    assert words("aws_secret_access_key") == ["aws", "secret", "access", "key"]
+    assert words("X-Amz-Security-Token") == ["x", "amz", "security", "token"]
+    assert words("APIKeys") == ["api", "keys"]
+
+
+def _redacted(obj: object) -> tuple[dict[str, object], int]:
+    raw, count = redact_frame(json.dumps(obj).encode() + b"\n")
+    assert raw.endswith(b"\n")
+    return json.loads(raw), count
+
+
+def test_members_of_every_value_type_are_replaced_and_the_frame_stays_json() -> None:
+    obj, count = _redacted(
+        {"password": 999999, "apiKeys": ["a", {"b": 1}], "pw": "x", "auth": {"token": "t"}}
+    )
+    assert obj == {"password": MARK, "apiKeys": MARK, "pw": MARK, "auth": {"token": MARK}}
+    assert count == 4
+
+
+def test_booleans_null_and_empty_values_are_left_alone() -> None:
+    obj = {"password": None, "token": True, "secret": ""}
+    assert _redacted(obj) == (obj, 0)
+
+
+def test_a_frame_without_secrets_is_returned_as_is() -> None:
+    raw = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a basic tool"}}\n'
+    assert redact_frame(raw) == (raw, 0)
+    assert redact_frame(raw)[0] is raw
+
+
+def test_redaction_keeps_every_other_byte() -> None:
+    raw = b'{ "id" : 7,\t"password" :  "hunter2" , "x":[1, 2] }\r\n'
+    assert redact_frame(raw) == (b'{ "id" : 7,\t"password" :  "[REDACTED]" , "x":[1, 2] }\r\n', 1)
+
+
+def test_json_inside_strings_is_redacted_at_any_depth() -> None:
+    inner = json.dumps({"api_key": "k1", "n": 1})
+    twice = json.dumps({"wrap": json.dumps({"password": "k2"})})
+    obj, count = _redacted({"content": [{"type": "text", "text": inner}, {"text": twice}]})
+    assert json.loads(obj["content"][0]["text"]) == {"api_key": MARK, "n": 1}
+    assert json.loads(json.loads(obj["content"][1]["text"])["wrap"]) == {"password": MARK}
+    assert count == 2
+
+
+@pytest.mark.parametrize(
+    "secret",
+    [
+        "Bearer abcDEF0123456789",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.sig_value-1",
+        "sk-proj-abcdefghijklmnopqrstuvwx",
+        "sk-ant-api03-abcdefghijklmnopqrstuvwx",
+        "ghp_" + "a" * 36,
+        "github_pat_" + "A" * 30,
+        "xoxb-1234567890-abcdef",
+        "AKIAIOSFODNN7EXAMPLE",
+        "AIza" + "b" * 35,
+        "glpat-" + "c" * 20,
+        "npm_" + "d" * 36,
+        "hf_" + "e" * 34,
+        "-----BEGIN PRIVATE KEY-----\nMIIE\n-----END PRIVATE KEY-----",
+    ],
+)
+def test_value_secrets_are_found_under_any_name(secret: str) -> None:
+    obj, count = _redacted({"note": f"here: {secret} ok"})
+    assert count == 1
+    assert obj["note"] in (f"here: {MARK} ok", f"here: Bearer {MARK} ok")
+
+
+def test_protocol_fields_keep_values_that_look_like_secrets() -> None:
+    jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abc"
+    obj = {
+        "id": "sk-proj-abcdefghijklmnopqrstuvwx",
+        "params": {"_meta": {"progressToken": "ghp_" + "a" * 36}, "cursor": jwt},
+        "result": {"nextCursor": jwt},
+    }
+    assert _redacted(obj) == (obj, 0)
+
+
+def test_prose_is_not_a_credential() -> None:
+    for text in ("a basic implementation of x", "Bearer in mind", "basic auth is supported"):
+        assert redact_text(text) == (text, 0)
+
+
+def test_plain_text_pairs() -> None:
+    assert redact_text("login failed: password=hunter2 user=bob") == (
+        f"login failed: password={MARK} user=bob",
+        1,
+    )
+    assert redact_text("api_key: abc123, token='zzz'")[0] == f"api_key: {MARK}, token='{MARK}'"
+    assert redact_text("Authorization: Bearer abc.def-123") == (
+        f"Authorization: Bearer {MARK}",
+        1,
+    )
+    assert redact_text("pwd=/home/u") == ("pwd=/home/u", 0)
+
+
+def test_urls() -> None:
+    url = "https://user:pw1@example.com/p?key=k&x=1&code=c&sig=s&cursor=5"
+    assert redact_url(url) == (
+        f"https://user:{MARK}@example.com/p?key={MARK}&x=1&code={MARK}&sig={MARK}&cursor=5",
+        4,
+    )
+    assert redact_url("/mcp?session=1") == ("/mcp?session=1", 0)
+
+
+def test_argv() -> None:
+    argv = ["srv", "--api-key", "K", "--token=T", "postgres://u:p@h/db", "--pwd", "/tmp", "-v"]
+    out, count = redact_argv(argv)
+    assert out[:5] == ["srv", "--api-key", MARK, f"--token={MARK}", f"postgres://u:{MARK}@h/db"]
+    assert out[5:] == ["--pwd", "/tmp", "-v"] and count == 3
+
+
+def test_headers_by_name_and_by_value() -> None:
+    pairs, count = redact_header_pairs(
+        [
+            ("X-Custom-Token", "a"),
+            ("X-Forwarded-Authorization", "Bearer abcdefgh12"),
+            ("Link", "<https://x/?key=abc>"),
+            ("Mcp-Session-Id", "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abc"),
+            ("Content-Type", "application/json"),
+        ]
+    )
+    assert pairs[0][1] == MARK and pairs[1][1] == MARK
+    assert pairs[2][1] == f"<https://x/?key={MARK}>"
+    assert pairs[3][1].startswith("eyJ") and pairs[4][1] == "application/json"
+    assert count == 3
+
+
+def test_json_values() -> None:
+    value = {"line": "password=x", "headers": {"X-Auth": "y"}, "n": 3, "ok": True}
+    assert redact_json_value(value) == (
+        {"line": f"password={MARK}", "headers": {"X-Auth": MARK}, "n": 3, "ok": True},
+        2,
+    )
+
+
+def test_redaction_explains_only_a_redacted_frame_with_a_mark_in_the_value() -> None:
+    frame = FrameRecord(1, 1.0, "s", "c2s", "stdio", b"", {"redacted": 1})
+    assert redaction_explains(frame, {"a": [MARK]})
+    assert not redaction_explains(frame, {"a": 1})
+    assert not redaction_explains(FrameRecord(1, 1.0, "s", "c2s", "stdio", b""), {"a": MARK})
+    assert holds_mark([[{"x": f"y {MARK}"}]])
