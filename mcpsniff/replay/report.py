@@ -6,41 +6,14 @@ names, values, stderr lines), so every line goes through ``terminal_safe``.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from mcpsniff.core.escape import terminal_safe
-from mcpsniff.replay.compare import Difference, format_path
+from mcpsniff.replay.difftext import difference_lines, show_value
 from mcpsniff.replay.drive import DriveResult, Mismatch
 
-#: Values longer than this are shortened in the diff; the traces hold them whole.
-MAX_VALUE = 200
 #: Requests named under one "not compared" reason; the rest are counted.
 MAX_LISTED = 5
-
-
-def show_value(value: Any) -> str:
-    """A JSON value on one line, shortened past MAX_VALUE characters."""
-    try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (ValueError, RecursionError):
-        text = repr(value)
-    return text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 3] + "..."
-
-
-def difference_lines(
-    differences: list[Difference], old: str = "recorded", new: str = "live"
-) -> list[str]:
-    """Each differing JSON path, with the recorded and the other value under it."""
-    width = max(len(old), len(new)) + 1
-    lines: list[str] = []
-    for d in differences:
-        lines.append(f"  {format_path(d.path)}")
-        before = "(absent)" if d.change == "added" else show_value(d.recorded)
-        after = "(absent)" if d.change == "missing" else show_value(d.live)
-        lines.append(f"    {(old + ':').ljust(width)} {before}")
-        lines.append(f"    {(new + ':').ljust(width)} {after}")
-    return lines
 
 
 def request_label(method: str, target: str | None, request_id: Any, session: str | None) -> str:
