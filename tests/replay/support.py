@@ -135,3 +135,30 @@ def background(argv: list[str], port: int, env: dict[str, str] | None = None) ->
 def everything_http(port: int) -> contextlib.AbstractContextManager[None]:
     """server-everything over Streamable HTTP on ``port`` (endpoint /mcp)."""
     return background(["node", str(EVERYTHING_JS), "streamableHttp"], port, {"PORT": str(port)})
+
+
+def recorded_answers(trace: Path) -> int:
+    """How many client requests the recording shows answered, from its own message records.
+
+    Counted from what the recorder wrote (``answers`` on server-to-client
+    responses), not from replay's pairing, so a drive's count is checked
+    against an independent number.
+    """
+    from mcpsniff.core.model import MessageRecord
+    from mcpsniff.trace.format import TraceReader
+
+    with TraceReader(trace) as reader:
+        return sum(
+            1
+            for r in reader.records()
+            if isinstance(r, MessageRecord)
+            and r.direction == "s2c"
+            and r.kind in ("response", "error")
+            and r.answers is not None
+            and r.note != "duplicate-response"
+        )
+
+
+def all_match(count: int) -> str:
+    """The verdict of a drive that compared ``count`` responses and found them all the same."""
+    return f"all {count} recorded response(s) compared; all match the recording"

@@ -44,7 +44,8 @@ def test_a_session_not_in_the_trace(command: str) -> None:
     extra = ["--", sys.executable, "-c", "pass"] if command == "drive" else []
     assert_clean_failure(
         [*MCPSNIFF, "replay", command, str(CLEAN), "--session", "nope", *extra],
-        "no session 'nope' in this trace (sessions: clean-2025-11-25)",
+        "no session 'nope' in this trace "
+        "(sessions: clean-2025-11-25 (gallery-client 1.0, 14 message(s)))",
     )
 
 
