@@ -60,6 +60,19 @@ class Mismatch:
     problem: str | None = None
     #: The recorded session, when the recording holds more than one.
     session: str | None = None
+    #: The trace seq of the recorded request's frame (tells apart equal ids of two clients).
+    seq: int | None = None
+
+
+@dataclass(slots=True)
+class ServerEnd:
+    """A live server that went away during the drive."""
+
+    #: One line, e.g. "the live server exited with code 3"; the problem of every
+    #: request it left unanswered.
+    reason: str
+    #: Its last stderr lines, when it had any.
+    stderr: list[str] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -76,8 +89,8 @@ class DriveResult:
     not_compared: list[Mismatch] = field(default_factory=list)
     #: Server-initiated requests the recording had no answer for.
     unanswered_server_requests: list[str] = field(default_factory=list)
-    #: How each live server ended, when it ended on its own (exit code, last stderr lines).
-    server_ends: list[str] = field(default_factory=list)
+    #: How each live server ended, when it ended on its own.
+    server_ends: list[ServerEnd] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -142,9 +155,9 @@ class LinkSink:
         """The POST of recorded frame ``post`` ended; requests it left unanswered never will be."""
         self._driver.finished(self._session, post, why)
 
-    def lost(self, reason: str, details: list[str] | None = None) -> None:
-        """The server can no longer answer on this session (``details``: reported once)."""
-        self._driver.lost(self._session, reason, details)
+    def lost(self, reason: str, stderr: list[str] | None = None) -> None:
+        """The server can no longer answer on this session (``stderr``: its last lines)."""
+        self._driver.lost(self._session, reason, stderr)
 
 
 LinkFactory = Callable[[int, LinkSink], Awaitable[Link]]
@@ -267,14 +280,14 @@ class Driver:
             self._problems[ref] = reason
             future.set_result(None)
 
-    def lost(self, session: int, reason: str, details: list[str] | None = None) -> None:
+    def lost(self, session: int, reason: str, stderr: list[str] | None = None) -> None:
         """A link's server has gone: every request still waiting on it fails with ``reason``."""
         link = self._links.get(session)
         if link is not None and link.gone is None:
             link.gone = reason
             link.lost.set()
-            if details:
-                self.result.server_ends.extend(details)
+            if not any(end.reason == reason for end in self.result.server_ends):
+                self.result.server_ends.append(ServerEnd(reason, list(stderr or [])))
         for ref, (_message, owner) in self._requests.items():
             if owner == session:
                 self._fail(ref, reason)
@@ -347,6 +360,7 @@ class Driver:
                 target_of(request.body),
                 request.id,
                 session=self.script.sessions[session] if several else None,
+                seq=ref[0],
             )
             future = self._live[ref]
             live_body = future.result() if future.done() else None

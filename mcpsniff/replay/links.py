@@ -48,6 +48,15 @@ def describe_exit(code: int | None) -> str:
     return f"exited with code {code}"
 
 
+def _names_session(request: dict[str, Any] | None) -> bool:
+    """Whether a recorded ``http-request`` carried an ``Mcp-Session-Id``."""
+    headers = (request or {}).get("headers") or []
+    return any(
+        isinstance(pair, list) and len(pair) == 2 and str(pair[0]).lower() == "mcp-session-id"
+        for pair in headers
+    )
+
+
 class StdioLink:
     """A spawned server: frames go to its stdin, its stdout lines come back."""
 
@@ -105,12 +114,7 @@ class StdioLink:
         # The last stderr lines are usually the reason; let them arrive.
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(asyncio.shield(self._readers[0]), EXIT_STATUS_WAIT)
-        reason = f"the live server {describe_exit(code)}"
-        details = [f"{reason} before the drive ended"]
-        if self.stderr_tail:
-            details.append("its last stderr lines:")
-            details.extend(f"  {terminal_safe(line)}" for line in self.stderr_tail)
-        self.sink.lost(reason, details)
+        self.sink.lost(f"the live server {describe_exit(code)}", list(self.stderr_tail))
 
     async def send(self, raw: bytes, frame: Frame | None) -> None:
         assert self.proc is not None and self.proc.stdin is not None
@@ -171,6 +175,23 @@ class HttpLink:
         self.protocol_version: str | None = None
         self._posts: set[asyncio.Task[None]] = set()
         self._client: Any = None
+        self._stateless = not any(
+            _names_session(script.http_requests.get(f.exchange or -1))
+            for f in script.frames
+            if f.session == session
+        )
+
+    def _tap_session(self, frame: Frame | None) -> str:
+        """The session the own trace files a POST under.
+
+        A stateless group mixes clients that count ids from the same start; the
+        own trace keeps each recorded client connection apart, so that its check
+        does not mistake two clients' id 1 for a reused id.
+        """
+        if not self._stateless or frame is None or frame.exchange is None:
+            return self.session
+        client = (self.script.http_requests.get(frame.exchange) or {}).get("client")
+        return f"{self.session} {client}" if isinstance(client, str) else self.session
 
     async def start(self) -> None:
         import aiohttp
@@ -214,7 +235,8 @@ class HttpLink:
 
         body = raw.rstrip(b"\r\n")
         post = frame.seq if frame is not None else None
-        self.tap.frame(C2S, body, "http", self.session)
+        tap_session = self._tap_session(frame)
+        self.tap.frame(C2S, body, "http", tap_session)
         why = "the server's HTTP response ended without answering it"
         try:
             async with self._client.post(self.url, data=body, headers=self._headers(frame)) as resp:
@@ -226,11 +248,11 @@ class HttpLink:
                     self.session_id = sid
                 ctype = resp.headers.get("Content-Type", "")
                 if ctype.startswith("text/event-stream"):
-                    await self._read_sse(resp, post)
+                    await self._read_sse(resp, post, tap_session)
                 else:
                     data = await resp.read()
                     if data.strip():
-                        self._deliver(data, "http", post, status=resp.status)
+                        self._deliver(data, "http", post, tap_session, status=resp.status)
         except (aiohttp.ClientConnectorError, aiohttp.ServerDisconnectedError) as exc:
             reason = f"cannot reach {self.url}: {terminal_safe(str(exc))}"
             if not self.answered:
@@ -242,13 +264,15 @@ class HttpLink:
             if post is not None:
                 self.sink.finished(post, why)
 
-    def _deliver(self, data: bytes, transport: str, post: int | None, **meta: Any) -> None:
+    def _deliver(
+        self, data: bytes, transport: str, post: int | None, tap_session: str, **meta: Any
+    ) -> None:
         self.answered = True
-        self.tap.frame(S2C, data, transport, self.session, **meta)
+        self.tap.frame(S2C, data, transport, tap_session, **meta)
         self._note_version(data)
         self.sink.receive(data, post)
 
-    async def _read_sse(self, resp: Any, post: int | None) -> None:
+    async def _read_sse(self, resp: Any, post: int | None, tap_session: str) -> None:
         data: list[str] = []
         async for line_bytes in resp.content:
             line = line_bytes.decode("utf-8", "replace").rstrip("\r\n")
@@ -259,7 +283,7 @@ class HttpLink:
                 data = []
                 if not payload.strip():
                     continue  # a priming event (an id for resumption, no message)
-                self._deliver(payload, "sse", post)
+                self._deliver(payload, "sse", post, tap_session)
 
     def _note_version(self, data: bytes) -> None:
         """Remember the negotiated version: later requests carry it in a header."""

@@ -16,13 +16,17 @@ from mcpsniff.replay.drive import DriveResult, Mismatch
 MAX_LISTED = 5
 
 
-def request_label(method: str, target: str | None, request_id: Any, session: str | None) -> str:
-    """``tools/call tool 'echo' (request id 5)``, with the session when there are several."""
+def request_label(
+    method: str, target: str | None, request_id: Any, session: str | None, seq: int | None = None
+) -> str:
+    """``tools/call tool 'echo' (request id 5, trace seq 12)``, and the session if several."""
     what = method
     if target:
         label = "tool" if method == "tools/call" else "target"
         what += f" {label} {target!r}"
     where = f"request id {show_value(request_id)}"
+    if seq is not None:
+        where += f", trace seq {seq}"
     if session:
         where += f", session {session}"
     return f"{what} ({where})"
@@ -30,7 +34,9 @@ def request_label(method: str, target: str | None, request_id: Any, session: str
 
 def mismatch_lines(mismatch: Mismatch) -> list[str]:
     """The lines describing one mismatch: what was asked, then each differing path."""
-    head = request_label(mismatch.method, mismatch.target, mismatch.request_id, mismatch.session)
+    head = request_label(
+        mismatch.method, mismatch.target, mismatch.request_id, mismatch.session, mismatch.seq
+    )
     if mismatch.problem:
         return [f"{head}: {mismatch.problem}"]
     lines = [f"{head}: {len(mismatch.differences)} difference(s)"]
@@ -42,20 +48,37 @@ def result_lines(result: DriveResult) -> list[str]:
     lines: list[str] = []
     for mismatch in result.mismatches:
         lines.extend(mismatch_lines(mismatch))
-    lines.extend(result.server_ends)
     by_reason: dict[str, list[Mismatch]] = {}
     for missing in result.not_compared:
         by_reason.setdefault(missing.problem or "no live response", []).append(missing)
+    for end in result.server_ends:
+        # One message per server that went away: how, its last words, what it left.
+        missing = by_reason.pop(end.reason, [])
+        lines.append(
+            f"{end.reason} before the drive ended; {len(missing)} recorded response(s) not compared"
+        )
+        if end.stderr:
+            lines.append("  its last stderr lines:")
+            lines.extend(f"    {line}" for line in end.stderr)
+        lines.extend(_listed(missing))
     for reason, missing in by_reason.items():
         lines.append(f"{len(missing)} response(s) not compared: {reason}:")
-        for m in missing[:MAX_LISTED]:
-            lines.append("  " + request_label(m.method, m.target, m.request_id, m.session))
-        if len(missing) > MAX_LISTED:
-            lines.append(f"  ... and {len(missing) - MAX_LISTED} more")
+        lines.extend(_listed(missing))
     for method in result.unanswered_server_requests:
         lines.append(f"the live server sent {method}, which the recording never answered")
     lines.append(verdict(result))
     return [terminal_safe(line) for line in lines]
+
+
+def _listed(missing: list[Mismatch]) -> list[str]:
+    """The requests left without a comparison, the first MAX_LISTED by name."""
+    lines = [
+        "  " + request_label(m.method, m.target, m.request_id, m.session, m.seq)
+        for m in missing[:MAX_LISTED]
+    ]
+    if len(missing) > MAX_LISTED:
+        lines.append(f"  ... and {len(missing) - MAX_LISTED} more")
+    return lines
 
 
 def verdict(result: DriveResult) -> str:
