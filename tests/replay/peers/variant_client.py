@@ -23,9 +23,8 @@ from __future__ import annotations
 import json
 import sys
 import traceback
-from typing import Any
-
 import warnings
+from typing import Any
 
 import anyio
 from mcp import Client, MCPDeprecationWarning, StdioServerParameters
