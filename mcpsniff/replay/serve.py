@@ -315,13 +315,17 @@ class ReplayServer:
         if nearest is not None:
             near_target = target_of(nearest.request.body)
             near = f"{nearest.method} ({near_target})" if near_target else nearest.method
-            used = ", already served" if self.matcher.used(nearest) else ""
-            lines.append(
+            where = (
                 f"nearest recorded request: {near}, request id "
                 f"{show_value(nearest.request.id)} at trace seq {nearest.request.frame}"
-                f"{used}; it differs at:"
             )
-            lines.extend(difference_lines(match.differences, "recorded", "asked"))
+            if not match.differences:
+                # Asked exactly as recorded, but that answer went out already.
+                lines.append(f"{where}, asked the same way; its recorded answer was already served")
+            else:
+                used = ", already served" if self.matcher.used(nearest) else ""
+                lines.append(f"{where}{used}; it differs at:")
+                lines.extend(difference_lines(match.differences, "recorded", "asked"))
             data["nearest"] = {
                 "method": nearest.method,
                 "target": near_target,
