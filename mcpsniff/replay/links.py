@@ -18,7 +18,7 @@ from typing import Any
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.core.model import C2S, S2C
 from mcpsniff.replay.drive import LinkSink
-from mcpsniff.replay.script import Frame, ReplayError, Script
+from mcpsniff.replay.script import REQUEST, Frame, ReplayError, Script
 
 #: How long a spawned server may take to exit once its stdin is closed, and then once
 #: it was asked to terminate.
@@ -229,6 +229,11 @@ class HttpLink:
         task = asyncio.create_task(self._post(raw, frame))
         self._posts.add(task)
         task.add_done_callback(self._posts.discard)
+        if frame is not None and not any(m.kind == REQUEST for m in frame.messages):
+            # A POST of notifications is answered at once (202); clients wait for it
+            # before they go on, so that notifications/initialized arrives before the
+            # next request does. Bounded: a server that holds it must not stall the drive.
+            await asyncio.wait({task}, timeout=CONNECT_TIMEOUT)
 
     async def _post(self, raw: bytes, frame: Frame | None) -> None:
         import aiohttp

@@ -149,6 +149,11 @@ class ReplayServer:
             handled.answered = True
             return handled
         batch = isinstance(value, list)
+        if batch and not value:
+            # JSON-RPC 2.0 §6: an empty array gets a single Invalid Request error.
+            await emit(encode(_error(None, -32600, "Invalid Request: empty batch")))
+            handled.answered = True
+            return handled
         replies: list[dict[str, Any]] = []
         for item in value if batch else [value]:
             reply = await self._one(item, emit, handled)

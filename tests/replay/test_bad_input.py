@@ -112,17 +112,18 @@ def serve_lines(trace: Path, lines: list[str], *options: str) -> subprocess.Comp
 def test_unparseable_and_deeply_nested_lines_get_parse_errors_and_serving_goes_on() -> None:
     deep = "[" * 100_000 + "]" * 100_000
     just_too_deep = json.dumps(json.loads("[" * 201 + "]" * 201))
-    proc = serve_lines(CLEAN, ["{bad", deep, just_too_deep, json.dumps(PING)])
+    proc = serve_lines(CLEAN, ["{bad", deep, just_too_deep, "[]", json.dumps(PING)])
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr and "RecursionError" not in proc.stderr
     replies = [json.loads(line) for line in proc.stdout.splitlines()]
-    assert [r["error"] for r in replies[:3]] == [
+    assert [r["error"] for r in replies[:4]] == [
         {"code": -32700, "message": "Parse error: invalid JSON"},
         {"code": -32700, "message": "Parse error: JSON nested deeper than 200 levels"},
         {"code": -32700, "message": "Parse error: JSON nested deeper than 200 levels"},
+        {"code": -32600, "message": "Invalid Request: empty batch"},
     ]
-    assert all(r["id"] is None for r in replies[:3])
-    assert replies[3] == {"jsonrpc": "2.0", "id": 1, "result": {}}
+    assert all(r["id"] is None for r in replies[:4])
+    assert replies[4] == {"jsonrpc": "2.0", "id": 1, "result": {}}
 
 
 def test_a_hostile_trace_with_deep_nesting_is_served_without_a_recursion_error(
