@@ -8,7 +8,8 @@ from pathlib import Path
 
 import click
 
-from mcpsniff.replay.matcher import MODES, PARAMS, STRICT
+from mcpsniff.core.escape import terminal_safe, terminal_safe_lines
+from mcpsniff.replay.matcher import AUTO, MODES, STRICT
 from mcpsniff.replay.script import ReplayError, load_script
 
 EXIT_OK, EXIT_DIFFERENT, EXIT_ERROR = 0, 1, 2
@@ -25,12 +26,18 @@ _SESSION_OPTION = click.option(
 
 
 def _warn(text: str) -> None:
-    click.echo(f"mcpsniff replay: {text}", err=True)
+    # Warnings quote traffic and traces (methods, tool names, values): made inert here,
+    # line by line, so that a multi-line explanation still reads as lines.
+    click.echo(f"mcpsniff replay: {_safe(text)}", err=True)
 
 
 def _fail(reason: str) -> None:
-    click.echo(f"mcpsniff replay: {reason}", err=True)
+    click.echo(f"mcpsniff replay: {terminal_safe(reason)}", err=True)
     sys.exit(EXIT_ERROR)
+
+
+def _safe(text: str) -> str:
+    return "\n".join(terminal_safe_lines(text))
 
 
 @click.group()
@@ -46,19 +53,40 @@ def replay() -> None:
     "--match",
     "mode",
     type=click.Choice(MODES),
-    default=PARAMS,
+    default=AUTO,
     show_default=True,
-    help="params: method and params; sequential: method, in order; strict: params, and exit "
-    "1 at the end if a request had no recorded counterpart.",
+    help="auto: initialize by method, tools/prompts/resources by target then arguments, "
+    "others by params; strict: auto, and exit 1 at the end if a request had no recorded "
+    "counterpart; params: method and params exactly; sequential: the next of the same method "
+    "(and target), in recorded order.",
+)
+@click.option(
+    "--allow",
+    "allows",
+    multiple=True,
+    metavar="PATH",
+    help="JSON path in a request where a difference still matches, with a warning, e.g. "
+    "'$.params.arguments.message' (repeatable; [*] matches any element).",
 )
 @_TRACE_OPTION
 def serve(
-    trace: Path, session: str | None, listen: str | None, mode: str, trace_path: Path | None
+    trace: Path,
+    session: str | None,
+    listen: str | None,
+    mode: str,
+    allows: tuple[str, ...],
+    trace_path: Path | None,
 ) -> None:
     """Act as the server recorded in TRACE, over stdio (default) or HTTP."""
+    from mcpsniff.replay.compare import parse_path
     from mcpsniff.replay.serve import ReplayServer, Unmatched
     from mcpsniff.replay.tap import Tap
 
+    try:
+        allow = [parse_path(p) for p in allows]
+    except ValueError as exc:
+        _fail(str(exc))
+        return
     try:
         script = load_script(trace, session, _warn)
         tap = Tap(
@@ -69,25 +97,29 @@ def serve(
     except ReplayError as exc:
         _fail(str(exc))
         return
+    misses: list[Unmatched] = []
 
     def unmatched(miss: Unmatched) -> None:
+        misses.append(miss)
         tap.event("replay-unmatched", {"method": miss.method, "id": miss.id, "target": miss.target})
-        _warn(
-            f"no recorded counterpart for {miss.method}"
-            + (f" ({miss.target})" if miss.target else "")
-        )
+        _warn("\n".join(miss.lines).removeprefix("replay: "))
 
-    server = ReplayServer(script, mode, _warn, unmatched)
+    def make_server() -> ReplayServer:
+        return ReplayServer(script, mode, _warn, unmatched, allow)
+
     try:
         if listen:
-            from mcpsniff.replay.http_serve import parse_listen, serve_http
+            from mcpsniff.replay.http_serve import parse_listen, serve_http, wildcard_warning
 
             host, port = parse_listen(listen)
-            asyncio.run(serve_http(server, tap, host, port, announce=_warn))
+            warning = wildcard_warning(host)
+            if warning:
+                _warn(warning)
+            asyncio.run(serve_http(make_server, tap, host, port, announce=_warn))
         else:
             from mcpsniff.replay.stdio_serve import serve_stdio
 
-            asyncio.run(serve_stdio(server, tap))
+            asyncio.run(serve_stdio(make_server(), tap))
     except KeyboardInterrupt:
         pass
     except (OSError, ValueError) as exc:
@@ -97,8 +129,8 @@ def serve(
     from mcpsniff.replay.run import warn_findings
 
     warn_findings(tap.close(), _warn)
-    if mode == STRICT and server.unmatched:
-        _warn(f"{len(server.unmatched)} request(s) had no recorded counterpart")
+    if mode == STRICT and misses:
+        _warn(f"{len(misses)} request(s) had no recorded counterpart")
         sys.exit(EXIT_DIFFERENT)
     sys.exit(EXIT_OK)
 

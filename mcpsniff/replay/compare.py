@@ -68,7 +68,7 @@ def format_path(path: tuple[PathPart, ...]) -> str:
     return out
 
 
-def _covered(path: tuple[PathPart, ...], ignores: list[tuple[PathPart, ...]]) -> bool:
+def covered(path: tuple[PathPart, ...], ignores: list[tuple[PathPart, ...]]) -> bool:
     """Whether ``path`` is an ignored path or lies below one."""
     for ignore in ignores:
         if len(ignore) <= len(path) and all(
@@ -115,7 +115,7 @@ def _walk(
     ignores: list[tuple[PathPart, ...]],
     out: list[Difference],
 ) -> None:
-    if path and (_covered(path, ignores) or path[-1] in _VOLATILE_KEYS):
+    if path and (covered(path, ignores) or path[-1] in _VOLATILE_KEYS):
         return
     if old is _ABSENT or new is _ABSENT:
         change = "missing" if new is _ABSENT else "added"

@@ -28,7 +28,7 @@ _URL = re.compile(r" at (http://\S+)")
 
 
 def serve_command(
-    trace: str | os.PathLike[str], *, session: str | None = None, match: str = "params"
+    trace: str | os.PathLike[str], *, session: str | None = None, match: str = "auto"
 ) -> list[str]:
     """The command that serves ``trace`` over stdio: give it to a client as its server."""
     argv = [sys.executable, "-m", "mcpsniff", "replay", "serve", "--match", match]
@@ -49,7 +49,7 @@ class ReplayServers:
         transport: str = "stdio",
         *,
         session: str | None = None,
-        match: str = "params",
+        match: str = "auto",
     ) -> list[str] | str:
         """The command to spawn (stdio) or the URL to connect to (http)."""
         command = serve_command(trace, session=session, match=match)

@@ -11,11 +11,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+import uuid
 from collections.abc import Callable
 
 from aiohttp import web
 
 from mcpsniff.core.model import C2S, S2C
+from mcpsniff.replay import safejson
 from mcpsniff.replay.plan import Exchange
 from mcpsniff.replay.script import Frame
 from mcpsniff.replay.serve import ReplayServer
@@ -32,34 +34,69 @@ def parse_listen(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def wildcard_warning(host: str) -> str | None:
+    """The warning ``mcpsniff http`` gives for a non-loopback address, worded for replay."""
+    from mcpsniff.relay.http import is_loopback
+
+    if is_loopback(host):
+        return None
+    return (
+        f"warning: listening on {host}, not loopback: anyone who can reach this address "
+        "can use the replay and read the recorded traffic it serves"
+    )
+
+
 class HttpReplay:
-    """The aiohttp handlers around one ``ReplayServer``."""
+    """The aiohttp handlers around the replay servers, one per client session.
 
-    def __init__(self, server: ReplayServer, tap: Tap) -> None:
-        self.server = server
+    Each client that initializes gets a session id of its own, as from a real
+    server, and a ``ReplayServer`` of its own, so two clients can each be
+    served the whole recording. Requests without a session share one server.
+    """
+
+    def __init__(self, make_server: Callable[[], ReplayServer], tap: Tap) -> None:
+        self.make_server = make_server
+        self.server = make_server()
         self.tap = tap
-        self.frames: dict[int, Frame] = {f.seq: f for f in server.script.frames}
+        self.sessions: dict[str, ReplayServer] = {}
+        self.frames: dict[int, Frame] = {f.seq: f for f in self.server.script.frames}
 
-    def _recorded(self, exchange: Exchange | None) -> tuple[bool, int, str | None]:
-        """(as SSE, status, session id) of the recorded answer to ``exchange``."""
+    def _recorded(self, exchange: Exchange | None) -> tuple[bool, int, bool]:
+        """(as SSE, status, whether it assigned a session id) of the recorded answer."""
         if exchange is None or exchange.response is None:
-            return False, 200, None
+            return False, 200, False
         frame = self.frames.get(exchange.response.frame)
         if frame is None:
-            return False, 200, None
+            return False, 200, False
         sse = frame.transport == "sse"
         data = self.server.script.http_responses.get(frame.exchange or -1, {})
         status = data.get("status") if isinstance(data.get("status"), int) else 200
-        session = None
-        for pair in data.get("headers") or []:
-            if isinstance(pair, list) and len(pair) == 2 and pair[0].lower() == "mcp-session-id":
-                session = pair[1]
-        return sse, status, session
+        assigned = any(
+            isinstance(pair, list) and len(pair) == 2 and str(pair[0]).lower() == "mcp-session-id"
+            for pair in data.get("headers") or []
+        )
+        return sse, status, assigned
+
+    def _server_for(self, request: web.Request, body: bytes) -> tuple[ReplayServer, str | None]:
+        """The replay server of this client's session, and its session id."""
+        sid = request.headers.get(SESSION_HEADER)
+        if sid is not None and sid in self.sessions:
+            return self.sessions[sid], sid
+        if _initializes(body):
+            server = self.make_server()
+            _sse, _status, assigned = self._recorded(server.peek(body))
+            if assigned:
+                sid = str(uuid.uuid4())
+                self.sessions[sid] = server
+                return server, sid
+        return self.server, None
 
     async def post(self, request: web.Request) -> web.StreamResponse:
         body = await request.read()
-        self.tap.frame(C2S, body, "http")
-        sse, status, session = self._recorded(self.server.peek(body))
+        server, session = self._server_for(request, body)
+        tap_session = session or "replay"
+        self.tap.frame(C2S, body, "http", tap_session)
+        sse, status, _assigned = self._recorded(server.peek(body))
         headers = {SESSION_HEADER: session} if session else {}
         if sse:
             stream = web.StreamResponse(
@@ -73,10 +110,10 @@ class HttpReplay:
             await stream.prepare(request)
 
             async def send_event(frame: bytes) -> None:
-                self.tap.frame(S2C, frame, "sse")
+                self.tap.frame(S2C, frame, "sse", tap_session)
                 await stream.write(b"event: message\ndata: " + frame + b"\n\n")
 
-            await self.server.handle(body, send_event)
+            await server.handle(body, send_event)
             await stream.write_eof()
             return stream
         sent: list[bytes] = []
@@ -84,11 +121,11 @@ class HttpReplay:
         async def keep(frame: bytes) -> None:
             sent.append(frame)
 
-        handled = await self.server.handle(body, keep)
+        handled = await server.handle(body, keep)
         if not handled.answered or not sent:
             return web.Response(status=202, headers=headers)
         # A JSON body holds one message: the response; nothing else was sent on it either.
-        self.tap.frame(S2C, sent[-1], "http")
+        self.tap.frame(S2C, sent[-1], "http", tap_session)
         return web.Response(
             status=status, body=sent[-1], headers=headers, content_type="application/json"
         )
@@ -98,19 +135,35 @@ class HttpReplay:
         return web.Response(status=405, headers={"Allow": "POST, DELETE"})
 
     async def delete(self, request: web.Request) -> web.StreamResponse:
+        sid = request.headers.get(SESSION_HEADER)
+        if sid is not None:
+            self.sessions.pop(sid, None)
         return web.Response(status=200)
 
 
+def _initializes(body: bytes) -> bool:
+    """Whether a POST body holds an ``initialize`` request."""
+    try:
+        value = safejson.loads(body)
+    except ValueError:
+        return False
+    items = value if isinstance(value, list) else [value]
+    return any(isinstance(m, dict) and m.get("method") == "initialize" for m in items)
+
+
 async def serve_http(
-    server: ReplayServer,
+    make_server: Callable[[], ReplayServer],
     tap: Tap,
     host: str,
     port: int,
     announce: Callable[[str], None] | None = None,
     ready: Callable[[str], None] | None = None,
 ) -> None:
-    """Serve until cancelled (Ctrl-C); ``ready`` gets the URL once listening."""
-    replay = HttpReplay(server, tap)
+    """Serve until cancelled (Ctrl-C); ``ready`` gets the URL once listening.
+
+    ``make_server`` makes the replay server of each client session.
+    """
+    replay = HttpReplay(make_server, tap)
     app = web.Application(client_max_size=1 << 26)
     app.router.add_route("POST", "/{tail:.*}", replay.post)
     app.router.add_route("GET", "/{tail:.*}", replay.get)
@@ -123,7 +176,7 @@ async def serve_http(
         bound = runner.addresses[0][1] if runner.addresses else port
         url = f"http://{host}:{bound}/mcp"
         if announce is not None:
-            announce(f"serving {server.script.path} at {url}")
+            announce(f"serving {replay.server.script.path} at {url}")
         if ready is not None:
             ready(url)
         stop = asyncio.Event()

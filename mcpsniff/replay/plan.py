@@ -17,6 +17,7 @@ from typing import Any
 
 from mcpsniff.core.model import C2S, S2C
 from mcpsniff.replay.compare import match_key
+from mcpsniff.replay.pairing import Pairer, RequestRef, ref_of
 from mcpsniff.replay.script import NOTIFICATION, REQUEST, RESPONSE, Message, Script, id_key
 
 
@@ -30,7 +31,8 @@ class Exchange:
     before: list[Message] = field(default_factory=list)
     #: Server messages sent after the response (the recording's tail).
     after: list[Message] = field(default_factory=list)
-    used: bool = False
+    #: The client's ``notifications/cancelled`` for this request, if it sent one unanswered.
+    cancelled: Message | None = None
 
     @property
     def key(self) -> str:
@@ -58,60 +60,83 @@ def progress_token(body: dict[str, Any]) -> Any:
 
 
 def build_plan(script: Script) -> Plan:
-    """Cut the recording into exchanges (see the module docstring)."""
+    """Cut the recording into exchanges (see the module docstring).
+
+    Requests and responses are paired per session, as ``pairing`` does, so
+    that sessions counting ids from the same start do not answer each other.
+    """
     exchanges: list[Exchange] = []
-    open_by_id: dict[str, Exchange] = {}
-    #: HTTP exchange number -> the request POSTed in it, for error responses with a null id.
-    open_by_http: dict[int, Exchange] = {}
-    by_token: dict[str, Exchange] = {}
+    by_ref: dict[RequestRef, Exchange] = {}
+    pairers: dict[str, Pairer] = {}
+    #: (session, id key) -> the exchange still open, for notifications/cancelled.
+    open_by_id: dict[tuple[str, str], Exchange] = {}
+    by_token: dict[tuple[str, str], Exchange] = {}
     answers: dict[str, Message] = {}
     waiting: list[Message] = []
     last: Exchange | None = None
-    for message in script.messages():
-        kind = message.kind
-        if message.direction == C2S:
-            if kind == REQUEST:
-                exchange = Exchange(message)
-                exchanges.append(exchange)
-                open_by_id[id_key(message.id)] = exchange
-                if message.exchange is not None and message.index is None:
-                    open_by_http[message.exchange] = exchange
-                token = progress_token(message.body)
-                if token is not None:
-                    by_token[json.dumps(token)] = exchange
-            elif kind == RESPONSE:
-                answers.setdefault(id_key(message.id), message)
-            continue
-        if message.direction != S2C:
-            continue
-        if kind == RESPONSE:
-            exchange = open_by_id.pop(id_key(message.id), None)
-            if exchange is None and message.id is None and message.exchange is not None:
-                # An HTTP error answer (400 "not initialized") with a null id: it answers
-                # the request POSTed in the same exchange.
-                exchange = open_by_http.get(message.exchange)
-                if exchange is not None:
-                    open_by_id.pop(id_key(exchange.request.id), None)
-            if exchange is None:
-                continue  # an orphan response answers nothing a client can ask again
-            exchange.response = message
-            # Keep the recorded order between progress (owned) and other server messages.
-            exchange.before = sorted(exchange.before + waiting, key=_position)
-            waiting = []
-            last = exchange
-            continue
-        owner = None
-        if kind == NOTIFICATION and message.method == "notifications/progress":
-            params = message.body.get("params")
-            if isinstance(params, dict) and "progressToken" in params:
-                owner = by_token.get(json.dumps(params["progressToken"]))
-        if owner is not None and owner.response is None:
-            owner.before.append(message)
-        else:
-            waiting.append(message)
+    for frame in script.frames:
+        pairer = pairers.setdefault(frame.session, Pairer())
+        for message in frame.messages:
+            kind = message.kind
+            if frame.direction == C2S:
+                _client_message(message, frame.session, pairer, exchanges, by_ref, open_by_id)
+                if kind == REQUEST:
+                    token = progress_token(message.body)
+                    if token is not None:
+                        by_token[(frame.session, json.dumps(token))] = by_ref[ref_of(message)]
+                elif kind == RESPONSE:
+                    answers.setdefault(id_key(message.id), message)
+                continue
+            if frame.direction != S2C:
+                continue
+            if kind == RESPONSE:
+                ref = pairer.answer(message.id, message.exchange)
+                if ref is None:
+                    continue  # an orphan response answers nothing a client can ask again
+                exchange = by_ref[ref]
+                open_by_id.pop((frame.session, id_key(exchange.request.id)), None)
+                exchange.response = message
+                # Keep the recorded order between progress (owned) and other server messages.
+                exchange.before = sorted(exchange.before + waiting, key=_position)
+                waiting = []
+                last = exchange
+                continue
+            owner = None
+            if kind == NOTIFICATION and message.method == "notifications/progress":
+                params = message.body.get("params")
+                if isinstance(params, dict) and "progressToken" in params:
+                    key = (frame.session, json.dumps(params["progressToken"]))
+                    owner = by_token.get(key)
+            if owner is not None and owner.response is None:
+                owner.before.append(message)
+            else:
+                waiting.append(message)
     if waiting and last is not None:
         last.after.extend(waiting)
     return Plan(exchanges, answers)
+
+
+def _client_message(
+    message: Message,
+    session: str,
+    pairer: Pairer,
+    exchanges: list[Exchange],
+    by_ref: dict[RequestRef, Exchange],
+    open_by_id: dict[tuple[str, str], Exchange],
+) -> None:
+    """Open an exchange for a client request; mark one cancelled by the client."""
+    if message.kind == REQUEST:
+        exchange = Exchange(message)
+        exchanges.append(exchange)
+        by_ref[ref_of(message)] = exchange
+        open_by_id[(session, id_key(message.id))] = exchange
+        pairer.opened(message.id, ref_of(message), message.exchange)
+    elif message.method == "notifications/cancelled":
+        params = message.body.get("params")
+        if isinstance(params, dict) and "requestId" in params:
+            cancelled = open_by_id.get((session, id_key(params["requestId"])))
+            if cancelled is not None and cancelled.cancelled is None:
+                cancelled.cancelled = message
 
 
 def _position(message: Message) -> tuple[int, int]:

@@ -1,4 +1,4 @@
-"""Wiring one ``replay drive`` run: link, driver, own trace, report, exit status."""
+"""Wiring one ``replay drive`` run: links, driver, own trace, report, exit status."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from mcpsniff.core.model import FindingRecord
 from mcpsniff.replay.compare import PathPart
-from mcpsniff.replay.drive import Driver
+from mcpsniff.replay.drive import Driver, Link, LinkSink
 from mcpsniff.replay.links import HttpLink, StdioLink
 from mcpsniff.replay.report import result_lines
 from mcpsniff.replay.script import ReplayError, Script
@@ -39,26 +39,36 @@ async def run_drive(
         },
     )
     driver = Driver(script, ignores, timeout)
-    link: StdioLink | HttpLink
-    if url:
-        link = HttpLink(url, script, tap, driver.receive, driver.gone.set)
-    else:
-        link = StdioLink(command, tap, driver.receive, driver.gone.set)
-    try:
+    links: list[StdioLink | HttpLink] = []
+
+    async def connect(session: int, sink: LinkSink) -> Link:
+        name = script.sessions[session] if script.sessions else "replay"
+        link: StdioLink | HttpLink
+        if url:
+            link = HttpLink(url, script, tap, sink, name)
+        else:
+            link = StdioLink(command, tap, sink, name)
+        links.append(link)
         await link.start()
-        result = await driver.run(link)
+        return link
+
+    try:
+        result = await driver.run(connect)
     except ReplayError:
+        for link in links:
+            await link.close()
         tap.close()
         raise
-    finally:
+    for link in links:
         await link.close()
     findings = tap.close()
-    if isinstance(link, HttpLink) and link.error is not None:
-        raise ReplayError(link.error)
+    unreachable = [link.unreachable for link in links if isinstance(link, HttpLink)]
+    if unreachable and all(unreachable):
+        raise ReplayError(str(unreachable[0]))
     for line in result_lines(result):
         out(line)
     warn_findings(findings, warn)
-    return EXIT_OK if result.ok and not result.unanswered_server_requests else EXIT_DIFFERENT
+    return EXIT_OK if result.ok else EXIT_DIFFERENT
 
 
 def warn_findings(findings: list[FindingRecord], warn: Callable[[str], None]) -> None:

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcpsniff.core.escape import terminal_safe
 from mcpsniff.core.model import C2S, S2C, EventRecord, FrameRecord
 from mcpsniff.core.redact import MARK as REDACTED
+from mcpsniff.replay import safejson
 from mcpsniff.trace.format import TraceError, TraceReader
 
 REQUEST = "request"
@@ -68,6 +71,8 @@ class Frame:
     meta: dict[str, Any] = field(default_factory=dict)
     #: The bytes as recorded (a stdio line keeps its newline).
     raw: bytes = b""
+    #: The trace session the frame belongs to.
+    session: str = ""
 
     @property
     def exchange(self) -> int | None:
@@ -155,8 +160,10 @@ def load_script(
     names = list(dict.fromkeys(f.session for f in frames))
     if session is not None:
         if session not in names:
-            known = ", ".join(names) if names else "none"
-            raise ReplayError(f"{path}: no session {session!r} in this trace (sessions: {known})")
+            raise ReplayError(
+                f"{path}: no session {terminal_safe(repr(session))} in this trace "
+                f"(sessions: {describe_sessions(frames)})"
+            )
         frames = [f for f in frames if f.session == session]
         names = [session]
     if not frames:
@@ -184,7 +191,7 @@ def load_script(
 def _parse_frame(record: FrameRecord) -> Frame | None:
     """The JSON-RPC content of a frame, or None for frames that hold none (stdout noise)."""
     try:
-        value = json.loads(record.raw)
+        value = safejson.loads(record.raw)
     except ValueError:
         return None
     batch = isinstance(value, list)
@@ -211,7 +218,44 @@ def _parse_frame(record: FrameRecord) -> Frame | None:
         batch=batch,
         meta=dict(record.meta or {}),
         raw=record.raw,
+        session=record.session,
     )
+
+
+def describe_sessions(frames: list[FrameRecord]) -> str:
+    """Each session of a trace with its client and message count, for the user to pick from."""
+    if not frames:
+        return "none"
+    counts: Counter[str] = Counter()
+    clients: dict[str, str] = {}
+    for record in frames:
+        parsed = _parse_frame(record)
+        counts[record.session] += len(parsed.messages) if parsed is not None else 0
+        if parsed is not None and record.session not in clients and record.direction == C2S:
+            found = _client_of(parsed)
+            if found:
+                clients[record.session] = found
+    parts = []
+    for name, count in counts.items():
+        client = clients.get(name, "client unknown")
+        parts.append(f"{name} ({client}, {count} message(s))")
+    return terminal_safe("; ".join(parts))
+
+
+def _client_of(frame: Frame) -> str | None:
+    """``name version`` of the client a request frame names (initialize or ``_meta``)."""
+    for message in frame.messages:
+        params = message.body.get("params")
+        if not isinstance(params, dict):
+            continue
+        meta = params.get("_meta")
+        info = params.get("clientInfo")
+        if info is None and isinstance(meta, dict):
+            info = meta.get("io.modelcontextprotocol/clientInfo")
+        if isinstance(info, dict) and isinstance(info.get("name"), str):
+            version = info.get("version")
+            return info["name"] + (f" {version}" if isinstance(version, str) else "")
+    return None
 
 
 def contains_redacted(value: Any) -> bool:

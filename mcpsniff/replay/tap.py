@@ -48,17 +48,26 @@ class Tap:
         if isinstance(record, FindingRecord):
             self.findings.append(record)
 
-    def stream(self, direction: str, data: bytes) -> None:
-        """Bytes of a stdio stream, newline-delimited."""
-        self.recorder.feed(self.session, direction, data, time.time())
+    def stream(self, direction: str, data: bytes, session: str | None = None) -> None:
+        """Bytes of a stdio stream, newline-delimited (``session``: the tap's own by default)."""
+        self.recorder.feed(session or self.session, direction, data, time.time())
 
-    def frame(self, direction: str, raw: bytes, transport: str | None = None, **meta: Any) -> None:
+    def frame(
+        self,
+        direction: str,
+        raw: bytes,
+        transport: str | None = None,
+        session: str | None = None,
+        **meta: Any,
+    ) -> None:
         """One whole frame (an HTTP body or an SSE event's data)."""
-        self.recorder.feed_frame(self.session, direction, raw, time.time(), transport, meta or None)
+        self.recorder.feed_frame(
+            session or self.session, direction, raw, time.time(), transport, meta or None
+        )
 
-    def event(self, name: str, data: dict[str, Any]) -> None:
+    def event(self, name: str, data: dict[str, Any], session: str | None = None) -> None:
         """A replay event, e.g. ``replay-unmatched``."""
-        self.recorder.event(self.session, name, time.time(), data)
+        self.recorder.event(session or self.session, name, time.time(), data)
 
     def close(self) -> list[FindingRecord]:
         """End the session, close the trace, and return every finding of the run."""

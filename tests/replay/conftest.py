@@ -11,17 +11,14 @@ from mcpsniff.replay.fixture import replay_server  # noqa: F401
 from tests.replay.support import (
     EVERYTHING,
     EVERYTHING_JS,
-    MCPSNIFF,
     SDK2,
     SDK2_PYTHON,
     SDK2_SERVER,
     Recording,
-    background,
     everything_http,
-    free_port,
     need,
+    record_http_clients,
     record_stdio,
-    sdk_client,
 )
 
 
@@ -48,18 +45,5 @@ def modern_recording(replay_dir: Path) -> Recording:
 def http_recording(replay_dir: Path) -> Recording:
     """SDK 2.x client with server-everything over Streamable HTTP, through ``mcpsniff http``."""
     need(SDK2_PYTHON, EVERYTHING_JS)
-    trace = replay_dir / "everything-http.jsonl"
-    upstream, relay = free_port(), free_port()
-    relay_argv = [
-        *MCPSNIFF,
-        "http",
-        "--upstream",
-        f"http://127.0.0.1:{upstream}/mcp",
-        "--listen",
-        f"127.0.0.1:{relay}",
-        "--trace",
-        str(trace),
-    ]
-    with everything_http(upstream), background(relay_argv, relay):
-        results = sdk_client(url=f"http://127.0.0.1:{relay}/mcp")
-    return Recording(trace, results)
+    recorded = record_http_clients(replay_dir / "everything-http.jsonl", 1, everything_http)
+    return Recording(recorded.trace, recorded.results[0])

@@ -9,7 +9,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -135,3 +136,97 @@ def background(argv: list[str], port: int, env: dict[str, str] | None = None) ->
 def everything_http(port: int) -> contextlib.AbstractContextManager[None]:
     """server-everything over Streamable HTTP on ``port`` (endpoint /mcp)."""
     return background(["node", str(EVERYTHING_JS), "streamableHttp"], port, {"PORT": str(port)})
+
+
+def recorded_answers(trace: Path) -> int:
+    """How many client requests the recording shows answered, from its own message records.
+
+    Counted from what the recorder wrote (``answers`` on server-to-client
+    responses), not from replay's pairing, so a drive's count is checked
+    against an independent number.
+    """
+    from mcpsniff.core.model import MessageRecord
+    from mcpsniff.trace.format import TraceReader
+
+    with TraceReader(trace) as reader:
+        return sum(
+            1
+            for r in reader.records()
+            if isinstance(r, MessageRecord)
+            and r.direction == "s2c"
+            and r.kind in ("response", "error")
+            and r.answers is not None
+            and r.note != "duplicate-response"
+        )
+
+
+def all_match(count: int) -> str:
+    """The verdict of a drive that compared ``count`` responses and found them all the same."""
+    return f"all {count} recorded response(s) compared; all match the recording"
+
+
+SDK2_HTTP_SERVER = E2E_PEERS / "sdk2_http_server.py"
+REPLAY_PEERS = Path(__file__).resolve().parent / "peers"
+CHANGED_HTTP_SERVER = REPLAY_PEERS / "changed_http_server.py"
+VARIANT_CLIENT = REPLAY_PEERS / "variant_client.py"
+EXITS_AFTER_FIRST = REPLAY_PEERS / "exits_after_first.py"
+INSPECTOR_JS = (
+    PEERS / "node" / "node_modules" / "@modelcontextprotocol" / "inspector" / "cli" / "build"
+) / "cli.js"
+
+
+def sdk2_http(
+    port: int, script: Path = SDK2_HTTP_SERVER
+) -> contextlib.AbstractContextManager[None]:
+    """The SDK 2.x server (or a variant of it) over Streamable HTTP on ``port``."""
+    return background([str(SDK2_PYTHON), str(script), str(port)], port)
+
+
+@dataclass
+class MultiRecording:
+    """Several SDK clients recorded at once through ``mcpsniff http``, and what each saw."""
+
+    trace: Path
+    results: list[dict[str, Any]]
+
+
+def record_http_clients(
+    trace: Path, clients: int, server: Callable[[int], contextlib.AbstractContextManager[None]]
+) -> MultiRecording:
+    """Record ``clients`` concurrent SDK 2.x clients through ``mcpsniff http`` to ``server``."""
+    upstream, relay = free_port(), free_port()
+    relay_argv = [
+        *MCPSNIFF,
+        "http",
+        "--upstream",
+        f"http://127.0.0.1:{upstream}/mcp",
+        "--listen",
+        f"127.0.0.1:{relay}",
+        "--trace",
+        str(trace),
+    ]
+    url = f"http://127.0.0.1:{relay}/mcp"
+    with server(upstream), background(relay_argv, relay), ThreadPoolExecutor(clients) as pool:
+        results = list(pool.map(lambda _: sdk_client(url=url), range(clients)))
+    return MultiRecording(trace, results)
+
+
+def answered_per_client(results: dict[str, Any]) -> int:
+    """How many requests the scripted SDK client had answered, from what it printed.
+
+    One ``server/discover`` probe (answered with an error by a handshake-era
+    server), ``initialize`` and ``logging/setLevel`` in the handshake era, then
+    the listings, calls, reads and gets it reports.
+    """
+    handshake = results["negotiation"] == "initialize"
+    return (
+        1
+        + (1 if handshake else 0)
+        + (1 if "set_logging_level" in results else 0)
+        + 1
+        + len(results["tool_calls"])
+        + 2
+        + len(results["resource_reads"])
+        + 1
+        + len(results["prompt_gets"])
+    )

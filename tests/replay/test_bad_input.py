@@ -44,7 +44,8 @@ def test_a_session_not_in_the_trace(command: str) -> None:
     extra = ["--", sys.executable, "-c", "pass"] if command == "drive" else []
     assert_clean_failure(
         [*MCPSNIFF, "replay", command, str(CLEAN), "--session", "nope", *extra],
-        "no session 'nope' in this trace (sessions: clean-2025-11-25)",
+        "no session 'nope' in this trace "
+        "(sessions: clean-2025-11-25 (gallery-client 1.0, 14 message(s)))",
     )
 
 
@@ -94,3 +95,93 @@ def test_a_torn_trace_warns_and_still_serves(tmp_path: Path) -> None:
     assert json.loads(proc.stdout) == {"jsonrpc": "2.0", "id": 1, "result": {}}
     assert "is incomplete, probably cut off by a crash; it was skipped" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def serve_lines(trace: Path, lines: list[str], *options: str) -> subprocess.CompletedProcess[str]:
+    """``replay serve`` over stdio fed these raw lines; stdin then closes."""
+    return subprocess.run(
+        [*MCPSNIFF, "replay", "serve", *options, str(trace)],
+        input="".join(line + "\n" for line in lines),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        cwd=REPO,
+    )
+
+
+def test_unparseable_and_deeply_nested_lines_get_parse_errors_and_serving_goes_on() -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    just_too_deep = json.dumps(json.loads("[" * 201 + "]" * 201))
+    proc = serve_lines(CLEAN, ["{bad", deep, just_too_deep, "[]", json.dumps(PING)])
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "RecursionError" not in proc.stderr
+    replies = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [r["error"] for r in replies[:4]] == [
+        {"code": -32700, "message": "Parse error: invalid JSON"},
+        {"code": -32700, "message": "Parse error: JSON nested deeper than 200 levels"},
+        {"code": -32700, "message": "Parse error: JSON nested deeper than 200 levels"},
+        {"code": -32600, "message": "Invalid Request: empty batch"},
+    ]
+    assert all(r["id"] is None for r in replies[:4])
+    assert replies[4] == {"jsonrpc": "2.0", "id": 1, "result": {}}
+
+
+def test_a_hostile_trace_with_deep_nesting_is_served_without_a_recursion_error(
+    tmp_path: Path,
+) -> None:
+    trace = tmp_path / "deep.jsonl"
+    writer = TraceWriter.create(trace, meta={})
+    ping = json.dumps(PING).encode() + b"\n"
+    deep = b'{"jsonrpc":"2.0","id":1,"result":' + b"[" * 5000 + b"]" * 5000 + b"}\n"
+    writer.write(FrameRecord(1, 1.0, "s", "c2s", "stdio", ping))
+    writer.write(FrameRecord(2, 1.1, "s", "s2c", "stdio", deep))
+    writer.write(FrameRecord(3, 1.2, "s", "c2s", "stdio", ping))
+    writer.write(
+        FrameRecord(4, 1.3, "s", "s2c", "stdio", b'{"jsonrpc":"2.0","id":1,"result":{}}\n')
+    )
+    writer.close()
+    proc = serve_lines(trace, [json.dumps(PING)])
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    # The deep frame is no message replay can serve; the next recorded answer is.
+    assert json.loads(proc.stdout) == {"jsonrpc": "2.0", "id": 1, "result": {}}
+    drive = run([*MCPSNIFF, "replay", "drive", str(trace), "--", *SERVE_CLEAN])
+    assert "Traceback" not in drive.err
+
+
+SERVE_CLEAN = [*MCPSNIFF, "replay", "serve", str(CLEAN)]
+
+
+def test_traffic_strings_reach_the_terminal_escaped() -> None:
+    hostile = {
+        "jsonrpc": "2.0",
+        "id": 5,
+        "method": "tools/call",
+        "params": {"name": "x\x1b]0;owned\x07\u202e"},
+    }
+    proc = serve_lines(CLEAN, [json.dumps(hostile)])
+    assert "\x1b" not in proc.stderr and "\u202e" not in proc.stderr and "\x07" not in proc.stderr
+    assert "nothing was recorded for tools/call (x\\x1b]0;owned\\x07\\u202e)" in proc.stderr
+
+
+def test_serve_on_a_wildcard_address_warns_as_mcpsniff_http_does() -> None:
+    proc = subprocess.Popen(
+        [*MCPSNIFF, "replay", "serve", "--http", "0.0.0.0:0", str(CLEAN)],
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    try:
+        first = proc.stderr.readline()
+        second = proc.stderr.readline()
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=10)
+    assert first == (
+        "mcpsniff replay: warning: listening on 0.0.0.0, not loopback: anyone who can reach "
+        "this address can use the replay and read the recorded traffic it serves\n"
+    )
+    assert second.startswith(f"mcpsniff replay: serving {CLEAN} at http://0.0.0.0:")

@@ -13,7 +13,16 @@ from pathlib import Path
 from mcpsniff.core.model import FrameRecord
 from mcpsniff.replay.fixture import ReplayServers
 from mcpsniff.trace.format import TraceReader
-from tests.replay.support import MCPSNIFF, Recording, everything_http, free_port, run, sdk_client
+from tests.replay.support import (
+    MCPSNIFF,
+    Recording,
+    all_match,
+    everything_http,
+    free_port,
+    recorded_answers,
+    run,
+    sdk_client,
+)
 
 
 def test_serve_http_gives_the_sdk_client_the_recorded_results(
@@ -32,7 +41,7 @@ def test_the_fixture_gives_a_command_for_stdio(
 ) -> None:
     command = replay_server(http_recording.trace)
     assert isinstance(command, list)
-    assert command[-3:] == ["--match", "params", str(http_recording.trace)]
+    assert command[-3:] == ["--match", "auto", str(http_recording.trace)]
 
 
 def test_drive_url_against_a_fresh_server_finds_no_difference(
@@ -54,7 +63,6 @@ def test_drive_url_against_a_fresh_server_finds_no_difference(
             ]
         )
     assert result.code == 0, result.out + result.err
-    assert result.out.strip().startswith("all ")
-    assert result.out.strip().endswith(" response(s) match the recording")
+    assert result.out.strip() == all_match(recorded_answers(http_recording.trace))
     sent = [r for r in TraceReader(own).records() if isinstance(r, FrameRecord)]
     assert sum(1 for f in sent if f.direction == "c2s") >= 15

@@ -21,6 +21,8 @@ from tests.replay.support import (
     SDK2,
     SDK2_PYTHON,
     Recording,
+    all_match,
+    recorded_answers,
     run,
     sdk_client,
 )
@@ -58,8 +60,7 @@ def test_drive_against_a_fresh_server_finds_no_difference(
         [*MCPSNIFF, "replay", "drive", str(recording.trace), "--trace", str(own), "--", *server]
     )
     assert result.code == 0, result.out + result.err
-    last = result.out.strip().splitlines()[-1]
-    assert last.startswith("all ") and last.endswith(" response(s) match the recording")
+    assert result.out.strip() == all_match(recorded_answers(recording.trace))
     # The drive's own trace is a complete session: every request answered.
     kinds = [r for r in TraceReader(own).records() if isinstance(r, FrameRecord)]
     assert sum(1 for f in kinds if f.direction == "c2s") >= 15
@@ -78,8 +79,9 @@ def test_drive_against_a_changed_server_names_the_tool_and_the_field(
     block = "\n".join(lines)
     assert "  $.result.structuredContent.humidity\n    recorded: 82.0\n    live:     50.0" in block
     assert "$.result.content[0].text" in block
-    assert lines[-1].startswith("1 of ") and lines[-1].endswith(
-        "response(s) differ from the recording"
+    total = recorded_answers(modern_recording.trace)
+    assert lines[-1] == (
+        f"{total} of {total} recorded response(s) compared, 1 differ, {total - 1} match"
     )
 
 
@@ -108,9 +110,18 @@ def test_serve_strict_answers_an_unrecorded_request_with_an_error(
     error = replies[0]
     assert error["id"] == "a"
     assert error["error"]["code"] == -32601
-    assert error["error"]["message"].startswith(
-        "replay: nothing was recorded for tools/call (no-such-tool) with these params"
-    )
+    first, nearest, *diff = error["error"]["message"].splitlines()
+    trace = everything_recording.trace
+    assert first == f"replay: nothing was recorded for tools/call (no-such-tool) in {trace}"
+    # The nearest recorded call is named, with the paths that differ in drive's format.
+    name = error["error"]["data"]["nearest"]["target"]
+    assert nearest.startswith(f"nearest recorded request: tools/call ({name}), request id ")
+    assert diff[:3] == [
+        "  $.params.name",
+        f'    recorded: "{name}"',
+        '    asked:    "no-such-tool"',
+    ]
+    assert error["error"]["data"]["nearest"]["method"] == "tools/call"
     # The recorded tools/list answer, with the id this client chose.
     assert replies[1]["id"] == "b"
     assert replies[1]["result"]["tools"][0]["name"] == "echo"
