@@ -19,8 +19,11 @@ from mcpsniff.core.analyzer import replay
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.core.model import SEVERITY_RANK, EventRecord, FindingRecord, Record
 from mcpsniff.core.rules import IMPLEMENTED
+from mcpsniff.filter import HELP as FILTER_HELP
+from mcpsniff.filter.cli import filter_option, parse_filter
+from mcpsniff.filter.select import matching_findings
 from mcpsniff.render import Style, Timeline, finding_json, report_lines
-from mcpsniff.trace.format import TraceError, TraceReader, TraceTail, TraceWriter
+from mcpsniff.trace.format import TraceError, TraceReader
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -56,7 +59,7 @@ def main() -> None:
 # --------------------------------------------------------------------------- check
 
 
-@main.command()
+@main.command(epilog=FILTER_HELP)
 @click.argument("trace", type=click.Path(dir_okay=True, path_type=Path))
 @click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
@@ -68,12 +71,16 @@ def main() -> None:
     show_default=True,
     help="Exit 1 when a finding at or above this severity exists.",
 )
-def check(trace: Path, fmt: str, fail_on: str) -> None:
+@filter_option
+def check(trace: Path, fmt: str, fail_on: str, filter_expr: str | None = None) -> None:
     """Re-analyze the raw frames of TRACE with today's rules and report findings.
 
+    With --filter, only findings about matching messages are reported and counted
+    (the syntax: mcpsniff show --help).
     Exit status: 0 when nothing is at or above --fail-on, 1 when something is,
     2 when the trace is missing or unreadable.
     """
+    flt = parse_filter("check", filter_expr)
     try:
         reader = TraceReader(trace, on_skip=_warner("check"))
     except TraceError as exc:
@@ -90,7 +97,8 @@ def check(trace: Path, fmt: str, fail_on: str) -> None:
     out = sys.stdout
     try:
         with reader:
-            for record in replay(reader.inputs()):
+            records = replay(reader.inputs())
+            for record in records if flt is None else matching_findings(records, flt):
                 if not isinstance(record, FindingRecord):
                     # "0 finding(s) in 1 session(s)": every session counts, clean or not.
                     sessions.add(record.session)
@@ -122,42 +130,6 @@ def check(trace: Path, fmt: str, fail_on: str) -> None:
         )
         click.echo(f"{total} finding(s) in {len(sessions)} session(s); {verdict}")
     sys.exit(EXIT_FINDINGS if failing else EXIT_OK)
-
-
-# --------------------------------------------------------------------------- show
-
-
-@main.command()
-@click.argument("trace", type=click.Path(dir_okay=True, path_type=Path))
-@click.option("--follow", "-f", is_flag=True, help="Keep reading as the trace grows, like tail -f.")
-@click.option("--interval", default=0.2, show_default=True, help="Polling interval for --follow.")
-def show(trace: Path, follow: bool, interval: float) -> None:
-    """Print a readable timeline of TRACE: one line per message, findings inline."""
-    try:
-        reader = TraceReader(trace)
-    except TraceError as exc:
-        _fail("show", str(exc))
-        return
-    reader.close()
-    timeline = Timeline(Style(_colour(sys.stdout)))
-    tail = TraceTail(trace, on_skip=_warner("show"))
-    try:
-        while True:
-            for record in tail.poll(final=not follow):
-                for line in timeline.feed(record):
-                    click.echo(line)
-            if not follow:
-                break
-            for line in timeline.flush():
-                click.echo(line)
-            sys.stdout.flush()
-            time.sleep(interval)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        for line in timeline.flush():
-            click.echo(line)
-        tail.close()
 
 
 # --------------------------------------------------------------------------- rules
@@ -206,15 +178,16 @@ def _versions_label(versions: tuple[str, ...]) -> str:
 @click.option(
     "--trace",
     "trace_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Trace file to create (default: a new file in ~/.local/state/mcpsniff/traces).",
+    help="Trace file: created, or a new session appended to it. May hold {name}, {pid} "
+    "and {time}; a directory means a new file in it "
+    "(default: a new file in ~/.local/state/mcpsniff/traces).",
 )
 @click.option("--show", is_flag=True, help="Print a line per message on stderr as it happens.")
 @click.option("--no-redact", is_flag=True, help="Record credentials as they are (off by default).")
 @click.option("--name", help="Label for the session and the default trace file name.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def stdio(
-    trace_path: Path | None, show: bool, no_redact: bool, name: str | None, command: tuple[str, ...]
+    trace_path: str | None, show: bool, no_redact: bool, name: str | None, command: tuple[str, ...]
 ) -> None:
     """Relay and record a stdio MCP server: mcpsniff stdio [OPTIONS] -- COMMAND [ARGS]...
 
@@ -232,7 +205,10 @@ def stdio(
     except StartError as exc:
         _fail("stdio", str(exc))
         return
-    click.echo(f"mcpsniff: recording {command[0]} to {writer.path}", err=True)
+    if writer.note:
+        click.echo(f"mcpsniff stdio: warning: {writer.note}", err=True)
+    verb = "appending a session of" if writer.appended else "recording"
+    click.echo(f"mcpsniff: {verb} {command[0]} to {writer.path}", err=True)
     # The child's stderr already passes through unchanged: don't show it twice.
     listener, flush = _live_display(show, skip_events={"stderr"})
 
@@ -284,8 +260,9 @@ def _short_time(t: float) -> str:
 @click.option(
     "--trace",
     "trace_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Trace file to create (default: a new file in ~/.local/state/mcpsniff/traces).",
+    help="Trace file: created, or a new session appended to it. May hold {name}, {pid} "
+    "and {time}; a directory means a new file in it "
+    "(default: a new file in ~/.local/state/mcpsniff/traces).",
 )
 @click.option("--show", is_flag=True, help="Print a line per message on stderr as it happens.")
 @click.option("--no-redact", is_flag=True, help="Record credentials as they are (off by default).")
@@ -304,7 +281,7 @@ def _short_time(t: float) -> str:
 def http(
     upstream: str,
     listen: str,
-    trace_path: Path | None,
+    trace_path: str | None,
     show: bool,
     no_redact: bool,
     keep_host: bool,
@@ -318,7 +295,7 @@ def http(
     from mcpsniff.relay.recorder import Recorder
     from mcpsniff.relay.remote_exchange import ExchangeReplay
     from mcpsniff.relay.remote_recorder import RemoteRecorder, apply_calls
-    from mcpsniff.relay.stdio import DEFAULT_BACKLOG_LIMIT, default_trace_path
+    from mcpsniff.relay.stdio import DEFAULT_BACKLOG_LIMIT
 
     try:
         host, port = parse_listen(listen)
@@ -338,27 +315,23 @@ def http(
     if not upstream.startswith(("http://", "https://")):
         _fail("http", f"--upstream must be an http:// or https:// URL, not {upstream!r}")
         return
-    path = trace_path or default_trace_path("http")
+    from mcpsniff.trace.paths import TraceOpenError, open_trace_file
+
+    meta = {
+        "source": "mcpsniff http",
+        "upstream": upstream if no_redact else redact_query(upstream),
+        "redacted": not no_redact,
+        # What the upstream got as Host when the client's named the proxy.
+        "host_header": "as sent" if keep_host else "upstream's",
+    }
     try:
-        if trace_path is None:
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        writer = TraceWriter.create(
-            path,
-            meta={
-                "source": "mcpsniff http",
-                "upstream": upstream if no_redact else redact_query(upstream),
-                "redacted": not no_redact,
-                # What the upstream got as Host when the client's named the proxy.
-                "host_header": "as sent" if keep_host else "upstream's",
-            },
-            created=time.time(),
-        )
-    except FileExistsError:
-        _fail("http", f"trace file {path} already exists; choose another --trace")
+        opened = open_trace_file(trace_path, name="http", meta=meta)
+    except TraceOpenError as exc:
+        _fail("http", str(exc))
         return
-    except OSError as exc:
-        _fail("http", f"cannot write trace {path}: {exc.strerror or exc}")
-        return
+    writer, path = opened.writer, opened.path
+    if opened.note:
+        click.echo(f"mcpsniff http: warning: {opened.note}", err=True)
     if not is_loopback(host):
         click.echo(
             f"mcpsniff http: warning: listening on {host}, not loopback: anyone who can reach "
@@ -470,11 +443,20 @@ def demo(trace_path: Path | None, bug: str) -> None:
 
 def _register_subcommands() -> None:
     """Command groups that live with their own package."""
+    from mcpsniff.install.command import install, uninstall
+    from mcpsniff.listing.command import ls
     from mcpsniff.redact_cli import redact
     from mcpsniff.replay.cli import replay
+    from mcpsniff.show.command import show
+    from mcpsniff.stats.command import stats
 
+    main.add_command(install)
+    main.add_command(ls)
     main.add_command(replay)
     main.add_command(redact)
+    main.add_command(show)
+    main.add_command(stats)
+    main.add_command(uninstall)
 
 
 _register_subcommands()

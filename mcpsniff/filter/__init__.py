@@ -115,18 +115,20 @@ def load_views(path: str | Path) -> Iterator[MessageView]:
 
 
 def _help() -> str:
+    # "\b" alone on a line keeps click from re-wrapping the paragraph after it.
     fields = "\n".join(f"  {name:<20} {field.help}" for name, field in FIELDS.items())
     aliases = ", ".join(f"{short}={name}" for short, name in ALIASES.items())
     return (
-        "Filter expressions (--filter):\n"
+        "\b\nFilter expressions (--filter), for example:\n"
         "  mcp.method.name == tools/call and latency > 100ms\n"
         '  gen_ai.tool.name ~ "^fs_" or error.code == -32602\n'
         "  severity >= warning and not rule == JR-RESP-ID\n"
         "  kind == error or error.type == tool_error\n"
-        '  "permission denied"        (free text)\n'
-        "Operators: == != ~ (regex, case-insensitive) !~ < > <= >=; and or not ( );\n"
-        "durations 100ms 1.5s 2m (bare numbers are ms). Fields:\n"
-        f"{fields}\n  Short names: {aliases}."
+        '  "permission denied"          (free text)\n\n'
+        "\b\nOperators: == != ~ (regex, case-insensitive) !~ < > <= >=,\n"
+        "and or not ( ); durations 100ms 1.5s 2m (bare numbers are ms).\n\n"
+        f"\b\nFields:\n{fields}\n\n"
+        f"Short names: {aliases}."
     )
 
 

@@ -22,6 +22,8 @@ from mcpsniff.filter.errors import FilterError
 from mcpsniff.filter.fields import FIELDS, resolve
 from mcpsniff.filter.lexer import AND, END, LPAREN, NOT, OP, OR, RPAREN, STRING, WORD, Token
 
+#: How deeply parentheses and ``not`` may nest (the parser recurses once per level).
+MAX_DEPTH = 100
 #: A word with one of these prefixes is meant as a field, never as free text.
 _FIELD_PREFIXES = ("mcp.", "gen_ai.", "jsonrpc.", "error.")
 
@@ -76,6 +78,7 @@ class Parser:
         self.source = source
         self.tokens = tokens
         self.i = 0
+        self.depth = 0
 
     def parse(self) -> Node:
         if self.peek().kind == END:
@@ -117,10 +120,19 @@ class Parser:
         return items[0] if len(items) == 1 else And(tuple(items))
 
     def parse_unary(self) -> Node:
-        if self.peek().kind == NOT:
+        token = self.peek()
+        if token.kind not in (NOT, LPAREN):
+            return self.parse_primary()
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise self.error(f"nested more than {MAX_DEPTH} levels deep", token)
+        if token.kind == NOT:
             self.take()
-            return Not(self.parse_unary())
-        return self.parse_primary()
+            node: Node = Not(self.parse_unary())
+        else:
+            node = self.parse_primary()
+        self.depth -= 1
+        return node
 
     def parse_primary(self) -> Node:
         token = self.take()

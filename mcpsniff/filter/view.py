@@ -16,8 +16,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from mcpsniff.core.ids import IdKey, id_key
 from mcpsniff.core.model import (
     ERROR,
@@ -31,6 +29,7 @@ from mcpsniff.core.model import (
     MessageRecord,
     Record,
 )
+from mcpsniff.trace.format import _loads as exact_loads
 
 #: ``kind`` of a view made from a transport event.
 EVENT = "event"
@@ -107,8 +106,8 @@ def message_body(frame: FrameRecord | None, index: int | None) -> Any:
     value = frame.value
     if value is UNPARSED:
         try:
-            value = orjson.loads(frame.raw)
-        except orjson.JSONDecodeError:
+            value = exact_loads(frame.raw)
+        except ValueError:
             value = None
         frame.value = value
     if index is not None:

@@ -31,6 +31,7 @@ from mcpsniff.core.redact import recorded_argv
 from mcpsniff.relay.observer_pipe import AnalysisProcess, ObservationSender
 from mcpsniff.relay.stdio_analysis import TRACE_INCOMPLETE, StdioAnalysis
 from mcpsniff.trace.format import TraceWriter
+from mcpsniff.trace.paths import TraceOpenError, open_trace_file, resolve_trace_path
 
 CHUNK = 1 << 16
 #: How far (in bytes) the analyzer may fall behind before the relay stops
@@ -44,7 +45,8 @@ class StdioOptions:
     """What ``mcpsniff stdio`` was asked to do."""
 
     command: list[str]
-    trace: Path | None = None
+    #: A --trace value: a file, a pattern or a directory (see mcpsniff.trace.paths).
+    trace: Path | str | None = None
     show: bool = False
     redact: bool = True
     name: str | None = None
@@ -58,34 +60,22 @@ class StartError(Exception):
 
 def default_trace_path(label: str, now: float | None = None) -> Path:
     """A new trace file in the per-user state folder, named by label, date and pid."""
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
-    folder = Path(base) / "mcpsniff" / "traces"
-    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
-    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)[:60] or "session"
-    return folder / f"{safe}-{stamp}-{os.getpid()}.jsonl"
+    return resolve_trace_path(None, label, now)
 
 
 def open_trace(options: StdioOptions) -> TraceWriter:
-    """Create the trace file or raise ``StartError`` with a one-line reason."""
+    """Create the trace file, or append a session to it; ``StartError`` with a one-line reason."""
     label = options.name or Path(options.command[0]).name
-    path = options.trace or default_trace_path(label)
+    meta = {
+        "source": "mcpsniff stdio",
+        "command": recorded_argv(options.command, options.redact),
+        "label": label,
+        "redacted": options.redact,
+    }
     try:
-        if options.trace is None:
-            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        return TraceWriter.create(
-            path,
-            meta={
-                "source": "mcpsniff stdio",
-                "command": recorded_argv(options.command, options.redact),
-                "label": label,
-                "redacted": options.redact,
-            },
-            created=time.time(),
-        )
-    except FileExistsError:
-        raise StartError(f"trace file {path} already exists; choose another --trace") from None
-    except OSError as exc:
-        raise StartError(f"cannot write trace {path}: {exc.strerror or exc}") from None
+        return open_trace_file(options.trace, name=label, meta=meta).writer
+    except TraceOpenError as exc:
+        raise StartError(str(exc)) from None
 
 
 # --------------------------------------------------------------------------- byte endpoints

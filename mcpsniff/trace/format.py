@@ -14,6 +14,9 @@ fixed byte prefix instead of parsing them.
 from __future__ import annotations
 
 import base64
+import dataclasses
+import errno
+import fcntl
 import json
 import math
 import os
@@ -333,14 +336,46 @@ class TraceWriter:
 
     Files are created with mode 0600 (DESIGN.md invariant 5) and an existing
     file is never overwritten unless ``overwrite`` is set, so a typo in
-    ``--trace`` cannot destroy a user's file.
+    ``--trace`` cannot destroy a user's file. ``mcpsniff.trace.paths`` opens an
+    existing trace to append a new session to it.
+
+    Lines are collected and written in whole lines only: a buffer is written
+    when a frame or event starts while it holds 64 KiB or more, and on
+    ``flush``, so that a frame and the message and finding records derived
+    from it leave in one write. A writer that owns its file (``create``,
+    ``paths.open_trace_file``) writes with ``O_APPEND`` under an exclusive
+    ``flock``: relays that share a trace (two clients launching the same
+    configuration) interleave whole groups of records, never parts of lines.
+
+    An appending writer renames its sessions and shifts its sequence numbers
+    (``session_suffix``, ``seq_offset``) so that its records never mix with
+    the earlier sessions of the file.
     """
 
-    def __init__(self, stream: IO[bytes], path: Path | None = None) -> None:
+    def __init__(
+        self,
+        stream: IO[bytes],
+        path: Path | None = None,
+        *,
+        locked: bool = False,
+        session_suffix: str = "",
+        seq_offset: int = 0,
+    ) -> None:
         self._stream = stream
         self.path = path
         self.records_written = 0
         self.failed: OSError | None = None
+        self._buffer: list[bytes] = []
+        self._buffered = 0
+        self._locked = locked
+        #: Appended to every session key this writer writes ("" for a new file).
+        self.session_suffix = session_suffix
+        #: Added to every sequence number this writer writes (0 for a new file).
+        self.seq_offset = seq_offset
+        #: Whether this writer appends a new session to an existing trace.
+        self.appended = bool(session_suffix or seq_offset)
+        #: A warning for the user about how the file was opened, or ``None``.
+        self.note: str | None = None
 
     @classmethod
     def create(
@@ -353,7 +388,7 @@ class TraceWriter:
     ) -> TraceWriter:
         """Create ``path`` and write the header. Raises ``OSError`` with the reason."""
         target = Path(path)
-        flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if overwrite else os.O_EXCL)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | (os.O_TRUNC if overwrite else os.O_EXCL)
         fd = os.open(target, flags, 0o600)
         if overwrite and hasattr(os, "fchmod"):
             # O_TRUNC keeps an existing file's mode; a trace must not stay world-readable.
@@ -362,12 +397,24 @@ class TraceWriter:
             except OSError:
                 os.close(fd)
                 raise
-        stream = os.fdopen(fd, "wb", buffering=1 << 16)
-        writer = cls(stream, target)
+        writer = cls.from_fd(fd, target)
         writer.write_header(meta, created)
         # The header reaches the disk at once: `show --follow` may open the file now.
         writer.flush()
         return writer
+
+    @classmethod
+    def from_fd(
+        cls,
+        fd: int,
+        path: Path | None,
+        *,
+        session_suffix: str = "",
+        seq_offset: int = 0,
+    ) -> TraceWriter:
+        """A writer that owns ``fd`` (opened with ``O_APPEND``) and locks it for each write."""
+        stream = os.fdopen(fd, "wb", buffering=0)
+        return cls(stream, path, locked=True, session_suffix=session_suffix, seq_offset=seq_offset)
 
     def write_header(
         self, meta: dict[str, Any] | None = None, created: float | None = None
@@ -377,6 +424,11 @@ class TraceWriter:
 
     def write(self, record: Record) -> None:
         """Append one record as one line."""
+        if self.appended:
+            record = _shifted(record, self.session_suffix, self.seq_offset)
+        if self._buffered >= _WRITE_CHUNK and isinstance(record, FrameRecord | EventRecord):
+            # A group of records (a frame and what was derived from it) is complete.
+            self.flush()
         self._write(encode_line(record))
         self.records_written += 1
 
@@ -388,19 +440,46 @@ class TraceWriter:
     def _write(self, line: bytes) -> None:
         if self.failed is not None:
             return
+        self._buffer.append(line)
+        self._buffered += len(line)
+
+    def flush(self) -> None:
+        """Write the buffered lines to the file, whole."""
+        if self.failed is not None or not self._buffer:
+            if self.failed is None:
+                self._flush_stream()
+            return
+        data = self._buffer[0] if len(self._buffer) == 1 else b"".join(self._buffer)
+        self._buffer = []
+        self._buffered = 0
         try:
-            self._stream.write(line)
+            if self._locked:
+                fcntl.flock(self._stream.fileno(), fcntl.LOCK_EX)
+            try:
+                self._write_fully(data)
+            finally:
+                if self._locked:
+                    fcntl.flock(self._stream.fileno(), fcntl.LOCK_UN)
         except OSError as exc:
             # Disk full or similar: remember it; the relay keeps forwarding.
             self.failed = exc
+            return
+        self._flush_stream()
 
-    def flush(self) -> None:
-        """Push buffered lines to the file."""
-        if self.failed is None:
-            try:
-                self._stream.flush()
-            except OSError as exc:
-                self.failed = exc
+    def _write_fully(self, data: bytes) -> None:
+        with memoryview(data) as view:
+            done = 0
+            while done < len(view):
+                written = self._stream.write(view[done:])
+                if not written:
+                    raise OSError(errno.EIO, "the trace file accepted no bytes")
+                done += written
+
+    def _flush_stream(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as exc:
+            self.failed = exc
 
     def close(self) -> None:
         """Flush and close the file."""
@@ -409,6 +488,28 @@ class TraceWriter:
             self._stream.close()
         except OSError as exc:
             self.failed = self.failed or exc
+
+
+#: A writer's buffer is written once it holds this many bytes and a new group starts.
+_WRITE_CHUNK = 1 << 16
+
+
+def _shifted(record: Record, suffix: str, offset: int) -> Record:
+    """``record`` with ``suffix`` on its session key and ``offset`` on its sequence numbers."""
+    session = record.session + suffix
+    if isinstance(record, FrameRecord):
+        return dataclasses.replace(record, seq=record.seq + offset, session=session)
+    if isinstance(record, EventRecord):
+        return dataclasses.replace(record, seq=record.seq + offset, session=session)
+    if isinstance(record, MessageRecord):
+        answers = record.answers
+        return dataclasses.replace(
+            record,
+            frame=record.frame + offset,
+            answers=None if answers is None else answers + offset,
+            session=session,
+        )
+    return dataclasses.replace(record, seq=[q + offset for q in record.seq], session=session)
 
 
 # --------------------------------------------------------------------------- reader

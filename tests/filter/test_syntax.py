@@ -95,6 +95,8 @@ INVALID = [
     ("a & b", 2, "use 'and'"),
     ("kind == request ==", 16, "unexpected '=='"),
     ("not", 3, "expected an expression"),
+    ("(" * 101 + "a" + ")" * 101, 100, "nested more than 100"),
+    ("not " * 101 + "a", 400, "nested more than 100"),
 ]
 
 

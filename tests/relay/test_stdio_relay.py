@@ -459,7 +459,10 @@ def test_unwritable_trace_refuses_to_start_before_spawning(tmp_path: Path, probl
     else:
         trace = tmp_path / "t.jsonl"
         trace.write_bytes(b"precious\n")
-        expected = f"mcpsniff stdio: trace file {trace} already exists; choose another --trace"
+        expected = (
+            f"mcpsniff stdio: {trace} exists and is not an mcpsniff trace; it was left "
+            "untouched (choose another --trace)"
+        )
     command = [sys.executable, "-c", f"open({str(marker)!r}, 'w').close()"]
     with relay(command, "--trace", str(trace), stdin=subprocess.DEVNULL) as r:
         assert r.wait() == 2

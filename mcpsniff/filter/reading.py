@@ -1,0 +1,127 @@
+"""Reading a trace's records for views, parsing a frame's body only when it is needed.
+
+``TraceReader.records()`` parses every frame's embedded JSON, which is most of
+a trace's bytes. Views need a body only now and then (a ``tools/call`` result's
+``isError``, a cancellation's ``requestId``, free text), and ``MessageView.body``
+parses it on demand; so here a frame line is parsed only up to its ``"json"``
+member, and the verbatim bytes after it are kept as the frame's raw bytes.
+This is what lets ``stats`` read a long trace faster than ``check`` does.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+
+from mcpsniff.core.model import FrameRecord, Record
+from mcpsniff.trace.format import TornLine, TraceError, TraceReader, _loads, decode_record
+
+_FRAME = b'{"type":"frame"'
+_MESSAGE = b'{"type":"message"'
+#: orjson reads integers outside 64 bits as floats; such an id needs the exact parser.
+_INEXACT = float(2**63)
+_MARK = b',"json":'
+_EOLS = {"": b"", "\n": b"\n", "\r\n": b"\r\n"}
+_BUFFER = 1 << 18
+
+
+class LazyTraceRecords:
+    """Iterates the records of a trace file; frames keep their body unparsed.
+
+    Raises ``TraceError`` as ``TraceReader`` does (opening a non-trace, a
+    corrupt line before the end); a torn last line is skipped and described
+    in ``torn``.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        with TraceReader(self.path) as reader:
+            self.header = reader.header
+        self.torn: TornLine | None = None
+
+    def __iter__(self) -> Iterator[Record]:
+        try:
+            handle = open(self.path, "rb", buffering=_BUFFER)  # noqa: SIM115 - closed below
+        except OSError as exc:
+            raise TraceError(f"{self.path}: cannot open: {exc.strerror or exc}") from None
+        with handle:
+            handle.readline()
+            number = 1
+            for line in handle:
+                number += 1
+                last = not line.endswith(b"\n")
+                if line.startswith(_FRAME):
+                    frame = _frame_head(line)
+                    if frame is not None:
+                        yield frame
+                        continue
+                obj = _message(line) if line.startswith(_MESSAGE) else None
+                if obj is None:
+                    try:
+                        obj = _loads(line)
+                    except ValueError:
+                        obj = None
+                if not isinstance(obj, dict):
+                    if last:
+                        if line.strip():
+                            self.torn = TornLine(number, len(line))
+                        continue
+                    raise TraceError(f"{self.path}: line {number} is not a trace record")
+                try:
+                    record = decode_record(obj, line)
+                except TraceError as exc:
+                    raise TraceError(f"{self.path}: line {number}: {exc}") from None
+                if isinstance(record, dict):
+                    continue  # a header (line 1, or an appended session's)
+                yield record
+
+
+def _frame_head(line: bytes) -> FrameRecord | None:
+    """An embedded-JSON frame from its head alone, or ``None`` to parse the line in full."""
+    end = len(line) - 2 if line.endswith(b"}\n") else len(line) - 1
+    cut = line.find(_MARK)
+    if cut < 0 or line[end : end + 1] != b"}":
+        return None
+    try:
+        head = orjson.loads(line[:cut] + b"}")
+        size = head["len"]
+        start = cut + len(_MARK)
+        # The payload must fill exactly the rest of the line: otherwise the
+        # match was inside a string or meta, and the full parse decides.
+        if type(size) is not int or end - start != size:
+            return None
+        return FrameRecord(
+            head["seq"],
+            head["t"],
+            head["session"],
+            head["dir"],
+            head["transport"],
+            line[start:end] + _EOLS[head["eol"]],
+            head.get("meta"),
+        )
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return None
+
+
+def _message(line: bytes) -> dict[str, object] | None:
+    """A message line parsed fast, or ``None`` when only the exact parser will do.
+
+    Of a message record's members only ``id`` and ``error_code`` come from
+    traffic and may hold an integer beyond 64 bits, which orjson would turn
+    into a float; such a line (or an id that is an object or array) goes to
+    the exact parser instead.
+    """
+    try:
+        obj = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(obj, dict):
+        return None
+    for key in ("id", "error_code"):
+        value = obj.get(key)
+        if isinstance(value, dict | list) or (type(value) is float and abs(value) >= _INEXACT):
+            return None
+    return obj

@@ -1,0 +1,1 @@
+"""``mcpsniff install`` / ``uninstall``: run a client's stdio MCP servers under mcpsniff."""

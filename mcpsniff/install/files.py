@@ -1,0 +1,112 @@
+"""Reading, writing and backing up configuration files.
+
+Before a configuration file is changed, a backup records its exact bytes, the
+bytes written in their place, and the original text of each entry wrapped.
+``uninstall`` restores those bytes when the file is still exactly what
+``install`` wrote (newest backup first, so several installs unwind in turn);
+when something else changed the file since, it removes only the wrapping.
+Writes go to a temporary file in the same folder that then replaces the
+original (through a symlink, to the file it points to), keeping its mode.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from mcpsniff.trace.paths import make_private_dirs, state_dir
+
+BACKUP_SUFFIX = ".json"
+RESTORED_SUFFIX = ".restored"
+
+
+def backup_dir() -> Path:
+    """Where install backups go (in the private state folder)."""
+    return state_dir() / "install-backups"
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """Replace the file at ``path`` (or its symlink's target) with ``data``."""
+    target = path.resolve()
+    try:
+        mode = target.stat().st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o600
+    temporary = target.with_name(f".{target.name}.mcpsniff-{os.getpid()}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, mode)
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def write_backup(
+    client: str, path: Path, original: bytes, written: bytes, entries: dict[str, Any]
+) -> Path:
+    """Record a change about to be made to ``path``; returns the backup file."""
+    folder = backup_dir()
+    make_private_dirs(folder)
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    document = {
+        "client": client,
+        "path": str(path.resolve()),
+        "time": time.time(),
+        "original_b64": base64.b64encode(original).decode("ascii"),
+        "written_sha256": digest(written),
+        "entries": entries,
+    }
+    for n in range(1000):
+        backup = folder / f"{client}-{stamp}-{n}{BACKUP_SUFFIX}"
+        try:
+            fd = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            continue
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(orjson.dumps(document, option=orjson.OPT_INDENT_2))
+        return backup
+    raise OSError(f"cannot name a backup in {folder}")
+
+
+def backups_for(path: Path) -> list[tuple[Path, dict[str, Any]]]:
+    """The unrestored backups of ``path``, newest first."""
+    folder = backup_dir()
+    if not folder.is_dir():
+        return []
+    wanted = str(path.resolve())
+    found = []
+    for backup in folder.glob(f"*{BACKUP_SUFFIX}"):
+        try:
+            document = orjson.loads(backup.read_bytes())
+        except (OSError, orjson.JSONDecodeError):
+            continue
+        if isinstance(document, dict) and document.get("path") == wanted:
+            found.append((backup, document))
+    found.sort(key=lambda item: (item[1].get("time", 0), item[0].name), reverse=True)
+    return found
+
+
+def original_bytes(document: dict[str, Any]) -> bytes:
+    return base64.b64decode(document["original_b64"])
+
+
+def mark_restored(backup: Path) -> None:
+    """Keep a used backup, but never use it again."""
+    backup.rename(backup.with_name(backup.name + RESTORED_SUFFIX))

@@ -1,0 +1,1 @@
+"""``mcpsniff ls``: the traces in the state folder (or a folder), newest first."""

@@ -1,0 +1,134 @@
+"""What ``ls`` says about one trace file, from one pass over its lines.
+
+Only the cheap parts of a line are read: a message line is counted by its
+prefix, a frame's time and session come from its first 300 bytes, and only
+the small finding and event lines are parsed in full. A file that is not a
+trace is skipped, never an error: a state folder may hold anything.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from mcpsniff.trace.format import TraceError, TraceReader
+
+_MESSAGE = b'{"type":"message"'
+_FINDING = b'{"type":"finding"'
+_FRAME = b'{"type":"frame"'
+_EVENT = b'{"type":"event"'
+_HEADER = b'{"type":"header"'
+_T = re.compile(rb'"t":(-?[0-9.eE+-]+)')
+_SESSION = re.compile(rb'"session":("(?:[^"\\]|\\.)*")')
+_BUFFER = 1 << 18
+
+
+@dataclass
+class TraceSummary:
+    """One row of ``ls``."""
+
+    path: Path
+    name: str
+    started: float | None
+    last: float | None = None
+    sessions: set[str] = field(default_factory=set)
+    launches: int = 1
+    messages: int = 0
+    findings: Counter[str] = field(default_factory=Counter)
+    size: int = 0
+
+    @property
+    def duration(self) -> float | None:
+        if self.started is None or self.last is None:
+            return None
+        return max(0.0, self.last - self.started)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path),
+            "name": self.name,
+            "started": self.started,
+            "duration_s": self.duration,
+            "sessions": len(self.sessions),
+            "launches": self.launches,
+            "messages": self.messages,
+            "findings": {s: self.findings[s] for s in ("error", "warning", "info")},
+            "size": self.size,
+        }
+
+
+def server_name(header: dict[str, Any]) -> str:
+    """The name a trace's header gives its server: label, upstream, or the source."""
+    meta = header.get("meta") if isinstance(header.get("meta"), dict) else {}
+    for key in ("label", "upstream", "source"):
+        value = meta.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return "?"
+
+
+def summarize(path: Path) -> TraceSummary | None:
+    """The summary of the trace at ``path``, or ``None`` when it is not a readable trace."""
+    try:
+        with TraceReader(path) as reader:
+            header = reader.header
+    except (TraceError, OSError):
+        return None
+    created = header.get("created")
+    started = float(created) if isinstance(created, int | float) else None
+    summary = TraceSummary(path, server_name(header), started)
+    try:
+        summary.size = os.stat(path).st_size
+        with open(path, "rb", buffering=_BUFFER) as handle:
+            handle.readline()
+            for line in handle:
+                _account(summary, line)
+    except OSError:
+        return None
+    return summary
+
+
+def _account(summary: TraceSummary, line: bytes) -> None:
+    if line.startswith(_MESSAGE):
+        summary.messages += 1
+    elif line.startswith((_FRAME, _EVENT)):
+        head = line[:300]
+        t = _T.search(head)
+        if t is not None:
+            try:
+                value = float(t.group(1))
+            except ValueError:
+                value = None
+            if value is not None and (summary.last is None or value > summary.last):
+                summary.last = value
+        session = _SESSION.search(head)
+        if session is not None:
+            summary.sessions.add(session.group(1).decode("utf-8", "replace"))
+    elif line.startswith(_FINDING):
+        try:
+            severity = orjson.loads(line).get("severity")
+        except orjson.JSONDecodeError:
+            return
+        if isinstance(severity, str):
+            summary.findings[severity] += 1
+    elif line.startswith(_HEADER):
+        summary.launches += 1
+
+
+def list_traces(folder: Path) -> list[TraceSummary]:
+    """The traces directly in ``folder`` (``*.jsonl``), newest first."""
+    rows = []
+    for path in folder.glob("*.jsonl"):
+        if path.name.startswith(".") or not path.is_file():
+            continue
+        row = summarize(path)
+        if row is not None:
+            rows.append(row)
+    rows.sort(key=lambda r: r.started or r.path.stat().st_mtime, reverse=True)
+    return rows

@@ -1,0 +1,1 @@
+"""``mcpsniff show``: the timeline, message bodies, raw bytes, JSON lines and filters."""

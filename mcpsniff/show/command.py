@@ -1,0 +1,140 @@
+"""The ``mcpsniff show`` command."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from mcpsniff.filter import HELP as FILTER_HELP
+from mcpsniff.filter import ViewBuilder, index_findings
+from mcpsniff.filter.cli import filter_option, parse_filter
+from mcpsniff.filter.reading import LazyTraceRecords
+from mcpsniff.render import Style
+from mcpsniff.show.printer import ViewPrinter
+from mcpsniff.trace.format import TraceError, TraceReader, TraceTail
+
+EXIT_ERROR = 2
+
+
+def _colour(stream: object) -> bool:
+    """Colour only on a terminal, and never when NO_COLOR is set (no-color.org)."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def _fail(reason: str) -> None:
+    click.echo(f"mcpsniff show: {reason}", err=True)
+    sys.exit(EXIT_ERROR)
+
+
+def _wait_for(trace: Path, interval: float) -> None:
+    """Block until ``trace`` exists and has its first line, as ``tail -F`` waits for a file."""
+    announced = False
+    while True:
+        try:
+            with open(trace, "rb") as handle:
+                if handle.readline().endswith(b"\n"):
+                    return
+        except FileNotFoundError:
+            pass
+        except IsADirectoryError:
+            return  # TraceReader says what is wrong
+        if not announced:
+            click.echo(f"mcpsniff show: waiting for {trace} to appear", err=True)
+            announced = True
+        time.sleep(interval)
+
+
+@click.command(epilog=FILTER_HELP)
+@click.argument("trace", type=click.Path(dir_okay=True, path_type=Path))
+@click.option(
+    "--follow",
+    "-f",
+    is_flag=True,
+    help="Keep reading as the trace grows, like tail -F (waits for a trace not created yet).",
+)
+@click.option("--interval", default=0.2, show_default=True, help="Polling interval for --follow.")
+@click.option(
+    "-v",
+    "--verbose",
+    count=True,
+    help="-v: each message's body as pretty JSON; -vv: also the raw bytes from the wire.",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="json: one object per message or event, with its body (-vv adds the raw bytes).",
+)
+@filter_option
+def show(
+    trace: Path, follow: bool, interval: float, verbose: int, fmt: str, filter_expr: str | None
+) -> None:
+    """Print a readable timeline of TRACE: one line per message, findings inline.
+
+    Tool results with isError are marked, cancellations show the requestId they
+    cancel (and how long the request had waited), progress notifications their values.
+    """
+    flt = parse_filter("show", filter_expr)
+    if follow:
+        try:
+            _wait_for(trace, interval)
+        except KeyboardInterrupt:
+            return
+    try:
+        TraceReader(trace).close()
+    except TraceError as exc:
+        _fail(str(exc))
+        return
+    index = None
+    if flt is not None and not follow:
+        # Every finding beside the message it concerns, even one raised later.
+        try:
+            index = index_findings(LazyTraceRecords(trace))
+        except TraceError as exc:
+            _fail(str(exc))
+            return
+    builder = ViewBuilder(index)
+    printer = ViewPrinter(Style(_colour(sys.stdout)), verbose=verbose, fmt=fmt, flt=flt)
+    tail = TraceTail(trace)
+    try:
+        _print(tail, builder, printer, follow, interval)
+    except BrokenPipeError:
+        # `mcpsniff show TRACE | head`: the reader left. Say nothing more, and
+        # keep the interpreter's final flush from failing on the closed pipe.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    finally:
+        tail.close()
+
+
+def _print(
+    tail: TraceTail, builder: ViewBuilder, printer: ViewPrinter, follow: bool, interval: float
+) -> None:
+    out = sys.stdout
+    try:
+        while True:
+            for record in tail.poll(final=not follow):
+                for line in printer.lines(builder.feed(record)):
+                    out.write(line + "\n")
+            if not follow:
+                break
+            for line in printer.lines(builder.flush()):
+                out.write(line + "\n")
+            out.flush()
+            time.sleep(interval)
+    except KeyboardInterrupt:
+        pass
+    for line in printer.lines(builder.flush()):
+        out.write(line + "\n")
+    for line in printer.flush():
+        out.write(line + "\n")
+    out.flush()

@@ -1,0 +1,85 @@
+"""``show --format json``: one JSON object per message or event, for scripts.
+
+The output is valid JSON Lines and still safe on a terminal: the C1 controls,
+DEL and the bidirectional marks that JSON allows raw inside strings are
+written as ``\\uXXXX`` escapes.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from typing import Any
+
+import orjson
+
+from mcpsniff.filter import MessageView, cancelled_request_id, progress_values
+from mcpsniff.filter.view import CANCELLED, PROGRESS
+from mcpsniff.render import finding_json
+
+_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+
+
+def view_json(view: MessageView, raw: bool = False) -> dict[str, Any]:
+    """The object for one view; ``raw`` adds the frame's bytes (``raw`` or ``raw_b64``)."""
+    obj: dict[str, Any] = {"session": view.session, "seq": view.seq, "t": view.t, "kind": view.kind}
+    if view.event is not None:
+        obj["event"] = view.event.event
+        obj["data"] = view.event.data
+    if view.direction is not None:
+        obj["dir"] = view.direction
+    if view.index is not None:
+        obj["index"] = view.index
+    if view.has_id:
+        obj["id"] = view.id
+    for key, value in (
+        ("method", view.method),
+        ("tool", view.tool),
+        ("target", view.target),
+        ("error_code", view.error_code),
+        ("latency_ms", view.latency_ms),
+    ):
+        if value is not None:
+            obj[key] = value
+    message = view.message
+    if message is not None:
+        if message.answers is not None:
+            obj["answers"] = message.answers
+        if message.note is not None:
+            obj["note"] = message.note
+    if view.is_error:
+        obj["is_error"] = True
+    if view.method == CANCELLED and view.kind == "notification":
+        present, request_id = cancelled_request_id(view)
+        if present:
+            obj["request_id"] = request_id
+        if view.cancellation is not None:
+            c = view.cancellation
+            obj["cancelled"] = {
+                "request_seq": c.request_seq,
+                "method": c.method,
+                "tool": c.tool,
+                "after_s": c.after_s,
+                "answered": c.answered,
+            }
+    if view.method == PROGRESS and view.kind == "notification":
+        obj["progress"] = progress_values(view)
+    obj["findings"] = [finding_json(f) for f in view.findings]
+    if view.frame is not None:
+        obj["body"] = view.body
+        if raw:
+            try:
+                obj["raw"] = view.frame.raw.decode("utf-8")
+            except UnicodeDecodeError:
+                obj["raw_b64"] = base64.b64encode(view.frame.raw).decode("ascii")
+    return obj
+
+
+def dumps_line(obj: dict[str, Any]) -> str:
+    """One JSON line, exact for big integers, terminal-safe."""
+    try:
+        text = orjson.dumps(obj).decode()
+    except TypeError:
+        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

@@ -1,0 +1,1 @@
+"""``mcpsniff stats``: per-method and per-tool counts, errors by layer, latency percentiles."""

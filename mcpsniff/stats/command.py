@@ -1,0 +1,58 @@
+"""The ``mcpsniff stats`` command."""
+
+from __future__ import annotations
+
+import gc
+import sys
+from pathlib import Path
+
+import click
+import orjson
+
+from mcpsniff.filter import HELP as FILTER_HELP
+from mcpsniff.filter import Filter, build_views, index_findings
+from mcpsniff.filter.cli import filter_option, parse_filter
+from mcpsniff.filter.reading import LazyTraceRecords
+from mcpsniff.stats.compute import compute
+from mcpsniff.stats.render import stats_lines
+from mcpsniff.trace.format import TraceError
+
+EXIT_ERROR = 2
+
+
+@click.command(epilog=FILTER_HELP)
+@click.argument("trace", type=click.Path(dir_okay=True, path_type=Path))
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@filter_option
+def stats(trace: Path, fmt: str, filter_expr: str | None) -> None:
+    """Per method and per tool: counts, errors, latency p50/p95/p99/max; errors by layer.
+
+    Reads the messages and findings recorded in TRACE (no re-analysis), so it
+    is fast on long traces. With --filter, only matching messages count.
+    """
+    flt: Filter | None = parse_filter("stats", filter_expr)
+    gc.freeze()
+    gc.set_threshold(100_000, 50, 100)
+    try:
+        index = None
+        if flt is not None:
+            # A late finding (an unanswered request, at session end) belongs to its request.
+            index = index_findings(LazyTraceRecords(trace))
+        records = LazyTraceRecords(trace)
+        result = compute(build_views(records, index), flt)
+        torn = records.torn
+    except TraceError as exc:
+        click.echo(f"mcpsniff stats: {exc}", err=True)
+        sys.exit(EXIT_ERROR)
+    except OSError as exc:
+        click.echo(f"mcpsniff stats: {trace}: read failed: {exc.strerror or exc}", err=True)
+        sys.exit(EXIT_ERROR)
+    if torn is not None:
+        click.echo(f"mcpsniff stats: warning: {trace}: {torn.describe()}", err=True)
+    if fmt == "json":
+        click.echo(orjson.dumps(result.to_json(), option=orjson.OPT_NON_STR_KEYS).decode())
+        return
+    for line in stats_lines(result, str(trace)):
+        click.echo(line)

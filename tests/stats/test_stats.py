@@ -1,0 +1,152 @@
+"""``mcpsniff stats`` on the gallery and on a generated trace, figures asserted."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+from click.testing import CliRunner
+
+from mcpsniff.cli import main
+from mcpsniff.core.model import FrameRecord, MessageRecord
+from mcpsniff.stats.compute import percentile
+from mcpsniff.trace.format import TraceReader
+
+ROOT = Path(__file__).resolve().parents[2]
+RECORDINGS = ROOT / "recordings"
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from gen_trace import generate  # noqa: E402
+
+
+def stats_json(*args: str) -> dict:
+    result = CliRunner().invoke(main, ["stats", *args, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    return orjson.loads(result.output)
+
+
+def test_percentiles_are_nearest_rank() -> None:
+    values = [float(v) for v in range(1, 101)]
+    assert percentile(values, 50) == 50.0
+    assert percentile(values, 95) == 95.0
+    assert percentile(values, 99) == 99.0
+    assert percentile([7.0], 99) == 7.0
+    assert percentile([], 50) is None
+
+
+def test_gallery_clean_trace() -> None:
+    doc = stats_json(str(RECORDINGS / "clean-2025-11-25.jsonl"))
+    assert doc["messages"] == 14 and doc["sessions"] == 1
+    call = doc["methods"]["tools/call"]
+    assert (call["requests"], call["responses"], call["errors"]) == (2, 2, 0)
+    assert (call["p50_ms"], call["p99_ms"], call["max_ms"]) == (12.5, 50.0, 50.0)
+    assert doc["methods"]["notifications/progress"]["notifications"] == 2
+    assert doc["tools"]["add"]["requests"] == 2
+    assert all(layer["total"] == 0 for layer in doc["errors_by_layer"].values())
+    assert doc["unanswered"] == {}
+
+
+def test_gallery_unanswered_request_and_findings() -> None:
+    doc = stats_json(str(RECORDINGS / "unanswered-request.jsonl"))
+    assert doc["unanswered"] == {"tools/call": 1}
+    assert doc["findings"]["error"] == 1
+
+
+def test_text_report_names_layers_and_tools() -> None:
+    result = CliRunner().invoke(main, ["stats", str(RECORDINGS / "clean-2025-11-25.jsonl")])
+    assert result.exit_code == 0
+    lines = result.output.splitlines()
+    (call,) = [line for line in lines if line.startswith("tools/call ")]
+    assert call.split() == [
+        "tools/call",
+        "2",
+        "-",
+        "-",
+        "-",
+        "12.5ms",
+        "50.0ms",
+        "50.0ms",
+        "50.0ms",
+    ]
+    assert any(line.strip().startswith("tool error (isError: true)") for line in lines)
+    assert lines[-1] == "unanswered requests: 0"
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("gen") / "trace.jsonl"
+    generate(path, 6000, seed=3)
+    return path
+
+
+def expected_from_records(path: Path) -> dict[str, int]:
+    """The same figures, counted straight from the records, not through views."""
+    frames: dict[int, FrameRecord] = {}
+    requests: dict[int, MessageRecord] = {}
+    counts = {"calls": 0, "tool_errors": 0, "rpc_errors": 0, "server_layer": 0, "cancels": 0}
+    with TraceReader(path) as reader:
+        for record in reader.records():
+            if isinstance(record, FrameRecord):
+                frames[record.seq] = record
+            elif isinstance(record, MessageRecord):
+                if record.kind == "request":
+                    requests[record.frame] = record
+                    counts["calls"] += record.method == "tools/call"
+                elif record.kind == "notification":
+                    counts["cancels"] += record.method == "notifications/cancelled"
+                elif record.kind == "error":
+                    counts["rpc_errors"] += 1
+                    counts["server_layer"] += -32099 <= record.error_code <= -32000
+                elif record.answers is not None:
+                    request = requests.get(record.answers)
+                    if request is not None and request.method == "tools/call":
+                        body = orjson.loads(frames[record.frame].raw)
+                        counts["tool_errors"] += body["result"].get("isError") is True
+    return counts
+
+
+def test_generated_trace_figures_match_a_direct_count(generated: Path) -> None:
+    doc = stats_json(str(generated))
+    expected = expected_from_records(generated)
+    assert doc["methods"]["tools/call"]["requests"] == expected["calls"] > 1000
+    assert doc["errors_by_layer"]["tool"]["total"] == expected["tool_errors"] > 0
+    assert doc["errors_by_layer"]["server"]["total"] == expected["server_layer"]
+    total_rpc = sum(
+        doc["errors_by_layer"][layer]["total"] for layer in ("protocol", "server", "application")
+    )
+    assert total_rpc == expected["rpc_errors"] > 0
+    assert doc["cancellations"] == expected["cancels"] > 0
+    assert sum(tool["requests"] for tool in doc["tools"].values()) == expected["calls"]
+    call = doc["methods"]["tools/call"]
+    assert call["p50_ms"] <= call["p95_ms"] <= call["p99_ms"] <= call["max_ms"]
+
+
+def test_filter_keeps_only_matching_messages(generated: Path) -> None:
+    everything = stats_json(str(generated))
+    (tool,) = sorted(everything["tools"])[:1]
+    doc = stats_json(str(generated), "--filter", f"gen_ai.tool.name == {tool}")
+    assert list(doc["tools"]) == [tool]
+    assert doc["tools"][tool]["requests"] == everything["tools"][tool]["requests"]
+    assert doc["tools"][tool]["errors"] == everything["tools"][tool]["errors"]
+    assert set(doc["methods"]) <= {"tools/call", "notifications/cancelled"}
+    slow = stats_json(str(generated), "--filter", "latency > 100ms")
+    assert slow["methods"]["tools/call"]["p50_ms"] > 100
+
+
+def test_bad_filter_and_bad_trace_exit_2_with_one_line(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main, ["stats", str(RECORDINGS / "clean-2025-11-25.jsonl"), "--filter", "latency > soon"]
+    )
+    assert result.exit_code == 2
+    assert result.output.splitlines() == [
+        "mcpsniff stats: --filter: bad duration 'soon' (a number with ns, us, ms, s, m or h; "
+        "plain means ms) (at column 11)",
+        "  latency > soon",
+        "            ^",
+    ]
+    junk = tmp_path / "junk.jsonl"
+    junk.write_bytes(b"hello\n")
+    result = CliRunner().invoke(main, ["stats", str(junk)])
+    assert result.exit_code == 2
+    assert result.output == f"mcpsniff stats: {junk}: not an mcpsniff trace (line 1 is not JSON)\n"
