@@ -206,3 +206,16 @@ def applies_to(rule_id: str, version: str | None) -> bool:
 def plain_source(entry: CatalogEntry) -> str:
     """The entry's source with Markdown backticks removed, for terminal display."""
     return entry.source.replace("`", "")
+
+
+def description(rule_id: str) -> str:
+    """A plain-text sentence saying what ``rule_id`` checks, for reports and the UI.
+
+    The catalogue's *Check* cell, with Markdown code marks removed; an unknown id
+    gets an empty string rather than an error, because ids can come from old traces.
+    """
+    try:
+        entry = get(rule_id)
+    except KeyError:
+        return ""
+    return entry.check.replace("`", "").strip()

@@ -14,6 +14,7 @@ from typing import Any
 from mcpsniff.core.analyzer import Analyzer
 from mcpsniff.core.model import FindingRecord, Record
 from mcpsniff.core.redact import redact_frame
+from mcpsniff.sinks import Sink
 from mcpsniff.trace.format import TraceWriter
 
 Listener = Callable[[Record], None]
@@ -38,6 +39,8 @@ class Recorder:
         self.listeners: list[Listener] = []
         #: Called after each batch of records (one feed call), e.g. to flush a display.
         self.batch_listeners: list[Callable[[], None]] = []
+        #: Further outputs (OTLP, a live view): see mcpsniff.sinks.
+        self.sinks: list[Sink] = []
         self.findings = 0
 
     def _emit(self, records: list[Record]) -> list[Record]:
@@ -49,8 +52,12 @@ class Recorder:
                 writer.write(record)
             for listener in self.listeners:
                 listener(record)
+            for sink in self.sinks:
+                sink.record(record)
         for hook in self.batch_listeners:
             hook()
+        for sink in self.sinks:
+            sink.batch_end()
         if self.autoflush and writer is not None:
             writer.flush()
         return records
@@ -89,4 +96,6 @@ class Recorder:
         records = self._emit(self.analyzer.close(t))
         if self.writer is not None:
             self.writer.flush()
+        for sink in self.sinks:
+            sink.close()
         return records

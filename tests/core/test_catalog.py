@@ -275,3 +275,13 @@ def test_counts_match_catalogue(gen: ModuleType, rules_md: str) -> None:
     assert len(rules) == 297
     assert gen.verify_counts(rules_md, rules) == []
     assert json.loads(CATALOG_JSON.read_text(encoding="utf-8")).keys() == {r.id for r in rules}
+
+
+def test_description_is_the_check_text_without_markdown_and_empty_for_unknown_ids() -> None:
+    from mcpsniff.core import catalog as cat
+
+    entry = cat.get("JR-RESP-ID")
+    text = cat.description("JR-RESP-ID")
+    assert text and "`" not in text
+    assert text == entry.check.replace("`", "").strip()
+    assert cat.description("NO-SUCH-RULE") == ""
