@@ -11,13 +11,22 @@ This is what lets ``stats`` read a long trace faster than ``check`` does.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import orjson
 
 from mcpsniff.core.model import FrameRecord, Record
-from mcpsniff.trace.format import TornLine, TraceError, TraceReader, _loads, decode_record
+from mcpsniff.trace.format import (
+    TornLine,
+    TraceError,
+    TraceReader,
+    _loads,
+    decode_record,
+    skip_message,
+    warn_skipped,
+)
+from mcpsniff.trace.validate import frame_problem, problem
 
 _FRAME = b'{"type":"frame"'
 _MESSAGE = b'{"type":"message"'
@@ -33,14 +42,19 @@ class LazyTraceRecords:
 
     Raises ``TraceError`` as ``TraceReader`` does (opening a non-trace, a
     corrupt line before the end); a torn last line is skipped and described
-    in ``torn``.
+    in ``torn``. A record whose fields do not match the trace format (a hostile
+    or damaged trace) is skipped and reported to ``on_skip``, as the reader does,
+    so views can trust the types of what they get.
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], on_skip: Callable[[str], None] | None = None
+    ) -> None:
         self.path = Path(path)
         with TraceReader(self.path) as reader:
             self.header = reader.header
         self.torn: TornLine | None = None
+        self._on_skip = on_skip or warn_skipped
 
     def __iter__(self) -> Iterator[Record]:
         try:
@@ -69,11 +83,20 @@ class LazyTraceRecords:
                         if line.strip():
                             self.torn = TornLine(number, len(line))
                         continue
-                    raise TraceError(f"{self.path}: line {number} is not a trace record")
-                try:
-                    record = decode_record(obj, line)
-                except TraceError as exc:
-                    raise TraceError(f"{self.path}: line {number}: {exc}") from None
+                    # One damaged line must not cost the rest of the trace.
+                    self._on_skip(skip_message(self.path, number, "not a JSON record"))
+                    continue
+                if obj.get("type") == "header":
+                    continue  # an appended session's header
+                reason = problem(obj)
+                if reason is None:
+                    try:
+                        record = decode_record(obj, line)
+                    except TraceError as exc:
+                        reason = str(exc)
+                if reason is not None:
+                    self._on_skip(skip_message(self.path, number, reason))
+                    continue
                 if isinstance(record, dict):
                     continue  # a header (line 1, or an appended session's)
                 yield record
@@ -87,6 +110,9 @@ def _frame_head(line: bytes) -> FrameRecord | None:
         return None
     try:
         head = orjson.loads(line[:cut] + b"}")
+        # A head of the wrong shape takes the full path, which reports it.
+        if type(head) is not dict or frame_problem({**head, "json": None}) is not None:
+            return None
         size = head["len"]
         start = cut + len(_MARK)
         # The payload must fill exactly the rest of the line: otherwise the

@@ -98,7 +98,7 @@ def show(
     if flt is not None and not follow:
         # Every finding beside the message it concerns, even one raised later.
         try:
-            index = index_findings(LazyTraceRecords(trace))
+            index = index_findings(LazyTraceRecords(trace, on_skip=_quiet))
         except TraceError as exc:
             _fail(str(exc))
             return
@@ -138,3 +138,7 @@ def _print(
     for line in printer.flush():
         out.write(line + "\n")
     out.flush()
+
+
+def _quiet(message: str) -> None:
+    """Skipped lines are reported once, by the pass that prints; the index pass is silent."""

@@ -39,7 +39,7 @@ def stats(trace: Path, fmt: str, filter_expr: str | None) -> None:
         index = None
         if flt is not None:
             # A late finding (an unanswered request, at session end) belongs to its request.
-            index = index_findings(LazyTraceRecords(trace))
+            index = index_findings(LazyTraceRecords(trace, on_skip=_quiet))
         records = LazyTraceRecords(trace)
         result = compute(build_views(records, index), flt)
         torn = records.torn
@@ -56,3 +56,7 @@ def stats(trace: Path, fmt: str, filter_expr: str | None) -> None:
         return
     for line in stats_lines(result, str(trace)):
         click.echo(line)
+
+
+def _quiet(message: str) -> None:
+    """Skipped lines are reported once, by the pass that prints; the index pass is silent."""

@@ -615,7 +615,9 @@ class TraceReader:
             if line.strip():
                 self.torn = TornLine(number, len(line))
             return None
-        raise TraceError(f"{self.path}: line {number} is not a trace record")
+        # One damaged line must not cost the rest of the trace: skip it, say so.
+        self._skip(number, "not a JSON record")
+        return None
 
     def records(self) -> Iterator[Record]:
         """Every record after the header, in file order."""

@@ -385,14 +385,20 @@ def test_not_torn_when_nothing_is_cut(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("bad", [b"garbage\n", b'{"type":"frame","seq":\n', b"[1,2]\n", b"\n"])
-def test_corrupt_line_in_the_middle_is_an_error(tmp_path: Path, bad: bytes) -> None:
+def test_a_corrupt_line_in_the_middle_is_skipped_and_named(tmp_path: Path, bad: bytes) -> None:
+    """One damaged line costs that line only; every record after it is still read."""
     path = _write(tmp_path / "t.jsonl", sample_records()[:3])
     lines = _lines(path)
     path.write_bytes(b"".join([*lines[:2], bad, *lines[2:]]))
-    with TraceReader(path) as reader, pytest.raises(TraceError, match="line 3"):
-        list(reader.records())
-    with TraceReader(path) as reader, pytest.raises(TraceError, match="line 3"):
-        list(reader.inputs())
+    warnings: list[str] = []
+    with TraceReader(path, on_skip=warnings.append) as reader:
+        assert list(reader.records()) == sample_records()[:3]
+        assert reader.skipped == [(3, "not a JSON record")]
+    with TraceReader(path, on_skip=warnings.append) as reader:
+        assert len(list(reader.inputs())) == sum(
+            isinstance(r, FrameRecord | EventRecord) for r in sample_records()[:3]
+        )
+    assert len(warnings) == 2 and all("line 3: not a JSON record" in w for w in warnings)
 
 
 def test_malformed_record_is_skipped_with_a_warning_naming_its_line(tmp_path: Path) -> None:

@@ -218,6 +218,11 @@ COMMANDS = {
     "check": ["check"],
     "check json": ["check", "--format", "json"],
     "show": ["show"],
+    "show -vv": ["show", "-vv"],
+    "show json": ["show", "--format", "json"],
+    "show filtered": ["show", "--filter", "kind == request"],
+    "stats": ["stats"],
+    "stats filtered": ["stats", "--filter", "kind == request"],
     "redact": ["redact", "-o", "{out}"],
 }
 
@@ -252,3 +257,27 @@ def test_a_header_with_a_bad_meta_is_a_one_line_error(tmp_path: Path) -> None:
         result.stderr
         == f"mcpsniff show: {path}: the header is malformed: its meta is not an object\n"
     )
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+@pytest.mark.parametrize("name", ["string seq", "event data a list", "t NaN"])
+def test_one_bad_record_is_skipped_and_the_rest_is_read(
+    tmp_path: Path, name: str, command: str
+) -> None:
+    """A broken record costs that record only: no exit 2, its line named on stderr."""
+    path = _write(tmp_path / "t.jsonl", [GOOD["frame"], *HOSTILE[name], GOOD["event"]])
+    args = [a.replace("{out}", str(tmp_path / "out.jsonl")) for a in COMMANDS[command]]
+    result = CliRunner().invoke(main, [*args[:1], str(path), *args[1:]])
+    assert result.exit_code in (0, 1), result.output
+    assert "line 3: " in result.stderr and "the record was skipped" in result.stderr
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_a_line_that_is_not_json_mid_trace_is_skipped(tmp_path: Path, command: str) -> None:
+    path = _write(tmp_path / "t.jsonl", [GOOD["frame"], GOOD["event"]])
+    lines = path.read_bytes().splitlines(keepends=True)
+    path.write_bytes(b"".join([*lines[:2], b"[[[[ not json\n", *lines[2:]]))
+    args = [a.replace("{out}", str(tmp_path / "out.jsonl")) for a in COMMANDS[command]]
+    result = CliRunner().invoke(main, [*args[:1], str(path), *args[1:]])
+    assert result.exit_code in (0, 1), result.output
+    assert "line 3: not a JSON record; the record was skipped" in result.stderr
