@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from mcpsniff.trace.format import TraceError, TraceReader
+from mcpsniff.trace.validate import is_time
 
 _MESSAGE = b'{"type":"message"'
 _FINDING = b'{"type":"finding"'
@@ -81,7 +82,7 @@ def summarize(path: Path) -> TraceSummary | None:
     except (TraceError, OSError):
         return None
     created = header.get("created")
-    started = float(created) if isinstance(created, int | float) else None
+    started = float(created) if is_time(created) else None
     summary = TraceSummary(path, server_name(header), started)
     try:
         summary.size = os.stat(path).st_size
@@ -104,6 +105,9 @@ def _account(summary: TraceSummary, line: bytes) -> None:
             try:
                 value = float(t.group(1))
             except ValueError:
+                value = None
+            # A hostile or damaged time (NaN, 1e300) must not become the duration.
+            if not is_time(value):
                 value = None
             if value is not None and (summary.last is None or value > summary.last):
                 summary.last = value

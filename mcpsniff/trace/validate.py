@@ -47,6 +47,11 @@ def _opt_str(value: Any) -> bool:
     return value is None or type(value) is str
 
 
+def is_time(value: Any) -> bool:
+    """Whether ``value`` is a plausible trace time: seconds since the epoch, finite, sane."""
+    return _time(value)
+
+
 def _time(value: Any) -> bool:
     return (type(value) is float or type(value) is int) and 0 <= value < _MAX_TIME
 

@@ -88,3 +88,14 @@ def test_a_file_is_not_a_folder(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["ls", str(tmp_path / "f")])
     assert result.exit_code == 2
     assert result.output == f"mcpsniff ls: {tmp_path / 'f'}: not a folder\n"
+
+
+@pytest.mark.parametrize("bad_t", [b"1e300", b"-5", b"NaN"])
+def test_a_hostile_time_never_becomes_the_duration(folder: Path, bad_t: bytes) -> None:
+    path = folder / "new.jsonl"
+    line = b'{"type":"event","seq":99,"t":' + bad_t + b',"session":"x","event":"stderr"}\n'
+    with open(path, "ab") as handle:
+        handle.write(line)
+    result = CliRunner().invoke(main, ["ls", str(folder), "--format", "json"])
+    rows = {r["name"]: r for r in map(orjson.loads, result.output.splitlines())}
+    assert rows["new-server"]["duration_s"] == pytest.approx(191.0, abs=0.01)
