@@ -45,7 +45,7 @@ from mcpsniff.core.model import (
     Record,
 )
 from mcpsniff.core.protocol import STATELESS
-from mcpsniff.core.rules import flow, http, jsonrpc, lifecycle, methods
+from mcpsniff.core.rules import flow, http, jsonrpc, lifecycle, methods, tasks
 from mcpsniff.core.state import Answered, BatchInfo, Msg, Pending, SessionState
 
 #: Transport events that end a session: unanswered requests are reported then.
@@ -473,6 +473,7 @@ class Session:
             lifecycle.on_request(self, msg)
             methods.on_request(self, msg)
             flow.on_request(self, msg)
+            tasks.on_request(self, msg)
         elif kind == NOTIFICATION:
             if method is None:
                 self._invalid(msg)
@@ -480,12 +481,15 @@ class Session:
             lifecycle.on_notification(self, msg)
             methods.on_notification(self, msg)
             flow.on_notification(self, msg)
+            tasks.on_notification(self, msg)
         elif kind == INVALID:
             self._invalid(msg)
         else:
             self._match_response(msg)
             lifecycle.on_response(self, msg)
-            if msg.request is not None:
+            # A CreateTaskResult answers a task-augmented request instead of the
+            # method's result, and keeps its progress token alive (rules/tasks.py).
+            if msg.request is not None and not tasks.on_response(self, msg):
                 methods.on_response(self, msg)
                 flow.on_response(self, msg)
         return msg

@@ -64,6 +64,8 @@ class ToolInfo:
     #: schemas.CompiledSchema for each, compiled on first use.
     input_compiled: Any = None
     output_compiled: Any = None
+    #: ``execution.taskSupport`` (2025-11-25): "required", "optional", "forbidden" or None.
+    task_support: str | None = None
 
 
 @dataclass(slots=True)
@@ -140,3 +142,5 @@ class SessionState:
     ended: bool = False
     #: HTTP exchange state (rules/http.py), created on the first HTTP event.
     http: Any = None
+    #: Known tasks by (owner direction, taskId) (rules/tasks.py), created on the first task.
+    tasks: Any = None

@@ -4,14 +4,17 @@
 * ``lifecycle``: eras, handshake, capabilities, stateless era (LC-*, CAP-*, MOD-*)
 * ``flow``: cancellation, progress, unanswered requests (CANCEL-*, PROG-*)
 * ``methods``: per-method parameters and results (TOOL-*, RES-*, PROMPT-*, ...)
+* ``tasks``: task-augmented requests and tasks/* (TASK-*, 2025-11-25)
 * ``http``: HTTP transport rules fed by the HTTP shell's events (HTTP-*, SSE-*)
 """
 
 from __future__ import annotations
 
-from mcpsniff.core.rules import flow, http, jsonrpc, lifecycle, methods
+from mcpsniff.core.rules import flow, http, jsonrpc, lifecycle, methods, tasks
 
 #: Every catalogue id the analyzer can report, in catalogue family order.
 IMPLEMENTED: tuple[str, ...] = tuple(
-    dict.fromkeys(jsonrpc.RULES + lifecycle.RULES + flow.RULES + methods.RULES + http.RULES)
+    dict.fromkeys(
+        jsonrpc.RULES + lifecycle.RULES + flow.RULES + methods.RULES + tasks.RULES + http.RULES
+    )
 )
