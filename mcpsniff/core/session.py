@@ -45,7 +45,7 @@ from mcpsniff.core.model import (
     Record,
 )
 from mcpsniff.core.protocol import STATELESS
-from mcpsniff.core.rules import flow, http, jsonrpc, lifecycle, methods, tasks
+from mcpsniff.core.rules import flow, http, jsonrpc, lifecycle, methods, stdio, tasks
 from mcpsniff.core.state import Answered, BatchInfo, Msg, Pending, SessionState
 
 #: Transport events that end a session: unanswered requests are reported then.
@@ -163,6 +163,9 @@ class Session:
                 self._message(value, frame, None)
             else:
                 self._analyze(frame, value, offset)
+            if self.state.line_runs:
+                # A pretty-printed run ends at the first line that is not part of it.
+                stdio.flush(self, direction, frame.seq)
             meta = frame.meta
             if meta is not None and "exchange" in meta:
                 http.on_frame(self, frame, [r for r in out if isinstance(r, MessageRecord)])
@@ -177,6 +180,7 @@ class Session:
         try:
             if record.event in END_EVENTS and not self.state.ended:
                 self.state.ended = True
+                stdio.flush_all(self)
                 flow.end_of_session(self, record)
                 lifecycle.end_of_session(self, record)
             elif record.event.startswith(("http-", "sse-")):
@@ -259,6 +263,8 @@ class Session:
             record = MessageRecord(frame.seq, self.key, frame.direction, INVALID, size=len(raw))
             self.emit(record)
             state.bad_frames[frame.direction].append(frame.seq)
+            if stdio.continues_run(self, frame, value):
+                return  # a line such as `  "x"` inside a pretty-printed message
             self.report(
                 "JR-TOPLEVEL",
                 f"{SENDER[frame.direction]} sent a JSON {type(value).__name__}, but a "
@@ -288,51 +294,7 @@ class Session:
         diag = diagnose(raw, at_eof=at_eof, framing="line" if line_framed else "body")
         self.emit(MessageRecord(frame.seq, self.key, frame.direction, UNPARSEABLE, size=len(raw)))
         self.state.bad_frames[frame.direction].append(frame.seq)
-        where = f"at byte {offset}" if line_framed else "in its body"
-        data: dict[str, Any] = {
-            "cause": diag.cause,
-            "sender": sender,
-            "excerpt": diag.excerpt,
-            "offset": offset,
-            "explanation": diag.explanation,
-        }
-        if diag.error_offset is not None:
-            data["error_offset"] = diag.error_offset
-        if diag.parser_error:
-            data["parser_error"] = diag.parser_error
-        self.report(
-            "JR-PARSE",
-            f"{sender} sent a frame that is not valid JSON {where} ({diag.cause}): "
-            f"{diag.explanation}",
-            [frame.seq],
-            **data,
-        )
-        if not line_framed:
-            return
-        if frame.direction == S2C:
-            self.report(
-                "STDIO-STDOUT-CLEAN",
-                f"the server wrote something that is not an MCP message to stdout: {diag.excerpt}",
-                [frame.seq],
-                cause=diag.cause,
-            )
-        else:
-            self.report(
-                "STDIO-STDIN-CLEAN",
-                f"the client wrote something that is not an MCP message to the server's "
-                f"stdin: {diag.excerpt}",
-                [frame.seq],
-                cause=diag.cause,
-            )
-        if diag.cause == "pretty-printed":
-            self.report(
-                "STDIO-FRAMING",
-                f"{sender} spread one JSON message over several lines; stdio messages are "
-                "newline-delimited and must not contain raw newlines",
-                [frame.seq],
-            )
-        elif diag.cause == "invalid-utf8":
-            self.report("STDIO-UTF8", f"{sender} sent bytes that are not valid UTF-8", [frame.seq])
+        stdio.unparseable(self, frame, offset, diag)
 
     # ------------------------------------------------------------------ classification
 

@@ -142,5 +142,7 @@ class SessionState:
     ended: bool = False
     #: HTTP exchange state (rules/http.py), created on the first HTTP event.
     http: Any = None
+    #: The open pretty-printed line run per direction (rules/stdio.py).
+    line_runs: dict[str, Any] = field(default_factory=dict)
     #: Known tasks by (owner direction, taskId) (rules/tasks.py), created on the first task.
     tasks: Any = None

@@ -1,6 +1,7 @@
 """The conformance rules, one module per concern.
 
 * ``jsonrpc``: JSON-RPC 2.0 structure and MCP base messages (JR-*, MSG-*, STDIO-*)
+* ``stdio``: frames that are not JSON (JR-PARSE) and the stdio rules they imply
 * ``lifecycle``: eras, handshake, capabilities, stateless era (LC-*, CAP-*, MOD-*)
 * ``flow``: cancellation, progress, unanswered requests (CANCEL-*, PROG-*)
 * ``methods``: per-method parameters and results (TOOL-*, RES-*, PROMPT-*, ...)
@@ -10,11 +11,17 @@
 
 from __future__ import annotations
 
-from mcpsniff.core.rules import flow, http, jsonrpc, lifecycle, methods, tasks
+from mcpsniff.core.rules import flow, http, jsonrpc, lifecycle, methods, stdio, tasks
 
 #: Every catalogue id the analyzer can report, in catalogue family order.
 IMPLEMENTED: tuple[str, ...] = tuple(
     dict.fromkeys(
-        jsonrpc.RULES + lifecycle.RULES + flow.RULES + methods.RULES + tasks.RULES + http.RULES
+        jsonrpc.RULES
+        + stdio.RULES
+        + lifecycle.RULES
+        + flow.RULES
+        + methods.RULES
+        + tasks.RULES
+        + http.RULES
     )
 )
