@@ -45,7 +45,7 @@ from mcpsniff.core.model import (
     Record,
 )
 from mcpsniff.core.protocol import STATELESS
-from mcpsniff.core.rules import flow, http, jsonrpc, lifecycle, methods, stdio, tasks
+from mcpsniff.core.rules import flow, http, jsonrpc, lifecycle, methods, reuse, stdio, tasks
 from mcpsniff.core.state import Answered, BatchInfo, Msg, Pending, SessionState
 
 #: Transport events that end a session: unanswered requests are reported then.
@@ -530,29 +530,21 @@ class Session:
         msg.key = key
         pending = state.pending[direction]
         seen = state.used[direction].check_and_add(key)
+        this_print = reuse.fingerprint(msg)
         if key in pending:
-            previous = pending[key]
-            rule = "MSG-ID-INFLIGHT" if state.era == "stateless" else "MSG-ID-REUSE"
-            self.report(
-                rule,
-                f"{SENDER[direction]} reused request id {show_id(ident)} while the request with "
-                f"that id (seq {previous.seq}, {previous.method}) is still waiting for its "
-                "response",
-                [previous.seq, msg.frame],
-                id=ident,
-                previous_seq=previous.seq,
-                in_flight=True,
-            )
-        elif seen and state.era != "stateless":
-            self.report(
-                "MSG-ID-REUSE",
-                f"{SENDER[direction]} reused request id {show_id(ident)}, which it already used "
-                "earlier in this session; ids must never be reused within a session",
-                [msg.frame],
-                id=ident,
-                in_flight=False,
-            )
+            reuse.in_flight(self, msg, pending[key], this_print)
+        elif seen:
+            reuse.after_completion(self, msg, key, this_print)
         index = msg.index
+        if key in pending:
+            # Both requests are in flight under one id: keep both, so each reply
+            # pairs with one of them (``_take_pending``) instead of the second
+            # reply counting as a duplicate of the first.
+            by_id = state.shadowed[direction]
+            if key in by_id or len(by_id) < MAX_SHADOWED_IDS:
+                shadowed = by_id.setdefault(key, [])
+                if len(shadowed) < MAX_SHADOWED:
+                    shadowed.append(pending[key])
         pending[key] = Pending(
             msg.frame,
             index,
@@ -564,11 +556,23 @@ class Session:
             None,
             False,
             None if index is None else msg.frame,
+            False,
+            this_print,
         )
 
     def _match_response(self, msg: Msg) -> None:
         state = self.state
         request_direction = OPPOSITE[msg.direction]
+        if msg.has_id and msg.id is None:
+            # A request sent with "id": null (MSG-ID-NOT-NULL, its root finding)
+            # answered with that null id echoed: the pair, not a reply to a
+            # notification nor a request never answered.
+            key = self.pairing_key(None, msg)
+            request = state.pending[request_direction].pop(key, None)
+            if request is not None:
+                self._pair(msg, request)
+                msg.note = "null-id-echo"
+                return
         if not msg.has_id or msg.id is None:
             # http.py reads the frame as msg.frame, which is the frame's seq here.
             request = http.request_of_exchange(self, _FrameView(msg.kind, msg.source))
@@ -588,6 +592,8 @@ class Session:
             key = ScopedKey(scope, key)
         pending = state.pending[request_direction]
         request = pending.pop(key, None)
+        if request is not None and state.shadowed[request_direction]:
+            request = self._take_pending(msg, key, request)
         if request is not None:
             self._pair(msg, request)
             if request.cancelled:
@@ -622,6 +628,12 @@ class Session:
             if answered.cancelled and answered.response_seq is None:
                 msg.note = "late-after-cancel"
                 answered.response_seq = msg.frame
+                if (
+                    answered.method == "initialize"
+                    and answered.seq == state.lifecycle.init_seq
+                    and msg.direction == S2C
+                ):
+                    lifecycle.late_initialize_response(self, msg)
                 return
             msg.note = "duplicate-response"
             self.report(
@@ -666,6 +678,30 @@ class Session:
             id=msg.id,
         )
 
+    def _take_pending(self, msg: Msg, key: Any, request: Pending) -> Pending:
+        """Which of the requests in flight under one id ``msg`` answers.
+
+        JSON-RPC gives no way to tell (the id is the only link), so the
+        result's shape decides when it fits exactly one of them (a `tools`
+        array answers tools/list, not ping); otherwise the oldest goes first.
+        The others stay in flight under the id.
+        """
+        direction = OPPOSITE[msg.direction]
+        shadowed = self.state.shadowed[direction]
+        queue = shadowed.get(key)
+        if not queue:
+            return request
+        candidates = [*queue, request]
+        chosen = _by_result_shape(msg, candidates) or candidates[0]
+        candidates.remove(chosen)
+        self.state.pending[direction][key] = candidates.pop()
+        if candidates:
+            shadowed[key] = candidates
+        else:
+            del shadowed[key]
+        msg.note = "ambiguous-id"
+        return chosen
+
     def _pair(self, msg: Msg, request: Pending) -> None:
         msg.answers = request.seq
         msg.request_index = request.index
@@ -675,7 +711,12 @@ class Session:
         answered = self.state.answered[OPPOSITE[msg.direction]]
         key = request.key
         answered[key] = Answered(
-            request.seq, request.index, request.method, msg.frame, request.cancelled
+            request.seq,
+            request.index,
+            request.method,
+            msg.frame,
+            request.cancelled,
+            request.fingerprint,
         )
         answered.move_to_end(key)
         if len(answered) > answered.limit:
@@ -767,6 +808,43 @@ def round_ms(value: float) -> float:
         if fraction < 0.499999 and whole:
             return whole / 1000.0
     return round(value, 3)
+
+
+#: How many requests sharing one in-flight id are remembered per id.
+MAX_SHADOWED = 64
+#: How many ids with shadowed requests are remembered per direction.
+MAX_SHADOWED_IDS = 1024
+#: The member a method's result always has (schema.ts); an empty result answers the rest.
+_RESULT_MEMBER = {
+    "initialize": "protocolVersion",
+    "tools/list": "tools",
+    "tools/call": "content",
+    "resources/list": "resources",
+    "resources/templates/list": "resourceTemplates",
+    "resources/read": "contents",
+    "prompts/list": "prompts",
+    "prompts/get": "messages",
+    "completion/complete": "completion",
+    "roots/list": "roots",
+    "sampling/createMessage": "model",
+    "elicitation/create": "action",
+    "tasks/list": "tasks",
+    "server/discover": "supportedVersions",
+}
+
+
+def _by_result_shape(msg: Msg, candidates: list[Pending]) -> Pending | None:
+    """The one candidate whose method's result has the shape of ``msg``'s result."""
+    result = msg.obj.get("result") if isinstance(msg.obj, dict) else None
+    if not isinstance(result, dict):
+        return None
+    keys = set(result) - {"_meta"}
+    fits = [
+        c
+        for c in candidates
+        if (member := _RESULT_MEMBER.get(c.method)) in keys or (member is None and not keys)
+    ]
+    return fits[0] if len(fits) == 1 else None
 
 
 def _oldest_batch(batches: dict[int, BatchInfo], direction: str) -> BatchInfo | None:

@@ -35,6 +35,8 @@ class Pending:
     cancelled: bool = False
     batch_seq: int | None = None
     missing_reported: bool = False
+    #: rules/reuse.fingerprint of the request, to tell an identical retry from a conflict.
+    fingerprint: int | None = None
 
 
 @dataclass(slots=True)
@@ -46,6 +48,7 @@ class Answered:
     method: str
     response_seq: int | None
     cancelled: bool = False
+    fingerprint: int | None = None
 
 
 #: The analyzer's working view of one JSON-RPC message is its MessageRecord,
@@ -122,6 +125,11 @@ class SessionState:
     )
     finished_tokens: dict[str, BoundedMap] = field(
         default_factory=lambda: {C2S: BoundedMap(RECENT_WINDOW), S2C: BoundedMap(RECENT_WINDOW)}
+    )
+    #: Requests in flight under an id another in-flight request already has
+    #: (MSG-ID-REUSE), per direction and id key, oldest first (session.py).
+    shadowed: dict[str, dict[IdKey, list[Pending]]] = field(
+        default_factory=lambda: {C2S: {}, S2C: {}}
     )
     batches: dict[int, BatchInfo] = field(default_factory=dict)
     #: The latest all-notification batch per direction: its only valid reply is none.

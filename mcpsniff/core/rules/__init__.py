@@ -2,6 +2,7 @@
 
 * ``jsonrpc``: JSON-RPC 2.0 structure and MCP base messages (JR-*, MSG-*, STDIO-*)
 * ``stdio``: frames that are not JSON (JR-PARSE) and the stdio rules they imply
+* ``reuse``: request ids used twice, retry or conflict (MSG-ID-REUSE, MSG-ID-INFLIGHT)
 * ``lifecycle``: eras, handshake, capabilities, stateless era (LC-*, CAP-*, MOD-*)
 * ``flow``: cancellation, progress, unanswered requests (CANCEL-*, PROG-*)
 * ``methods``: per-method parameters and results (TOOL-*, RES-*, PROMPT-*, ...)
@@ -11,13 +12,14 @@
 
 from __future__ import annotations
 
-from mcpsniff.core.rules import flow, http, jsonrpc, lifecycle, methods, stdio, tasks
+from mcpsniff.core.rules import flow, http, jsonrpc, lifecycle, methods, reuse, stdio, tasks
 
 #: Every catalogue id the analyzer can report, in catalogue family order.
 IMPLEMENTED: tuple[str, ...] = tuple(
     dict.fromkeys(
         jsonrpc.RULES
         + stdio.RULES
+        + reuse.RULES
         + lifecycle.RULES
         + flow.RULES
         + methods.RULES
