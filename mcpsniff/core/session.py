@@ -45,7 +45,17 @@ from mcpsniff.core.model import (
     Record,
 )
 from mcpsniff.core.protocol import STATELESS
-from mcpsniff.core.rules import flow, http, jsonrpc, lifecycle, methods, reuse, stdio, tasks
+from mcpsniff.core.rules import (
+    flow,
+    http,
+    jsonrpc,
+    lifecycle,
+    methods,
+    replies,
+    reuse,
+    stdio,
+    tasks,
+)
 from mcpsniff.core.state import Answered, BatchInfo, Msg, Pending, SessionState
 
 #: Transport events that end a session: unanswered requests are reported then.
@@ -237,7 +247,6 @@ class Session:
     def _analyze(self, frame: FrameRecord, value: Any, offset: int) -> None:
         """Everything but an already parsed single message: parse, batches, big ids."""
         raw = frame.raw
-        state = self.state
         if value is UNPARSED:
             try:
                 value = orjson.loads(raw)
@@ -262,7 +271,7 @@ class Session:
         else:
             record = MessageRecord(frame.seq, self.key, frame.direction, INVALID, size=len(raw))
             self.emit(record)
-            state.bad_frames[frame.direction].append(frame.seq)
+            replies.note_bad(self, frame.direction, frame.seq, replies.INVALID)
             if stdio.continues_run(self, frame, value):
                 return  # a line such as `  "x"` inside a pretty-printed message
             self.report(
@@ -293,7 +302,7 @@ class Session:
         at_eof = line_framed and not raw.endswith(b"\n")
         diag = diagnose(raw, at_eof=at_eof, framing="line" if line_framed else "body")
         self.emit(MessageRecord(frame.seq, self.key, frame.direction, UNPARSEABLE, size=len(raw)))
-        self.state.bad_frames[frame.direction].append(frame.seq)
+        replies.note_bad(self, frame.direction, frame.seq, replies.PARSE)
         stdio.unparseable(self, frame, offset, diag)
 
     # ------------------------------------------------------------------ classification
@@ -301,8 +310,11 @@ class Session:
     def _batch(self, items: list[Any], frame: FrameRecord) -> None:
         direction = frame.direction
         self.emit(MessageRecord(frame.seq, self.key, direction, BATCH, size=len(frame.raw)))
+        reported = self.emitted
         jsonrpc.check_batch_allowed(self, frame, items)
         if not items:
+            if replies.empty_array(self, frame):
+                return
             answered = self.state.notification_batch[OPPOSITE[direction]]
             if answered is not None:
                 self.state.notification_batch[OPPOSITE[direction]] = None
@@ -313,13 +325,18 @@ class Session:
                     [answered, frame.seq],
                 )
                 return
-            self.state.bad_frames[direction].append(frame.seq)
-            self.report(
-                "JR-BATCH-EMPTY",
-                f"{SENDER[direction]} sent an empty batch `[]`; the only valid reply is a "
-                "single -32600 Invalid Request error",
-                [frame.seq],
-            )
+            replies.note_bad(self, direction, frame.seq, replies.EMPTY_BATCH)
+            if self.emitted == reported:
+                # JSON-RPC §6: a batch is "an Array with at least one value"; `[]`
+                # is an invalid request (its reply is judged: rules/replies.py).
+                # Where batches do not exist at all, MSG-BATCH-* said it already.
+                self.report(
+                    "JR-TOPLEVEL",
+                    f"{SENDER[direction]} sent an empty batch `[]`, which is not a request; "
+                    "the only valid reply is a single -32600 Invalid Request error",
+                    [frame.seq],
+                    cause="empty-batch",
+                )
             return
         msgs = [self._message(item, frame, i) for i, item in enumerate(items)]
         kinds = {m.kind for m in msgs}
@@ -352,7 +369,7 @@ class Session:
                 seq, self.key, direction, INVALID, index, obj=obj, source=frame, sent_at=frame.t
             )
             self._out.append(record)
-            self.state.bad_frames[direction].append(seq)
+            replies.note_bad(self, direction, seq, replies.INVALID)
             self.report(
                 "JR-TOPLEVEL",
                 f"element {index} of the batch is a JSON {json_type(obj)}, not a "
@@ -459,7 +476,7 @@ class Session:
     def _invalid(self, msg: Msg) -> None:
         """A message no rule below the JSON-RPC layer can use."""
         msg.kind = INVALID
-        self.state.bad_frames[msg.direction].append(msg.frame)
+        replies.note_bad(self, msg.direction, msg.frame, replies.INVALID)
 
     # ------------------------------------------------------------------ correlation
 
@@ -596,6 +613,8 @@ class Session:
             request = self._take_pending(msg, key, request)
         if request is not None:
             self._pair(msg, request)
+            if msg.error_code == -32700 and msg.kind == ERROR:
+                replies.parse_error_for_a_request(self, msg, request.seq)
             if request.cancelled:
                 # A result after notifications/cancelled is an expected race
                 # (cancellation.mdx: "Both parties MUST handle these race
@@ -667,6 +686,8 @@ class Session:
                 cause="duplicate-response",
                 id=msg.id,
             )
+            return
+        if msg.kind == ERROR and replies.orphan_error(self, msg, msg.error_code):
             return
         msg.note = "orphan"
         self.report(

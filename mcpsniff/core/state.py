@@ -136,7 +136,8 @@ class SessionState:
     notification_batch: dict[str, int | None] = field(
         default_factory=lambda: {C2S: None, S2C: None}
     )
-    bad_frames: dict[str, deque[int]] = field(
+    #: Bad frames waiting for their error reply: (seq, what was wrong) (rules/replies.py).
+    bad_frames: dict[str, deque[tuple[int, str]]] = field(
         default_factory=lambda: {C2S: deque(maxlen=1024), S2C: deque(maxlen=1024)}
     )
     tools: dict[str, ToolInfo] | None = None

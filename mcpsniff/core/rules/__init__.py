@@ -3,6 +3,7 @@
 * ``jsonrpc``: JSON-RPC 2.0 structure and MCP base messages (JR-*, MSG-*, STDIO-*)
 * ``stdio``: frames that are not JSON (JR-PARSE) and the stdio rules they imply
 * ``reuse``: request ids used twice, retry or conflict (MSG-ID-REUSE, MSG-ID-INFLIGHT)
+* ``replies``: the replies to bad input (JR-BATCH-EMPTY, JR-RESP-ID-NULL, JR-ERROR-SEMANTICS)
 * ``lifecycle``: eras, handshake, capabilities, stateless era (LC-*, CAP-*, MOD-*)
 * ``flow``: cancellation, progress, unanswered requests (CANCEL-*, PROG-*)
 * ``methods``: per-method parameters and results (TOOL-*, RES-*, PROMPT-*, ...)
@@ -12,7 +13,17 @@
 
 from __future__ import annotations
 
-from mcpsniff.core.rules import flow, http, jsonrpc, lifecycle, methods, reuse, stdio, tasks
+from mcpsniff.core.rules import (
+    flow,
+    http,
+    jsonrpc,
+    lifecycle,
+    methods,
+    replies,
+    reuse,
+    stdio,
+    tasks,
+)
 
 #: Every catalogue id the analyzer can report, in catalogue family order.
 IMPLEMENTED: tuple[str, ...] = tuple(
@@ -20,6 +31,7 @@ IMPLEMENTED: tuple[str, ...] = tuple(
         jsonrpc.RULES
         + stdio.RULES
         + reuse.RULES
+        + replies.RULES
         + lifecycle.RULES
         + flow.RULES
         + methods.RULES
