@@ -24,6 +24,7 @@ from typing import Any
 
 from mcpsniff.core import catalog
 from mcpsniff.core.escape import terminal_safe
+from mcpsniff.core.grouping import group_findings
 from mcpsniff.core.ids import show_id
 from mcpsniff.core.model import (
     BATCH,
@@ -315,18 +316,29 @@ def report_lines(
     for session, findings in findings_by_session.items():
         counts = _counts(findings)
         yield _line(s("bold", _line("session ", session)), ": ", counts)
-        for finding in findings:
+        # Repeats fold into one entry and dependents sit under their root
+        # (core/grouping.py); --format json keeps every finding.
+        for group in group_findings(findings):
+            finding = group.first
             mark = _MARKS.get(finding.severity, "•")
-            seqs = ",".join(str(q) for q in finding.seq[:6])
+            if group.repeated:
+                where = f"  {group.count} times, {group.span()}"
+            elif len(finding.seq) > 6:
+                where = f"  {group.span()} ({len(finding.seq)} frames)"
+            else:
+                where = "  seq " + ",".join(str(q) for q in finding.seq)
             yield _line(
                 "  ",
                 s(finding.severity, _line(mark, " ", f"{finding.severity:<7}")),
                 " ",
                 s("bold", finding.rule),
-                "  seq ",
-                seqs,
+                where,
             )
             yield _line("      ", finding.message)
+            if group.repeated:
+                yield _line("      (the first of ", str(group.count), "; the others are alike)")
+            for dependent in group.dependents:
+                yield _line("      ↳ so also ", s("bold", dependent.rule), ": ", dependent.message)
             data = {k: v for k, v in finding.data.items() if k not in ("explanation",)}
             if "cause" in data:
                 excerpt = ("   excerpt: ", data["excerpt"]) if "excerpt" in data else ()

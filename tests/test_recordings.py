@@ -28,7 +28,7 @@ EXPECTED = {
     "string-id-echo": (1, [("error", "JR-RESP-ID", "id-type")]),
     "orphan-response": (1, [("error", "JR-RESP-ID", "unknown-id")]),
     "unanswered-request": (1, [("error", "JR-RESP-REQUIRED", None)]),
-    "empty-batch": (1, [("error", "JR-BATCH-EMPTY", None)]),
+    "empty-batch": (1, [("error", "JR-TOPLEVEL", "empty-batch")]),
     "trailing-comma": (
         1,
         [

@@ -45,7 +45,17 @@ from mcpsniff.core.model import (
     Record,
 )
 from mcpsniff.core.protocol import STATELESS
-from mcpsniff.core.rules import flow, http, jsonrpc, lifecycle, methods
+from mcpsniff.core.rules import (
+    flow,
+    http,
+    jsonrpc,
+    lifecycle,
+    methods,
+    replies,
+    reuse,
+    stdio,
+    tasks,
+)
 from mcpsniff.core.state import Answered, BatchInfo, Msg, Pending, SessionState
 
 #: Transport events that end a session: unanswered requests are reported then.
@@ -163,6 +173,9 @@ class Session:
                 self._message(value, frame, None)
             else:
                 self._analyze(frame, value, offset)
+            if self.state.line_runs:
+                # A pretty-printed run ends at the first line that is not part of it.
+                stdio.flush(self, direction, frame.seq)
             meta = frame.meta
             if meta is not None and "exchange" in meta:
                 http.on_frame(self, frame, [r for r in out if isinstance(r, MessageRecord)])
@@ -177,6 +190,7 @@ class Session:
         try:
             if record.event in END_EVENTS and not self.state.ended:
                 self.state.ended = True
+                stdio.flush_all(self)
                 flow.end_of_session(self, record)
                 lifecycle.end_of_session(self, record)
             elif record.event.startswith(("http-", "sse-")):
@@ -233,7 +247,6 @@ class Session:
     def _analyze(self, frame: FrameRecord, value: Any, offset: int) -> None:
         """Everything but an already parsed single message: parse, batches, big ids."""
         raw = frame.raw
-        state = self.state
         if value is UNPARSED:
             try:
                 value = orjson.loads(raw)
@@ -258,7 +271,9 @@ class Session:
         else:
             record = MessageRecord(frame.seq, self.key, frame.direction, INVALID, size=len(raw))
             self.emit(record)
-            state.bad_frames[frame.direction].append(frame.seq)
+            replies.note_bad(self, frame.direction, frame.seq, replies.INVALID)
+            if stdio.continues_run(self, frame, value):
+                return  # a line such as `  "x"` inside a pretty-printed message
             self.report(
                 "JR-TOPLEVEL",
                 f"{SENDER[frame.direction]} sent a JSON {type(value).__name__}, but a "
@@ -287,60 +302,19 @@ class Session:
         at_eof = line_framed and not raw.endswith(b"\n")
         diag = diagnose(raw, at_eof=at_eof, framing="line" if line_framed else "body")
         self.emit(MessageRecord(frame.seq, self.key, frame.direction, UNPARSEABLE, size=len(raw)))
-        self.state.bad_frames[frame.direction].append(frame.seq)
-        where = f"at byte {offset}" if line_framed else "in its body"
-        data: dict[str, Any] = {
-            "cause": diag.cause,
-            "sender": sender,
-            "excerpt": diag.excerpt,
-            "offset": offset,
-            "explanation": diag.explanation,
-        }
-        if diag.error_offset is not None:
-            data["error_offset"] = diag.error_offset
-        if diag.parser_error:
-            data["parser_error"] = diag.parser_error
-        self.report(
-            "JR-PARSE",
-            f"{sender} sent a frame that is not valid JSON {where} ({diag.cause}): "
-            f"{diag.explanation}",
-            [frame.seq],
-            **data,
-        )
-        if not line_framed:
-            return
-        if frame.direction == S2C:
-            self.report(
-                "STDIO-STDOUT-CLEAN",
-                f"the server wrote something that is not an MCP message to stdout: {diag.excerpt}",
-                [frame.seq],
-                cause=diag.cause,
-            )
-        else:
-            self.report(
-                "STDIO-STDIN-CLEAN",
-                f"the client wrote something that is not an MCP message to the server's "
-                f"stdin: {diag.excerpt}",
-                [frame.seq],
-                cause=diag.cause,
-            )
-        if diag.cause == "pretty-printed":
-            self.report(
-                "STDIO-FRAMING",
-                f"{sender} spread one JSON message over several lines; stdio messages are "
-                "newline-delimited and must not contain raw newlines",
-                [frame.seq],
-            )
-        elif diag.cause == "invalid-utf8":
-            self.report("STDIO-UTF8", f"{sender} sent bytes that are not valid UTF-8", [frame.seq])
+        replies.note_bad(self, frame.direction, frame.seq, replies.PARSE)
+        stdio.unparseable(self, frame, offset, diag)
 
     # ------------------------------------------------------------------ classification
 
     def _batch(self, items: list[Any], frame: FrameRecord) -> None:
         direction = frame.direction
         self.emit(MessageRecord(frame.seq, self.key, direction, BATCH, size=len(frame.raw)))
+        reported = self.emitted
         jsonrpc.check_batch_allowed(self, frame, items)
         if not items:
+            if replies.empty_array(self, frame):
+                return
             answered = self.state.notification_batch[OPPOSITE[direction]]
             if answered is not None:
                 self.state.notification_batch[OPPOSITE[direction]] = None
@@ -351,13 +325,18 @@ class Session:
                     [answered, frame.seq],
                 )
                 return
-            self.state.bad_frames[direction].append(frame.seq)
-            self.report(
-                "JR-BATCH-EMPTY",
-                f"{SENDER[direction]} sent an empty batch `[]`; the only valid reply is a "
-                "single -32600 Invalid Request error",
-                [frame.seq],
-            )
+            replies.note_bad(self, direction, frame.seq, replies.EMPTY_BATCH)
+            if self.emitted == reported:
+                # JSON-RPC §6: a batch is "an Array with at least one value"; `[]`
+                # is an invalid request (its reply is judged: rules/replies.py).
+                # Where batches do not exist at all, MSG-BATCH-* said it already.
+                self.report(
+                    "JR-TOPLEVEL",
+                    f"{SENDER[direction]} sent an empty batch `[]`, which is not a request; "
+                    "the only valid reply is a single -32600 Invalid Request error",
+                    [frame.seq],
+                    cause="empty-batch",
+                )
             return
         msgs = [self._message(item, frame, i) for i, item in enumerate(items)]
         kinds = {m.kind for m in msgs}
@@ -390,7 +369,7 @@ class Session:
                 seq, self.key, direction, INVALID, index, obj=obj, source=frame, sent_at=frame.t
             )
             self._out.append(record)
-            self.state.bad_frames[direction].append(seq)
+            replies.note_bad(self, direction, seq, replies.INVALID)
             self.report(
                 "JR-TOPLEVEL",
                 f"element {index} of the batch is a JSON {json_type(obj)}, not a "
@@ -473,6 +452,7 @@ class Session:
             lifecycle.on_request(self, msg)
             methods.on_request(self, msg)
             flow.on_request(self, msg)
+            tasks.on_request(self, msg)
         elif kind == NOTIFICATION:
             if method is None:
                 self._invalid(msg)
@@ -480,12 +460,15 @@ class Session:
             lifecycle.on_notification(self, msg)
             methods.on_notification(self, msg)
             flow.on_notification(self, msg)
+            tasks.on_notification(self, msg)
         elif kind == INVALID:
             self._invalid(msg)
         else:
             self._match_response(msg)
             lifecycle.on_response(self, msg)
-            if msg.request is not None:
+            # A CreateTaskResult answers a task-augmented request instead of the
+            # method's result, and keeps its progress token alive (rules/tasks.py).
+            if msg.request is not None and not tasks.on_response(self, msg):
                 methods.on_response(self, msg)
                 flow.on_response(self, msg)
         return msg
@@ -493,7 +476,7 @@ class Session:
     def _invalid(self, msg: Msg) -> None:
         """A message no rule below the JSON-RPC layer can use."""
         msg.kind = INVALID
-        self.state.bad_frames[msg.direction].append(msg.frame)
+        replies.note_bad(self, msg.direction, msg.frame, replies.INVALID)
 
     # ------------------------------------------------------------------ correlation
 
@@ -564,29 +547,21 @@ class Session:
         msg.key = key
         pending = state.pending[direction]
         seen = state.used[direction].check_and_add(key)
+        this_print = reuse.fingerprint(msg)
         if key in pending:
-            previous = pending[key]
-            rule = "MSG-ID-INFLIGHT" if state.era == "stateless" else "MSG-ID-REUSE"
-            self.report(
-                rule,
-                f"{SENDER[direction]} reused request id {show_id(ident)} while the request with "
-                f"that id (seq {previous.seq}, {previous.method}) is still waiting for its "
-                "response",
-                [previous.seq, msg.frame],
-                id=ident,
-                previous_seq=previous.seq,
-                in_flight=True,
-            )
-        elif seen and state.era != "stateless":
-            self.report(
-                "MSG-ID-REUSE",
-                f"{SENDER[direction]} reused request id {show_id(ident)}, which it already used "
-                "earlier in this session; ids must never be reused within a session",
-                [msg.frame],
-                id=ident,
-                in_flight=False,
-            )
+            reuse.in_flight(self, msg, pending[key], this_print)
+        elif seen:
+            reuse.after_completion(self, msg, key, this_print)
         index = msg.index
+        if key in pending:
+            # Both requests are in flight under one id: keep both, so each reply
+            # pairs with one of them (``_take_pending``) instead of the second
+            # reply counting as a duplicate of the first.
+            by_id = state.shadowed[direction]
+            if key in by_id or len(by_id) < MAX_SHADOWED_IDS:
+                shadowed = by_id.setdefault(key, [])
+                if len(shadowed) < MAX_SHADOWED:
+                    shadowed.append(pending[key])
         pending[key] = Pending(
             msg.frame,
             index,
@@ -598,11 +573,23 @@ class Session:
             None,
             False,
             None if index is None else msg.frame,
+            False,
+            this_print,
         )
 
     def _match_response(self, msg: Msg) -> None:
         state = self.state
         request_direction = OPPOSITE[msg.direction]
+        if msg.has_id and msg.id is None:
+            # A request sent with "id": null (MSG-ID-NOT-NULL, its root finding)
+            # answered with that null id echoed: the pair, not a reply to a
+            # notification nor a request never answered.
+            key = self.pairing_key(None, msg)
+            request = state.pending[request_direction].pop(key, None)
+            if request is not None:
+                self._pair(msg, request)
+                msg.note = "null-id-echo"
+                return
         if not msg.has_id or msg.id is None:
             # http.py reads the frame as msg.frame, which is the frame's seq here.
             request = http.request_of_exchange(self, _FrameView(msg.kind, msg.source))
@@ -622,8 +609,12 @@ class Session:
             key = ScopedKey(scope, key)
         pending = state.pending[request_direction]
         request = pending.pop(key, None)
+        if request is not None and state.shadowed[request_direction]:
+            request = self._take_pending(msg, key, request)
         if request is not None:
             self._pair(msg, request)
+            if msg.error_code == -32700 and msg.kind == ERROR:
+                replies.parse_error_for_a_request(self, msg, request.seq)
             if request.cancelled:
                 # A result after notifications/cancelled is an expected race
                 # (cancellation.mdx: "Both parties MUST handle these race
@@ -656,6 +647,12 @@ class Session:
             if answered.cancelled and answered.response_seq is None:
                 msg.note = "late-after-cancel"
                 answered.response_seq = msg.frame
+                if (
+                    answered.method == "initialize"
+                    and answered.seq == state.lifecycle.init_seq
+                    and msg.direction == S2C
+                ):
+                    lifecycle.late_initialize_response(self, msg)
                 return
             msg.note = "duplicate-response"
             self.report(
@@ -690,6 +687,8 @@ class Session:
                 id=msg.id,
             )
             return
+        if msg.kind == ERROR and replies.orphan_error(self, msg, msg.error_code):
+            return
         msg.note = "orphan"
         self.report(
             "JR-RESP-ID",
@@ -700,6 +699,30 @@ class Session:
             id=msg.id,
         )
 
+    def _take_pending(self, msg: Msg, key: Any, request: Pending) -> Pending:
+        """Which of the requests in flight under one id ``msg`` answers.
+
+        JSON-RPC gives no way to tell (the id is the only link), so the
+        result's shape decides when it fits exactly one of them (a `tools`
+        array answers tools/list, not ping); otherwise the oldest goes first.
+        The others stay in flight under the id.
+        """
+        direction = OPPOSITE[msg.direction]
+        shadowed = self.state.shadowed[direction]
+        queue = shadowed.get(key)
+        if not queue:
+            return request
+        candidates = [*queue, request]
+        chosen = _by_result_shape(msg, candidates) or candidates[0]
+        candidates.remove(chosen)
+        self.state.pending[direction][key] = candidates.pop()
+        if candidates:
+            shadowed[key] = candidates
+        else:
+            del shadowed[key]
+        msg.note = "ambiguous-id"
+        return chosen
+
     def _pair(self, msg: Msg, request: Pending) -> None:
         msg.answers = request.seq
         msg.request_index = request.index
@@ -709,7 +732,12 @@ class Session:
         answered = self.state.answered[OPPOSITE[msg.direction]]
         key = request.key
         answered[key] = Answered(
-            request.seq, request.index, request.method, msg.frame, request.cancelled
+            request.seq,
+            request.index,
+            request.method,
+            msg.frame,
+            request.cancelled,
+            request.fingerprint,
         )
         answered.move_to_end(key)
         if len(answered) > answered.limit:
@@ -801,6 +829,43 @@ def round_ms(value: float) -> float:
         if fraction < 0.499999 and whole:
             return whole / 1000.0
     return round(value, 3)
+
+
+#: How many requests sharing one in-flight id are remembered per id.
+MAX_SHADOWED = 64
+#: How many ids with shadowed requests are remembered per direction.
+MAX_SHADOWED_IDS = 1024
+#: The member a method's result always has (schema.ts); an empty result answers the rest.
+_RESULT_MEMBER = {
+    "initialize": "protocolVersion",
+    "tools/list": "tools",
+    "tools/call": "content",
+    "resources/list": "resources",
+    "resources/templates/list": "resourceTemplates",
+    "resources/read": "contents",
+    "prompts/list": "prompts",
+    "prompts/get": "messages",
+    "completion/complete": "completion",
+    "roots/list": "roots",
+    "sampling/createMessage": "model",
+    "elicitation/create": "action",
+    "tasks/list": "tasks",
+    "server/discover": "supportedVersions",
+}
+
+
+def _by_result_shape(msg: Msg, candidates: list[Pending]) -> Pending | None:
+    """The one candidate whose method's result has the shape of ``msg``'s result."""
+    result = msg.obj.get("result") if isinstance(msg.obj, dict) else None
+    if not isinstance(result, dict):
+        return None
+    keys = set(result) - {"_meta"}
+    fits = [
+        c
+        for c in candidates
+        if (member := _RESULT_MEMBER.get(c.method)) in keys or (member is None and not keys)
+    ]
+    return fits[0] if len(fits) == 1 else None
 
 
 def _oldest_batch(batches: dict[int, BatchInfo], direction: str) -> BatchInfo | None:

@@ -35,6 +35,8 @@ class Pending:
     cancelled: bool = False
     batch_seq: int | None = None
     missing_reported: bool = False
+    #: rules/reuse.fingerprint of the request, to tell an identical retry from a conflict.
+    fingerprint: int | None = None
 
 
 @dataclass(slots=True)
@@ -46,6 +48,7 @@ class Answered:
     method: str
     response_seq: int | None
     cancelled: bool = False
+    fingerprint: int | None = None
 
 
 #: The analyzer's working view of one JSON-RPC message is its MessageRecord,
@@ -64,6 +67,8 @@ class ToolInfo:
     #: schemas.CompiledSchema for each, compiled on first use.
     input_compiled: Any = None
     output_compiled: Any = None
+    #: ``execution.taskSupport`` (2025-11-25): "required", "optional", "forbidden" or None.
+    task_support: str | None = None
 
 
 @dataclass(slots=True)
@@ -121,12 +126,18 @@ class SessionState:
     finished_tokens: dict[str, BoundedMap] = field(
         default_factory=lambda: {C2S: BoundedMap(RECENT_WINDOW), S2C: BoundedMap(RECENT_WINDOW)}
     )
+    #: Requests in flight under an id another in-flight request already has
+    #: (MSG-ID-REUSE), per direction and id key, oldest first (session.py).
+    shadowed: dict[str, dict[IdKey, list[Pending]]] = field(
+        default_factory=lambda: {C2S: {}, S2C: {}}
+    )
     batches: dict[int, BatchInfo] = field(default_factory=dict)
     #: The latest all-notification batch per direction: its only valid reply is none.
     notification_batch: dict[str, int | None] = field(
         default_factory=lambda: {C2S: None, S2C: None}
     )
-    bad_frames: dict[str, deque[int]] = field(
+    #: Bad frames waiting for their error reply: (seq, what was wrong) (rules/replies.py).
+    bad_frames: dict[str, deque[tuple[int, str]]] = field(
         default_factory=lambda: {C2S: deque(maxlen=1024), S2C: deque(maxlen=1024)}
     )
     tools: dict[str, ToolInfo] | None = None
@@ -140,3 +151,7 @@ class SessionState:
     ended: bool = False
     #: HTTP exchange state (rules/http.py), created on the first HTTP event.
     http: Any = None
+    #: The open pretty-printed line run per direction (rules/stdio.py).
+    line_runs: dict[str, Any] = field(default_factory=dict)
+    #: Known tasks by (owner direction, taskId) (rules/tasks.py), created on the first task.
+    tasks: Any = None

@@ -53,7 +53,8 @@ EXPECTED: dict[str, list[dict[str, Any]]] = {
         {"kinds": [("error", None)], "answers": [0], "note": "parse-error-reply"},
     ],
     "rpc call with an empty Array": [
-        {"kinds": [("batch", None)], "rules": ["JR-BATCH-EMPTY"]},
+        # `[]` is an invalid request; JR-BATCH-EMPTY judges the reply, which here is right.
+        {"kinds": [("batch", None)], "rules": ["JR-TOPLEVEL"]},
         {"kinds": [("error", None)], "answers": [0], "note": "invalid-request-reply"},
     ],
     "rpc call with an invalid Batch (but not empty)": [

@@ -1,17 +1,41 @@
 """The conformance rules, one module per concern.
 
 * ``jsonrpc``: JSON-RPC 2.0 structure and MCP base messages (JR-*, MSG-*, STDIO-*)
+* ``stdio``: frames that are not JSON (JR-PARSE) and the stdio rules they imply
+* ``reuse``: request ids used twice, retry or conflict (MSG-ID-REUSE, MSG-ID-INFLIGHT)
+* ``replies``: the replies to bad input (JR-BATCH-EMPTY, JR-RESP-ID-NULL, JR-ERROR-SEMANTICS)
 * ``lifecycle``: eras, handshake, capabilities, stateless era (LC-*, CAP-*, MOD-*)
 * ``flow``: cancellation, progress, unanswered requests (CANCEL-*, PROG-*)
 * ``methods``: per-method parameters and results (TOOL-*, RES-*, PROMPT-*, ...)
+* ``tasks``: task-augmented requests and tasks/* (TASK-*, 2025-11-25)
 * ``http``: HTTP transport rules fed by the HTTP shell's events (HTTP-*, SSE-*)
 """
 
 from __future__ import annotations
 
-from mcpsniff.core.rules import flow, http, jsonrpc, lifecycle, methods
+from mcpsniff.core.rules import (
+    flow,
+    http,
+    jsonrpc,
+    lifecycle,
+    methods,
+    replies,
+    reuse,
+    stdio,
+    tasks,
+)
 
 #: Every catalogue id the analyzer can report, in catalogue family order.
 IMPLEMENTED: tuple[str, ...] = tuple(
-    dict.fromkeys(jsonrpc.RULES + lifecycle.RULES + flow.RULES + methods.RULES + http.RULES)
+    dict.fromkeys(
+        jsonrpc.RULES
+        + stdio.RULES
+        + reuse.RULES
+        + replies.RULES
+        + lifecycle.RULES
+        + flow.RULES
+        + methods.RULES
+        + tasks.RULES
+        + http.RULES
+    )
 )

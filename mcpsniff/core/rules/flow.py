@@ -140,7 +140,15 @@ def _cancelled(session: Session, msg: Msg) -> None:
         # late result is an expected race (catalogue trap 6).
         del state.pending[msg.direction][key]
         state.answered[msg.direction].put(
-            key, Answered(pending.seq, pending.index, pending.method, None, cancelled=True)
+            key,
+            Answered(
+                pending.seq,
+                pending.index,
+                pending.method,
+                None,
+                cancelled=True,
+                fingerprint=pending.fingerprint,
+            ),
         )
         _forget_token(session, msg.direction, pending.progress_token, key, msg.frame)
         return
@@ -273,7 +281,9 @@ def end_of_session(session: Session, event: EventRecord) -> None:
     overflow = 0
     for direction in (C2S, S2C):
         pending = state.pending[direction]
-        for request in pending.values():
+        # Requests that shared an in-flight id with another are unanswered too.
+        shadowed = [r for queue in state.shadowed[direction].values() for r in queue]
+        for request in [*shadowed, *pending.values()]:
             if request.missing_reported:
                 continue
             if reported >= MAX_UNANSWERED_REPORTS:
@@ -290,6 +300,7 @@ def end_of_session(session: Session, event: EventRecord) -> None:
                 waited_ms=round((event.t - request.t) * 1000.0, 3),
             )
         pending.clear()
+        state.shadowed[direction].clear()
     if overflow:
         session.report(
             "JR-RESP-REQUIRED",

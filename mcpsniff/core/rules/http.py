@@ -220,7 +220,16 @@ def _answered_by_status(session: Session, exchange: Exchange, record: EventRecor
         key = message.key  # as the session keyed it (per client in the stateless era)
         request = pending.pop(key, None)
         if request is not None:
-            answered.put(key, Answered(request.seq, request.index, request.method, record.seq))
+            answered.put(
+                key,
+                Answered(
+                    request.seq,
+                    request.index,
+                    request.method,
+                    record.seq,
+                    fingerprint=request.fingerprint,
+                ),
+            )
 
 
 # --------------------------------------------------------------------------- requests

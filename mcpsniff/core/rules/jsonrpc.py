@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 from mcpsniff.core.ids import show_id
 from mcpsniff.core.jsontypes import json_type
-from mcpsniff.core.model import ERROR, NOTIFICATION, OPPOSITE, REQUEST, RESPONSE, SENDER
+from mcpsniff.core.model import ERROR, NOTIFICATION, REQUEST, RESPONSE, SENDER
 from mcpsniff.core.protocol import V1, V3, version_at_least
+from mcpsniff.core.rules import replies
 
 if TYPE_CHECKING:
     from mcpsniff.core.model import FrameRecord
@@ -275,14 +276,6 @@ def _check_response(session: Session, msg: Msg) -> None:
                     seqs,
                     code=code,
                 )
-            if code == -32700 and obj.get("id") is not None:
-                session.report(
-                    "JR-ERROR-SEMANTICS",
-                    f"{sender} sent a -32700 Parse error with id {show_id(obj.get('id'))}; a "
-                    "parse error cannot know the request id, so it should be null",
-                    seqs,
-                    code=code,
-                )
 
 
 def null_id_response(session: Session, msg: Msg) -> None:
@@ -297,11 +290,7 @@ def null_id_response(session: Session, msg: Msg) -> None:
     code = error.get("code") if isinstance(error, dict) else None
     sender = SENDER[msg.direction]
     if msg.kind == ERROR and isinstance(code, int) and code in _NULL_ID_CODES:
-        bad = session.state.bad_frames[OPPOSITE[msg.direction]]
-        if bad:
-            culprit = bad.popleft()
-            msg.answers = culprit
-            msg.note = "parse-error-reply" if code == -32700 else "invalid-request-reply"
+        replies.null_id_error(session, msg, code)
         return
     if msg.kind == ERROR:
         if msg.has_id or version_at_least(session.state.version, "2025-11-25"):

@@ -530,6 +530,17 @@ def on_response(session: Session, msg: Msg) -> None:
             _v5_result(session, msg, request.method)
 
 
+def late_initialize_response(session: Session, msg: Msg) -> None:
+    """The initialize result that came after the client cancelled initialize.
+
+    Cancelling initialize is the client's mistake (CANCEL-INITIALIZE); the
+    result still settles the version and capabilities the session goes on
+    with, so the handshake is judged by it rather than as if none came (a
+    false LC-INITIALIZED-EARLY on the client's notifications/initialized).
+    """
+    _initialize_response(session, msg)
+
+
 def _initialize_response(session: Session, msg: Msg) -> None:
     state = session.state
     lc = state.lifecycle

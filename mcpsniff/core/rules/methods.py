@@ -303,6 +303,23 @@ def on_response(session: Session, msg: Msg) -> None:
             )
 
 
+def check_result(session: Session, msg: Msg, result: dict[str, Any], origin: Any) -> None:
+    """Judge ``result`` as the answer to ``origin`` (a ``Pending``), not to ``msg.request``.
+
+    ``tasks/result`` returns "exactly" what the task's original request would
+    have returned (tasks.mdx § Result Retrieval), so it gets that method's checks.
+    """
+    check = _RESULT_CHECKS.get(origin.method)
+    if check is None:
+        return
+    answered = msg.request
+    msg.request = origin
+    try:
+        check(session, msg, result)
+    finally:
+        msg.request = answered
+
+
 def _empty_result(rule: str, method: str) -> Callable[[Session, Msg, dict[str, Any]], None]:
     def check(session: Session, msg: Msg, result: dict[str, Any]) -> None:
         extra = set(result) - {"_meta", "resultType"}
@@ -377,7 +394,7 @@ def _tools_list(session: Session, msg: Msg, result: dict[str, Any]) -> None:
                 tool=name,
             )
         output = tool.get("outputSchema") if isinstance(tool, dict) else None
-        info = ToolInfo(name, schema, output)
+        info = ToolInfo(name, schema, output, task_support=_task_support(tool))
         known[name] = info
         if version_at_least(version, V4) and isinstance(schema, dict):
             compiled = _compiled(info, "input")
@@ -463,6 +480,13 @@ def _tools_call_result(session: Session, msg: Msg, result: dict[str, Any]) -> No
             tool=name,
             error=error,
         )
+
+
+def _task_support(tool: Any) -> str | None:
+    """A listed tool's ``execution.taskSupport`` when it is a string (2025-11-25)."""
+    execution = tool.get("execution") if isinstance(tool, dict) else None
+    support = execution.get("taskSupport") if isinstance(execution, dict) else None
+    return support if isinstance(support, str) else None
 
 
 def _blocks_ok(content: list[Any], allowed: set[str]) -> bool:

@@ -1,0 +1,146 @@
+"""A tiny language of message sequences, to prove each rule fires and its near miss does not.
+
+A ``Proof`` names a catalogue rule and two scripts: ``fire``, traffic that breaks
+the rule exactly once in the way the rule describes, and ``miss``, the closest
+correct traffic, which must not raise it. A script is a list of steps, each a
+direction and a JSON-RPC payload::
+
+    Proof(
+        "TASK-CREATE-RESULT",
+        fire=[c(req(1, "tools/call", {"name": "t", "task": {}})), s(res(1, {"task": {...}}))],
+        miss=[...],
+        server_caps={"tasks": {...}},
+    )
+
+Unless ``version`` is None, every script starts with a complete handshake at
+``version`` (default 2025-11-25) with the given capabilities. ``c``/``s`` are
+client and server frames; ``end`` closes the session; ``wait(seconds)`` moves the
+clock. Payloads given as ``bytes`` are fed raw (for unparseable frames).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.conftest import Conversation, error, notification, request, result
+
+C2S, S2C = "c2s", "s2c"
+
+req = request
+res = result
+note = notification
+err = error
+
+#: Server capabilities of a handshake when a proof gives none.
+DEFAULT_SERVER_CAPS: dict[str, Any] = {
+    "tools": {},
+    "resources": {"subscribe": True},
+    "prompts": {},
+    "logging": {},
+    "completions": {},
+}
+
+
+def c(payload: Any) -> tuple[str, Any]:
+    """A frame the client sends."""
+    return (C2S, payload)
+
+
+def s(payload: Any) -> tuple[str, Any]:
+    """A frame the server sends."""
+    return (S2C, payload)
+
+
+def end() -> tuple[str, Any]:
+    """Close the session (unanswered requests are reported then)."""
+    return ("end", None)
+
+
+def wait(seconds: float) -> tuple[str, Any]:
+    """Let ``seconds`` pass before the next step."""
+    return ("wait", seconds)
+
+
+Step = tuple[str, Any]
+
+
+@dataclass
+class Proof:
+    """A rule's firing script and its near miss."""
+
+    rule: str
+    fire: Sequence[Step]
+    miss: Sequence[Step]
+    version: str | None = "2025-11-25"
+    client_caps: dict[str, Any] = field(default_factory=dict)
+    server_caps: dict[str, Any] | None = None
+    transport: str = "stdio"
+    #: Capabilities of the near miss's handshake, when they are what makes it correct.
+    miss_client_caps: dict[str, Any] | None = None
+    miss_server_caps: dict[str, Any] | None = None
+
+    @property
+    def id(self) -> str:
+        return self.rule
+
+
+def play(proof: Proof, steps: Sequence[Step], *, near: bool = False) -> Conversation:
+    """Run the handshake (unless ``version`` is None) and then ``steps``; the conversation.
+
+    ``near`` uses the near miss's capabilities where the proof gives them.
+    """
+    convo = Conversation(proof.transport)
+    client_caps, server_caps = proof.client_caps, proof.server_caps
+    if near:
+        if proof.miss_client_caps is not None:
+            client_caps = proof.miss_client_caps
+        if proof.miss_server_caps is not None:
+            server_caps = proof.miss_server_caps
+    if proof.version is not None:
+        convo.client(
+            request(
+                0,
+                "initialize",
+                {
+                    "protocolVersion": proof.version,
+                    "capabilities": client_caps,
+                    "clientInfo": {"name": "proof", "version": "1"},
+                },
+            )
+        )
+        caps = DEFAULT_SERVER_CAPS if server_caps is None else server_caps
+        convo.server(
+            result(
+                0,
+                {
+                    "protocolVersion": proof.version,
+                    "capabilities": caps,
+                    "serverInfo": {"name": "proof", "version": "1"},
+                },
+            )
+        )
+        convo.client(notification("notifications/initialized"))
+    for kind, payload in steps:
+        if kind == C2S:
+            convo.client(payload)
+        elif kind == S2C:
+            convo.server(payload)
+        elif kind == "wait":
+            convo.t += payload
+        elif kind == "end":
+            convo.close()
+        else:
+            raise ValueError(f"unknown step {kind!r}")
+    return convo
+
+
+def assert_proof(proof: Proof) -> None:
+    """The rule fires on ``fire`` and stays silent on ``miss``."""
+    fired = play(proof, proof.fire)
+    assert fired.find(proof.rule), (
+        f"{proof.rule} did not fire; findings: {[(f.rule, f.message) for f in fired.findings]}"
+    )
+    missed = play(proof, proof.miss, near=True)
+    assert not missed.find(proof.rule), [f.message for f in missed.find(proof.rule)]

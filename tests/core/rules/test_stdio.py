@@ -1,0 +1,116 @@
+"""rules/stdio.py: one root JR-PARSE finding per cause, dependents linked to it."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from mcpsniff.core.rules import stdio
+from tests.core.rules.dsl import Proof, assert_proof, c, end, play, req, res, s
+
+PING = req(1, "ping")
+PRETTY_REPLY = (json.dumps(res(1, {}), indent=2) + "\n").encode()
+ONE_LINE_REPLY = (json.dumps(res(1, {})) + "\n").encode()
+
+
+def pretty(value: Any) -> bytes:
+    return (json.dumps(value, indent=2) + "\n").encode()
+
+
+PROOFS = [
+    Proof(
+        "JR-PARSE", fire=[c(b'{"jsonrpc": "2.0", "id": 1, "method": "ping",}\n')], miss=[c(PING)]
+    ),
+    Proof(
+        "STDIO-STDOUT-CLEAN",
+        fire=[c(PING), s(b"Loading model...\n")],
+        miss=[c(PING), s(ONE_LINE_REPLY)],
+    ),
+    Proof("STDIO-STDIN-CLEAN", fire=[c(b"hello server\n")], miss=[c(PING)]),
+    Proof("STDIO-FRAMING", fire=[c(PING), s(PRETTY_REPLY)], miss=[c(PING), s(ONE_LINE_REPLY)]),
+    Proof(
+        "STDIO-UTF8",
+        fire=[c(b'{"jsonrpc": "2.0", "method": "notifications/x\xff\xfe"}\n')],
+        miss=[c('{"jsonrpc": "2.0", "method": "notifications/x\u00e9"}\n'.encode())],
+    ),
+]
+
+
+@pytest.mark.parametrize("p", PROOFS, ids=[p.rule for p in PROOFS])
+def test_rule_fires_and_near_miss_does_not(p: Proof) -> None:
+    assert_proof(p)
+
+
+def test_every_stdio_rule_is_proven() -> None:
+    assert sorted(p.rule for p in PROOFS) == sorted(stdio.RULES)
+
+
+def test_a_pretty_printed_reply_is_one_root_finding_with_its_line_count() -> None:
+    reply = pretty(res(1, {"tools": [{"name": "a", "inputSchema": {"type": "object"}}]}))
+    lines = reply.count(b"\n")
+    convo = play(Proof("-", [], []), [c(req(1, "tools/list")), s(reply), end()])
+    assert sorted(convo.rules()) == ["JR-PARSE", "STDIO-FRAMING", "STDIO-STDOUT-CLEAN"]
+    (root,) = convo.find("JR-PARSE")
+    assert root.data["lines"] == lines and root.data["complete"] is True
+    assert root.data["answers"] == 4 and root.data["request_method"] == "tools/list"
+    assert "its reply to tools/list (id 1, seq 4)" in root.message
+    assert len(root.seq) == lines
+    for dependent in (*convo.find("STDIO-FRAMING"), *convo.find("STDIO-STDOUT-CLEAN")):
+        assert dependent.data["caused_by"] == {"rule": "JR-PARSE", "seq": root.seq[0]}
+    # The request was answered, unreadably: not "never answered".
+    assert convo.find("JR-RESP-REQUIRED") == []
+
+
+def test_every_line_still_has_its_frame_and_message_record() -> None:
+    convo = play(Proof("-", [], []), [c(PING), s(PRETTY_REPLY)])
+    unparseable = [m for m in convo.messages if m.kind == "unparseable"]
+    assert len(unparseable) == PRETTY_REPLY.count(b"\n")
+
+
+def test_an_unclosed_run_is_reported_when_the_next_message_comes() -> None:
+    head = b'{\n  "jsonrpc": "2.0",\n  "id": 1,\n'
+    convo = play(Proof("-", [], []), [c(PING), s(head), s(ONE_LINE_REPLY)])
+    (root,) = convo.find("JR-PARSE")
+    assert root.data["lines"] == 3 and root.data["complete"] is False
+    assert "never closed" in root.message
+    # the one-line reply that followed answered the request normally
+    assert [m.answers for m in convo.messages if m.kind == "response" and m.id == 1] == [4]
+
+
+def test_an_unclosed_run_is_reported_at_session_end() -> None:
+    convo = play(Proof("-", [], []), [c(PING), s(b'{\n  "jsonrpc": "2.0",\n'), end()])
+    (root,) = convo.find("JR-PARSE")
+    assert root.data["lines"] == 2
+    assert len(convo.find("JR-RESP-REQUIRED")) == 1
+
+
+def test_a_line_that_parses_alone_inside_a_run_stays_in_it() -> None:
+    # `  "b"` and `  2` are valid JSON on their own, but inside the run they are lines of it.
+    text = (
+        b'{\n  "jsonrpc": "2.0",\n  "method": "notifications/x",\n'
+        b'  "params": {\n  "a": [\n  "b",\n  2\n  ]\n  }\n}\n'
+    )
+    convo = play(Proof("-", [], []), [c(text)])
+    assert sorted(convo.rules()) == ["JR-PARSE", "STDIO-FRAMING", "STDIO-STDIN-CLEAN"]
+    (root,) = convo.find("JR-PARSE")
+    assert root.data["complete"] is True and root.data["method"] == "notifications/x"
+
+
+def test_two_pretty_printed_messages_are_two_runs() -> None:
+    convo = play(
+        Proof("-", [], []),
+        [c(req(1, "ping")), c(req(2, "ping")), s(pretty(res(1, {}))), s(pretty(res(2, {})))],
+    )
+    assert [f.data["answers"] for f in convo.find("JR-PARSE")] == [4, 5]
+
+
+def test_a_run_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(stdio, "MAX_RUN_BYTES", 64)
+    monkeypatch.setattr(stdio, "MAX_RUN_SEQS", 5)
+    value = res(1, {"items": list(range(40))})
+    convo = play(Proof("-", [], []), [c(PING), s(pretty(value)), end()])
+    (root,) = convo.find("JR-PARSE")
+    assert root.data["lines"] == pretty(value).count(b"\n")
+    assert len(root.seq) == 5 and root.data["complete"] is False
