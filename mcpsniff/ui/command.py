@@ -5,11 +5,17 @@ from __future__ import annotations
 import asyncio
 import sys
 import webbrowser
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
+from mcpsniff.filter.cli import filter_option, parse_filter
 from mcpsniff.trace.paths import traces_dir
+
+if TYPE_CHECKING:
+    from mcpsniff.ui.model import TraceModel
 
 EXIT_ERROR = 2
 
@@ -78,3 +84,105 @@ def ui(paths: tuple[Path, ...], listen: str, open_browser: bool) -> None:
         pass
     except OSError as exc:
         _fail("ui", f"cannot serve on {listen}: {exc.strerror or exc}")
+
+
+@click.command()
+@click.argument("trace", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Where to write (default: TRACE with .html; mermaid goes to stdout).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["html", "mermaid"]),
+    default="html",
+    show_default=True,
+    help="html: one self-contained page; mermaid: the sequence diagram as Mermaid text.",
+)
+@filter_option
+@click.option("--from", "from_seq", type=int, help="mermaid: start the diagram at this seq.")
+@click.option("--to", "to_seq", type=int, help="mermaid: end the diagram at this seq.")
+@click.option("--session", "session_key", help="mermaid: the session to draw (default: the first).")
+def report(
+    trace: Path,
+    output: Path | None,
+    fmt: str,
+    filter_expr: str | None,
+    from_seq: int | None,
+    to_seq: int | None,
+    session_key: str | None,
+) -> None:
+    """Write TRACE as one self-contained HTML page, or its sequence diagram as Mermaid.
+
+    The page holds the UI's views (sequence diagram, messages, detail, findings,
+    stats) with its data inline, loads nothing from the network and works from
+    file://; attach it to a bug report or keep it from a CI run.
+    """
+    from mcpsniff.trace.format import TraceError
+    from mcpsniff.ui.report import load_model, write_report
+
+    flt = parse_filter("report", filter_expr)
+    try:
+        if fmt == "mermaid":
+            _mermaid(trace, output, from_seq, to_seq, session_key, load_model)
+            return
+        out = output or trace.with_suffix(".html")
+        result = write_report(trace, out, flt)
+    except TraceError as exc:
+        _fail("report", str(exc))
+        return
+    except OSError as exc:
+        _fail("report", f"cannot write {output}: {exc.strerror or exc}")
+        return
+    cut = f", {result.cut} rows cut (narrow it with --filter)" if result.cut else ""
+    click.echo(
+        f"mcpsniff report: wrote {out} ({result.sessions} sessions, {result.rows} rows{cut})",
+        err=True,
+    )
+
+
+def _mermaid(
+    trace: Path,
+    output: Path | None,
+    from_seq: int | None,
+    to_seq: int | None,
+    session_key: str | None,
+    load_model: Callable[[Path], TraceModel],
+) -> None:
+    from mcpsniff.core.escape import terminal_safe
+    from mcpsniff.ui.mermaid import session_diagram
+
+    model = load_model(trace)
+    sessions = list(model.sessions.values())
+    if not sessions:
+        _fail("report", f"{trace} holds no session")
+        return
+    chosen = sessions[0]
+    if session_key is not None:
+        found = model.sessions.get(session_key)
+        if found is None:
+            names = ", ".join(terminal_safe(s.key) for s in sessions[:20])
+            _fail("report", f"no session {terminal_safe(session_key)!r} in {trace} ({names})")
+            return
+        chosen = found
+    elif len(sessions) > 1:
+        others = ", ".join(terminal_safe(s.key) for s in sessions[1:20])
+        click.echo(
+            f"mcpsniff report: drawing session {terminal_safe(chosen.key)}; "
+            f"--session picks another ({others})",
+            err=True,
+        )
+    text, left_out = session_diagram(chosen, from_seq, to_seq)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        output.write_text(text, encoding="utf-8")
+    if left_out:
+        click.echo(
+            f"mcpsniff report: {left_out} messages outside the diagram's window "
+            "(--from SEQ --to SEQ choose it)",
+            err=True,
+        )

@@ -25,7 +25,9 @@ BODY_LIMIT = 4 << 20
 DEPTH_LIMIT = 64
 
 
-def message_detail(path: Path, session: SessionModel, n: int) -> dict[str, Any] | None:
+def message_detail(
+    path: Path, session: SessionModel, n: int, raw_limit: int = RAW_LIMIT
+) -> dict[str, Any] | None:
     """Everything the detail pane shows about row ``n`` of ``session``, or ``None``."""
     if not 0 <= n < len(session.rows):
         return None
@@ -39,7 +41,7 @@ def message_detail(path: Path, session: SessionModel, n: int) -> dict[str, Any] 
         out["missing"] = "the record could not be read back from the trace file"
         return out
     raw = record.raw
-    out.update(raw_view(raw))
+    out.update(raw_view(raw, raw_limit))
     if len(raw) <= BODY_LIMIT:
         body = message_body(record, row.get("index"))
         if body is not None:
@@ -54,9 +56,9 @@ def message_detail(path: Path, session: SessionModel, n: int) -> dict[str, Any] 
     return out
 
 
-def raw_view(raw: bytes) -> dict[str, Any]:
+def raw_view(raw: bytes, limit: int = RAW_LIMIT) -> dict[str, Any]:
     """The raw bytes as text (invalid UTF-8 shown as ``\\xNN``), bounded."""
-    shown = raw[:RAW_LIMIT]
+    shown = raw[:limit]
     try:
         raw.decode("utf-8")
         utf8 = True
@@ -64,7 +66,7 @@ def raw_view(raw: bytes) -> dict[str, Any]:
         utf8 = False
     return {
         "raw": shown.decode("utf-8", "backslashreplace"),
-        "rawTruncated": len(raw) > RAW_LIMIT,
+        "rawTruncated": len(raw) > limit,
         "size": len(raw),
         "utf8": utf8,
     }
