@@ -449,6 +449,7 @@ def _register_subcommands() -> None:
     from mcpsniff.replay.cli import replay
     from mcpsniff.show.command import show
     from mcpsniff.stats.command import stats
+    from mcpsniff.ui.command import report, ui
 
     main.add_command(install)
     main.add_command(ls)
@@ -457,6 +458,8 @@ def _register_subcommands() -> None:
     main.add_command(show)
     main.add_command(stats)
     main.add_command(uninstall)
+    main.add_command(ui)
+    main.add_command(report)
 
 
 _register_subcommands()

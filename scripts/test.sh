@@ -21,6 +21,8 @@ if [ -x scripts/setup-peers.sh ]; then
     bash scripts/setup-peers.sh || exit 2
 fi
 
+bash scripts/setup-browser.sh || exit 2  # Debian's chromium for the web UI tests (tests/ui)
+
 echo "== ruff"
 "$VENV/bin/ruff" check . || exit 1
 "$VENV/bin/ruff" format --check . || exit 1

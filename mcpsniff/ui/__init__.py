@@ -1,0 +1,1 @@
+"""The web views over traces: ``mcpsniff ui`` (live, served) and ``mcpsniff report`` (one file)."""

@@ -1,0 +1,188 @@
+"""The ``mcpsniff ui`` and ``mcpsniff report`` commands."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import webbrowser
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from mcpsniff.filter.cli import filter_option, parse_filter
+from mcpsniff.trace.paths import traces_dir
+
+if TYPE_CHECKING:
+    from mcpsniff.ui.model import TraceModel
+
+EXIT_ERROR = 2
+
+
+def _fail(command: str, reason: str) -> None:
+    click.echo(f"mcpsniff {command}: {reason}", err=True)
+    sys.exit(EXIT_ERROR)
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` -> (host, port); port 0 picks a free port."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or int(port) > 65535:
+        raise click.BadParameter(f"wants HOST:PORT, e.g. 127.0.0.1:6280, not {text!r}")
+    return host.strip("[]"), int(port)
+
+
+def wildcard_warning(host: str) -> str | None:
+    """The warning every mcpsniff listener gives on an address that is not loopback."""
+    from mcpsniff.relay.http import is_loopback
+
+    if is_loopback(host):
+        return None
+    return (
+        f"warning: listening on {host}, not loopback: anyone who can reach this address "
+        "can read every recorded trace the UI serves"
+    )
+
+
+@click.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--listen",
+    default="127.0.0.1:6280",
+    show_default=True,
+    help="Address to serve the page on (port 0 picks a free one).",
+)
+@click.option("--open", "open_browser", is_flag=True, help="Open the page in a web browser.")
+def ui(paths: tuple[Path, ...], listen: str, open_browser: bool) -> None:
+    """Serve a live web UI over traces: sessions, sequence diagram, messages, findings.
+
+    PATHS are trace files or folders of traces (default: the state folder, where
+    relays record). Sessions recorded while the page is open appear as they happen.
+    """
+    from mcpsniff.ui.server import serve
+
+    host, port = parse_listen(listen)
+    roots = list(paths) or [traces_dir()]
+    for root in roots:
+        if not root.exists() and root != traces_dir():
+            _fail("ui", f"{root}: no such file or folder")
+    warning = wildcard_warning(host)
+    if warning:
+        click.echo(f"mcpsniff ui: {warning}", err=True)
+
+    def announce(line: str) -> None:
+        click.echo(line, err=True)
+
+    def ready(url: str) -> None:
+        if open_browser:
+            webbrowser.open(url)
+
+    try:
+        asyncio.run(serve(roots, host, port, announce, ready))
+    except KeyboardInterrupt:
+        pass
+    except OSError as exc:
+        _fail("ui", f"cannot serve on {listen}: {exc.strerror or exc}")
+
+
+@click.command()
+@click.argument("trace", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Where to write (default: TRACE with .html; mermaid goes to stdout).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["html", "mermaid"]),
+    default="html",
+    show_default=True,
+    help="html: one self-contained page; mermaid: the sequence diagram as Mermaid text.",
+)
+@filter_option
+@click.option("--from", "from_seq", type=int, help="mermaid: start the diagram at this seq.")
+@click.option("--to", "to_seq", type=int, help="mermaid: end the diagram at this seq.")
+@click.option("--session", "session_key", help="mermaid: the session to draw (default: the first).")
+def report(
+    trace: Path,
+    output: Path | None,
+    fmt: str,
+    filter_expr: str | None,
+    from_seq: int | None,
+    to_seq: int | None,
+    session_key: str | None,
+) -> None:
+    """Write TRACE as one self-contained HTML page, or its sequence diagram as Mermaid.
+
+    The page holds the UI's views (sequence diagram, messages, detail, findings,
+    stats) with its data inline, loads nothing from the network and works from
+    file://; attach it to a bug report or keep it from a CI run.
+    """
+    from mcpsniff.trace.format import TraceError
+    from mcpsniff.ui.report import load_model, write_report
+
+    flt = parse_filter("report", filter_expr)
+    try:
+        if fmt == "mermaid":
+            _mermaid(trace, output, from_seq, to_seq, session_key, load_model)
+            return
+        out = output or trace.with_suffix(".html")
+        result = write_report(trace, out, flt)
+    except TraceError as exc:
+        _fail("report", str(exc))
+        return
+    except OSError as exc:
+        _fail("report", f"cannot write {output}: {exc.strerror or exc}")
+        return
+    cut = f", {result.cut} rows cut (narrow it with --filter)" if result.cut else ""
+    click.echo(
+        f"mcpsniff report: wrote {out} ({result.sessions} sessions, {result.rows} rows{cut})",
+        err=True,
+    )
+
+
+def _mermaid(
+    trace: Path,
+    output: Path | None,
+    from_seq: int | None,
+    to_seq: int | None,
+    session_key: str | None,
+    load_model: Callable[[Path], TraceModel],
+) -> None:
+    from mcpsniff.core.escape import terminal_safe
+    from mcpsniff.ui.mermaid import session_diagram
+
+    model = load_model(trace)
+    sessions = list(model.sessions.values())
+    if not sessions:
+        _fail("report", f"{trace} holds no session")
+        return
+    chosen = sessions[0]
+    if session_key is not None:
+        found = model.sessions.get(session_key)
+        if found is None:
+            names = ", ".join(terminal_safe(s.key) for s in sessions[:20])
+            _fail("report", f"no session {terminal_safe(session_key)!r} in {trace} ({names})")
+            return
+        chosen = found
+    elif len(sessions) > 1:
+        others = ", ".join(terminal_safe(s.key) for s in sessions[1:20])
+        click.echo(
+            f"mcpsniff report: drawing session {terminal_safe(chosen.key)}; "
+            f"--session picks another ({others})",
+            err=True,
+        )
+    text, left_out = session_diagram(chosen, from_seq, to_seq)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        output.write_text(text, encoding="utf-8")
+    if left_out:
+        click.echo(
+            f"mcpsniff report: {left_out} messages outside the diagram's window "
+            "(--from SEQ --to SEQ choose it)",
+            err=True,
+        )

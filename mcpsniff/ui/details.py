@@ -1,0 +1,95 @@
+"""The detail pane of one message: its body, its raw bytes, its HTTP heads.
+
+Read back from the trace file when asked for (the model keeps only where
+each record starts), and bounded: a 100 MB frame is shown as its first
+mebibyte of raw text, and its body is not parsed for display.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from mcpsniff.core.model import EventRecord, FrameRecord
+from mcpsniff.filter import message_body
+from mcpsniff.ui.follow import read_record_at
+from mcpsniff.ui.model import SessionModel
+
+#: Raw bytes shown per message.
+RAW_LIMIT = 1 << 20
+#: Frames larger than this are not parsed for the pretty body.
+BODY_LIMIT = 4 << 20
+#: Nesting beyond this is shown as a placeholder (a hostile body may nest 100k deep).
+DEPTH_LIMIT = 64
+
+
+def message_detail(
+    path: Path, session: SessionModel, n: int, raw_limit: int = RAW_LIMIT
+) -> dict[str, Any] | None:
+    """Everything the detail pane shows about row ``n`` of ``session``, or ``None``."""
+    if not 0 <= n < len(session.rows):
+        return None
+    row = session.rows[n]
+    record = read_record_at(path, session.offsets[n])
+    out: dict[str, Any] = {"n": n}
+    if isinstance(record, EventRecord):
+        out["event"] = json_safe(record.data)
+        return out
+    if not isinstance(record, FrameRecord):
+        out["missing"] = "the record could not be read back from the trace file"
+        return out
+    raw = record.raw
+    out.update(raw_view(raw, raw_limit))
+    if len(raw) <= BODY_LIMIT:
+        body = message_body(record, row.get("index"))
+        if body is not None:
+            out["body"] = json_safe(body)
+    else:
+        out["bodyOmitted"] = f"the frame is {len(raw)} bytes; only its raw start is shown"
+    if record.meta:
+        out["meta"] = json_safe(record.meta)
+    exchange = row.get("exchange")
+    if isinstance(exchange, int) and exchange in session.exchanges:
+        out["http"] = json_safe(session.exchanges[exchange])
+    return out
+
+
+def raw_view(raw: bytes, limit: int = RAW_LIMIT) -> dict[str, Any]:
+    """The raw bytes as text (invalid UTF-8 shown as ``\\xNN``), bounded."""
+    shown = raw[:limit]
+    try:
+        raw.decode("utf-8")
+        utf8 = True
+    except UnicodeDecodeError:
+        utf8 = False
+    return {
+        "raw": shown.decode("utf-8", "backslashreplace"),
+        "rawTruncated": len(raw) > limit,
+        "size": len(raw),
+        "utf8": utf8,
+    }
+
+
+def json_safe(value: Any, depth: int = 0) -> Any:
+    """``value`` as something every JSON encoder (and ``JSON.parse``) takes exactly.
+
+    Integers beyond 2**53 become strings (JavaScript would round them), lone
+    surrogates are replaced, non-finite floats become null, deep nesting is cut.
+    """
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return value if abs(value) <= 2**53 else str(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if depth >= DEPTH_LIMIT:
+        return f"<nested deeper than {DEPTH_LIMIT} levels>"
+    if isinstance(value, dict):
+        return {json_safe(str(k)): json_safe(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v, depth + 1) for v in value]
+    return json.dumps(repr(value))

@@ -1,0 +1,134 @@
+"""Reading a trace that may still grow, remembering where each record starts.
+
+``TraceTail`` (mcpsniff/trace/format.py) returns records; the UI also needs
+each frame's byte offset, so that a message's body and raw bytes can be read
+back when someone clicks it instead of being held in memory for every
+message of every trace. Reads are bounded per call (``limit``), so one huge
+trace cannot stall the server that polls many.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcpsniff.core.model import EventRecord, FrameRecord, Record
+from mcpsniff.trace.format import FORMAT_NAME, TraceError, _loads, decode_record
+from mcpsniff.trace.validate import problem
+
+#: Bytes read from one file per poll.
+READ_LIMIT = 8 << 20
+#: Skipped-record notes kept per trace (the count goes on).
+SKIP_NOTES = 20
+
+
+@dataclass(slots=True)
+class Header:
+    """A header line: the file's first, or the one an appended session starts with."""
+
+    offset: int
+    value: dict[str, Any]
+
+
+@dataclass
+class OffsetTail:
+    """Incremental reader of a trace file yielding ``(offset, record)`` pairs."""
+
+    path: Path
+    position: int = 0
+    skipped: int = 0
+    notes: list[str] = field(default_factory=list)
+    first_header: dict[str, Any] | None = None
+    _partial: bytes = b""
+    _line: int = 0
+
+    @property
+    def consumed(self) -> int:
+        """Bytes of the file read so far (a partial last line included)."""
+        return self.position + len(self._partial)
+
+    def poll(self, limit: int = READ_LIMIT) -> tuple[list[tuple[int, Record | Header]], bool]:
+        """Records completed since the last call, and whether more bytes are waiting.
+
+        Raises ``TraceError`` when the file's first line is not an mcpsniff header.
+        """
+        try:
+            with open(self.path, "rb") as handle:
+                handle.seek(self.position + len(self._partial))
+                chunk = handle.read(limit)
+                more = bool(chunk) and handle.read(1) != b""
+        except OSError as exc:
+            raise TraceError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
+        if not chunk:
+            return [], False
+        data = self._partial + chunk
+        out: list[tuple[int, Record | Header]] = []
+        start = 0
+        while True:
+            end = data.find(b"\n", start)
+            if end < 0:
+                break
+            self._line += 1
+            item = self._parse(data[start:end], self.position + start)
+            if item is not None:
+                out.append(item)
+            start = end + 1
+        self.position += start
+        self._partial = data[start:]
+        return out, more
+
+    def _parse(self, line: bytes, offset: int) -> tuple[int, Record | Header] | None:
+        if not line.strip():
+            return None
+        try:
+            obj = _loads(line)
+        except ValueError:
+            obj = None
+        if self._line == 1:
+            if not isinstance(obj, dict) or obj.get("format") != FORMAT_NAME:
+                raise TraceError(f"{self.path}: not an mcpsniff trace (no {FORMAT_NAME} header)")
+            self.first_header = obj
+            return offset, Header(offset, obj)
+        if isinstance(obj, dict) and obj.get("type") == "header":
+            return offset, Header(offset, obj)
+        reason = "not a JSON record" if obj is None else problem(obj)
+        record: Any = None
+        if reason is None:
+            try:
+                record = decode_record(obj, line)
+            except TraceError as exc:
+                reason = str(exc)
+        if reason is not None:
+            self.skipped += 1
+            if len(self.notes) < SKIP_NOTES:
+                self.notes.append(f"line {self._line}: {reason}")
+            return None
+        return offset, record
+
+
+def read_record_at(path: Path, offset: int, limit: int = 256 << 20) -> Record | None:
+    """The frame or event record whose line starts at ``offset`` in ``path``, or ``None``."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(offset)
+            line = handle.readline(limit)
+    except OSError:
+        return None
+    try:
+        obj = _loads(line)
+        if problem(obj) is not None:
+            return None
+        record = decode_record(obj, line)
+    except (ValueError, TraceError):
+        return None
+    return record if isinstance(record, FrameRecord | EventRecord) else None
+
+
+def file_size(path: Path) -> int:
+    """The size of ``path`` in bytes (0 when it is gone)."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0

@@ -1,0 +1,155 @@
+"""The traces a ``mcpsniff ui`` serves: found in folders, followed as they grow.
+
+The UI needs no connection to the relays: every ``mcpsniff stdio`` and
+``mcpsniff http`` writes its trace file (by default into the state folder),
+and the library polls the files it was given and the ``*.jsonl`` files of the
+folders it was given, reading what was appended since the last poll. A
+session recorded while the page is open thus appears, whatever its transport.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcpsniff.trace.format import TraceError
+from mcpsniff.ui.follow import READ_LIMIT, OffsetTail, file_size
+from mcpsniff.ui.model import SessionModel, TraceModel, bounded
+
+#: Trace files followed at most (the newest, by modification time).
+TRACE_LIMIT = 500
+
+
+@dataclass
+class FollowedTrace:
+    """One trace file: its reader and its model."""
+
+    tail: OffsetTail
+    model: TraceModel
+    error: str | None = None
+    #: Records were read since the model last completed its views.
+    pending: bool = False
+
+
+@dataclass
+class Library:
+    """The traces under a set of files and folders, and their models."""
+
+    roots: list[Path]
+    traces: dict[Path, FollowedTrace] = field(default_factory=dict)
+    #: Bumped whenever a session list or a session's rows change.
+    version: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    _next_id: int = 0
+
+    def discover(self) -> list[Path]:
+        """The trace files under the roots right now."""
+        found: list[Path] = []
+        for root in self.roots:
+            if root.is_dir():
+                try:
+                    files = [
+                        p
+                        for p in root.glob("*.jsonl")
+                        if not p.name.startswith(".") and p.is_file()
+                    ]
+                except OSError:
+                    continue
+                files.sort(key=_mtime, reverse=True)
+                found.extend(files[:TRACE_LIMIT])
+            elif root.is_file():
+                found.append(root)
+        return found[:TRACE_LIMIT]
+
+    def poll(self, limit: int = READ_LIMIT) -> bool:
+        """Read what every trace gained since the last poll; whether anything changed.
+
+        Runs in a worker thread; request handlers read the models under ``lock``.
+        """
+        changed = False
+        for path in self.discover():
+            followed = self.traces.get(path)
+            if followed is None:
+                with self.lock:
+                    followed = FollowedTrace(OffsetTail(path), TraceModel(path, str(self._next_id)))
+                    self._next_id += 1
+                    self.traces[path] = followed
+            if followed.error is not None:
+                continue
+            size = file_size(path)
+            if size <= followed.tail.consumed:
+                if followed.pending:
+                    # Quiet for a poll: the last frame's group is complete (a writer
+                    # writes a frame with its messages and findings in one go).
+                    with self.lock:
+                        followed.model.flush()
+                        followed.pending = False
+                    changed = True
+                continue
+            try:
+                items, _more = followed.tail.poll(limit)
+            except TraceError as exc:
+                with self.lock:
+                    followed.error = str(exc)
+                changed = True
+                continue
+            with self.lock:
+                for offset, item in items:
+                    followed.model.feed(offset, item)
+                followed.pending = followed.pending or bool(items)
+            changed = changed or bool(items)
+        if changed:
+            self.version += 1
+        return changed
+
+    def sessions(self) -> list[dict[str, Any]]:
+        """Every session of every trace, newest first."""
+        with self.lock:
+            out = []
+            for path, followed in self.traces.items():
+                if followed.error is not None:
+                    continue
+                for summary in followed.model.session_list():
+                    summary["file"] = bounded(path.name)
+                    summary["path"] = bounded(str(path), 1000)
+                    out.append(summary)
+        out.sort(key=lambda s: s["start"] or 0, reverse=True)
+        return out
+
+    def problems(self) -> list[dict[str, Any]]:
+        """Files that are not readable traces, and records skipped in the others."""
+        with self.lock:
+            out = []
+            for path, followed in self.traces.items():
+                if followed.error is not None:
+                    out.append({"file": bounded(str(path), 1000), "error": bounded(followed.error)})
+                elif followed.tail.skipped:
+                    out.append(
+                        {
+                            "file": bounded(str(path), 1000),
+                            "skipped": followed.tail.skipped,
+                            "notes": [bounded(n) for n in followed.tail.notes],
+                        }
+                    )
+            return out
+
+    def find(self, session_id: str) -> tuple[FollowedTrace, SessionModel] | None:
+        """The trace and session named by a session id (``<trace>:<number>``)."""
+        trace_id, _, number = session_id.partition(":")
+        if not number.isdigit():
+            return None
+        with self.lock:
+            for followed in self.traces.values():
+                if followed.model.id == trace_id:
+                    session = followed.model.session(int(number))
+                    return (followed, session) if session is not None else None
+        return None
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0

@@ -1,0 +1,392 @@
+"""What the web views show of a trace: sessions, one row per message, findings.
+
+A ``TraceModel`` is fed the records of one trace file in order (from
+``follow.OffsetTail``, so it works as well on a file still being written) and
+keeps, per session, a small JSON-ready row for each message and event, the
+findings, and the HTTP heads of each exchange. Bodies and raw bytes are not
+kept: a row remembers where its frame starts in the file, and the detail
+pane reads it back. Rows are built by the filter package's ``ViewBuilder``,
+so a response carries its request's method and tool exactly as in ``show``.
+
+Every string in a row came from traffic: it is cut to a bounded length here
+and shown by the page with ``textContent`` only (DESIGN.md invariant 6).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcpsniff.core import catalog
+from mcpsniff.core.ids import show_id
+from mcpsniff.core.model import (
+    BATCH,
+    ERROR,
+    REQUEST,
+    RESPONSE,
+    EventRecord,
+    FindingRecord,
+    FrameRecord,
+    MessageRecord,
+    Record,
+)
+from mcpsniff.filter import MessageView, ViewBuilder
+from mcpsniff.filter.view import EVENT
+from mcpsniff.listing.summary import server_name
+from mcpsniff.ui.follow import Header
+
+#: Longest traffic string kept in a row (a method, a tool, an id, an event line).
+TEXT_LIMIT = 300
+#: Longest finding message kept.
+MESSAGE_LIMIT = 4000
+#: Rows kept per trace; beyond this a trace is counted, not shown (``show`` reads it all).
+ROW_LIMIT = 1_000_000
+#: Findings kept per trace.
+FINDING_LIMIT = 100_000
+#: HTTP exchanges whose heads are kept per session (the oldest are forgotten first).
+EXCHANGE_LIMIT = 20_000
+#: Sequence numbers a finding links to.
+FINDING_SEQ_LIMIT = 100
+#: Events recorded as exchange heads rather than as rows of their own.
+HTTP_HEAD_EVENTS = {"http-request": "request", "http-response": "response", "http-end": "end"}
+STATELESS_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
+SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
+
+
+def bounded(value: Any, limit: int = TEXT_LIMIT) -> str | None:
+    """``value`` as a string of at most ``limit`` characters (``None`` stays ``None``)."""
+    if value is None:
+        return None
+    text = value if isinstance(value, str) else show_id(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+@dataclass
+class SessionModel:
+    """One session of a trace, as the views show it."""
+
+    trace: str
+    key: str
+    number: int
+    name: str
+    transport: str | None = None
+    version: str | None = None
+    client: str | None = None
+    start: float | None = None
+    last: float | None = None
+    ended: bool = False
+    messages: int = 0
+    dropped_rows: int = 0
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    #: The file offset of each row's frame or event record.
+    offsets: list[int] = field(default_factory=list)
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    severities: Counter[str] = field(default_factory=Counter)
+    exchanges: OrderedDict[int, dict[str, Any]] = field(default_factory=OrderedDict)
+    by_key: dict[tuple[int, int | None], int] = field(default_factory=dict)
+    by_seq: dict[int, list[int]] = field(default_factory=dict)
+
+    @property
+    def id(self) -> str:
+        return f"{self.trace}:{self.number}"
+
+    def summary(self) -> dict[str, Any]:
+        """The session-list entry."""
+        return {
+            "id": self.id,
+            "trace": self.trace,
+            "key": bounded(self.key),
+            "name": bounded(self.name),
+            "client": bounded(self.client),
+            "transport": bounded(self.transport),
+            "version": bounded(self.version),
+            "start": self.start,
+            "last": self.last,
+            "ended": self.ended,
+            "messages": self.messages,
+            "rows": len(self.rows),
+            "dropped": self.dropped_rows,
+            "findings": {s: self.severities[s] for s in ("error", "warning", "info")},
+        }
+
+    def row_for(self, seq: int, index: int | None) -> int | None:
+        """The row number of the message at frame ``seq`` (batch element ``index``)."""
+        return self.by_key.get((seq, index))
+
+
+class TraceModel:
+    """Everything the views show of one trace file, built incrementally."""
+
+    def __init__(self, path: Path, trace_id: str) -> None:
+        self.path = path
+        self.id = trace_id
+        self.header: dict[str, Any] = {}
+        self.sessions: dict[str, SessionModel] = {}
+        self._builder = ViewBuilder({})
+        self._name = "?"
+        self._frame_offset = -1
+        self._rows = 0
+        self._findings = 0
+        #: The batch row of the frame being read, to number its elements under it.
+        self._batch: tuple[str, int, int] | None = None
+
+    # ------------------------------------------------------------------ input
+
+    def feed(self, offset: int, item: Record | Header) -> None:
+        """Take the next record of the trace (or a header line) at file ``offset``."""
+        if isinstance(item, Header):
+            self._views(self._builder.flush())
+            if not self.header:
+                self.header = item.value
+            self._name = server_name(item.value)
+            return
+        if isinstance(item, MessageRecord):
+            self._builder.feed(item)
+            return
+        if isinstance(item, FindingRecord):
+            # The views of the frame this finding follows are complete now.
+            self._views(self._builder.flush())
+            self._finding(item)
+            return
+        self._views(self._builder.feed(item))
+        self._frame_offset = offset
+        if isinstance(item, FrameRecord):
+            session = self._session(item.session, item.t)
+            if session.transport is None:
+                session.transport = item.transport
+        elif isinstance(item, EventRecord):
+            self._session(item.session, item.t)
+
+    def flush(self) -> None:
+        """Complete the views of the last frame (at the end of what is written so far)."""
+        self._views(self._builder.flush())
+
+    # ------------------------------------------------------------------ sessions
+
+    def _session(self, key: str, t: float | None) -> SessionModel:
+        session = self.sessions.get(key)
+        if session is None:
+            session = SessionModel(self.id, key, len(self.sessions), self._name, start=t)
+            self.sessions[key] = session
+        if t is not None:
+            if session.start is None:
+                session.start = t
+            if session.last is None or t > session.last:
+                session.last = t
+        return session
+
+    def _views(self, views: list[MessageView]) -> None:
+        for view in views:
+            session = self._session(view.session, view.t)
+            if view.kind == EVENT:
+                self._event(session, view)
+                continue
+            session.messages += 1 if view.kind != BATCH else 0
+            self._learn(session, view)
+            if self._rows >= ROW_LIMIT:
+                session.dropped_rows += 1
+                continue
+            self._add_row(session, view, self._frame_offset)
+
+    def _add_row(self, session: SessionModel, view: MessageView, offset: int) -> None:
+        n = len(session.rows)
+        row: dict[str, Any] = {"n": n, "seq": view.seq, "t": view.t, "kind": view.kind}
+        if view.direction is not None:
+            row["dir"] = view.direction
+        if view.index is not None:
+            row["index"] = view.index
+            batch = self._batch
+            if batch is not None and batch[0] == view.session and batch[1] == view.seq:
+                row["parent"] = batch[2]
+                session.rows[batch[2]]["batch"] += 1
+        elif view.kind == BATCH:
+            row["batch"] = 0
+            self._batch = (view.session, view.seq, n)
+        for name, value in (
+            ("method", view.method),
+            ("tool", view.tool),
+            ("target", view.target),
+        ):
+            if value is not None:
+                row[name] = bounded(value)
+        if view.has_id:
+            row["id"] = bounded(show_id(view.id))
+        if view.latency_ms is not None:
+            row["latency"] = view.latency_ms
+        if view.error_code is not None:
+            row["code"] = bounded(view.error_code)
+        if view.is_error:
+            row["isError"] = True
+        if view.frame is not None:
+            row["size"] = len(view.frame.raw)
+            exchange = (view.frame.meta or {}).get("exchange")
+            if isinstance(exchange, int):
+                row["exchange"] = exchange
+            if view.frame.transport:
+                row["transport"] = bounded(view.frame.transport, 20)
+        message = view.message
+        if message is not None and message.answers is not None:
+            pair = session.row_for(message.answers, message.request_index)
+            if pair is not None:
+                row["pair"] = pair
+                session.rows[pair]["pair"] = n
+        if view.cancellation is not None:
+            cancelled = session.row_for(view.cancellation.request_seq, None)
+            if cancelled is not None:
+                row["cancels"] = cancelled
+        session.rows.append(row)
+        session.offsets.append(offset)
+        session.by_key[(view.seq, view.index)] = n
+        session.by_seq.setdefault(view.seq, []).append(n)
+        self._rows += 1
+
+    def _event(self, session: SessionModel, view: MessageView) -> None:
+        event = view.event
+        assert event is not None
+        data = event.data if isinstance(event.data, dict) else {}
+        if event.event == "session-start" and isinstance(data.get("transport"), str):
+            session.transport = data["transport"]
+        if event.event == "session-end":
+            session.ended = True
+        part = HTTP_HEAD_EVENTS.get(event.event)
+        exchange = data.get("exchange")
+        if part is not None and isinstance(exchange, int):
+            heads = session.exchanges.setdefault(exchange, {})
+            heads[part] = data
+            if len(session.exchanges) > EXCHANGE_LIMIT:
+                session.exchanges.popitem(last=False)
+            return
+        if self._rows >= ROW_LIMIT:
+            session.dropped_rows += 1
+            return
+        n = len(session.rows)
+        row: dict[str, Any] = {
+            "n": n,
+            "seq": event.seq,
+            "t": event.t,
+            "kind": EVENT,
+            "event": bounded(event.event),
+            "detail": event_detail(event.event, data),
+        }
+        session.rows.append(row)
+        session.offsets.append(self._frame_offset)
+        session.by_key[(event.seq, None)] = n
+        session.by_seq.setdefault(event.seq, []).append(n)
+        self._rows += 1
+
+    def _learn(self, session: SessionModel, view: MessageView) -> None:
+        """The protocol version, server and client names, from the messages that carry them."""
+        kind, method = view.kind, view.method
+        if method == "initialize" and kind in (REQUEST, RESPONSE):
+            body = view.body
+            if not isinstance(body, dict):
+                return
+            part = body.get("params") if kind == REQUEST else body.get("result")
+            if not isinstance(part, dict):
+                return
+            version = part.get("protocolVersion")
+            if isinstance(version, str) and (kind == RESPONSE or session.version is None):
+                session.version = version
+            info = part.get("serverInfo" if kind == RESPONSE else "clientInfo")
+            if isinstance(info, dict) and isinstance(info.get("name"), str):
+                if kind == RESPONSE:
+                    session.name = info["name"]
+                else:
+                    session.client = info["name"]
+        elif kind == REQUEST and session.version is None:
+            body = view.body
+            params = body.get("params") if isinstance(body, dict) else None
+            meta = params.get("_meta") if isinstance(params, dict) else None
+            version = meta.get(STATELESS_VERSION_KEY) if isinstance(meta, dict) else None
+            if isinstance(version, str):
+                session.version = version
+            if method == "server/discover" and isinstance(meta, dict):
+                info = meta.get("io.modelcontextprotocol/clientInfo")
+                if isinstance(info, dict) and isinstance(info.get("name"), str):
+                    session.client = info["name"]
+        elif kind == RESPONSE and method == "server/discover":
+            body = view.body
+            result = body.get("result") if isinstance(body, dict) else None
+            info = result.get("serverInfo") if isinstance(result, dict) else None
+            meta = result.get("_meta") if isinstance(result, dict) else None
+            if info is None and isinstance(meta, dict):
+                # 2026-07-28: "io.modelcontextprotocol/serverInfo" in the result's _meta.
+                info = meta.get(SERVER_INFO_KEY)
+            if isinstance(info, dict) and isinstance(info.get("name"), str):
+                session.name = info["name"]
+
+    def _finding(self, finding: FindingRecord) -> None:
+        session = self._session(finding.session, None)
+        session.severities[finding.severity] += 1
+        if self._findings >= FINDING_LIMIT:
+            return
+        self._findings += 1
+        rows: list[int] = []
+        for seq in finding.seq[:FINDING_SEQ_LIMIT]:
+            rows.extend(session.by_seq.get(seq, ()))
+        entry = finding_entry(finding, len(session.findings), rows)
+        session.findings.append(entry)
+
+    # ------------------------------------------------------------------ output
+
+    def session_list(self) -> list[dict[str, Any]]:
+        """The summaries of this trace's sessions, in order of appearance."""
+        return [s.summary() for s in self.sessions.values()]
+
+    def session(self, number: int) -> SessionModel | None:
+        """The ``number``-th session (its position in the trace)."""
+        for session in self.sessions.values():
+            if session.number == number:
+                return session
+        return None
+
+
+def finding_entry(finding: FindingRecord, n: int, rows: list[int]) -> dict[str, Any]:
+    """A finding as the page shows it, with its rule's description and spec reference."""
+    rule = bounded(finding.rule, 80) or "?"
+    try:
+        source = catalog.plain_source(catalog.get(finding.rule))
+    except KeyError:
+        source = ""
+    data = finding.data if isinstance(finding.data, dict) else {}
+    cause = data.get("cause")
+    return {
+        "n": n,
+        "rule": rule,
+        "severity": finding.severity if finding.severity in SEVERITY_RANK else "info",
+        "message": bounded(finding.message, MESSAGE_LIMIT),
+        "seq": finding.seq[:FINDING_SEQ_LIMIT],
+        "rows": rows,
+        "cause": bounded(cause) if cause is not None else None,
+        "description": catalog.description(finding.rule),
+        "source": source,
+    }
+
+
+def event_detail(name: str, data: dict[str, Any]) -> str:
+    """One line saying what an event carries (a stderr line, an exit status, an error)."""
+    for key in ("line", "text", "error", "status", "exit", "signal", "reason", "url", "outcome"):
+        if key in data:
+            value = data[key]
+            return bounded(f"{key}: {value if isinstance(value, str) else repr(value)}") or ""
+    if not data:
+        return ""
+    shown = ", ".join(f"{k}={v!r}" for k, v in list(data.items())[:4])
+    return bounded(shown) or ""
+
+
+def severity_of(findings: list[dict[str, Any]]) -> str | None:
+    """The highest severity among ``findings``."""
+    best = None
+    for finding in findings:
+        if best is None or SEVERITY_RANK[finding["severity"]] > SEVERITY_RANK[best]:
+            best = finding["severity"]
+    return best
+
+
+def is_error_row(row: dict[str, Any]) -> bool:
+    """Whether a row is a JSON-RPC error or a tool error."""
+    return row.get("kind") == ERROR or bool(row.get("isError"))

@@ -1,0 +1,276 @@
+"""The ``mcpsniff ui`` web server: the page, a small JSON API and server-sent events.
+
+The page (``static/``) is plain HTML, CSS and JavaScript shipped in the
+package. Every response carries a strict Content-Security-Policy: scripts and
+styles come from this server only, nothing is fetched from anywhere else, and
+no inline script runs, so even a string from traffic that reached the DOM as
+markup could not execute (the page only ever sets ``textContent``).
+
+A page on another site could try to read the traces through DNS rebinding
+(its own name resolving to 127.0.0.1); requests whose ``Host`` header names
+neither this listener nor a loopback name are refused for that reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Awaitable, Callable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import orjson
+from aiohttp import web
+
+from mcpsniff.ui.details import json_safe, message_detail
+from mcpsniff.ui.library import Library
+from mcpsniff.ui.queries import QueryCache, cached_key, matching_rows, parse, session_stats
+
+#: How often the trace files are polled (seconds).
+POLL_INTERVAL = 0.3
+#: A comment line on the event stream this often keeps proxies and browsers from timing out.
+KEEPALIVE = 15.0
+#: Rows per page of ``/api/session/{id}/rows``.
+PAGE_LIMIT = 5000
+#: Server-sent event streams open at once.
+STREAM_LIMIT = 64
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+STATIC = {
+    "app.js": "text/javascript",
+    "filter.js": "text/javascript",
+    "app.css": "text/css",
+}
+LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1", "[::1]"}
+
+
+def static_text(name: str) -> str:
+    """A file of the page, from the package."""
+    return resources.files("mcpsniff.ui").joinpath("static", name).read_text("utf-8")
+
+
+def dumps(value: Any) -> bytes:
+    """JSON for the page; values from traffic that orjson refuses go through ``json_safe``."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return json.dumps(json_safe(value), ensure_ascii=True).encode("ascii")
+
+
+def json_response(value: Any, status: int = 200) -> web.Response:
+    return web.Response(
+        body=dumps(value), status=status, content_type="application/json", headers=SECURITY_HEADERS
+    )
+
+
+class UiServer:
+    """The aiohttp application over a ``Library``."""
+
+    def __init__(self, library: Library, host: str, port: int) -> None:
+        self.library = library
+        self.host = host
+        self.port = port
+        self.cache = QueryCache()
+        self._changed = asyncio.Event()
+        self._streams = 0
+        self.app = web.Application(middlewares=[self._guard])
+        self.app.add_routes(
+            [
+                web.get("/", self.index),
+                web.get("/static/{name}", self.static),
+                web.get("/api/sessions", self.sessions),
+                web.get("/api/events", self.events),
+                web.get("/api/session/{sid}/rows", self.rows),
+                web.get("/api/session/{sid}/findings", self.findings),
+                web.get("/api/session/{sid}/message/{n}", self.message),
+                web.get("/api/session/{sid}/filter", self.filter),
+                web.get("/api/session/{sid}/stats", self.stats),
+            ]
+        )
+
+    # ------------------------------------------------------------------ plumbing
+
+    def allowed_host(self, value: str | None) -> bool:
+        """Whether a request's Host header names this server (DNS-rebinding guard)."""
+        if self.host in ("0.0.0.0", "::", ""):
+            return True  # a wildcard listener was asked for (and warned about)
+        if not value:
+            return False
+        host = value.rsplit(":", 1)[0] if not value.endswith("]") else value
+        if value.startswith("[") and "]:" in value:
+            host = value.split("]:", 1)[0] + "]"
+        host = host.lower()
+        return host in LOOPBACK_NAMES or host == self.host.lower() or host.strip("[]") == self.host
+
+    @web.middleware
+    async def _guard(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
+        if not self.allowed_host(request.headers.get("Host")):
+            return web.Response(status=421, text="mcpsniff ui: unknown Host\n")
+        return await handler(request)
+
+    async def poll_forever(self) -> None:
+        """Follow the trace files, waking the event streams when something changed."""
+        while True:
+            try:
+                changed = await asyncio.to_thread(self.library.poll)
+            except Exception as exc:  # a bad file must not stop the UI
+                print(f"mcpsniff ui: reading the traces failed: {exc!r}", flush=True)
+                changed = False
+            if changed:
+                self._changed.set()
+                self._changed = asyncio.Event()
+                await asyncio.sleep(POLL_INTERVAL / 3)
+            else:
+                await asyncio.sleep(POLL_INTERVAL)
+
+    def _session(self, request: web.Request) -> tuple[Any, Any]:
+        found = self.library.find(request.match_info["sid"])
+        if found is None:
+            raise web.HTTPNotFound(text="no such session", headers=SECURITY_HEADERS)
+        return found
+
+    # ------------------------------------------------------------------ handlers
+
+    async def index(self, request: web.Request) -> web.Response:
+        return web.Response(
+            text=static_text("index.html"), content_type="text/html", headers=SECURITY_HEADERS
+        )
+
+    async def static(self, request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        if name not in STATIC:
+            raise web.HTTPNotFound()
+        return web.Response(
+            text=static_text(name), content_type=STATIC[name], headers=SECURITY_HEADERS
+        )
+
+    def _snapshot(self) -> dict[str, Any]:
+        return {
+            "version": self.library.version,
+            "sessions": self.library.sessions(),
+            "problems": self.library.problems(),
+            "live": True,
+        }
+
+    async def sessions(self, request: web.Request) -> web.Response:
+        return json_response(self._snapshot())
+
+    async def events(self, request: web.Request) -> web.StreamResponse:
+        """Server-sent events: the session list now, and again whenever it changes."""
+        if self._streams >= STREAM_LIMIT:
+            return web.Response(status=503, text="too many open event streams\n")
+        response = web.StreamResponse(
+            headers={**SECURITY_HEADERS, "Content-Type": "text/event-stream"}
+        )
+        await response.prepare(request)
+        self._streams += 1
+        try:
+            while True:
+                changed = self._changed
+                await response.write(b"event: sessions\ndata: " + dumps(self._snapshot()) + b"\n\n")
+                with contextlib.suppress(asyncio.TimeoutError):
+                    await asyncio.wait_for(changed.wait(), KEEPALIVE)
+                if not changed.is_set():
+                    await response.write(b": keepalive\n\n")
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass
+        finally:
+            self._streams -= 1
+        return response
+
+    async def rows(self, request: web.Request) -> web.Response:
+        _followed, session = self._session(request)
+        start = _int(request.query.get("from"), 0)
+        limit = min(_int(request.query.get("limit"), PAGE_LIMIT), PAGE_LIMIT)
+        with self.library.lock:
+            rows = session.rows[start : start + limit]
+            total = len(session.rows)
+        return json_response({"from": start, "rows": rows, "total": total})
+
+    async def findings(self, request: web.Request) -> web.Response:
+        _followed, session = self._session(request)
+        start = _int(request.query.get("from"), 0)
+        with self.library.lock:
+            findings = session.findings[start : start + PAGE_LIMIT]
+            total = len(session.findings)
+        return json_response({"from": start, "findings": findings, "total": total})
+
+    async def message(self, request: web.Request) -> web.Response:
+        followed, session = self._session(request)
+        n = _int(request.match_info["n"], -1)
+        detail = await asyncio.to_thread(message_detail, followed.model.path, session, n)
+        if detail is None:
+            raise web.HTTPNotFound(text="no such message", headers=SECURITY_HEADERS)
+        return json_response(detail)
+
+    async def filter(self, request: web.Request) -> web.Response:
+        followed, session = self._session(request)
+        expression = request.query.get("q", "").strip()
+        if not expression:
+            return json_response({"rows": None})
+        flt = parse(expression)
+        if isinstance(flt, dict):
+            return json_response(flt)
+        path = followed.model.path
+        key = cached_key(path, session, "filter:" + expression)
+        rows = await asyncio.to_thread(
+            self.cache.get, key, lambda: matching_rows(path, session, flt)
+        )
+        return json_response({"rows": rows})
+
+    async def stats(self, request: web.Request) -> web.Response:
+        followed, session = self._session(request)
+        path = followed.model.path
+        key = cached_key(path, session, "stats")
+        stats = await asyncio.to_thread(self.cache.get, key, lambda: session_stats(path, session))
+        return json_response(json_safe(stats))
+
+
+def _int(text: str | None, default: int) -> int:
+    try:
+        return max(0, int(text)) if text is not None else default
+    except ValueError:
+        return default
+
+
+async def serve(
+    roots: list[Path],
+    host: str,
+    port: int,
+    announce: Callable[[str], None],
+    ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve the UI over ``roots`` until cancelled."""
+    library = Library(roots)
+    server = UiServer(library, host, port)
+    await asyncio.to_thread(library.poll)
+    runner = web.AppRunner(server.app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    sockets = site._server.sockets if site._server is not None else []  # type: ignore[union-attr]
+    bound = sockets[0].getsockname()[1] if sockets else port
+    server.port = bound
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{bound}/"
+    announce(f"mcpsniff ui: serving {url} (Ctrl-C stops)")
+    if ready is not None:
+        ready(url)
+    poller = asyncio.create_task(server.poll_forever())
+    try:
+        await asyncio.Event().wait()
+    finally:
+        poller.cancel()
+        await runner.cleanup()

@@ -1,0 +1,765 @@
+// mcpsniff's web views: the live UI (served by `mcpsniff ui`) and the HTML report.
+//
+// Everything shown here came from traffic and is hostile (DESIGN.md invariant 6).
+// This file never builds markup from data: elements are made with createElement
+// and filled with textContent, attributes only ever get our own values. The page's
+// Content-Security-Policy forbids inline script on top of that.
+"use strict";
+
+(function () {
+  const ROW_H = 28;
+  const OVERSCAN = 20;
+  const SVG = "http://www.w3.org/2000/svg";
+  const LEFT = 30, RIGHT = 250, WIDTH = 280;
+  const JSON_NODE_LIMIT = 4000;
+
+  // ------------------------------------------------------------------ helpers
+
+  function el(tag, cls, text) {
+    const node = document.createElement(tag);
+    if (cls) node.className = cls;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+  function svg(tag, attrs, text) {
+    const node = document.createElementNS(SVG, tag);
+    for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, String(v));
+    if (text !== undefined) node.textContent = String(text);
+    return node;
+  }
+  function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
+  function fmtTime(t) {
+    if (typeof t !== "number") return "";
+    const d = new Date(t * 1000);
+    const pad = (n, w) => String(n).padStart(w || 2, "0");
+    return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`;
+  }
+  function fmtDate(t) {
+    if (typeof t !== "number") return "";
+    const d = new Date(t * 1000);
+    return d.toISOString().replace("T", " ").slice(0, 19) + " UTC";
+  }
+  function fmtMs(ms) {
+    if (typeof ms !== "number") return "";
+    return ms >= 1000 ? (ms / 1000).toFixed(2) + " s" : (ms < 10 ? ms.toFixed(2) : ms.toFixed(1)) + " ms";
+  }
+  const SEV_RANK = { info: 0, warning: 1, error: 2 };
+  const KIND_LABEL = { request: "request", notification: "notify", response: "result", error: "error",
+    batch: "batch", invalid: "invalid", unparseable: "bad-json", event: "event", finding: "finding" };
+
+  // ------------------------------------------------------------------ data sources
+
+  function httpSource() {
+    const get = async (url) => {
+      const response = await fetch(url, { headers: { Accept: "application/json" } });
+      if (!response.ok) throw new Error(`${response.status} ${url}`);
+      return response.json();
+    };
+    const enc = encodeURIComponent;
+    return {
+      label: "live",
+      live: true,
+      start(onSessions) {
+        const events = new EventSource("/api/events");
+        events.addEventListener("sessions", (e) => onSessions(JSON.parse(e.data)));
+        events.onerror = () => { document.getElementById("live").classList.add("muted"); };
+        events.onopen = () => { document.getElementById("live").classList.remove("muted"); };
+      },
+      rows: (sid, from) => get(`/api/session/${enc(sid)}/rows?from=${from}`),
+      findings: (sid, from) => get(`/api/session/${enc(sid)}/findings?from=${from}`),
+      message: (sid, n) => get(`/api/session/${enc(sid)}/message/${n}`),
+      filter: (sid, q) => get(`/api/session/${enc(sid)}/filter?q=${enc(q)}`),
+      stats: (sid) => get(`/api/session/${enc(sid)}/stats`),
+    };
+  }
+
+  function staticSource(data) {
+    const of = (sid) => data.data[sid] || { rows: [], findings: [], details: {}, stats: null };
+    return {
+      label: data.label || "report",
+      live: false,
+      start(onSessions) { onSessions({ sessions: data.sessions, problems: data.problems || [] }); },
+      rows: async (sid, from) => ({ rows: of(sid).rows.slice(from), total: of(sid).rows.length }),
+      findings: async (sid, from) => ({ findings: of(sid).findings.slice(from), total: of(sid).findings.length }),
+      message: async (sid, n) => of(sid).details[n] || { n, missing: "not included in this report" },
+      stats: async (sid) => of(sid).stats,
+      filter: async (sid, q) => {
+        if (!q.trim()) return { rows: null };
+        let predicate;
+        try {
+          predicate = window.McpFilter.compile(q);
+        } catch (e) {
+          return { error: e.message, caret: e.caret || "" };
+        }
+        const session = of(sid);
+        const findings = session.findings;
+        const out = [];
+        for (const row of session.rows) {
+          const detail = session.details[row.n];
+          const rowFindings = (row.f || []).map((i) => findings[i]);
+          if (predicate({ row, findings: rowFindings, detail, session: sessionKey(sid) })) out.push(row.n);
+        }
+        return { rows: out };
+      },
+    };
+    function sessionKey(sid) {
+      const s = data.sessions.find((x) => x.id === sid);
+      return s ? s.key : "";
+    }
+  }
+
+  // ------------------------------------------------------------------ state
+
+  const state = {
+    source: null,
+    sessions: [],
+    current: null,       // session summary
+    rows: [],            // all rows of the current session
+    findings: [],
+    loadingRows: false,
+    visible: [],         // indices into rows, what the list shows
+    filtered: null,      // Set of row numbers, or null
+    filterText: "",
+    expanded: new Set(), // batch rows shown with their elements
+    selected: null,
+    tab: "timeline",
+    statsFor: null,
+  };
+
+  // ------------------------------------------------------------------ session list
+
+  function renderSessions(snapshot) {
+    state.sessions = snapshot.sessions || [];
+    const list = document.getElementById("session-list");
+    clear(list);
+    document.getElementById("session-count").textContent = `(${state.sessions.length})`;
+    for (const s of state.sessions) {
+      const item = el("li", "session");
+      item.dataset.sessionId = s.id;
+      if (state.current && state.current.id === s.id) item.classList.add("active");
+      const name = el("div", "name", s.name || "?");
+      if (state.source.live && !s.ended) {
+        const dot = el("span", "dot-live", " ●");
+        dot.title = "still being recorded";
+        name.appendChild(dot);
+      }
+      item.appendChild(name);
+      const parts = [s.transport, s.version, s.client ? `client ${s.client}` : null].filter(Boolean);
+      item.appendChild(el("div", "meta", parts.join(" · ")));
+      item.appendChild(el("div", "meta", `${fmtDate(s.start)} · ${s.file || s.key}`));
+      const counts = el("div", "counts");
+      counts.appendChild(el("span", "badge msgs", `${s.messages} messages`));
+      for (const sev of ["error", "warning", "info"]) {
+        const n = (s.findings || {})[sev] || 0;
+        if (n) counts.appendChild(el("span", `badge sev-${sev}`, `${n} ${sev}`));
+      }
+      item.appendChild(counts);
+      item.addEventListener("click", () => openSession(s.id));
+      list.appendChild(item);
+    }
+    const problems = document.getElementById("problems");
+    clear(problems);
+    for (const p of snapshot.problems || []) {
+      problems.appendChild(el("div", null, p.error ? `${p.file}: ${p.error}` : `${p.file}: ${p.skipped} records skipped`));
+    }
+    if (state.current) {
+      const now = state.sessions.find((s) => s.id === state.current.id);
+      if (now) {
+        state.current = now;
+        if (now.rows > state.rows.length || totalFindings(now) > state.findings.length) loadMore();
+      }
+    } else if (state.sessions.length === 1) {
+      openSession(state.sessions[0].id);
+    }
+  }
+
+  function totalFindings(s) {
+    const f = s.findings || {};
+    return (f.error || 0) + (f.warning || 0) + (f.info || 0);
+  }
+
+  async function openSession(sid) {
+    const summary = state.sessions.find((s) => s.id === sid);
+    if (!summary) return;
+    state.current = summary;
+    state.rows = [];
+    state.findings = [];
+    state.filtered = null;
+    state.expanded = new Set();
+    state.selected = null;
+    state.statsFor = null;
+    for (const item of document.querySelectorAll(".session")) {
+      item.classList.toggle("active", item.dataset.sessionId === sid);
+    }
+    document.getElementById("empty").hidden = true;
+    clear(document.getElementById("detail"));
+    document.getElementById("detail").appendChild(el("p", "muted", "Click a message to see its body, raw bytes and findings."));
+    await loadMore();
+    if (state.filterText) await applyFilter();
+    if (state.tab !== "timeline") showTab(state.tab);
+  }
+
+  async function loadMore() {
+    if (state.loadingRows || !state.current) return;
+    state.loadingRows = true;
+    const sid = state.current.id;
+    let grew = false;
+    try {
+      for (;;) {
+        const page = await state.source.rows(sid, state.rows.length);
+        if (!state.current || state.current.id !== sid) return;
+        if (!page.rows.length) break;
+        for (const row of page.rows) {
+          state.rows[row.n] = row;
+          // A response names its request; the request learns its answer here.
+          if (row.pair !== undefined && state.rows[row.pair]) state.rows[row.pair].pair = row.n;
+        }
+        grew = true;
+        if (state.rows.length >= page.total) break;
+      }
+      for (;;) {
+        const page = await state.source.findings(sid, state.findings.length);
+        if (!state.current || state.current.id !== sid) return;
+        if (!page.findings.length) break;
+        for (const f of page.findings) {
+          state.findings[f.n] = f;
+          for (const r of f.rows || []) {
+            const row = state.rows[r];
+            if (!row) continue;
+            row.f = row.f || [];
+            if (!row.f.includes(f.n)) row.f.push(f.n);
+          }
+        }
+        grew = true;
+        if (state.findings.length >= page.total) break;
+      }
+    } finally {
+      state.loadingRows = false;
+    }
+    if (grew) {
+      if (state.filterText) scheduleFilter(); else relayout();
+      document.getElementById("findings-count").textContent = state.findings.length ? `(${state.findings.length})` : "";
+      if (state.tab === "findings") renderFindings();
+      if (state.tab === "stats") { state.statsFor = null; renderStats(); }
+    }
+    if (state.current && (state.current.rows > state.rows.length || totalFindings(state.current) > state.findings.length)) {
+      setTimeout(loadMore, 200);
+    }
+  }
+
+  // ------------------------------------------------------------------ timeline
+
+  function relayout() {
+    const visible = [];
+    const filtered = state.filtered;
+    for (const row of state.rows) {
+      if (!row) continue;
+      if (filtered) {
+        if (filtered.has(row.n)) visible.push(row.n);
+      } else if (row.parent === undefined || state.expanded.has(row.parent)) {
+        visible.push(row.n);
+      }
+    }
+    state.visible = visible;
+    document.getElementById("rows-spacer").style.height = `${visible.length * ROW_H}px`;
+    renderWindow(true);
+    updateFilterStatus();
+  }
+
+  let rendered = new Map();
+  function renderWindow(force) {
+    const box = document.getElementById("rows");
+    const first = Math.max(0, Math.floor(box.scrollTop / ROW_H) - OVERSCAN);
+    const last = Math.min(state.visible.length, Math.ceil((box.scrollTop + box.clientHeight) / ROW_H) + OVERSCAN);
+    const keep = new Map();
+    for (let i = first; i < last; i++) {
+      const n = state.visible[i];
+      let node = rendered.get(n);
+      if (!node || force) {
+        if (node) node.remove();
+        node = renderRow(state.rows[n]);
+        box.appendChild(node);
+      }
+      node.style.top = `${i * ROW_H}px`;
+      keep.set(n, node);
+    }
+    for (const [n, node] of rendered) if (!keep.has(n)) node.remove();
+    rendered = keep;
+  }
+
+  function rowSeverity(row) {
+    let best = null;
+    for (const i of row.f || []) {
+      const f = state.findings[i];
+      if (f && (best === null || SEV_RANK[f.severity] > SEV_RANK[best])) best = f.severity;
+    }
+    return best;
+  }
+
+  function describe(row) {
+    if (row.kind === "event") return `${row.event}${row.detail ? " " + row.detail : ""}`;
+    const parts = [];
+    if (row.kind === "batch") parts.push(`batch of ${row.batch}`);
+    if (row.index !== undefined) parts.push(`[${row.index}]`);
+    if (row.method) parts.push(row.method);
+    if (row.tool) parts.push(row.tool);
+    else if (row.target) parts.push(row.target);
+    if (row.id !== undefined) parts.push(`id=${row.id}`);
+    if (row.code !== undefined) parts.push(`code ${row.code}`);
+    if (row.isError) parts.push("isError");
+    return parts.join(" ");
+  }
+
+  function drawArrow(row, sev) {
+    const box = svg("svg", { viewBox: `0 0 ${WIDTH} ${ROW_H}`, "aria-hidden": "true" });
+    box.appendChild(svg("line", { class: "lifeline", x1: LEFT, y1: 0, x2: LEFT, y2: ROW_H }));
+    box.appendChild(svg("line", { class: "lifeline", x1: RIGHT, y1: 0, x2: RIGHT, y2: ROW_H }));
+    if (row.kind === "event") {
+      const x = /stderr|exit|spawn|signal/.test(row.event || "") ? RIGHT : (LEFT + RIGHT) / 2;
+      box.appendChild(svg("circle", { class: "event-dot", cx: x, cy: ROW_H / 2, r: 3.5 }));
+      return box;
+    }
+    const c2s = row.dir !== "s2c";
+    const y = 18;
+    const from = c2s ? LEFT : RIGHT, to = c2s ? RIGHT : LEFT;
+    const tip = c2s ? to - 1 : to + 1, back = c2s ? to - 9 : to + 9;
+    const classes = ["arrow", c2s ? "c2s" : "s2c", row.kind];
+    if (row.isError) classes.push("tool-error");
+    if (row.parent !== undefined) classes.push("element");
+    const g = svg("g", { class: classes.join(" ") });
+    g.dataset.n = row.n;
+    const indent = row.parent !== undefined ? 14 : 0;
+    const start = c2s ? from + indent : from - indent;
+    g.appendChild(svg("line", { x1: start, y1: y, x2: back, y2: y }));
+    g.appendChild(svg("polygon", { points: `${tip},${y} ${back},${y - 4.5} ${back},${y + 4.5}` }));
+    let label = row.kind === "batch" ? `batch ×${row.batch}` : row.method || KIND_LABEL[row.kind] || row.kind;
+    if (row.tool) label += ` ${row.tool}`;
+    if (label.length > 30) label = label.slice(0, 29) + "…";
+    g.appendChild(svg("text", { x: (LEFT + RIGHT) / 2, y: y - 5, "text-anchor": "middle" }, label));
+    if (row.latency !== undefined) {
+      g.appendChild(svg("text", { class: "lat", x: c2s ? RIGHT - 4 : LEFT + 4, y: y + 9.5,
+        "text-anchor": c2s ? "end" : "start" }, fmtMs(row.latency)));
+    }
+    if (sev) {
+      const mark = svg("circle", { class: `mark sev-${sev}`, cx: c2s ? LEFT + 12 : RIGHT - 12, cy: y, r: 4.5 });
+      mark.appendChild(svg("title", {}, `${sev} finding`));
+      g.appendChild(mark);
+    }
+    box.appendChild(g);
+    if (row.kind === "batch" && !state.filtered) {
+      const open = state.expanded.has(row.n);
+      const toggle = svg("text", { class: "toggle", x: c2s ? 6 : WIDTH - 14, y: y + 4 }, open ? "▾" : "▸");
+      toggle.dataset.toggle = row.n;
+      box.appendChild(toggle);
+    }
+    return box;
+  }
+
+  function renderRow(row) {
+    const node = el("div", "row");
+    node.dataset.n = row.n;
+    node.dataset.kind = row.kind;
+    if (state.selected === row.n) node.classList.add("selected");
+    const sel = state.selected !== null ? state.rows[state.selected] : null;
+    if (sel && sel.pair === row.n) node.classList.add("paired");
+    const sev = rowSeverity(row);
+    node.appendChild(drawArrow(row, sev));
+    const text = el("div", "text");
+    text.appendChild(el("span", "seq", `#${row.seq}`));
+    text.appendChild(el("span", "when", fmtTime(row.t)));
+    if (row.dir) text.appendChild(el("span", `dir-${row.dir}`, row.dir === "c2s" ? "C→S " : "S→C "));
+    text.appendChild(el("span", `kind kind-${row.kind}${row.isError ? " tool-error" : ""}`, KIND_LABEL[row.kind] || row.kind));
+    text.appendChild(el("span", "what", " " + describe(row)));
+    if (row.latency !== undefined) text.appendChild(el("span", "lat", `  ${fmtMs(row.latency)}`));
+    for (const i of row.f || []) {
+      const f = state.findings[i];
+      if (f) text.appendChild(el("span", `badge sev-${f.severity}`, f.rule)).style.marginLeft = "6px";
+    }
+    node.appendChild(text);
+    return node;
+  }
+
+  function onRowsClick(event) {
+    const toggle = event.target.closest("[data-toggle]");
+    if (toggle) {
+      const n = Number(toggle.dataset.toggle);
+      if (state.expanded.has(n)) state.expanded.delete(n); else state.expanded.add(n);
+      relayout();
+      return;
+    }
+    const row = event.target.closest(".row");
+    if (row) select(Number(row.dataset.n));
+  }
+
+  function select(n, scroll) {
+    state.selected = n;
+    const row = state.rows[n];
+    if (row && row.parent !== undefined && !state.filtered) {
+      if (!state.expanded.has(row.parent)) { state.expanded.add(row.parent); relayout(); }
+    }
+    renderWindow(true);
+    if (scroll) {
+      const i = state.visible.indexOf(n);
+      if (i >= 0) {
+        const box = document.getElementById("rows");
+        if (i * ROW_H < box.scrollTop || (i + 1) * ROW_H > box.scrollTop + box.clientHeight) {
+          box.scrollTop = Math.max(0, i * ROW_H - box.clientHeight / 3);
+          renderWindow(true);
+        }
+      }
+    }
+    showDetail(n);
+  }
+
+  function onKey(event) {
+    if (state.selected === null || !state.visible.length) return;
+    const i = state.visible.indexOf(state.selected);
+    if (event.key === "ArrowDown" && i + 1 < state.visible.length) select(state.visible[i + 1], true);
+    else if (event.key === "ArrowUp" && i > 0) select(state.visible[i - 1], true);
+    else return;
+    event.preventDefault();
+  }
+
+  // ------------------------------------------------------------------ detail pane
+
+  async function showDetail(n) {
+    const pane = document.getElementById("detail");
+    const row = state.rows[n];
+    if (!row || !state.current) return;
+    const sid = state.current.id;
+    clear(pane);
+    pane.dataset.n = n;
+    pane.appendChild(el("div", "title", `${KIND_LABEL[row.kind] || row.kind} ${describe(row)}`));
+    const dl = el("dl");
+    const add = (k, v) => { if (v !== undefined && v !== null && v !== "") { dl.appendChild(el("dt", null, k)); dl.appendChild(el("dd", null, v)); } };
+    add("seq", row.seq);
+    add("time", fmtTime(row.t));
+    add("direction", row.dir === "c2s" ? "client → server" : row.dir === "s2c" ? "server → client" : "");
+    add("transport", row.transport);
+    add("latency", row.latency !== undefined ? fmtMs(row.latency) : "");
+    add("size", row.size !== undefined ? `${row.size} bytes` : "");
+    pane.appendChild(dl);
+    if (row.pair !== undefined && state.rows[row.pair]) {
+      const other = state.rows[row.pair];
+      const link = el("button", "link", `${row.kind === "request" ? "answered by" : "answers"} #${other.seq} ${describe(other)}`);
+      link.type = "button";
+      link.dataset.goto = other.n;
+      link.addEventListener("click", () => select(other.n, true));
+      pane.appendChild(link);
+    }
+    if (row.cancels !== undefined && state.rows[row.cancels]) {
+      const other = state.rows[row.cancels];
+      const link = el("button", "link", `cancels #${other.seq} ${describe(other)}`);
+      link.type = "button";
+      link.addEventListener("click", () => select(other.n, true));
+      pane.appendChild(link);
+    }
+    const findings = (row.f || []).map((i) => state.findings[i]).filter(Boolean);
+    if (findings.length) {
+      pane.appendChild(el("h3", null, `Findings (${findings.length})`));
+      for (const f of findings) pane.appendChild(findingBlock(f));
+    }
+    let detail;
+    try {
+      detail = await state.source.message(sid, n);
+    } catch (e) {
+      pane.appendChild(el("p", "sev-error", `could not load the message: ${e.message}`));
+      return;
+    }
+    if (Number(pane.dataset.n) !== n) return;
+    if (detail.missing) pane.appendChild(el("p", "muted", detail.missing));
+    if (detail.event !== undefined) {
+      pane.appendChild(el("h3", null, "Event data"));
+      pane.appendChild(jsonTree(detail.event));
+    }
+    if (detail.body !== undefined) {
+      pane.appendChild(el("h3", null, row.index !== undefined ? `Body (batch element ${row.index})` : "Body"));
+      const tree = jsonTree(detail.body);
+      tree.id = "body";
+      pane.appendChild(tree);
+    } else if (detail.bodyOmitted) {
+      pane.appendChild(el("p", "muted", detail.bodyOmitted));
+    }
+    if (detail.raw !== undefined) {
+      const label = `Raw bytes (${detail.size} bytes${detail.utf8 ? "" : ", not valid UTF-8: shown as \\xNN"}${detail.rawTruncated ? ", cut" : ""})`;
+      pane.appendChild(el("h3", null, label));
+      const pre = el("pre", "raw", detail.raw);
+      pre.id = "raw";
+      pane.appendChild(pre);
+    }
+    if (detail.http) {
+      pane.appendChild(el("h3", null, "HTTP"));
+      pane.appendChild(httpBlock(detail.http));
+    }
+    if (detail.meta) {
+      pane.appendChild(el("h3", null, "Frame metadata"));
+      pane.appendChild(jsonTree(detail.meta));
+    }
+  }
+
+  function httpBlock(http) {
+    const lines = [];
+    const req = http.request || {};
+    if (req.method || req.path) lines.push(`${req.method || "?"} ${req.path || ""}`);
+    for (const pair of req.headers || []) if (Array.isArray(pair)) lines.push(`${pair[0]}: ${pair[1]}`);
+    const res = http.response || {};
+    if (res.status !== undefined) { lines.push(""); lines.push(`HTTP ${res.status}`); }
+    for (const pair of res.headers || []) if (Array.isArray(pair)) lines.push(`${pair[0]}: ${pair[1]}`);
+    if (http.end && http.end.outcome) { lines.push(""); lines.push(`(${http.end.outcome})`); }
+    return el("pre", "http", lines.join("\n"));
+  }
+
+  function findingBlock(f) {
+    const box = el("div", `finding sev-${f.severity}`);
+    box.dataset.rule = f.rule;
+    const head = el("div");
+    head.appendChild(el("span", `badge sev-${f.severity}`, f.severity));
+    head.appendChild(el("strong", null, " " + f.rule));
+    box.appendChild(head);
+    box.appendChild(el("div", "msg", f.message));
+    if (f.cause) box.appendChild(el("div", "desc", `cause: ${f.cause}`));
+    if (f.description) box.appendChild(el("div", "desc", f.description));
+    if (f.source) box.appendChild(el("div", "src", `spec: ${f.source}`));
+    return box;
+  }
+
+  function jsonTree(value) {
+    const root = el("div", "json");
+    let budget = JSON_NODE_LIMIT;
+    function scalar(v) {
+      if (typeof v === "string") return el("span", "s", JSON.stringify(v));
+      if (typeof v === "number") return el("span", "n", String(v));
+      return el("span", "b", JSON.stringify(v));
+    }
+    function node(key, v, depth) {
+      budget--;
+      const line = el("div", "item");
+      if (budget < 0) { line.appendChild(el("span", "muted", "… (more not shown)")); return line; }
+      const label = key === null ? null : el("span", "k", typeof key === "number" ? `${key}: ` : `${JSON.stringify(key)}: `);
+      if (v !== null && typeof v === "object") {
+        const entries = Array.isArray(v) ? v.map((x, i) => [i, x]) : Object.entries(v);
+        const details = el("details");
+        details.open = depth < 3 && entries.length <= 200;
+        const summary = el("summary");
+        if (label) summary.appendChild(label);
+        summary.appendChild(document.createTextNode(Array.isArray(v) ? `[ ${entries.length} ]` : `{ ${entries.length} }`));
+        details.appendChild(summary);
+        for (const [k, x] of entries) {
+          if (budget < 0) { details.appendChild(el("div", "item muted", "… (more not shown)")); break; }
+          details.appendChild(node(k, x, depth + 1));
+        }
+        line.appendChild(details);
+      } else {
+        if (label) line.appendChild(label);
+        line.appendChild(scalar(v));
+      }
+      return line;
+    }
+    const top = node(null, value, 0);
+    top.className = "";
+    root.appendChild(top);
+    return root;
+  }
+
+  // ------------------------------------------------------------------ filter
+
+  let filterTimer = null;
+  function scheduleFilter() {
+    clearTimeout(filterTimer);
+    filterTimer = setTimeout(applyFilter, 250);
+  }
+
+  async function applyFilter() {
+    const input = document.getElementById("filter");
+    state.filterText = input.value.trim();
+    const status = document.getElementById("filter-status");
+    if (!state.current) return;
+    if (!state.filterText) {
+      state.filtered = null;
+      input.classList.remove("bad");
+      status.classList.remove("bad");
+      relayout();
+      return;
+    }
+    const sid = state.current.id;
+    const expression = state.filterText;
+    let result;
+    try {
+      result = await state.source.filter(sid, expression);
+    } catch (e) {
+      result = { error: e.message };
+    }
+    if (!state.current || state.current.id !== sid || expression !== state.filterText) return;
+    if (result.error) {
+      input.classList.add("bad");
+      status.classList.add("bad");
+      status.textContent = result.caret ? `${result.error}\n${result.caret}` : result.error;
+      return;
+    }
+    input.classList.remove("bad");
+    status.classList.remove("bad");
+    state.filtered = result.rows ? new Set(result.rows) : null;
+    relayout();
+  }
+
+  function updateFilterStatus() {
+    const status = document.getElementById("filter-status");
+    if (status.classList.contains("bad")) return;
+    const messages = state.rows.filter((r) => r && r.kind !== "event").length;
+    status.textContent = state.filtered
+      ? `${state.visible.length} of ${state.rows.length} rows match`
+      : state.current ? `${messages} messages, ${state.rows.length - messages} events` : "";
+  }
+
+  // ------------------------------------------------------------------ findings tab
+
+  function renderFindings() {
+    const box = document.getElementById("tab-findings");
+    clear(box);
+    if (!state.findings.length) { box.appendChild(el("p", "empty muted", "No findings in this session.")); return; }
+    const groups = new Map();
+    for (const f of state.findings) {
+      if (!f) continue;
+      if (!groups.has(f.rule)) groups.set(f.rule, []);
+      groups.get(f.rule).push(f);
+    }
+    const ordered = [...groups.entries()].sort((a, b) =>
+      SEV_RANK[b[1][0].severity] - SEV_RANK[a[1][0].severity] || a[0].localeCompare(b[0]));
+    for (const [rule, list] of ordered) {
+      const group = el("section", "group");
+      group.dataset.rule = rule;
+      const head = el("h4");
+      head.appendChild(el("span", `badge sev-${list[0].severity}`, list[0].severity));
+      head.appendChild(document.createTextNode(` ${rule} × ${list.length}`));
+      group.appendChild(head);
+      if (list[0].description) group.appendChild(el("div", "desc muted", list[0].description));
+      if (list[0].source) group.appendChild(el("div", "src muted", `spec: ${list[0].source}`));
+      for (const f of list.slice(0, 500)) {
+        const line = el("div", `finding sev-${f.severity}`);
+        line.appendChild(el("div", "msg", f.message));
+        const links = el("div", "desc");
+        for (const r of (f.rows || []).slice(0, 20)) {
+          const row = state.rows[r];
+          if (!row) continue;
+          const link = el("button", "link", `#${row.seq} ${describe(row)}`);
+          link.type = "button";
+          link.dataset.goto = r;
+          link.addEventListener("click", () => { showTab("timeline"); select(r, true); });
+          links.appendChild(link);
+          links.appendChild(document.createTextNode("  "));
+        }
+        line.appendChild(links);
+        group.appendChild(line);
+      }
+      box.appendChild(group);
+    }
+  }
+
+  // ------------------------------------------------------------------ stats tab
+
+  async function renderStats() {
+    const box = document.getElementById("tab-stats");
+    if (!state.current || state.statsFor === state.current.id) return;
+    const sid = state.current.id;
+    state.statsFor = sid;
+    clear(box);
+    box.appendChild(el("p", "empty muted", "Computing…"));
+    let stats;
+    try {
+      stats = await state.source.stats(sid);
+    } catch (e) {
+      stats = null;
+    }
+    if (!state.current || state.current.id !== sid) return;
+    clear(box);
+    if (!stats) { box.appendChild(el("p", "empty muted", "No statistics for this session.")); return; }
+    const body = el("div", "stats-body");
+    body.appendChild(el("h3", null, `Methods (${stats.messages} messages)`));
+    body.appendChild(table(stats.methods || {}, "method"));
+    if (Object.keys(stats.tools || {}).length) {
+      body.appendChild(el("h3", null, "Tools"));
+      body.appendChild(table(stats.tools, "tool"));
+    }
+    body.appendChild(el("h3", null, "Errors by layer"));
+    const layers = el("table", "stats layers");
+    const head = el("tr");
+    for (const h of ["layer", "count", "codes"]) head.appendChild(el("th", null, h));
+    layers.appendChild(head);
+    for (const [layer, info] of Object.entries(stats.errors_by_layer || {})) {
+      const tr = el("tr");
+      tr.appendChild(el("td", null, (stats.layer_titles || {})[layer] || layer));
+      tr.appendChild(el("td", null, info.total));
+      const codes = info.codes || info.tools || {};
+      tr.appendChild(el("td", null, Object.entries(codes).map(([k, v]) => `${k}×${v}`).join(" ")));
+      layers.appendChild(tr);
+    }
+    body.appendChild(layers);
+    const unanswered = Object.entries(stats.unanswered || {});
+    if (unanswered.length) {
+      body.appendChild(el("h3", null, "Unanswered requests"));
+      body.appendChild(el("p", "empty", unanswered.map(([m, n]) => `${m} × ${n}`).join(", ")));
+    }
+    box.appendChild(body);
+  }
+
+  function table(byName, label) {
+    const t = el("table", "stats");
+    t.dataset.kind = label;
+    const head = el("tr");
+    for (const h of [label, "requests", "responses", "errors", "p50", "p95", "p99", "max"]) head.appendChild(el("th", null, h));
+    t.appendChild(head);
+    for (const [name, s] of Object.entries(byName)) {
+      const tr = el("tr");
+      tr.appendChild(el("td", null, name));
+      for (const k of ["requests", "responses", "errors"]) tr.appendChild(el("td", k === "errors" && s[k] ? "sev-error" : null, s[k] + (k === "requests" && s.notifications ? ` (+${s.notifications} notif.)` : "")));
+      for (const k of ["p50_ms", "p95_ms", "p99_ms", "max_ms"]) tr.appendChild(el("td", null, s[k] === null ? "–" : fmtMs(s[k])));
+      t.appendChild(tr);
+    }
+    return t;
+  }
+
+  // ------------------------------------------------------------------ tabs, theme, start
+
+  function showTab(name) {
+    state.tab = name;
+    for (const b of document.querySelectorAll(".tabs [data-tab]")) b.classList.toggle("active", b.dataset.tab === name);
+    for (const t of ["timeline", "findings", "stats"]) document.getElementById(`tab-${t}`).hidden = t !== name;
+    if (name === "findings") renderFindings();
+    if (name === "stats") renderStats();
+    if (name === "timeline") renderWindow(true);
+  }
+
+  function setupTheme() {
+    const saved = (() => { try { return localStorage.getItem("mcpsniff-theme"); } catch (e) { return null; } })();
+    if (saved) document.documentElement.dataset.theme = saved;
+    document.getElementById("theme").addEventListener("click", () => {
+      const dark = document.documentElement.dataset.theme
+        ? document.documentElement.dataset.theme === "dark"
+        : window.matchMedia("(prefers-color-scheme: dark)").matches;
+      const next = dark ? "light" : "dark";
+      document.documentElement.dataset.theme = next;
+      try { localStorage.setItem("mcpsniff-theme", next); } catch (e) { /* file:// may refuse */ }
+    });
+  }
+
+  function start() {
+    const embedded = document.getElementById("mcpsniff-data");
+    state.source = embedded ? staticSource(JSON.parse(embedded.textContent)) : httpSource();
+    document.getElementById("source-label").textContent = state.source.label;
+    document.getElementById("live").hidden = !state.source.live;
+    setupTheme();
+    const rows = document.getElementById("rows");
+    rows.addEventListener("scroll", () => window.requestAnimationFrame(() => renderWindow(false)));
+    rows.addEventListener("click", onRowsClick);
+    rows.addEventListener("keydown", onKey);
+    window.addEventListener("resize", () => renderWindow(false));
+    document.getElementById("filter").addEventListener("input", scheduleFilter);
+    document.getElementById("filter").addEventListener("keydown", (e) => { if (e.key === "Enter") { clearTimeout(filterTimer); applyFilter(); } });
+    for (const b of document.querySelectorAll(".tabs [data-tab]")) b.addEventListener("click", () => showTab(b.dataset.tab));
+    state.source.start(renderSessions);
+    window.mcpsniffState = state;
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();

@@ -1,0 +1,115 @@
+"""What the UI tests share: the real Chromium, a running ``mcpsniff ui``, the real peers."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+GALLERY = REPO / "recordings"
+CHROMIUM = Path(os.environ.get("MCPSNIFF_CHROMIUM", "/usr/bin/chromium"))
+#: The flags the previous attempt found necessary for Debian's chromium in a container.
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SDK2_PYTHON = REPO / ".peers" / "sdk2" / "bin" / "python"
+SDK_CLIENT = REPO / "tests" / "e2e" / "peers" / "sdk_client.py"
+SDK2_SERVER = REPO / "tests" / "e2e" / "peers" / "sdk2_server.py"
+HOSTILE_SERVER = Path(__file__).parent / "peers" / "hostile_server.py"
+#: Seconds a UI server may take to start, and a browser wait may last.
+TIMEOUT = 30.0
+_URL = re.compile(r"serving (http://\S+/)")
+
+
+@contextmanager
+def browser() -> Iterator[object]:
+    """One headless Chromium (Debian's), driven by Playwright; skips when it is missing."""
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} is missing; run scripts/setup-browser.sh")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@contextmanager
+def ui_server(*roots: Path) -> Iterator[str]:
+    """A real ``mcpsniff ui`` on a free loopback port; yields its URL."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcpsniff", "ui", *map(str, roots), "--listen", "127.0.0.1:0"],
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        deadline = time.monotonic() + TIMEOUT
+        url = None
+        while time.monotonic() < deadline:
+            line = proc.stderr.readline()
+            if not line:
+                break
+            match = _URL.search(line)
+            if match:
+                url = match.group(1)
+                break
+        assert url, f"mcpsniff ui did not start (exit {proc.poll()})"
+        yield url
+    finally:
+        proc.send_signal(signal.SIGINT)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def copy_gallery(folder: Path, *names: str) -> list[Path]:
+    """Copies of gallery traces in ``folder`` (the UI may be pointed at a folder of them)."""
+    out = []
+    for name in names:
+        target = folder / name
+        shutil.copyfile(GALLERY / name, target)
+        out.append(target)
+    return out
+
+
+def sdk_peers_missing() -> str | None:
+    """Why the SDK peers cannot run here, or ``None``."""
+    if not SDK2_PYTHON.exists():
+        return f"{SDK2_PYTHON.relative_to(REPO)} is missing; run scripts/setup-peers.sh"
+    return None
+
+
+def record_session(trace: Path, server: list[str]) -> subprocess.CompletedProcess[bytes]:
+    """A real SDK 2.x client talking to ``server`` through a real ``mcpsniff stdio``."""
+    relay = [sys.executable, "-m", "mcpsniff", "stdio", "--trace", str(trace), "--"]
+    return subprocess.run(
+        [str(SDK2_PYTHON), str(SDK_CLIENT), "--", *relay, *server],
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=120,
+    )

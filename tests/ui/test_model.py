@@ -1,0 +1,122 @@
+"""The UI's model of a trace: rows, pairs, batches, sessions, findings; the offset tail."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mcpsniff.core.model import FrameRecord, MessageRecord
+from mcpsniff.trace.format import TraceError, TraceReader
+from mcpsniff.ui.details import json_safe, message_detail
+from mcpsniff.ui.follow import OffsetTail, read_record_at
+from mcpsniff.ui.model import TEXT_LIMIT, bounded
+from mcpsniff.ui.report import load_model
+from tests.ui.support import GALLERY
+
+
+def test_rows_pair_responses_with_requests_and_group_batches() -> None:
+    trace = GALLERY / "out-of-order-batch.jsonl"
+    model = load_model(trace)
+    (session,) = model.sessions.values()
+    summary = session.summary()
+    assert summary["transport"] == "stdio"
+    assert summary["version"] == "2025-03-26"
+    assert summary["name"] == "gallery-server" and summary["client"] == "gallery-client"
+    with TraceReader(trace) as reader:
+        messages = [r for r in reader.records() if isinstance(r, MessageRecord)]
+    assert summary["messages"] == len([m for m in messages if m.kind != "batch"])
+    rows = session.rows
+    for row in rows:
+        if row["kind"] == "response":
+            request = rows[row["pair"]]
+            assert request["kind"] == "request" and request["pair"] == row["n"]
+            assert request["method"] == row["method"] and request["id"] == row["id"]
+    batches = [r for r in rows if r["kind"] == "batch"]
+    assert [b["batch"] for b in batches] == [3, 3]
+    for batch in batches:
+        elements = [r for r in rows if r.get("parent") == batch["n"]]
+        assert len(elements) == 3 and {e["seq"] for e in elements} == {batch["seq"]}
+    # the server answered the batch out of order: [0] of the answer is tools/call's
+    answer = [r for r in rows if r.get("parent") == batches[1]["n"]]
+    assert answer[0]["method"] == "tools/call" and answer[0]["tool"] == "add"
+
+
+def test_findings_link_to_their_rows_with_rule_descriptions() -> None:
+    model = load_model(GALLERY / "stdout-pollution.jsonl")
+    (session,) = model.sessions.values()
+    rules = {f["rule"]: f for f in session.findings}
+    assert set(rules) == {"JR-PARSE", "STDIO-STDOUT-CLEAN"}
+    parse = rules["JR-PARSE"]
+    assert [session.rows[n]["kind"] for n in parse["rows"]] == ["unparseable"]
+    assert parse["description"] and parse["source"] and parse["cause"] == "log-line"
+    assert session.summary()["findings"] == {"error": 2, "warning": 0, "info": 0}
+
+
+def test_detail_reads_the_exact_bytes_back(tmp_path: Path) -> None:
+    trace = GALLERY / "stdout-pollution.jsonl"
+    model = load_model(trace)
+    (session,) = model.sessions.values()
+    bad = next(r for r in session.rows if r["kind"] == "unparseable")
+    detail = message_detail(trace, session, bad["n"])
+    assert detail is not None
+    assert detail["raw"] == "Loading model...\n" and detail["utf8"] is True
+    assert "body" not in detail
+    assert message_detail(trace, session, 10_000) is None
+
+
+def test_offset_tail_waits_for_whole_lines_and_remembers_offsets(tmp_path: Path) -> None:
+    source = (GALLERY / "clean-2025-11-25.jsonl").read_bytes()
+    trace = tmp_path / "t.jsonl"
+    cut = source.index(b"\n", len(source) // 2) - 10  # inside a line
+    trace.write_bytes(source[:cut])
+    tail = OffsetTail(trace)
+    first, _ = tail.poll()
+    with open(trace, "ab") as handle:
+        handle.write(source[cut:])
+    second, _ = tail.poll()
+    items = first + second
+    with TraceReader(GALLERY / "clean-2025-11-25.jsonl") as reader:
+        expected = list(reader.records())
+    records = [item for _, item in items]
+    frames = [(o, r) for o, r in items if isinstance(r, FrameRecord)]
+    assert len(frames) == len([r for r in expected if isinstance(r, FrameRecord)])
+    for offset, frame in frames:
+        again = read_record_at(trace, offset)
+        assert isinstance(again, FrameRecord) and again.raw == frame.raw
+    assert len(records) == len(expected) + 1  # and the header
+
+
+def test_a_file_that_is_no_trace_is_one_clear_error(tmp_path: Path) -> None:
+    bogus = tmp_path / "x.jsonl"
+    bogus.write_text("hello\n")
+    with pytest.raises(TraceError, match="not an mcpsniff trace"):
+        OffsetTail(bogus).poll()
+
+
+def test_skipped_records_are_counted_not_fatal(tmp_path: Path) -> None:
+    lines = (GALLERY / "clean-2025-11-25.jsonl").read_text().splitlines(keepends=True)
+    lines.insert(3, '{"type":"frame","seq":"x"}\n')
+    lines.insert(5, "not json\n")
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("".join(lines))
+    tail = OffsetTail(trace)
+    tail.poll()
+    assert tail.skipped == 2 and len(tail.notes) == 2
+
+
+def test_traffic_strings_are_bounded_and_json_safe() -> None:
+    assert len(bounded("x" * 10_000) or "") == TEXT_LIMIT
+    assert bounded(None) is None
+    value = {"big": 2**70, "nan": float("nan"), "lone": "\ud800", "deep": [[[[1]]]]}
+    safe = json_safe(value)
+    assert safe["big"] == str(2**70) and safe["nan"] is None
+    json.dumps(safe).encode("utf-8")  # no lone surrogate left
+    deep: list[object] = []
+    node = deep
+    for _ in range(200):
+        child: list[object] = []
+        node.append(child)
+        node = child
+    assert "nested deeper" in json.dumps(json_safe(deep))

@@ -1,0 +1,92 @@
+"""The UI server's HTTP surface: CSP on every answer, the Host guard, bad input."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mcpsniff.ui.server import UiServer
+from tests.ui.support import copy_gallery, ui_server
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    folder = tmp_path_factory.mktemp("served")
+    copy_gallery(folder, "stdout-pollution.jsonl")
+    (folder / "notes.jsonl").write_text("not a trace\n")
+    with ui_server(folder) as served:
+        yield served
+
+
+def get(url: str, host: str | None = None) -> tuple[int, dict[str, str], bytes]:
+    request = urllib.request.Request(url)
+    if host is not None:
+        request.add_header("Host", host)
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read()
+
+
+def test_every_page_and_answer_carries_a_strict_csp(url: str) -> None:
+    for path in ("", "static/app.js", "static/app.css", "api/sessions"):
+        status, headers, _ = get(url + path)
+        assert status == 200, path
+        csp = headers["Content-Security-Policy"]
+        assert "default-src 'none'" in csp and "script-src 'self'" in csp
+        assert "unsafe" not in csp
+        assert headers["X-Content-Type-Options"] == "nosniff"
+
+
+def test_sessions_and_problems(url: str) -> None:
+    _, _, body = get(url + "api/sessions")
+    snapshot = json.loads(body)
+    (session,) = snapshot["sessions"]
+    assert session["file"] == "stdout-pollution.jsonl"
+    assert session["findings"]["error"] == 2
+    (problem,) = snapshot["problems"]
+    assert problem["file"].endswith("notes.jsonl") and "not an mcpsniff trace" in problem["error"]
+    _, _, rows = get(url + f"api/session/{session['id']}/rows?from=1&limit=2")
+    page = json.loads(rows)
+    assert page["from"] == 1 and [r["n"] for r in page["rows"]] == [1, 2]
+
+
+def test_a_foreign_host_is_refused(url: str) -> None:
+    status, _, _ = get(url + "api/sessions", host="evil.example:80")
+    assert status == 421
+    port = url.rsplit(":", 1)[1].strip("/")
+    assert get(url + "api/sessions", host=f"localhost:{port}")[0] == 200
+
+
+def test_bad_requests_get_clear_answers(url: str) -> None:
+    assert get(url + "static/..%2f..%2fcli.py")[0] == 404
+    assert get(url + "static/index.html")[0] == 404
+    assert get(url + "api/session/99:0/rows")[0] == 404
+    assert get(url + "api/session/nonsense/rows")[0] == 404
+    _, _, body = get(url + "api/sessions")
+    sid = json.loads(body)["sessions"][0]["id"]
+    assert get(url + f"api/session/{sid}/message/12345")[0] == 404
+    status, _, body = get(url + f"api/session/{sid}/filter?q=latency%20%3E%20fast")
+    answer = json.loads(body)
+    assert status == 200 and "bad duration" in answer["error"] and "^" in answer["caret"]
+    status, _, body = get(url + f"api/session/{sid}/filter?q=" + "x" * 3000)
+    assert "longer than" in json.loads(body)["error"]
+
+
+def test_host_check_rules() -> None:
+    from mcpsniff.ui.library import Library
+
+    server = UiServer(Library([Path(".")]), "127.0.0.1", 6280)
+    assert server.allowed_host("127.0.0.1:6280")
+    assert server.allowed_host("localhost")
+    assert server.allowed_host("[::1]:6280")
+    assert not server.allowed_host("attacker.example:6280")
+    assert not server.allowed_host(None)
+    wildcard = UiServer(Library([Path(".")]), "0.0.0.0", 6280)
+    assert wildcard.allowed_host("192.0.2.7:6280")

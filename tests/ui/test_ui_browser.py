@@ -1,0 +1,322 @@
+"""``mcpsniff ui`` in a real headless Chromium: sessions, diagram, detail, filter, live.
+
+One browser for the module (the machine has two cores shared by everything).
+Expected values come from the trace files themselves, read with the trace
+reader and the filter package, never from the UI's own model.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mcpsniff.core import catalog
+from mcpsniff.core.model import FindingRecord, MessageRecord
+from mcpsniff.filter import compile_filter, load_views
+from mcpsniff.trace.format import TraceReader
+from tests.ui.support import (
+    HOSTILE_SERVER,
+    SDK2_PYTHON,
+    SDK2_SERVER,
+    TIMEOUT,
+    browser,
+    copy_gallery,
+    record_session,
+    sdk_peers_missing,
+    ui_server,
+)
+
+WAIT_MS = TIMEOUT * 1000
+
+
+def wait_for(page: object, expression: str, timeout: float = TIMEOUT) -> None:
+    """Poll ``expression`` in the page until it is true.
+
+    (Playwright's ``wait_for_function`` evaluates its predicate with ``eval``
+    inside the page, which the UI's Content-Security-Policy rightly forbids.)
+    """
+    deadline = time.monotonic() + timeout
+    while not page.evaluate(expression):  # type: ignore[attr-defined]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {expression}")
+        time.sleep(0.05)
+
+
+def messages_of(path: Path) -> list[MessageRecord]:
+    with TraceReader(path) as reader:
+        return [r for r in reader.records() if isinstance(r, MessageRecord)]
+
+
+def findings_of(path: Path) -> list[FindingRecord]:
+    with TraceReader(path) as reader:
+        return [r for r in reader.records() if isinstance(r, FindingRecord)]
+
+
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[object]:
+    with browser() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def gallery(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("gallery")
+    copy_gallery(folder, "out-of-order-batch.jsonl", "stdout-pollution.jsonl")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def gallery_url(gallery: Path) -> Iterator[str]:
+    with ui_server(gallery) as url:
+        yield url
+
+
+@pytest.fixture
+def page(chromium: object) -> Iterator[object]:
+    context = chromium.new_context(viewport={"width": 1500, "height": 900})  # type: ignore[attr-defined]
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.errors = errors
+    yield page
+    context.close()
+
+
+def open_session(page: object, file_name: str) -> None:
+    page.locator(".session", has_text=file_name).click()  # type: ignore[attr-defined]
+    page.wait_for_selector(".row", timeout=WAIT_MS)  # type: ignore[attr-defined]
+
+
+def test_session_list_names_each_session(page: object, gallery_url: str) -> None:
+    page.goto(gallery_url)
+    page.wait_for_selector(".session", timeout=WAIT_MS)
+    sessions = page.locator(".session")
+    assert sessions.count() == 2
+    text = page.locator("#session-list").inner_text()
+    assert "out-of-order-batch.jsonl" in text and "stdout-pollution.jsonl" in text
+    batch = page.locator(".session", has_text="out-of-order-batch.jsonl").inner_text()
+    assert "stdio" in batch and "2025-03-26" in batch  # transport and negotiated version
+    polluted = page.locator(".session", has_text="stdout-pollution.jsonl").inner_text()
+    assert "2 error" in polluted
+    assert page.errors == []
+
+
+def test_diagram_has_one_arrow_per_message_and_batches_expand(
+    page: object, gallery: Path, gallery_url: str
+) -> None:
+    trace = gallery / "out-of-order-batch.jsonl"
+    records = messages_of(trace)
+    top_level = [m for m in records if m.index is None]
+    elements = [m for m in records if m.index is not None]
+    assert elements, "the gallery trace has batches"
+    page.goto(gallery_url)
+    page.wait_for_selector(".session", timeout=WAIT_MS)
+    open_session(page, "out-of-order-batch.jsonl")
+    assert page.locator("svg g.arrow").count() == len(top_level)
+    assert page.locator("svg g.arrow.batch").count() == len({m.frame for m in elements})
+    page.locator("[data-toggle]").first.click()
+    first_batch = min(m.frame for m in elements)
+    shown = len([m for m in elements if m.frame == first_batch])
+    assert page.locator("svg g.arrow").count() == len(top_level) + shown
+    assert page.locator("svg g.arrow.element").count() == shown
+    # a response carries its latency on the arrow
+    latencies = [m.latency_ms for m in top_level if m.latency_ms is not None]
+    assert page.locator("svg g.arrow.response text.lat").count() == len(latencies)
+
+
+def test_clicking_a_message_shows_body_raw_and_pair(
+    page: object, gallery: Path, gallery_url: str
+) -> None:
+    trace = gallery / "out-of-order-batch.jsonl"
+    page.goto(gallery_url)
+    page.wait_for_selector(".session", timeout=WAIT_MS)
+    open_session(page, "out-of-order-batch.jsonl")
+    page.locator(".row", has_text="initialize").first.click()
+    page.wait_for_selector("#raw", timeout=WAIT_MS)
+    with TraceReader(trace) as reader:
+        frames = [r for r in reader.records() if getattr(r, "raw", None) is not None]
+    initialize = next(f for f in frames if b'"initialize"' in f.raw and f.direction == "c2s")
+    assert page.locator("#raw").inner_text() == initialize.raw.decode()
+    body = page.locator("#body").inner_text()
+    assert '"method": "initialize"' in body and '"protocolVersion": "2025-03-26"' in body
+    # collapsible nodes: closing the top node hides its members
+    page.locator("#body summary").first.click()
+    assert not page.locator("#body", has_text='"jsonrpc"').locator("text=jsonrpc").is_visible()
+    pair = page.locator("#detail button.link", has_text="answered by")
+    assert pair.count() == 1
+    pair.click()
+    wait_for(page, "document.querySelector('#detail .title').textContent.startsWith('result')")
+    assert page.locator(".row.selected").get_attribute("data-kind") == "response"
+
+
+def test_findings_show_rule_description_and_spec(
+    page: object, gallery: Path, gallery_url: str
+) -> None:
+    trace = gallery / "stdout-pollution.jsonl"
+    findings = findings_of(trace)
+    page.goto(gallery_url)
+    page.wait_for_selector(".session", timeout=WAIT_MS)
+    open_session(page, "stdout-pollution.jsonl")
+    marked = page.locator("svg .mark.sev-error")
+    assert marked.count() == len({tuple(f.seq) for f in findings if f.severity == "error"})
+    page.locator(".row", has_text="JR-PARSE").click()
+    page.wait_for_selector("#detail .finding", timeout=WAIT_MS)
+    detail = page.locator("#detail").inner_text()
+    assert catalog.description("JR-PARSE") in detail
+    assert catalog.plain_source(catalog.get("JR-PARSE")) in detail
+    assert "Loading model..." in page.locator("#raw").inner_text()
+    page.locator("[data-tab=findings]").click()
+    groups = page.locator("#tab-findings section.group")
+    assert groups.count() == len({f.rule for f in findings})
+    group = page.locator("#tab-findings section.group[data-rule=STDIO-STDOUT-CLEAN]")
+    assert catalog.description("STDIO-STDOUT-CLEAN") in group.inner_text()
+    group.locator("button.link").first.click()
+    page.wait_for_selector("#tab-timeline:not([hidden]) .row.selected", timeout=WAIT_MS)
+    assert page.locator(".row.selected").get_attribute("data-kind") == "unparseable"
+
+
+def test_stats_tab_gives_the_stats_figures(page: object, gallery: Path, gallery_url: str) -> None:
+    from mcpsniff.stats.compute import compute
+
+    trace = gallery / "out-of-order-batch.jsonl"
+    stats = compute(load_views(trace)).to_json()
+    page.goto(gallery_url)
+    page.wait_for_selector(".session", timeout=WAIT_MS)
+    open_session(page, "out-of-order-batch.jsonl")
+    page.locator("[data-tab=stats]").click()
+    page.wait_for_selector("table.stats[data-kind=method]", timeout=WAIT_MS)
+    rows = page.locator("table.stats[data-kind=method] tr")
+    assert rows.count() == 1 + len(stats["methods"])
+    table = page.locator("table.stats[data-kind=method]").inner_text()
+    for method, figures in stats["methods"].items():
+        line = next(x for x in table.splitlines() if x.startswith(method + "\t"))
+        cells = line.split("\t")
+        assert cells[2] == str(figures["responses"]), method
+        assert cells[3] == str(figures["errors"]), method
+
+
+def test_filter_narrows_the_list_with_the_command_line_language(
+    page: object, gallery: Path, gallery_url: str
+) -> None:
+    trace = gallery / "out-of-order-batch.jsonl"
+    expression = "method == tools/call"
+    flt = compile_filter(expression)
+    wanted = [v for v in load_views(trace) if flt.matches(v)]
+    assert 0 < len(wanted) < len(messages_of(trace))
+    page.goto(gallery_url)
+    page.wait_for_selector(".session", timeout=WAIT_MS)
+    open_session(page, "out-of-order-batch.jsonl")
+    before = page.locator(".row").count()
+    page.fill("#filter", expression)
+    page.press("#filter", "Enter")
+    wait_for(page, f"document.querySelectorAll('.row').length === {len(wanted)}")
+    assert page.locator(".row").count() < before
+    texts = page.locator(".row .what").all_inner_texts()
+    assert all("tools/call" in t for t in texts)
+    # a bad expression says what is wrong, where, and keeps the list
+    page.fill("#filter", "latency > fast")
+    page.press("#filter", "Enter")
+    page.wait_for_selector("#filter-status.bad", timeout=WAIT_MS)
+    assert "duration" in page.locator("#filter-status").inner_text()
+    page.fill("#filter", "")
+    page.press("#filter", "Enter")
+    wait_for(page, f"document.querySelectorAll('.row').length === {before}")
+
+
+def test_a_session_recorded_while_the_page_is_open_appears_without_reload(
+    page: object, tmp_path: Path
+) -> None:
+    reason = sdk_peers_missing()
+    if reason:
+        pytest.skip(reason)
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    copy_gallery(folder, "clean-2025-11-25.jsonl")
+    with ui_server(folder) as url:
+        page.goto(url)
+        page.wait_for_selector(".session", timeout=WAIT_MS)
+        assert page.locator(".session").count() == 1
+        page.evaluate("window.__sameDocument = true")
+        trace = folder / "live.jsonl"
+        done = record_session(trace, [str(SDK2_PYTHON), str(SDK2_SERVER)])
+        assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
+        wait_for(page, "document.querySelectorAll('.session').length === 2")
+        assert page.evaluate("window.__sameDocument") is True  # no reload happened
+        messages = messages_of(trace)
+        entry = page.locator(".session", has_text="live.jsonl")
+        assert "mcpsniff-e2e-sdk2" in entry.inner_text()  # serverInfo.name
+        assert f"{len(messages)} messages" in entry.inner_text()
+        entry.click()
+        page.wait_for_selector(".row", timeout=WAIT_MS)
+        arrows = len([m for m in messages if m.index is None])
+        wait_for(page, f"document.querySelectorAll('svg g.arrow').length >= {min(arrows, 25)}")
+        assert page.evaluate(
+            "window.mcpsniffState.rows.filter(r => r.kind !== 'event').length"
+        ) == len(messages)
+
+
+def test_a_session_growing_while_open_grows_in_the_page(page: object, tmp_path: Path) -> None:
+    """Rows appended to an open session's trace are pushed in, with no reload."""
+    source = Path(__file__).resolve().parents[2] / "recordings" / "out-of-order-batch.jsonl"
+    lines = source.read_bytes().splitlines(keepends=True)
+    folder = tmp_path / "grow"
+    folder.mkdir()
+    trace = folder / "growing.jsonl"
+    # Cut before a frame: a writer writes a frame with its messages and findings at once.
+    half = next(
+        i for i in range(len(lines) // 2, len(lines)) if lines[i].startswith(b'{"type":"frame"')
+    )
+    trace.write_bytes(b"".join(lines[:half]))
+    with ui_server(folder) as url:
+        page.goto(url)
+        page.wait_for_selector(".row", timeout=WAIT_MS)  # the only session opens by itself
+        before = page.locator("svg g.arrow").count()
+        page.evaluate("window.__sameDocument = true")
+        with open(trace, "ab") as handle:
+            handle.write(b"".join(lines[half:]))
+        total = len([m for m in messages_of(source) if m.index is None])
+        wait_for(page, f"document.querySelectorAll('svg g.arrow').length === {total}")
+        assert before < total
+        assert page.evaluate("window.__sameDocument") is True
+
+
+def test_markup_from_a_hostile_server_never_runs(page: object, tmp_path: Path) -> None:
+    reason = sdk_peers_missing()
+    if reason:
+        pytest.skip(reason)
+    folder = tmp_path / "hostile"
+    folder.mkdir()
+    trace = folder / "hostile.jsonl"
+    done = record_session(trace, [str(SDK2_PYTHON), str(HOSTILE_SERVER)])
+    assert trace.exists(), done.stderr.decode(errors="replace")[-2000:]
+    raw = trace.read_text()
+    assert "<script>" in raw and "onerror" in raw
+    dialogs: list[str] = []
+    page.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    with ui_server(folder) as url:
+        page.goto(url)
+        page.wait_for_selector(".row", timeout=WAIT_MS)
+        # the server's name, shown as text
+        assert "<img src=x" in page.locator("#session-list").inner_text()
+        count = page.locator(".row").count()
+        for i in range(count):
+            page.locator(".row").nth(i).click()
+            page.wait_for_timeout(30)
+        page.locator(".row", has_text="tools/list").last.click()
+        page.wait_for_selector("#body", timeout=WAIT_MS)
+        page.evaluate("document.querySelectorAll('#body details').forEach(d => { d.open = true; })")
+        assert "<script>window.__pwned" in page.locator("#body").inner_text()
+        assert "<img src=x onerror" in page.locator("#raw").inner_text()
+        for tab in ("findings", "stats", "timeline"):
+            page.locator(f"[data-tab={tab}]").click()
+            page.wait_for_timeout(200)
+        time.sleep(0.5)
+        assert page.evaluate("window.__pwned") is None
+        assert (
+            page.locator("#detail script, #detail img, #session-list img, .rows img").count() == 0
+        )
+        assert dialogs == []
+        assert page.errors == []
