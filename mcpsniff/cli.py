@@ -62,7 +62,12 @@ def main() -> None:
 @main.command(epilog=FILTER_HELP)
 @click.argument("trace", type=click.Path(dir_okay=True, path_type=Path))
 @click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "sarif", "junit"]),
+    default="text",
+    show_default=True,
+    help="sarif: SARIF 2.1.0 for code scanning; junit: JUnit XML, a test case per session.",
 )
 @click.option(
     "--fail-on",
@@ -129,6 +134,10 @@ def check(trace: Path, fmt: str, fail_on: str, filter_expr: str | None = None) -
             else f"nothing at or above {fail_on}"
         )
         click.echo(f"{total} finding(s) in {len(sessions)} session(s); {verdict}")
+    elif fmt in ("sarif", "junit"):
+        from mcpsniff.export.check_report import write_check_report
+
+        write_check_report(fmt, trace, dict(by_session), sessions, fail_on, out)
     sys.exit(EXIT_FINDINGS if failing else EXIT_OK)
 
 
