@@ -452,6 +452,7 @@ def demo(trace_path: Path | None, bug: str) -> None:
 
 def _register_subcommands() -> None:
     """Command groups that live with their own package."""
+    from mcpsniff.export.command import export
     from mcpsniff.install.command import install, uninstall
     from mcpsniff.listing.command import ls
     from mcpsniff.redact_cli import redact
@@ -459,6 +460,7 @@ def _register_subcommands() -> None:
     from mcpsniff.show.command import show
     from mcpsniff.stats.command import stats
 
+    main.add_command(export)
     main.add_command(install)
     main.add_command(ls)
     main.add_command(replay)
