@@ -202,3 +202,47 @@ def _upstream(header: dict[str, Any], options: ExportOptions) -> None:
     if parts.hostname:
         options.server_address = parts.hostname
         options.server_port = port
+
+
+@export.command("har")
+@click.argument("trace", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the HAR file here (default: standard output).",
+)
+def har(trace: Path, output: Path | None) -> None:
+    """Write the HTTP exchanges of TRACE as a HAR 1.2 file (Chrome DevTools, proxies).
+
+    Event-stream responses carry their events as the body text; timings are the
+    capture's (request sent, response head, end of body). stdio sessions have
+    no place in HAR and are left out; a trace of stdio sessions only is refused.
+    """
+    from mcpsniff.export.har_file import HarStdioOnly, write_har
+
+    try:
+        reader = TraceReader(trace, on_skip=_warner("har"))
+    except TraceError as exc:
+        _fail("har", str(exc))
+        return
+    try:
+        with reader:
+            result = write_har(reader, output)
+    except HarStdioOnly as exc:
+        _fail("har", str(exc))
+        return
+    except TraceError as exc:
+        _fail("har", str(exc))
+        return
+    except OSError as exc:
+        _fail("har", f"{output or trace}: {exc.strerror or exc}")
+        return
+    if result.stdio_sessions:
+        _warner("har")(
+            f"left out {result.stdio_sessions} stdio session(s): HAR only describes HTTP"
+        )
+    if reader.torn is not None:
+        _warner("har")(f"{trace}: {reader.torn.describe()}")
+    if output is not None:
+        click.echo(f"mcpsniff export har: wrote {result.entries} entries to {output}", err=True)
