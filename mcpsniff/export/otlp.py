@@ -147,6 +147,11 @@ def _import_sdk() -> Any:
     )
 
 
+def check_available() -> None:
+    """Raise :class:`OtlpUnavailable` unless the SDK is installed (checked before relaying)."""
+    _import_sdk()
+
+
 class OtlpExporter:
     """Spans and metrics for one capture, sent to one collector.
 
@@ -284,7 +289,7 @@ class OtlpExporter:
                 self.spans_failed += len(batch) + len(self._finished)
                 self._finished.clear()
                 ok = False
-        if metrics and self._metrics_dirty:
+        if metrics and ok and self._metrics_dirty:
             data = self._reader.get_metrics_data()
             if data is not None:
                 result = self._quiet(self._metric_exporter.export, data)

@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,6 +66,20 @@ class Collector:
             spans = parse_spans(self.text())
             if len(spans) >= wait_for or time.monotonic() > deadline:
                 return spans
+            time.sleep(0.1)
+
+    def wait(
+        self,
+        select: Callable[[list[dict[str, Any]]], list[dict[str, Any]]],
+        count: int,
+        timeout: float = 10.0,
+    ) -> list[dict[str, Any]]:
+        """The spans ``select`` picks, once there are ``count`` of them (or at the timeout)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            chosen = select(parse_spans(self.text()))
+            if len(chosen) >= count or time.monotonic() > deadline:
+                return chosen
             time.sleep(0.1)
 
     def metric_points(self, name: str, timeout: float = 10.0) -> list[dict[str, Any]]:
