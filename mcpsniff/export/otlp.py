@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -106,15 +107,14 @@ def _signal_url(endpoint: str, signal: str) -> str:
 
 def _import_sdk() -> Any:
     try:
-        from opentelemetry import trace
         from opentelemetry.sdk.metrics import MeterProvider
         from opentelemetry.sdk.metrics.export import InMemoryMetricReader
         from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
         from opentelemetry.sdk.resources import Resource
-        from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
+        from opentelemetry.sdk.trace import Event, ReadableSpan
         from opentelemetry.sdk.trace.export import SpanExportResult
+        from opentelemetry.sdk.util.instrumentation import InstrumentationScope
         from opentelemetry.trace import (
-            NonRecordingSpan,
             SpanContext,
             SpanKind,
             Status,
@@ -128,16 +128,15 @@ def _import_sdk() -> Any:
             f" ({exc.name or exc} is missing)"
         ) from None
     return SimpleNamespace(
-        trace=trace,
         MeterProvider=MeterProvider,
         InMemoryMetricReader=InMemoryMetricReader,
         ExplicitBucketHistogramAggregation=ExplicitBucketHistogramAggregation,
         View=View,
         Resource=Resource,
-        SpanProcessor=SpanProcessor,
-        TracerProvider=TracerProvider,
+        Event=Event,
+        ReadableSpan=ReadableSpan,
+        InstrumentationScope=InstrumentationScope,
         SpanExportResult=SpanExportResult,
-        NonRecordingSpan=NonRecordingSpan,
         SpanContext=SpanContext,
         SpanKind=SpanKind,
         Status=Status,
@@ -173,18 +172,15 @@ class OtlpExporter:
         if not os.environ.get("OTEL_SERVICE_NAME"):
             attributes["service.name"] = "mcpsniff"
         resource = sdk.Resource.create(attributes)
+        self._resource = resource
+        self._scope = sdk.InstrumentationScope("mcpsniff", __version__)
         self._finished: list[Any] = []
-        finished = self._finished
-
-        class _Keep(sdk.SpanProcessor):  # type: ignore[misc]
-            """Keeps ended spans for :meth:`OtlpExporter.flush` (exported in our own batches)."""
-
-            def on_end(self, span: Any) -> None:
-                finished.append(span)
-
-        self._provider = sdk.TracerProvider(resource=resource)
-        self._provider.add_span_processor(_Keep())
-        self._tracer = self._provider.get_tracer("mcpsniff", __version__)
+        self._random = random.Random()
+        self._kinds = {"client": sdk.SpanKind.CLIENT, "server": sdk.SpanKind.SERVER}
+        self._ok = sdk.Status(sdk.StatusCode.UNSET)
+        self._sampled = sdk.TraceFlags(sdk.TraceFlags.SAMPLED)
+        #: Operations left out because their traceparent said "not sampled".
+        self.unsampled = 0
         self._reader = sdk.InMemoryMetricReader()
         views = [
             sdk.View(
@@ -227,46 +223,63 @@ class OtlpExporter:
 
     def _operation(self, op: Operation) -> None:
         sdk = self._sdk
-        context = None
+        parent = None
         if op.parent is not None:
+            if not op.parent.flags & 1:
+                # The caller decided not to sample this trace (W3C trace-flags,
+                # "sampled" bit): respected, as the SDK's default parent-based sampler does.
+                self.unsampled += 1
+                return
             state = None
             if op.parent.state:
                 try:
                     state = sdk.TraceState.from_header([op.parent.state])
                 except ValueError:
                     state = None
-            remote = sdk.SpanContext(
+            parent = sdk.SpanContext(
                 trace_id=op.parent.trace_id,
                 span_id=op.parent.span_id,
                 is_remote=True,
-                trace_flags=sdk.TraceFlags(op.parent.flags & 0xFF),
+                trace_flags=self._sampled,
                 trace_state=state,
             )
-            context = sdk.trace.set_span_in_context(sdk.NonRecordingSpan(remote))
-        client = self._span(op.client, context, end=False)
-        server_context = sdk.trace.set_span_in_context(client)
-        self._span(op.server, server_context)
-        client.end(end_time=_ns(op.client.end))
+        client = self._span(op.client, parent)
+        self._span(op.server, client.context)
 
-    def _span(self, draft: SpanDraft, context: Any, *, end: bool = True) -> Any:
+    def _span(self, draft: SpanDraft, parent: Any) -> Any:
+        # Spans are built finished, with the capture's own times, straight into the
+        # SDK's ReadableSpan that its OTLP exporters encode: a Tracer's start/end
+        # path (sampler, locks, processors) would cost three times as much per span.
         sdk = self._sdk
-        kinds = {
-            "client": sdk.SpanKind.CLIENT,
-            "server": sdk.SpanKind.SERVER,
-        }
-        span = self._tracer.start_span(
+        rand = self._random.getrandbits
+        trace_id = parent.trace_id if parent is not None else rand(128) or 1
+        context = sdk.SpanContext(
+            trace_id=trace_id,
+            span_id=rand(64) or 1,
+            is_remote=False,
+            trace_flags=self._sampled,
+            trace_state=parent.trace_state if parent is not None else None,
+        )
+        events = [sdk.Event(event.name, event.attributes, _ns(event.t)) for event in draft.events]
+        status = (
+            sdk.Status(sdk.StatusCode.ERROR, draft.status_message)
+            if draft.status_error
+            else self._ok
+        )
+        span = sdk.ReadableSpan(
             draft.name,
             context=context,
-            kind=kinds.get(draft.kind, sdk.SpanKind.INTERNAL),
+            parent=parent,
+            resource=self._resource,
             attributes=draft.attributes,
+            events=events,
+            kind=self._kinds.get(draft.kind, sdk.SpanKind.INTERNAL),
+            status=status,
             start_time=_ns(draft.start),
+            end_time=_ns(draft.end),
+            instrumentation_scope=self._scope,
         )
-        for event in draft.events:
-            span.add_event(event.name, event.attributes, timestamp=_ns(event.t))
-        if draft.status_error:
-            span.set_status(sdk.Status(sdk.StatusCode.ERROR, draft.status_message))
-        if end:
-            span.end(end_time=_ns(draft.end))
+        self._finished.append(span)
         return span
 
     # ------------------------------------------------------------------ sending
@@ -317,7 +330,6 @@ class OtlpExporter:
         for closer in (self._span_exporter.shutdown, self._metric_exporter.shutdown):
             self._quiet(closer)
         self._quiet(self._meters.shutdown)
-        self._quiet(self._provider.shutdown)
 
 
 def _ns(t: float) -> int:

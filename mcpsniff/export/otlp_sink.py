@@ -13,6 +13,7 @@ on the network in its thread (the Sink contract, ``mcpsniff/sinks.py``).
 from __future__ import annotations
 
 import contextlib
+import os
 import queue
 import threading
 import time
@@ -29,12 +30,38 @@ QUEUE_LIMIT = 1024
 SEND_INTERVAL = 1.0
 #: Metrics are sent this often (seconds), and at the end.
 METRICS_INTERVAL = 10.0
+#: The share of one core the worker may use (thread CPU time per wall second).
+#: Beyond it, batches are dropped and counted: under a flood the export becomes
+#: a sample instead of taking CPU from the relay, the server and the client.
+CPU_BUDGET = 0.25
 #: How long closing waits for the last export (seconds). Short: clients give a
 #: stdio server about two seconds to exit after closing its stdin (the official
 #: SDKs then terminate it), and mcpsniff exits only after its analysis process.
 CLOSE_TIMEOUT = 1.0
 
 _STOP = object()
+
+
+class _Budget:
+    """Whether a thread is still within ``share`` of one core over the last second.
+
+    Measured with the thread's own CPU clock (``time.thread_time``), so waiting
+    for the network or the queue costs nothing.
+    """
+
+    def __init__(self, share: float, window: float = 1.0) -> None:
+        self.share = share
+        self.window = window
+        self._start_wall = time.monotonic()
+        self._start_cpu = time.thread_time()
+
+    def allows(self) -> bool:
+        wall = time.monotonic()
+        cpu = time.thread_time()
+        if wall - self._start_wall >= self.window:
+            self._start_wall, self._start_cpu = wall, cpu
+            return True
+        return cpu - self._start_cpu < self.share * self.window
 
 
 class OtlpSink:
@@ -139,6 +166,10 @@ class OtlpSink:
         self.warn(text)
 
     def _work(self) -> None:
+        # The lowest CPU priority for this thread alone (Linux schedules threads
+        # one by one): what it does is worth less than forwarding and analysis.
+        with contextlib.suppress(OSError, AttributeError):
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
         try:
             exporter = OtlpExporter(self.settings)
         except Exception as exc:
@@ -146,6 +177,7 @@ class OtlpSink:
             self._drain()
             return
         last_send = last_metrics = time.monotonic()
+        budget = _Budget(CPU_BUDGET)
         stopping = False
         while not stopping:
             try:
@@ -155,6 +187,10 @@ class OtlpSink:
             if item is _STOP:
                 stopping = True
             elif item is not None:
+                if not budget.allows():
+                    self.dropped_batches += 1
+                    self.dropped_operations += len(item[0])
+                    continue
                 try:
                     exporter.emit(*item)
                 except Exception as exc:

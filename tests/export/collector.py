@@ -100,8 +100,13 @@ class Collector:
                 self.proc.wait(5)
 
 
-def start_collector(folder: Path) -> Collector:
-    """Start rotel on free loopback ports, printing what it receives to a file."""
+def start_collector(folder: Path, verbosity: str = "detailed") -> Collector:
+    """Start rotel on free loopback ports, printing what it receives to a file.
+
+    ``detailed`` prints every span (for :func:`parse_spans`); ``basic`` only the
+    number of spans per request (:func:`received_span_count`), which costs the
+    machine far less (the benchmark).
+    """
     binary = rotel_binary()
     if binary is None:
         pytest.skip('rotel is not installed (pip install "rotel>=0.0.1a15"); see scripts/test.sh')
@@ -121,7 +126,7 @@ def start_collector(folder: Path) -> Collector:
         "--debug-log",
         "metrics",
         "--debug-log-verbosity",
-        "detailed",
+        verbosity,
         "--log-file",
         str(folder / "rotel.log"),
     ]
@@ -232,6 +237,14 @@ def parse_spans(text: str) -> list[dict[str, Any]]:
         }
         for s in spans
     ]
+
+
+_RECEIVED = re.compile(r"Received traces\..*?\bspans=(\d+)")
+
+
+def received_span_count(text: str) -> int:
+    """Spans received, from rotel's ``basic`` debug log ("Received traces. ... spans=26")."""
+    return sum(int(m.group(1)) for m in _RECEIVED.finditer(_ANSI.sub("", text)))
 
 
 def parse_metric_points(text: str, name: str) -> list[dict[str, Any]]:
