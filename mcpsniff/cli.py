@@ -23,6 +23,7 @@ from mcpsniff.filter import HELP as FILTER_HELP
 from mcpsniff.filter.cli import filter_option, parse_filter
 from mcpsniff.filter.select import matching_findings
 from mcpsniff.render import Style, Timeline, finding_json, report_lines
+from mcpsniff.sinks import Sink
 from mcpsniff.trace.format import TraceError, TraceReader
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -50,6 +51,25 @@ def _warner(command: str) -> Callable[[str], None]:
     return warn
 
 
+OTLP_HELP = (
+    "Also send MCP spans and metrics live to this OpenTelemetry collector (OTLP, e.g. "
+    "http://127.0.0.1:4318; needs mcpsniff[otel]). OTEL_EXPORTER_OTLP_* apply. A collector "
+    "that is down costs one warning, never the relay."
+)
+
+
+def _otlp_sink(command: str, endpoint: str, upstream: str | None = None) -> Sink:
+    """The live OTLP sink (mcpsniff/export/live.py), or a one-line error and exit 2."""
+    from mcpsniff.export.live import otlp_sink
+    from mcpsniff.export.otlp import OtlpSettingsError, OtlpUnavailable
+
+    try:
+        return otlp_sink(endpoint, _warner(command), upstream)
+    except (OtlpSettingsError, OtlpUnavailable) as exc:
+        _fail(command, str(exc))
+        raise
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="mcpsniff")
 def main() -> None:
@@ -62,7 +82,12 @@ def main() -> None:
 @main.command(epilog=FILTER_HELP)
 @click.argument("trace", type=click.Path(dir_okay=True, path_type=Path))
 @click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "sarif", "junit"]),
+    default="text",
+    show_default=True,
+    help="sarif: SARIF 2.1.0 for code scanning; junit: JUnit XML, a test case per session.",
 )
 @click.option(
     "--fail-on",
@@ -129,6 +154,10 @@ def check(trace: Path, fmt: str, fail_on: str, filter_expr: str | None = None) -
             else f"nothing at or above {fail_on}"
         )
         click.echo(f"{total} finding(s) in {len(sessions)} session(s); {verdict}")
+    elif fmt in ("sarif", "junit"):
+        from mcpsniff.export.check_report import write_check_report
+
+        write_check_report(fmt, trace, dict(by_session), sessions, fail_on, out)
     sys.exit(EXIT_FINDINGS if failing else EXIT_OK)
 
 
@@ -185,9 +214,15 @@ def _versions_label(versions: tuple[str, ...]) -> str:
 @click.option("--show", is_flag=True, help="Print a line per message on stderr as it happens.")
 @click.option("--no-redact", is_flag=True, help="Record credentials as they are (off by default).")
 @click.option("--name", help="Label for the session and the default trace file name.")
+@click.option("--otlp", metavar="URL", help=OTLP_HELP)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def stdio(
-    trace_path: str | None, show: bool, no_redact: bool, name: str | None, command: tuple[str, ...]
+    trace_path: str | None,
+    show: bool,
+    no_redact: bool,
+    name: str | None,
+    command: tuple[str, ...],
+    otlp: str | None = None,
 ) -> None:
     """Relay and record a stdio MCP server: mcpsniff stdio [OPTIONS] -- COMMAND [ARGS]...
 
@@ -200,6 +235,8 @@ def stdio(
     options = StdioOptions(
         command=list(command), trace=trace_path, show=show, redact=not no_redact, name=name
     )
+    if otlp:
+        options.sinks.append(_otlp_sink("stdio", otlp))
     try:
         writer = open_trace(options)
     except StartError as exc:
@@ -278,6 +315,7 @@ def _short_time(t: float) -> str:
     help="Never poll instead of sleeping. By default the proxy polls for 0.2 ms after "
     "forwarding while one client talks alone, which saves a wake-up per hop (mostly on VMs).",
 )
+@click.option("--otlp", metavar="URL", help=OTLP_HELP)
 def http(
     upstream: str,
     listen: str,
@@ -286,6 +324,7 @@ def http(
     no_redact: bool,
     keep_host: bool,
     no_busy_poll: bool,
+    otlp: str | None = None,
 ) -> None:
     """Reverse-proxy and record an MCP server over Streamable HTTP or HTTP+SSE."""
     from mcpsniff.core.redact import redact_query
@@ -353,6 +392,8 @@ def http(
         recording.listeners.append(listener)
     if flush is not None:
         recording.batch_listeners.append(flush)
+    if otlp:
+        recording.sinks.append(_otlp_sink("http", otlp, upstream))
 
     def warn(text: str) -> None:
         click.echo(terminal_safe(text), err=True)
@@ -443,6 +484,7 @@ def demo(trace_path: Path | None, bug: str) -> None:
 
 def _register_subcommands() -> None:
     """Command groups that live with their own package."""
+    from mcpsniff.export.command import export
     from mcpsniff.install.command import install, uninstall
     from mcpsniff.listing.command import ls
     from mcpsniff.redact_cli import redact
@@ -451,6 +493,7 @@ def _register_subcommands() -> None:
     from mcpsniff.stats.command import stats
     from mcpsniff.ui.command import report, ui
 
+    main.add_command(export)
     main.add_command(install)
     main.add_command(ls)
     main.add_command(replay)

@@ -14,7 +14,7 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$PYTHON" -m venv "$VENV" || exit 2
 fi
 echo "== installing mcpsniff and its test dependencies"
-"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[test]" || exit 2
+"$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[test,otel]" || exit 2
 
 if [ -x scripts/setup-peers.sh ]; then
     echo "== installing the real peers the end-to-end tests talk to"

@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -52,6 +52,8 @@ class StdioOptions:
     name: str | None = None
     grace: float = 5.0
     backlog_limit: int = DEFAULT_BACKLOG_LIMIT
+    #: More outputs for the analysis process's recorder (--otlp): mcpsniff.sinks.Sink.
+    sinks: list[Any] = field(default_factory=list)
 
 
 class StartError(Exception):
@@ -579,6 +581,7 @@ def run_stdio(
     recording = StdioAnalysis(
         writer, redact=options.redact, show=show, show_flush=show_flush, warn=warn
     )
+    recording.recorder.sinks.extend(options.sinks)
     try:
         analysis = AnalysisProcess.start(recording.run, options.backlog_limit)
     except OSError as exc:

@@ -1,0 +1,35 @@
+"""The machine-readable reports of ``mcpsniff check``: SARIF and JUnit XML."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TextIO
+
+from mcpsniff.core.model import FindingRecord
+from mcpsniff.export.junit import junit_xml
+from mcpsniff.export.sarif import sarif_log
+from mcpsniff.export.trace_lines import lines_of
+
+FORMATS = ("sarif", "junit")
+
+
+def write_check_report(
+    fmt: str,
+    trace: Path,
+    findings: Mapping[str, list[FindingRecord]],
+    sessions: Iterable[str],
+    fail_on: str,
+    out: TextIO,
+) -> None:
+    """Write the ``fmt`` report (one of :data:`FORMATS`) of a checked trace to ``out``."""
+    if fmt == "sarif":
+        everything = [f for group in findings.values() for f in group]
+        lines = lines_of(trace, (s for f in everything for s in f.seq[:5]))
+        # ensure_ascii: a lone surrogate a peer smuggled in stays a valid escape.
+        out.write(json.dumps(sarif_log(everything, trace, lines), indent=2) + "\n")
+    elif fmt == "junit":
+        out.write(junit_xml(sessions, findings, fail_on, trace))
+    else:
+        raise ValueError(f"unknown report format {fmt!r}")

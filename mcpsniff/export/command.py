@@ -1,0 +1,248 @@
+"""``mcpsniff export``: a recorded trace into another tool's format (OTLP, HAR)."""
+
+from __future__ import annotations
+
+import sys
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+from mcpsniff.core.analyzer import replay
+from mcpsniff.core.escape import terminal_safe
+from mcpsniff.core.model import Record
+from mcpsniff.export.otel_spans import ExportOptions, SpanDraft, spans_of
+from mcpsniff.filter import Filter
+from mcpsniff.filter.cli import filter_option, parse_filter
+from mcpsniff.filter.view import MessageView, ViewBuilder
+from mcpsniff.trace.format import TraceError, TraceReader
+
+EXIT_OK, EXIT_ERROR = 0, 2
+#: Frames a --filter remembers as matching, to judge the operations they belong to.
+_MATCH_WINDOW = 200_000
+
+
+def _fail(command: str, reason: str) -> None:
+    click.echo(f"mcpsniff export {command}: {terminal_safe(reason)}", err=True)
+    sys.exit(EXIT_ERROR)
+
+
+def _warner(command: str) -> Callable[[str], None]:
+    def warn(text: str) -> None:
+        click.echo(f"mcpsniff export {command}: warning: {terminal_safe(text)}", err=True)
+
+    return warn
+
+
+@click.group("export")
+def export() -> None:
+    """Export a recorded trace: OpenTelemetry (OTLP) spans and metrics, or HAR."""
+
+
+class _Matches:
+    """The (session, frame seq) pairs whose messages a filter selects (bounded)."""
+
+    def __init__(self, flt: Filter) -> None:
+        self.flt = flt
+        self.views = ViewBuilder()
+        self.seen: OrderedDict[tuple[str, int], None] = OrderedDict()
+
+    def watch(self, records: Iterable[Record]) -> Iterator[Record]:
+        for record in records:
+            self._judge(self.views.feed(record))
+            yield record
+        self._judge(self.views.flush())
+
+    def _judge(self, views: list[MessageView]) -> None:
+        for view in views:
+            if self.flt.matches(view):
+                self.seen[(view.session, view.seq)] = None
+                if len(self.seen) > _MATCH_WINDOW:
+                    self.seen.popitem(last=False)
+
+    def __contains__(self, key: tuple[str, int]) -> bool:
+        return key in self.seen
+
+
+@export.command("otlp")
+@click.argument("trace", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--endpoint",
+    help="The collector's OTLP URL, e.g. http://127.0.0.1:4318 (default: "
+    "OTEL_EXPORTER_OTLP_ENDPOINT, else the SDK's default).",
+)
+@click.option(
+    "--protocol",
+    type=click.Choice(["http/protobuf", "grpc"]),
+    help="OTLP transport (default: OTEL_EXPORTER_OTLP_PROTOCOL, else http/protobuf).",
+)
+@click.option(
+    "--header",
+    "headers",
+    multiple=True,
+    metavar="K=V",
+    help="A header for the collector (repeatable), e.g. an API key. "
+    "Default: OTEL_EXPORTER_OTLP_HEADERS.",
+)
+@click.option(
+    "--include-content",
+    is_flag=True,
+    help="Add the opt-in gen_ai.tool.call.arguments and gen_ai.tool.call.result "
+    "attributes (credentials in them redacted). Off by default: they may be sensitive.",
+)
+@filter_option
+def otlp(
+    trace: Path,
+    endpoint: str | None,
+    protocol: str | None,
+    headers: tuple[str, ...],
+    include_content: bool,
+    filter_expr: str | None = None,
+) -> None:
+    """Send the MCP operations of TRACE to an OpenTelemetry collector as spans and metrics.
+
+    Each request becomes a CLIENT span (the side that sent it) and a SERVER span
+    (the side that answered), with the times the capture saw; a `traceparent`
+    in the request's `_meta` makes them part of the caller's trace. Findings
+    become span events named by rule id. With --filter, only operations with a
+    matching message are sent. Exit status: 0 when the collector took
+    everything, 2 otherwise.
+    """
+    from mcpsniff.export.otlp import (
+        OtlpExporter,
+        OtlpSettings,
+        OtlpSettingsError,
+        OtlpUnavailable,
+        check_endpoint,
+        parse_headers,
+    )
+
+    flt = parse_filter("export otlp", filter_expr)
+    try:
+        settings = OtlpSettings(
+            endpoint=check_endpoint(endpoint) if endpoint else None,
+            protocol=protocol,
+            headers=parse_headers(headers),
+        )
+        exporter = OtlpExporter(settings)
+    except (OtlpSettingsError, OtlpUnavailable) as exc:
+        _fail("otlp", str(exc))
+        return
+    try:
+        reader = TraceReader(trace, on_skip=_warner("otlp"))
+    except TraceError as exc:
+        _fail("otlp", str(exc))
+        return
+    options = ExportOptions(include_content=include_content)
+    _upstream(reader.header, options)
+    operations = 0
+    ok = True
+    try:
+        with reader:
+            records: Iterable[Record] = replay(reader.inputs())
+            matches = None
+            if flt is not None:
+                matches = _Matches(flt)
+                records = matches.watch(records)
+            for ops, lone, metrics in spans_of(iter(records), options):
+                if matches is not None:
+                    ops = [o for o in ops if any((o.session, f) in matches for f in o.frames)]
+                    lone = [s for s in lone if _lone_matches(s, matches)]
+                operations += len(ops)
+                exporter.emit(ops, lone, metrics)
+                if exporter.pending >= 2048:
+                    ok = exporter.flush(metrics=False) and ok
+                    if not ok:
+                        break
+            ok = exporter.flush() and ok
+    except TraceError as exc:
+        exporter.shutdown()
+        _fail("otlp", str(exc))
+        return
+    except OSError as exc:
+        exporter.shutdown()
+        _fail("otlp", f"{trace}: read failed: {exc.strerror or exc}")
+        return
+    exporter.shutdown()
+    where = settings.describe()
+    if not ok:
+        _fail(
+            "otlp",
+            f"the collector at {where} did not take the export "
+            f"({exporter.spans_sent} span(s) sent, {exporter.spans_failed} not): "
+            "is it running, and is --endpoint/--protocol right?",
+        )
+        return
+    click.echo(
+        f"mcpsniff export otlp: sent {exporter.spans_sent} span(s) for {operations} MCP "
+        f"operation(s) to {where}",
+        err=True,
+    )
+
+
+def _lone_matches(span: SpanDraft, matches: _Matches) -> bool:
+    return any((span.session, seq) in matches for seq in span.frames)
+
+
+def _upstream(header: dict[str, Any], options: ExportOptions) -> None:
+    """``server.address``/``server.port`` from the upstream an HTTP trace names."""
+    from urllib.parse import urlsplit
+
+    meta = header.get("meta") if isinstance(header, dict) else None
+    upstream = meta.get("upstream") if isinstance(meta, dict) else None
+    if not isinstance(upstream, str):
+        return
+    try:
+        parts = urlsplit(upstream)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return
+    if parts.hostname:
+        options.server_address = parts.hostname
+        options.server_port = port
+
+
+@export.command("har")
+@click.argument("trace", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the HAR file here (default: standard output).",
+)
+def har(trace: Path, output: Path | None) -> None:
+    """Write the HTTP exchanges of TRACE as a HAR 1.2 file (Chrome DevTools, proxies).
+
+    Event-stream responses carry their events as the body text; timings are the
+    capture's (request sent, response head, end of body). stdio sessions have
+    no place in HAR and are left out; a trace of stdio sessions only is refused.
+    """
+    from mcpsniff.export.har_file import HarStdioOnly, write_har
+
+    try:
+        reader = TraceReader(trace, on_skip=_warner("har"))
+    except TraceError as exc:
+        _fail("har", str(exc))
+        return
+    try:
+        with reader:
+            result = write_har(reader, output)
+    except HarStdioOnly as exc:
+        _fail("har", str(exc))
+        return
+    except TraceError as exc:
+        _fail("har", str(exc))
+        return
+    except OSError as exc:
+        _fail("har", f"{output or trace}: {exc.strerror or exc}")
+        return
+    if result.stdio_sessions:
+        _warner("har")(
+            f"left out {result.stdio_sessions} stdio session(s): HAR only describes HTTP"
+        )
+    if reader.torn is not None:
+        _warner("har")(f"{trace}: {reader.torn.describe()}")
+    if output is not None:
+        click.echo(f"mcpsniff export har: wrote {result.entries} entries to {output}", err=True)
