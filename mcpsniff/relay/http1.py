@@ -147,6 +147,11 @@ class _Parser:
         return self._state == _HEAD and not self._buf
 
     @property
+    def receiving_head(self) -> bool:
+        """Part of a head has arrived, not yet all of it."""
+        return self._state == _HEAD and bool(self._buf.strip(CRLF))
+
+    @property
     def failed(self) -> bool:
         return self._state == _FAILED
 
