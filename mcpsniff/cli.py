@@ -316,6 +316,28 @@ def _short_time(t: float) -> str:
     "forwarding while one client talks alone, which saves a wake-up per hop (mostly on VMs).",
 )
 @click.option("--otlp", metavar="URL", help=OTLP_HELP)
+@click.option(
+    "--head-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=30.0,
+    show_default=True,
+    help="Seconds a client has to send a whole request head (then 408 and close).",
+)
+@click.option(
+    "--idle-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=75.0,
+    show_default=True,
+    help="Seconds a client may stay silent between requests or mid-body (then close).",
+)
+@click.option(
+    "--capture-limit",
+    type=click.IntRange(min=0),
+    default=64 << 20,
+    show_default=True,
+    help="Most bytes of one request body kept for analysis; a bigger one is forwarded "
+    "whole and recorded as a capture gap.",
+)
 def http(
     upstream: str,
     listen: str,
@@ -324,12 +346,15 @@ def http(
     no_redact: bool,
     keep_host: bool,
     no_busy_poll: bool,
+    head_timeout: float,
+    idle_timeout: float,
+    capture_limit: int,
     otlp: str | None = None,
 ) -> None:
     """Reverse-proxy and record an MCP server over Streamable HTTP or HTTP+SSE."""
     from mcpsniff.core.redact import redact_query
     from mcpsniff.relay import event_loop
-    from mcpsniff.relay.http import HttpOptions, is_loopback, mcp_path, parse_listen, serve
+    from mcpsniff.relay.http import HttpOptions, bind, is_loopback, mcp_path, parse_listen, serve
     from mcpsniff.relay.observer_pipe import AnalysisProcess
     from mcpsniff.relay.recorder import Recorder
     from mcpsniff.relay.remote_exchange import ExchangeReplay
@@ -350,9 +375,19 @@ def http(
         redact=not no_redact,
         busy_poll=not no_busy_poll,
         keep_host=keep_host,
+        head_timeout=head_timeout,
+        idle_timeout=idle_timeout,
+        capture_limit=capture_limit,
     )
     if not upstream.startswith(("http://", "https://")):
         _fail("http", f"--upstream must be an http:// or https:// URL, not {upstream!r}")
+        return
+    try:
+        # Bound before the trace and the analysis process exist: a port in use
+        # leaves nothing behind, and the same --trace works on a retry.
+        sock = bind(host, port)
+    except OSError as exc:
+        _fail("http", f"cannot listen on {listen}: {exc.strerror or exc}")
         return
     from mcpsniff.trace.paths import TraceOpenError, open_trace_file
 
@@ -366,6 +401,7 @@ def http(
     try:
         opened = open_trace_file(trace_path, name="http", meta=meta)
     except TraceOpenError as exc:
+        sock.close()
         _fail("http", str(exc))
         return
     writer, path = opened.writer, opened.path
@@ -399,20 +435,23 @@ def http(
         click.echo(terminal_safe(text), err=True)
 
     replay = ExchangeReplay(recording, redact=not no_redact, mcp_path=mcp_path(upstream))
+
+    def analyze(fd: int) -> int:
+        sock.close()  # the listening socket is the relay's alone
+        return apply_calls(fd, replay, warn)
+
     try:
         # Recording only, the analysis runs on CPU nobody else wants: under load the
         # proxy keeps the cores and the analysis catches up in the pauses. With
         # --show the user is watching it live, so it keeps a (low) share instead.
-        analysis = AnalysisProcess.start(
-            lambda fd: apply_calls(fd, replay, warn), DEFAULT_BACKLOG_LIMIT, idle=not show
-        )
+        analysis = AnalysisProcess.start(analyze, DEFAULT_BACKLOG_LIMIT, idle=not show)
     except OSError as exc:
         writer.close()
         _fail("http", f"cannot start the analysis process: {exc.strerror or exc}")
         return
     remote = RemoteRecorder(analysis, warn)
     try:
-        event_loop.run(serve(options, None, announce=announce, recorder=remote))
+        event_loop.run(serve(options, None, announce=announce, recorder=remote, sock=sock))
     except OSError as exc:
         _fail("http", f"cannot listen on {listen}: {exc.strerror or exc}")
     except ValueError as exc:

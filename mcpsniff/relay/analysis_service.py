@@ -374,15 +374,17 @@ class AnalysisClient:
             self.flush_timer.cancel()
             self.flush_timer = None
         batch, self.batch = self.batch, []
-        if not batch or not self.alive:
+        if not self.alive or not (batch or (self.stopping and self.sender.lost_calls)):
             return
         sender = self.sender
         calls = [(method, with_data(method, args, data)) for method, args, data in batch]
-        lost = sender.take_lost_calls()
+        # Before the sessions end, every dropped call is accounted for.
+        closing = self.stopping or any(call[0] == "close" for call in batch)
+        lost = sender.take_lost_calls(now=closing)
         if lost is not None:
-            # Room again after a backlog overflow: say what the trace lacks.
+            # Room again after a backlog overflow (or the trace ends): say what it lacks.
             calls.insert(0, ("event", (RELAY_SESSION, "capture-gap", time.time(), lost)))
-        if not sender.call(0.0, pickle.dumps(calls, _PROTOCOL), kind=CALLS):
+        if not sender.call(0.0, pickle.dumps(calls, _PROTOCOL), kind=CALLS, force=lost is not None):
             sender.lost_calls += len(calls) - 1  # counted as one call
             # Those syncs will never be answered: their hooks must not wait.
             self._release([args[0] for method, args in calls if method == SYNC])

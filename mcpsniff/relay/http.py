@@ -24,6 +24,7 @@ import asyncio
 import contextlib
 import ipaddress
 import signal
+import socket
 import ssl
 import time
 from collections.abc import Callable
@@ -38,7 +39,7 @@ from mcpsniff.relay.http1 import RequestHead
 from mcpsniff.relay.http_wire import ClientSide
 from mcpsniff.relay.recorder import Recorder
 from mcpsniff.relay.remote_exchange import ExchangeReplay, RemoteExchange, RemoteObserver
-from mcpsniff.relay.remote_recorder import RemoteRecorder
+from mcpsniff.relay.remote_recorder import RELAY_SESSION, RemoteRecorder
 from mcpsniff.trace.format import TraceWriter
 
 DEFAULT_HOST = "127.0.0.1"
@@ -52,6 +53,17 @@ HOLD_LIMIT = 1 << 20
 #: Longest such a hold lasts. Legacy servers send their endpoint event at once;
 #: a stream that opens with keep-alive comments goes on after this.
 HOLD_SECONDS = 1.0
+#: Seconds a client has to send a whole request head (from the connection's
+#: opening, or from the head's first byte), as nginx's client_header_timeout
+#: (60 s) or Apache's RequestReadTimeout (20-40 s) bound slow heads.
+HEAD_TIMEOUT = 30.0
+#: Seconds a client may stay silent between requests, or in the middle of a
+#: request body (aiohttp's server keeps idle connections 75 s, nginx 75 s).
+IDLE_TIMEOUT = 75.0
+#: Most bytes of one request body kept for analysis; a bigger body is forwarded
+#: whole and recorded as a capture gap (its request line, path, status and
+#: sizes still reach the trace).
+CAPTURE_LIMIT = 64 << 20
 
 
 @dataclass
@@ -68,6 +80,28 @@ class HttpOptions:
     busy_poll: bool = True
     #: Forward the Host field as the client sent it, even when it names the proxy.
     keep_host: bool = False
+    head_timeout: float = HEAD_TIMEOUT
+    idle_timeout: float = IDLE_TIMEOUT
+    capture_limit: int = CAPTURE_LIMIT
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """The listening socket, bound before anything else starts (so that a port in
+    use fails before a trace file or an analysis process exists)."""
+    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, _, _, _, address = infos[0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6:
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+        sock.bind(address)
+        sock.listen(1024)
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
+    return sock
 
 
 def is_loopback(host: str) -> bool:
@@ -86,14 +120,19 @@ def mcp_path(upstream: str) -> str:
 
 
 def parse_listen(value: str) -> tuple[str, int]:
-    """``HOST:PORT``, ``:PORT`` or ``PORT`` into a host and port."""
+    """``HOST:PORT``, ``:PORT`` or ``PORT`` into a host and port (0-65535; 0: any free port)."""
     text = value.strip()
     if text.isdigit():
-        return DEFAULT_HOST, int(text)
-    host, sep, port = text.rpartition(":")
-    if not sep or not port.isdigit():
-        raise ValueError(f"--listen must be HOST:PORT, not {value!r}")
-    return (host.strip("[]") or DEFAULT_HOST), int(port)
+        host, port = DEFAULT_HOST, text
+    else:
+        host, sep, port = text.rpartition(":")
+        if not sep or not port.isdigit() or not port.isascii():
+            raise ValueError(f"--listen must be HOST:PORT, not {value!r}")
+        host = host.strip("[]") or DEFAULT_HOST
+    # A port beyond 65535 must not wrap around to another one (99999 became 34463).
+    if len(port) > 5 or int(port) > 65535:
+        raise ValueError(f"--listen: {port} is no TCP port (0 to 65535)")
+    return host, int(port)
 
 
 class HttpRelay:
@@ -108,7 +147,12 @@ class HttpRelay:
         recorder: RemoteRecorder | None = None,
     ) -> None:
         self.options = options
-        upstream = URL(options.upstream)
+        self.capture_limit = options.capture_limit
+        try:
+            upstream = URL(options.upstream)
+            upstream.port  # noqa: B018 - yarl checks the port when it is read
+        except ValueError as exc:
+            raise ValueError(f"--upstream is no valid URL: {exc}") from None
         if upstream.scheme not in ("http", "https") or not upstream.host:
             raise ValueError(f"--upstream must be an http(s) URL, not {options.upstream!r}")
         self.upstream = upstream
@@ -161,6 +205,7 @@ class HttpRelay:
         self.last_forwarder: ClientSide | None = None
         #: Set once stop() begins: exchanges cut off after that were cut off by us.
         self.stopping = False
+        self._sweeper: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -175,14 +220,17 @@ class HttpRelay:
         """The URL a client should use: our origin plus the upstream's path."""
         return self.public_origin + (self.upstream.raw_path_qs or "/")
 
-    async def start(self) -> None:
-        """Bind the listening socket."""
+    async def start(self, sock: socket.socket | None = None) -> None:
+        """Listen (on ``sock`` when the caller bound it already) and start the timeouts."""
         loop = asyncio.get_running_loop()
         if self.options.busy_poll:
             self.spinner = Spinner(loop)
-        self.server = await loop.create_server(
-            lambda: ClientSide(self), self.options.host, self.options.port
-        )
+        if sock is not None:
+            self.server = await loop.create_server(lambda: ClientSide(self), sock=sock)
+        else:
+            self.server = await loop.create_server(
+                lambda: ClientSide(self), self.options.host, self.options.port
+            )
         sockets = self.server.sockets
         self.port = sockets[0].getsockname()[1] if sockets else self.options.port
         host = self.options.host.lower()
@@ -194,10 +242,40 @@ class HttpRelay:
             f"[{n}]:{self.port}" if ":" in n and not n.startswith("[") else f"{n}:{self.port}"
             for n in names
         )
+        upstream_authority = f"{self.upstream_host.lower()}:{self.upstream_port}"
+        if upstream_authority in self.own_authorities or (
+            host in ("0.0.0.0", "::", "")
+            and self.upstream_port == self.port
+            and is_loopback(self.upstream_host)
+        ):
+            # Every request would open another connection to itself, without end.
+            self.server.close()
+            raise ValueError(f"--upstream {self.options.upstream} is this proxy itself")
+        self._sweeper = loop.create_task(self._expire_connections())
+
+    async def _expire_connections(self) -> None:
+        """Close the connections that waited too long (see ``ClientSide.expire``)."""
+        options = self.options
+        period = min(1.0, options.head_timeout / 4, options.idle_timeout / 4)
+        while True:
+            await asyncio.sleep(period)
+            now = time.monotonic()
+            for connection in list(self.connections):
+                connection.expire(now, options.head_timeout, options.idle_timeout)
+
+    def refused(self, client: str | None, kind: str, reason: str) -> None:
+        """Record what the relay refused or cut that belongs to no exchange."""
+        t = time.time()
+        data = {"kind": kind, "reason": reason, **({"client": client} if client else {})}
+        self.observer.sink("event", t, (RELAY_SESSION, "http-refused", t, data), b"")
 
     async def stop(self) -> None:
         """Stop listening, let open exchanges finish (for a while), end every session."""
         self.stopping = True
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
         if self.server is not None:
             self.server.close()
         deadline = time.monotonic() + SHUTDOWN_GRACE
@@ -278,6 +356,7 @@ async def serve(
     announce: Callable[[HttpRelay], None] | None = None,
     stop: asyncio.Event | None = None,
     recorder: RemoteRecorder | None = None,
+    sock: socket.socket | None = None,
 ) -> None:
     """Run the proxy until SIGINT/SIGTERM (or ``stop`` is set).
 
@@ -289,7 +368,7 @@ async def serve(
         recorder.attach(asyncio.get_running_loop())
     try:
         relay = HttpRelay(options, writer, show, show_flush, recorder)
-        await relay.start()
+        await relay.start(sock)
         stop = stop or asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -26,6 +26,11 @@ CRLF = b"\r\n"
 #: RFC 9110 §5.6.2 tchar: what a field name (a token) may hold.
 _TCHAR = b"!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _HEX = b"0123456789abcdefABCDEF"
+#: Every byte but the controls (RFC 5234 CTL: 0x00-0x1F and 0x7F), plus CR, LF and HTAB:
+#: deleting these from a head leaves only the controls no field may hold.
+_NOT_CTL = bytes(b for b in range(256) if b >= 0x20 and b != 0x7F) + b"\r\n\t"
+#: The same for a chunk-size line: HTAB is the only control it may hold.
+_NOT_CTL_LINE = bytes(b for b in range(256) if b >= 0x20 and b != 0x7F) + b"\t"
 
 
 @dataclass(slots=True)
@@ -98,12 +103,15 @@ _HEAD, _LENGTH, _CHUNK_SIZE, _CHUNK_DATA, _CHUNK_CRLF, _CLOSE, _FAILED = range(7
 
 def field_tokens(headers: list[tuple[str, str]], name: str) -> list[str]:
     """The lower-cased comma-separated tokens of every ``name`` field (a list-based field)."""
+    # RFC 9110 §5.6.1: list elements are separated by OWS "," OWS, and OWS is
+    # SP or HTAB only (str.strip() would also trim \v or a no-break space, and
+    # "chunked\v" would pass for "chunked").
     return [
-        token.strip().lower()
+        token.strip(" \t").lower()
         for key, value in headers
         if key.lower() == name
         for token in value.split(",")
-        if token.strip()
+        if token.strip(" \t")
     ]
 
 
@@ -139,6 +147,11 @@ class _Parser:
         return self._state == _HEAD and not self._buf
 
     @property
+    def receiving_head(self) -> bool:
+        """Part of a head has arrived, not yet all of it."""
+        return self._state == _HEAD and bool(self._buf.strip(CRLF))
+
+    @property
     def failed(self) -> bool:
         return self._state == _FAILED
 
@@ -154,10 +167,18 @@ class _Parser:
         while pos < end:
             state = self._state
             if state == _HEAD:
-                found = buf.find(b"\r\n\r\n", max(pos, pos + self._scanned - 3))
+                start = max(pos, pos + self._scanned - 3)
+                found = buf.find(b"\r\n\r\n", start)
+                # Checked on what arrived so far, so that a head which can never
+                # be valid (bare LF line endings, TLS or other binary bytes) is
+                # answered at once instead of waiting for an end that never comes.
+                stop = end if found < 0 else found + 4
+                reason = self._head_prefix_problem(buf, pos, start, stop)
+                if reason is not None:
+                    return self._fail(events, reason)
+                if stop - pos > MAX_HEAD:
+                    return self._fail(events, "head too long")
                 if found < 0:
-                    if end - pos > MAX_HEAD:
-                        return self._fail(events, "head too long")
                     self._scanned = end - pos
                     break
                 self._scanned = 0
@@ -213,6 +234,38 @@ class _Parser:
         events.append(Malformed(reason, head))
         return events
 
+    def _head_prefix_problem(self, buf: bytes, pos: int, start: int, stop: int) -> str | None:
+        """Why head bytes ``buf[pos:stop]`` can never be valid (new bytes from ``start``).
+
+        RFC 9112 §2.2: a bare CR is invalid, and a bare LF is accepted by some
+        parsers as a line end and not by others: the very disagreement request
+        smuggling needs, so both are refused, as NUL and other controls are.
+        """
+        region = buf[start:stop]
+        if region.translate(None, _NOT_CTL):
+            return "control character in the head"
+        if b"\n" in region or b"\r" in region:
+            # From one byte earlier, so that a CRLF split between two feeds is
+            # still one; a leading LF was checked with its CR before, and a CR
+            # at the very end may yet get its LF.
+            look = buf[max(pos, start - 1) : stop]
+            if start > pos and look[:1] == b"\n":
+                look = look[1:]
+            if look[-1:] == b"\r":
+                look = look[:-1]
+            crlfs = look.count(CRLF)
+            if look.count(b"\n") != crlfs or look.count(b"\r") != crlfs:
+                return "bare CR or LF in the head"
+        # Only the first bytes: leading empty lines are allowed (§2.2).
+        first = buf[pos : min(stop, pos + 64)].lstrip(CRLF)[:1]
+        if first and not self._valid_first_byte(first):
+            return "not an HTTP/1.1 message"
+        return None
+
+    def _valid_first_byte(self, first: bytes) -> bool:
+        """Whether a head may start with ``first`` (a method's tchar, or "H" of HTTP/)."""
+        return not first.translate(None, _TCHAR)
+
     def _chunked(self, buf: bytes, pos: int, events: list[Event]) -> int:
         """Parse chunked framing from ``pos`` (RFC 9112 §7.1); returns the new position.
 
@@ -244,6 +297,13 @@ class _Parser:
                 self._state = _CHUNK_SIZE
             elif state == _CHUNK_SIZE:
                 eol = buf.find(CRLF, pos, pos + MAX_CHUNK_LINE)
+                line = buf[pos : eol if eol >= 0 else min(end, pos + MAX_CHUNK_LINE)]
+                # A bare CR or LF (or another control) in a chunk line is read as
+                # a line end by some parsers only: refused as soon as it shows.
+                if line.rstrip(b"\r").translate(None, _NOT_CTL_LINE):
+                    self._flush(buf, start, pos, payload, events)
+                    self._fail(events, "control character in a chunk-size line")
+                    return -1
                 if eol < 0:
                     if end - pos >= MAX_CHUNK_LINE:
                         self._flush(buf, start, pos, payload, events)
@@ -251,7 +311,7 @@ class _Parser:
                         return -1
                     self._buf = buf[pos:]
                     break
-                size = _chunk_size(buf[pos:eol])
+                size = _chunk_size(line)
                 if size is None:
                     self._flush(buf, start, pos, payload, events)
                     self._fail(events, "invalid chunk-size line")
@@ -265,12 +325,19 @@ class _Parser:
                 if buf.startswith(CRLF, eol + 2):
                     last = eol + 4
                 else:
-                    found = buf.find(b"\r\n\r\n", eol + 2)
+                    found = buf.find(b"\r\n\r\n", eol)
+                    # The trailer section is parsed as strictly as a head: a
+                    # bare LF there ends it early for lenient servers (h11), and
+                    # whatever follows would reach them as a request of its own.
+                    stop = end if found < 0 else found + 4
+                    reason = _trailer_problem(buf[eol:stop], complete=found >= 0)
+                    if reason is None and stop - pos > MAX_HEAD:
+                        reason = "trailer section too long"
+                    if reason is not None:
+                        self._flush(buf, start, pos, payload, events)
+                        self._fail(events, reason)
+                        return -1
                     if found < 0:
-                        if end - pos > MAX_HEAD:
-                            self._flush(buf, start, pos, payload, events)
-                            self._fail(events, "trailer section too long")
-                            return -1
                         self._buf = buf[pos:]
                         break
                     last = found + 4
@@ -305,7 +372,7 @@ class _Parser:
         raise NotImplementedError
 
     def _body_framing(
-        self, headers: list[tuple[str, str]], names: list[str], request: bool
+        self, headers: list[tuple[str, str]], names: list[str], request: bool, version: str
     ) -> str | None:
         """Set the body state from the framing fields; returns a reason when they are bad.
 
@@ -322,6 +389,13 @@ class _Parser:
         if codings:
             if lengths:
                 return "both Transfer-Encoding and Content-Length"
+            if version == "HTTP/1.0":
+                # RFC 9112 §6.1: "MUST treat the message as if the framing is faulty".
+                return "Transfer-Encoding in an HTTP/1.0 message"
+            if codings.count("chunked") > 1 or ("chunked" in codings and codings[-1] != "chunked"):
+                # §6.1: "A sender MUST NOT apply the chunked transfer coding more
+                # than once"; §6.3: chunked not last leaves the length unknown.
+                return "chunked applied more than once, or not last"
             if codings[-1] == "chunked":
                 self._state = _CHUNK_SIZE
                 return None
@@ -332,10 +406,14 @@ class _Parser:
             self._state = _CLOSE
             return None
         if lengths:
-            values = {v.strip() for value in lengths for v in value.split(",")}
-            if len(values) != 1:
+            values = [v.strip(" \t") for value in lengths for v in value.split(",")]
+            if len(set(values)) != 1:
                 return "conflicting Content-Length"
-            (value,) = values
+            if len(values) != 1:
+                # RFC 9110 §8.6 allows identical repeats; llhttp (aiohttp, Node)
+                # refuses them, and so does this relay: one length, said once.
+                return "repeated Content-Length"
+            value = values[0]
             if not value.isdigit() or not value.isascii() or len(value) > 18:
                 return "invalid Content-Length"
             self._remaining = int(value)
@@ -344,6 +422,32 @@ class _Parser:
         # §6.3: a request without either has no body; a response is read until close.
         self._state = _HEAD if request else _CLOSE
         return None
+
+
+def _trailer_problem(section: bytes, *, complete: bool) -> str | None:
+    """Why a trailer section (from the last chunk's CRLF on) is invalid, or None.
+
+    ``complete``: it includes its final empty line. Its field lines are held to
+    the rules of a head's (RFC 9112 §7.1.2: trailer-section = *( field-line CRLF )).
+    """
+    if section.translate(None, _NOT_CTL):
+        return "control character in the trailer section"
+    body = section[:-2] if complete else section
+    if body.endswith(b"\r"):
+        body = body[:-1]
+    crlfs = body.count(CRLF)
+    if body.count(b"\n") != crlfs or body.count(b"\r") != crlfs:
+        return "bare CR or LF in the trailer section"
+    lines = body.split(CRLF)[1:]
+    if not complete:
+        lines = lines[:-1]  # the last one may still be arriving
+    for line in lines:
+        if not line:
+            continue
+        name, sep, _ = line.partition(b":")
+        if not sep or not name or name.translate(None, _TCHAR):
+            return "invalid trailer field line"
+    return None
 
 
 def _chunk_size(line: bytes) -> int | None:
@@ -366,6 +470,9 @@ def _fields(head: bytes) -> tuple[bytes, list[bytes], list[tuple[str, str]], lis
     crlfs = body.count(CRLF)
     if body.count(b"\r") != crlfs or body.count(b"\n") != crlfs or b"\0" in body:
         return "bare CR, LF or NUL in the head"
+    if body.translate(None, _NOT_CTL):
+        # RFC 9110 §5.5: field values are VCHAR, obs-text, SP and HTAB only.
+        return "control character in the head"
     raw_lines = body.split(CRLF)
     # One decode for the whole head; "replace" never yields CR or LF, so the
     # text lines stay parallel to the raw ones.
@@ -382,6 +489,24 @@ def _fields(head: bytes) -> tuple[bytes, list[bytes], list[tuple[str, str]], lis
         headers.append((name, value.strip(" \t")))
         names.append(name.lower())
     return raw_lines[0], raw_lines[1:], headers, names
+
+
+def _target_problem(method: str, target: bytes) -> str | None:
+    """Why a request target is refused by a reverse proxy, or None (RFC 9112 §3.2).
+
+    Clients of a reverse proxy send origin-form (``/path?query``), and "*" for
+    a server-wide OPTIONS. CONNECT (authority-form) would turn the connection
+    into a tunnel whose bytes no trace could frame, and absolute-form is a
+    forward proxy's form: an upstream could route it elsewhere than its path
+    says, and the recorder would classify it by a path the server ignores.
+    """
+    if method == "CONNECT":
+        return "CONNECT is not relayed"
+    if target.startswith(b"/"):
+        return None
+    if target == b"*" and method == "OPTIONS":
+        return None
+    return "request target is not origin-form"
 
 
 class RequestParser(_Parser):
@@ -409,9 +534,13 @@ class RequestParser(_Parser):
             self._fail(events, "invalid request line")
             return False
         method, version = parts[0].decode("ascii"), parts[2].decode("ascii")
+        target_problem = _target_problem(method, parts[1])
+        if target_problem is not None:
+            self._fail(events, target_problem)
+            return False
         target = parts[1].decode("utf-8", "replace")
         request = RequestHead(method, target, version, headers, lines, stripped, names)
-        reason = self._body_framing(headers, names, request=True)
+        reason = self._body_framing(headers, names, request=True, version=version)
         if reason is not None:
             self._fail(events, reason, request)
             return False
@@ -431,6 +560,9 @@ class ResponseParser(_Parser):
     def __init__(self) -> None:
         super().__init__()
         self._methods: deque[str] = deque()
+
+    def _valid_first_byte(self, first: bytes) -> bool:
+        return first == b"H"
 
     def expect(self, method: str) -> None:
         """A request with ``method`` was sent: its response comes after the pending ones."""
@@ -475,7 +607,7 @@ class ResponseParser(_Parser):
             if status == 101:
                 self._state = _CLOSE  # whatever follows is no longer HTTP
             return True
-        reason_text = self._body_framing(headers, names, request=False)
+        reason_text = self._body_framing(headers, names, request=False, version=response.version)
         if reason_text is not None:
             self._fail(events, reason_text, response)
             return False

@@ -42,9 +42,6 @@ if TYPE_CHECKING:
 #: forwarded with the framing it came with.
 _DROP = HOP_BY_HOP - {"transfer-encoding"}
 _FRAMING = frozenset({"transfer-encoding", "content-length"})
-#: Most bytes of a request body kept for the observer (aiohttp's server refused
-#: bigger bodies with 413; this relay forwards them and records their start).
-REQUEST_KEEP_LIMIT = 1 << 30
 #: Seconds to wait for a connection to the upstream.
 CONNECT_TIMEOUT = 15.0
 _LAST_CHUNK = b"0\r\n\r\n"
@@ -89,6 +86,31 @@ def bad_gateway(target: str, reason: str) -> bytes:
     ) + body
 
 
+def refusal(status: int, reason: str) -> bytes:
+    """What the relay answers a request it cannot frame or waited too long for, then closes."""
+    phrase = {400: b"Bad Request", 408: b"Request Timeout"}.get(status, b"Error")
+    body = f"mcpsniff: {reason}\n".encode()
+    return (
+        b"HTTP/1.1 %d %s\r\n"
+        b"Content-Type: text/plain; charset=utf-8\r\n"
+        b"X-Mcpsniff: refused\r\n"
+        b"Connection: close\r\n"
+        b"Content-Length: %d\r\n\r\n" % (status, phrase, len(body))
+    ) + body
+
+
+def keep_alive_line(head: RequestHead | ResponseHead) -> bytes:
+    """``Connection: keep-alive`` for an HTTP/1.0 message that asked for it, else b"".
+
+    Connection is hop-by-hop and dropped, but an HTTP/1.0 peer persists only
+    with "keep-alive" (RFC 9112 §9.3): without it the upstream closes after one
+    response while the client, told nothing, sends its next request.
+    """
+    if head.version == "HTTP/1.0" and "keep-alive" in field_tokens(head.headers, "connection"):
+        return b"Connection: keep-alive\r\n"
+    return b""
+
+
 def chunk(data: bytes) -> bytes:
     """One chunk of chunked framing (RFC 9112 §7.1)."""
     return b"%x\r\n%s\r\n" % (len(data), data)
@@ -121,15 +143,28 @@ class Exchange:
     rechunk: bool = False
     #: The response said the upstream closes the connection after it.
     upstream_closes: bool = False
+    #: Body bytes forwarded (all of them, kept or not).
+    body_bytes: int = 0
+    #: The body outgrew the capture limit: forwarded whole, kept no more.
+    over_limit: bool = False
 
-    def keep(self, payload: bytes) -> None:
-        """Keep a piece of the request body for the observer, up to REQUEST_KEEP_LIMIT.
+    def keep(self, payload: bytes, limit: int) -> None:
+        """Keep a piece of the request body for the observer, up to ``limit`` bytes.
 
         The body is forwarded whole whatever its size; only the copy is bounded.
+        A body that outgrows the limit is not kept at all (a cut JSON text is
+        no frame to analyze): its size is recorded as a capture gap instead.
         """
-        if self.kept + len(payload) <= REQUEST_KEEP_LIMIT:
+        self.body_bytes += len(payload)
+        if self.over_limit:
+            return
+        if self.kept + len(payload) <= limit:
             self.pieces.append(payload)
             self.kept += len(payload)
+        else:
+            self.over_limit = True
+            self.pieces = []
+            self.kept = 0
 
 
 class UpstreamSide(asyncio.Protocol):
@@ -139,8 +174,10 @@ class UpstreamSide(asyncio.Protocol):
         self.client = client
         self.parser = ResponseParser()
         self.transport: asyncio.Transport | None = None
-        #: Set when the client side let go of it: what happens to it no longer matters.
+        #: Set when the client side let go of it, or it was lost.
         self.detached = False
+        #: Why it was lost before the client side took it (the connect race).
+        self.lost_reason: str | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
@@ -158,6 +195,8 @@ class UpstreamSide(asyncio.Protocol):
         if self.detached:
             return
         self.detached = True
+        if exc is not None:
+            self.lost_reason = str(exc) or type(exc).__name__
         self.client.upstream_lost(self, self.parser.feed_eof(), exc)
 
     def pause_writing(self) -> None:
@@ -199,6 +238,14 @@ class ClientSide(asyncio.Protocol):
         #: A request broke off mid-body: what was forwarded goes out before the close.
         self.flush_then_close = False
         self.closed = False
+        #: The answer to a request that was refused, sent once earlier responses are out.
+        self.refused: bytes | None = None
+        now = time.monotonic()
+        #: When the head being received began (None: no head underway). The
+        #: first head is timed from the connection's opening.
+        self.head_started: float | None = now
+        #: When bytes last came from the client, or a response last ended.
+        self.last_active = now
 
     # ------------------------------------------------------------------ client events
 
@@ -212,6 +259,8 @@ class ClientSide(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.last_request or self.closed:
             return
+        now = time.monotonic()
+        self.last_active = now
         out: list[bytes] = []
         ended: list[Exchange] = []
         for event in self.parser.feed(data):
@@ -219,7 +268,7 @@ class ClientSide(asyncio.Protocol):
             if kind is Body:
                 out.append(event.raw)  # type: ignore[union-attr]
                 if event.payload:  # type: ignore[union-attr]
-                    self.incoming.keep(event.payload)  # type: ignore[union-attr]
+                    self.incoming.keep(event.payload, self.relay.capture_limit)  # type: ignore[union-attr]
             elif kind is RequestHead:
                 self._request_head(event, out)  # type: ignore[arg-type]
             elif kind is End:
@@ -241,6 +290,11 @@ class ClientSide(asyncio.Protocol):
             self._begin(exchange)
         if ended:
             self.relay.forwarded(self)
+        if self.parser.receiving_head:
+            if self.head_started is None:
+                self.head_started = now
+        else:
+            self.head_started = None
 
     def eof_received(self) -> bool:
         # The client closed its side: it is gone, as aiohttp's server took it too
@@ -254,6 +308,9 @@ class ClientSide(asyncio.Protocol):
             self.relay.last_forwarder = None
         outcome = "proxy-stopped" if self.relay.stopping else "client-disconnected"
         pending = bool(self.exchanges)
+        if self.incoming is not None:
+            # Its head and part of its body went upstream: the trace says so.
+            self._record_cut(self.incoming, f"{outcome} mid-body")
         for exchange in self.exchanges:
             self._finish(exchange, outcome, whole=False)
         self.exchanges.clear()
@@ -295,14 +352,33 @@ class ClientSide(asyncio.Protocol):
             self.upstream.parser.expect(head.method)
         elif self.connecting is None:
             self._connect()
-        out.append(forwarded_head(head, self.relay.host_line(head)))
+        forwarded = forwarded_head(head, self.relay.host_line(head))
+        if head.version == "HTTP/1.0":
+            extra = keep_alive_line(head)
+            if extra:
+                forwarded = forwarded[:-2] + extra + b"\r\n"
+        out.append(forwarded)
+
+    def _record_cut(self, exchange: Exchange, outcome: str, *, forwarded: bool = True) -> None:
+        """A request that ended before its end: recorded, with what was forwarded of it."""
+        if self.incoming is exchange:
+            self.incoming = None
+        if exchange in self.exchanges:
+            self.exchanges.remove(exchange)
+        self._begin(exchange)
+        if forwarded and exchange.recorder is not None:
+            # Its head and ``body_bytes`` of its body reached the upstream.
+            exchange.recorder.note("http-request-cut", {"body_bytes": exchange.body_bytes})
+        self._finish(exchange, outcome, whole=False)
 
     def _send_upstream(self, out: list[bytes]) -> None:
         if not out:
             return
         data = out[0] if len(out) == 1 else b"".join(out)
-        if self.upstream is not None and self.upstream.transport is not None:
-            self.upstream.transport.write(data)
+        upstream = self.upstream
+        if upstream is not None and upstream.transport is not None:
+            if not upstream.detached:
+                upstream.transport.write(data)
         elif self.connecting is not None:
             self.pending.append(data)
         # Otherwise the upstream is unreachable: the request is answered with 502.
@@ -317,6 +393,16 @@ class ClientSide(asyncio.Protocol):
             head.method, head.target, head.headers, body, t=exchange.t, client=self.peer
         )
         exchange.recorder = recorder
+        if exchange.over_limit:
+            recorder.note(
+                "capture-gap",
+                {
+                    "direction": "c2s",
+                    "lost_bytes": exchange.body_bytes,
+                    "reason": f"request body over the capture limit "
+                    f"({self.relay.capture_limit} bytes): forwarded, not analyzed",
+                },
+            )
         for kind, arg in exchange.deferred:
             self._observe(exchange, kind, arg)
         exchange.deferred = []
@@ -333,6 +419,7 @@ class ClientSide(asyncio.Protocol):
         upstream sees an incomplete request rather than a complete one.
         """
         self.last_request = True
+        self.head_started = None
         self._send_upstream(out)
         out.clear()
         partial = self.incoming
@@ -340,23 +427,73 @@ class ClientSide(asyncio.Protocol):
         if exchange is None and isinstance(bad.head, RequestHead):
             exchange = Exchange(bad.head, time.time())
         if exchange is not None:
-            self.incoming = None
-            if exchange in self.exchanges:
-                self.exchanges.remove(exchange)
-            self._begin(exchange)
-            self._finish(exchange, f"bad-request: {bad.reason}", whole=False)
-        if partial is not None:
-            # Closed, not aborted: what was forwarded still reaches the upstream,
-            # which then sees the request end before its body did.
-            self.flush_then_close = True
+            self._record_cut(exchange, f"bad-request: {bad.reason}", forwarded=partial is not None)
+        else:
+            self.relay.refused(self.peer, "bad-request", bad.reason)
+        if partial is None:
+            # Nothing of it went upstream: answered, as an origin server would
+            # (RFC 9112 §6.3: 400, then close), once earlier responses are out.
+            self.refuse(400, f"bad request: {bad.reason}")
+            return
+        # Closed, not aborted: what was forwarded still reaches the upstream,
+        # which then sees the request end before its body did.
+        self.flush_then_close = True
+        if self.upstream is not None:
+            self.upstream.close()
+            self.upstream = None
+        if self.transport is not None:
+            self.transport.abort()
+
+    def refuse(self, status: int, reason: str) -> None:
+        """Answer ``status`` and close, after the responses to earlier requests."""
+        self.last_request = True
+        self.refused = refusal(status, reason)
+        if not self.exchanges:
+            self._send_refusal()
+
+    def _send_refusal(self) -> None:
+        answer, self.refused = self.refused, None
+        if answer is not None and self.transport is not None and not self.closed:
+            self.transport.write(answer)
             if self.upstream is not None:
                 self.upstream.close()
                 self.upstream = None
-            if self.transport is not None:
-                self.transport.abort()
-        elif not self.exchanges and self.transport is not None:
-            # Earlier requests still get their responses; then the connection closes.
             self.transport.close()
+
+    def expire(self, now: float, head_timeout: float, idle_timeout: float) -> None:
+        """Close the connection if it waited too long (the relay checks every connection).
+
+        A head must arrive whole within ``head_timeout`` (else 408, recorded);
+        between requests, or while a request body stalls, the client may stay
+        silent for ``idle_timeout``. While a request waits for its response the
+        upstream has the turn, and a quiet SSE stream is no idle connection.
+        """
+        if self.closed or self.transport is None:
+            return
+        started = self.head_started
+        if started is not None and not self.last_request and now - started > head_timeout:
+            received = not self.parser.idle
+            if received:
+                self.relay.refused(self.peer, "head-timeout", f"no whole head in {head_timeout}s")
+            if self.exchanges or received:
+                self.refuse(408, f"no whole request head within {head_timeout} seconds")
+            else:
+                self.close_if_idle()
+            return
+        if self.incoming is not None:
+            if now - self.last_active > idle_timeout:
+                self._record_cut(self.incoming, "client-idle-timeout mid-body")
+                self.last_request = True
+                for exchange in self.exchanges:
+                    self._finish(exchange, "client-idle-timeout", whole=False)
+                self.exchanges.clear()
+                if self.upstream is not None:
+                    self.upstream.close(abort=True)
+                    self.upstream = None
+                self.transport.abort()
+            return
+        if not self.exchanges and now - self.last_active > idle_timeout:
+            self.close_if_idle()
 
     # ------------------------------------------------------------------ the upstream
 
@@ -389,9 +526,21 @@ class ClientSide(asyncio.Protocol):
             return
         self.connecting = None
         if self.closed:
-            if self.flush_then_close and self.pending and upstream.transport is not None:
+            if (
+                self.flush_then_close
+                and self.pending
+                and upstream.transport is not None
+                and not upstream.detached
+            ):
                 upstream.transport.write(b"".join(self.pending))
             upstream.close()
+            return
+        if upstream.detached:
+            # Accepted and closed (or reset) before anything was sent on it: as
+            # good as unreachable, and nothing of the requests reached it.
+            self.pending = []
+            self._unreachable(upstream.lost_reason or "the server closed the connection at once")
+            self.resume_reading("connecting")
             return
         self.upstream = upstream
         for exchange in self.exchanges:
@@ -430,9 +579,24 @@ class ClientSide(asyncio.Protocol):
         ended = False
         for event in events:
             if not self.exchanges:
-                break
+                # Bytes no request asked for (a second response, say): the
+                # connection's framing is lost. Nothing of it reaches the client;
+                # the connection is closed and a later request opens a new one.
+                self._write(out)
+                self._run(observe)
+                self._unrequested(upstream, event)
+                return
             exchange = self.exchanges[0]
             kind = type(event)
+            if kind is ResponseHead and event.status == 101:  # type: ignore[union-attr]
+                # This relay forwards no Upgrade, so no 101 was asked for: what
+                # follows it is no HTTP, and no trace could frame it.
+                self._write(out)
+                self._run(observe)
+                self._upstream_broke(
+                    upstream, "upstream-error: unrequested 101 Switching Protocols"
+                )
+                return
             if kind is Body:
                 if exchange.holding or exchange.rechunk:
                     self._write(out)
@@ -443,7 +607,13 @@ class ClientSide(asyncio.Protocol):
                 if event.payload:  # type: ignore[union-attr]
                     observe.append((exchange, "body", event.payload))  # type: ignore[union-attr]
             elif kind is ResponseHead:
-                out.append(forwarded_head(event))  # type: ignore[arg-type]
+                forwarded = forwarded_head(event)  # type: ignore[arg-type]
+                if exchange.head.version == "HTTP/1.0" and keep_alive_line(exchange.head):
+                    # The client persists only if told so; the relay may keep the
+                    # connection open when the upstream's response does not close it.
+                    if not wants_close(event.version, event.headers, event.names):  # type: ignore[union-attr]
+                        forwarded = forwarded[:-2] + b"Connection: keep-alive\r\n\r\n"
+                out.append(forwarded)
                 if event.interim:  # type: ignore[union-attr]
                     continue  # 100 Continue and the like: forwarded, the final one follows
                 exchange.response_started = True
@@ -487,7 +657,30 @@ class ClientSide(asyncio.Protocol):
             self.upstream = None
             upstream.close()
             if self.exchanges:
-                self._unreachable("the server closed the connection")
+                self._upstream_closed("the server closed the connection")
+
+    def _unrequested(self, upstream: UpstreamSide, event: Any) -> None:
+        """The upstream sent what no request asked for: close that connection, record why."""
+        reason = getattr(event, "reason", None) or "a response without a request"
+        self.relay.refused(self.peer, "upstream-unrequested", reason)
+        if self.upstream is upstream:
+            self.upstream = None
+        upstream.close(abort=True)
+
+    def _upstream_closed(self, reason: str) -> None:
+        """The upstream closed with forwarded requests unanswered: so does the client's connection.
+
+        A direct connection would look the same (and a client may retry an
+        idempotent request on a new one); a 502 would say the server failed.
+        """
+        if self.incoming is not None:
+            self._record_cut(self.incoming, f"upstream-closed mid-body: {reason}")
+        for exchange in self.exchanges:
+            self._finish(exchange, f"upstream-closed: {reason}", whole=False)
+        self.exchanges.clear()
+        self.last_request = True
+        if self.transport is not None and not self.closed:
+            self.transport.close()
 
     def _write(self, out: list[bytes]) -> None:
         if out:
@@ -527,6 +720,10 @@ class ClientSide(asyncio.Protocol):
     def _after_response(self, exchange: Exchange) -> None:
         """A response is out: close what has to close."""
         if self.closed or self.transport is None:
+            return
+        self.last_active = time.monotonic()
+        if self.refused is not None and not self.exchanges:
+            self._send_refusal()
             return
         closing = self.last_request or self.relay.stopping
         if closing and not self.exchanges:
@@ -613,9 +810,7 @@ class ClientSide(asyncio.Protocol):
             if self.exchanges[0].response_started:
                 self._upstream_broke(upstream, f"upstream-error: {reason}")
             else:
-                # No answer at all, as when it could not be reached (aiohttp's client
-                # said ServerDisconnectedError, answered 502).
-                self._unreachable(reason)
+                self._upstream_closed(reason)
         elif self.last_request and self.transport is not None:
             self.transport.close()
 

@@ -109,6 +109,8 @@ class ObservationSender:
         self.lost_calls = 0
         self.lost_call_bytes = 0
         self.broken = False
+        #: Called when the backlog has drained (a moment to report what was lost).
+        self.on_drained: Callable[[], None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._drained: asyncio.Event | None = None
         os.set_blocking(fd, False)
@@ -148,14 +150,17 @@ class ObservationSender:
         """A transport event."""
         self._send(EVENT, "", t, orjson.dumps({"name": name, "data": data}))
 
-    def call(self, t: float, call: bytes, data: bytes = b"", *, kind: int = CALL) -> bool:
+    def call(
+        self, t: float, call: bytes, data: bytes = b"", *, kind: int = CALL, force: bool = False
+    ) -> bool:
         """A pickled recorder call and its bytes argument; False when the backlog was full.
 
         The bytes travel as an observation of their own (CALL_DATA), so that
         the analysis process gets them without slicing them out of anything.
+        ``force``: queued even over the limit (a few bytes saying what was lost).
         """
         size = len(call) + len(data)
-        if self.pending_bytes + size > self.limit:
+        if not force and self.pending_bytes + size > self.limit:
             self.lost_calls += 1
             self.lost_call_bytes += size
             return False
@@ -164,13 +169,14 @@ class ObservationSender:
         self._send(kind, "", t, call)
         return True
 
-    def take_lost_calls(self) -> dict[str, int] | None:
+    def take_lost_calls(self, *, now: bool = False) -> dict[str, int] | None:
         """What was dropped since the last report, once the backlog has room again.
 
         The caller records it (a ``capture-gap`` event), so that the trace says
         what it lacks; None when nothing was lost or there is no room yet.
+        ``now``: whether or not there is room (the trace is about to end).
         """
-        if not self.lost_calls or self.pending_bytes >= self.limit // 2:
+        if not self.lost_calls or (not now and self.pending_bytes >= self.limit // 2):
             return None
         lost = {"lost_calls": self.lost_calls, "lost_bytes": self.lost_call_bytes}
         self.lost_calls = self.lost_call_bytes = 0
@@ -253,6 +259,8 @@ class ObservationSender:
         assert self._loop is not None and self._drained is not None
         self._loop.remove_writer(self.fd)
         self._drained.set()
+        if self.on_drained is not None:
+            self.on_drained()
 
     async def close(self) -> None:
         """Send STOP, wait until the pipe took everything, and close it."""

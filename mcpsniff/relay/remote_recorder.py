@@ -62,6 +62,9 @@ class RemoteRecorder:
         self._batch_t = 0.0
         self._flush_scheduled = False
         self._warn = warn
+        # A flood that overflowed the backlog may stop for good: the gap is told
+        # as soon as the backlog drains, not only when another call comes.
+        self.sender.on_drained = lambda: self._send_gap(time.time())
         if warn is not None:
             self.sender.on_broken = lambda exc: warn(
                 f"mcpsniff: warning: the analysis process is gone ({exc.strerror or exc}); "
@@ -104,15 +107,23 @@ class RemoteRecorder:
         self._send_gap(self._batch_t)
         self.sender.call(self._batch_t, pickle.dumps(batch, _PROTOCOL), kind=CALLS)
 
-    def _send_gap(self, t: float) -> None:
-        """After a backlog overflow, once there is room again: say what the trace lacks."""
-        lost = self.sender.take_lost_calls()
+    def _send_gap(self, t: float, *, now: bool = False) -> None:
+        """After a backlog overflow, once there is room again: say what the trace lacks.
+
+        ``now``: the trace is about to end, so the gap goes in whatever the backlog holds.
+        """
+        lost = self.sender.take_lost_calls(now=now)
         if lost is not None:
             gap = [("event", (RELAY_SESSION, "capture-gap", t, lost))]
-            self.sender.call(t, pickle.dumps(gap, _PROTOCOL), kind=CALLS)
+            self.sender.call(t, pickle.dumps(gap, _PROTOCOL), kind=CALLS, force=True)
 
     def close(self, t: float) -> list[Any]:
-        """``Recorder.close`` (ends every session), in the analysis process."""
+        """``Recorder.close`` (ends every session), in the analysis process.
+
+        What the backlog dropped is accounted for first, inside the sessions.
+        """
+        self._flush()
+        self._send_gap(t, now=True)
         self.send("close", t, (t,))
         return []
 
@@ -135,6 +146,8 @@ class RemoteRecorder:
             )
         try:
             self._flush()
+            # Every call dropped is accounted for before the trace ends.
+            self._send_gap(time.time(), now=True)
             await self.sender.close()
             return await self.analysis.wait()
         finally:

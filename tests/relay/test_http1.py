@@ -144,7 +144,7 @@ def test_field_values_keep_utf8_and_lose_surrounding_whitespace() -> None:
         (b"POST / HTTP/1.1\r\nContent-Length: -3\r\n\r\n", "invalid Content-Length"),
         (b"POST / HTTP/1.1\r\nContent-Length: 0x3\r\n\r\n", "invalid Content-Length"),
         (b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", "without final chunked"),
-        (b"GET / HTTP/1.1\r\nX-A: 1\nX-B: 2\r\n\r\n", "bare CR, LF or NUL"),
+        (b"GET / HTTP/1.1\r\nX-A: 1\nX-B: 2\r\n\r\n", "bare CR"),
         (b"GET / HTTP/1.1\r\nX-A: 1\r\n folded\r\n\r\n", "invalid field line"),
         (b"GET / HTTP/1.1\r\nX-A : 1\r\n\r\n", "invalid field line"),
         (b"GET / HTTP/1.1\r\nno colon\r\n\r\n", "invalid field line"),
@@ -299,3 +299,117 @@ def test_any_chunking_gives_the_same_bytes(
     assert bodies == payload * 2
     assert [type(e) for e in events if not isinstance(e, Body)] == [RequestHead, End] * 2
     assert isinstance(events[0], RequestHead) and events[0].raw == head
+
+
+# --------------------------------------------------------------------------- strictness
+
+CHUNKED_HEAD = b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        # RFC 9110 §5.6.1: OWS is SP and HTAB only; "\v" or a no-break space is no OWS.
+        (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\x0b\r\n\r\n", "control character"),
+        (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\xc2\xa0\r\n\r\n", "final chunked"),
+        (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked, chunked\r\n\r\n", "more than once"),
+        (
+            b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n",
+            "more than once",
+        ),
+        (b"POST / HTTP/1.0\r\nTransfer-Encoding: chunked\r\n\r\n", "HTTP/1.0"),
+        (b"POST / HTTP/1.1\r\nContent-Length: 3\r\nContent-Length: 3\r\n\r\n", "repeated"),
+        (b"POST / HTTP/1.1\r\nContent-Length: 3, 3\r\n\r\n", "repeated"),
+        (b"GET / HTTP/1.1\r\nX-A: a\x01b\r\n\r\n", "control character"),
+        (b"GET / HTTP/1.1\r\nX-A: a\x7fb\r\n\r\n", "control character"),
+        (b"GET / HTTP/1.1\r\nX-A: a\rb\r\n\r\n", "bare CR"),
+        (b"CONNECT h:443 HTTP/1.1\r\nHost: h:443\r\n\r\n", "CONNECT"),
+        (b"GET http://evil.example/mcp HTTP/1.1\r\nHost: h\r\n\r\n", "origin-form"),
+        (b"GET * HTTP/1.1\r\nHost: h\r\n\r\n", "origin-form"),
+    ],
+)
+def test_strict_heads(data: bytes, reason: str) -> None:
+    for pieces in ([data], [bytes([b]) for b in data]):
+        events = feed_all(RequestParser(), pieces)
+        assert isinstance(events[-1], Malformed), events
+        assert reason in events[-1].reason
+        assert not any(isinstance(e, RequestHead) for e in events)
+
+
+def test_options_asterisk_is_accepted() -> None:
+    (head, end) = feed_all(RequestParser(), [b"OPTIONS * HTTP/1.1\r\nHost: h\r\n\r\n"])
+    assert isinstance(head, RequestHead) and head.target == "*" and isinstance(end, End)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"GET / HTTP/1.1\nHost: h\n\n",  # bare LF line endings
+        b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",  # a TLS ClientHello
+        b"\x00\x00\x00",
+    ],
+)
+def test_heads_that_can_never_be_valid_are_refused_before_they_end(data: bytes) -> None:
+    """Answered at once: waiting for a CRLF CRLF that never comes would hold the client."""
+    events = RequestParser().feed(data)
+    assert [type(e) for e in events] == [Malformed]
+
+
+def test_a_crlf_split_between_feeds_is_no_bare_lf() -> None:
+    data = b"GET / HTTP/1.1\r\nHost: h\r\nX-Long: " + b"v" * 100 + b"\r\n\r\n"
+    for at in range(1, len(data)):
+        events = feed_all(RequestParser(), [data[:at], data[at:]])
+        assert [type(e) for e in events] == [RequestHead, End], at
+
+
+def test_head_limit_holds_when_the_end_arrives_at_once() -> None:
+    """A head longer than MAX_HEAD is refused even when its end came in the same read."""
+    head = b"GET / HTTP/1.1\r\nX: " + b"a" * (400 << 10) + b"\r\n\r\n"
+    (event,) = RequestParser().feed(head)
+    assert isinstance(event, Malformed) and "too long" in event.reason
+    response = ResponseParser()
+    response.expect("GET")
+    big = b"HTTP/1.1 200 OK\r\nX: " + b"a" * (307 << 10) + b"\r\nContent-Length: 0\r\n\r\n"
+    (event,) = response.feed(big)
+    assert isinstance(event, Malformed) and "too long" in event.reason
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        # The smuggling case: a trailer ended by bare LFs, then a hidden request.
+        (b"0\r\nX: y\n\nGET /hidden HTTP/1.1\r\nHost: h\r\n\r\n", "bare CR or LF"),
+        (b"0\r\n\nGET /hidden HTTP/1.1\r\nHost: h\r\n\r\n", "bare CR or LF"),
+        (b"0\r\nX y\r\n\r\n", "invalid trailer field"),
+        (b"0\r\nX: a\x00b\r\n\r\n", "control character"),
+        (b"3;ext=a\rb\r\nabc\r\n0\r\n\r\n", "control character in a chunk-size"),
+        (b"3\nabc\r\n0\r\n\r\n", "control character in a chunk-size"),
+        (b"1" * 17 + b"\r\n", "invalid chunk-size"),
+        (b"0\r\nX: " + b"a" * (300 << 10) + b"\r\n\r\n", "too long"),
+    ],
+)
+def test_strict_chunks_and_trailers(body: bytes, reason: str) -> None:
+    for pieces in ([CHUNKED_HEAD + body], [CHUNKED_HEAD, *(bytes([b]) for b in body[:200])]):
+        events = feed_all(RequestParser(), pieces)
+        if len(pieces) > 1 and not any(isinstance(e, Malformed) for e in events):
+            continue  # byte by byte, a long case is cut before its bad part
+        assert isinstance(events[-1], Malformed), events
+        assert reason in events[-1].reason
+        # Nothing after the bad part was handed out to be forwarded.
+        assert not any(isinstance(e, End) for e in events)
+        assert b"hidden" not in b"".join(getattr(e, "raw", b"") for e in events)
+
+
+def test_valid_trailers_pass_in_any_pieces() -> None:
+    body = b"3\r\nabc\r\n0\r\nX-Sum: 1\r\nX-Other: two\r\n\r\n"
+    for pieces in splits(CHUNKED_HEAD + body):
+        events = feed_all(RequestParser(), pieces)
+        assert isinstance(events[-1], End)
+        assert b"".join(getattr(e, "raw", b"") for e in events[1:]) == body
+
+
+def test_response_heads_must_start_with_http() -> None:
+    parser = ResponseParser()
+    parser.expect("GET")
+    (event,) = parser.feed(b"<html>")
+    assert isinstance(event, Malformed) and "not an HTTP" in event.reason

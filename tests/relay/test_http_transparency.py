@@ -169,7 +169,10 @@ def test_request_with_both_framings_is_not_forwarded() -> None:
         b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
     )
     received, answer, outcomes = asyncio.run(bad_request(request))
-    assert (received, answer) == (b"", b"")
+    # Not forwarded, answered 400 (RFC 9112 §6.3) and closed.
+    assert received == b""
+    assert answer.startswith(b"HTTP/1.1 400 Bad Request\r\n")
+    assert b"\r\nConnection: close\r\n" in answer
     assert outcomes == ["bad-request: both Transfer-Encoding and Content-Length"]
 
 
