@@ -195,6 +195,10 @@ class SpanBuilder:
         self._metrics: list[MetricPoint] = []
         #: Requests given up because too many were unanswered at once.
         self.evicted = 0
+        #: While set (the live sink's queue is full), new requests and notifications
+        #: are not turned into spans (counted in ``shed``); those in flight still are.
+        self.shedding = False
+        self.shed = 0
 
     # ------------------------------------------------------------------ input
 
@@ -262,6 +266,9 @@ class SpanBuilder:
         self._seen(state, t)
         obj = message.obj if isinstance(message.obj, dict) else None
         if message.kind in (REQUEST, NOTIFICATION) and isinstance(message.method, str):
+            if self.shedding:
+                self.shed += 1
+                return
             self._request(state, message, obj, t)
         elif message.kind in (RESPONSE, ERROR) and message.answers is not None:
             self._response(state, message, obj, t)
@@ -384,6 +391,8 @@ class SpanBuilder:
         )
         if op is not None:
             _add_event(op.client, event)
+            return
+        if self.shedding:
             return
         # A finding about no request (a parse error, an orphan response): its own span,
         # so that nothing the checker found is lost on the way to the backend.
