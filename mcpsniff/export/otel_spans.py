@@ -160,9 +160,10 @@ class ExportOptions:
 
 @dataclass(slots=True)
 class _Pending:
+    # Not the request itself: a peer's 100 MB request must not stay in memory
+    # for as long as it is unanswered.
     op: Operation
     method: str
-    obj: dict[str, Any] | None
 
 
 @dataclass(slots=True)
@@ -314,7 +315,7 @@ class SpanBuilder:
             self._complete(state, op, t)
             return
         key = (message.frame, message.index)
-        state.pending[key] = _Pending(op, method, obj)
+        state.pending[key] = _Pending(op, method)
         state.by_frame[message.frame] = op
         if len(state.pending) > MAX_PENDING:
             _, oldest = state.pending.popitem(last=False)
