@@ -170,6 +170,8 @@ class _Pending:
 class _SessionState:
     transport: str = "stdio"
     version: str | None = None
+    #: The HTTP client's address and port as the relay saw it (SERVER spans' client.*).
+    client: tuple[str, int] | None = None
     session_id: str | None = None
     start: float | None = None
     last: float = 0.0
@@ -258,6 +260,9 @@ class SpanBuilder:
             sid = _header(data.get("headers"), "mcp-session-id")
             if sid is not None:
                 state.session_id = export_text(sid, 256)
+            peer = data.get("client")
+            if record.event == "http-request" and isinstance(peer, str):
+                state.client = _host_port(peer)
         elif record.event == "session-end":
             self._end_session(record.session, record.t, data)
 
@@ -309,6 +314,10 @@ class SpanBuilder:
         span_name = export_text(span_name, MAX_ATTRIBUTE)
         client = SpanDraft(span_name, "client", t, t, dict(attributes))
         server = SpanDraft(span_name, "server", t, t, attributes)
+        if state.client is not None and message.direction == C2S:
+            # "client.address ... When observed from the server side": the MCP client.
+            server.attributes["client.address"] = state.client[0]
+            server.attributes["client.port"] = state.client[1]
         parent = parse_traceparent(meta.get("traceparent"), meta.get("tracestate"))
         op = Operation(message.session, client, server, parent, (message.frame,))
         if not is_request:
@@ -417,6 +426,7 @@ class SpanBuilder:
         attributes["network.transport"] = "pipe" if state.transport == "stdio" else "tcp"
         if state.transport != "stdio":
             attributes["network.protocol.name"] = "http"
+            attributes["network.protocol.version"] = "1.1"
         if state.version is not None:
             attributes["mcp.protocol.version"] = state.version
         if state.session_id is not None and state.version != STATELESS_VERSION:
@@ -530,6 +540,14 @@ def _id_text(value: Any) -> str:
         return orjson.dumps(value).decode()
     except (TypeError, orjson.JSONEncodeError):
         return repr(value)
+
+
+def _host_port(text: str) -> tuple[str, int] | None:
+    """``("127.0.0.1", 52336)`` from ``"127.0.0.1:52336"`` (or ``"[::1]:52336"``)."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not host or len(text) > 300:
+        return None
+    return export_text(host.strip("[]"), 256), int(port)
 
 
 def _header(headers: Any, name: str) -> str | None:

@@ -80,7 +80,10 @@ def handshake(wire: Wire, version: str) -> None:
 
 def test_session_id_from_http_headers_but_not_in_the_stateless_era() -> None:
     wire = Wire("http")
-    wire.event("http-request", {"exchange": 1, "headers": [["Mcp-Session-Id", "abc123"]]})
+    wire.event(
+        "http-request",
+        {"exchange": 1, "headers": [["Mcp-Session-Id", "abc123"]], "client": "127.0.0.1:52336"},
+    )
     handshake(wire, "2025-11-25")
     wire.send("c2s", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     wire.send("s2c", {"jsonrpc": "2.0", "id": 1, "result": {"tools": []}})
@@ -88,6 +91,10 @@ def test_session_id_from_http_headers_but_not_in_the_stateless_era() -> None:
     tools = [op for op in ops if op.client.name == "tools/list"]
     assert tools[0].client.attributes["mcp.session.id"] == "abc123"
     assert tools[0].client.attributes["network.transport"] == "tcp"
+    assert tools[0].client.attributes["network.protocol.version"] == "1.1"
+    assert tools[0].server.attributes["client.address"] == "127.0.0.1"
+    assert tools[0].server.attributes["client.port"] == 52336
+    assert "client.address" not in tools[0].client.attributes
 
     modern = Wire("http")
     modern.event("http-request", {"exchange": 1, "headers": [["mcp-session-id", "zzz"]]})
