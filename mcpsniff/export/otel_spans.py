@@ -172,6 +172,8 @@ class _SessionState:
     version: str | None = None
     #: The HTTP client's address and port as the relay saw it (SERVER spans' client.*).
     client: tuple[str, int] | None = None
+    #: The server's host as an exchange named it (the addon's traces: many servers).
+    server_host: tuple[str, int | None] | None = None
     session_id: str | None = None
     start: float | None = None
     last: float = 0.0
@@ -263,6 +265,9 @@ class SpanBuilder:
             peer = data.get("client")
             if record.event == "http-request" and isinstance(peer, str):
                 state.client = _host_port(peer)
+            host = data.get("host")
+            if record.event == "http-request" and isinstance(host, str) and host:
+                state.server_host = _host_port(host) or (export_text(host, 256), None)
         elif record.event == "session-end":
             self._end_session(record.session, record.t, data)
 
@@ -435,6 +440,11 @@ class SpanBuilder:
             attributes["server.address"] = self.options.server_address
             if self.options.server_port is not None:
                 attributes["server.port"] = self.options.server_port
+        elif state.server_host is not None:
+            # No single upstream (the mitmproxy addon): the host the request went to.
+            attributes["server.address"] = state.server_host[0]
+            if state.server_host[1] is not None:
+                attributes["server.port"] = state.server_host[1]
         attributes["mcpsniff.direction"] = (
             "client_to_server" if direction == C2S else ("server_to_client")
         )

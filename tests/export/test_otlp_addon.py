@@ -60,4 +60,7 @@ def test_addon_exports_live_spans(collector: Collector, tmp_path: Path) -> None:
     server_span = next(s for s in echo if s["kind"] == "SPAN_KIND_SERVER")
     assert server_span["parent_id"] == client["span_id"]
     assert client["attributes"]["gen_ai.tool.name"] == "echo"
+    # No single upstream in an addon trace: the host each request went to.
+    assert client["attributes"]["server.address"] == "127.0.0.1"
+    assert isinstance(client["attributes"]["server.port"], int)
     assert "OTLP" not in proxy.output
