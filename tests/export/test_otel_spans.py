@@ -231,3 +231,29 @@ def test_sink_never_blocks_on_a_hung_collector_and_counts_what_it_drops() -> Non
     assert sink.dropped_operations > 0
     assert len(warnings) == 1, warnings
     assert "OTLP export" in warnings[0] or "collector" in warnings[0]
+
+
+def test_unsampled_traceparent_is_respected() -> None:
+    pytest.importorskip("opentelemetry.sdk")
+    from mcpsniff.export.otlp import OtlpExporter, OtlpSettings
+
+    wire = Wire()
+    handshake(wire, "2025-11-25")
+    for id_, flags in ((1, "00"), (2, "01")):
+        meta = {"traceparent": TP[:-2] + flags}
+        params = {"name": "t", "arguments": {}, "_meta": meta}
+        wire.send("c2s", {"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": params})
+        wire.send("s2c", {"jsonrpc": "2.0", "id": id_, "result": {"content": []}})
+    ops, lone, metrics = wire.close()
+    exporter = OtlpExporter(OtlpSettings(endpoint="http://127.0.0.1:9"))
+    try:
+        exporter.emit(ops, lone, metrics)
+        assert exporter.unsampled == 1
+        # initialize, notifications/initialized and the sampled call: two spans each.
+        assert exporter.pending == 6
+        spans = exporter._finished
+        traced = [s for s in spans if s.context.trace_id == int(TP[3:35], 16)]
+        assert len(traced) == 2
+        assert {s.parent.span_id for s in traced} >= {int(TP[36:52], 16)}
+    finally:
+        exporter.shutdown()
