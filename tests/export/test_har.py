@@ -167,3 +167,19 @@ def test_open_exchanges_hold_bounded_memory(monkeypatch: pytest.MonkeyPatch) -> 
     assert "exchange 1" in early[0]["comment"]
     rest = builder.finish()
     assert [e["comment"].split(", ")[1] for e in rest] == ["exchange 2"]
+
+
+def test_mitmproxy_reads_the_har_back(har: dict[str, Any], http_trace: Path) -> None:
+    """A real HAR consumer: mitmproxy's HAR importer turns every entry back into a flow."""
+    from mitmproxy import io as mitmio
+
+    flows = mitmio.read_flows_from_paths([str(http_trace.with_suffix(".har"))])
+    entries = har["log"]["entries"]
+    assert len(flows) == len(entries)
+    calls = [f for f in flows if f.request.content and b'"name":"echo"' in f.request.content]
+    assert len(calls) == 1
+    flow = calls[0]
+    assert flow.request.method == "POST"
+    assert flow.request.pretty_url.endswith("/mcp")
+    assert flow.response is not None and flow.response.status_code == 200
+    assert b"Echo: hello from mcpsniff e2e" in (flow.response.content or b"")
