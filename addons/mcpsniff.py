@@ -181,6 +181,13 @@ class McpSniff:
             "event, which mitmweb shows, and responses wait for nothing.",
             choices=HOLD_CHOICES,
         )
+        loader.add_option(
+            "mcpsniff_otlp",
+            str,
+            "",
+            "Also send MCP spans and metrics live to this OpenTelemetry collector (OTLP URL, "
+            "e.g. http://127.0.0.1:4318; needs mcpsniff[otel]). Set with mcpsniff_trace.",
+        )
         if IMPORT_ERROR is not None:
             log.error(IMPORT_ERROR)
 
@@ -259,6 +266,7 @@ class McpSniff:
                 on_reply=functools.partial(self._on_reply, flows, held),
                 on_gone=self._on_gone,
                 on_late=lambda message: log.warning(f"mcpsniff: {message}"),
+                otlp=getattr(ctx.options, "mcpsniff_otlp", ""),
             )
         except OSError as exc:
             with contextlib.suppress(OSError):

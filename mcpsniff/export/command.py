@@ -166,6 +166,12 @@ def otlp(
         _fail("otlp", f"{trace}: read failed: {exc.strerror or exc}")
         return
     exporter.shutdown()
+    if reader.torn is not None:
+        _warner("otlp")(f"{trace}: {reader.torn.describe()}")
+    if exporter.unsampled:
+        _warner("otlp")(
+            f"{exporter.unsampled} operation(s) left out: their traceparent says not sampled"
+        )
     where = settings.describe()
     if not ok:
         _fail(

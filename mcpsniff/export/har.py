@@ -30,6 +30,8 @@ from mcpsniff.core.model import EventRecord, FrameRecord, Record
 MAX_BODY = 16 << 20
 #: Exchanges open at once; beyond it the oldest is written as it stands.
 MAX_OPEN = 10_000
+#: Body bytes held for all open exchanges together; beyond it the oldest is written.
+MAX_HELD = 256 << 20
 
 
 @dataclass(slots=True)
@@ -72,6 +74,7 @@ class HarBuilder:
         self.stdio_sessions: set[str] = set()
         self.http_sessions: set[str] = set()
         self.entries = 0
+        self._held = 0
 
     def feed(self, record: Record) -> None:
         """Take one trace record."""
@@ -108,7 +111,9 @@ class HarBuilder:
         index = meta.get("sse_index")
         if isinstance(index, int):
             event = exchange.sse.setdefault(index, _SseEvent(index))
+            self._held -= len(event.data or b"")
             event.data = frame.raw[:MAX_BODY]
+            self._hold(len(event.data))
             if isinstance(meta.get("sse_id"), str):
                 event.event_id = meta["sse_id"]
         else:
@@ -118,7 +123,15 @@ class HarBuilder:
         room = MAX_BODY - len(body)
         if len(raw) > room:
             exchange.cut = True
-        body += raw[: max(room, 0)]
+        kept = raw[: max(room, 0)]
+        body += kept
+        self._hold(len(kept))
+
+    def _hold(self, size: int) -> None:
+        """Count body bytes held; past ``MAX_HELD`` write the oldest open exchanges out."""
+        self._held += size
+        while self._held > MAX_HELD and len(self._open) > 1:
+            self._close(next(iter(self._open)))
 
     def _event(self, record: EventRecord) -> None:
         data = record.data if isinstance(record.data, dict) else {}
@@ -171,6 +184,8 @@ class HarBuilder:
     def _close(self, number: int) -> None:
         exchange = self._open.pop(number, None)
         if exchange is not None:
+            self._held -= len(exchange.request_body) + len(exchange.response_body)
+            self._held -= sum(len(e.data or b"") for e in exchange.sse.values())
             self._done.append(self._entry(exchange))
             self.entries += 1
 

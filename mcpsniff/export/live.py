@@ -7,7 +7,13 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 from mcpsniff.export.otel_spans import ExportOptions
-from mcpsniff.export.otlp import OtlpSettings, check_available, check_endpoint
+from mcpsniff.export.otlp import (
+    OtlpSettings,
+    OtlpSettingsError,
+    OtlpUnavailable,
+    check_available,
+    check_endpoint,
+)
 from mcpsniff.export.otlp_sink import OtlpSink
 
 #: Seconds one live export may take, retries included.
@@ -42,3 +48,16 @@ def otlp_sink(
             options.server_address = parts.hostname
             options.server_port = port
     return OtlpSink(settings, options, warn)
+
+
+def try_otlp_sink(endpoint: str, warn: Callable[[str], None]) -> list[OtlpSink]:
+    """``[sink]`` for ``endpoint``, or ``[]`` after one warning saying why not.
+
+    For the mitmproxy addon's analysis process, where a bad option must not stop
+    the recording (mitmproxy has already started when the option arrives).
+    """
+    try:
+        return [otlp_sink(endpoint, warn)]
+    except (OtlpSettingsError, OtlpUnavailable) as exc:
+        warn(f"mcpsniff: OTLP export disabled: {exc}")
+        return []

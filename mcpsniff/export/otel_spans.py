@@ -160,15 +160,20 @@ class ExportOptions:
 
 @dataclass(slots=True)
 class _Pending:
+    # Not the request itself: a peer's 100 MB request must not stay in memory
+    # for as long as it is unanswered.
     op: Operation
     method: str
-    obj: dict[str, Any] | None
 
 
 @dataclass(slots=True)
 class _SessionState:
     transport: str = "stdio"
     version: str | None = None
+    #: The HTTP client's address and port as the relay saw it (SERVER spans' client.*).
+    client: tuple[str, int] | None = None
+    #: The server's host as an exchange named it (the addon's traces: many servers).
+    server_host: tuple[str, int | None] | None = None
     session_id: str | None = None
     start: float | None = None
     last: float = 0.0
@@ -195,6 +200,10 @@ class SpanBuilder:
         self._metrics: list[MetricPoint] = []
         #: Requests given up because too many were unanswered at once.
         self.evicted = 0
+        #: While set (the live sink's queue is full), new requests and notifications
+        #: are not turned into spans (counted in ``shed``); those in flight still are.
+        self.shedding = False
+        self.shed = 0
 
     # ------------------------------------------------------------------ input
 
@@ -253,6 +262,12 @@ class SpanBuilder:
             sid = _header(data.get("headers"), "mcp-session-id")
             if sid is not None:
                 state.session_id = export_text(sid, 256)
+            peer = data.get("client")
+            if record.event == "http-request" and isinstance(peer, str):
+                state.client = _host_port(peer)
+            host = data.get("host")
+            if record.event == "http-request" and isinstance(host, str) and host:
+                state.server_host = _host_port(host) or (export_text(host, 256), None)
         elif record.event == "session-end":
             self._end_session(record.session, record.t, data)
 
@@ -262,6 +277,9 @@ class SpanBuilder:
         self._seen(state, t)
         obj = message.obj if isinstance(message.obj, dict) else None
         if message.kind in (REQUEST, NOTIFICATION) and isinstance(message.method, str):
+            if self.shedding:
+                self.shed += 1
+                return
             self._request(state, message, obj, t)
         elif message.kind in (RESPONSE, ERROR) and message.answers is not None:
             self._response(state, message, obj, t)
@@ -301,13 +319,17 @@ class SpanBuilder:
         span_name = export_text(span_name, MAX_ATTRIBUTE)
         client = SpanDraft(span_name, "client", t, t, dict(attributes))
         server = SpanDraft(span_name, "server", t, t, attributes)
+        if state.client is not None and message.direction == C2S:
+            # "client.address ... When observed from the server side": the MCP client.
+            server.attributes["client.address"] = state.client[0]
+            server.attributes["client.port"] = state.client[1]
         parent = parse_traceparent(meta.get("traceparent"), meta.get("tracestate"))
         op = Operation(message.session, client, server, parent, (message.frame,))
         if not is_request:
             self._complete(state, op, t)
             return
         key = (message.frame, message.index)
-        state.pending[key] = _Pending(op, method, obj)
+        state.pending[key] = _Pending(op, method)
         state.by_frame[message.frame] = op
         if len(state.pending) > MAX_PENDING:
             _, oldest = state.pending.popitem(last=False)
@@ -385,6 +407,8 @@ class SpanBuilder:
         if op is not None:
             _add_event(op.client, event)
             return
+        if self.shedding:
+            return
         # A finding about no request (a parse error, an orphan response): its own span,
         # so that nothing the checker found is lost on the way to the backend.
         attributes = self._common(state, C2S)
@@ -407,6 +431,7 @@ class SpanBuilder:
         attributes["network.transport"] = "pipe" if state.transport == "stdio" else "tcp"
         if state.transport != "stdio":
             attributes["network.protocol.name"] = "http"
+            attributes["network.protocol.version"] = "1.1"
         if state.version is not None:
             attributes["mcp.protocol.version"] = state.version
         if state.session_id is not None and state.version != STATELESS_VERSION:
@@ -415,6 +440,11 @@ class SpanBuilder:
             attributes["server.address"] = self.options.server_address
             if self.options.server_port is not None:
                 attributes["server.port"] = self.options.server_port
+        elif state.server_host is not None:
+            # No single upstream (the mitmproxy addon): the host the request went to.
+            attributes["server.address"] = state.server_host[0]
+            if state.server_host[1] is not None:
+                attributes["server.port"] = state.server_host[1]
         attributes["mcpsniff.direction"] = (
             "client_to_server" if direction == C2S else ("server_to_client")
         )
@@ -520,6 +550,14 @@ def _id_text(value: Any) -> str:
         return orjson.dumps(value).decode()
     except (TypeError, orjson.JSONEncodeError):
         return repr(value)
+
+
+def _host_port(text: str) -> tuple[str, int] | None:
+    """``("127.0.0.1", 52336)`` from ``"127.0.0.1:52336"`` (or ``"[::1]:52336"``)."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not port.isdigit() or not host or len(text) > 300:
+        return None
+    return export_text(host.strip("[]"), 256), int(port)
 
 
 def _header(headers: Any, name: str) -> str | None:

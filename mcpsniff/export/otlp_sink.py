@@ -107,6 +107,11 @@ class OtlpSink:
         if self._broken or self._builder is None:
             return
         try:
+            # Shed load at the source while the worker is behind: a full queue
+            # means new operations would only be dropped after costing their spans.
+            size = self._queue.qsize()
+            if self._builder.shedding and size <= self._queue.maxsize // 2:
+                self._builder.shedding = False
             self._enqueue(self._builder.take())
         except Exception as exc:
             self._give_up(f"OTLP export stopped after an internal error: {exc!r}")
@@ -130,15 +135,18 @@ class OtlpSink:
             if thread.is_alive() and not self._collector_warned:
                 self._collector_warned = True
                 self.warn(
-                    f"the OTLP collector at {self.settings.describe()} did not take the last "
-                    f"spans within {CLOSE_TIMEOUT:g} s; they are in the trace "
+                    f"OTLP export to {self.settings.describe()} could not send its last spans "
+                    f"within {CLOSE_TIMEOUT:g} s; they are in the trace "
                     "(mcpsniff export otlp sends them later)"
                 )
-        if self.dropped_batches and not self._collector_warned:
+        if self._builder is not None:
+            self.dropped_operations += self._builder.shed
+            self._builder.shed = 0
+        if self.dropped_operations and not self._collector_warned:
             # One line at most: a collector that is down was already said once.
             self.warn(
-                f"OTLP export fell behind: dropped {self.dropped_operations} "
-                f"operation(s) in {self.dropped_batches} batch(es); the trace has them all"
+                f"OTLP export fell behind: {self.dropped_operations} MCP operation(s) not "
+                "sent (the trace has them all: mcpsniff export otlp can send them)"
             )
 
     # ------------------------------------------------------------------ internals
@@ -160,6 +168,8 @@ class OtlpSink:
         except queue.Full:
             self.dropped_batches += 1
             self.dropped_operations += len(ops)
+            if self._builder is not None:
+                self._builder.shedding = True
 
     def _give_up(self, text: str) -> None:
         self._broken = True

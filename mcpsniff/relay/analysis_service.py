@@ -211,6 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--created", type=float, required=True)
     parser.add_argument("--no-redact", action="store_true")
     parser.add_argument("--show", action="store_true")
+    parser.add_argument("--otlp", default="", help="live OTLP export (mcpsniff/export/live.py)")
     ns = parser.parse_args(argv)
     # Normal priority: unlike a relay's, the addon's hooks wait for this process
     # (findings must be on a flow before the later addons see it).
@@ -220,6 +221,10 @@ def main(argv: list[str] | None = None) -> int:
     writer.write_header(orjson.loads(ns.meta), ns.created)
     writer.flush()
     recorder = Recorder(writer, "http", redact=not ns.no_redact, autoflush=False)
+    if ns.otlp:
+        from mcpsniff.export.live import try_otlp_sink
+
+        recorder.sinks.extend(try_otlp_sink(ns.otlp, _warn))
     # Sessions are keyed by the server's host too: mitmproxy sees many servers.
     replay = ExchangeReplay(recorder, redact=not ns.no_redact, key_by_host=True)
     return AnalysisService(replay, ns.replies_fd, ns.show).run(ns.calls_fd)
@@ -294,6 +299,7 @@ class AnalysisClient:
         on_reply: Callable[[Reply], None],
         on_gone: Callable[[str], None],
         on_late: Callable[[str], None] | None = None,
+        otlp: str = "",
     ) -> AnalysisClient:
         """Start the analysis process on the open trace ``trace_fd`` (closed here)."""
         import mcpsniff
@@ -312,6 +318,7 @@ class AnalysisClient:
         argv += ["--meta", orjson.dumps(meta).decode()]
         argv += [] if redact else ["--no-redact"]
         argv += ["--show"] if show else []
+        argv += ["--otlp", otlp] if otlp else []
         try:
             proc = subprocess.Popen(
                 argv,

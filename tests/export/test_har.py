@@ -144,3 +144,42 @@ def test_hostile_headers_stay_valid_json(tmp_path: Path) -> None:
     ]
     assert entry["response"]["status"] == 0
     assert "outcome: client-closed" in entry["comment"]
+
+
+def test_open_exchanges_hold_bounded_memory(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bodies of exchanges still open are bounded together: the oldest is written early."""
+    from mcpsniff.core.model import FrameRecord
+    from mcpsniff.export import har as har_module
+
+    monkeypatch.setattr(har_module, "MAX_HELD", 1000)
+    builder = har_module.HarBuilder("http://upstream:8080/mcp")
+    for number in (1, 2):
+        data = {"exchange": number, "method": "POST", "path": "/mcp", "headers": []}
+        builder.feed(EventRecord(number * 10, 1.0, "s", "http-request", data))
+        body = b"x" * 600
+        builder.feed(
+            FrameRecord(number * 10 + 1, 1.0, "s", "c2s", "http", body, {"exchange": number})
+        )
+    early = builder.take()
+    assert len(early) == 1
+    assert early[0]["request"]["url"] == "http://upstream:8080/mcp"
+    assert early[0]["request"]["bodySize"] == 600
+    assert "exchange 1" in early[0]["comment"]
+    rest = builder.finish()
+    assert [e["comment"].split(", ")[1] for e in rest] == ["exchange 2"]
+
+
+def test_mitmproxy_reads_the_har_back(har: dict[str, Any], http_trace: Path) -> None:
+    """A real HAR consumer: mitmproxy's HAR importer turns every entry back into a flow."""
+    from mitmproxy import io as mitmio
+
+    flows = mitmio.read_flows_from_paths([str(http_trace.with_suffix(".har"))])
+    entries = har["log"]["entries"]
+    assert len(flows) == len(entries)
+    calls = [f for f in flows if f.request.content and b'"name":"echo"' in f.request.content]
+    assert len(calls) == 1
+    flow = calls[0]
+    assert flow.request.method == "POST"
+    assert flow.request.pretty_url.endswith("/mcp")
+    assert flow.response is not None and flow.response.status_code == 200
+    assert b"Echo: hello from mcpsniff e2e" in (flow.response.content or b"")

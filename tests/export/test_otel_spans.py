@@ -80,7 +80,10 @@ def handshake(wire: Wire, version: str) -> None:
 
 def test_session_id_from_http_headers_but_not_in_the_stateless_era() -> None:
     wire = Wire("http")
-    wire.event("http-request", {"exchange": 1, "headers": [["Mcp-Session-Id", "abc123"]]})
+    wire.event(
+        "http-request",
+        {"exchange": 1, "headers": [["Mcp-Session-Id", "abc123"]], "client": "127.0.0.1:52336"},
+    )
     handshake(wire, "2025-11-25")
     wire.send("c2s", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
     wire.send("s2c", {"jsonrpc": "2.0", "id": 1, "result": {"tools": []}})
@@ -88,6 +91,10 @@ def test_session_id_from_http_headers_but_not_in_the_stateless_era() -> None:
     tools = [op for op in ops if op.client.name == "tools/list"]
     assert tools[0].client.attributes["mcp.session.id"] == "abc123"
     assert tools[0].client.attributes["network.transport"] == "tcp"
+    assert tools[0].client.attributes["network.protocol.version"] == "1.1"
+    assert tools[0].server.attributes["client.address"] == "127.0.0.1"
+    assert tools[0].server.attributes["client.port"] == 52336
+    assert "client.address" not in tools[0].client.attributes
 
     modern = Wire("http")
     modern.event("http-request", {"exchange": 1, "headers": [["mcp-session-id", "zzz"]]})
@@ -223,4 +230,30 @@ def test_sink_never_blocks_on_a_hung_collector_and_counts_what_it_drops() -> Non
         hole.close()
     assert sink.dropped_operations > 0
     assert len(warnings) == 1, warnings
-    assert "collector" in warnings[0] or "fell behind" in warnings[0]
+    assert "OTLP export" in warnings[0] or "collector" in warnings[0]
+
+
+def test_unsampled_traceparent_is_respected() -> None:
+    pytest.importorskip("opentelemetry.sdk")
+    from mcpsniff.export.otlp import OtlpExporter, OtlpSettings
+
+    wire = Wire()
+    handshake(wire, "2025-11-25")
+    for id_, flags in ((1, "00"), (2, "01")):
+        meta = {"traceparent": TP[:-2] + flags}
+        params = {"name": "t", "arguments": {}, "_meta": meta}
+        wire.send("c2s", {"jsonrpc": "2.0", "id": id_, "method": "tools/call", "params": params})
+        wire.send("s2c", {"jsonrpc": "2.0", "id": id_, "result": {"content": []}})
+    ops, lone, metrics = wire.close()
+    exporter = OtlpExporter(OtlpSettings(endpoint="http://127.0.0.1:9"))
+    try:
+        exporter.emit(ops, lone, metrics)
+        assert exporter.unsampled == 1
+        # initialize, notifications/initialized and the sampled call: two spans each.
+        assert exporter.pending == 6
+        spans = exporter._finished
+        traced = [s for s in spans if s.context.trace_id == int(TP[3:35], 16)]
+        assert len(traced) == 2
+        assert {s.parent.span_id for s in traced} >= {int(TP[36:52], 16)}
+    finally:
+        exporter.shutdown()
