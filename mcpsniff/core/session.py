@@ -689,6 +689,8 @@ class Session:
             return
         if msg.kind == ERROR and replies.orphan_error(self, msg, msg.error_code):
             return
+        if self._lost_precision(msg, pending):
+            return
         msg.note = "orphan"
         self.report(
             "JR-RESP-ID",
@@ -698,6 +700,42 @@ class Session:
             cause="unknown-id",
             id=msg.id,
         )
+
+    def _lost_precision(self, msg: Msg, pending: dict[Any, Pending]) -> bool:
+        """A reply whose integer id lost digits: 2**53 + 1 echoed as 2**53.
+
+        A peer that keeps JSON numbers as IEEE doubles (JavaScript) cannot echo
+        an integer id beyond 2**53 exactly; the reply then names another id.
+        Ids compare exactly (JSON-RPC §5), so it is a JR-RESP-ID of its own
+        cause, linked to the request it was meant for.
+        """
+        ident = msg.id
+        if type(ident) not in (int, float) or abs(ident) < _EXACT_FLOAT_LIMIT:
+            return False
+        for key, request in pending.items():
+            meant = request.id
+            if (
+                type(meant) is int
+                and abs(meant) > _EXACT_FLOAT_LIMIT
+                and meant != ident
+                and float(meant) == float(ident)
+            ):
+                del pending[key]
+                self._pair(msg, request)
+                msg.note = "id-precision"
+                self.report(
+                    "JR-RESP-ID",
+                    f"{SENDER[msg.direction]} answered request id {meant} ({request.method}, "
+                    f"seq {request.seq}) with id {show_id(ident)}: the id lost precision (it "
+                    "went through a 64-bit float, which holds integers exactly only up to "
+                    "2**53); use ids within ±2**53, or strings",
+                    [request.seq, msg.frame],
+                    cause="id-precision",
+                    request_id=meant,
+                    response_id=ident,
+                )
+                return True
+        return False
 
     def _take_pending(self, msg: Msg, key: Any, request: Pending) -> Pending:
         """Which of the requests in flight under one id ``msg`` answers.
