@@ -452,7 +452,14 @@ class Session:
             lifecycle.on_request(self, msg)
             methods.on_request(self, msg)
             flow.on_request(self, msg)
-            tasks.on_request(self, msg)
+            # Tasks matter only for task-augmented requests, tasks/* and calls of
+            # tools that require tasks: this runs for every request.
+            if (
+                (params is not None and "task" in params)
+                or method[:6] == "tasks/"
+                or (method == "tools/call" and self.state.task_tools)
+            ):
+                tasks.on_request(self, msg)
         elif kind == NOTIFICATION:
             if method is None:
                 self._invalid(msg)
@@ -460,7 +467,8 @@ class Session:
             lifecycle.on_notification(self, msg)
             methods.on_notification(self, msg)
             flow.on_notification(self, msg)
-            tasks.on_notification(self, msg)
+            if method == "notifications/tasks/status":
+                tasks.on_notification(self, msg)
         elif kind == INVALID:
             self._invalid(msg)
         else:
@@ -468,7 +476,14 @@ class Session:
             lifecycle.on_response(self, msg)
             # A CreateTaskResult answers a task-augmented request instead of the
             # method's result, and keeps its progress token alive (rules/tasks.py).
-            if msg.request is not None and not tasks.on_response(self, msg):
+            request = msg.request
+            if request is not None and not (
+                (
+                    (request.params is not None and "task" in request.params)
+                    or request.method[:6] == "tasks/"
+                )
+                and tasks.on_response(self, msg)
+            ):
                 methods.on_response(self, msg)
                 flow.on_response(self, msg)
         return msg
@@ -547,7 +562,9 @@ class Session:
         msg.key = key
         pending = state.pending[direction]
         seen = state.used[direction].check_and_add(key)
-        this_print = reuse.fingerprint(msg)
+        # reuse.fingerprint, inlined: this runs for every request.
+        source = msg.source
+        this_print = hash(source.raw) if msg.index is None and source is not None else None
         if key in pending:
             reuse.in_flight(self, msg, pending[key], this_print)
         elif seen:
