@@ -17,6 +17,7 @@ from mcpsniff import __version__
 from mcpsniff.core import catalog
 from mcpsniff.core.analyzer import replay
 from mcpsniff.core.escape import terminal_safe
+from mcpsniff.core.explain import explain_lines
 from mcpsniff.core.model import SEVERITY_RANK, EventRecord, FindingRecord, Record
 from mcpsniff.core.rules import IMPLEMENTED
 from mcpsniff.filter import HELP as FILTER_HELP
@@ -80,7 +81,7 @@ def main() -> None:
 
 
 @main.command(epilog=FILTER_HELP)
-@click.argument("trace", type=click.Path(dir_okay=True, path_type=Path))
+@click.argument("trace", type=click.Path(dir_okay=True, path_type=Path), required=False)
 @click.option(
     "--format",
     "fmt",
@@ -97,7 +98,19 @@ def main() -> None:
     help="Exit 1 when a finding at or above this severity exists.",
 )
 @filter_option
-def check(trace: Path, fmt: str, fail_on: str, filter_expr: str | None = None) -> None:
+@click.option(
+    "--explain",
+    metavar="RULE|all",
+    help="Explain RULE (what it means, how to fix it; no TRACE needed), or after the text "
+    "report every rule it found ('all').",
+)
+def check(
+    trace: Path | None,
+    fmt: str,
+    fail_on: str,
+    filter_expr: str | None = None,
+    explain: str | None = None,
+) -> None:
     """Re-analyze the raw frames of TRACE with today's rules and report findings.
 
     With --filter, only findings about matching messages are reported and counted
@@ -105,6 +118,9 @@ def check(trace: Path, fmt: str, fail_on: str, filter_expr: str | None = None) -
     Exit status: 0 when nothing is at or above --fail-on, 1 when something is,
     2 when the trace is missing or unreadable.
     """
+    if trace is None:
+        _explain_only(explain)
+        return
     flt = parse_filter("check", filter_expr)
     try:
         reader = TraceReader(trace, on_skip=_warner("check"))
@@ -154,11 +170,29 @@ def check(trace: Path, fmt: str, fail_on: str, filter_expr: str | None = None) -
             else f"nothing at or above {fail_on}"
         )
         click.echo(f"{total} finding(s) in {len(sessions)} session(s); {verdict}")
+        if explain:
+            found = [f.rule for fs in by_session.values() for f in fs]
+            wanted = list(dict.fromkeys(found)) if explain == "all" else [explain]
+            for line in explain_lines(wanted):
+                click.echo(line)
     elif fmt in ("sarif", "junit"):
         from mcpsniff.export.check_report import write_check_report
 
         write_check_report(fmt, trace, dict(by_session), sessions, fail_on, out)
     sys.exit(EXIT_FINDINGS if failing else EXIT_OK)
+
+
+def _explain_only(rule_id: str | None) -> None:
+    """``check --explain RULE`` without a trace: the rule's paragraph."""
+    if not rule_id or rule_id == "all":
+        raise click.UsageError("missing argument TRACE (or --explain RULE to explain a rule)")
+    try:
+        catalog.get(rule_id)
+    except KeyError as exc:
+        _fail("check", str(exc.args[0]))
+        return
+    for line in explain_lines([rule_id]):
+        click.echo(line)
 
 
 # --------------------------------------------------------------------------- rules
@@ -182,6 +216,7 @@ def rules(fmt: str) -> None:
                         "keyword": entry.sev,
                         "versions": list(entry.versions),
                         "source": catalog.plain_source(entry),
+                        "description": catalog.description(rule_id),
                     }
                 ).decode()
             )

@@ -209,13 +209,12 @@ def plain_source(entry: CatalogEntry) -> str:
 
 
 def description(rule_id: str) -> str:
-    """A plain-text sentence saying what ``rule_id`` checks, for reports and the UI.
+    """A plain paragraph saying what ``rule_id`` means and how to fix it, for reports and the UI.
 
-    The catalogue's *Check* cell, with Markdown code marks removed; an unknown id
-    gets an empty string rather than an error, because ids can come from old traces.
+    Hand-written for the common rules, else built from the catalogue row
+    (``explain.py``); an unknown id gets an empty string rather than an error,
+    because ids can come from old traces.
     """
-    try:
-        entry = get(rule_id)
-    except KeyError:
-        return ""
-    return entry.check.replace("`", "").strip()
+    from mcpsniff.core.explain import explanation  # explain reads this module
+
+    return explanation(rule_id)

@@ -43,11 +43,17 @@ __all__ = ["CAUSES", "ParseDiagnosis", "diagnose"]
 CAUSES: tuple[str, ...] = (
     "empty",
     "bom",
+    "utf16-no-bom",
     "invalid-utf8",
+    "lone-surrogate",
+    "control-character",
+    "comment",
+    "nan-infinity",
     "pretty-printed",
     "trailing-comma",
     "single-quotes",
     "concatenated",
+    "split-string",
     "truncated",
     "log-line",
     "unknown",
@@ -168,6 +174,16 @@ def _diagnose(raw: bytes, *, at_eof: bool, line: bool) -> ParseDiagnosis:
     if bom is not None:
         return bom
 
+    if _looks_like_utf16(raw):
+        return _make(
+            raw,
+            "utf16-no-bom",
+            "every other byte is NUL: the writer encodes text as UTF-16 (without a byte order "
+            "mark), but MCP messages must be UTF-8",
+            raw.find(b"\x00"),
+            parser_error,
+        )
+
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -181,6 +197,10 @@ def _diagnose(raw: bytes, *, at_eof: bool, line: bool) -> ParseDiagnosis:
         return _make(raw, cause, explanation, at, parser_error)
 
     scan = _scan_first_value(s) if s[0] in "{[" else None
+
+    lexical = _lexical_cause(text, char_pos, parser_error, unit)
+    if lexical is not None:
+        return make(*lexical)
 
     # MCP stdio: "Messages are delimited by newlines, and MUST NOT contain
     # embedded newlines." A pretty-printed message arrives as many lines.
@@ -233,6 +253,16 @@ def _diagnose(raw: bytes, *, at_eof: bool, line: bool) -> ParseDiagnosis:
         and scan.end is None
         and (scan.in_string or char_pos >= len(text.rstrip(_WS)))
     ):
+        if line and scan.in_string and not at_eof:
+            # The line ended inside a string, and a newline ended it: a raw
+            # newline in a string value split the message (the next line holds
+            # the rest); stdio framing joins them (rules/stdio.py).
+            return make(
+                "split-string",
+                "the line ends inside a JSON string: a string value holds a raw newline, so "
+                "the newline-delimited reader cut the message in two (stdio messages must not "
+                "contain embedded newlines; JSON strings spell a newline as \\n)",
+            )
         return make("truncated", _truncated_explanation(scan, at_eof=at_eof, line=line))
 
     # MCP stdio: "The server MUST NOT write anything to its stdout that is
@@ -249,6 +279,63 @@ def _diagnose(raw: bytes, *, at_eof: bool, line: bool) -> ParseDiagnosis:
     else:
         explanation += _unknown_hint(s, parser_error)
     return make("unknown", explanation)
+
+
+#: JSON number literals JSON does not have (RFC 8259 §6: "Numeric values that cannot
+#: be represented ... (such as Infinity and NaN) are not permitted").
+_NON_FINITE = re.compile(r"-?(?:NaN|Infinity)\b")
+
+
+def _lexical_cause(
+    text: str, char_pos: int, parser_error: str, unit: str
+) -> tuple[str, str] | None:
+    """A token JSON does not have, at the parser's error position: (cause, explanation)."""
+    at = text[char_pos : char_pos + 2]
+    if "control character" in parser_error and char_pos < len(text.rstrip("\r\n")):
+        code = ord(text[char_pos]) if char_pos < len(text) else 0
+        return (
+            "control-character",
+            f"a string holds a raw control character (U+{code:04X}) at byte "
+            f"{len(text[:char_pos].encode('utf-8'))}; JSON strings must escape it "
+            "(\\t, \\n, \\u0000 ...): the writer built the JSON by hand",
+        )
+    if "surrogate" in parser_error:
+        return (
+            "lone-surrogate",
+            "a \\u escape is half of a UTF-16 surrogate pair, which stands for no character "
+            "and cannot be UTF-8 encoded: the writer escaped a broken string",
+        )
+    if at in ("//", "/*"):
+        return (
+            "comment",
+            f"the {unit} holds a {'//' if at == '//' else '/* */'} comment, which JSON does not "
+            "allow: the message was written by hand or by a JSON5/JSONC serializer",
+        )
+    start = char_pos - 1 if char_pos and text[char_pos - 1] == "-" else char_pos
+    match = _NON_FINITE.match(text, start)
+    if match is not None:
+        return (
+            "nan-infinity",
+            f"the {unit} holds the number {match.group()}, which JSON cannot express: the "
+            "writer serialized a non-finite float (Python's json.dumps does by default; use "
+            "allow_nan=False, or send null or a string)",
+        )
+    return None
+
+
+def _looks_like_utf16(raw: bytes) -> bool:
+    """UTF-16 text of ASCII characters: a NUL byte beside every character."""
+    body = raw.strip(b"\r\n")
+    if len(body) < 4:
+        return False
+    # A line cut at "\n" of UTF-16LE text starts with the NUL of that newline.
+    if body[:1] == b"\x00" and body[1:2] != b"\x00":
+        body = body[1:]
+    evens, odds = body[0::2], body[1::2]
+    for zeros, chars in ((odds, evens), (evens, odds)):
+        if zeros.count(0) >= 0.9 * len(zeros) and chars and chars.count(0) == 0:
+            return True
+    return False
 
 
 def _check_bom(raw: bytes, *, at_eof: bool, line: bool, parser_error: str) -> ParseDiagnosis | None:
@@ -311,6 +398,17 @@ def _invalid_utf8(
             "truncated",
             f"{where} in the middle of a JSON message, even in the middle of a multi-byte "
             "UTF-8 character: the message was cut off",
+            start,
+            parser_error,
+        )
+    if raw[start : start + 1] == b"\xed" and b"\xa0" <= raw[start + 1 : start + 2] <= b"\xbf":
+        # ED A0..BF starts an encoded UTF-16 surrogate: CESU-8 or WTF-8 output of a
+        # string holding half a surrogate pair (e.g. a JavaScript string cut in two).
+        return _make(
+            raw,
+            "lone-surrogate",
+            f"bytes {start}-{start + 2} encode a UTF-16 surrogate (CESU-8/WTF-8), which is not "
+            "UTF-8: the writer encoded a string holding half a surrogate pair",
             start,
             parser_error,
         )

@@ -452,7 +452,14 @@ class Session:
             lifecycle.on_request(self, msg)
             methods.on_request(self, msg)
             flow.on_request(self, msg)
-            tasks.on_request(self, msg)
+            # Tasks matter only for task-augmented requests, tasks/* and calls of
+            # tools that require tasks: this runs for every request.
+            if (
+                (params is not None and "task" in params)
+                or method[:6] == "tasks/"
+                or (method == "tools/call" and self.state.task_tools)
+            ):
+                tasks.on_request(self, msg)
         elif kind == NOTIFICATION:
             if method is None:
                 self._invalid(msg)
@@ -460,7 +467,8 @@ class Session:
             lifecycle.on_notification(self, msg)
             methods.on_notification(self, msg)
             flow.on_notification(self, msg)
-            tasks.on_notification(self, msg)
+            if method == "notifications/tasks/status":
+                tasks.on_notification(self, msg)
         elif kind == INVALID:
             self._invalid(msg)
         else:
@@ -468,7 +476,14 @@ class Session:
             lifecycle.on_response(self, msg)
             # A CreateTaskResult answers a task-augmented request instead of the
             # method's result, and keeps its progress token alive (rules/tasks.py).
-            if msg.request is not None and not tasks.on_response(self, msg):
+            request = msg.request
+            if request is not None and not (
+                (
+                    (request.params is not None and "task" in request.params)
+                    or request.method[:6] == "tasks/"
+                )
+                and tasks.on_response(self, msg)
+            ):
                 methods.on_response(self, msg)
                 flow.on_response(self, msg)
         return msg
@@ -547,7 +562,9 @@ class Session:
         msg.key = key
         pending = state.pending[direction]
         seen = state.used[direction].check_and_add(key)
-        this_print = reuse.fingerprint(msg)
+        # reuse.fingerprint, inlined: this runs for every request.
+        source = msg.source
+        this_print = hash(source.raw) if msg.index is None and source is not None else None
         if key in pending:
             reuse.in_flight(self, msg, pending[key], this_print)
         elif seen:
@@ -689,6 +706,8 @@ class Session:
             return
         if msg.kind == ERROR and replies.orphan_error(self, msg, msg.error_code):
             return
+        if self._lost_precision(msg, pending):
+            return
         msg.note = "orphan"
         self.report(
             "JR-RESP-ID",
@@ -698,6 +717,42 @@ class Session:
             cause="unknown-id",
             id=msg.id,
         )
+
+    def _lost_precision(self, msg: Msg, pending: dict[Any, Pending]) -> bool:
+        """A reply whose integer id lost digits: 2**53 + 1 echoed as 2**53.
+
+        A peer that keeps JSON numbers as IEEE doubles (JavaScript) cannot echo
+        an integer id beyond 2**53 exactly; the reply then names another id.
+        Ids compare exactly (JSON-RPC §5), so it is a JR-RESP-ID of its own
+        cause, linked to the request it was meant for.
+        """
+        ident = msg.id
+        if type(ident) not in (int, float) or abs(ident) < _EXACT_FLOAT_LIMIT:
+            return False
+        for key, request in pending.items():
+            meant = request.id
+            if (
+                type(meant) is int
+                and abs(meant) > _EXACT_FLOAT_LIMIT
+                and meant != ident
+                and float(meant) == float(ident)
+            ):
+                del pending[key]
+                self._pair(msg, request)
+                msg.note = "id-precision"
+                self.report(
+                    "JR-RESP-ID",
+                    f"{SENDER[msg.direction]} answered request id {meant} ({request.method}, "
+                    f"seq {request.seq}) with id {show_id(ident)}: the id lost precision (it "
+                    "went through a 64-bit float, which holds integers exactly only up to "
+                    "2**53); use ids within ±2**53, or strings",
+                    [request.seq, msg.frame],
+                    cause="id-precision",
+                    request_id=meant,
+                    response_id=ident,
+                )
+                return True
+        return False
 
     def _take_pending(self, msg: Msg, key: Any, request: Pending) -> Pending:
         """Which of the requests in flight under one id ``msg`` answers.

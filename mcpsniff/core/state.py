@@ -141,6 +141,8 @@ class SessionState:
         default_factory=lambda: {C2S: deque(maxlen=1024), S2C: deque(maxlen=1024)}
     )
     tools: dict[str, ToolInfo] | None = None
+    #: Whether a listed tool has an execution.taskSupport (rules/tasks.py checks its calls).
+    task_tools: bool = False
     tools_partial: list[Any] | None = None
     #: (version, serialized list) of the tools/list result that set ``tools``
     #: without a finding; None when it raised one (rules/methods.py).

@@ -277,11 +277,19 @@ def test_counts_match_catalogue(gen: ModuleType, rules_md: str) -> None:
     assert json.loads(CATALOG_JSON.read_text(encoding="utf-8")).keys() == {r.id for r in rules}
 
 
-def test_description_is_the_check_text_without_markdown_and_empty_for_unknown_ids() -> None:
+def test_description_is_a_plain_paragraph_and_empty_for_unknown_ids() -> None:
     from mcpsniff.core import catalog as cat
+    from mcpsniff.core.explain import WRITTEN
+    from mcpsniff.core.rules import IMPLEMENTED
 
-    entry = cat.get("JR-RESP-ID")
-    text = cat.description("JR-RESP-ID")
-    assert text and "`" not in text
-    assert text == entry.check.replace("`", "").strip()
+    assert cat.description("JR-RESP-ID") == WRITTEN["JR-RESP-ID"]
+    assert "echo the id exactly" in cat.description("JR-RESP-ID")
     assert cat.description("NO-SUCH-RULE") == ""
+    assert set(WRITTEN) <= set(IMPLEMENTED)
+    for rule in IMPLEMENTED:
+        text = cat.description(rule)
+        assert text and "`" not in text and text.endswith("."), rule
+    # built from the catalogue row: who is at fault, and where the spec says so
+    built = cat.description("PING-EMPTY-RESULT")
+    assert "the receiver is the one to fix" in built and "**" not in built
+    assert '§ Behavior Requirements 1 ("The receiver MUST respond promptly' in built

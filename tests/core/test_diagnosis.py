@@ -158,8 +158,9 @@ def test_truncated_mid_character_at_eof() -> None:
 
 
 def test_line_ending_inside_a_string() -> None:
+    # A newline ended the line inside a string: a raw newline split the message.
     d = diagnose(b'{"jsonrpc":"2.0","id":1,"result":{"text":"first line\n')
-    assert d.cause == "truncated"
+    assert d.cause == "split-string"
     assert "raw newline" in d.explanation
 
 

@@ -12,6 +12,10 @@ mcpsniff must report nothing, not even at info level, over stdio, Streamable
 HTTP and the legacy HTTP+SSE transport; and ``mcpsniff check`` on the trace
 must agree with the live relay.
 
+The same client against the SDK 1.x FastMCP server (``peers/sdk1_server.py``,
+declaring the logging capability it uses) asks for each handshake-era version in
+turn (2024-11-05 to 2025-11-25) over Streamable HTTP: four clean sessions.
+
 Before tasks were modelled, these sessions gave three false errors
 (TOOL-RESULT-SHAPE, SAMP-RESULT-SHAPE, ELIC-RESULT-ACTION on CreateTaskResults).
 """
@@ -44,6 +48,8 @@ from tests.e2e.test_http_peers import (
 
 SDK1_PYTHON = PEERS / "sdk1" / "bin" / "python"
 CLIENT = PEER_SCRIPTS / "sdk1_everything_client.py"
+SDK1_SERVER = PEER_SCRIPTS / "sdk1_server.py"
+HANDSHAKE_VERSIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"]
 CLIENT_TIMEOUT = 120
 STDIO, STREAMABLE, SSE = "stdio", "streamable-http", "sse"
 
@@ -161,3 +167,37 @@ def test_no_finding_at_all(session: Session) -> None:
 
 def test_check_agrees_with_the_live_relay(session: Session) -> None:
     assert_check_finds_what_the_relay_found(Trace(session.trace, session.records))
+
+
+@pytest.fixture(scope="module", params=HANDSHAKE_VERSIONS)
+def fastmcp_session(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Session:
+    version: str = request.param
+    if not SDK1_PYTHON.exists():
+        pytest.skip(f"{SDK1_PYTHON.relative_to(REPO)} is missing; run scripts/setup-peers.sh")
+    folder = tmp_path_factory.mktemp(f"fastmcp-{version}")
+    trace = folder / "trace.jsonl"
+    server = Server(
+        [str(SDK1_PYTHON), str(SDK1_SERVER), "{port}", "--declare-logging"],
+        {},
+        folder / "server.log",
+    )
+    try:
+        relay = Relay(server.url("/mcp"), trace)
+        try:
+            client = _run_client(["--url", relay.url, "--protocol-version", version])
+        finally:
+            records = relay.stop()
+    finally:
+        server.stop()
+    return Session(f"fastmcp-{version}", client, trace, records)
+
+
+def test_fastmcp_at_each_handshake_version_gives_no_finding(fastmcp_session: Session) -> None:
+    version = fastmcp_session.transport.removeprefix("fastmcp-")
+    assert fastmcp_session.client["protocol_version"] == version
+    calls = {c["tool"] for c in fastmcp_session.client["tool_calls"]}
+    assert {"echo", "get-sum", "trigger-long-running-operation"} <= calls
+    assert [finding_json(f) for f in fastmcp_session.findings] == []
+    assert_check_finds_what_the_relay_found(Trace(fastmcp_session.trace, fastmcp_session.records))

@@ -342,6 +342,8 @@ def _response(session: Session, exchange: Exchange, record: EventRecord) -> None
     seq = [exchange.seq, record.seq]
     shared = _shared(session)
     sid = headers.get("mcp-session-id")
+    # A session assigned by this very response cannot have been echoed by its request.
+    assigned_before = bool(shared.get("assigned"))
     if sid is not None:
         if not all(0x21 <= ord(c) <= 0x7E for c in sid):
             session.report(
@@ -366,7 +368,7 @@ def _response(session: Session, exchange: Exchange, record: EventRecord) -> None
         shared.setdefault("terminated", set()).add(request_sid)
     if (
         request_sid is None
-        and shared.get("assigned")
+        and assigned_before
         and session.state.era != STATELESS
         and not any(m.method == "initialize" for m in exchange.methods)
         and exchange.method in ("POST", "GET", "DELETE")

@@ -407,6 +407,7 @@ def _tools_list(session: Session, msg: Msg, result: dict[str, Any]) -> None:
                     tool=name,
                 )
     state.tools = known
+    state.task_tools = any(info.task_support is not None for info in known.values())
     state.tools_seen = fingerprint if session.emitted == reported else None
 
 

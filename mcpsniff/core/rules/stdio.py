@@ -39,6 +39,8 @@ RULES = ("JR-PARSE", "STDIO-STDOUT-CLEAN", "STDIO-STDIN-CLEAN", "STDIO-FRAMING",
 MAX_RUN_BYTES = 1 << 20
 #: At most this many frame seqs of a run are listed in its finding (first ones).
 MAX_RUN_SEQS = 200
+#: Causes whose lines are parts of one message, collected into a run.
+RUN_CAUSES = frozenset({"pretty-printed", "split-string"})
 #: Causes that break the newline framing itself (STDIO-FRAMING).
 FRAMING_CAUSES = frozenset({"pretty-printed", "split-string", "concatenated"})
 #: Causes that are bytes no UTF-8 decoder accepts (STDIO-UTF8).
@@ -52,6 +54,11 @@ class LineRun:
     direction: str
     first_seq: int
     offset: int
+    #: "pretty-printed" (newlines between tokens) or "split-string" (a raw newline
+    #: inside a string value), from the run's first line.
+    kind: str
+    #: The first line's diagnosis, for a run that turns out to be one cut line.
+    first: ParseDiagnosis
     seqs: list[int] = field(default_factory=list)
     last_seq: int = 0
     lines: int = 0
@@ -64,19 +71,31 @@ def unparseable(session: Session, frame: FrameRecord, offset: int, diag: ParseDi
     line_framed = frame.transport == "stdio"
     # Inside an open run every bad line is part of it, whatever it looks like
     # alone: `    1,` of an indented array diagnoses as a trailing comma.
-    if line_framed and (
-        diag.cause == "pretty-printed" or frame.direction in session.state.line_runs
-    ):
-        _fragment(session, frame, offset)
+    if line_framed and (diag.cause in RUN_CAUSES or frame.direction in session.state.line_runs):
+        _fragment(session, frame, offset, diag)
         return
-    sender = SENDER[frame.direction]
+    _report_one(session, frame.direction, frame.seq, offset, diag, diag.cause, line_framed)
+
+
+def _report_one(
+    session: Session,
+    direction: str,
+    seq: int,
+    offset: int,
+    diag: ParseDiagnosis,
+    cause: str,
+    line_framed: bool = True,
+) -> None:
+    """JR-PARSE for one frame, and on stdio the rules it implies."""
+    sender = SENDER[direction]
     where = f"at byte {offset} of the stream" if line_framed else "in its body"
+    explanation = diag.explanation if cause == diag.cause else _CUT_LINE
     data: dict[str, Any] = {
-        "cause": diag.cause,
+        "cause": cause,
         "sender": sender,
         "excerpt": diag.excerpt,
         "offset": offset,
-        "explanation": diag.explanation,
+        "explanation": explanation,
     }
     if diag.error_offset is not None:
         # error_offset counts from the start of this frame; offset is the frame's
@@ -86,12 +105,18 @@ def unparseable(session: Session, frame: FrameRecord, offset: int, diag: ParseDi
         data["parser_error"] = diag.parser_error
     session.report(
         "JR-PARSE",
-        f"{sender} sent a frame that is not valid JSON {where} ({diag.cause}): {diag.explanation}",
-        [frame.seq],
+        f"{sender} sent a frame that is not valid JSON {where} ({cause}): {explanation}",
+        [seq],
         **data,
     )
     if line_framed:
-        _dependents(session, frame.direction, [frame.seq], diag.cause, diag.excerpt)
+        _dependents(session, direction, [seq], cause, diag.excerpt)
+
+
+_CUT_LINE = (
+    "the line ends inside a JSON string and no continuation followed: the message was cut off "
+    "(the writer crashed, or a buffer was flushed mid-message)"
+)
 
 
 def _dependents(
@@ -140,13 +165,17 @@ def _dependents(
 # --------------------------------------------------------------------------- pretty-printed runs
 
 
-def _fragment(session: Session, frame: FrameRecord, offset: int) -> None:
-    """One line of a pretty-printed message: add it to its direction's run."""
+def _fragment(
+    session: Session, frame: FrameRecord, offset: int, diag: ParseDiagnosis | None
+) -> None:
+    """One line of a message spread over several: add it to its direction's run."""
     runs = session.state.line_runs
     direction = frame.direction
     run = runs.get(direction)
     if run is None:
-        run = runs[direction] = LineRun(direction, frame.seq, offset)
+        if diag is None:
+            return
+        run = runs[direction] = LineRun(direction, frame.seq, offset, diag.cause, diag)
     run.lines += 1
     run.last_seq = frame.seq
     if len(run.seqs) < MAX_RUN_SEQS:
@@ -157,12 +186,17 @@ def _fragment(session: Session, frame: FrameRecord, offset: int) -> None:
     run.text += frame.raw
     stripped = frame.raw.strip()
     # Only a closing line can complete the value: don't re-parse after every line.
-    if stripped[-1:] in (b"}", b"]") or stripped[-2:] in (b"},", b"],"):
-        try:
-            value = orjson.loads(bytes(run.text))
-        except orjson.JSONDecodeError:
-            return
-        finish(session, direction, value)
+    if stripped[-1:] not in (b"}", b"]") and stripped[-2:] not in (b"},", b"],"):
+        return
+    text = bytes(run.text)
+    if run.kind == "split-string":
+        # The newlines that split it were inside strings: as JSON spells them.
+        text = text.rstrip(b"\r\n").replace(b"\r\n", b"\\n").replace(b"\n", b"\\n")
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return
+    finish(session, direction, value)
 
 
 def continues_run(session: Session, frame: FrameRecord, value: Any) -> bool:
@@ -170,7 +204,7 @@ def continues_run(session: Session, frame: FrameRecord, value: Any) -> bool:
     run = session.state.line_runs.get(frame.direction)
     if run is None or frame.transport != "stdio" or isinstance(value, dict | list):
         return False
-    _fragment(session, frame, 0)
+    _fragment(session, frame, 0, None)
     return True
 
 
@@ -193,11 +227,15 @@ _UNFINISHED = object()
 def finish(session: Session, direction: str, value: Any) -> None:
     """Report a run once: its root JR-PARSE finding and its dependents."""
     run = session.state.line_runs.pop(direction)
+    if value is _UNFINISHED and run.kind == "split-string" and run.lines == 1:
+        # Nothing continued the line: it was cut off, not split.
+        _report_one(session, direction, run.first_seq, run.offset, run.first, "truncated")
+        return
     sender = SENDER[direction]
     seqs = run.seqs
     span = f"seq {seqs[0]}" if run.lines == 1 else f"seq {seqs[0]}..{run.last_seq}"
     data: dict[str, Any] = {
-        "cause": "pretty-printed",
+        "cause": run.kind,
         "sender": sender,
         "lines": run.lines,
         "offset": run.offset,
@@ -209,14 +247,19 @@ def finish(session: Session, direction: str, value: Any) -> None:
     else:
         data["complete"] = True
         what = _describe(session, direction, value, data, run.last_seq)
+    how = (
+        f"pretty-printed {what}"
+        if run.kind == "pretty-printed"
+        else f"put a raw newline inside a JSON string of {what}, splitting it"
+    )
     session.report(
         "JR-PARSE",
-        f"{sender} pretty-printed {what} over {run.lines} lines ({span}); a newline-delimited "
-        f"reader gets {run.lines} unparseable lines instead of one message",
+        f"{sender} {how} over {run.lines} lines ({span}); a newline-delimited reader gets "
+        f"{run.lines} unparseable lines instead of one message",
         seqs,
         **data,
     )
-    _dependents(session, direction, seqs, "pretty-printed", data["excerpt"], run.lines)
+    _dependents(session, direction, seqs, run.kind, data["excerpt"], run.lines)
 
 
 def _describe(

@@ -24,6 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from tests.conftest import Conversation, error, notification, request, result
 
 C2S, S2C = "c2s", "s2c"
@@ -64,6 +66,37 @@ def wait(seconds: float) -> tuple[str, Any]:
 
 
 Step = tuple[str, Any]
+
+
+# --------------------------------------------------------------------------- HTTP
+
+
+def http(
+    number: int, method: str, path: str = "/mcp", transport: str = "streamable", **headers: str
+) -> Step:
+    """The shell saw HTTP request ``number`` (headers by name, ``_`` for ``-``)."""
+    pairs = [[name.replace("_", "-"), value] for name, value in headers.items()]
+    data = {"exchange": number, "method": method, "path": path, "headers": pairs}
+    return ("event", ("http-request", {**data, "transport": transport}))
+
+
+def http_response(number: int, status: int, **headers: str) -> Step:
+    """The server's status line and headers for exchange ``number``."""
+    pairs = [[name.replace("_", "-"), value] for name, value in headers.items()]
+    return ("event", ("http-response", {"exchange": number, "status": status, "headers": pairs}))
+
+
+def body(number: int, payload: Any, direction: str = C2S, **meta: Any) -> Step:
+    """A JSON-RPC body (or SSE data) carried by exchange ``number``."""
+    return ("frame", (direction, payload, {"exchange": number, **meta}))
+
+
+def sse(number: int, event: str | None = None, id: str | None = None) -> Step:
+    """An SSE event on exchange ``number``'s stream."""
+    return ("event", ("sse-event", {"exchange": number, "event": event, "id": id, "index": 0}))
+
+
+ACCEPT_BOTH = "application/json, text/event-stream"
 
 
 @dataclass
@@ -131,6 +164,16 @@ def play(proof: Proof, steps: Sequence[Step], *, near: bool = False) -> Conversa
             convo.t += payload
         elif kind == "end":
             convo.close()
+        elif kind == "event":
+            name, data = payload
+            convo.t += 0.001
+            convo.records.extend(convo.session.event(name, convo.t, data))
+        elif kind == "frame":
+            direction, body, meta = payload
+            convo.t += 0.001
+            raw = body if isinstance(body, bytes) else orjson.dumps(body)
+            out = convo.session.feed_frame(direction, proof.transport, raw, convo.t, meta)
+            convo.records.extend(out)
         else:
             raise ValueError(f"unknown step {kind!r}")
     return convo

@@ -114,3 +114,67 @@ def test_a_run_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     (root,) = convo.find("JR-PARSE")
     assert root.data["lines"] == pretty(value).count(b"\n")
     assert len(root.seq) == 5 and root.data["complete"] is False
+
+
+# --------------------------------------------------------------------------- causes
+
+
+@pytest.mark.parametrize(
+    ("line", "cause", "dependent"),
+    [
+        (b'{"jsonrpc": "2.0", "id": 1, "result": {"v": NaN}}\n', "nan-infinity", None),
+        (b'{"jsonrpc": "2.0", "id": 1, "result": {"v": -Infinity}}\n', "nan-infinity", None),
+        (b'{"jsonrpc": "2.0", "id": 1, // one\n', "comment", None),
+        (b'{"jsonrpc": "2.0", "id": 1, "result": {"t": "a\tb"}}\n', "control-character", None),
+        (
+            '{"jsonrpc":"2.0","id":1,"result":{}}\n'.encode("utf-16-le"),
+            "utf16-no-bom",
+            "STDIO-UTF8",
+        ),
+        (
+            b'{"jsonrpc": "2.0", "id": 1, "result": {"t": "\xed\xa0\x80"}}\n',
+            "lone-surrogate",
+            "STDIO-UTF8",
+        ),
+    ],
+)
+def test_each_parse_cause_is_named_with_its_stdio_rule(
+    line: bytes, cause: str, dependent: str | None
+) -> None:
+    convo = play(Proof("-", [], []), [c(PING), s(line)])
+    (root,) = convo.find("JR-PARSE")
+    assert root.data["cause"] == cause
+    expected = {"JR-PARSE", "STDIO-STDOUT-CLEAN"} | ({dependent} if dependent else set())
+    assert set(convo.rules()) == expected
+    for rule in expected - {"JR-PARSE"}:
+        assert convo.find(rule)[0].data["caused_by"] == {"rule": "JR-PARSE", "seq": root.seq[0]}
+
+
+def test_a_message_split_by_a_raw_newline_in_a_string_is_one_finding() -> None:
+    first = b'{"jsonrpc": "2.0", "id": 1, "result": {"t": "line one\n'
+    second = b'line two"}}\n'
+    convo = play(Proof("-", [], []), [c(PING), s(first + second), end()])
+    assert sorted(convo.rules()) == ["JR-PARSE", "STDIO-FRAMING", "STDIO-STDOUT-CLEAN"]
+    (root,) = convo.find("JR-PARSE")
+    assert root.data["cause"] == "split-string" and root.data["lines"] == 2
+    assert root.data["complete"] is True and root.data["answers"] == 4
+
+
+def test_a_line_cut_inside_a_string_with_nothing_after_is_truncated() -> None:
+    cut = b'{"jsonrpc": "2.0", "id": 1, "result": {"t": "line one\n'
+    convo = play(Proof("-", [], []), [c(PING), s(cut), s(ONE_LINE_REPLY)])
+    (root,) = convo.find("JR-PARSE")
+    assert root.data["cause"] == "truncated" and "cut off" in root.message
+    assert "STDIO-FRAMING" not in convo.rules()
+
+
+def test_an_integer_id_that_lost_precision_is_its_own_cause() -> None:
+    big = 2**53 + 1
+    convo = play(
+        Proof("-", [], []),
+        [c(req(big, "ping")), s(b'{"jsonrpc":"2.0","id":9007199254740992,"result":{}}\n'), end()],
+    )
+    (finding,) = convo.find("JR-RESP-ID")
+    assert finding.data["cause"] == "id-precision"
+    assert finding.data["request_id"] == big and finding.data["response_id"] == 2**53
+    assert convo.find("JR-RESP-REQUIRED") == []

@@ -294,8 +294,15 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", help="connect to this HTTP endpoint instead of a command")
     parser.add_argument("--sse", action="store_true", help="URL is a legacy SSE endpoint")
+    parser.add_argument(
+        "--protocol-version",
+        help="ask for this version in initialize (the SDK asks for its newest by default)",
+    )
     parser.add_argument("command", nargs="*", help="the server command (after --)")
     args = parser.parse_args(argv)
+    if args.protocol_version:
+        # ClientSession.initialize reads types.LATEST_PROTOCOL_VERSION when it runs.
+        types.LATEST_PROTOCOL_VERSION = args.protocol_version
     try:
         out = anyio.run(run, args.command, args.url, args.sse)
         status = 0

@@ -1,0 +1,255 @@
+"""One plain paragraph per rule: what a finding means and how to fix it.
+
+``catalog.description(rule_id)`` returns it (the UI, reports, ``mcpsniff rules
+--format json`` and ``mcpsniff check --explain``). The rules people meet most
+have a paragraph written for them; every other rule gets one built from its
+catalogue row: the check in words, who is at fault, and where the spec says so.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+from mcpsniff.core import catalog
+
+#: Hand-written paragraphs: the meaning first, then the fix.
+WRITTEN: dict[str, str] = {
+    "JR-PARSE": (
+        "A frame was not valid JSON, so the receiver cannot read it at all and (if it "
+        "answers) must reply with a single -32700 Parse error whose id is null. The cause "
+        "names the usual mistake: a log line or print() on stdout, a pretty-printed "
+        "(multi-line) message, a trailing comma, NaN, a comment, a raw control character, "
+        "a byte order mark, UTF-16 or invalid UTF-8. Fix the writer: serialize every "
+        "message with a real JSON encoder, on one line, UTF-8, and send logs to stderr."
+    ),
+    "JR-TOPLEVEL": (
+        "A frame held valid JSON that is not a JSON-RPC message: a number, a string, an "
+        "empty array [], or an array element that is not an object. The receiver answers "
+        "it with -32600 Invalid Request and id null. Fix the sender to write one request, "
+        "notification or response object per message."
+    ),
+    "JR-VERSION": (
+        'Every JSON-RPC 2.0 message must carry "jsonrpc": "2.0" exactly (not 2.0 as a '
+        "number, not missing). Strict peers reject the message. Fix the serializer to add "
+        "the member to every request, notification and response."
+    ),
+    "JR-RESP-ID": (
+        "A response's id must be the request's id, with the same JSON type and value: "
+        '"1" and 1 are different ids. The cause says what went wrong: the id came back as '
+        "another type, a response answered an id nobody sent, a request was answered "
+        "twice, or an integer id lost precision through a 64-bit float. Fix the server to "
+        "echo the id exactly as received (keep it as the parsed JSON value, never convert it)."
+    ),
+    "JR-RESP-REQUIRED": (
+        "Every request must get exactly one response; this one never did before the "
+        "session ended (a cancelled request is exempt). The client is left waiting, usually "
+        "until a timeout. Fix the receiver so that every code path, errors and exceptions "
+        "included, sends a result or an error for the request's id."
+    ),
+    "JR-RESP-ID-NULL": (
+        "The reply to input whose id could not be read (invalid JSON, an invalid request) "
+        "named an id. The receiver could not have known it, and a client may pair the error "
+        "with an unrelated request. Send such -32700/-32600 errors with id null."
+    ),
+    "JR-BATCH-EMPTY": (
+        "The reply to an empty batch [] was wrong. JSON-RPC asks for exactly one error "
+        "object (not an array) with code -32600 Invalid Request and id null. Fix the "
+        "receiver's batch handling to treat [] as an invalid request."
+    ),
+    "JR-ERROR-SEMANTICS": (
+        "An error code was used against its predefined meaning: -32700 means the bytes "
+        "were not JSON, -32600 that valid JSON was not a valid request, -32601 an unknown "
+        "method, -32602 bad params, -32603 an internal error. Clients act on these codes; "
+        "pick the one that says what really happened."
+    ),
+    "JR-NOTIF-NO-REPLY": (
+        "Something answered a notification, or sent a result with a null id. Notifications "
+        "must never be answered. Fix the receiver to send nothing back for messages without "
+        "an id."
+    ),
+    "MSG-ID-REUSE": (
+        "A request id was used twice in one session. MCP forbids it even for retries (the "
+        "common advice to retry under the same id for server-side dedup does not apply "
+        "here), because answers to the two cannot be told apart. The finding says whether "
+        "it was an identical retry or a different request. Use a new id for every request."
+    ),
+    "MSG-ID-INFLIGHT": (
+        "In the stateless era a request id may be reused only after its request completed; "
+        "this one was reused while the first was still waiting. Give concurrent requests "
+        "distinct ids."
+    ),
+    "MSG-ID-NOT-NULL": (
+        'A request had "id": null. In JSON-RPC that is a request, not a notification, and '
+        "MCP forbids null ids. Send a string or an integer id, or leave the id out for a "
+        "notification."
+    ),
+    "MSG-ID-TYPE": (
+        "MCP request ids are strings or integers; a fractional number, a boolean, an array "
+        "or an object is not allowed. Use a counter or a UUID string."
+    ),
+    "STDIO-STDOUT-CLEAN": (
+        "The server wrote something to stdout that is not an MCP message. On stdio, stdout "
+        "carries only JSON-RPC messages; the client fails to parse anything else. Send logs, "
+        "banners and print() output to stderr. It is usually a consequence of the JR-PARSE "
+        "finding it names."
+    ),
+    "STDIO-STDIN-CLEAN": (
+        "The client wrote something to the server's stdin that is not an MCP message. Write "
+        "only newline-delimited JSON-RPC messages to it."
+    ),
+    "STDIO-FRAMING": (
+        "On stdio each message is one line: messages are delimited by newlines and must not "
+        "contain raw newlines. A pretty-printed message, or a string holding a raw newline, "
+        "reaches the reader as several unparseable lines. Serialize compactly (no indent) "
+        "and let the JSON encoder escape newlines inside strings as \\n."
+    ),
+    "STDIO-UTF8": (
+        "MCP messages must be UTF-8. These bytes are not: a legacy encoding such as cp1252, "
+        "UTF-16, or an encoded lone surrogate. Open the stream with UTF-8 encoding and make "
+        "sure strings are valid Unicode before they are serialized."
+    ),
+    "LC-INIT-FIRST": (
+        "The first request of a handshake-era session must be initialize. Anything sent "
+        "before it has no negotiated version or capabilities to rely on. Send initialize "
+        "first and wait for its result."
+    ),
+    "LC-INITIALIZED-MISSING": (
+        "The client never sent notifications/initialized after the initialize result. "
+        "Servers may refuse or ignore requests until it arrives, which looks like tool calls "
+        "failing right after connecting. Send it once, right after the initialize result."
+    ),
+    "LC-INITIALIZED-EARLY": (
+        "The client sent notifications/initialized before the initialize result arrived. "
+        "Wait for the result first: it settles the version the notification belongs to."
+    ),
+    "LC-CLIENT-PRE-RESPONSE": (
+        "The client sent a request (other than ping) before the initialize result came. "
+        "Wait for the result: until then no version or capability is agreed."
+    ),
+    "LC-SERVER-PRE-INITIALIZED": (
+        "The server sent a request (other than ping) before the client's "
+        "notifications/initialized. Wait for it before sampling, elicitation or roots requests."
+    ),
+    "LC-VERSION-SERVER": (
+        "The server answered initialize with a protocol version it may not choose: it must "
+        "be the client's version when the server supports it, else another version the "
+        "server supports. Fix the server's version negotiation."
+    ),
+    "CAP-LOGGING-NOTIFY": (
+        "The server sent log notifications without declaring the logging capability. "
+        "Declare logging: {} in the server capabilities, or do not send notifications/message."
+    ),
+    "CAP-TOOLS": (
+        "A tools request was sent to a server that did not declare the tools capability. "
+        "Check the capabilities of the initialize result before calling a feature."
+    ),
+    "TOOL-RESULT-SHAPE": (
+        "A tools/call result must have a content array of known content blocks (text, "
+        "image, audio, resource, resource_link) and a boolean isError. Build the result "
+        "with the SDK's types, and report tool failures as isError: true, not as odd shapes."
+    ),
+    "TOOL-ARGS-SCHEMA": (
+        "The arguments of a tools/call do not match the tool's inputSchema from tools/list. "
+        "The server will likely reject or misread them. Send arguments that validate "
+        "against the schema (names, types, required fields)."
+    ),
+    "TOOL-OUTPUT-CONFORMS": (
+        "A tool that declares an outputSchema must return structuredContent that conforms "
+        "to it (for results that are not errors). Fix the tool's output or its schema."
+    ),
+    "TOOL-CALL-KNOWN": (
+        "The client called a tool that is not in the latest tools/list result. Refresh the "
+        "tool list (after notifications/tools/list_changed) and call only listed tools."
+    ),
+    "PROG-STOP": (
+        "Progress notifications for a token must stop when its request is answered (or, for "
+        "a task, when the task ends). Send no progress after the final result."
+    ),
+    "PROG-MONOTONIC": (
+        "The progress value must increase with each notification for a token. Send a "
+        "larger progress each time (and a total, if known, that it does not exceed)."
+    ),
+    "CANCEL-INITIALIZE": (
+        "The client cancelled its initialize request, which it must never do. Close the "
+        "connection instead if initialization takes too long."
+    ),
+    "TASK-CREATE-RESULT": (
+        "An accepted task-augmented request (params.task) is answered with a "
+        "CreateTaskResult {task} whose status is 'working'; the real result comes later "
+        "through tasks/result. Return the task first, not the method's result."
+    ),
+    "TASK-RESULT-META": (
+        "The tasks/result response must name its task in "
+        '_meta["io.modelcontextprotocol/related-task"].taskId. Add it to the payload.'
+    ),
+    "TASK-STATUS-TRANSITION": (
+        "A task's status changed in a way the spec forbids: completed, failed and cancelled "
+        "are final, and nothing moves a task out of them. Keep terminal tasks terminal."
+    ),
+    "HTTP-SESSION-ECHO": (
+        "After the server assigned an Mcp-Session-Id, the client must send it on every "
+        "later request of that session. Store it from the initialize response and send it back."
+    ),
+    "HTTP-PROTO-HEADER": (
+        "Streamable HTTP requests after initialization must carry the MCP-Protocol-Version "
+        "header with the negotiated version. Send it on every request after initialize."
+    ),
+    "HTTP-POST-ACCEPT": (
+        "A client POST must accept both application/json and text/event-stream, since the "
+        "server may answer either way. Send Accept: application/json, text/event-stream."
+    ),
+}
+
+_BLAME = {
+    "[C]": "the client",
+    "[S]": "the server",
+    "[Snd]": "the sender",
+    "[Rcv]": "the receiver",
+    "[Req]": "the requestor",
+    "[Any]": "either side",
+}
+_BLAME_RE = re.compile(r"^\s*(\[(?:C|S|Snd|Rcv|Req|Any)\])\s*")
+
+
+def explanation(rule_id: str) -> str:
+    """The paragraph for ``rule_id``; empty for an id the catalogue does not have."""
+    written = WRITTEN.get(rule_id)
+    if written is not None:
+        return written
+    try:
+        entry = catalog.get(rule_id)
+    except KeyError:
+        return ""
+    check = _plain(entry.check)
+    match = _BLAME_RE.match(check)
+    who = "the peer that sent it"
+    if match is not None:
+        who = _BLAME[match.group(1)]
+        check = check[match.end() :]
+    check = check[:1].upper() + check[1:]
+    if not check.endswith("."):
+        check += "."
+    level = {"error": "a MUST", "warning": "a SHOULD", "info": "a heuristic"}[
+        entry.default_severity
+    ]
+    source = _plain(catalog.plain_source(entry)).rstrip(".")
+    return f"{check} This is {level} of the spec, and {who} is the one to fix: see {source}."
+
+
+def _plain(text: str) -> str:
+    """Catalogue Markdown as plain text: no code marks, no emphasis stars."""
+    return text.replace("`", "").replace("**", "").replace("*", "").strip()
+
+
+def explain_lines(rule_ids: list[str], width: int = 100) -> list[str]:
+    """``RULE (severity): paragraph``, wrapped, for each rule: check's --explain section."""
+    lines: list[str] = []
+    for rule_id in rule_ids:
+        text = explanation(rule_id)
+        if not text:
+            continue
+        severity = catalog.get(rule_id).default_severity
+        lines.append(f"{rule_id} ({severity})")
+        lines.extend(textwrap.wrap(text, width, initial_indent="    ", subsequent_indent="    "))
+    return lines

@@ -1,0 +1,99 @@
+"""rules/flow.py: unanswered requests, cancellation and progress, each fired and near-missed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.core.rules.dsl import Proof, assert_proof, c, end, note, req, res, s
+
+V5 = "2026-07-28"
+PING = req(1, "ping")
+PONG = res(1, {})
+
+
+def cancel(request_id: Any, **extra: Any) -> dict[str, Any]:
+    return note("notifications/cancelled", {"requestId": request_id, **extra})
+
+
+def call(token: Any = "p1", id_: int = 1) -> dict[str, Any]:
+    return req(id_, "tools/call", {"name": "a", "arguments": {}, "_meta": {"progressToken": token}})
+
+
+def progress(value: Any, token: Any = "p1", **extra: Any) -> dict[str, Any]:
+    return note("notifications/progress", {"progressToken": token, "progress": value, **extra})
+
+
+def v5(id_: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": V5,
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    return req(
+        id_, method, {**(params or {}), "_meta": {**meta, **(params or {}).get("_meta", {})}}
+    )
+
+
+DONE = res(1, {"content": []})
+
+PROOFS = [
+    Proof("JR-RESP-REQUIRED", fire=[c(PING), end()], miss=[c(PING), s(PONG), end()]),
+    Proof("CANCEL-SHAPE", fire=[c(PING), c(cancel(True))], miss=[c(PING), c(cancel(1))]),
+    Proof("CANCEL-SAME-DIRECTION", fire=[c(PING), s(cancel(1))], miss=[c(PING), c(cancel(1))]),
+    Proof(
+        "CANCEL-IN-PROGRESS",
+        fire=[c(PING), s(PONG), c(cancel(1))],
+        miss=[c(PING), c(cancel(1)), s(PONG)],
+    ),
+    Proof(
+        "CANCEL-INITIALIZE",
+        fire=[c(cancel(0))],  # id 0 is the handshake's initialize
+        miss=[c(PING), c(cancel(1))],
+    ),
+    Proof("PROG-TOKEN-TYPE", fire=[c(call(token=1.5))], miss=[c(call(token=2))]),
+    Proof(
+        "PROG-TOKEN-UNIQUE",
+        fire=[c(call()), c(call(id_=2))],
+        miss=[c(call()), s(DONE), c(call(id_=2))],
+    ),
+    Proof(
+        "PROG-ACTIVE-TOKEN",
+        fire=[c(call()), s(progress(1, token="other"))],
+        miss=[c(call()), s(progress(1))],
+    ),
+    Proof(
+        "PROG-MONOTONIC",
+        fire=[c(call()), s(progress(2)), s(progress(1))],
+        miss=[c(call()), s(progress(1)), s(progress(2))],
+    ),
+    Proof(
+        "PROG-STOP",
+        fire=[c(call()), s(DONE), s(progress(1))],
+        miss=[c(call()), s(progress(1)), s(DONE)],
+    ),
+    Proof(
+        "PROG-PARAMS",
+        fire=[c(call()), s(progress("half"))],
+        miss=[c(call()), s(progress(0.5, message="half"))],
+    ),
+    Proof(
+        "PROG-TOTAL",
+        fire=[c(call()), s(progress(5, total=3))],
+        miss=[c(call()), s(progress(3, total=3))],
+    ),
+    Proof(
+        "PROG-DIRECTION-V5",
+        fire=[c(v5(1, "tools/call", {"name": "a", "arguments": {}})), c(progress(1, token="x"))],
+        miss=[
+            c(v5(1, "tools/call", {"name": "a", "arguments": {}, "_meta": {"progressToken": "x"}})),
+            s(progress(1, token="x")),
+        ],
+        version=None,
+    ),
+]
+
+
+@pytest.mark.parametrize("p", PROOFS, ids=[p.rule for p in PROOFS])
+def test_rule_fires_and_near_miss_does_not(p: Proof) -> None:
+    assert_proof(p)

@@ -1,0 +1,184 @@
+"""rules/http.py: Streamable HTTP and legacy SSE transport rules, each fired and near-missed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.core.rules.dsl import (
+    ACCEPT_BOTH,
+    Proof,
+    assert_proof,
+    body,
+    http,
+    http_response,
+    note,
+    req,
+    res,
+    sse,
+)
+
+V4, V5 = "2025-11-25", "2026-07-28"
+JSON = "application/json"
+STREAM = "text/event-stream"
+NOTE = note("notifications/roots/list_changed")
+
+
+def post(number: int, payload: Any, **headers: str) -> list:
+    headers.setdefault("accept", ACCEPT_BOTH)
+    headers.setdefault("mcp_protocol_version", V4)
+    return [http(number, "POST", **headers), body(number, payload)]
+
+
+def v5(id_: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": V5,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "c", "version": "1"},
+    }
+    return req(id_, method, {**(params or {}), "_meta": meta})
+
+
+def proof(rule: str, fire: list, miss: list, **kw: Any) -> Proof:
+    kw.setdefault("transport", "http")
+    return Proof(rule, fire, miss, **kw)
+
+
+PROOFS = [
+    proof(
+        "HTTP-POST-ACCEPT",
+        fire=post(1, req(1, "ping"), accept=JSON),
+        miss=post(1, req(1, "ping")),
+    ),
+    proof(
+        "HTTP-GET-ACCEPT",
+        fire=[http(1, "GET", accept=JSON, mcp_protocol_version=V4)],
+        miss=[http(1, "GET", accept=STREAM, mcp_protocol_version=V4)],
+    ),
+    proof(
+        "HTTP-GET-REPLY",
+        fire=[
+            http(1, "GET", accept=STREAM, mcp_protocol_version=V4),
+            http_response(1, 200, content_type=JSON),
+        ],
+        miss=[http(1, "GET", accept=STREAM, mcp_protocol_version=V4), http_response(1, 405)],
+    ),
+    proof(
+        "HTTP-202",
+        fire=[*post(1, NOTE), http_response(1, 200, content_type=JSON)],
+        miss=[*post(1, NOTE), http_response(1, 202)],
+    ),
+    proof(
+        "HTTP-REQ-CONTENT-TYPE",
+        fire=[*post(1, req(1, "ping")), http_response(1, 202)],
+        miss=[*post(1, req(1, "ping")), http_response(1, 200, content_type=JSON)],
+    ),
+    proof(
+        "HTTP-SESSION-CHARS",
+        fire=[
+            *post(1, req(1, "ping")),
+            http_response(1, 200, content_type=JSON, mcp_session_id="a b"),
+        ],
+        miss=[
+            *post(1, req(1, "ping")),
+            http_response(1, 200, content_type=JSON, mcp_session_id="a-b"),
+        ],
+    ),
+    proof(
+        "HTTP-SESSION-ECHO",
+        fire=[
+            http(1, "POST", accept=ACCEPT_BOTH),
+            http_response(1, 200, content_type=JSON, mcp_session_id="s1"),
+            http(2, "POST", accept=ACCEPT_BOTH),
+            http_response(2, 202),
+        ],
+        miss=[
+            http(1, "POST", accept=ACCEPT_BOTH),
+            http_response(1, 200, content_type=JSON, mcp_session_id="s1"),
+            http(2, "POST", accept=ACCEPT_BOTH, mcp_session_id="s1"),
+            http_response(2, 202),
+        ],
+        version=None,
+    ),
+    proof(
+        "HTTP-SESSION-404",
+        fire=[
+            http(1, "DELETE", mcp_session_id="s1", mcp_protocol_version=V4),
+            http_response(1, 200),
+            *post(2, req(1, "ping"), mcp_session_id="s1"),
+            http_response(2, 200, content_type=JSON),
+        ],
+        miss=[
+            http(1, "DELETE", mcp_session_id="s1", mcp_protocol_version=V4),
+            http_response(1, 200),
+            *post(2, req(1, "ping"), mcp_session_id="s1"),
+            http_response(2, 404),
+        ],
+    ),
+    proof(
+        "HTTP-PROTO-HEADER",
+        fire=[http(1, "POST", accept=ACCEPT_BOTH), body(1, req(1, "ping"))],
+        miss=post(1, req(1, "ping")),
+    ),
+    proof(
+        "HTTP-PROTO-HEADER-VALUE",
+        fire=post(1, req(1, "ping"), mcp_protocol_version="2025-06-18"),
+        miss=post(1, req(1, "ping")),
+    ),
+    proof(
+        "HTTP-EVENT-ID-UNIQUE",
+        fire=[
+            http(1, "GET", accept=STREAM, mcp_protocol_version=V4),
+            sse(1, id="e1"),
+            http(2, "GET", accept=STREAM, mcp_protocol_version=V4),
+            sse(2, id="e1"),
+        ],
+        miss=[
+            http(1, "GET", accept=STREAM, mcp_protocol_version=V4),
+            sse(1, id="e1"),
+            http(2, "GET", accept=STREAM, mcp_protocol_version=V4),
+            sse(2, id="e2"),
+        ],
+    ),
+    proof(
+        "SSE-ENDPOINT-EVENT",
+        fire=[http(1, "GET", "/sse", "legacy-sse", accept=STREAM), sse(1, event="message")],
+        miss=[http(1, "GET", "/sse", "legacy-sse", accept=STREAM), sse(1, event="endpoint")],
+        version=None,
+    ),
+    proof(
+        "MOD-HTTP-STD-HEADERS",
+        fire=post(1, v5(1, "tools/list"), mcp_method="tools/call", mcp_protocol_version=V5),
+        miss=post(1, v5(1, "tools/list"), mcp_method="tools/list", mcp_protocol_version=V5),
+        version=None,
+    ),
+    proof(
+        "MOD-HTTP-PROTO-HEADER",
+        fire=post(1, v5(1, "tools/list"), mcp_method="tools/list", mcp_protocol_version=V4),
+        miss=post(1, v5(1, "tools/list"), mcp_method="tools/list", mcp_protocol_version=V5),
+        version=None,
+    ),
+]
+
+
+@pytest.mark.parametrize("p", PROOFS, ids=[p.rule for p in PROOFS])
+def test_rule_fires_and_near_miss_does_not(p: Proof) -> None:
+    assert_proof(p)
+
+
+def test_a_reply_body_pairs_with_its_request() -> None:
+    from tests.core.rules.dsl import play
+
+    p = proof("-", [], [])
+    convo = play(
+        p,
+        [
+            *post(1, req(1, "ping")),
+            http_response(1, 200, content_type=JSON),
+            body(1, res(1, {}), "s2c"),
+        ],
+    )
+    assert convo.findings == []
+    (reply,) = [m for m in convo.messages if m.kind == "response" and m.id == 1]
+    assert reply.answers is not None

@@ -1,0 +1,351 @@
+"""rules/lifecycle.py: handshake, capabilities and the stateless era, each fired and near-missed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.core.rules.dsl import Proof, assert_proof, c, end, note, req, res, s
+
+V4, V5 = "2025-11-25", "2026-07-28"
+INFO = {"name": "x", "version": "1"}
+ALL_SERVER = {"tools": {}, "prompts": {}, "resources": {}, "logging": {}, "completions": {}}
+
+
+def init(version: Any = V4, caps: Any = None, info: Any = INFO, id_: int = 0) -> dict[str, Any]:
+    params = {"protocolVersion": version, "capabilities": {} if caps is None else caps}
+    if info is not None:
+        params["clientInfo"] = info
+    return req(id_, "initialize", params)
+
+
+def init_result(version: Any = V4, caps: Any = None, info: Any = INFO) -> dict[str, Any]:
+    result = {"protocolVersion": version, "capabilities": ALL_SERVER if caps is None else caps}
+    if info is not None:
+        result["serverInfo"] = info
+    return res(0, result)
+
+
+INITIALIZED = note("notifications/initialized")
+
+
+def shake(client_caps: Any = None, server_caps: Any = None) -> list:
+    return [c(init(caps=client_caps)), s(init_result(caps=server_caps)), c(INITIALIZED)]
+
+
+PING = req(1, "ping")
+
+# --- the stateless era (2026-07-28)
+META = {
+    "io.modelcontextprotocol/protocolVersion": V5,
+    "io.modelcontextprotocol/clientCapabilities": {},
+    "io.modelcontextprotocol/clientInfo": INFO,
+}
+SERVER_META = {"io.modelcontextprotocol/serverInfo": INFO}
+
+
+def v5(
+    id_: int, method: str, params: dict[str, Any] | None = None, meta: Any = None
+) -> dict[str, Any]:
+    return req(id_, method, {**(params or {}), "_meta": META if meta is None else meta})
+
+
+def v5_result(id_: int, body: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    return res(id_, {"resultType": "complete", "_meta": SERVER_META, **body, **extra})
+
+
+CACHE = {"ttlMs": 0, "cacheScope": "private"}
+
+
+def v5_error(id_: int, code: int, data: Any = None) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": code, "message": "x"}
+    if data is not None:
+        error["data"] = data
+    return {"jsonrpc": "2.0", "id": id_, "error": error}
+
+
+def hs(rule: str, fire: list, miss: list) -> Proof:
+    """A proof that writes its own handshake."""
+    return Proof(rule, fire, miss, version=None)
+
+
+PROOFS = [
+    hs(
+        "LC-INIT-FIRST", fire=[c(PING)], miss=[c(init()), s(init_result()), c(INITIALIZED), c(PING)]
+    ),
+    hs("LC-INIT-PARAMS", fire=[c(init(info=None))], miss=[c(init())]),
+    hs(
+        "LC-INIT-RESULT",
+        fire=[c(init()), s(init_result(info=None))],
+        miss=[c(init()), s(init_result())],
+    ),
+    hs("LC-INITIALIZED-MISSING", fire=[c(init()), s(init_result()), end()], miss=[*shake(), end()]),
+    hs(
+        "LC-INITIALIZED-EARLY",
+        fire=[c(init()), c(INITIALIZED), s(init_result())],
+        miss=[c(init()), s(init_result()), c(INITIALIZED)],
+    ),
+    hs(
+        "LC-INITIALIZED-ORDER",
+        fire=[c(init()), s(init_result()), c(PING), c(req(2, "tools/list")), c(INITIALIZED)],
+        miss=[*shake(), c(req(2, "tools/list"))],
+    ),
+    hs(
+        "LC-CLIENT-PRE-RESPONSE",
+        fire=[c(init()), c(req(2, "tools/list")), s(init_result())],
+        miss=[c(init()), c(PING), s(init_result())],
+    ),
+    hs(
+        "LC-SERVER-PRE-INITIALIZED",
+        fire=[c(init(caps={"roots": {}})), s(init_result()), s(req(1, "roots/list"))],
+        miss=[*shake(client_caps={"roots": {}}), s(req(1, "roots/list"))],
+    ),
+    hs("LC-VERSION-CLIENT", fire=[c(init(version="v4"))], miss=[c(init())]),
+    hs(
+        "LC-VERSION-SERVER",
+        fire=[c(init()), s(init_result(version="2025-13-01"))],
+        miss=[c(init()), s(init_result(version="2025-06-18"))],
+    ),
+    hs(
+        "LC-VERSION-CLIENT-DISCONNECT",
+        fire=[c(init()), s(init_result(version="2025-06-18")), c(INITIALIZED)],
+        miss=[c(init()), s(init_result()), c(INITIALIZED)],
+    ),
+    hs("LC-INIT-REPEAT", fire=[*shake(), c(init(id_=9))], miss=[*shake(), c(PING)]),
+    hs(
+        "CAP-TOOLS",
+        fire=[*shake(server_caps={}), c(req(1, "tools/list"))],
+        miss=[*shake(), c(req(1, "tools/list"))],
+    ),
+    hs(
+        "CAP-PROMPTS",
+        fire=[*shake(server_caps={}), c(req(1, "prompts/list"))],
+        miss=[*shake(), c(req(1, "prompts/list"))],
+    ),
+    hs(
+        "CAP-RESOURCES",
+        fire=[*shake(server_caps={}), c(req(1, "resources/list"))],
+        miss=[*shake(), c(req(1, "resources/list"))],
+    ),
+    hs(
+        "CAP-RES-SUBSCRIBE",
+        fire=[*shake(), c(req(1, "resources/subscribe", {"uri": "x:/a"}))],
+        miss=[
+            *shake(server_caps={"resources": {"subscribe": True}}),
+            c(req(1, "resources/subscribe", {"uri": "x:/a"})),
+        ],
+    ),
+    hs(
+        "CAP-LOGGING-SETLEVEL",
+        fire=[*shake(server_caps={}), c(req(1, "logging/setLevel", {"level": "info"}))],
+        miss=[*shake(), c(req(1, "logging/setLevel", {"level": "info"}))],
+    ),
+    hs(
+        "CAP-LOGGING-NOTIFY",
+        fire=[
+            *shake(server_caps={}),
+            s(note("notifications/message", {"level": "info", "data": "x"})),
+        ],
+        miss=[*shake(), s(note("notifications/message", {"level": "info", "data": "x"}))],
+    ),
+    hs(
+        "CAP-COMPLETIONS",
+        fire=[
+            *shake(server_caps={}),
+            c(
+                req(
+                    1,
+                    "completion/complete",
+                    {
+                        "ref": {"type": "ref/prompt", "name": "p"},
+                        "argument": {"name": "a", "value": ""},
+                    },
+                )
+            ),
+        ],
+        miss=[
+            *shake(),
+            c(
+                req(
+                    1,
+                    "completion/complete",
+                    {
+                        "ref": {"type": "ref/prompt", "name": "p"},
+                        "argument": {"name": "a", "value": ""},
+                    },
+                )
+            ),
+        ],
+    ),
+    hs(
+        "CAP-LISTCHANGED-SERVER",
+        fire=[*shake(), s(note("notifications/tools/list_changed"))],
+        miss=[
+            *shake(server_caps={"tools": {"listChanged": True}}),
+            s(note("notifications/tools/list_changed")),
+        ],
+    ),
+    hs(
+        "CAP-RES-UPDATED",
+        fire=[*shake(), s(note("notifications/resources/updated", {"uri": "x:/a"}))],
+        miss=[
+            *shake(server_caps={"resources": {"subscribe": True}}),
+            s(note("notifications/resources/updated", {"uri": "x:/a"})),
+        ],
+    ),
+    hs(
+        "CAP-SAMPLING",
+        fire=[*shake(), s(req(1, "sampling/createMessage", {"messages": [], "maxTokens": 1}))],
+        miss=[
+            *shake(client_caps={"sampling": {}}),
+            s(req(1, "sampling/createMessage", {"messages": [], "maxTokens": 1})),
+        ],
+    ),
+    hs(
+        "CAP-ROOTS",
+        fire=[*shake(), s(req(1, "roots/list"))],
+        miss=[*shake(client_caps={"roots": {}}), s(req(1, "roots/list"))],
+    ),
+    hs(
+        "CAP-ROOTS-LISTCHANGED",
+        fire=[*shake(client_caps={"roots": {}}), c(note("notifications/roots/list_changed"))],
+        miss=[
+            *shake(client_caps={"roots": {"listChanged": True}}),
+            c(note("notifications/roots/list_changed")),
+        ],
+    ),
+    hs(
+        "CAP-ELICITATION",
+        fire=[
+            *shake(),
+            s(
+                req(
+                    1, "elicitation/create", {"message": "m", "requestedSchema": {"type": "object"}}
+                )
+            ),
+        ],
+        miss=[
+            *shake(client_caps={"elicitation": {}}),
+            s(
+                req(
+                    1, "elicitation/create", {"message": "m", "requestedSchema": {"type": "object"}}
+                )
+            ),
+        ],
+    ),
+    hs(
+        "CAP-SHAPE",
+        fire=[c(init(caps={"roots": {"listChanged": "yes"}}))],
+        miss=[c(init(caps={"roots": {"listChanged": True}}))],
+    ),
+    hs(
+        "MSG-METHOD-DIRECTION",
+        fire=[*shake(), s(req(1, "tools/list"))],
+        miss=[*shake(), c(req(1, "tools/list"))],
+    ),
+    hs(
+        "MSG-METHOD-UNKNOWN",
+        fire=[*shake(), c(req(1, "tools/run"))],
+        miss=[*shake(), c(req(1, "tools/list"))],
+    ),
+    # --- stateless era
+    hs(
+        "MOD-META-REQUIRED",
+        fire=[c(v5(1, "tools/list", meta={"io.modelcontextprotocol/protocolVersion": V5}))],
+        miss=[c(v5(1, "tools/list"))],
+    ),
+    hs(
+        "MOD-CLIENTINFO",
+        fire=[
+            c(
+                v5(
+                    1,
+                    "tools/list",
+                    meta={k: v for k, v in META.items() if not k.endswith("clientInfo")},
+                )
+            )
+        ],
+        miss=[c(v5(1, "tools/list"))],
+    ),
+    hs(
+        "MOD-SERVERINFO",
+        fire=[
+            c(v5(1, "tools/call", {"name": "a"})),
+            s(res(1, {"resultType": "complete", "content": []})),
+        ],
+        miss=[c(v5(1, "tools/call", {"name": "a"})), s(v5_result(1, {"content": []}))],
+    ),
+    hs(
+        "MOD-RESULTTYPE",
+        fire=[
+            c(v5(1, "tools/call", {"name": "a"})),
+            s(res(1, {"_meta": SERVER_META, "content": []})),
+        ],
+        miss=[c(v5(1, "tools/call", {"name": "a"})), s(v5_result(1, {"content": []}))],
+    ),
+    hs(
+        "MOD-NO-SERVER-REQUESTS",
+        fire=[c(v5(1, "tools/list")), s(req(7, "roots/list"))],
+        miss=[c(v5(1, "tools/list")), s(v5_result(1, {"tools": []}, **CACHE))],
+    ),
+    hs(
+        "MOD-MRTR-METHODS",
+        fire=[
+            c(v5(1, "tools/list")),
+            s(v5_result(1, {"inputRequests": {}}, resultType="input_required")),
+        ],
+        miss=[
+            c(v5(1, "tools/call", {"name": "a"})),
+            s(v5_result(1, {"inputRequests": {}}, resultType="input_required")),
+        ],
+    ),
+    hs(
+        "MOD-MRTR-CONTENT",
+        fire=[
+            c(v5(1, "tools/call", {"name": "a"})),
+            s(v5_result(1, {}, resultType="input_required")),
+        ],
+        miss=[
+            c(v5(1, "tools/call", {"name": "a"})),
+            s(v5_result(1, {"requestState": "s"}, resultType="input_required")),
+        ],
+    ),
+    hs(
+        "MOD-DISCOVER",
+        fire=[c(v5(1, "server/discover")), s(v5_result(1, {"capabilities": {}}, **CACHE))],
+        miss=[
+            c(v5(1, "server/discover")),
+            s(v5_result(1, {"capabilities": {}, "supportedVersions": [V5]}, **CACHE)),
+        ],
+    ),
+    hs(
+        "MOD-UNSUPPORTED-VERSION",
+        fire=[c(v5(1, "tools/list")), s(v5_error(1, -32022))],
+        miss=[
+            c(v5(1, "tools/list")),
+            s(v5_error(1, -32022, {"supported": [V5], "requested": "2099-01-01"})),
+        ],
+    ),
+    hs(
+        "MOD-ERRCODES",
+        fire=[c(v5(1, "tools/call", {"name": "a"})), s(v5_error(1, -32042))],
+        miss=[c(v5(1, "tools/call", {"name": "a"})), s(v5_error(1, -32602))],
+    ),
+    hs(
+        "MOD-CACHE",
+        fire=[c(v5(1, "tools/list")), s(v5_result(1, {"tools": []}))],
+        miss=[c(v5(1, "tools/list")), s(v5_result(1, {"tools": []}, **CACHE))],
+    ),
+    hs("MOD-REMOVED", fire=[c(v5(1, "ping"))], miss=[c(v5(1, "tools/list"))]),
+    hs(
+        "MOD-RES-NOT-FOUND",
+        fire=[c(v5(1, "resources/read", {"uri": "x:/a"})), s(v5_error(1, -32002))],
+        miss=[c(v5(1, "resources/read", {"uri": "x:/a"})), s(v5_error(1, -32602))],
+    ),
+]
+
+
+@pytest.mark.parametrize("p", PROOFS, ids=[p.rule for p in PROOFS])
+def test_rule_fires_and_near_miss_does_not(p: Proof) -> None:
+    assert_proof(p)

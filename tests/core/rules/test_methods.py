@@ -1,0 +1,303 @@
+"""rules/methods.py: per-method parameters and results, each fired and near-missed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.core.rules.dsl import Proof, assert_proof, c, note, req, res, s
+
+OBJ = {"type": "object"}
+ADD_SCHEMA = {
+    "type": "object",
+    "properties": {"a": {"type": "number"}},
+    "required": ["a"],
+}
+WEATHER_OUT = {"type": "object", "properties": {"t": {"type": "number"}}, "required": ["t"]}
+
+
+def tool(name: str, schema: Any = None, **extra: Any) -> dict[str, Any]:
+    return {"name": name, "inputSchema": OBJ if schema is None else schema, **extra}
+
+
+def listed(*tools: dict[str, Any]) -> list:
+    return [c(req(1, "tools/list")), s(res(1, {"tools": list(tools)}))]
+
+
+TOOLS = listed(tool("add", ADD_SCHEMA), tool("weather", outputSchema=WEATHER_OUT))
+
+
+def call(name: str, arguments: Any = None, id_: int = 2) -> dict[str, Any]:
+    params: dict[str, Any] = {"name": name}
+    if arguments is not None:
+        params["arguments"] = arguments
+    return req(id_, "tools/call", params)
+
+
+def text(t: str = "ok") -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": t}]}
+
+
+def asked(method: str, params: Any, reply: Any, direction: str = "c") -> list:
+    """A request and its result, in the given direction (c: client asks, s: server asks)."""
+    ask, answer = (c, s) if direction == "c" else (s, c)
+    return [ask(req(5, method, params)), answer(res(5, reply))]
+
+
+READ = {"uri": "file:///a"}
+CLIENT_CAPS = {"sampling": {}, "roots": {}, "elicitation": {}}
+SAMPLE = {"messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}], "maxTokens": 9}
+ELICIT = {"message": "name?", "requestedSchema": {"type": "object", "properties": {}}}
+
+
+def proof(rule: str, fire: list, miss: list, **kw: Any) -> Proof:
+    kw.setdefault("client_caps", CLIENT_CAPS)
+    return Proof(rule, fire, miss, **kw)
+
+
+PROOFS = [
+    proof("TOOL-LIST-SHAPE", fire=listed({"name": "x"}), miss=listed(tool("x"))),
+    proof("TOOL-NAME-UNIQUE", fire=listed(tool("x"), tool("x")), miss=listed(tool("x"), tool("y"))),
+    proof("TOOL-NAME-FORMAT", fire=listed(tool("has space")), miss=listed(tool("has_underscore"))),
+    proof(
+        "TOOL-INPUTSCHEMA-VALID",
+        fire=listed(tool("x", {"type": "object", "properties": {"a": {"type": "nope"}}})),
+        miss=listed(tool("x", {"type": "object", "properties": {"a": {"type": "string"}}})),
+    ),
+    proof(
+        "TOOL-CALL-KNOWN",
+        fire=[*TOOLS, c(call("sub", {}))],
+        miss=[*TOOLS, c(call("add", {"a": 1}))],
+    ),
+    proof(
+        "TOOL-CALL-ARGS-OBJECT",
+        fire=[*TOOLS, c(call("add", [1]))],
+        miss=[*TOOLS, c(call("add", {"a": 1}))],
+    ),
+    proof(
+        "TOOL-ARGS-SCHEMA",
+        fire=[*TOOLS, c(call("add", {"a": "one"}))],
+        miss=[*TOOLS, c(call("add", {"a": 1}))],
+    ),
+    proof(
+        "TOOL-RESULT-SHAPE",
+        fire=[*TOOLS, c(call("add", {"a": 1})), s(res(2, {"content": "3"}))],
+        miss=[*TOOLS, c(call("add", {"a": 1})), s(res(2, text("3")))],
+    ),
+    proof(
+        "TOOL-OUTPUT-CONFORMS",
+        fire=[
+            *TOOLS,
+            c(call("weather", {})),
+            s(res(2, {**text(), "structuredContent": {"t": "hot"}})),
+        ],
+        miss=[
+            *TOOLS,
+            c(call("weather", {})),
+            s(res(2, {**text(), "structuredContent": {"t": 30}})),
+        ],
+    ),
+    proof(
+        "TOOL-STRUCTURED-TYPE",
+        fire=[*TOOLS, c(call("add", {"a": 1})), s(res(2, {**text(), "structuredContent": [3]}))],
+        miss=[
+            *TOOLS,
+            c(call("add", {"a": 1})),
+            s(res(2, {**text(), "structuredContent": {"v": 3}})),
+        ],
+    ),
+    proof(
+        "RES-LIST-SHAPE",
+        fire=asked("resources/list", {}, {"resources": [{"uri": "file:///a"}]}),
+        miss=asked("resources/list", {}, {"resources": [{"uri": "file:///a", "name": "a"}]}),
+    ),
+    proof(
+        "RES-READ-SHAPE",
+        fire=asked("resources/read", READ, {"contents": [{"uri": "file:///a"}]}),
+        miss=asked("resources/read", READ, {"contents": [{"uri": "file:///a", "text": "x"}]}),
+    ),
+    proof(
+        "RES-BLOB-BASE64",
+        fire=asked(
+            "resources/read", READ, {"contents": [{"uri": "file:///a", "blob": "not base64!"}]}
+        ),
+        miss=asked("resources/read", READ, {"contents": [{"uri": "file:///a", "blob": "aGk="}]}),
+    ),
+    proof(
+        "RES-TEMPLATE-SHAPE",
+        fire=asked("resources/templates/list", {}, {"resourceTemplates": [{"name": "t"}]}),
+        miss=asked(
+            "resources/templates/list",
+            {},
+            {"resourceTemplates": [{"name": "t", "uriTemplate": "x://{a}"}]},
+        ),
+    ),
+    proof(
+        "RES-SUB-RESULT",
+        fire=asked("resources/subscribe", READ, {"subscribed": True}),
+        miss=asked("resources/subscribe", READ, {}),
+    ),
+    proof(
+        "PROMPT-LIST-SHAPE",
+        fire=asked("prompts/list", {}, {"prompts": [{"description": "no name"}]}),
+        miss=asked("prompts/list", {}, {"prompts": [{"name": "p"}]}),
+    ),
+    proof(
+        "PROMPT-GET-ARGS",
+        fire=[c(req(5, "prompts/get", {"name": "p", "arguments": {"n": 3}}))],
+        miss=[c(req(5, "prompts/get", {"name": "p", "arguments": {"n": "3"}}))],
+    ),
+    proof(
+        "PROMPT-MESSAGES",
+        fire=asked("prompts/get", {"name": "p"}, {"messages": [{"role": "system", "content": {}}]}),
+        miss=asked(
+            "prompts/get",
+            {"name": "p"},
+            {"messages": [{"role": "user", "content": {"type": "text", "text": "x"}}]},
+        ),
+    ),
+    proof(
+        "LOG-LEVEL-ENUM",
+        fire=[c(req(5, "logging/setLevel", {"level": "verbose"}))],
+        miss=[c(req(5, "logging/setLevel", {"level": "debug"}))],
+    ),
+    proof(
+        "LOG-MESSAGE-PARAMS",
+        fire=[s(note("notifications/message", {"level": "info"}))],
+        miss=[s(note("notifications/message", {"level": "info", "data": "x"}))],
+    ),
+    proof(
+        "LOG-SETLEVEL-RESULT",
+        fire=asked("logging/setLevel", {"level": "info"}, {"level": "info"}),
+        miss=asked("logging/setLevel", {"level": "info"}, {}),
+    ),
+    proof(
+        "LOG-FILTER",
+        fire=[
+            *asked("logging/setLevel", {"level": "error"}, {}),
+            s(note("notifications/message", {"level": "info", "data": "x"})),
+        ],
+        miss=[
+            *asked("logging/setLevel", {"level": "error"}, {}),
+            s(note("notifications/message", {"level": "error", "data": "x"})),
+        ],
+    ),
+    proof(
+        "COMPL-MAX-100",
+        fire=asked(
+            "completion/complete",
+            {"ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "a", "value": ""}},
+            {"completion": {"values": [str(i) for i in range(101)]}},
+        ),
+        miss=asked(
+            "completion/complete",
+            {"ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "a", "value": ""}},
+            {"completion": {"values": [str(i) for i in range(100)], "hasMore": True}},
+        ),
+    ),
+    proof(
+        "COMPL-RESULT-SHAPE",
+        fire=asked(
+            "completion/complete",
+            {"ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "a", "value": ""}},
+            {"completion": {"values": [1, 2]}},
+        ),
+        miss=asked(
+            "completion/complete",
+            {"ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "a", "value": ""}},
+            {"completion": {"values": ["1", "2"]}},
+        ),
+    ),
+    proof(
+        "COMPL-REF",
+        fire=[
+            c(
+                req(
+                    5,
+                    "completion/complete",
+                    {
+                        "ref": {"type": "ref/tool", "name": "p"},
+                        "argument": {"name": "a", "value": ""},
+                    },
+                )
+            )
+        ],
+        miss=[
+            c(
+                req(
+                    5,
+                    "completion/complete",
+                    {
+                        "ref": {"type": "ref/prompt", "name": "p"},
+                        "argument": {"name": "a", "value": ""},
+                    },
+                )
+            )
+        ],
+    ),
+    proof(
+        "PAGE-SHAPE",
+        fire=asked("prompts/list", {}, {"prompts": [], "nextCursor": 2}),
+        miss=asked("prompts/list", {}, {"prompts": [], "nextCursor": "2"}),
+    ),
+    proof(
+        "PAGE-CURSOR-OPAQUE",
+        fire=[
+            *asked("prompts/list", {}, {"prompts": [], "nextCursor": "abc"}),
+            c(req(6, "prompts/list", {"cursor": "abd"})),
+        ],
+        miss=[
+            *asked("prompts/list", {}, {"prompts": [], "nextCursor": "abc"}),
+            c(req(6, "prompts/list", {"cursor": "abc"})),
+        ],
+    ),
+    proof(
+        "PING-EMPTY-RESULT", fire=asked("ping", None, {"pong": True}), miss=asked("ping", None, {})
+    ),
+    proof(
+        "PING-NO-PARAMS",
+        fire=[c(req(5, "ping", {"x": 1}))],
+        miss=[c(req(5, "ping", {"_meta": {"progressToken": "t"}}))],
+    ),
+    proof(
+        "ROOTS-FILE-URI",
+        fire=asked("roots/list", None, {"roots": [{"uri": "https://example.com/repo"}]}, "s"),
+        miss=asked("roots/list", None, {"roots": [{"uri": "file:///home/me/repo"}]}, "s"),
+    ),
+    proof(
+        "ROOTS-RESULT-SHAPE",
+        fire=asked("roots/list", None, {"roots": [{"name": "no uri"}]}, "s"),
+        miss=asked("roots/list", None, {"roots": [{"uri": "file:///r", "name": "r"}]}, "s"),
+    ),
+    proof(
+        "SAMP-REQ-SHAPE",
+        fire=[s(req(5, "sampling/createMessage", {**SAMPLE, "maxTokens": "9"}))],
+        miss=[s(req(5, "sampling/createMessage", SAMPLE))],
+    ),
+    proof(
+        "SAMP-RESULT-SHAPE",
+        fire=asked(
+            "sampling/createMessage",
+            SAMPLE,
+            {"role": "assistant", "content": {"type": "text", "text": "x"}},
+            "s",
+        ),
+        miss=asked(
+            "sampling/createMessage",
+            SAMPLE,
+            {"role": "assistant", "content": {"type": "text", "text": "x"}, "model": "m"},
+            "s",
+        ),
+    ),
+    proof(
+        "ELIC-RESULT-ACTION",
+        fire=asked("elicitation/create", ELICIT, {"action": "ok"}, "s"),
+        miss=asked("elicitation/create", ELICIT, {"action": "decline"}, "s"),
+    ),
+]
+
+
+@pytest.mark.parametrize("p", PROOFS, ids=[p.rule for p in PROOFS])
+def test_rule_fires_and_near_miss_does_not(p: Proof) -> None:
+    assert_proof(p)
