@@ -61,7 +61,12 @@ def bounded(value: Any, limit: int = TEXT_LIMIT) -> str | None:
     if value is None:
         return None
     text = value if isinstance(value, str) else show_id(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    if text.isascii():
+        return text
+    # A lone surrogate (from an id or method with "\ud800") cannot be written as UTF-8.
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 @dataclass

@@ -199,6 +199,7 @@
     if (state.tab !== "timeline") showTab(state.tab);
   }
 
+  let lastLayout = 0;
   async function loadMore() {
     if (state.loadingRows || !state.current) return;
     state.loadingRows = true;
@@ -216,6 +217,11 @@
         }
         grew = true;
         if (state.rows.length >= page.total) break;
+        if (performance.now() - lastLayout > 400) {
+          // A long session shows its first pages while the rest arrives.
+          lastLayout = performance.now();
+          relayout();
+        }
       }
       for (;;) {
         const page = await state.source.findings(sid, state.findings.length);
@@ -564,12 +570,26 @@
   // ------------------------------------------------------------------ filter
 
   let filterTimer = null;
+  let filtering = false;
+  let filterAgain = false;
   function scheduleFilter() {
     clearTimeout(filterTimer);
     filterTimer = setTimeout(applyFilter, 250);
   }
 
   async function applyFilter() {
+    // One filter request at a time: a growing session asks again when it is answered.
+    if (filtering) { filterAgain = true; return; }
+    filtering = true;
+    try {
+      await runFilter();
+    } finally {
+      filtering = false;
+    }
+    if (filterAgain) { filterAgain = false; scheduleFilter(); }
+  }
+
+  async function runFilter() {
     const input = document.getElementById("filter");
     state.filterText = input.value.trim();
     const status = document.getElementById("filter-status");
