@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -78,7 +77,7 @@ def ui_server(*roots: Path) -> Iterator[str]:
         assert url, f"mcpsniff ui did not start (exit {proc.poll()})"
         yield url
     finally:
-        proc.send_signal(signal.SIGINT)
+        proc.terminate()
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:

@@ -545,7 +545,7 @@
       if (v !== null && typeof v === "object") {
         const entries = Array.isArray(v) ? v.map((x, i) => [i, x]) : Object.entries(v);
         const details = el("details");
-        details.open = depth < 3 && entries.length <= 200;
+        details.open = depth < 4 && entries.length <= 200;
         const summary = el("summary");
         if (label) summary.appendChild(label);
         summary.appendChild(document.createTextNode(Array.isArray(v) ? `[ ${entries.length} ]` : `{ ${entries.length} }`));
@@ -625,10 +625,15 @@
   function updateFilterStatus() {
     const status = document.getElementById("filter-status");
     if (status.classList.contains("bad")) return;
-    const messages = state.rows.filter((r) => r && r.kind !== "event").length;
+    let messages = 0, batches = 0;
+    for (const r of state.rows) {
+      if (!r || r.kind === "event") continue;
+      if (r.kind === "batch") batches++; else messages++;
+    }
+    const events = state.rows.length - messages - batches;
     status.textContent = state.filtered
       ? `${state.visible.length} of ${state.rows.length} rows match`
-      : state.current ? `${messages} messages, ${state.rows.length - messages} events` : "";
+      : state.current ? `${messages} messages${batches ? `, ${batches} batches` : ""}, ${events} events` : "";
   }
 
   // ------------------------------------------------------------------ findings tab
