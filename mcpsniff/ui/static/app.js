@@ -321,7 +321,13 @@
     box.appendChild(svg("line", { class: "lifeline", x1: LEFT, y1: 0, x2: LEFT, y2: ROW_H }));
     box.appendChild(svg("line", { class: "lifeline", x1: RIGHT, y1: 0, x2: RIGHT, y2: ROW_H }));
     if (row.kind === "event") {
+      // The server's own events on its lifeline; the proxy's (HTTP, session) in the middle.
       const x = /stderr|exit|spawn|signal/.test(row.event || "") ? RIGHT : (LEFT + RIGHT) / 2;
+      if (/^http|upstream/.test(row.event || "")) {
+        box.appendChild(svg("rect", { class: "proxy-mark", x: x - 5, y: ROW_H / 2 - 5, width: 10, height: 10 }));
+        box.appendChild(svg("text", { class: "proxy-label", x: x + 9, y: ROW_H / 2 + 4 }, (row.detail || row.event).slice(0, 22)));
+        return box;
+      }
       box.appendChild(svg("circle", { class: "event-dot", cx: x, cy: ROW_H / 2, r: 3.5 }));
       return box;
     }
@@ -511,6 +517,7 @@
     const res = http.response || {};
     if (res.status !== undefined) { lines.push(""); lines.push(`HTTP ${res.status}`); }
     for (const pair of res.headers || []) if (Array.isArray(pair)) lines.push(`${pair[0]}: ${pair[1]}`);
+    if (http.sseCount) { lines.push(""); lines.push(`(${http.sseCount} server-sent events on this response)`); }
     if (http.end && http.end.outcome) { lines.push(""); lines.push(`(${http.end.outcome})`); }
     return el("pre", "http", lines.join("\n"));
   }
