@@ -29,7 +29,7 @@ def parse_listen(text: str) -> tuple[str, int]:
     """``HOST:PORT`` -> (host, port); port 0 picks a free port."""
     host, sep, port = text.rpartition(":")
     if not sep or not host or not port.isdigit() or int(port) > 65535:
-        raise click.BadParameter(f"wants HOST:PORT, e.g. 127.0.0.1:6280, not {text!r}")
+        raise click.BadParameter(f"wants HOST:PORT, e.g. 127.0.0.1:6288, not {text!r}")
     return host.strip("[]"), int(port)
 
 
@@ -49,7 +49,7 @@ def wildcard_warning(host: str) -> str | None:
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @click.option(
     "--listen",
-    default="127.0.0.1:6280",
+    default="127.0.0.1:6288",
     show_default=True,
     help="Address to serve the page on (port 0 picks a free one).",
 )

@@ -12,6 +12,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from mcpsniff.core.model import EventRecord, FrameRecord
 from mcpsniff.filter import message_body
 from mcpsniff.ui.follow import read_record_at
@@ -45,7 +47,7 @@ def message_detail(
     if len(raw) <= BODY_LIMIT:
         body = message_body(record, row.get("index"))
         if body is not None:
-            out["body"] = json_safe(body)
+            out["body"] = exact_for_page(body)
     else:
         out["bodyOmitted"] = f"the frame is {len(raw)} bytes; only its raw start is shown"
     if record.meta:
@@ -70,6 +72,32 @@ def raw_view(raw: bytes, limit: int = RAW_LIMIT) -> dict[str, Any]:
         "size": len(raw),
         "utf8": utf8,
     }
+
+
+def exact_for_page(value: Any) -> Any:
+    """``value`` itself when a browser reads it back exactly, else ``json_safe(value)``."""
+    try:
+        orjson.dumps(value)
+    except TypeError:
+        return json_safe(value)
+    if _has_big_int(value):
+        return json_safe(value)
+    return value
+
+
+def _has_big_int(value: Any) -> bool:
+    """Whether an integer beyond 2**53 (which JavaScript would round) is inside ``value``."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if type(item) is int:
+            if abs(item) > 2**53:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 def json_safe(value: Any, depth: int = 0) -> Any:

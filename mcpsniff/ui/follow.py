@@ -15,9 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from mcpsniff.core.model import EventRecord, FrameRecord, Record
+from mcpsniff.filter.reading import _frame_head
 from mcpsniff.trace.format import FORMAT_NAME, TraceError, _loads, decode_record
 from mcpsniff.trace.validate import problem
 
+_FRAME = b'{"type":"frame"'
 #: Bytes read from one file per poll.
 READ_LIMIT = 8 << 20
 #: Skipped-record notes kept per trace (the count goes on).
@@ -82,6 +84,12 @@ class OffsetTail:
     def _parse(self, line: bytes, offset: int) -> tuple[int, Record | Header] | None:
         if not line.strip():
             return None
+        if self._line > 1 and line.startswith(_FRAME):
+            # Most of a trace's bytes are frame payloads: keep them unparsed
+            # until a view needs the body (as `stats` and `show` read traces).
+            frame = _frame_head(line)
+            if frame is not None:
+                return offset, frame
         try:
             obj = _loads(line)
         except ValueError:

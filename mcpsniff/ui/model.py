@@ -50,7 +50,14 @@ EXCHANGE_LIMIT = 20_000
 #: Sequence numbers a finding links to.
 FINDING_SEQ_LIMIT = 100
 #: Events recorded as exchange heads rather than as rows of their own.
-HTTP_HEAD_EVENTS = {"http-request": "request", "http-response": "response", "http-end": "end"}
+HTTP_HEAD_EVENTS = {
+    "http-request": "request",
+    "http-response": "response",
+    "http-end": "end",
+    "sse-event": "sse",
+}
+#: SSE event records kept per exchange (a long stream is counted beyond this).
+SSE_EVENTS_KEPT = 50
 STATELESS_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
@@ -61,7 +68,12 @@ def bounded(value: Any, limit: int = TEXT_LIMIT) -> str | None:
     if value is None:
         return None
     text = value if isinstance(value, str) else show_id(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    if text.isascii():
+        return text
+    # A lone surrogate (from an id or method with "\ud800") cannot be written as UTF-8.
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 @dataclass
@@ -255,10 +267,19 @@ class TraceModel:
         exchange = data.get("exchange")
         if part is not None and isinstance(exchange, int):
             heads = session.exchanges.setdefault(exchange, {})
-            heads[part] = data
+            if part == "sse":
+                events = heads.setdefault("sse", [])
+                if len(events) < SSE_EVENTS_KEPT:
+                    events.append(data)
+                heads["sseCount"] = heads.get("sseCount", 0) + 1
+            else:
+                heads[part] = data
             if len(session.exchanges) > EXCHANGE_LIMIT:
                 session.exchanges.popitem(last=False)
-            return
+            status = data.get("status")
+            # The proxy's view adds information where HTTP failed: such a response is a row.
+            if not (part == "response" and isinstance(status, int) and status >= 400):
+                return
         if self._rows >= ROW_LIMIT:
             session.dropped_rows += 1
             return

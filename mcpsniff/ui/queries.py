@@ -10,12 +10,20 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from mcpsniff.core.error_layers import LAYER_TITLES
-from mcpsniff.filter import Filter, FilterError, compile_filter, load_views
+from mcpsniff.filter import (
+    Filter,
+    FilterError,
+    MessageView,
+    build_views,
+    compile_filter,
+    index_findings,
+)
+from mcpsniff.filter.reading import LazyTraceRecords
 from mcpsniff.stats.compute import compute
 from mcpsniff.ui.follow import file_size
 from mcpsniff.ui.model import SessionModel
@@ -32,17 +40,32 @@ class QueryCache:
     def __init__(self) -> None:
         self._items: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
         self._lock = threading.Lock()
+        self._running: dict[tuple[Any, ...], threading.Lock] = {}
 
     def get(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+        """The cached value for ``key``, or ``make()``'s; one ``make`` per key at a time.
+
+        A page asks again whenever its session grows; without this, a slow
+        query on a long trace would be started once per request, all at once.
+        """
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
                 return self._items[key]
-        value = make()
-        with self._lock:
-            self._items[key] = value
-            while len(self._items) > CACHE_SIZE:
-                self._items.popitem(last=False)
+            running = self._running.setdefault(key, threading.Lock())
+        with running:
+            with self._lock:
+                if key in self._items:
+                    return self._items[key]
+            try:
+                value = make()
+            finally:
+                with self._lock:
+                    self._running.pop(key, None)
+            with self._lock:
+                self._items[key] = value
+                while len(self._items) > CACHE_SIZE:
+                    self._items.popitem(last=False)
         return value
 
 
@@ -56,10 +79,20 @@ def parse(expression: str) -> Filter | dict[str, Any]:
         return {"error": str(exc), "caret": exc.caret()}
 
 
+def session_views(path: Path) -> Iterator[MessageView]:
+    """Every view of the trace, each with all its findings, as ``show --filter`` reads them.
+
+    (Frames keep their body unparsed until a field needs it: faster than
+    ``load_views`` on a long trace.)
+    """
+    index = index_findings(LazyTraceRecords(path))
+    yield from build_views(LazyTraceRecords(path), index)
+
+
 def matching_rows(path: Path, session: SessionModel, flt: Filter) -> list[int]:
     """The row numbers of ``session`` whose message (or event) ``flt`` matches."""
     rows: list[int] = []
-    for view in load_views(path):
+    for view in session_views(path):
         if view.session != session.key or not flt.matches(view):
             continue
         n = session.row_for(view.seq, view.index)
@@ -70,7 +103,7 @@ def matching_rows(path: Path, session: SessionModel, flt: Filter) -> list[int]:
 
 def session_stats(path: Path, session: SessionModel) -> dict[str, Any]:
     """``mcpsniff stats --format json`` for one session, with the error layers' titles."""
-    stats = compute(v for v in load_views(path) if v.session == session.key)
+    stats = compute(v for v in session_views(path) if v.session == session.key)
     out = stats.to_json()
     out["layer_titles"] = dict(LAYER_TITLES)
     return out

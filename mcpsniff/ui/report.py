@@ -22,12 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from mcpsniff.core.error_layers import LAYER_TITLES
-from mcpsniff.filter import Filter, load_views
-from mcpsniff.stats.compute import compute
+from mcpsniff.filter import Filter
+from mcpsniff.stats.compute import TraceStats
 from mcpsniff.trace.format import TraceError
 from mcpsniff.ui.details import json_safe, message_detail
 from mcpsniff.ui.follow import OffsetTail
 from mcpsniff.ui.model import SessionModel, TraceModel
+from mcpsniff.ui.queries import session_views
 from mcpsniff.ui.server import static_text
 
 #: Rows a report holds at most (over all its sessions); the rest is cut, and the page says so.
@@ -66,45 +67,50 @@ def load_model(path: Path) -> TraceModel:
 def report_data(path: Path, flt: Filter | None = None) -> tuple[dict[str, Any], ReportResult]:
     """The data the page needs for every session of the trace at ``path``."""
     model = load_model(path)
-    matching: dict[str, set[int]] | None = None
-    views = list(load_views(path)) if flt is not None else None
-    if flt is not None and views is not None:
-        matching = {}
-        for view in views:
-            if flt.matches(view):
-                session = model.sessions.get(view.session)
-                n = session.row_for(view.seq, view.index) if session is not None else None
-                if n is not None:
-                    matching.setdefault(view.session, set()).add(n)
+    # One pass over the views: which rows the filter keeps, and each session's stats.
+    matching: dict[str, set[int]] = {}
+    stats: dict[str, TraceStats] = {}
+    for view in session_views(path):
+        keep = flt is None or flt.matches(view)
+        stats.setdefault(view.session, TraceStats()).add(view, keep)
+        if keep and flt is not None:
+            session = model.sessions.get(view.session)
+            n = session.row_for(view.seq, view.index) if session is not None else None
+            if n is not None:
+                matching.setdefault(view.session, set()).add(n)
     sessions = []
     data: dict[str, Any] = {}
     budget = REPORT_ROWS
     cut = 0
     for session in model.sessions.values():
-        keep = sorted(matching.get(session.key, set())) if matching is not None else None
-        wanted = keep if keep is not None else list(range(len(session.rows)))
-        if matching is not None and not wanted:
-            continue
+        if flt is not None:
+            wanted = sorted(matching.get(session.key, ()))
+            if not wanted:
+                continue
+        else:
+            wanted = list(range(len(session.rows)))
         shown = wanted[: max(0, budget)]
         cut += len(wanted) - len(shown)
         budget -= len(shown)
         summary = session.summary()
         summary["file"] = path.name
-        data[session.id] = _session_data(path, session, shown, flt)
         summary["rows"] = len(shown)
         summary["cut"] = len(wanted) - len(shown)
+        figures = json_safe(stats.get(session.key, TraceStats()).to_json())
+        figures["layer_titles"] = dict(LAYER_TITLES)
+        data[session.id] = _session_data(path, session, shown, flt is not None, figures)
         sessions.append(summary)
     label = f"report · {path.name}" + (f" · filter: {flt.expression}" if flt is not None else "")
     if cut:
         label += f" · {cut} rows cut (use --filter)"
-    page = json_safe({"label": label, "sessions": sessions, "data": data})
+    page = {"label": label, "sessions": sessions, "data": data}
     return page, ReportResult(len(sessions), REPORT_ROWS - budget, cut)
 
 
 def _session_data(
-    path: Path, session: SessionModel, keep: list[int], flt: Filter | None
+    path: Path, session: SessionModel, keep: list[int], filtered: bool, stats: dict[str, Any]
 ) -> dict[str, Any]:
-    """Rows (renumbered), findings, details and stats of the kept rows of ``session``."""
+    """Rows (renumbered), findings and details of the kept rows of ``session``."""
     new = {old: i for i, old in enumerate(keep)}
     rows = []
     details = {}
@@ -121,19 +127,17 @@ def _session_data(
         detail = message_detail(path, session, old, raw_limit=REPORT_RAW)
         if detail is not None:
             detail["n"] = new[old]
-            details[new[old]] = json_safe(detail)
+            details[new[old]] = detail
     findings = []
     for finding in session.findings:
         linked = [new[r] for r in finding["rows"] if r in new]
-        if flt is not None and not linked:
+        if filtered and not linked:
             continue
         entry = dict(finding)
         entry["rows"] = linked
         entry["n"] = len(findings)
         findings.append(entry)
-    stats = compute((v for v in load_views(path) if v.session == session.key), flt).to_json()
-    stats["layer_titles"] = dict(LAYER_TITLES)
-    return {"rows": rows, "findings": findings, "details": details, "stats": json_safe(stats)}
+    return {"rows": rows, "findings": findings, "details": details, "stats": stats}
 
 
 def _script_json(value: Any) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import signal
 from collections.abc import Awaitable, Callable
 from importlib import resources
 from pathlib import Path
@@ -83,6 +84,8 @@ class UiServer:
         self.cache = QueryCache()
         self._changed = asyncio.Event()
         self._streams = 0
+        #: The open event streams, ended at shutdown (they wait up to KEEPALIVE otherwise).
+        self.stream_tasks: set[asyncio.Task[Any]] = set()
         self.app = web.Application(middlewares=[self._guard])
         self.app.add_routes(
             [
@@ -176,6 +179,9 @@ class UiServer:
         )
         await response.prepare(request)
         self._streams += 1
+        task = asyncio.current_task()
+        if task is not None:
+            self.stream_tasks.add(task)
         try:
             while True:
                 changed = self._changed
@@ -184,10 +190,12 @@ class UiServer:
                     await asyncio.wait_for(changed.wait(), KEEPALIVE)
                 if not changed.is_set():
                     await response.write(b": keepalive\n\n")
-        except (ConnectionResetError, asyncio.CancelledError):
+        except ConnectionResetError:
             pass
         finally:
             self._streams -= 1
+            if task is not None:
+                self.stream_tasks.discard(task)
         return response
 
     async def rows(self, request: web.Request) -> web.Response:
@@ -269,8 +277,14 @@ async def serve(
     if ready is not None:
         ready(url)
     poller = asyncio.create_task(server.poll_forever())
+    stop = asyncio.Event()
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        # SIGTERM (kill, a service manager) stops as cleanly as Ctrl-C does.
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     try:
-        await asyncio.Event().wait()
+        await stop.wait()
     finally:
         poller.cancel()
+        for task in list(server.stream_tasks):
+            task.cancel()
         await runner.cleanup()

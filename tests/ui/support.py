@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -78,7 +77,7 @@ def ui_server(*roots: Path) -> Iterator[str]:
         assert url, f"mcpsniff ui did not start (exit {proc.poll()})"
         yield url
     finally:
-        proc.send_signal(signal.SIGINT)
+        proc.terminate()
         try:
             proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -113,3 +112,31 @@ def record_session(trace: Path, server: list[str]) -> subprocess.CompletedProces
         capture_output=True,
         timeout=120,
     )
+
+
+def write_long_trace(path: Path, calls: int) -> None:
+    """A trace of ``calls`` ping exchanges (2 * calls rows), written as a relay writes one."""
+    import json as _json
+
+    from mcpsniff.core.model import FrameRecord, MessageRecord
+    from mcpsniff.trace.format import TraceWriter
+
+    writer = TraceWriter.create(path, meta={"label": "long"}, created=1767225600.0)
+    seq = 0
+    t = 1767225600.0
+    for i in range(calls):
+        seq += 1
+        t += 0.001
+        request = _json.dumps({"jsonrpc": "2.0", "id": i, "method": "ping"}).encode() + b"\n"
+        writer.write(FrameRecord(seq, t, "long", "c2s", "stdio", request))
+        writer.write(MessageRecord(seq, "long", "c2s", "request", id=i, has_id=True, method="ping"))
+        seq += 1
+        t += 0.001
+        answer = _json.dumps({"jsonrpc": "2.0", "id": i, "result": {}}).encode() + b"\n"
+        writer.write(FrameRecord(seq, t, "long", "s2c", "stdio", answer))
+        writer.write(
+            MessageRecord(
+                seq, "long", "s2c", "response", id=i, has_id=True, answers=seq - 1, latency_ms=1.0
+            )
+        )
+    writer.close()

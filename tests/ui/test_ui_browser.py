@@ -320,3 +320,35 @@ def test_markup_from_a_hostile_server_never_runs(page: object, tmp_path: Path) -
         )
         assert dialogs == []
         assert page.errors == []
+
+
+def test_a_long_session_renders_only_the_visible_window(page: object, tmp_path: Path) -> None:
+    from tests.ui.support import write_long_trace
+
+    folder = tmp_path / "long"
+    folder.mkdir()
+    calls = 10_000
+    write_long_trace(folder / "long.jsonl", calls)
+    with ui_server(folder) as url:
+        page.goto(url)
+        page.wait_for_selector(".row", timeout=WAIT_MS)
+        wait_for(page, f"window.mcpsniffState.visible.length === {2 * calls}")
+        # the list is virtual: a screenful of rows (plus overscan) in the DOM, not 20,000
+        assert page.locator(".row").count() < 150
+        page.evaluate("document.getElementById('rows').scrollTop = 1e9")
+        wait_for(page, f"!!document.querySelector('.row[data-n=\"{2 * calls - 1}\"]')")
+        assert page.locator(".row").count() < 150
+        last = page.locator(f'.row[data-n="{2 * calls - 1}"]')
+        assert f"#{2 * calls}" in last.inner_text()
+        last.click()
+        page.wait_for_selector("#raw", timeout=WAIT_MS)
+        assert (
+            page.locator("#raw").inner_text()
+            == f'{{"jsonrpc": "2.0", "id": {calls - 1}, "result": {{}}}}\n'
+        )
+        # keyboard: up selects the request this response answers
+        page.locator("#rows").press("ArrowUp")
+        wait_for(page, f"window.mcpsniffState.selected === {2 * calls - 2}")
+        page.fill("#filter", f"id == {calls - 1}")
+        page.press("#filter", "Enter")
+        wait_for(page, "document.querySelectorAll('.row').length === 2")

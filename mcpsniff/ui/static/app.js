@@ -199,6 +199,7 @@
     if (state.tab !== "timeline") showTab(state.tab);
   }
 
+  let lastLayout = 0;
   async function loadMore() {
     if (state.loadingRows || !state.current) return;
     state.loadingRows = true;
@@ -216,6 +217,11 @@
         }
         grew = true;
         if (state.rows.length >= page.total) break;
+        if (performance.now() - lastLayout > 400) {
+          // A long session shows its first pages while the rest arrives.
+          lastLayout = performance.now();
+          relayout();
+        }
       }
       for (;;) {
         const page = await state.source.findings(sid, state.findings.length);
@@ -315,7 +321,13 @@
     box.appendChild(svg("line", { class: "lifeline", x1: LEFT, y1: 0, x2: LEFT, y2: ROW_H }));
     box.appendChild(svg("line", { class: "lifeline", x1: RIGHT, y1: 0, x2: RIGHT, y2: ROW_H }));
     if (row.kind === "event") {
+      // The server's own events on its lifeline; the proxy's (HTTP, session) in the middle.
       const x = /stderr|exit|spawn|signal/.test(row.event || "") ? RIGHT : (LEFT + RIGHT) / 2;
+      if (/^http|upstream/.test(row.event || "")) {
+        box.appendChild(svg("rect", { class: "proxy-mark", x: x - 5, y: ROW_H / 2 - 5, width: 10, height: 10 }));
+        box.appendChild(svg("text", { class: "proxy-label", x: x + 9, y: ROW_H / 2 + 4 }, (row.detail || row.event).slice(0, 22)));
+        return box;
+      }
       box.appendChild(svg("circle", { class: "event-dot", cx: x, cy: ROW_H / 2, r: 3.5 }));
       return box;
     }
@@ -505,6 +517,7 @@
     const res = http.response || {};
     if (res.status !== undefined) { lines.push(""); lines.push(`HTTP ${res.status}`); }
     for (const pair of res.headers || []) if (Array.isArray(pair)) lines.push(`${pair[0]}: ${pair[1]}`);
+    if (http.sseCount) { lines.push(""); lines.push(`(${http.sseCount} server-sent events on this response)`); }
     if (http.end && http.end.outcome) { lines.push(""); lines.push(`(${http.end.outcome})`); }
     return el("pre", "http", lines.join("\n"));
   }
@@ -539,7 +552,7 @@
       if (v !== null && typeof v === "object") {
         const entries = Array.isArray(v) ? v.map((x, i) => [i, x]) : Object.entries(v);
         const details = el("details");
-        details.open = depth < 3 && entries.length <= 200;
+        details.open = depth < 4 && entries.length <= 200;
         const summary = el("summary");
         if (label) summary.appendChild(label);
         summary.appendChild(document.createTextNode(Array.isArray(v) ? `[ ${entries.length} ]` : `{ ${entries.length} }`));
@@ -564,12 +577,26 @@
   // ------------------------------------------------------------------ filter
 
   let filterTimer = null;
+  let filtering = false;
+  let filterAgain = false;
   function scheduleFilter() {
     clearTimeout(filterTimer);
     filterTimer = setTimeout(applyFilter, 250);
   }
 
   async function applyFilter() {
+    // One filter request at a time: a growing session asks again when it is answered.
+    if (filtering) { filterAgain = true; return; }
+    filtering = true;
+    try {
+      await runFilter();
+    } finally {
+      filtering = false;
+    }
+    if (filterAgain) { filterAgain = false; scheduleFilter(); }
+  }
+
+  async function runFilter() {
     const input = document.getElementById("filter");
     state.filterText = input.value.trim();
     const status = document.getElementById("filter-status");
@@ -605,10 +632,15 @@
   function updateFilterStatus() {
     const status = document.getElementById("filter-status");
     if (status.classList.contains("bad")) return;
-    const messages = state.rows.filter((r) => r && r.kind !== "event").length;
+    let messages = 0, batches = 0;
+    for (const r of state.rows) {
+      if (!r || r.kind === "event") continue;
+      if (r.kind === "batch") batches++; else messages++;
+    }
+    const events = state.rows.length - messages - batches;
     status.textContent = state.filtered
       ? `${state.visible.length} of ${state.rows.length} rows match`
-      : state.current ? `${messages} messages, ${state.rows.length - messages} events` : "";
+      : state.current ? `${messages} messages${batches ? `, ${batches} batches` : ""}, ${events} events` : "";
   }
 
   // ------------------------------------------------------------------ findings tab
