@@ -17,7 +17,7 @@ from mcpsniff.export.otel_spans import ExportOptions, SpanDraft, spans_of
 from mcpsniff.filter import Filter
 from mcpsniff.filter.cli import filter_option, parse_filter
 from mcpsniff.filter.view import MessageView, ViewBuilder
-from mcpsniff.trace.format import TraceError, TraceReader
+from mcpsniff.trace.format import FORMAT_NAME, TraceError, TraceReader
 
 EXIT_OK, EXIT_ERROR = 0, 2
 #: Frames a --filter remembers as matching, to judge the operations they belong to.
@@ -210,6 +210,30 @@ def _upstream(header: dict[str, Any], options: ExportOptions) -> None:
         options.server_port = port
 
 
+def _refuse_to_replace_a_trace(command: str, trace: Path, output: Path) -> None:
+    """``-o`` must not name the trace being read, nor any other mcpsniff trace.
+
+    ``export har t.jsonl -o t.jsonl`` (a slip of the shell's completion) would
+    replace the user's only recording with its HAR. Any other file is replaced
+    as ``-o`` says.
+    """
+    try:
+        same = output.exists() and output.samefile(trace)
+    except OSError:
+        same = False
+    if same:
+        _fail(command, f"{output} is the trace itself; choose another -o")
+    try:
+        if not output.is_file():  # never open a FIFO or a device to peek at it
+            return
+        with open(output, "rb") as handle:
+            first = handle.read(200)
+    except OSError:
+        return
+    if first.startswith(b'{"type":"header"') and FORMAT_NAME.encode() in first:
+        _fail(command, f"{output} is an mcpsniff trace; it was left untouched (choose another -o)")
+
+
 @export.command("har")
 @click.argument("trace", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
@@ -227,6 +251,8 @@ def har(trace: Path, output: Path | None) -> None:
     """
     from mcpsniff.export.har_file import HarStdioOnly, write_har
 
+    if output is not None:
+        _refuse_to_replace_a_trace("har", trace, output)
     try:
         reader = TraceReader(trace, on_skip=_warner("har"))
     except TraceError as exc:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import difflib
+import os
+import stat
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,6 +17,7 @@ from mcpsniff.core.escape import terminal_safe
 from mcpsniff.install.clients import CLIENTS, config_files
 from mcpsniff.install.entries import Entry
 from mcpsniff.install.files import (
+    ChangedMeanwhile,
     backups_for,
     digest,
     mark_restored,
@@ -75,9 +78,18 @@ def _fail(command: str, reason: str) -> None:
     sys.exit(EXIT_ERROR)
 
 
+def _literal(path: Path) -> str:
+    """``path`` as the literal part of a ``--trace`` pattern: its braces doubled.
+
+    A state folder such as ``/home/a{b}`` would otherwise read as a placeholder,
+    and every wrapped server would fail to start (exit 2, unknown placeholder).
+    """
+    return str(path).replace("{", "{{").replace("}", "}}")
+
+
 def trace_pattern() -> str:
     """The ``--trace`` of wrapped servers: one file per launch in the state folder."""
-    return str(traces_dir() / "{name}-{time}-{pid}.jsonl")
+    return _literal(traces_dir()) + os.sep + "{name}-{time}-{pid}.jsonl"
 
 
 def _targets(
@@ -119,7 +131,7 @@ def _text_diff(path: Path, old: str, new: str) -> Iterator[str]:
 def _proxy_hint(entry: Entry) -> list[str]:
     url = entry.url or ""
     path = urlsplit(url).path or "/"
-    pattern = str(traces_dir() / f"{safe_name(entry.name)}-{{time}}-{{pid}}.jsonl")
+    pattern = _literal(traces_dir()) + os.sep + f"{safe_name(entry.name)}-{{time}}-{{pid}}.jsonl"
     return [
         f"  ~ {terminal_safe(entry.name)}: HTTP server {terminal_safe(url)}, not changed; "
         "to record it, run",
@@ -166,6 +178,11 @@ def install(
         _fail("install", str(exc))
         return
     _check_names("install", [p for _, p in plans], names)
+    if not dry_run:
+        # Before anything is written: one refused file must not leave the others half done.
+        for _, plan in plans:
+            if plan.differs:
+                _check_writable("install", plan.path)
     for title, plan in plans:
         click.echo(f"{title}: {plan.path}")
         for entry in plan.changed:
@@ -176,7 +193,7 @@ def install(
             for line in _proxy_hint(entry):
                 click.echo(line)
         for entry in plan.other:
-            click.echo(f"  ? {terminal_safe(entry.name)}: neither command nor url; left alone")
+            click.echo(f"  ? {terminal_safe(entry.name)}: {entry.why}; left alone")
         if not plan.differs:
             continue
         if dry_run:
@@ -187,13 +204,27 @@ def install(
             backup = write_backup(
                 _client_id(title), plan.path, plan.original, plan.new_bytes, plan.records
             )
-            write_atomically(plan.path, plan.new_bytes)
         except OSError as exc:
+            _fail("install", f"{plan.path}: cannot write a backup: {exc.strerror or exc}")
+            return
+        try:
+            write_atomically(plan.path, plan.new_bytes, expected=plan.original)
+        except OSError as exc:
+            backup.unlink()  # nothing was changed: a backup of it would only mislead uninstall
+            if isinstance(exc, ChangedMeanwhile):
+                _fail("install", f"{plan.path}: changed while mcpsniff was editing it; run again")
             _fail("install", f"{plan.path}: cannot write: {exc.strerror or exc}")
             return
         click.echo(f"  backup: {backup}")
     if not dry_run and any(p.changed for _, p in plans):
         click.echo(f"traces will go to {traces_dir()}; restart the client to apply")
+
+
+def _check_writable(command: str, path: Path) -> None:
+    """Refuse a file its owner made read-only: replacing it would go around that."""
+    mode = path.resolve().stat().st_mode
+    if not mode & stat.S_IWUSR:
+        _fail(command, f"{path}: the file is read-only; left untouched (chmod u+w it first)")
 
 
 def _client_id(title: str) -> str:
@@ -233,6 +264,8 @@ def uninstall(
             _uninstall_file(title, path, names, dry_run)
         except ConfigError as exc:
             _fail("uninstall", str(exc))
+        except ChangedMeanwhile:
+            _fail("uninstall", f"{path}: changed while mcpsniff was editing it; run again")
         except OSError as exc:
             _fail("uninstall", f"{path}: cannot write: {exc.strerror or exc}")
 
@@ -241,15 +274,17 @@ def _uninstall_file(title: str, path: Path, names: set[str] | None, dry_run: boo
     click.echo(f"{title}: {path}")
     backups = [(b, d) for b, d in backups_for(path) if d.get("client") != UNINSTALL]
     current = path.read_bytes()
+    if not dry_run:
+        _check_writable("uninstall", path)
     restored = False
     if names is None:
         # Unwind whole installs while the file is exactly what each one wrote.
         for backup, document in backups:
             if document.get("written_sha256") != digest(current):
                 break
-            current = original_bytes(document)
+            written, current = current, original_bytes(document)
             if not dry_run:
-                write_atomically(path, current)
+                write_atomically(path, current, expected=written)
                 mark_restored(backup)
             click.echo(f"  restored the bytes from before install ({backup.name})")
             restored = True
@@ -273,7 +308,7 @@ def _uninstall_file(title: str, path: Path, names: set[str] | None, dry_run: boo
             click.echo(line)
         return
     backup = write_backup(UNINSTALL, path, plan.original, plan.new_bytes, {})
-    write_atomically(path, plan.new_bytes)
+    write_atomically(path, plan.new_bytes, expected=plan.original)
     if names is None:
         for used, _ in backups:
             if used.exists():

@@ -35,6 +35,8 @@ class Entry:
     kind: str
     wrapped: bool
     url: str | None = None
+    #: Why an entry of kind OTHER is left alone, for the user.
+    why: str = "neither command nor url"
 
     @property
     def key(self) -> str:
@@ -51,6 +53,13 @@ def classify(table: str, name: str, node: Node) -> Entry:
         if isinstance(value.get(key), str):
             return Entry(table, name, node, HTTP, False, value[key])
     if isinstance(value.get("command"), str):
+        args = value.get("args")
+        if args is not None and not (
+            isinstance(args, list) and all(isinstance(a, str) for a in args)
+        ):
+            # Wrapping would drop or mangle them: the server would start without
+            # its arguments. A client would reject the entry anyway; leave it be.
+            return Entry(table, name, node, OTHER, False, why="args is not a list of strings")
         return Entry(table, name, node, STDIO, is_wrapped(value))
     return Entry(table, name, node, OTHER, False)
 

@@ -36,8 +36,17 @@ def digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """Replace the file at ``path`` (or its symlink's target) with ``data``."""
+class ChangedMeanwhile(OSError):
+    """The file is no longer what was read: someone (the client) saved it meanwhile."""
+
+
+def write_atomically(path: Path, data: bytes, expected: bytes | None = None) -> None:
+    """Replace the file at ``path`` (or its symlink's target) with ``data``.
+
+    With ``expected``, raise ``ChangedMeanwhile`` instead when the file no
+    longer holds those bytes: a client that saved its configuration while we
+    planned our edit must not lose its change.
+    """
     target = path.resolve()
     try:
         mode = target.stat().st_mode & 0o7777
@@ -51,6 +60,8 @@ def write_atomically(path: Path, data: bytes) -> None:
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(temporary, mode)
+        if expected is not None and target.read_bytes() != expected:
+            raise ChangedMeanwhile(f"{path} changed meanwhile")
         os.replace(temporary, target)
     except BaseException:
         with contextlib.suppress(OSError):

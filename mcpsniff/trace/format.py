@@ -545,6 +545,8 @@ class TraceReader:
         #: Lines skipped because their record's shape is wrong, as (line, reason).
         self.skipped: list[tuple[int, str]] = []
         self._on_skip = on_skip or warn_skipped
+        #: Called by ``records()`` with each appended session's header, in place.
+        self.on_header: Callable[[dict[str, Any]], None] | None = None
         try:
             # A large buffer: with the default 8 KiB, refilling it (a read()
             # call per 8 KiB) costs a quarter of the time spent iterating lines.
@@ -620,10 +622,22 @@ class TraceReader:
         return None
 
     def records(self) -> Iterator[Record]:
-        """Every record after the header, in file order."""
+        """Every record after the header, in file order.
+
+        The header of a session appended by a relaunch is no record; it goes
+        to ``on_header`` (when set) at its place in the file.
+        """
         for number, line, last in self._lines():
             obj = self._parse(number, line, last)
-            if obj is None or obj.get("type") == "header":
+            if obj is None:
+                continue
+            if obj.get("type") == "header":
+                if self.on_header is not None:
+                    reason = header_problem(obj)
+                    if reason is None:
+                        self.on_header(obj)
+                    else:
+                        self._skip(number, f"the appended header is malformed: {reason}")
                 continue
             reason = problem(obj)
             if reason is not None:
@@ -794,8 +808,11 @@ class TraceTail:
                 if self._line > 1:
                     self._on_skip(skip_message(self.path, self._line, "not a JSON record"))
                 continue
-            if self._line == 1 and isinstance(obj, dict) and obj.get("type") == "header":
-                self.header = obj
+            if isinstance(obj, dict) and obj.get("type") == "header":
+                # Line 1 is the file's header; a later one starts a session
+                # appended by a relaunch (paths.open_trace_file), not damage.
+                if self._line == 1:
+                    self.header = obj
                 continue
             reason = problem(obj)
             if reason is None:

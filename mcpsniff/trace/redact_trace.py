@@ -164,6 +164,19 @@ def redact_trace(
             report.records["header"] += 1
             report.lines.append(1)
         writer = TraceWriter.create(target, meta=meta, created=reader.header.get("created"))
+
+        def appended_header(obj: dict[str, Any]) -> None:
+            # A relaunch's session header holds that launch's command line:
+            # keep it in its place (lose nothing), redacted like the first.
+            meta, count = redact_header_meta(dict(obj.get("meta") or {}))
+            meta["redacted"] = True
+            writer.write_header(meta, obj.get("created"))
+            if count:
+                report.replaced["header"] += count
+                report.records["header"] += 1
+                report.lines.append(writer.records_written + 1)
+
+        reader.on_header = appended_header
         try:
             for record in reader.records():
                 new, count = redact_record(record)

@@ -1,0 +1,68 @@
+"""``export har -o``: a slip of the shell never replaces a recording."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from mcpsniff.cli import main
+
+from .support import RECORDINGS, write_stdio_trace
+
+
+def _http_trace(path: Path) -> Path:
+    trace = write_stdio_trace(path, [])
+    lines = trace.read_text(encoding="utf-8").splitlines()
+    request = {
+        "type": "event",
+        "seq": 10,
+        "t": 1767225601.0,
+        "session": "h",
+        "event": "http-request",
+        "data": {"exchange": 1, "method": "POST", "path": "/mcp", "headers": []},
+    }
+    end = {
+        "type": "event",
+        "seq": 11,
+        "t": 1767225601.5,
+        "session": "h",
+        "event": "http-end",
+        "data": {"exchange": 1, "outcome": "client-closed"},
+    }
+    lines[2:2] = [json.dumps(request), json.dumps(end)]
+    trace.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return trace
+
+
+def test_the_trace_itself_is_refused_as_output(tmp_path: Path) -> None:
+    trace = _http_trace(tmp_path / "t.jsonl")
+    before = trace.read_bytes()
+    for output in (trace, tmp_path / "." / "t.jsonl"):
+        result = CliRunner().invoke(main, ["export", "har", str(trace), "-o", str(output)])
+        assert result.exit_code == 2
+        assert result.output == (
+            f"mcpsniff export har: {output} is the trace itself; choose another -o\n"
+        )
+        assert trace.read_bytes() == before
+
+
+def test_another_trace_is_refused_as_output(tmp_path: Path) -> None:
+    trace = _http_trace(tmp_path / "t.jsonl")
+    other = tmp_path / "other.jsonl"
+    other.write_bytes((RECORDINGS / "clean-2025-11-25.jsonl").read_bytes())
+    before = other.read_bytes()
+    result = CliRunner().invoke(main, ["export", "har", str(trace), "-o", str(other)])
+    assert result.exit_code == 2
+    assert "is an mcpsniff trace; it was left untouched" in result.output
+    assert other.read_bytes() == before
+
+
+def test_an_old_har_is_replaced_as_asked(tmp_path: Path) -> None:
+    trace = _http_trace(tmp_path / "t.jsonl")
+    out = tmp_path / "t.har"
+    out.write_text('{"log": {}}')
+    result = CliRunner().invoke(main, ["export", "har", str(trace), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert len(json.loads(out.read_text())["log"]["entries"]) == 1

@@ -1,0 +1,94 @@
+"""A relaunch appends a session with its own header line: every reader takes it in stride.
+
+``paths.open_trace_file`` appends a new session to an existing trace and
+starts it with a header of its own (the launch's command and label). Such a
+line is part of the format, not damage: ``show`` must not warn about it, and
+``redact`` must keep it (with its command line redacted), so that the copy
+still tells the launches apart.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from mcpsniff.cli import main
+from mcpsniff.core.model import EventRecord, FrameRecord, MessageRecord
+from mcpsniff.trace.format import TraceTail
+from mcpsniff.trace.paths import open_trace_file
+
+SECRET = "ghp_" + "a1B2c3D4e5" * 4
+
+
+def _launch(trace: Path, n: int) -> None:
+    opened = open_trace_file(
+        trace,
+        name="srv",
+        meta={"source": "test", "command": ["srv", "--api-key", SECRET], "label": f"run{n}"},
+        created=1767225600.0 + n,
+    )
+    writer = opened.writer
+    t = 1767225600.0 + n
+    writer.write(EventRecord(1, t, "stdio", "session-start", {"transport": "stdio"}))
+    raw = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+    writer.write(FrameRecord(2, t + 0.1, "stdio", "c2s", "stdio", raw))
+    writer.write(MessageRecord(2, "stdio", "c2s", "request", id=1, has_id=True, method="ping"))
+    writer.write(EventRecord(3, t + 0.2, "stdio", "session-end", {}))
+    writer.close()
+
+
+def _appended_trace(tmp_path: Path) -> Path:
+    trace = tmp_path / "relaunched.jsonl"
+    for n in range(3):
+        _launch(trace, n)
+    headers = [line for line in trace.read_text().splitlines() if '"type":"header"' in line]
+    assert len(headers) == 3  # the file's own and one per appended launch
+    return trace
+
+
+def test_show_reads_an_appended_trace_without_a_warning(tmp_path: Path) -> None:
+    trace = _appended_trace(tmp_path)
+    for args in ([], ["--format", "json"], ["--filter", "method == ping"]):
+        result = CliRunner().invoke(main, ["show", str(trace), *args])
+        assert result.exit_code == 0, result.output
+        assert result.stderr == "", args
+        assert sum("ping" in line for line in result.stdout.splitlines()) == 3, args
+
+
+def test_trace_tail_skips_appended_headers_quietly(tmp_path: Path) -> None:
+    trace = _appended_trace(tmp_path)
+    skipped: list[str] = []
+    tail = TraceTail(trace, on_skip=skipped.append)
+    try:
+        records = tail.poll(final=True)
+    finally:
+        tail.close()
+    assert skipped == []
+    assert tail.header is not None and tail.header["meta"]["label"] == "run0"
+    assert sum(isinstance(r, FrameRecord) for r in records) == 3
+
+
+def test_redact_keeps_each_appended_header_with_its_command_redacted(tmp_path: Path) -> None:
+    trace = _appended_trace(tmp_path)
+    out = tmp_path / "shared.jsonl"
+    result = CliRunner().invoke(main, ["redact", str(trace), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "warning" not in result.stderr
+    text = out.read_text()
+    assert SECRET not in text
+    headers = [json.loads(line) for line in text.splitlines() if '"type":"header"' in line]
+    assert [h["meta"]["label"] for h in headers] == ["run0", "run1", "run2"]
+    for h in headers:
+        assert h["meta"]["command"] == ["srv", "--api-key", "[REDACTED]"]
+        assert h["meta"]["redacted"] is True
+    # The appended headers keep their place: each before its launch's records.
+    lines = text.splitlines()
+    second = next(i for i, line in enumerate(lines) if '"label":"run1"' in line)
+    assert '"session":"stdio@' in lines[second + 1]
+    assert "3 header record(s)" in result.stderr
+    # And the copy lists as three launches, like the original.
+    listed = CliRunner().invoke(main, ["ls", str(tmp_path), "--format", "json"])
+    rows = {Path(r["path"]).name: r for r in map(json.loads, listed.stdout.splitlines())}
+    assert rows["shared.jsonl"]["launches"] == rows["relaunched.jsonl"]["launches"] == 3
