@@ -315,12 +315,19 @@ def http(
     """Reverse-proxy and record an MCP server over Streamable HTTP or HTTP+SSE."""
     from mcpsniff.core.redact import redact_query
     from mcpsniff.relay import event_loop
-    from mcpsniff.relay.http import HttpOptions, bind, is_loopback, mcp_path, parse_listen, serve
+    from mcpsniff.relay.http import (
+        BACKLOG_LIMIT,
+        HttpOptions,
+        bind,
+        is_loopback,
+        mcp_path,
+        parse_listen,
+        serve,
+    )
     from mcpsniff.relay.observer_pipe import AnalysisProcess
     from mcpsniff.relay.recorder import Recorder
     from mcpsniff.relay.remote_exchange import ExchangeReplay
     from mcpsniff.relay.remote_recorder import RemoteRecorder, apply_calls
-    from mcpsniff.relay.stdio import DEFAULT_BACKLOG_LIMIT
 
     try:
         host, port = parse_listen(listen)
@@ -393,7 +400,12 @@ def http(
     def warn(text: str) -> None:
         click.echo(terminal_safe(text), err=True)
 
-    replay = ExchangeReplay(recording, redact=not no_redact, mcp_path=mcp_path(upstream))
+    replay = ExchangeReplay(
+        recording,
+        redact=not no_redact,
+        mcp_path=mcp_path(upstream),
+        capture_limit=capture_limit,
+    )
 
     def analyze(fd: int) -> int:
         sock.close()  # the listening socket is the relay's alone
@@ -403,7 +415,7 @@ def http(
         # Recording only, the analysis runs on CPU nobody else wants: under load the
         # proxy keeps the cores and the analysis catches up in the pauses. With
         # --show the user is watching it live, so it keeps a (low) share instead.
-        analysis = AnalysisProcess.start(analyze, DEFAULT_BACKLOG_LIMIT, idle=not show)
+        analysis = AnalysisProcess.start(analyze, BACKLOG_LIMIT, idle=not show)
     except OSError as exc:
         writer.close()
         _fail("http", f"cannot start the analysis process: {exc.strerror or exc}")

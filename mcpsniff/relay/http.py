@@ -60,10 +60,14 @@ HEAD_TIMEOUT = 30.0
 #: Seconds a client may stay silent between requests, or in the middle of a
 #: request body (aiohttp's server keeps idle connections 75 s, nginx 75 s).
 IDLE_TIMEOUT = 75.0
-#: Most bytes of one request body kept for analysis; a bigger body is forwarded
-#: whole and recorded as a capture gap (its request line, path, status and
-#: sizes still reach the trace).
+#: Most bytes of one request body analyzed; a bigger body is forwarded whole and
+#: recorded as a capture gap (its request line, path, status and sizes still
+#: reach the trace).
 CAPTURE_LIMIT = 64 << 20
+#: Most bytes of observations queued for the analysis process before the relay
+#: drops copies (and the trace records a capture gap): with the capture limit,
+#: what bounds the proxy's memory, whatever the traffic.
+BACKLOG_LIMIT = 64 << 20
 
 
 @dataclass
@@ -147,7 +151,6 @@ class HttpRelay:
         recorder: RemoteRecorder | None = None,
     ) -> None:
         self.options = options
-        self.capture_limit = options.capture_limit
         try:
             upstream = URL(options.upstream)
             upstream.port  # noqa: B018 - yarl checks the port when it is read
@@ -192,6 +195,7 @@ class HttpRelay:
                 self.recorder,  # type: ignore[arg-type]
                 redact=options.redact,
                 mcp_path=mcp_path(options.upstream),
+                capture_limit=options.capture_limit,
             ).sink
         )
         self.server: asyncio.Server | None = None

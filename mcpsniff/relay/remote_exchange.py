@@ -51,8 +51,13 @@ NO_FIRST_EVENT = "x_no_first_event"  # (number, t)
 NOTE = "x_note"  # (number, t, name, data)
 FINISH = "x_finish"  # (number, t, outcome, whole)
 UNREACHABLE = "x_unreachable"  # (number, t, url, reason)
+#: A piece of a request body, sent ahead of its BEGIN (a big body is streamed,
+#: never held whole by the shell): (number, t, chunk, offset).
+REQUEST_BODY = "x_request_body"
 #: The notes that carry bytes (``with_data``).
-WITH_DATA = frozenset({BEGIN, BODY, WHOLE_BODY})
+WITH_DATA = frozenset({BEGIN, BODY, WHOLE_BODY, REQUEST_BODY})
+#: Most bytes of one request body the analysis side keeps (``--capture-limit``).
+CAPTURE_LIMIT = 64 << 20
 #: Where a note's bytes go in its arguments: after number and time.
 DATA_ARG = 2
 
@@ -74,6 +79,20 @@ class RemoteObserver:
         self.sink = sink
         self._exchanges = 0
 
+    def reserve(self) -> int:
+        """A number for an exchange whose body is streamed (``request_body``) before ``begin``."""
+        self._exchanges += 1
+        return self._exchanges
+
+    def request_body(self, number: int, chunk: bytes, offset: int) -> None:
+        """A piece of exchange ``number``'s request body, already forwarded.
+
+        ``offset``: the bytes of the body before it, so that the analysis side
+        can tell a piece the backlog dropped (the body then counts as a gap).
+        """
+        t = time.time()
+        self.sink(REQUEST_BODY, t, (number, t, offset), chunk)
+
     def begin(
         self,
         method: str,
@@ -83,14 +102,17 @@ class RemoteObserver:
         t: float | None = None,
         host: str | None = None,
         client: str | None = None,
+        number: int | None = None,
     ) -> RemoteExchange:
         """A request arrived (its bytes are on their way); note it.
 
         ``headers`` are text pairs, or the bytes pairs mitmproxy holds (decoded
-        in the replaying process, not the shell's).
+        in the replaying process, not the shell's). ``number``: reserved
+        earlier, when the body's start was streamed; ``body`` is then its rest.
         """
-        self._exchanges += 1
-        number = self._exchanges
+        if number is None:
+            self._exchanges += 1
+            number = self._exchanges
         when = time.time() if t is None else t
         self.sink(BEGIN, when, (number, when, method, path, headers, host, client), body)
         return RemoteExchange(self.sink, number, method, path, headers)
@@ -222,8 +244,12 @@ class ExchangeReplay:
         redact: bool = True,
         key_by_host: bool = False,
         mcp_path: str | None = None,
+        capture_limit: int = CAPTURE_LIMIT,
     ):
         self.recorder = recorder
+        #: Request bodies streamed ahead of their BEGIN (see ``_request_body``).
+        self.bodies: dict[int, _StreamedBody] = {}
+        self.capture_limit = capture_limit
         self.observer = HttpObserver(
             recorder,  # type: ignore[arg-type]
             redact=redact,
@@ -243,6 +269,7 @@ class ExchangeReplay:
             NOTE: self._note,
             FINISH: self._finish,
             UNREACHABLE: self._unreachable,
+            REQUEST_BODY: self._request_body,
         }
 
     def apply(self, method: str, args: tuple[Any, ...]) -> None:
@@ -252,7 +279,7 @@ class ExchangeReplay:
             getattr(self.recorder, method)(*args)
             return
         number, self.now = args[0], args[1]
-        if method == BEGIN:
+        if method in (BEGIN, REQUEST_BODY):
             note(number, *args[2:])
             return
         exchange = self.open.get(number)
@@ -262,6 +289,13 @@ class ExchangeReplay:
     def sink(self, method: str, t: float, args: tuple[Any, ...], data: bytes) -> None:
         """A ``Sink`` replaying at once, in this process (a shell with no analysis process)."""
         self.apply(method, with_data(method, args, data))
+
+    def _request_body(self, number: int, chunk: bytes, offset: int) -> None:
+        """Keep a streamed piece of a request body, up to the capture limit."""
+        streamed = self.bodies.get(number)
+        if streamed is None:
+            streamed = self.bodies[number] = _StreamedBody()
+        streamed.add(chunk, offset, self.capture_limit)
 
     def _begin(
         self,
@@ -273,9 +307,26 @@ class ExchangeReplay:
         host: str | None,
         client: str | None,
     ) -> None:
-        self.open[number] = self.observer.begin(
+        streamed = self.bodies.pop(number, None)
+        gap = 0
+        if streamed is not None:
+            streamed.add(body, streamed.size, self.capture_limit)
+            body, gap = streamed.whole()
+        exchange = self.observer.begin(
             method, path, _text(headers), body, self.now, host, client, number=number
         )
+        self.open[number] = exchange
+        if gap:
+            exchange.note(
+                "capture-gap",
+                {
+                    "direction": "c2s",
+                    "lost_bytes": gap,
+                    "reason": "request body over the capture limit "
+                    f"({self.capture_limit} bytes), or cut by a full backlog: "
+                    "forwarded, not analyzed",
+                },
+            )
 
     @staticmethod
     def _response(exchange: ExchangeRecorder, status: int, headers: Headers) -> None:
@@ -305,3 +356,38 @@ class ExchangeReplay:
     def _unreachable(self, exchange: ExchangeRecorder, url: str, reason: str) -> None:
         del self.open[exchange.number]
         exchange.unreachable(url, reason)
+
+
+class _StreamedBody:
+    """A request body streamed in pieces: kept whole up to a limit, or only counted."""
+
+    __slots__ = ("lost", "pieces", "size")
+
+    def __init__(self) -> None:
+        self.pieces: list[bytes] = []
+        #: Bytes of the body seen so far (kept or not).
+        self.size = 0
+        #: Whether the body is no longer kept (over the limit, or a piece missing).
+        self.lost = False
+
+    def add(self, chunk: bytes, offset: int, limit: int) -> None:
+        if offset != self.size:
+            # A piece before this one was dropped on the way (a full backlog):
+            # the body has a hole, and a body with a hole is no frame.
+            self.lost = True
+            self.size = offset
+        self.size += len(chunk)
+        if self.lost:
+            return
+        if self.size > limit:
+            self.lost = True
+            self.pieces = []
+            return
+        if chunk:
+            self.pieces.append(chunk)
+
+    def whole(self) -> tuple[bytes, int]:
+        """The body, and the bytes not analyzed (all of them, or 0)."""
+        if self.lost:
+            return b"", self.size
+        return b"".join(self.pieces), 0

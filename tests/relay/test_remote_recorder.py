@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import Any
 
-from mcpsniff.core.model import EventRecord
+import pytest
+
+from mcpsniff.core.model import EventRecord, FrameRecord
 from mcpsniff.relay.observer_pipe import AnalysisProcess
 from mcpsniff.relay.recorder import Recorder
-from mcpsniff.relay.remote_exchange import ExchangeReplay
+from mcpsniff.relay.remote_exchange import BEGIN, FINISH, REQUEST_BODY, ExchangeReplay
 from mcpsniff.relay.remote_recorder import RemoteRecorder, apply_calls
 from mcpsniff.trace.format import TraceReader, TraceWriter
 
@@ -65,3 +68,50 @@ def test_nothing_is_dropped_when_the_backlog_holds_it(tmp_path: Path) -> None:
     events = flood(tmp_path / "t.jsonl", limit=64 << 20, pause=0.2)
     assert len([e for e in events if e.event == "flood"]) == CALLS
     assert [e for e in events if e.event == "capture-gap"] == []
+
+
+# --------------------------------------------------------------------------- streamed bodies
+
+
+def replay_streamed(pieces: list[tuple[bytes, int]], rest: bytes, limit: int) -> list[Any]:
+    """Replay REQUEST_BODY notes then BEGIN on a real in-process recorder; its records."""
+    records: list[Any] = []
+    recorder = Recorder(None, "http")
+    recorder.listeners.append(records.append)
+    replay = ExchangeReplay(recorder, capture_limit=limit)
+    for chunk, offset in pieces:
+        replay.apply(REQUEST_BODY, (7, 1.0, chunk, offset))
+    headers = [("Content-Type", "application/json")]
+    replay.apply(BEGIN, (7, 2.0, rest, "POST", "/mcp", headers, None, None))
+    replay.apply(FINISH, (7, 3.0, "complete", True))
+    return records
+
+
+BODY = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{}}}'
+
+
+def test_a_streamed_body_is_analyzed_whole() -> None:
+    pieces = [(BODY[:10], 0), (BODY[10:40], 10)]
+    records = replay_streamed(pieces, BODY[40:], limit=1 << 20)
+    (frame,) = [r for r in records if isinstance(r, FrameRecord)]
+    assert frame.raw == BODY
+    assert not [r for r in records if isinstance(r, EventRecord) and r.event == "capture-gap"]
+
+
+@pytest.mark.parametrize(
+    ("pieces", "limit"),
+    [
+        ([(BODY[:10], 0), (BODY[20:40], 20)], 1 << 20),  # a piece lost on the way
+        ([(BODY[:10], 0), (BODY[10:40], 10)], 32),  # over the capture limit
+    ],
+)
+def test_a_body_with_a_hole_or_over_the_limit_is_a_gap_not_a_frame(
+    pieces: list[tuple[bytes, int]], limit: int
+) -> None:
+    records = replay_streamed(pieces, BODY[40:], limit)
+    assert [r for r in records if isinstance(r, FrameRecord)] == []
+    (gap,) = [r for r in records if isinstance(r, EventRecord) and r.event == "capture-gap"]
+    assert gap.data["lost_bytes"] == len(BODY)
+    assert gap.data["direction"] == "c2s"
+    (request,) = [r for r in records if isinstance(r, EventRecord) and r.event == "http-request"]
+    assert request.data["path"] == "/mcp"
