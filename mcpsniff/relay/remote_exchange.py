@@ -54,8 +54,17 @@ UNREACHABLE = "x_unreachable"  # (number, t, url, reason)
 #: A piece of a request body, sent ahead of its BEGIN (a big body is streamed,
 #: never held whole by the shell): (number, t, chunk, offset).
 REQUEST_BODY = "x_request_body"
+#: Bytes of a response body that never reached the analysis (a full backlog):
+#: (number, t, lost).
+GAP = "x_gap"
+#: The rest of a request body (after what was streamed) never reached the
+#: analysis: (number, t, lost).
+REQUEST_GAP = "x_request_gap"
 #: The notes that carry bytes (``with_data``).
 WITH_DATA = frozenset({BEGIN, BODY, WHOLE_BODY, REQUEST_BODY})
+#: The notes whose bytes may be dropped when the backlog is full (never the
+#: notes that say an exchange happened).
+BYTES_NOTES = frozenset({BODY, WHOLE_BODY, REQUEST_BODY})
 #: Most bytes of one request body the analysis side keeps (``--capture-limit``).
 CAPTURE_LIMIT = 64 << 20
 #: Where a note's bytes go in its arguments: after number and time.
@@ -270,6 +279,8 @@ class ExchangeReplay:
             FINISH: self._finish,
             UNREACHABLE: self._unreachable,
             REQUEST_BODY: self._request_body,
+            GAP: self._gap,
+            REQUEST_GAP: self._request_gap,
         }
 
     def apply(self, method: str, args: tuple[Any, ...]) -> None:
@@ -279,7 +290,7 @@ class ExchangeReplay:
             getattr(self.recorder, method)(*args)
             return
         number, self.now = args[0], args[1]
-        if method in (BEGIN, REQUEST_BODY):
+        if method in (BEGIN, REQUEST_BODY, REQUEST_GAP):
             note(number, *args[2:])
             return
         exchange = self.open.get(number)
@@ -296,6 +307,13 @@ class ExchangeReplay:
         if streamed is None:
             streamed = self.bodies[number] = _StreamedBody()
         streamed.add(chunk, offset, self.capture_limit)
+
+    def _request_gap(self, number: int, lost: int) -> None:
+        """The rest of a request body was dropped on the way: the body is a gap."""
+        streamed = self.bodies.get(number)
+        if streamed is None:
+            streamed = self.bodies[number] = _StreamedBody()
+        streamed.add(b"", streamed.size + lost, self.capture_limit)
 
     def _begin(
         self,
@@ -339,6 +357,10 @@ class ExchangeReplay:
     @staticmethod
     def _whole_body(exchange: ExchangeRecorder, body: bytes) -> None:
         exchange.whole_body(body)
+
+    @staticmethod
+    def _gap(exchange: ExchangeRecorder, lost: int) -> None:
+        exchange.gap(lost)
 
     @staticmethod
     def _no_first_event(exchange: ExchangeRecorder) -> None:

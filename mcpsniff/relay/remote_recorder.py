@@ -24,7 +24,18 @@ from mcpsniff.relay.observer_pipe import (
     read_observations,
 )
 from mcpsniff.relay.recorder import Recorder
-from mcpsniff.relay.remote_exchange import ExchangeReplay, with_data
+from mcpsniff.relay.remote_exchange import (
+    BEGIN,
+    BODY,
+    BYTES_NOTES,
+    FINISH,
+    GAP,
+    REQUEST_GAP,
+    UNREACHABLE,
+    WHOLE_BODY,
+    ExchangeReplay,
+    with_data,
+)
 
 #: The session key of relay-wide events (capture gaps).
 RELAY_SESSION = "http"
@@ -33,6 +44,9 @@ _PROTOCOL = pickle.HIGHEST_PROTOCOL
 FINISH_NOTICE_SECONDS = 1.0
 #: Bytes up to this size travel inside a batch of calls; bigger ones on their own.
 INLINE_LIMIT = 64 << 10
+#: Bytes of notes without bodies queued past the backlog limit before even
+#: they are dropped (counted in the relay's capture gap).
+METADATA_ALLOWANCE = 16 << 20
 
 
 def _decode_call(payload: bytes, data: bytes) -> tuple[str, tuple[Any, ...]]:
@@ -60,6 +74,9 @@ class RemoteRecorder:
         #: Calls not sent yet (this turn of the event loop), and the time of the last.
         self._batch: list[tuple[str, tuple[Any, ...]]] = []
         self._batch_t = 0.0
+        self._batch_bytes = 0
+        #: Response body bytes dropped per exchange, not yet noted in it.
+        self._lost_bodies: dict[int, int] = {}
         self._flush_scheduled = False
         self._warn = warn
         # A flood that overflowed the backlog may stop for good: the gap is told
@@ -84,13 +101,56 @@ class RemoteRecorder:
         one write), sent at the end of the turn. A big ``data`` (a body) goes
         on its own, after the pickled rest and uncopied; the analysis process
         puts it back in place (``with_data``).
+
+        When the backlog is full, only bytes are dropped (body pieces): what
+        says that an exchange happened (request line, status, end, sizes)
+        always goes, and each exchange's lost bytes are noted in it (GAP).
         """
+        size = len(data)
+        if data and method in BYTES_NOTES:
+            if not self._room(size):
+                self._lose(method, args, size)
+                return
+            lost = self._lost_bodies.pop(args[0], 0) if self._lost_bodies else 0
+            if lost:
+                self._queue(GAP, t, (args[0], t, lost), b"")
+        elif method == BEGIN and size and not self._room(size):
+            # The request line and headers go; the body is a gap of its size.
+            self._lose(method, args, size)
+            self._queue(REQUEST_GAP, t, (args[0], t, size), b"")
+            data = b""
+        elif method in (FINISH, UNREACHABLE) and self._lost_bodies:
+            lost = self._lost_bodies.pop(args[0], 0)
+            if lost:
+                self._queue(GAP, t, (args[0], t, lost), b"")
+        self._queue(method, t, args, data)
+
+    def _room(self, size: int) -> bool:
+        """Whether ``size`` more bytes fit in the backlog."""
+        return self.sender.pending_bytes + self._batch_bytes + size <= self.sender.limit
+
+    def _lose(self, method: str, args: tuple[Any, ...], size: int) -> None:
+        """Count a body piece dropped for want of room (per exchange, and in all)."""
+        self.sender.lost_calls += 1
+        self.sender.lost_call_bytes += size
+        if method in (BODY, WHOLE_BODY):
+            number = args[0]
+            self._lost_bodies[number] = self._lost_bodies.get(number, 0) + size
+        # A REQUEST_BODY piece missing is seen by the analysis side (offsets).
+
+    def _queue(self, method: str, t: float, args: tuple[Any, ...], data: bytes) -> None:
+        if self.sender.pending_bytes > self.sender.limit + METADATA_ALLOWANCE:
+            # Even the notes without bytes stop when the analysis process is
+            # this far behind: memory stays bounded, and the gap is counted.
+            self.sender.lost_calls += 1
+            return
         if len(data) > INLINE_LIMIT:
             self._flush()
             self._send_gap(t)
-            self.sender.call(t, pickle.dumps((method, args), _PROTOCOL), data)
+            self.sender.call(t, pickle.dumps((method, args), _PROTOCOL), data, force=True)
             return
         self._batch.append((method, with_data(method, args, data)))
+        self._batch_bytes += len(data)
         self._batch_t = t
         if self._loop is None:
             self._flush()
@@ -104,8 +164,9 @@ class RemoteRecorder:
         if not self._batch:
             return
         batch, self._batch = self._batch, []
+        self._batch_bytes = 0
         self._send_gap(self._batch_t)
-        self.sender.call(self._batch_t, pickle.dumps(batch, _PROTOCOL), kind=CALLS)
+        self.sender.call(self._batch_t, pickle.dumps(batch, _PROTOCOL), kind=CALLS, force=True)
 
     def _send_gap(self, t: float, *, now: bool = False) -> None:
         """After a backlog overflow, once there is room again: say what the trace lacks.
