@@ -34,6 +34,7 @@ from pathlib import Path
 from yarl import URL
 
 from mcpsniff.core.model import Record
+from mcpsniff.core.observations import TransportEvent
 from mcpsniff.relay.event_loop import Spinner
 from mcpsniff.relay.http1 import RequestHead
 from mcpsniff.relay.http_wire import ClientSide
@@ -269,9 +270,8 @@ class HttpRelay:
 
     def refused(self, client: str | None, kind: str, reason: str) -> None:
         """Record what the relay refused or cut that belongs to no exchange."""
-        t = time.time()
         data = {"kind": kind, "reason": reason, **({"client": client} if client else {})}
-        self.observer.sink("event", t, (RELAY_SESSION, "http-refused", t, data), b"")
+        self.observer.sink(TransportEvent(RELAY_SESSION, "http-refused", time.time(), data))
 
     async def stop(self) -> None:
         """Stop listening, let open exchanges finish (for a while), end every session."""

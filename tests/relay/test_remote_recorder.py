@@ -10,15 +10,10 @@ from typing import Any
 import pytest
 
 from mcpsniff.core.model import EventRecord, FrameRecord
+from mcpsniff.core.observations import ExchangeEnd, RequestBegin, RequestBody
 from mcpsniff.relay.observer_pipe import AnalysisProcess
 from mcpsniff.relay.recorder import Recorder
-from mcpsniff.relay.remote_exchange import (
-    BEGIN,
-    FINISH,
-    REQUEST_BODY,
-    ExchangeReplay,
-    RemoteObserver,
-)
+from mcpsniff.relay.remote_exchange import ExchangeReplay, RemoteObserver
 from mcpsniff.relay.remote_recorder import RemoteRecorder, apply_calls
 from mcpsniff.trace.format import TraceReader, TraceWriter
 
@@ -104,10 +99,10 @@ def replay_streamed(pieces: list[tuple[bytes, int]], rest: bytes, limit: int) ->
     recorder.listeners.append(records.append)
     replay = ExchangeReplay(recorder, capture_limit=limit)
     for chunk, offset in pieces:
-        replay.apply(REQUEST_BODY, (7, 1.0, chunk, offset))
-    headers = [("Content-Type", "application/json")]
-    replay.apply(BEGIN, (7, 2.0, rest, "POST", "/mcp", headers, None, None))
-    replay.apply(FINISH, (7, 3.0, "complete", True))
+        replay.apply(RequestBody(7, 1.0, offset, chunk))
+    headers = (("Content-Type", "application/json"),)
+    replay.apply(RequestBegin(7, 2.0, "POST", "/mcp", headers, None, None, rest))
+    replay.apply(ExchangeEnd(7, 3.0, "complete", True))
     return records
 
 
