@@ -325,6 +325,7 @@ def http(
         serve,
     )
     from mcpsniff.relay.observer_pipe import AnalysisProcess
+    from mcpsniff.relay.outputs import attach
     from mcpsniff.relay.recorder import Recorder
     from mcpsniff.relay.remote_exchange import ExchangeReplay
     from mcpsniff.relay.remote_recorder import RemoteRecorder, apply_calls
@@ -409,6 +410,7 @@ def http(
 
     def analyze(fd: int) -> int:
         sock.close()  # the listening socket is the relay's alone
+        attach(recording, options.outputs)  # the sinks belong to the analysis process
         return apply_calls(fd, replay, warn)
 
     try:

@@ -50,6 +50,7 @@ from mcpsniff.core.observation_codec import encode_bytes
 from mcpsniff.core.observations import CaptureEnd, CaptureGap, Observation
 from mcpsniff.relay.control import Show, Sync
 from mcpsniff.relay.observer_pipe import PIPE_SIZE, ObservationSender, _become_analysis_process
+from mcpsniff.relay.outputs import Outputs, attach
 from mcpsniff.relay.recorder import Recorder
 from mcpsniff.relay.remote_exchange import ExchangeReplay
 from mcpsniff.relay.remote_recorder import end_trace, replay_calls
@@ -214,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--created", type=float, required=True)
     parser.add_argument("--no-redact", action="store_true")
     parser.add_argument("--show", action="store_true")
+    parser.add_argument("--outputs", default="", help="Outputs as JSON (mcpsniff.relay.outputs)")
     ns = parser.parse_args(argv)
     # Normal priority: unlike a relay's, the addon's hooks wait for this process
     # (findings must be on a flow before the later addons see it).
@@ -223,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     writer.write_header(orjson.loads(ns.meta), ns.created)
     writer.flush()
     recorder = Recorder(writer, "http", redact=not ns.no_redact, autoflush=False)
+    attach(recorder, Outputs.from_json(ns.outputs))
     # Sessions are keyed by the server's host too: mitmproxy sees many servers.
     replay = ExchangeReplay(recorder, redact=not ns.no_redact, key_by_host=True)
     return AnalysisService(replay, ns.replies_fd, ns.show).run(ns.calls_fd)
@@ -297,6 +300,7 @@ class AnalysisClient:
         on_reply: Callable[[Reply], None],
         on_gone: Callable[[str], None],
         on_late: Callable[[str], None] | None = None,
+        outputs: Outputs | None = None,
     ) -> AnalysisClient:
         """Start the analysis process on the open trace ``trace_fd`` (closed here)."""
         import mcpsniff
@@ -315,6 +319,7 @@ class AnalysisClient:
         argv += ["--meta", orjson.dumps(meta).decode()]
         argv += [] if redact else ["--no-redact"]
         argv += ["--show"] if show else []
+        argv += ["--outputs", outputs.to_json()] if outputs is not None else []
         try:
             proc = subprocess.Popen(
                 argv,

@@ -28,7 +28,7 @@ import socket
 import ssl
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from yarl import URL
@@ -38,6 +38,7 @@ from mcpsniff.core.observations import TransportEvent
 from mcpsniff.relay.event_loop import Spinner
 from mcpsniff.relay.http1 import RequestHead
 from mcpsniff.relay.http_wire import ClientSide
+from mcpsniff.relay.outputs import Outputs, attach
 from mcpsniff.relay.recorder import Recorder
 from mcpsniff.relay.remote_exchange import ExchangeReplay, RemoteExchange, RemoteObserver
 from mcpsniff.relay.remote_recorder import RELAY_SESSION, RemoteRecorder
@@ -85,6 +86,8 @@ class HttpOptions:
     busy_poll: bool = True
     #: Forward the Host field as the client sent it, even when it names the proxy.
     keep_host: bool = False
+    #: What the analysis feeds besides the trace (``mcpsniff.relay.outputs``).
+    outputs: Outputs = field(default_factory=Outputs)
     head_timeout: float = HEAD_TIMEOUT
     idle_timeout: float = IDLE_TIMEOUT
     capture_limit: int = CAPTURE_LIMIT
@@ -180,7 +183,7 @@ class HttpRelay:
         #: the forked analysis process (a ``RemoteRecorder``, what the CLI uses).
         self.recorder: Recorder | RemoteRecorder
         if recorder is None:
-            self.recorder = Recorder(writer, "http", redact=options.redact)
+            self.recorder = attach(Recorder(writer, "http", redact=options.redact), options.outputs)
             if show is not None:
                 self.recorder.listeners.append(show)
             if show_flush is not None:

@@ -22,13 +22,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from mcpsniff.core.model import C2S, S2C, Record
 from mcpsniff.core.redact import recorded_argv
 from mcpsniff.relay.observer_pipe import AnalysisProcess, ObservationSender
+from mcpsniff.relay.outputs import Outputs
 from mcpsniff.relay.stdio_analysis import TRACE_INCOMPLETE, StdioAnalysis
 from mcpsniff.trace.format import TraceWriter
 from mcpsniff.trace.paths import TraceOpenError, open_trace_file, resolve_trace_path
@@ -52,6 +53,8 @@ class StdioOptions:
     name: str | None = None
     grace: float = 5.0
     backlog_limit: int = DEFAULT_BACKLOG_LIMIT
+    #: What the analysis process feeds besides the trace (``mcpsniff.relay.outputs``).
+    outputs: Outputs = field(default_factory=Outputs)
 
 
 class StartError(Exception):
@@ -577,7 +580,12 @@ def run_stdio(
     the trace again), and the relay then spawns the server and forwards.
     """
     recording = StdioAnalysis(
-        writer, redact=options.redact, show=show, show_flush=show_flush, warn=warn
+        writer,
+        redact=options.redact,
+        show=show,
+        show_flush=show_flush,
+        warn=warn,
+        outputs=options.outputs,
     )
     try:
         analysis = AnalysisProcess.start(recording.run, options.backlog_limit)
