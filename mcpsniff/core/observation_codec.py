@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import fields
+from operator import attrgetter
 from typing import Any
 
 import orjson
@@ -33,15 +34,21 @@ class CodecError(ValueError):
 class _Spec:
     """How one class's fields are laid out in a frame."""
 
-    __slots__ = ("cls", "headers", "names", "payload", "tag")
+    __slots__ = ("cls", "getter", "headers", "names", "payload", "payload_getter", "tag")
 
     def __init__(self, cls: type, tag: int) -> None:
         self.cls = cls
         self.tag = tag
         names = [f.name for f in fields(cls)]
         self.payload = "body" if "body" in names else None
-        self.headers = names.index("headers") if "headers" in names else -1
+        if self.payload and names[-1] != self.payload:
+            raise TypeError(f"{cls.__name__}: its bytes field must come last")
         self.names = tuple(n for n in names if n != self.payload)
+        #: Where the headers are among ``names`` (-1: none).
+        self.headers = self.names.index("headers") if "headers" in self.names else -1
+        getter = attrgetter(*self.names)
+        self.getter = getter if len(self.names) > 1 else (lambda o: (getter(o),))
+        self.payload_getter = attrgetter(self.payload) if self.payload else None
 
 
 _BY_CLASS: dict[type, _Spec] = {}
@@ -64,7 +71,7 @@ for _tag, _cls in enumerate(KINDS):
 def _headers_out(pairs: Any) -> list[Any]:
     if pairs and isinstance(pairs[0][0], bytes):
         return [1, [[k.decode("latin-1"), v.decode("latin-1")] for k, v in pairs]]
-    return [0, [list(pair) for pair in pairs]]
+    return [0, pairs]  # orjson writes tuples as arrays
 
 
 def _headers_in(value: Any) -> tuple[tuple[Any, Any], ...]:
@@ -79,12 +86,12 @@ def encode(observation: Any) -> tuple[bytes, bytes]:
     spec = _BY_CLASS.get(type(observation))
     if spec is None:
         raise TypeError(f"not an observation: {type(observation).__name__}")
-    values = [getattr(observation, name) for name in spec.names]
+    values = spec.getter(observation)
     if spec.headers >= 0:
-        index = spec.names.index("headers")
-        values[index] = _headers_out(values[index])
+        values = list(values)
+        values[spec.headers] = _headers_out(values[spec.headers])
     meta = orjson.dumps(values)
-    payload = getattr(observation, spec.payload) if spec.payload else b""
+    payload = spec.payload_getter(observation) if spec.payload_getter else b""
     return _HEADER.pack(spec.tag, len(meta), len(payload)) + meta, payload
 
 
@@ -119,12 +126,12 @@ def decode_all(data: bytes | memoryview) -> list[Any]:
             values = orjson.loads(view[start : start + meta_size])
             if not isinstance(values, list) or len(values) != len(spec.names):
                 raise CodecError(f"bad metadata for {spec.cls.__name__}")
-            kwargs = dict(zip(spec.names, values, strict=True))
             if spec.headers >= 0:
-                kwargs["headers"] = _headers_in(kwargs["headers"])
+                values[spec.headers] = _headers_in(values[spec.headers])
             if spec.payload:
-                kwargs[spec.payload] = bytes(view[start + meta_size : stop])
-            out.append(spec.cls(**kwargs))
+                # The bytes field is the last one of every class that has one.
+                values.append(bytes(view[start + meta_size : stop]))
+            out.append(spec.cls(*values))
         except (orjson.JSONDecodeError, TypeError, ValueError) as exc:
             if isinstance(exc, CodecError):
                 raise
