@@ -81,6 +81,7 @@ if IMPORT_ERROR is None:
         create_trace,
     )
     from mcpsniff.relay.exchange import client_address, is_mcp_request, lowered
+    from mcpsniff.relay.outputs import Outputs
     from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver
 
 
@@ -266,7 +267,7 @@ class McpSniff:
                 on_reply=functools.partial(self._on_reply, flows, held),
                 on_gone=self._on_gone,
                 on_late=lambda message: log.warning(f"mcpsniff: {message}"),
-                otlp=getattr(ctx.options, "mcpsniff_otlp", ""),
+                outputs=Outputs(otlp=getattr(ctx.options, "mcpsniff_otlp", "") or ""),
             )
         except OSError as exc:
             with contextlib.suppress(OSError):

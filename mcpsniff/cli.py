@@ -23,6 +23,7 @@ from mcpsniff.core.rules import IMPLEMENTED
 from mcpsniff.filter import HELP as FILTER_HELP
 from mcpsniff.filter.cli import filter_option, parse_filter
 from mcpsniff.filter.select import matching_findings
+from mcpsniff.relay.outputs import Outputs
 from mcpsniff.render import Style, Timeline, finding_json, report_lines
 from mcpsniff.sinks import Sink
 from mcpsniff.trace.format import TraceError, TraceReader
@@ -271,7 +272,8 @@ def stdio(
         command=list(command), trace=trace_path, show=show, redact=not no_redact, name=name
     )
     if otlp:
-        options.sinks.append(_otlp_sink("stdio", otlp))
+        _otlp_sink("stdio", otlp)  # a bad endpoint or a missing extra: exit 2 now, not later
+        options.outputs = Outputs(otlp=otlp)
     try:
         writer = open_trace(options)
     except StartError as exc:
@@ -389,12 +391,20 @@ def http(
     """Reverse-proxy and record an MCP server over Streamable HTTP or HTTP+SSE."""
     from mcpsniff.core.redact import redact_query
     from mcpsniff.relay import event_loop
-    from mcpsniff.relay.http import HttpOptions, bind, is_loopback, mcp_path, parse_listen, serve
+    from mcpsniff.relay.http import (
+        BACKLOG_LIMIT,
+        HttpOptions,
+        bind,
+        is_loopback,
+        mcp_path,
+        parse_listen,
+        serve,
+    )
     from mcpsniff.relay.observer_pipe import AnalysisProcess
+    from mcpsniff.relay.outputs import attach
     from mcpsniff.relay.recorder import Recorder
     from mcpsniff.relay.remote_exchange import ExchangeReplay
     from mcpsniff.relay.remote_recorder import RemoteRecorder, apply_calls
-    from mcpsniff.relay.stdio import DEFAULT_BACKLOG_LIMIT
 
     try:
         host, port = parse_listen(listen)
@@ -414,6 +424,9 @@ def http(
         idle_timeout=idle_timeout,
         capture_limit=capture_limit,
     )
+    if otlp:
+        _otlp_sink("http", otlp, upstream)  # a bad endpoint or a missing extra: exit 2 now
+        options.outputs = Outputs(otlp=otlp, otlp_upstream=upstream)
     if not upstream.startswith(("http://", "https://")):
         _fail("http", f"--upstream must be an http:// or https:// URL, not {upstream!r}")
         return
@@ -463,23 +476,27 @@ def http(
         recording.listeners.append(listener)
     if flush is not None:
         recording.batch_listeners.append(flush)
-    if otlp:
-        recording.sinks.append(_otlp_sink("http", otlp, upstream))
 
     def warn(text: str) -> None:
         click.echo(terminal_safe(text), err=True)
 
-    replay = ExchangeReplay(recording, redact=not no_redact, mcp_path=mcp_path(upstream))
+    replay = ExchangeReplay(
+        recording,
+        redact=not no_redact,
+        mcp_path=mcp_path(upstream),
+        capture_limit=capture_limit,
+    )
 
     def analyze(fd: int) -> int:
         sock.close()  # the listening socket is the relay's alone
+        attach(recording, options.outputs)  # the sinks belong to the analysis process
         return apply_calls(fd, replay, warn)
 
     try:
         # Recording only, the analysis runs on CPU nobody else wants: under load the
         # proxy keeps the cores and the analysis catches up in the pauses. With
         # --show the user is watching it live, so it keeps a (low) share instead.
-        analysis = AnalysisProcess.start(analyze, DEFAULT_BACKLOG_LIMIT, idle=not show)
+        analysis = AnalysisProcess.start(analyze, BACKLOG_LIMIT, idle=not show)
     except OSError as exc:
         writer.close()
         _fail("http", f"cannot start the analysis process: {exc.strerror or exc}")

@@ -50,14 +50,16 @@ def otlp_sink(
     return OtlpSink(settings, options, warn)
 
 
-def try_otlp_sink(endpoint: str, warn: Callable[[str], None]) -> list[OtlpSink]:
+def try_otlp_sink(
+    endpoint: str, warn: Callable[[str], None], upstream: str | None = None
+) -> list[OtlpSink]:
     """``[sink]`` for ``endpoint``, or ``[]`` after one warning saying why not.
 
     For the mitmproxy addon's analysis process, where a bad option must not stop
     the recording (mitmproxy has already started when the option arrives).
     """
     try:
-        return [otlp_sink(endpoint, warn)]
+        return [otlp_sink(endpoint, warn, upstream)]
     except (OtlpSettingsError, OtlpUnavailable) as exc:
         warn(f"mcpsniff: OTLP export disabled: {exc}")
         return []

@@ -34,7 +34,6 @@ import asyncio
 import contextlib
 import fcntl
 import os
-import pickle
 import struct
 import subprocess
 import sys
@@ -47,23 +46,19 @@ from typing import Any
 import orjson
 
 from mcpsniff.core.model import FindingRecord, FrameRecord, Record
-from mcpsniff.relay.observer_pipe import (
-    CALLS,
-    PIPE_SIZE,
-    ObservationSender,
-    _become_analysis_process,
-)
+from mcpsniff.core.observation_codec import encode_bytes
+from mcpsniff.core.observations import CaptureEnd, CaptureGap, Observation
+from mcpsniff.relay.control import Show, Sync
+from mcpsniff.relay.observer_pipe import PIPE_SIZE, ObservationSender, _become_analysis_process
+from mcpsniff.relay.outputs import Outputs, attach
 from mcpsniff.relay.recorder import Recorder
-from mcpsniff.relay.remote_exchange import ExchangeReplay, with_data
-from mcpsniff.relay.remote_recorder import RELAY_SESSION, end_trace, replay_calls
+from mcpsniff.relay.remote_exchange import ExchangeReplay
+from mcpsniff.relay.remote_recorder import end_trace, replay_calls
 from mcpsniff.render import Style, Timeline
 from mcpsniff.trace.format import TraceWriter
 
 #: Bytes of recorder calls the addon may queue while the pipe is full.
 BACKLOG_LIMIT = 64 << 20
-#: Control calls, sent through the call pipe like recorder calls.
-SYNC = "sync"  # args: (exchange number,)
-SHOW = "show"  # args: (bool,): start or stop sending show lines
 #: Seconds calls may wait to be sent with later ones, unless a hook waits for them.
 BATCH_DELAY = 0.005
 #: Seconds a hook waits for its exchange's findings before going on without them.
@@ -71,7 +66,6 @@ SYNC_TIMEOUT = 5.0
 #: Frames remembered with their exchange (findings name frames, flows are exchanges).
 FRAME_MEMORY = 100_000
 _LENGTH = struct.Struct("<I")
-_PROTOCOL = pickle.HIGHEST_PROTOCOL
 _F_SETPIPE_SZ = getattr(fcntl, "F_SETPIPE_SZ", 1031)
 
 
@@ -104,6 +98,22 @@ class Reply:
 
     def __bool__(self) -> bool:
         return bool(self.findings or self.lines or self.synced)
+
+    def encode(self) -> bytes:
+        """As JSON (the replies pipe carries no pickle)."""
+        findings = [[list(f.exchanges), f.rule, f.severity, f.message] for f in self.findings]
+        return orjson.dumps({"findings": findings, "lines": self.lines, "synced": self.synced})
+
+    @classmethod
+    def decode(cls, data: bytes | bytearray | memoryview) -> Reply:
+        """A reply ``encode`` made; ValueError (or KeyError, TypeError) for anything else."""
+        value = orjson.loads(data)
+        findings = [
+            FlowFinding(tuple(int(n) for n in exchanges), str(rule), str(severity), str(message))
+            for exchanges, rule, severity, message in value["findings"]
+        ]
+        lines = [str(line) for line in value["lines"]]
+        return cls(findings, lines, [int(n) for n in value["synced"]])
 
 
 # --------------------------------------------------------------------------- analysis side
@@ -140,25 +150,19 @@ class AnalysisService:
         if self.timeline is not None:
             self.reply.lines.extend(self.timeline.feed(record))
 
-    def _control(self, method: str, args: tuple[Any, ...]) -> bool:
-        """Handle a control call; False when ``method`` is a note or a recorder call."""
-        if method == SYNC:
-            self.reply.synced.append(args[0])
-        elif method == SHOW:
-            if args[0] and self.timeline is None:
-                self.timeline = Timeline(Style(False))
-            elif not args[0] and self.timeline is not None:
-                self.reply.lines.extend(self.timeline.flush())
-                self.timeline = None
-        else:
-            return False
-        return True
-
-    def _apply(self, method: str, args: tuple[Any, ...]) -> None:
-        """Replay one call (a note, a recorder call or a control call)."""
+    def _apply(self, message: Observation | Sync | Show) -> None:
+        """Replay one observation, or act on a control message."""
         try:
-            if not self._control(method, args):
-                self.replay.apply(method, args)
+            if isinstance(message, Sync):
+                self.reply.synced.append(message.exchange)
+            elif isinstance(message, Show):
+                if message.on and self.timeline is None:
+                    self.timeline = Timeline(Style(False))
+                elif not message.on and self.timeline is not None:
+                    self.reply.lines.extend(self.timeline.flush())
+                    self.timeline = None
+            else:
+                self.replay.apply(message)
         except Exception as exc:  # recording must never stop
             _warn(f"mcpsniff: internal error while recording: {exc!r}")
 
@@ -170,7 +174,7 @@ class AnalysisService:
         reply, self.reply = self.reply, Reply()
         if not reply or self.replies_broken:
             return
-        payload = pickle.dumps(reply, _PROTOCOL)
+        payload = reply.encode()
         try:
             _write_all(self.replies_fd, _LENGTH.pack(len(payload)) + payload)
         except OSError:
@@ -186,7 +190,7 @@ class AnalysisService:
                 writer.flush()
             self._send_reply()
 
-        stopped = replay_calls(calls_fd, self._apply, after_batch)
+        stopped = replay_calls(calls_fd, self._apply, after_batch, _warn)
         return end_trace(self.recorder, stopped, _warn, after_close=self._send_reply)
 
 
@@ -211,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--created", type=float, required=True)
     parser.add_argument("--no-redact", action="store_true")
     parser.add_argument("--show", action="store_true")
-    parser.add_argument("--otlp", default="", help="live OTLP export (mcpsniff/export/live.py)")
+    parser.add_argument("--outputs", default="", help="Outputs as JSON (mcpsniff.relay.outputs)")
     ns = parser.parse_args(argv)
     # Normal priority: unlike a relay's, the addon's hooks wait for this process
     # (findings must be on a flow before the later addons see it).
@@ -221,10 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     writer.write_header(orjson.loads(ns.meta), ns.created)
     writer.flush()
     recorder = Recorder(writer, "http", redact=not ns.no_redact, autoflush=False)
-    if ns.otlp:
-        from mcpsniff.export.live import try_otlp_sink
-
-        recorder.sinks.extend(try_otlp_sink(ns.otlp, _warn))
+    attach(recorder, Outputs.from_json(ns.outputs))
     # Sessions are keyed by the server's host too: mitmproxy sees many servers.
     replay = ExchangeReplay(recorder, redact=not ns.no_redact, key_by_host=True)
     return AnalysisService(replay, ns.replies_fd, ns.show).run(ns.calls_fd)
@@ -269,7 +270,7 @@ class AnalysisClient:
         self.sender = sender
         #: Calls not sent yet: ``flush`` sends them at the end of the turn in which a
         #: hook starts waiting, or ``BATCH_DELAY`` after the first, whichever comes first.
-        self.batch: list[tuple[str, tuple[Any, ...], bytes]] = []
+        self.batch: list[Observation | Sync | Show] = []
         self.flush_timer: asyncio.TimerHandle | None = None
         self.flush_soon = False
         sender.on_broken = lambda exc: self._gone(f"its pipe broke ({exc.strerror or exc})")
@@ -299,7 +300,7 @@ class AnalysisClient:
         on_reply: Callable[[Reply], None],
         on_gone: Callable[[str], None],
         on_late: Callable[[str], None] | None = None,
-        otlp: str = "",
+        outputs: Outputs | None = None,
     ) -> AnalysisClient:
         """Start the analysis process on the open trace ``trace_fd`` (closed here)."""
         import mcpsniff
@@ -318,7 +319,7 @@ class AnalysisClient:
         argv += ["--meta", orjson.dumps(meta).decode()]
         argv += [] if redact else ["--no-redact"]
         argv += ["--show"] if show else []
-        argv += ["--otlp", otlp] if otlp else []
+        argv += ["--outputs", outputs.to_json()] if outputs is not None else []
         try:
             proc = subprocess.Popen(
                 argv,
@@ -350,24 +351,24 @@ class AnalysisClient:
 
     # ------------------------------------------------------------------ calls
 
-    def sink(self, method: str, t: float, args: tuple[Any, ...], data: bytes) -> None:
+    def sink(self, observation: Observation) -> None:
         """The ``remote_exchange.Sink`` of the addon's exchanges: ``queue``."""
-        self.queue(method, args, data)
+        self.queue(observation)
 
     def close_sessions(self, t: float) -> None:
         """End every session in the trace (``Recorder.close``)."""
-        self.queue("close", (t,))
+        self.queue(CaptureEnd(t))
 
-    def queue(self, method: str, args: tuple[Any, ...], data: bytes = b"") -> None:
+    def queue(self, message: Observation | Sync | Show) -> None:
         """Send a call with others, soon (``BATCH_DELAY`` at most).
 
-        Performance: a pickle and a write per call (several per exchange, in
-        three hooks) would cost mitmdump more than the notes themselves; one
-        of each per batch, for every flow's calls so far, costs a fraction.
+        Performance: a write per observation (several per exchange, in three
+        hooks) would cost mitmdump more than the observations themselves; one
+        per batch, for every flow's observations so far, costs a fraction.
         """
         if not self.alive:
             return
-        self.batch.append((method, args, data))
+        self.batch.append(message)
         if self.flush_timer is None and not self.flush_soon:
             if self.loop is None:  # not attached yet (mitmproxy is starting): at once
                 self.flush()
@@ -375,7 +376,7 @@ class AnalysisClient:
             self.flush_timer = self.loop.call_later(BATCH_DELAY, self.flush)
 
     def flush(self) -> None:
-        """Send the queued calls: one pickle, one write."""
+        """Send the queued observations: one write."""
         self.flush_soon = False
         if self.flush_timer is not None:
             self.flush_timer.cancel()
@@ -384,24 +385,27 @@ class AnalysisClient:
         if not self.alive or not (batch or (self.stopping and self.sender.lost_calls)):
             return
         sender = self.sender
-        calls = [(method, with_data(method, args, data)) for method, args, data in batch]
-        # Before the sessions end, every dropped call is accounted for.
-        closing = self.stopping or any(call[0] == "close" for call in batch)
+        # Before the sessions end, every dropped observation is accounted for.
+        closing = self.stopping or any(isinstance(m, CaptureEnd) for m in batch)
         lost = sender.take_lost_calls(now=closing)
         if lost is not None:
             # Room again after a backlog overflow (or the trace ends): say what it lacks.
-            calls.insert(0, ("event", (RELAY_SESSION, "capture-gap", time.time(), lost)))
-        if not sender.call(0.0, pickle.dumps(calls, _PROTOCOL), kind=CALLS, force=lost is not None):
-            sender.lost_calls += len(calls) - 1  # counted as one call
+            batch.insert(0, CaptureGap(time.time(), lost["lost_calls"], lost["lost_bytes"]))
+        frames = b"".join(encode_bytes(message) for message in batch)
+        if lost is None and sender.pending_bytes + len(frames) > sender.limit:
+            sender.lost_calls += len(batch)
+            sender.lost_call_bytes += len(frames)
             # Those syncs will never be answered: their hooks must not wait.
-            self._release([args[0] for method, args in calls if method == SYNC])
+            self._release([m.exchange for m in batch if isinstance(m, Sync)])
+            return
+        sender.frames(0.0, frames)
 
     def sync(self, number: int) -> asyncio.Future[None] | None:
         """A future done once exchange ``number``'s findings are back; None if none will come."""
         loop = self.loop
         if loop is None or not self.alive:
             return None
-        self.queue(SYNC, (number,))
+        self.queue(Sync(number))
         if not self.flush_soon:
             # A hook waits: send at the end of this turn, with what other flows add in it.
             self.flush_soon = True
@@ -414,7 +418,7 @@ class AnalysisClient:
 
     def set_show(self, show: bool) -> None:
         """Start or stop ``mcpsniff_show`` lines."""
-        self.queue(SHOW, (show,))
+        self.queue(Show(show))
 
     # ------------------------------------------------------------------ replies
 
@@ -438,7 +442,7 @@ class AnalysisClient:
             if end > len(buffer):
                 break
             try:
-                reply: Reply = pickle.loads(buffer[position + size : end])
+                reply = Reply.decode(buffer[position + size : end])
             except Exception as exc:  # never a traceback per flow: give up on it once
                 self._gone(f"its reply was unreadable: {exc!r}")
                 return
@@ -558,8 +562,7 @@ class AnalysisClient:
 
 
 if __name__ == "__main__":
-    # Run as the module's real name, not ``__main__``: the replies pickled here name
-    # their classes by module, and the addon knows them as this module's.
+    # Run as the module's real name, not ``__main__``: one copy of its classes.
     from mcpsniff.relay.analysis_service import main as _main
 
     sys.exit(_main())

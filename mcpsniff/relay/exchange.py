@@ -318,6 +318,9 @@ class ExchangeRecorder:
     request_problem: str | None = None
     #: The stream decoder's problem is in the trace already.
     stream_problem_noted: bool = False
+    #: Bytes of the response body never seen here (a capture gap): what
+    #: follows a hole is counted, not analyzed.
+    lost: int = 0
 
     def __post_init__(self) -> None:
         if not self.request_names and self.headers:
@@ -428,6 +431,8 @@ class ExchangeRecorder:
     def body_chunk(self, chunk: bytes) -> list[SseEvent]:
         """A piece of the response body, forwarded or held by the shell; returns its SSE events."""
         self.received += len(chunk)
+        if self.lost:
+            return []
         if self.parser is not None:
             decode = self.decode
             events = self.parser.feed(chunk if decode is None else decode(chunk))
@@ -473,6 +478,20 @@ class ExchangeRecorder:
     def note(self, name: str, data: dict[str, Any]) -> None:
         """Record another transport event about this exchange (e.g. an endpoint rewrite)."""
         self._emit(name, self.observer.clock(), {"exchange": self.number, **data})
+
+    def gap(self, lost: int) -> None:
+        """``lost`` bytes of the response body never arrived here (the backlog dropped them).
+
+        The body is forwarded whole; its analysis stops at the hole, since what
+        follows it would be parsed out of place (false findings). Its size
+        still counts in ``http-end``.
+        """
+        self.received += lost
+        if not self.lost:
+            self.parser = None
+            self.copy = bytearray()
+        self.lost += lost
+        self.note("capture-gap", {"direction": S2C, "lost_bytes": lost})
 
     def finish(self, outcome: str = "complete", *, whole: bool = True) -> None:
         """The exchange is over: flush what remains and close it in the trace.

@@ -28,15 +28,17 @@ import socket
 import ssl
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from yarl import URL
 
 from mcpsniff.core.model import Record
+from mcpsniff.core.observations import TransportEvent
 from mcpsniff.relay.event_loop import Spinner
 from mcpsniff.relay.http1 import RequestHead
 from mcpsniff.relay.http_wire import ClientSide
+from mcpsniff.relay.outputs import Outputs, attach
 from mcpsniff.relay.recorder import Recorder
 from mcpsniff.relay.remote_exchange import ExchangeReplay, RemoteExchange, RemoteObserver
 from mcpsniff.relay.remote_recorder import RELAY_SESSION, RemoteRecorder
@@ -60,10 +62,14 @@ HEAD_TIMEOUT = 30.0
 #: Seconds a client may stay silent between requests, or in the middle of a
 #: request body (aiohttp's server keeps idle connections 75 s, nginx 75 s).
 IDLE_TIMEOUT = 75.0
-#: Most bytes of one request body kept for analysis; a bigger body is forwarded
-#: whole and recorded as a capture gap (its request line, path, status and
-#: sizes still reach the trace).
+#: Most bytes of one request body analyzed; a bigger body is forwarded whole and
+#: recorded as a capture gap (its request line, path, status and sizes still
+#: reach the trace).
 CAPTURE_LIMIT = 64 << 20
+#: Most bytes of observations queued for the analysis process before the relay
+#: drops copies (and the trace records a capture gap): with the capture limit,
+#: what bounds the proxy's memory, whatever the traffic.
+BACKLOG_LIMIT = 64 << 20
 
 
 @dataclass
@@ -80,6 +86,8 @@ class HttpOptions:
     busy_poll: bool = True
     #: Forward the Host field as the client sent it, even when it names the proxy.
     keep_host: bool = False
+    #: What the analysis feeds besides the trace (``mcpsniff.relay.outputs``).
+    outputs: Outputs = field(default_factory=Outputs)
     head_timeout: float = HEAD_TIMEOUT
     idle_timeout: float = IDLE_TIMEOUT
     capture_limit: int = CAPTURE_LIMIT
@@ -147,7 +155,6 @@ class HttpRelay:
         recorder: RemoteRecorder | None = None,
     ) -> None:
         self.options = options
-        self.capture_limit = options.capture_limit
         try:
             upstream = URL(options.upstream)
             upstream.port  # noqa: B018 - yarl checks the port when it is read
@@ -176,7 +183,7 @@ class HttpRelay:
         #: the forked analysis process (a ``RemoteRecorder``, what the CLI uses).
         self.recorder: Recorder | RemoteRecorder
         if recorder is None:
-            self.recorder = Recorder(writer, "http", redact=options.redact)
+            self.recorder = attach(Recorder(writer, "http", redact=options.redact), options.outputs)
             if show is not None:
                 self.recorder.listeners.append(show)
             if show_flush is not None:
@@ -192,6 +199,7 @@ class HttpRelay:
                 self.recorder,  # type: ignore[arg-type]
                 redact=options.redact,
                 mcp_path=mcp_path(options.upstream),
+                capture_limit=options.capture_limit,
             ).sink
         )
         self.server: asyncio.Server | None = None
@@ -265,9 +273,8 @@ class HttpRelay:
 
     def refused(self, client: str | None, kind: str, reason: str) -> None:
         """Record what the relay refused or cut that belongs to no exchange."""
-        t = time.time()
         data = {"kind": kind, "reason": reason, **({"client": client} if client else {})}
-        self.observer.sink("event", t, (RELAY_SESSION, "http-refused", t, data), b"")
+        self.observer.sink(TransportEvent(RELAY_SESSION, "http-refused", time.time(), data))
 
     async def stop(self) -> None:
         """Stop listening, let open exchanges finish (for a while), end every session."""

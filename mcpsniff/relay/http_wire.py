@@ -44,6 +44,9 @@ _DROP = HOP_BY_HOP - {"transfer-encoding"}
 _FRAMING = frozenset({"transfer-encoding", "content-length"})
 #: Seconds to wait for a connection to the upstream.
 CONNECT_TIMEOUT = 15.0
+#: Request body bytes held before they are streamed on to the observer: a body
+#: is never held whole here, whatever its size (the analysis side bounds it).
+STREAM_AT = 256 << 10
 _LAST_CHUNK = b"0\r\n\r\n"
 
 
@@ -143,28 +146,25 @@ class Exchange:
     rechunk: bool = False
     #: The response said the upstream closes the connection after it.
     upstream_closes: bool = False
-    #: Body bytes forwarded (all of them, kept or not).
+    #: Body bytes forwarded.
     body_bytes: int = 0
-    #: The body outgrew the capture limit: forwarded whole, kept no more.
-    over_limit: bool = False
+    #: The observer's number for it, reserved once its body started streaming.
+    number: int | None = None
 
-    def keep(self, payload: bytes, limit: int) -> None:
-        """Keep a piece of the request body for the observer, up to ``limit`` bytes.
-
-        The body is forwarded whole whatever its size; only the copy is bounded.
-        A body that outgrows the limit is not kept at all (a cut JSON text is
-        no frame to analyze): its size is recorded as a capture gap instead.
-        """
+    def keep(self, payload: bytes) -> bool:
+        """Hold a piece of the request body for the observer; whether to stream it on now."""
         self.body_bytes += len(payload)
-        if self.over_limit:
-            return
-        if self.kept + len(payload) <= limit:
-            self.pieces.append(payload)
-            self.kept += len(payload)
-        else:
-            self.over_limit = True
-            self.pieces = []
-            self.kept = 0
+        self.pieces.append(payload)
+        self.kept += len(payload)
+        return self.kept >= STREAM_AT
+
+    def take(self) -> bytes:
+        """The body held so far (and hold nothing)."""
+        pieces = self.pieces
+        body = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        self.pieces = []
+        self.kept = 0
+        return body
 
 
 class UpstreamSide(asyncio.Protocol):
@@ -267,8 +267,8 @@ class ClientSide(asyncio.Protocol):
             kind = type(event)
             if kind is Body:
                 out.append(event.raw)  # type: ignore[union-attr]
-                if event.payload:  # type: ignore[union-attr]
-                    self.incoming.keep(event.payload, self.relay.capture_limit)  # type: ignore[union-attr]
+                if event.payload and self.incoming.keep(event.payload):  # type: ignore[union-attr]
+                    self._stream_body(self.incoming)  # type: ignore[arg-type]
             elif kind is RequestHead:
                 self._request_head(event, out)  # type: ignore[arg-type]
             elif kind is End:
@@ -359,6 +359,14 @@ class ClientSide(asyncio.Protocol):
                 forwarded = forwarded[:-2] + extra + b"\r\n"
         out.append(forwarded)
 
+    def _stream_body(self, exchange: Exchange) -> None:
+        """Send what is held of a big request body on to the observer, ahead of its end."""
+        observer = self.relay.observer
+        if exchange.number is None:
+            exchange.number = observer.reserve()
+        offset = exchange.body_bytes - exchange.kept
+        observer.request_body(exchange.number, exchange.take(), offset)
+
     def _record_cut(self, exchange: Exchange, outcome: str, *, forwarded: bool = True) -> None:
         """A request that ended before its end: recorded, with what was forwarded of it."""
         if self.incoming is exchange:
@@ -385,24 +393,18 @@ class ClientSide(asyncio.Protocol):
 
     def _begin(self, exchange: Exchange) -> None:
         """The request is in: the observer gets it (the bytes are on their way)."""
-        pieces = exchange.pieces
-        body = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-        exchange.pieces = []
+        body = exchange.take()
         head = exchange.head
         recorder = self.relay.observer.begin(
-            head.method, head.target, head.headers, body, t=exchange.t, client=self.peer
+            head.method,
+            head.target,
+            head.headers,
+            body,
+            t=exchange.t,
+            client=self.peer,
+            number=exchange.number,
         )
         exchange.recorder = recorder
-        if exchange.over_limit:
-            recorder.note(
-                "capture-gap",
-                {
-                    "direction": "c2s",
-                    "lost_bytes": exchange.body_bytes,
-                    "reason": f"request body over the capture limit "
-                    f"({self.relay.capture_limit} bytes): forwarded, not analyzed",
-                },
-            )
         for kind, arg in exchange.deferred:
             self._observe(exchange, kind, arg)
         exchange.deferred = []

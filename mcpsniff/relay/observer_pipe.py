@@ -50,9 +50,7 @@ STDERR = 3  # the child's stderr (b"" when it ended)
 EVENT = 4  # a transport event: payload is JSON {"name", "data"}
 GAP = 5  # bytes forwarded but not recorded: payload is JSON {"lost"}
 STOP = 6  # the relay is done: finish the trace
-CALL = 7  # a recorder call (HTTP relay): payload is a pickled (method, args) tuple
-CALL_DATA = 8  # the bytes argument (a body) of the CALL that follows
-CALLS = 9  # several recorder calls: a pickled list of (method, args) tuples
+CALLS = 9  # HTTP shells: encoded observations (``mcpsniff.core.observation_codec``)
 
 _DIRECTION_CODES = {"": 0, C2S: 1, S2C: 2}
 _DIRECTIONS = ("", C2S, S2C)
@@ -150,24 +148,12 @@ class ObservationSender:
         """A transport event."""
         self._send(EVENT, "", t, orjson.dumps({"name": name, "data": data}))
 
-    def call(
-        self, t: float, call: bytes, data: bytes = b"", *, kind: int = CALL, force: bool = False
-    ) -> bool:
-        """A pickled recorder call and its bytes argument; False when the backlog was full.
+    def frames(self, t: float, *parts: bytes) -> None:
+        """Encoded observations (``observation_codec``), as one CALLS observation.
 
-        The bytes travel as an observation of their own (CALL_DATA), so that
-        the analysis process gets them without slicing them out of anything.
-        ``force``: queued even over the limit (a few bytes saying what was lost).
+        Never refused here: the caller decides what the backlog may hold.
         """
-        size = len(call) + len(data)
-        if not force and self.pending_bytes + size > self.limit:
-            self.lost_calls += 1
-            self.lost_call_bytes += size
-            return False
-        if data:
-            self._send(CALL_DATA, "", t, data)
-        self._send(kind, "", t, call)
-        return True
+        self._send(CALLS, "", t, *parts)
 
     def take_lost_calls(self, *, now: bool = False) -> dict[str, int] | None:
         """What was dropped since the last report, once the backlog has room again.

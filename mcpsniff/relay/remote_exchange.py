@@ -1,15 +1,12 @@
-"""HTTP exchanges noted where the bytes move, and recorded where the analysis runs.
+"""HTTP exchanges observed where the bytes move, and recorded where the analysis runs.
 
 Both HTTP shells (``mcpsniff http`` and the mitmproxy addon) forward in one
-process and analyze in another. The exchange bookkeeping of
-``exchange.HttpObserver`` (session keys, SSE parsing, decompression, redacted
-header copies, the trace events of an exchange) used to stay with the shell,
-which then sent the recorder calls it made. It cost the shell 20 to 40 µs per
-exchange: in mitmdump, most of the addon's cost. Now a shell only *notes* what
-happened to an exchange (``RemoteExchange``: the request, the response head,
-each body piece, the end, each with its time), one small call each, and
-``ExchangeReplay`` replays the notes on a real ``HttpObserver`` in the analysis
-process, or in the shell's own process when it has none.
+process and analyze in another. A shell only *observes* what happens to an
+exchange (``RemoteExchange``: the request, the response head, each body
+piece, the end, each with its time), as the typed observations of
+``mcpsniff.core.observations``, one small object each; ``ExchangeReplay``
+replays them on a real ``HttpObserver`` in the analysis process, or in the
+shell's own process when it has none.
 
 The one thing a shell must still decide itself is whether a session-less GET
 stream is a legacy HTTP+SSE stream, whose ``endpoint`` event the relay rewrites
@@ -25,6 +22,22 @@ from collections.abc import Callable
 from typing import Any
 
 from mcpsniff.core.framing import SseParser
+from mcpsniff.core.observations import (
+    CaptureEnd,
+    CaptureGap,
+    ExchangeEnd,
+    ExchangeNote,
+    NoFirstEvent,
+    Observation,
+    RequestBegin,
+    RequestBody,
+    RequestGap,
+    ResponseBody,
+    ResponseGap,
+    ResponseHead,
+    TransportEvent,
+    Unreachable,
+)
 from mcpsniff.relay.exchange import (
     ExchangeRecorder,
     HttpObserver,
@@ -37,32 +50,13 @@ from mcpsniff.relay.exchange import (
 )
 from mcpsniff.relay.recorder import Recorder
 
-#: ``sink(method, t, args, data)``: takes one note to wherever it is replayed.
-#: ``data`` (a body or a piece of one) travels apart from ``args`` (uncopied,
-#: when big) and is put back at ``DATA_ARG`` (see ``with_data``).
-Sink = Callable[[str, float, tuple[Any, ...], bytes], None]
+#: ``sink(observation)``: takes one observation to wherever it is replayed.
+Sink = Callable[[Observation], None]
 
-# The notes, by method name. Each one's arguments start (number, t, ...).
-BEGIN = "x_begin"  # (number, t, body, method, path, headers, host, client)
-RESPONSE = "x_response"  # (number, t, status, headers)
-BODY = "x_body"  # (number, t, chunk)
-WHOLE_BODY = "x_whole_body"  # (number, t, body)
-NO_FIRST_EVENT = "x_no_first_event"  # (number, t)
-NOTE = "x_note"  # (number, t, name, data)
-FINISH = "x_finish"  # (number, t, outcome, whole)
-UNREACHABLE = "x_unreachable"  # (number, t, url, reason)
-#: The notes that carry bytes (``with_data``).
-WITH_DATA = frozenset({BEGIN, BODY, WHOLE_BODY})
-#: Where a note's bytes go in its arguments: after number and time.
-DATA_ARG = 2
-
-
-def with_data(method: str, args: tuple[Any, ...], data: bytes) -> tuple[Any, ...]:
-    """A call's whole arguments: ``data`` put back at ``DATA_ARG`` for the notes with bytes."""
-    if method in WITH_DATA:
-        return (*args[:DATA_ARG], data, *args[DATA_ARG:])
-    return args
-
+#: Most bytes of one request body the analysis side keeps (``--capture-limit``).
+CAPTURE_LIMIT = 64 << 20
+#: The session key of relay-wide events (capture gaps, refusals).
+RELAY_SESSION = "http"
 
 Headers = list[tuple[str, str]] | list[tuple[bytes, bytes]] | tuple[tuple[bytes, bytes], ...]
 
@@ -74,6 +68,19 @@ class RemoteObserver:
         self.sink = sink
         self._exchanges = 0
 
+    def reserve(self) -> int:
+        """A number for an exchange whose body is streamed (``request_body``) before ``begin``."""
+        self._exchanges += 1
+        return self._exchanges
+
+    def request_body(self, number: int, chunk: bytes, offset: int) -> None:
+        """A piece of exchange ``number``'s request body, already forwarded.
+
+        ``offset``: the bytes of the body before it, so that the analysis side
+        can tell a piece the backlog dropped (the body then counts as a gap).
+        """
+        self.sink(RequestBody(number, time.time(), offset, chunk))
+
     def begin(
         self,
         method: str,
@@ -83,16 +90,19 @@ class RemoteObserver:
         t: float | None = None,
         host: str | None = None,
         client: str | None = None,
+        number: int | None = None,
     ) -> RemoteExchange:
         """A request arrived (its bytes are on their way); note it.
 
         ``headers`` are text pairs, or the bytes pairs mitmproxy holds (decoded
-        in the replaying process, not the shell's).
+        in the replaying process, not the shell's). ``number``: reserved
+        earlier, when the body's start was streamed; ``body`` is then its rest.
         """
-        self._exchanges += 1
-        number = self._exchanges
+        if number is None:
+            self._exchanges += 1
+            number = self._exchanges
         when = time.time() if t is None else t
-        self.sink(BEGIN, when, (number, when, method, path, headers, host, client), body)
+        self.sink(RequestBegin(number, when, method, path, tuple(headers), host, client, body))  # type: ignore[arg-type]
         return RemoteExchange(self.sink, number, method, path, headers)
 
 
@@ -151,12 +161,11 @@ class RemoteExchange:
             if self.waiting_for_first_event and encoding in ("", "identity"):
                 # Compressed bytes cannot be rewritten: then the analysis decides alone.
                 self._parser = SseParser()
-        self._sink(RESPONSE, t, (self.number, t, status, headers), b"")
+        self._sink(ResponseHead(self.number, t, status, tuple(headers)))  # type: ignore[arg-type]
 
     def body_chunk(self, chunk: bytes) -> None:
         """A piece of the response body, forwarded (or held) by the shell."""
-        t = time.time()
-        self._sink(BODY, t, (self.number, t), chunk)
+        self._sink(ResponseBody(self.number, time.time(), False, chunk))
         parser = self._parser
         if parser is not None and self.waiting_for_first_event:
             for event in parser.feed(chunk):
@@ -168,15 +177,13 @@ class RemoteExchange:
 
     def whole_body(self, body: bytes) -> None:
         """The whole (not streamed) response body, for shells that buffer it anyway."""
-        t = time.time()
-        self._sink(WHOLE_BODY, t, (self.number, t), body)
+        self._sink(ResponseBody(self.number, time.time(), True, body))
 
     def first_event(self, event: None) -> None:
         """No first event came in time: the stream is no legacy one (see ExchangeRecorder)."""
         if self.waiting_for_first_event:
             self._decided()
-            t = time.time()
-            self._sink(NO_FIRST_EVENT, t, (self.number, t), b"")
+            self._sink(NoFirstEvent(self.number, time.time()))
 
     def _decided(self) -> None:
         self.waiting_for_first_event = False
@@ -184,18 +191,15 @@ class RemoteExchange:
 
     def note(self, name: str, data: dict[str, Any]) -> None:
         """Another transport event about this exchange (e.g. an endpoint rewrite)."""
-        t = time.time()
-        self._sink(NOTE, t, (self.number, t, name, data), b"")
+        self._sink(ExchangeNote(self.number, time.time(), name, data))
 
     def finish(self, outcome: str = "complete", *, whole: bool = True) -> None:
         """The exchange is over (``whole``: False when cut short, see ExchangeRecorder)."""
-        t = time.time()
-        self._sink(FINISH, t, (self.number, t, outcome, whole), b"")
+        self._sink(ExchangeEnd(self.number, time.time(), outcome, whole))
 
     def unreachable(self, url: str, reason: str) -> None:
         """The upstream could not be reached: the shell answers 502."""
-        t = time.time()
-        self._sink(UNREACHABLE, t, (self.number, t, url, reason), b"")
+        self._sink(Unreachable(self.number, time.time(), url, reason))
 
 
 def _text(headers: Headers) -> list[tuple[str, str]]:
@@ -205,15 +209,11 @@ def _text(headers: Headers) -> list[tuple[str, str]]:
             (k.decode("utf-8", "surrogateescape"), v.decode("utf-8", "surrogateescape"))  # type: ignore[union-attr]
             for k, v in headers
         ]
-    return headers  # type: ignore[return-value]
+    return list(headers)  # type: ignore[arg-type]
 
 
 class ExchangeReplay:
-    """Replays a shell's notes on a real ``HttpObserver``; other calls go to the recorder.
-
-    ``apply(method, args)`` takes the notes (with their bytes back in place)
-    and the plain recorder calls a shell makes too (``event``, ``close``).
-    """
+    """Replays a shell's observations on a real ``HttpObserver`` and its ``Recorder``."""
 
     def __init__(
         self,
@@ -222,86 +222,168 @@ class ExchangeReplay:
         redact: bool = True,
         key_by_host: bool = False,
         mcp_path: str | None = None,
+        capture_limit: int = CAPTURE_LIMIT,
     ):
         self.recorder = recorder
+        #: Request bodies streamed ahead of their ``RequestBegin``.
+        self.bodies: dict[int, _StreamedBody] = {}
+        self.capture_limit = capture_limit
         self.observer = HttpObserver(
             recorder,  # type: ignore[arg-type]
             redact=redact,
             key_by_host=key_by_host,
             mcp_path=mcp_path,
         )
-        #: The time of the note being replayed: the exchange's events carry it.
+        #: The time of the observation being replayed: the exchange's events carry it.
         self.now = 0.0
         self.observer.clock = lambda: self.now
         self.open: dict[int, ExchangeRecorder] = {}
-        self._notes: dict[str, Callable[..., None]] = {
-            BEGIN: self._begin,
-            RESPONSE: self._response,
-            BODY: self._body,
-            WHOLE_BODY: self._whole_body,
-            NO_FIRST_EVENT: self._no_first_event,
-            NOTE: self._note,
-            FINISH: self._finish,
-            UNREACHABLE: self._unreachable,
+        #: What each kind of observation does; those of an exchange get its recorder.
+        self._handlers: dict[type, Callable[[Any], None]] = {
+            RequestBegin: self._begin,
+            RequestBody: self._request_body,
+            RequestGap: self._request_gap,
+            TransportEvent: self._event,
+            CaptureGap: self._capture_gap,
+            CaptureEnd: self._end,
+        }
+        self._exchange_handlers: dict[type, Callable[[ExchangeRecorder, Any], None]] = {
+            ResponseHead: self._response,
+            ResponseBody: self._body,
+            ResponseGap: self._gap,
+            NoFirstEvent: self._no_first_event,
+            ExchangeNote: self._note,
+            ExchangeEnd: self._finish,
+            Unreachable: self._unreachable,
         }
 
-    def apply(self, method: str, args: tuple[Any, ...]) -> None:
-        """Replay one note, or one recorder call."""
-        note = self._notes.get(method)
-        if note is None:
-            getattr(self.recorder, method)(*args)
+    def apply(self, observation: Observation) -> None:
+        """Replay one observation."""
+        kind = type(observation)
+        handler = self._handlers.get(kind)
+        if handler is not None:
+            handler(observation)
             return
-        number, self.now = args[0], args[1]
-        if method == BEGIN:
-            note(number, *args[2:])
-            return
-        exchange = self.open.get(number)
+        self.now = observation.t
+        exchange = self.open.get(observation.exchange)  # type: ignore[union-attr]
         if exchange is not None:  # else already finished (or begun before a new trace)
-            note(exchange, *args[2:])
+            self._exchange_handlers[kind](exchange, observation)
 
-    def sink(self, method: str, t: float, args: tuple[Any, ...], data: bytes) -> None:
-        """A ``Sink`` replaying at once, in this process (a shell with no analysis process)."""
-        self.apply(method, with_data(method, args, data))
+    #: A ``Sink`` replaying at once, in this process (a shell with no analysis process).
+    sink = apply
 
-    def _begin(
-        self,
-        number: int,
-        body: bytes,
-        method: str,
-        path: str,
-        headers: Headers,
-        host: str | None,
-        client: str | None,
-    ) -> None:
-        self.open[number] = self.observer.begin(
-            method, path, _text(headers), body, self.now, host, client, number=number
+    def _event(self, o: TransportEvent) -> None:
+        self.recorder.event(o.session, o.name, o.t, o.data)
+
+    def _capture_gap(self, o: CaptureGap) -> None:
+        data = {"lost_calls": o.lost_calls, "lost_bytes": o.lost_bytes}
+        self.recorder.event(RELAY_SESSION, "capture-gap", o.t, data)
+
+    def _end(self, o: CaptureEnd) -> None:
+        self.recorder.close(o.t)
+
+    def _streamed(self, number: int) -> _StreamedBody:
+        streamed = self.bodies.get(number)
+        if streamed is None:
+            streamed = self.bodies[number] = _StreamedBody()
+        return streamed
+
+    def _request_body(self, o: RequestBody) -> None:
+        """Keep a streamed piece of a request body, up to the capture limit."""
+        self._streamed(o.exchange).add(o.body, o.offset, self.capture_limit)
+
+    def _request_gap(self, o: RequestGap) -> None:
+        """The rest of a request body was dropped on the way: the body is a gap."""
+        streamed = self._streamed(o.exchange)
+        streamed.add(b"", streamed.size + o.lost, self.capture_limit)
+
+    def _begin(self, o: RequestBegin) -> None:
+        self.now = o.t
+        body = o.body
+        streamed = self.bodies.pop(o.exchange, None)
+        gap = 0
+        if streamed is not None:
+            streamed.add(body, streamed.size, self.capture_limit)
+            body, gap = streamed.whole()
+        exchange = self.observer.begin(
+            o.method, o.path, _text(o.headers), body, o.t, o.host, o.client, number=o.exchange
         )
+        self.open[o.exchange] = exchange
+        if gap:
+            exchange.note(
+                "capture-gap",
+                {
+                    "direction": "c2s",
+                    "lost_bytes": gap,
+                    "reason": "request body over the capture limit "
+                    f"({self.capture_limit} bytes), or cut by a full backlog: "
+                    "forwarded, not analyzed",
+                },
+            )
 
     @staticmethod
-    def _response(exchange: ExchangeRecorder, status: int, headers: Headers) -> None:
-        exchange.response(status, _text(headers))
+    def _response(exchange: ExchangeRecorder, o: ResponseHead) -> None:
+        exchange.response(o.status, _text(o.headers))
 
     @staticmethod
-    def _body(exchange: ExchangeRecorder, chunk: bytes) -> None:
-        exchange.body_chunk(chunk)
+    def _body(exchange: ExchangeRecorder, o: ResponseBody) -> None:
+        if o.whole:
+            exchange.whole_body(o.body)
+        else:
+            exchange.body_chunk(o.body)
 
     @staticmethod
-    def _whole_body(exchange: ExchangeRecorder, body: bytes) -> None:
-        exchange.whole_body(body)
+    def _gap(exchange: ExchangeRecorder, o: ResponseGap) -> None:
+        exchange.gap(o.lost)
 
     @staticmethod
-    def _no_first_event(exchange: ExchangeRecorder) -> None:
+    def _no_first_event(exchange: ExchangeRecorder, o: NoFirstEvent) -> None:
         if exchange.waiting_for_first_event:
             exchange.first_event(None)
 
     @staticmethod
-    def _note(exchange: ExchangeRecorder, name: str, data: dict[str, Any]) -> None:
-        exchange.note(name, data)
+    def _note(exchange: ExchangeRecorder, o: ExchangeNote) -> None:
+        exchange.note(o.name, o.data)
 
-    def _finish(self, exchange: ExchangeRecorder, outcome: str, whole: bool) -> None:
+    def _finish(self, exchange: ExchangeRecorder, o: ExchangeEnd) -> None:
         del self.open[exchange.number]
-        exchange.finish(outcome, whole=whole)
+        exchange.finish(o.outcome, whole=o.whole)
 
-    def _unreachable(self, exchange: ExchangeRecorder, url: str, reason: str) -> None:
+    def _unreachable(self, exchange: ExchangeRecorder, o: Unreachable) -> None:
         del self.open[exchange.number]
-        exchange.unreachable(url, reason)
+        exchange.unreachable(o.url, o.reason)
+
+
+class _StreamedBody:
+    """A request body streamed in pieces: kept whole up to a limit, or only counted."""
+
+    __slots__ = ("lost", "pieces", "size")
+
+    def __init__(self) -> None:
+        self.pieces: list[bytes] = []
+        #: Bytes of the body seen so far (kept or not).
+        self.size = 0
+        #: Whether the body is no longer kept (over the limit, or a piece missing).
+        self.lost = False
+
+    def add(self, chunk: bytes, offset: int, limit: int) -> None:
+        if offset != self.size:
+            # A piece before this one was dropped on the way (a full backlog):
+            # the body has a hole, and a body with a hole is no frame.
+            self.lost = True
+            self.size = offset
+        self.size += len(chunk)
+        if self.lost:
+            return
+        if self.size > limit:
+            self.lost = True
+            self.pieces = []
+            return
+        if chunk:
+            self.pieces.append(chunk)
+
+    def whole(self) -> tuple[bytes, int]:
+        """The body, and the bytes not analyzed (all of them, or 0)."""
+        if self.lost:
+            return b"", self.size
+        return b"".join(self.pieces), 0

@@ -1,44 +1,48 @@
-"""The HTTP shells' pipe to the analysis process: notes and recorder calls, batched.
+"""The HTTP shells' channel to the analysis process: observations, encoded and batched.
 
-The HTTP relay notes what happens to each exchange (``remote_exchange``) and
-makes a few recorder calls of its own (``close``, a ``capture-gap`` event).
-None of them is analyzed here: ``RemoteRecorder`` pickles them into the pipe
-to the forked analysis process (see ``observer_pipe``), and ``apply_calls``
-replays them there on an ``ExchangeReplay`` around a real ``Recorder``.
+The HTTP relay observes what happens to each exchange (``remote_exchange``)
+and a few things of its own (a refusal, the capture's end). None of them is
+analyzed here: ``RemoteRecorder`` encodes them (``observation_codec``, no
+pickle) into the pipe to the forked analysis process (see ``observer_pipe``),
+and ``apply_calls`` replays them there on an ``ExchangeReplay`` around a real
+``Recorder``. The backlog is bounded: when it is full, body bytes are dropped
+and counted (per exchange and in all), never the observations that say an
+exchange happened.
 """
 
 from __future__ import annotations
 
 import asyncio
-import pickle
 import time
 from collections.abc import Callable
 from typing import Any
 
-from mcpsniff.relay.observer_pipe import (
-    CALL,
-    CALL_DATA,
-    CALLS,
-    STOP,
-    AnalysisProcess,
-    read_observations,
+from mcpsniff.core.observation_codec import CodecError, decode_all, encode
+from mcpsniff.core.observations import (
+    CaptureEnd,
+    CaptureGap,
+    ExchangeEnd,
+    Observation,
+    RequestBegin,
+    RequestBody,
+    RequestGap,
+    ResponseBody,
+    ResponseGap,
+    Unreachable,
 )
+from mcpsniff.relay.observer_pipe import CALLS, STOP, AnalysisProcess, read_observations
 from mcpsniff.relay.recorder import Recorder
-from mcpsniff.relay.remote_exchange import ExchangeReplay, with_data
+from mcpsniff.relay.remote_exchange import RELAY_SESSION, ExchangeReplay
 
-#: The session key of relay-wide events (capture gaps).
-RELAY_SESSION = "http"
-_PROTOCOL = pickle.HIGHEST_PROTOCOL
+__all__ = ["RELAY_SESSION", "RemoteRecorder", "apply_calls", "end_trace", "replay_calls"]
+
 #: Seconds ``finish`` waits in silence before it says what it is waiting for.
 FINISH_NOTICE_SECONDS = 1.0
-#: Bytes up to this size travel inside a batch of calls; bigger ones on their own.
+#: Bytes up to this size travel inside a batch; bigger ones on their own, uncopied.
 INLINE_LIMIT = 64 << 10
-
-
-def _decode_call(payload: bytes, data: bytes) -> tuple[str, tuple[Any, ...]]:
-    """A call as ``RemoteRecorder.send`` sent it, with its bytes put back in place."""
-    method, args = pickle.loads(payload)
-    return method, with_data(method, args, data)
+#: Bytes of observations without bodies queued past the backlog limit before
+#: even they are dropped (counted in the relay's capture gap).
+METADATA_ALLOWANCE = 16 << 20
 
 
 class RemoteRecorder:
@@ -57,13 +61,16 @@ class RemoteRecorder:
         self.analysis = analysis
         self.sender = analysis.sender
         self._loop: asyncio.AbstractEventLoop | None = None
-        #: Calls not sent yet (this turn of the event loop), and the time of the last.
-        self._batch: list[tuple[str, tuple[Any, ...]]] = []
+        #: Encoded observations not sent yet (this turn of the event loop).
+        self._batch: list[bytes] = []
         self._batch_t = 0.0
+        self._batch_bytes = 0
+        #: Response body bytes dropped per exchange, not yet observed in it.
+        self._lost_bodies: dict[int, int] = {}
         self._flush_scheduled = False
         self._warn = warn
         # A flood that overflowed the backlog may stop for good: the gap is told
-        # as soon as the backlog drains, not only when another call comes.
+        # as soon as the backlog drains, not only when another observation comes.
         self.sender.on_drained = lambda: self._send_gap(time.time())
         if warn is not None:
             self.sender.on_broken = lambda exc: warn(
@@ -76,21 +83,69 @@ class RemoteRecorder:
         self.sender.attach(loop)
         self._loop = loop
 
-    def send(self, method: str, t: float, args: tuple[Any, ...], data: bytes = b"") -> None:
-        """Queue one call (a note, or a recorder call) for the analysis process.
+    def send(self, observation: Observation) -> None:
+        """Queue one observation for the analysis process (the relay's ``Sink``).
 
-        This is the ``remote_exchange.Sink`` of the relay's exchanges. Calls
-        made during one turn of the event loop travel together (one pickle,
-        one write), sent at the end of the turn. A big ``data`` (a body) goes
-        on its own, after the pickled rest and uncopied; the analysis process
-        puts it back in place (``with_data``).
+        Observations made during one turn of the event loop travel together
+        (one write), sent at the end of the turn; a big body goes on its own,
+        uncopied. When the backlog is full only body bytes are dropped: what
+        says that an exchange happened (request line, status, end, sizes)
+        always goes, and each exchange's lost bytes are observed in it.
         """
-        if len(data) > INLINE_LIMIT:
+        kind = type(observation)
+        if kind is ResponseBody or kind is RequestBody:
+            size = len(observation.body)  # type: ignore[union-attr]
+            number = observation.exchange  # type: ignore[union-attr]
+            if size and not self._room(size):
+                self._lose(size)
+                if kind is ResponseBody:
+                    self._lost_bodies[number] = self._lost_bodies.get(number, 0) + size
+                # A RequestBody missing is seen by the analysis side (offsets).
+                return
+            if self._lost_bodies:
+                self._observe_loss(number, observation.t)
+        elif kind is RequestBegin:
+            size = len(observation.body)  # type: ignore[union-attr]
+            if size and not self._room(size):
+                # The request line and headers go; the body is a gap of its size.
+                self._lose(size)
+                o: RequestBegin = observation  # type: ignore[assignment]
+                self._queue(RequestGap(o.exchange, o.t, size))
+                observation = RequestBegin(
+                    o.exchange, o.t, o.method, o.path, o.headers, o.host, o.client, b""
+                )
+        elif (kind is ExchangeEnd or kind is Unreachable) and self._lost_bodies:
+            self._observe_loss(observation.exchange, observation.t)  # type: ignore[union-attr]
+        self._queue(observation)
+
+    def _observe_loss(self, number: int, t: float) -> None:
+        lost = self._lost_bodies.pop(number, 0)
+        if lost:
+            self._queue(ResponseGap(number, t, lost))
+
+    def _room(self, size: int) -> bool:
+        """Whether ``size`` more bytes fit in the backlog."""
+        return self.sender.pending_bytes + self._batch_bytes + size <= self.sender.limit
+
+    def _lose(self, size: int) -> None:
+        self.sender.lost_calls += 1
+        self.sender.lost_call_bytes += size
+
+    def _queue(self, observation: Observation, *, force: bool = False) -> None:
+        if not force and self.sender.pending_bytes > self.sender.limit + METADATA_ALLOWANCE:
+            # Even observations without bodies stop when the analysis process
+            # is this far behind: memory stays bounded, and the gap is counted.
+            self.sender.lost_calls += 1
+            return
+        head, payload = encode(observation)
+        t = observation.t
+        if len(payload) > INLINE_LIMIT:
             self._flush()
             self._send_gap(t)
-            self.sender.call(t, pickle.dumps((method, args), _PROTOCOL), data)
+            self.sender.frames(t, head, payload)
             return
-        self._batch.append((method, with_data(method, args, data)))
+        self._batch.append(head + payload if payload else head)
+        self._batch_bytes += len(head) + len(payload)
         self._batch_t = t
         if self._loop is None:
             self._flush()
@@ -99,13 +154,14 @@ class RemoteRecorder:
             self._loop.call_soon(self._flush)
 
     def _flush(self) -> None:
-        """Send the calls queued so far, as one observation."""
+        """Send the observations queued so far, in one write."""
         self._flush_scheduled = False
         if not self._batch:
             return
         batch, self._batch = self._batch, []
+        self._batch_bytes = 0
         self._send_gap(self._batch_t)
-        self.sender.call(self._batch_t, pickle.dumps(batch, _PROTOCOL), kind=CALLS)
+        self.sender.frames(self._batch_t, batch[0] if len(batch) == 1 else b"".join(batch))
 
     def _send_gap(self, t: float, *, now: bool = False) -> None:
         """After a backlog overflow, once there is room again: say what the trace lacks.
@@ -114,8 +170,8 @@ class RemoteRecorder:
         """
         lost = self.sender.take_lost_calls(now=now)
         if lost is not None:
-            gap = [("event", (RELAY_SESSION, "capture-gap", t, lost))]
-            self.sender.call(t, pickle.dumps(gap, _PROTOCOL), kind=CALLS, force=True)
+            gap = CaptureGap(t, lost["lost_calls"], lost["lost_bytes"])
+            self.sender.frames(t, *encode(gap))
 
     def close(self, t: float) -> list[Any]:
         """``Recorder.close`` (ends every session), in the analysis process.
@@ -123,8 +179,11 @@ class RemoteRecorder:
         What the backlog dropped is accounted for first, inside the sessions.
         """
         self._flush()
+        for number in list(self._lost_bodies):
+            self._observe_loss(number, t)
+        self._flush()
         self._send_gap(t, now=True)
-        self.send("close", t, (t,))
+        self._queue(CaptureEnd(t), force=True)
         return []
 
     async def finish(self) -> int:
@@ -146,7 +205,7 @@ class RemoteRecorder:
             )
         try:
             self._flush()
-            # Every call dropped is accounted for before the trace ends.
+            # Every observation dropped is accounted for before the trace ends.
             self._send_gap(time.time(), now=True)
             await self.sender.close()
             return await self.analysis.wait()
@@ -157,34 +216,31 @@ class RemoteRecorder:
 
 def replay_calls(
     fd: int,
-    apply: Callable[[str, tuple[Any, ...]], None],
+    apply: Callable[[Observation], None],
     after_batch: Callable[[], None],
+    warn: Callable[[str], None] | None = None,
 ) -> bool:
-    """Read the calls ``RemoteRecorder`` sent and ``apply(method, args)`` each, in order.
+    """Read the observations ``RemoteRecorder`` sent and ``apply`` each, in order.
 
     ``after_batch`` runs after every read (the relay paused: a good moment to
     flush). Returns True when STOP arrived, False at EOF (the sender died).
     """
-    data = b""
     for batch in read_observations(fd):
-        for observation in batch:
-            kind = observation.kind
-            if kind == STOP:
+        for piece in batch:
+            if piece.kind == STOP:
                 after_batch()
                 return True
-            if kind == CALL_DATA:
-                data = observation.payload
-                observation.payload = b""  # a big body is held once, in ``data``
+            if piece.kind != CALLS:
                 continue
-            if kind == CALLS:
-                calls = pickle.loads(observation.payload)
-            elif kind == CALL:
-                calls = [_decode_call(observation.payload, data)]
-                data = b""
-            else:
+            try:
+                observations = decode_all(piece.payload)
+            except CodecError as exc:  # never a traceback: say it, go on
+                if warn is not None:
+                    warn(f"mcpsniff: internal error while recording: {exc}")
                 continue
-            for method, args in calls:
-                apply(method, args)
+            piece.payload = b""  # a big body is held once, in its observation
+            for observation in observations:
+                apply(observation)
         after_batch()
     return False
 
@@ -217,7 +273,7 @@ def end_trace(
 
 
 def apply_calls(fd: int, replay: ExchangeReplay, warn: Callable[[str], None] | None = None) -> int:
-    """The analysis process: replay the relay's notes and calls until STOP or EOF.
+    """The analysis process: replay the relay's observations until STOP or EOF.
 
     Returns the process's exit status: 0, or 3 when the trace could not be
     written in full.
@@ -225,12 +281,12 @@ def apply_calls(fd: int, replay: ExchangeReplay, warn: Callable[[str], None] | N
     recorder = replay.recorder
     writer = recorder.writer
 
-    def apply(method: str, args: tuple[Any, ...]) -> None:
+    def apply(observation: Observation) -> None:
         try:
-            replay.apply(method, args)
+            replay.apply(observation)
         except Exception as exc:  # recording must never stop
             if warn is not None:
                 warn(f"mcpsniff: internal error while recording: {exc!r}")
 
-    stopped = replay_calls(fd, apply, writer.flush if writer is not None else lambda: None)
+    stopped = replay_calls(fd, apply, writer.flush if writer is not None else lambda: None, warn)
     return end_trace(recorder, stopped, warn)

@@ -29,6 +29,7 @@ from typing import Any, TextIO
 from mcpsniff.core.model import C2S, S2C, Record
 from mcpsniff.core.redact import recorded_argv
 from mcpsniff.relay.observer_pipe import AnalysisProcess, ObservationSender
+from mcpsniff.relay.outputs import Outputs
 from mcpsniff.relay.stdio_analysis import TRACE_INCOMPLETE, StdioAnalysis
 from mcpsniff.trace.format import TraceWriter
 from mcpsniff.trace.paths import TraceOpenError, open_trace_file, resolve_trace_path
@@ -52,8 +53,8 @@ class StdioOptions:
     name: str | None = None
     grace: float = 5.0
     backlog_limit: int = DEFAULT_BACKLOG_LIMIT
-    #: More outputs for the analysis process's recorder (--otlp): mcpsniff.sinks.Sink.
-    sinks: list[Any] = field(default_factory=list)
+    #: What the analysis process feeds besides the trace (``mcpsniff.relay.outputs``).
+    outputs: Outputs = field(default_factory=Outputs)
 
 
 class StartError(Exception):
@@ -579,9 +580,13 @@ def run_stdio(
     the trace again), and the relay then spawns the server and forwards.
     """
     recording = StdioAnalysis(
-        writer, redact=options.redact, show=show, show_flush=show_flush, warn=warn
+        writer,
+        redact=options.redact,
+        show=show,
+        show_flush=show_flush,
+        warn=warn,
+        outputs=options.outputs,
     )
-    recording.recorder.sinks.extend(options.sinks)
     try:
         analysis = AnalysisProcess.start(recording.run, options.backlog_limit)
     except OSError as exc:

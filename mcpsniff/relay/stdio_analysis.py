@@ -23,6 +23,7 @@ from mcpsniff.relay.observer_pipe import (
     Observation,
     read_observations,
 )
+from mcpsniff.relay.outputs import Outputs, attach
 from mcpsniff.relay.recorder import Recorder
 from mcpsniff.trace.format import TraceWriter
 
@@ -44,8 +45,10 @@ class StdioAnalysis:
         show: Callable[[Record], None] | None = None,
         show_flush: Callable[[], None] | None = None,
         warn: Callable[[str], None] | None = None,
+        outputs: Outputs | None = None,
     ) -> None:
         self.writer = writer
+        self.outputs = outputs
         self.redact = redact
         # Flushed once per batch of observations instead (see ``run``).
         self.recorder = Recorder(writer, "stdio", redact=redact, autoflush=False)
@@ -63,6 +66,7 @@ class StdioAnalysis:
 
     def run(self, fd: int) -> int:
         """Read observations from ``fd`` until STOP or EOF; the process's exit status."""
+        attach(self.recorder, self.outputs)  # here, in the analysis process
         stopped = False
         for batch in read_observations(fd):
             for observation in batch:

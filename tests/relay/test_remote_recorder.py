@@ -5,20 +5,29 @@ from __future__ import annotations
 import asyncio
 import time
 from pathlib import Path
+from typing import Any
 
-from mcpsniff.core.model import EventRecord
+import pytest
+
+from mcpsniff.core.model import EventRecord, FrameRecord
+from mcpsniff.core.observations import ExchangeEnd, RequestBegin, RequestBody
 from mcpsniff.relay.observer_pipe import AnalysisProcess
 from mcpsniff.relay.recorder import Recorder
-from mcpsniff.relay.remote_exchange import ExchangeReplay
+from mcpsniff.relay.remote_exchange import ExchangeReplay, RemoteObserver
 from mcpsniff.relay.remote_recorder import RemoteRecorder, apply_calls
 from mcpsniff.trace.format import TraceReader, TraceWriter
 
-CALLS = 200
-CALL_BYTES = 100_000
+EVENTS = 200
+EVENT = (
+    b"data: "
+    + b'{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"%s"}}'
+    % (b"x" * 100_000)
+    + b"\n\n"
+)
 
 
 def flood(trace: Path, *, limit: int, pause: float) -> list[EventRecord]:
-    """Send CALLS big events to an analysis process that starts reading after ``pause``."""
+    """One SSE stream of EVENTS big events to an analysis process that starts after ``pause``."""
     writer = TraceWriter.create(trace)
     replay = ExchangeReplay(Recorder(writer, "http", autoflush=False))
 
@@ -32,9 +41,13 @@ def flood(trace: Path, *, limit: int, pause: float) -> list[EventRecord]:
 
     async def relay() -> int:
         remote.attach(asyncio.get_running_loop())
-        for n in range(CALLS):
-            t = time.time()
-            remote.send("event", t, ("http", "flood", t, {"n": n}), b"x" * CALL_BYTES)
+        observer = RemoteObserver(remote.send)
+        sid = [("Mcp-Session-Id", "s1")]
+        exchange = observer.begin("GET", "/mcp", [("Accept", "text/event-stream"), *sid], b"")
+        exchange.response(200, [("Content-Type", "text/event-stream"), *sid])
+        for _ in range(EVENTS):
+            exchange.body_chunk(EVENT)
+        exchange.finish()
         remote.close(time.time())
         return await remote.finish()
 
@@ -43,25 +56,81 @@ def flood(trace: Path, *, limit: int, pause: float) -> list[EventRecord]:
         return [r for r in reader.records() if isinstance(r, EventRecord)]
 
 
-def test_every_dropped_call_is_a_counted_gap_before_the_trace_ends(tmp_path: Path) -> None:
-    """A flood that overflows the backlog and then stops: the gap is still recorded.
+def test_a_flood_over_the_backlog_is_counted_in_its_exchange_and_the_trace(
+    tmp_path: Path,
+) -> None:
+    """The backlog drops body bytes only: the exchange is whole in the trace, its gap counted.
 
-    Nothing comes after the flood (no later exchange would report it): the
-    trace's end must account for every call by itself.
+    Nothing comes after the flood (no later exchange would report the relay's
+    gap): the trace's end accounts for every byte by itself.
     """
-    events = flood(tmp_path / "t.jsonl", limit=256 << 10, pause=0.5)
-    arrived = [e for e in events if e.event == "flood"]
-    gaps = [e for e in events if e.event == "capture-gap"]
-    assert gaps, "calls were dropped but no capture-gap was recorded"
-    lost = sum(g.data["lost_calls"] for g in gaps)
-    assert 0 < lost < CALLS
-    assert len(arrived) + lost == CALLS
-    assert sum(g.data["lost_bytes"] for g in gaps) >= lost * CALL_BYTES
+    events = flood(tmp_path / "t.jsonl", limit=1 << 20, pause=0.5)
+    names = [e.event for e in events]
+    # What says the exchange happened is never dropped.
+    assert names.count("http-request") == names.count("http-response") == 1
+    (end,) = [e for e in events if e.event == "http-end"]
+    assert end.data["body_bytes"] == EVENTS * len(EVENT)
+    in_exchange = [e for e in events if e.event == "capture-gap" and "exchange" in e.data]
+    relay_wide = [e for e in events if e.event == "capture-gap" and "exchange" not in e.data]
+    assert in_exchange and relay_wide, "bytes were dropped but no capture-gap was recorded"
+    lost = sum(e.data["lost_bytes"] for e in in_exchange)
+    assert 0 < lost < EVENTS * len(EVENT)
+    assert lost == sum(e.data["lost_bytes"] for e in relay_wide)
+    # Analysis stops at the first hole: the events before it are whole.
+    assert 0 < names.count("sse-event") < EVENTS
     # Recorded inside the session, before it ends.
-    assert [e.event for e in events if e.event != "flood"][-1] == "session-end"
+    assert names.index("capture-gap") < names.index("session-end")
 
 
 def test_nothing_is_dropped_when_the_backlog_holds_it(tmp_path: Path) -> None:
     events = flood(tmp_path / "t.jsonl", limit=64 << 20, pause=0.2)
-    assert len([e for e in events if e.event == "flood"]) == CALLS
-    assert [e for e in events if e.event == "capture-gap"] == []
+    names = [e.event for e in events]
+    assert names.count("sse-event") == EVENTS
+    assert "capture-gap" not in names
+
+
+# --------------------------------------------------------------------------- streamed bodies
+
+
+def replay_streamed(pieces: list[tuple[bytes, int]], rest: bytes, limit: int) -> list[Any]:
+    """Replay REQUEST_BODY notes then BEGIN on a real in-process recorder; its records."""
+    records: list[Any] = []
+    recorder = Recorder(None, "http")
+    recorder.listeners.append(records.append)
+    replay = ExchangeReplay(recorder, capture_limit=limit)
+    for chunk, offset in pieces:
+        replay.apply(RequestBody(7, 1.0, offset, chunk))
+    headers = (("Content-Type", "application/json"),)
+    replay.apply(RequestBegin(7, 2.0, "POST", "/mcp", headers, None, None, rest))
+    replay.apply(ExchangeEnd(7, 3.0, "complete", True))
+    return records
+
+
+BODY = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{}}}'
+
+
+def test_a_streamed_body_is_analyzed_whole() -> None:
+    pieces = [(BODY[:10], 0), (BODY[10:40], 10)]
+    records = replay_streamed(pieces, BODY[40:], limit=1 << 20)
+    (frame,) = [r for r in records if isinstance(r, FrameRecord)]
+    assert frame.raw == BODY
+    assert not [r for r in records if isinstance(r, EventRecord) and r.event == "capture-gap"]
+
+
+@pytest.mark.parametrize(
+    ("pieces", "limit"),
+    [
+        ([(BODY[:10], 0), (BODY[20:40], 20)], 1 << 20),  # a piece lost on the way
+        ([(BODY[:10], 0), (BODY[10:40], 10)], 32),  # over the capture limit
+    ],
+)
+def test_a_body_with_a_hole_or_over_the_limit_is_a_gap_not_a_frame(
+    pieces: list[tuple[bytes, int]], limit: int
+) -> None:
+    records = replay_streamed(pieces, BODY[40:], limit)
+    assert [r for r in records if isinstance(r, FrameRecord)] == []
+    (gap,) = [r for r in records if isinstance(r, EventRecord) and r.event == "capture-gap"]
+    assert gap.data["lost_bytes"] == len(BODY)
+    assert gap.data["direction"] == "c2s"
+    (request,) = [r for r in records if isinstance(r, EventRecord) and r.event == "http-request"]
+    assert request.data["path"] == "/mcp"

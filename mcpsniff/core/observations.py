@@ -1,0 +1,179 @@
+"""What an HTTP shell can see, as one typed vocabulary: the only things that cross to the analysis.
+
+A shell (``mcpsniff http``, the mitmproxy addon) forwards bytes and emits
+these observations, each with the wall-clock time it saw the thing happen;
+the analysis side replays them on the HTTP-to-MCP adapter and the ``Session``.
+They travel between processes with ``observation_codec`` (no pickle).
+
+Exchanges are numbered by the shell (``exchange``). Bytes a full backlog
+dropped are never silent: ``RequestGap``, ``ResponseGap`` and ``CaptureGap``
+say how many, so that the trace accounts for every byte forwarded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+#: Header pairs as text, or the bytes pairs mitmproxy holds (decoded on the analysis side).
+Headers = tuple[tuple[str, str], ...] | tuple[tuple[bytes, bytes], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestBegin:
+    """A whole request went on: its head, and its body (or the rest of a streamed one)."""
+
+    exchange: int
+    t: float
+    method: str
+    path: str
+    headers: Headers
+    host: str | None
+    client: str | None
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class RequestBody:
+    """A piece of a request body sent ahead of its ``RequestBegin`` (``offset``: bytes before)."""
+
+    exchange: int
+    t: float
+    offset: int
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class RequestGap:
+    """``lost`` bytes at the end of a request body never reached the analysis."""
+
+    exchange: int
+    t: float
+    lost: int
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseHead:
+    """The response's status and headers went on."""
+
+    exchange: int
+    t: float
+    status: int
+    headers: Headers
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseBody:
+    """A piece of the response body went on (``whole``: the entire body, from a buffering shell)."""
+
+    exchange: int
+    t: float
+    whole: bool
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseGap:
+    """``lost`` bytes of the response body never reached the analysis (a full backlog)."""
+
+    exchange: int
+    t: float
+    lost: int
+
+
+@dataclass(frozen=True, slots=True)
+class NoFirstEvent:
+    """A session-less GET stream sent no event within the shell's hold limit."""
+
+    exchange: int
+    t: float
+
+
+@dataclass(frozen=True, slots=True)
+class ExchangeNote:
+    """Another transport event about an exchange (an endpoint rewrite, a cut request)."""
+
+    exchange: int
+    t: float
+    name: str
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ExchangeEnd:
+    """The exchange is over (``whole``: False when it was cut short)."""
+
+    exchange: int
+    t: float
+    outcome: str
+    whole: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Unreachable:
+    """The upstream could not be reached; the shell answered 502."""
+
+    exchange: int
+    t: float
+    url: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class TransportEvent:
+    """A transport event of no exchange (a refused connection, say), in ``session``."""
+
+    session: str
+    name: str
+    t: float
+    data: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureGap:
+    """Observations the shell dropped (a full backlog) since the last gap."""
+
+    t: float
+    lost_calls: int
+    lost_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class CaptureEnd:
+    """The capture is over: every session ends here."""
+
+    t: float
+
+
+Observation = (
+    RequestBegin
+    | RequestBody
+    | RequestGap
+    | ResponseHead
+    | ResponseBody
+    | ResponseGap
+    | NoFirstEvent
+    | ExchangeNote
+    | ExchangeEnd
+    | Unreachable
+    | TransportEvent
+    | CaptureGap
+    | CaptureEnd
+)
+
+#: Every observation class, in a fixed order (the codec's tags are these indexes).
+KINDS: tuple[type, ...] = (
+    RequestBegin,
+    RequestBody,
+    RequestGap,
+    ResponseHead,
+    ResponseBody,
+    ResponseGap,
+    NoFirstEvent,
+    ExchangeNote,
+    ExchangeEnd,
+    Unreachable,
+    TransportEvent,
+    CaptureGap,
+    CaptureEnd,
+)

@@ -1,0 +1,103 @@
+"""The observation codec: every kind round-trips, and hostile bytes give CodecError, never more."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mcpsniff.core.observation_codec import (
+    HEADER_SIZE,
+    CodecError,
+    decode_all,
+    encode,
+    encode_bytes,
+)
+from mcpsniff.core.observations import (
+    KINDS,
+    CaptureEnd,
+    CaptureGap,
+    ExchangeEnd,
+    ExchangeNote,
+    NoFirstEvent,
+    RequestBegin,
+    RequestBody,
+    RequestGap,
+    ResponseBody,
+    ResponseGap,
+    ResponseHead,
+    TransportEvent,
+    Unreachable,
+)
+
+TEXT_HEADERS = (("Content-Type", "application/json"), ("X-É", "vâlue ☃"))
+BYTES_HEADERS = ((b"Content-Type", b"text/event-stream"), (b"X-Raw", b"\xff\x00\xc3("))
+
+EXAMPLES = [
+    RequestBegin(1, 1.5, "POST", "/mcp?x=1", TEXT_HEADERS, "h:1", "127.0.0.1:5", b'{"a":1}'),
+    RequestBegin(2, 1.5, "GET", "/sse", BYTES_HEADERS, None, None, b""),
+    RequestBody(3, 2.0, 262144, b"\x00\xff" * 10),
+    RequestGap(3, 2.5, 1 << 40),
+    ResponseHead(1, 3.0, 200, TEXT_HEADERS),
+    ResponseHead(2, 3.0, 404, BYTES_HEADERS),
+    ResponseBody(1, 3.5, False, b"data: {}\n\n"),
+    ResponseBody(1, 3.5, True, b""),
+    ResponseGap(1, 4.0, 12345),
+    NoFirstEvent(2, 4.5),
+    ExchangeNote(1, 5.0, "endpoint-rewrite", {"from": "a", "to": "b", "n": [1, None]}),
+    ExchangeEnd(1, 5.5, "complete", True),
+    Unreachable(4, 6.0, "http://x/mcp", "Connection refused"),
+    TransportEvent("http", "http-refused", 6.5, {"kind": "bad-request", "reason": "bare LF"}),
+    CaptureGap(7.0, 3, 300),
+    CaptureEnd(7.5),
+]
+
+
+def test_every_kind_has_an_example() -> None:
+    assert {type(e) for e in EXAMPLES} == set(KINDS)
+
+
+@pytest.mark.parametrize("observation", EXAMPLES, ids=lambda o: type(o).__name__)
+def test_each_kind_round_trips(observation: object) -> None:
+    (back,) = decode_all(encode_bytes(observation))
+    assert back == observation
+    assert type(back) is type(observation)
+
+
+def test_frames_concatenate_and_bytes_travel_apart_uncopied() -> None:
+    big = b"x" * (1 << 20)
+    observation = ResponseBody(9, 1.0, False, big)
+    head, payload = encode(observation)
+    assert payload is big  # written with writev, never copied into the frame
+    data = b"".join(encode_bytes(o) for o in EXAMPLES) + head + payload
+    assert decode_all(data) == [*EXAMPLES, observation]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"\x00",  # a header cut short
+        encode_bytes(EXAMPLES[0])[:-1],  # a frame cut short
+        bytes([150]) + b"\x00" * (HEADER_SIZE - 1),  # an unknown tag
+        encode_bytes(CaptureEnd(1.0)).replace(b"[1.0]", b"[1.0,2]"),  # metadata of another shape
+        encode_bytes(CaptureEnd(1.0)).replace(b"[1.0]", b"{1.0}"),  # no JSON
+    ],
+)
+def test_bad_frames_are_codec_errors(data: bytes) -> None:
+    with pytest.raises(CodecError):
+        decode_all(data)
+
+
+def test_only_registered_classes_encode() -> None:
+    with pytest.raises(TypeError):
+        encode(object())
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200))
+def test_any_bytes_decode_or_raise_codec_error(data: bytes) -> None:
+    try:
+        result = decode_all(data)
+    except CodecError:
+        return
+    assert all(type(o) in KINDS or type(o).__name__ in ("Sync", "Show") for o in result)
