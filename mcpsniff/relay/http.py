@@ -97,6 +97,9 @@ def bind(host: str, port: int) -> socket.socket:
     """The listening socket, bound before anything else starts (so that a port in
     use fails before a trace file or an analysis process exists)."""
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    # One socket: for a name with both (localhost), the IPv4 address, which every
+    # client tries (a client that resolves localhost to ::1 first falls back to it).
+    infos.sort(key=lambda info: info[0] != socket.AF_INET)
     family, _, _, _, address = infos[0]
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:

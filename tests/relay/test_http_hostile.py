@@ -544,3 +544,11 @@ def test_a_port_in_use_fails_before_the_trace_exists(tmp_path: Path) -> None:
     assert result.exit_code != 0
     assert "cannot listen" in result.output
     assert not trace.exists()  # so that a retry with the same --trace works
+
+
+def test_localhost_listens_on_ipv4_which_every_client_tries() -> None:
+    sock = bind("localhost", 0)
+    try:
+        assert sock.getsockname()[0] == "127.0.0.1"
+    finally:
+        sock.close()
