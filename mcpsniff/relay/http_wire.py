@@ -21,7 +21,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mcpsniff.relay.exchange import HOP_BY_HOP, client_address
+from mcpsniff.core.http_adapter import HOP_BY_HOP, client_address
 from mcpsniff.relay.http1 import (
     Body,
     End,
