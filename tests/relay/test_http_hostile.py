@@ -552,3 +552,45 @@ def test_localhost_listens_on_ipv4_which_every_client_tries() -> None:
         assert sock.getsockname()[0] == "127.0.0.1"
     finally:
         sock.close()
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def test_the_command_applies_its_timeouts_and_records_through_its_analysis_process(
+    tmp_path: Path,
+) -> None:
+    """``mcpsniff http --head-timeout``: a slow head gets 408, in the trace the forked
+    analysis process wrote (the refusal crossed the observation channel)."""
+    import signal
+    import subprocess
+    import sys
+
+    trace = tmp_path / "t.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcpsniff", "http", "--upstream", "http://127.0.0.1:9/mcp",
+         "--listen", "127.0.0.1:0", "--trace", str(trace), "--head-timeout", "0.5"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline().decode()
+        port = int(line.split()[2].rsplit(":", 1)[1].split("/")[0])
+
+        async def slow() -> bytes:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"GET /mcp HTTP/1.1\r\nHost: h\r\n")
+            try:
+                return await asyncio.wait_for(reader.read(), BOUND)
+            finally:
+                writer.close()
+
+        answer = asyncio.run(slow())
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(BOUND)
+    assert statuses(answer) == [408]
+    with TraceReader(trace) as reader:
+        records = list(reader.records())
+    refused = [r.data for r in records if isinstance(r, EventRecord) and r.event == "http-refused"]
+    assert [r["kind"] for r in refused] == ["head-timeout"]
