@@ -974,6 +974,9 @@ class ObservationAdapter:
         gap = 0
         if streamed is not None:
             streamed.add(body, streamed.size, self.capture_limit)
+            if streamed.size < o.size:
+                # Pieces at its end were lost on the way: the body has a hole.
+                streamed.add(b"", o.size, self.capture_limit)
             body, gap = streamed.whole()
         exchange = self.observer.begin(
             o.method,

@@ -8,7 +8,7 @@ Compressed bodies are forwarded compressed; the analyzer gets a decoded copy.
 
 The shell only moves bytes and notes what happens to each exchange; what
 that means to the analyzer is worked out in its analysis process by
-``mcpsniff/relay/exchange.py``, shared with the mitmproxy addon (the
+``mcpsniff/core/http_adapter.py``, shared with the mitmproxy addon (the
 transport events are documented in ``mcpsniff/core/rules/http.py``). It
 never answers in the server's place, except with 502 when the upstream cannot
 be reached.
@@ -272,7 +272,10 @@ class HttpRelay:
             await asyncio.sleep(period)
             now = time.monotonic()
             for connection in list(self.connections):
-                connection.expire(now, options.head_timeout, options.idle_timeout)
+                try:
+                    connection.expire(now, options.head_timeout, options.idle_timeout)
+                except Exception:  # one connection's trouble must not end the timeouts
+                    connection.cut_off()
 
     def refused(self, client: str | None, kind: str, reason: str) -> None:
         """Record what the relay refused or cut that belongs to no exchange."""

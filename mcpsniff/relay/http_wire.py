@@ -403,6 +403,7 @@ class ClientSide(asyncio.Protocol):
             t=exchange.t,
             client=self.peer,
             number=exchange.number,
+            size=exchange.body_bytes,
         )
         exchange.recorder = recorder
         for kind, arg in exchange.deferred:
@@ -502,6 +503,22 @@ class ClientSide(asyncio.Protocol):
     def _connect(self) -> None:
         self.pause_reading("connecting")
         self.connecting = asyncio.get_running_loop().create_task(self._open())
+        self.connecting.add_done_callback(self._opened)
+
+    def _opened(self, task: asyncio.Task[None]) -> None:
+        """Retrieve what ``_open`` raised, if anything: its requests are answered all the same."""
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is None:
+            return
+        # No exception is left unretrieved, and no request waits for a connection
+        # that will never come: they get the 502 an unreachable upstream gets.
+        if self.connecting is task:
+            self.connecting = None
+        self.pending = []
+        self._unreachable(f"cannot connect: {exc!r}")
+        self.resume_reading("connecting")
 
     async def _open(self) -> None:
         relay = self.relay

@@ -86,18 +86,23 @@ class RemoteObserver:
         host: str | None = None,
         client: str | None = None,
         number: int | None = None,
+        size: int | None = None,
     ) -> RemoteExchange:
         """A request arrived (its bytes are on their way); note it.
 
         ``headers`` are text pairs, or the bytes pairs mitmproxy holds (decoded
         in the replaying process, not the shell's). ``number``: reserved
-        earlier, when the body's start was streamed; ``body`` is then its rest.
+        earlier, when the body's start was streamed; ``body`` is then its rest,
+        and ``size`` the whole body's size.
         """
         if number is None:
             self._exchanges += 1
             number = self._exchanges
         when = time.time() if t is None else t
-        self.sink(RequestBegin(number, when, method, path, tuple(headers), host, client, body))  # type: ignore[arg-type]
+        whole = len(body) if size is None else size
+        self.sink(
+            RequestBegin(number, when, method, path, tuple(headers), host, client, whole, body)  # type: ignore[arg-type]
+        )
         return RemoteExchange(self.sink, number, method, path, headers)
 
 

@@ -112,7 +112,7 @@ class RemoteRecorder:
                 o: RequestBegin = observation  # type: ignore[assignment]
                 self._queue(RequestGap(o.exchange, o.t, size))
                 observation = RequestBegin(
-                    o.exchange, o.t, o.method, o.path, o.headers, o.host, o.client, b""
+                    o.exchange, o.t, o.method, o.path, o.headers, o.host, o.client, o.size, b""
                 )
         elif (kind is ExchangeEnd or kind is Unreachable) and self._lost_bodies:
             self._observe_loss(observation.exchange, observation.t)  # type: ignore[union-attr]

@@ -95,7 +95,9 @@ def request(number: int, body: bytes, cut: Cut, headers: Any = POST_HEADERS) -> 
     for piece in pieces[:-1]:
         out.append(RequestBody(number, 1.0, offset, piece))
         offset += len(piece)
-    out.append(RequestBegin(number, 1.0, "POST", "/mcp", headers, None, "c:1", pieces[-1]))
+    out.append(
+        RequestBegin(number, 1.0, "POST", "/mcp", headers, None, "c:1", len(body), pieces[-1])
+    )
     return out
 
 

@@ -594,3 +594,26 @@ def test_the_command_applies_its_timeouts_and_records_through_its_analysis_proce
         records = list(reader.records())
     refused = [r.data for r in records if isinstance(r, EventRecord) and r.event == "http-refused"]
     assert [r["kind"] for r in refused] == ["head-timeout"]
+
+
+def test_a_connect_that_fails_unexpectedly_still_answers(tmp_path: Path) -> None:
+    """Whatever opening the upstream connection raises is retrieved and answered (502)."""
+
+    async def scenario() -> tuple[bytes, list[str]]:
+        errors = LoopErrors()
+        errors.install()
+        relay = HttpRelay(HttpOptions(upstream="http://127.0.0.1:9/mcp", port=0), None)
+        relay.upstream_port = 70000  # create_connection raises OverflowError, no OSError
+        await relay.start()
+        try:
+            request = b"GET /mcp HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"
+            answer = await exchange_raw(relay.port or 0, request)
+        finally:
+            await relay.stop()
+        gc.collect()
+        await asyncio.sleep(0)
+        return answer, errors.problems()
+
+    answer, problems = run(scenario())
+    assert statuses(answer) == [502]
+    assert problems == []

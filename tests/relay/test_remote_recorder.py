@@ -92,8 +92,11 @@ def test_nothing_is_dropped_when_the_backlog_holds_it(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- streamed bodies
 
 
-def replay_streamed(pieces: list[tuple[bytes, int]], rest: bytes, limit: int) -> list[Any]:
-    """Replay REQUEST_BODY notes then BEGIN on a real in-process recorder; its records."""
+def replay_streamed(
+    pieces: list[tuple[bytes, int]], rest: bytes, limit: int, size: int | None = None
+) -> list[Any]:
+    """Replay RequestBody pieces then RequestBegin on a real in-process recorder; its records."""
+    size = len(BODY) if size is None else size
     records: list[Any] = []
     recorder = Recorder(None, "http")
     recorder.listeners.append(records.append)
@@ -101,7 +104,7 @@ def replay_streamed(pieces: list[tuple[bytes, int]], rest: bytes, limit: int) ->
     for chunk, offset in pieces:
         replay.apply(RequestBody(7, 1.0, offset, chunk))
     headers = (("Content-Type", "application/json"),)
-    replay.apply(RequestBegin(7, 2.0, "POST", "/mcp", headers, None, None, rest))
+    replay.apply(RequestBegin(7, 2.0, "POST", "/mcp", headers, None, None, size, rest))
     replay.apply(ExchangeEnd(7, 3.0, "complete", True))
     return records
 
@@ -128,6 +131,15 @@ def test_a_body_with_a_hole_or_over_the_limit_is_a_gap_not_a_frame(
     pieces: list[tuple[bytes, int]], limit: int
 ) -> None:
     records = replay_streamed(pieces, BODY[40:], limit)
+    assert_body_gap(records)
+
+
+def test_pieces_lost_at_the_end_of_a_body_are_counted() -> None:
+    """The last pieces never arrived (and the rest was empty): the whole size is the gap."""
+    assert_body_gap(replay_streamed([(BODY[:10], 0)], b"", 1 << 20))
+
+
+def assert_body_gap(records: list[Any]) -> None:
     assert [r for r in records if isinstance(r, FrameRecord)] == []
     (gap,) = [r for r in records if isinstance(r, EventRecord) and r.event == "capture-gap"]
     assert gap.data["lost_bytes"] == len(BODY)
