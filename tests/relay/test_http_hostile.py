@@ -617,3 +617,8 @@ def test_a_connect_that_fails_unexpectedly_still_answers(tmp_path: Path) -> None
     answer, problems = run(scenario())
     assert statuses(answer) == [502]
     assert problems == []
+
+
+def test_an_upstream_port_out_of_range_is_refused() -> None:
+    with pytest.raises(ValueError, match="no valid URL"):
+        HttpRelay(HttpOptions(upstream="http://127.0.0.1:99999/mcp", port=0), None)
