@@ -146,3 +146,36 @@ def assert_body_gap(records: list[Any]) -> None:
     assert gap.data["direction"] == "c2s"
     (request,) = [r for r in records if isinstance(r, EventRecord) and r.event == "http-request"]
     assert request.data["path"] == "/mcp"
+
+
+# --------------------------------------------------------------------------- shedding
+
+
+def test_shedding_keeps_what_says_an_exchange_happened() -> None:
+    from mcpsniff.core.observations import RequestGap, ResponseBody, ResponseGap, ResponseHead
+    from mcpsniff.relay.remote_recorder import shed_bodies
+
+    headers = (("Content-Type", "application/json"),)
+    batch = [
+        RequestBegin(1, 1.0, "POST", "/mcp", headers, None, None, 40, b"r" * 40),
+        ResponseHead(1, 2.0, 200, headers),
+        ResponseBody(1, 3.0, True, b"s" * 30),
+        RequestBody(2, 3.5, 0, b"p" * 50),
+        RequestBegin(2, 4.0, "POST", "/mcp", headers, None, None, 60, b"q" * 10),
+        ExchangeEnd(1, 5.0, "complete", True),
+    ]
+    kept, shed, shed_bytes = shed_bodies(batch, room=45)
+    # The first request body fits; no other does.
+    assert kept == [
+        batch[0],
+        batch[1],
+        ResponseGap(1, 3.0, 30),
+        RequestGap(2, 4.0, 10),
+        RequestBegin(2, 4.0, "POST", "/mcp", headers, None, None, 60, b""),
+        batch[5],
+    ]
+    assert (shed, shed_bytes) == (3, 90)
+    kept, shed, shed_bytes = shed_bodies(batch, room=0)
+    assert RequestGap(1, 1.0, 40) in kept
+    assert [type(m).__name__ for m in kept].count("RequestBegin") == 2
+    assert (shed, shed_bytes) == (4, 130)
