@@ -254,6 +254,8 @@ class ClientSide(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         # Address and port: which of a host's clients (connections) sent a request.
         self.peer = client_address(peer)
+        if len(self.relay.connections) >= self.relay.max_connections:
+            self.relay.make_room(self)
         self.relay.connections.add(self)
 
     def data_received(self, data: bytes) -> None:

@@ -622,3 +622,39 @@ def test_a_connect_that_fails_unexpectedly_still_answers(tmp_path: Path) -> None
 def test_an_upstream_port_out_of_range_is_refused() -> None:
     with pytest.raises(ValueError, match="no valid URL"):
         HttpRelay(HttpOptions(upstream="http://127.0.0.1:99999/mcp", port=0), None)
+
+
+def test_slow_heads_never_take_every_connection(tmp_path: Path) -> None:
+    """Past the connection limit the oldest slow head goes (408), and a whole request is served."""
+
+    async def scenario() -> tuple[bytes, bytes, Relayed]:
+        upstream = AiohttpUpstream()
+        await upstream.start()
+
+        async def talk(port: int) -> tuple[bytes, bytes]:
+            slow = []
+            for _ in range(4):
+                reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.write(b"GET /mcp HTTP/1.1\r\nHost: h\r\n")
+                await asyncio.sleep(0.05)
+                slow.append((reader, writer))
+            served = await exchange_raw(
+                port, b"GET /whole HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"
+            )
+            oldest = await asyncio.wait_for(slow[0][0].read(), BOUND)
+            for _, writer in slow:
+                writer.close()
+            return oldest, served
+
+        try:
+            (oldest, served), relayed = await through_relay(
+                upstream.port, talk, tmp_path, max_connections=4
+            )
+        finally:
+            await upstream.stop()
+        return oldest, served, relayed
+
+    oldest, served, relayed = run(scenario())
+    assert statuses(served) == [200] and served.endswith(b"/whole")
+    assert statuses(oldest) == [408]
+    assert [r["kind"] for r in relayed.refused()] == ["too-many-connections"]
