@@ -174,15 +174,24 @@ def run_relay(upstream_port: int, scenario: str, size: int, concurrent: int) -> 
         relay.wait(600)
         sampler.running = False
         sampler.join()
-        lost: dict[str, int] = {"capture_gaps": 0, "lost_bytes": 0, "lost_calls": 0}
+        lost: dict[str, int] = {
+            "exchanges": 0,
+            "exchange_gap_bytes": 0,
+            "relay_gaps": 0,
+            "relay_lost_bytes": 0,
+        }
         with trace.open("rb") as f:
             for line in f:
                 record = json.loads(line)
-                if record.get("event") == "capture-gap":
-                    lost["capture_gaps"] += 1
-                    data = record.get("data", {})
-                    lost["lost_bytes"] += data.get("lost_bytes", 0)
-                    lost["lost_calls"] += data.get("lost_calls", 0)
+                event = record.get("event")
+                data = record.get("data", {})
+                if event == "http-end":
+                    lost["exchanges"] += 1
+                elif event == "capture-gap" and "exchange" in data:
+                    lost["exchange_gap_bytes"] += data.get("lost_bytes", 0)
+                elif event == "capture-gap":
+                    lost["relay_gaps"] += 1
+                    lost["relay_lost_bytes"] += data.get("lost_bytes", 0)
         return sampler.peak, lost
 
 

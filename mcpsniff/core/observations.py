@@ -21,7 +21,11 @@ Headers = tuple[tuple[str, str], ...] | tuple[tuple[bytes, bytes], ...]
 
 @dataclass(frozen=True, slots=True)
 class RequestBegin:
-    """A whole request went on: its head, and its body (or the rest of a streamed one)."""
+    """A whole request went on: its head, and its body (or the rest of a streamed one).
+
+    ``size``: the whole body's bytes as forwarded (streamed pieces included), so
+    that pieces lost at its end are counted too.
+    """
 
     exchange: int
     t: float
@@ -30,6 +34,7 @@ class RequestBegin:
     headers: Headers
     host: str | None
     client: str | None
+    size: int
     body: bytes
 
 

@@ -53,7 +53,12 @@ from mcpsniff.relay.observer_pipe import PIPE_SIZE, ObservationSender, _become_a
 from mcpsniff.relay.outputs import Outputs, attach
 from mcpsniff.relay.recorder import Recorder
 from mcpsniff.relay.remote_exchange import ExchangeReplay
-from mcpsniff.relay.remote_recorder import end_trace, replay_calls
+from mcpsniff.relay.remote_recorder import (
+    METADATA_ALLOWANCE,
+    end_trace,
+    replay_calls,
+    shed_bodies,
+)
 from mcpsniff.render import Style, Timeline
 from mcpsniff.trace.format import TraceWriter
 
@@ -385,6 +390,11 @@ class AnalysisClient:
         if not self.alive or not (batch or (self.stopping and self.sender.lost_calls)):
             return
         sender = self.sender
+        # A full backlog sheds body bytes only (counted, and noted in their
+        # exchanges): what says an exchange happened always goes.
+        batch, shed, shed_bytes = shed_bodies(batch, sender.limit - sender.pending_bytes)
+        sender.lost_calls += shed
+        sender.lost_call_bytes += shed_bytes
         # Before the sessions end, every dropped observation is accounted for.
         closing = self.stopping or any(isinstance(m, CaptureEnd) for m in batch)
         lost = sender.take_lost_calls(now=closing)
@@ -392,7 +402,8 @@ class AnalysisClient:
             # Room again after a backlog overflow (or the trace ends): say what it lacks.
             batch.insert(0, CaptureGap(time.time(), lost["lost_calls"], lost["lost_bytes"]))
         frames = b"".join(encode_bytes(message) for message in batch)
-        if lost is None and sender.pending_bytes + len(frames) > sender.limit:
+        if lost is None and sender.pending_bytes > sender.limit + METADATA_ALLOWANCE:
+            # This far behind, even the rest goes: memory stays bounded.
             sender.lost_calls += len(batch)
             sender.lost_call_bytes += len(frames)
             # Those syncs will never be answered: their hooks must not wait.

@@ -8,7 +8,7 @@ Compressed bodies are forwarded compressed; the analyzer gets a decoded copy.
 
 The shell only moves bytes and notes what happens to each exchange; what
 that means to the analyzer is worked out in its analysis process by
-``mcpsniff/relay/exchange.py``, shared with the mitmproxy addon (the
+``mcpsniff/core/http_adapter.py``, shared with the mitmproxy addon (the
 transport events are documented in ``mcpsniff/core/rules/http.py``). It
 never answers in the server's place, except with 502 when the upstream cannot
 be reached.
@@ -91,12 +91,17 @@ class HttpOptions:
     head_timeout: float = HEAD_TIMEOUT
     idle_timeout: float = IDLE_TIMEOUT
     capture_limit: int = CAPTURE_LIMIT
+    #: Most client connections at once (None: as many as the descriptors allow).
+    max_connections: int | None = None
 
 
 def bind(host: str, port: int) -> socket.socket:
     """The listening socket, bound before anything else starts (so that a port in
     use fails before a trace file or an analysis process exists)."""
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    # One socket: for a name with both (localhost), the IPv4 address, which every
+    # client tries (a client that resolves localhost to ::1 first falls back to it).
+    infos.sort(key=lambda info: info[0] != socket.AF_INET)
     family, _, _, _, address = infos[0]
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
@@ -110,6 +115,19 @@ def bind(host: str, port: int) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+def max_connections() -> int:
+    """How many client connections the descriptors allow (two each, and some to spare)."""
+    try:
+        import resource
+
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft == resource.RLIM_INFINITY or soft <= 0:
+            soft = 1 << 16
+    except (ImportError, ValueError, OSError):
+        soft = 1024
+    return max(8, (soft - 64) // 2)
 
 
 def is_loopback(host: str) -> bool:
@@ -205,6 +223,9 @@ class HttpRelay:
         self.server: asyncio.Server | None = None
         self.port: int | None = None
         self.connections: set[ClientSide] = set()
+        #: Most client connections at once (each holds two descriptors, with its
+        #: upstream one): past it, the oldest one still waiting for its head goes.
+        self.max_connections = options.max_connections or max_connections()
         self.hold_limit = HOLD_LIMIT
         self.hold_seconds = HOLD_SECONDS
         #: Busy polling after activity while one client talks alone.
@@ -269,7 +290,27 @@ class HttpRelay:
             await asyncio.sleep(period)
             now = time.monotonic()
             for connection in list(self.connections):
-                connection.expire(now, options.head_timeout, options.idle_timeout)
+                try:
+                    connection.expire(now, options.head_timeout, options.idle_timeout)
+                except Exception:  # one connection's trouble must not end the timeouts
+                    connection.cut_off()
+
+    def make_room(self, newcomer: ClientSide) -> None:
+        """Too many connections: close the oldest one still sending its head, or the newcomer.
+
+        Slow heads (slowloris) must not take every descriptor from the clients
+        that send whole requests: they go first, with 408, and are recorded.
+        """
+        waiting = [c for c in self.connections if c.head_started is not None and not c.exchanges]
+        if waiting:
+            oldest = min(waiting, key=lambda c: c.head_started or 0.0)
+            self.refused(oldest.peer, "too-many-connections", "oldest slow head closed")
+            oldest.refuse(408, "too many connections: this one was the slowest to send its head")
+            self.connections.discard(oldest)
+            return
+        self.refused(newcomer.peer, "too-many-connections", "new connection closed")
+        if newcomer.transport is not None:
+            newcomer.transport.close()
 
     def refused(self, client: str | None, kind: str, reason: str) -> None:
         """Record what the relay refused or cut that belongs to no exchange."""

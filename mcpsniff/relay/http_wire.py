@@ -21,7 +21,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mcpsniff.relay.exchange import HOP_BY_HOP, client_address
+from mcpsniff.core.http_adapter import HOP_BY_HOP, client_address
 from mcpsniff.relay.http1 import (
     Body,
     End,
@@ -254,6 +254,8 @@ class ClientSide(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         # Address and port: which of a host's clients (connections) sent a request.
         self.peer = client_address(peer)
+        if len(self.relay.connections) >= self.relay.max_connections:
+            self.relay.make_room(self)
         self.relay.connections.add(self)
 
     def data_received(self, data: bytes) -> None:
@@ -403,6 +405,7 @@ class ClientSide(asyncio.Protocol):
             t=exchange.t,
             client=self.peer,
             number=exchange.number,
+            size=exchange.body_bytes,
         )
         exchange.recorder = recorder
         for kind, arg in exchange.deferred:
@@ -502,6 +505,22 @@ class ClientSide(asyncio.Protocol):
     def _connect(self) -> None:
         self.pause_reading("connecting")
         self.connecting = asyncio.get_running_loop().create_task(self._open())
+        self.connecting.add_done_callback(self._opened)
+
+    def _opened(self, task: asyncio.Task[None]) -> None:
+        """Retrieve what ``_open`` raised, if anything: its requests are answered all the same."""
+        if task.cancelled():
+            return
+        exc = task.exception()
+        if exc is None:
+            return
+        # No exception is left unretrieved, and no request waits for a connection
+        # that will never come: they get the 502 an unreachable upstream gets.
+        if self.connecting is task:
+            self.connecting = None
+        self.pending = []
+        self._unreachable(f"cannot connect: {exc!r}")
+        self.resume_reading("connecting")
 
     async def _open(self) -> None:
         relay = self.relay

@@ -22,41 +22,36 @@ from collections.abc import Callable
 from typing import Any
 
 from mcpsniff.core.framing import SseParser
+from mcpsniff.core.http_adapter import (
+    CAPTURE_LIMIT,
+    RELAY_SESSION,
+    ObservationAdapter,
+    comment_only,
+    end_to_end,
+    header,
+    legacy_endpoint,
+    lowered,
+    text_headers,
+    undecided_stream,
+)
 from mcpsniff.core.observations import (
-    CaptureEnd,
-    CaptureGap,
     ExchangeEnd,
     ExchangeNote,
     NoFirstEvent,
     Observation,
     RequestBegin,
     RequestBody,
-    RequestGap,
     ResponseBody,
-    ResponseGap,
     ResponseHead,
-    TransportEvent,
     Unreachable,
 )
-from mcpsniff.relay.exchange import (
-    ExchangeRecorder,
-    HttpObserver,
-    comment_only,
-    end_to_end,
-    header,
-    legacy_endpoint,
-    lowered,
-    undecided_stream,
-)
-from mcpsniff.relay.recorder import Recorder
+
+#: The relay's name for the core's observation replay (``ObservationAdapter``).
+ExchangeReplay = ObservationAdapter
+__all__ = ["CAPTURE_LIMIT", "RELAY_SESSION", "ExchangeReplay", "RemoteExchange", "RemoteObserver"]
 
 #: ``sink(observation)``: takes one observation to wherever it is replayed.
 Sink = Callable[[Observation], None]
-
-#: Most bytes of one request body the analysis side keeps (``--capture-limit``).
-CAPTURE_LIMIT = 64 << 20
-#: The session key of relay-wide events (capture gaps, refusals).
-RELAY_SESSION = "http"
 
 Headers = list[tuple[str, str]] | list[tuple[bytes, bytes]] | tuple[tuple[bytes, bytes], ...]
 
@@ -91,18 +86,23 @@ class RemoteObserver:
         host: str | None = None,
         client: str | None = None,
         number: int | None = None,
+        size: int | None = None,
     ) -> RemoteExchange:
         """A request arrived (its bytes are on their way); note it.
 
         ``headers`` are text pairs, or the bytes pairs mitmproxy holds (decoded
         in the replaying process, not the shell's). ``number``: reserved
-        earlier, when the body's start was streamed; ``body`` is then its rest.
+        earlier, when the body's start was streamed; ``body`` is then its rest,
+        and ``size`` the whole body's size.
         """
         if number is None:
             self._exchanges += 1
             number = self._exchanges
         when = time.time() if t is None else t
-        self.sink(RequestBegin(number, when, method, path, tuple(headers), host, client, body))  # type: ignore[arg-type]
+        whole = len(body) if size is None else size
+        self.sink(
+            RequestBegin(number, when, method, path, tuple(headers), host, client, whole, body)  # type: ignore[arg-type]
+        )
         return RemoteExchange(self.sink, number, method, path, headers)
 
 
@@ -203,187 +203,5 @@ class RemoteExchange:
 
 
 def _text(headers: Headers) -> list[tuple[str, str]]:
-    """Header pairs as text; bytes pairs decoded as mitmproxy's ``Headers`` decodes them."""
-    if headers and isinstance(headers[0][0], bytes):
-        return [
-            (k.decode("utf-8", "surrogateescape"), v.decode("utf-8", "surrogateescape"))  # type: ignore[union-attr]
-            for k, v in headers
-        ]
-    return list(headers)  # type: ignore[arg-type]
-
-
-class ExchangeReplay:
-    """Replays a shell's observations on a real ``HttpObserver`` and its ``Recorder``."""
-
-    def __init__(
-        self,
-        recorder: Recorder,
-        *,
-        redact: bool = True,
-        key_by_host: bool = False,
-        mcp_path: str | None = None,
-        capture_limit: int = CAPTURE_LIMIT,
-    ):
-        self.recorder = recorder
-        #: Request bodies streamed ahead of their ``RequestBegin``.
-        self.bodies: dict[int, _StreamedBody] = {}
-        self.capture_limit = capture_limit
-        self.observer = HttpObserver(
-            recorder,  # type: ignore[arg-type]
-            redact=redact,
-            key_by_host=key_by_host,
-            mcp_path=mcp_path,
-        )
-        #: The time of the observation being replayed: the exchange's events carry it.
-        self.now = 0.0
-        self.observer.clock = lambda: self.now
-        self.open: dict[int, ExchangeRecorder] = {}
-        #: What each kind of observation does; those of an exchange get its recorder.
-        self._handlers: dict[type, Callable[[Any], None]] = {
-            RequestBegin: self._begin,
-            RequestBody: self._request_body,
-            RequestGap: self._request_gap,
-            TransportEvent: self._event,
-            CaptureGap: self._capture_gap,
-            CaptureEnd: self._end,
-        }
-        self._exchange_handlers: dict[type, Callable[[ExchangeRecorder, Any], None]] = {
-            ResponseHead: self._response,
-            ResponseBody: self._body,
-            ResponseGap: self._gap,
-            NoFirstEvent: self._no_first_event,
-            ExchangeNote: self._note,
-            ExchangeEnd: self._finish,
-            Unreachable: self._unreachable,
-        }
-
-    def apply(self, observation: Observation) -> None:
-        """Replay one observation."""
-        kind = type(observation)
-        handler = self._handlers.get(kind)
-        if handler is not None:
-            handler(observation)
-            return
-        self.now = observation.t
-        exchange = self.open.get(observation.exchange)  # type: ignore[union-attr]
-        if exchange is not None:  # else already finished (or begun before a new trace)
-            self._exchange_handlers[kind](exchange, observation)
-
-    #: A ``Sink`` replaying at once, in this process (a shell with no analysis process).
-    sink = apply
-
-    def _event(self, o: TransportEvent) -> None:
-        self.recorder.event(o.session, o.name, o.t, o.data)
-
-    def _capture_gap(self, o: CaptureGap) -> None:
-        data = {"lost_calls": o.lost_calls, "lost_bytes": o.lost_bytes}
-        self.recorder.event(RELAY_SESSION, "capture-gap", o.t, data)
-
-    def _end(self, o: CaptureEnd) -> None:
-        self.recorder.close(o.t)
-
-    def _streamed(self, number: int) -> _StreamedBody:
-        streamed = self.bodies.get(number)
-        if streamed is None:
-            streamed = self.bodies[number] = _StreamedBody()
-        return streamed
-
-    def _request_body(self, o: RequestBody) -> None:
-        """Keep a streamed piece of a request body, up to the capture limit."""
-        self._streamed(o.exchange).add(o.body, o.offset, self.capture_limit)
-
-    def _request_gap(self, o: RequestGap) -> None:
-        """The rest of a request body was dropped on the way: the body is a gap."""
-        streamed = self._streamed(o.exchange)
-        streamed.add(b"", streamed.size + o.lost, self.capture_limit)
-
-    def _begin(self, o: RequestBegin) -> None:
-        self.now = o.t
-        body = o.body
-        streamed = self.bodies.pop(o.exchange, None)
-        gap = 0
-        if streamed is not None:
-            streamed.add(body, streamed.size, self.capture_limit)
-            body, gap = streamed.whole()
-        exchange = self.observer.begin(
-            o.method, o.path, _text(o.headers), body, o.t, o.host, o.client, number=o.exchange
-        )
-        self.open[o.exchange] = exchange
-        if gap:
-            exchange.note(
-                "capture-gap",
-                {
-                    "direction": "c2s",
-                    "lost_bytes": gap,
-                    "reason": "request body over the capture limit "
-                    f"({self.capture_limit} bytes), or cut by a full backlog: "
-                    "forwarded, not analyzed",
-                },
-            )
-
-    @staticmethod
-    def _response(exchange: ExchangeRecorder, o: ResponseHead) -> None:
-        exchange.response(o.status, _text(o.headers))
-
-    @staticmethod
-    def _body(exchange: ExchangeRecorder, o: ResponseBody) -> None:
-        if o.whole:
-            exchange.whole_body(o.body)
-        else:
-            exchange.body_chunk(o.body)
-
-    @staticmethod
-    def _gap(exchange: ExchangeRecorder, o: ResponseGap) -> None:
-        exchange.gap(o.lost)
-
-    @staticmethod
-    def _no_first_event(exchange: ExchangeRecorder, o: NoFirstEvent) -> None:
-        if exchange.waiting_for_first_event:
-            exchange.first_event(None)
-
-    @staticmethod
-    def _note(exchange: ExchangeRecorder, o: ExchangeNote) -> None:
-        exchange.note(o.name, o.data)
-
-    def _finish(self, exchange: ExchangeRecorder, o: ExchangeEnd) -> None:
-        del self.open[exchange.number]
-        exchange.finish(o.outcome, whole=o.whole)
-
-    def _unreachable(self, exchange: ExchangeRecorder, o: Unreachable) -> None:
-        del self.open[exchange.number]
-        exchange.unreachable(o.url, o.reason)
-
-
-class _StreamedBody:
-    """A request body streamed in pieces: kept whole up to a limit, or only counted."""
-
-    __slots__ = ("lost", "pieces", "size")
-
-    def __init__(self) -> None:
-        self.pieces: list[bytes] = []
-        #: Bytes of the body seen so far (kept or not).
-        self.size = 0
-        #: Whether the body is no longer kept (over the limit, or a piece missing).
-        self.lost = False
-
-    def add(self, chunk: bytes, offset: int, limit: int) -> None:
-        if offset != self.size:
-            # A piece before this one was dropped on the way (a full backlog):
-            # the body has a hole, and a body with a hole is no frame.
-            self.lost = True
-            self.size = offset
-        self.size += len(chunk)
-        if self.lost:
-            return
-        if self.size > limit:
-            self.lost = True
-            self.pieces = []
-            return
-        if chunk:
-            self.pieces.append(chunk)
-
-    def whole(self) -> tuple[bytes, int]:
-        """The body, and the bytes not analyzed (all of them, or 0)."""
-        if self.lost:
-            return b"", self.size
-        return b"".join(self.pieces), 0
+    """Header pairs as text (``mcpsniff.core.http_adapter.text_headers``)."""
+    return text_headers(headers)

@@ -45,6 +45,47 @@ INLINE_LIMIT = 64 << 10
 METADATA_ALLOWANCE = 16 << 20
 
 
+def shed_bodies(batch: list[Any], room: int) -> tuple[list[Any], int, int]:
+    """``batch`` with the body bytes that do not fit in ``room`` taken out; and what was.
+
+    The backlog policy for a shell that queues a batch at a time (the addon):
+    what says an exchange happened always stays; a response body that does not
+    fit becomes a ``ResponseGap`` of its size, a request body a ``RequestGap``
+    (a streamed piece is simply left out: the analysis side sees the hole by
+    its offset). Returns the new batch, the observations shed and their bytes.
+    """
+    out: list[Any] = []
+    shed = shed_bytes = 0
+    for message in batch:
+        kind = type(message)
+        if kind is ResponseBody or kind is RequestBody or kind is RequestBegin:
+            size = len(message.body)
+            if size <= room:
+                room -= size
+            else:
+                shed += 1
+                shed_bytes += size
+                if kind is ResponseBody:
+                    message = ResponseGap(message.exchange, message.t, size)
+                elif kind is RequestBody:
+                    continue
+                else:
+                    out.append(RequestGap(message.exchange, message.t, size))
+                    message = RequestBegin(
+                        message.exchange,
+                        message.t,
+                        message.method,
+                        message.path,
+                        message.headers,
+                        message.host,
+                        message.client,
+                        message.size,
+                        b"",
+                    )
+        out.append(message)
+    return out, shed, shed_bytes
+
+
 class RemoteRecorder:
     """Stands in for ``Recorder`` in the relay process; the records are made elsewhere.
 
@@ -112,7 +153,7 @@ class RemoteRecorder:
                 o: RequestBegin = observation  # type: ignore[assignment]
                 self._queue(RequestGap(o.exchange, o.t, size))
                 observation = RequestBegin(
-                    o.exchange, o.t, o.method, o.path, o.headers, o.host, o.client, b""
+                    o.exchange, o.t, o.method, o.path, o.headers, o.host, o.client, o.size, b""
                 )
         elif (kind is ExchangeEnd or kind is Unreachable) and self._lost_bodies:
             self._observe_loss(observation.exchange, observation.t)  # type: ignore[union-attr]

@@ -34,8 +34,8 @@ TEXT_HEADERS = (("Content-Type", "application/json"), ("X-É", "vâlue ☃"))
 BYTES_HEADERS = ((b"Content-Type", b"text/event-stream"), (b"X-Raw", b"\xff\x00\xc3("))
 
 EXAMPLES = [
-    RequestBegin(1, 1.5, "POST", "/mcp?x=1", TEXT_HEADERS, "h:1", "127.0.0.1:5", b'{"a":1}'),
-    RequestBegin(2, 1.5, "GET", "/sse", BYTES_HEADERS, None, None, b""),
+    RequestBegin(1, 1.5, "POST", "/mcp?x=1", TEXT_HEADERS, "h:1", "127.0.0.1:5", 7, b'{"a":1}'),
+    RequestBegin(2, 1.5, "GET", "/sse", BYTES_HEADERS, None, None, 0, b""),
     RequestBody(3, 2.0, 262144, b"\x00\xff" * 10),
     RequestGap(3, 2.5, 1 << 40),
     ResponseHead(1, 3.0, 200, TEXT_HEADERS),

@@ -544,3 +544,117 @@ def test_a_port_in_use_fails_before_the_trace_exists(tmp_path: Path) -> None:
     assert result.exit_code != 0
     assert "cannot listen" in result.output
     assert not trace.exists()  # so that a retry with the same --trace works
+
+
+def test_localhost_listens_on_ipv4_which_every_client_tries() -> None:
+    sock = bind("localhost", 0)
+    try:
+        assert sock.getsockname()[0] == "127.0.0.1"
+    finally:
+        sock.close()
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def test_the_command_applies_its_timeouts_and_records_through_its_analysis_process(
+    tmp_path: Path,
+) -> None:
+    """``mcpsniff http --head-timeout``: a slow head gets 408, in the trace the forked
+    analysis process wrote (the refusal crossed the observation channel)."""
+    import signal
+    import subprocess
+    import sys
+
+    trace = tmp_path / "t.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcpsniff", "http", "--upstream", "http://127.0.0.1:9/mcp",
+         "--listen", "127.0.0.1:0", "--trace", str(trace), "--head-timeout", "0.5"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline().decode()
+        port = int(line.split()[2].rsplit(":", 1)[1].split("/")[0])
+
+        async def slow() -> bytes:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"GET /mcp HTTP/1.1\r\nHost: h\r\n")
+            try:
+                return await asyncio.wait_for(reader.read(), BOUND)
+            finally:
+                writer.close()
+
+        answer = asyncio.run(slow())
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(BOUND)
+    assert statuses(answer) == [408]
+    with TraceReader(trace) as reader:
+        records = list(reader.records())
+    refused = [r.data for r in records if isinstance(r, EventRecord) and r.event == "http-refused"]
+    assert [r["kind"] for r in refused] == ["head-timeout"]
+
+
+def test_a_connect_that_fails_unexpectedly_still_answers(tmp_path: Path) -> None:
+    """Whatever opening the upstream connection raises is retrieved and answered (502)."""
+
+    async def scenario() -> tuple[bytes, list[str]]:
+        errors = LoopErrors()
+        errors.install()
+        relay = HttpRelay(HttpOptions(upstream="http://127.0.0.1:9/mcp", port=0), None)
+        relay.upstream_port = 70000  # create_connection raises OverflowError, no OSError
+        await relay.start()
+        try:
+            request = b"GET /mcp HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"
+            answer = await exchange_raw(relay.port or 0, request)
+        finally:
+            await relay.stop()
+        gc.collect()
+        await asyncio.sleep(0)
+        return answer, errors.problems()
+
+    answer, problems = run(scenario())
+    assert statuses(answer) == [502]
+    assert problems == []
+
+
+def test_an_upstream_port_out_of_range_is_refused() -> None:
+    with pytest.raises(ValueError, match="no valid URL"):
+        HttpRelay(HttpOptions(upstream="http://127.0.0.1:99999/mcp", port=0), None)
+
+
+def test_slow_heads_never_take_every_connection(tmp_path: Path) -> None:
+    """Past the connection limit the oldest slow head goes (408), and a whole request is served."""
+
+    async def scenario() -> tuple[bytes, bytes, Relayed]:
+        upstream = AiohttpUpstream()
+        await upstream.start()
+
+        async def talk(port: int) -> tuple[bytes, bytes]:
+            slow = []
+            for _ in range(4):
+                reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                writer.write(b"GET /mcp HTTP/1.1\r\nHost: h\r\n")
+                await asyncio.sleep(0.05)
+                slow.append((reader, writer))
+            served = await exchange_raw(
+                port, b"GET /whole HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n"
+            )
+            oldest = await asyncio.wait_for(slow[0][0].read(), BOUND)
+            for _, writer in slow:
+                writer.close()
+            return oldest, served
+
+        try:
+            (oldest, served), relayed = await through_relay(
+                upstream.port, talk, tmp_path, max_connections=4
+            )
+        finally:
+            await upstream.stop()
+        return oldest, served, relayed
+
+    oldest, served, relayed = run(scenario())
+    assert statuses(served) == [200] and served.endswith(b"/whole")
+    assert statuses(oldest) == [408]
+    assert [r["kind"] for r in relayed.refused()] == ["too-many-connections"]

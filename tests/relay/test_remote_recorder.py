@@ -92,8 +92,11 @@ def test_nothing_is_dropped_when_the_backlog_holds_it(tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- streamed bodies
 
 
-def replay_streamed(pieces: list[tuple[bytes, int]], rest: bytes, limit: int) -> list[Any]:
-    """Replay REQUEST_BODY notes then BEGIN on a real in-process recorder; its records."""
+def replay_streamed(
+    pieces: list[tuple[bytes, int]], rest: bytes, limit: int, size: int | None = None
+) -> list[Any]:
+    """Replay RequestBody pieces then RequestBegin on a real in-process recorder; its records."""
+    size = len(BODY) if size is None else size
     records: list[Any] = []
     recorder = Recorder(None, "http")
     recorder.listeners.append(records.append)
@@ -101,7 +104,7 @@ def replay_streamed(pieces: list[tuple[bytes, int]], rest: bytes, limit: int) ->
     for chunk, offset in pieces:
         replay.apply(RequestBody(7, 1.0, offset, chunk))
     headers = (("Content-Type", "application/json"),)
-    replay.apply(RequestBegin(7, 2.0, "POST", "/mcp", headers, None, None, rest))
+    replay.apply(RequestBegin(7, 2.0, "POST", "/mcp", headers, None, None, size, rest))
     replay.apply(ExchangeEnd(7, 3.0, "complete", True))
     return records
 
@@ -128,9 +131,51 @@ def test_a_body_with_a_hole_or_over_the_limit_is_a_gap_not_a_frame(
     pieces: list[tuple[bytes, int]], limit: int
 ) -> None:
     records = replay_streamed(pieces, BODY[40:], limit)
+    assert_body_gap(records)
+
+
+def test_pieces_lost_at_the_end_of_a_body_are_counted() -> None:
+    """The last pieces never arrived (and the rest was empty): the whole size is the gap."""
+    assert_body_gap(replay_streamed([(BODY[:10], 0)], b"", 1 << 20))
+
+
+def assert_body_gap(records: list[Any]) -> None:
     assert [r for r in records if isinstance(r, FrameRecord)] == []
     (gap,) = [r for r in records if isinstance(r, EventRecord) and r.event == "capture-gap"]
     assert gap.data["lost_bytes"] == len(BODY)
     assert gap.data["direction"] == "c2s"
     (request,) = [r for r in records if isinstance(r, EventRecord) and r.event == "http-request"]
     assert request.data["path"] == "/mcp"
+
+
+# --------------------------------------------------------------------------- shedding
+
+
+def test_shedding_keeps_what_says_an_exchange_happened() -> None:
+    from mcpsniff.core.observations import RequestGap, ResponseBody, ResponseGap, ResponseHead
+    from mcpsniff.relay.remote_recorder import shed_bodies
+
+    headers = (("Content-Type", "application/json"),)
+    batch = [
+        RequestBegin(1, 1.0, "POST", "/mcp", headers, None, None, 40, b"r" * 40),
+        ResponseHead(1, 2.0, 200, headers),
+        ResponseBody(1, 3.0, True, b"s" * 30),
+        RequestBody(2, 3.5, 0, b"p" * 50),
+        RequestBegin(2, 4.0, "POST", "/mcp", headers, None, None, 60, b"q" * 10),
+        ExchangeEnd(1, 5.0, "complete", True),
+    ]
+    kept, shed, shed_bytes = shed_bodies(batch, room=45)
+    # The first request body fits; no other does.
+    assert kept == [
+        batch[0],
+        batch[1],
+        ResponseGap(1, 3.0, 30),
+        RequestGap(2, 4.0, 10),
+        RequestBegin(2, 4.0, "POST", "/mcp", headers, None, None, 60, b""),
+        batch[5],
+    ]
+    assert (shed, shed_bytes) == (3, 90)
+    kept, shed, shed_bytes = shed_bodies(batch, room=0)
+    assert RequestGap(1, 1.0, 40) in kept
+    assert [type(m).__name__ for m in kept].count("RequestBegin") == 2
+    assert (shed, shed_bytes) == (4, 130)

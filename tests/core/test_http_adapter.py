@@ -1,0 +1,190 @@
+"""The sans-I/O HTTP-to-MCP adapter: observations in, records out, however the bytes are cut.
+
+Every case is fed three ways: each body whole, split at every position (two
+pieces), and byte by byte. The records must be the same, field for field
+(frames, messages, findings, transport events, sequence numbers).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from mcpsniff.core.http_adapter import ObservationAdapter
+from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, MessageRecord, Record
+from mcpsniff.core.observations import (
+    CaptureEnd,
+    ExchangeEnd,
+    Observation,
+    RequestBegin,
+    RequestBody,
+    ResponseBody,
+    ResponseHead,
+)
+from mcpsniff.relay.recorder import Recorder
+
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+}
+INIT_RESULT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "result": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {"tools": {}},
+        "serverInfo": {"name": "s", "version": "1"},
+    },
+}
+LOG = {
+    "jsonrpc": "2.0",
+    "method": "notifications/message",
+    "params": {"level": "info", "data": "x"},
+}
+POST_HEADERS = (
+    ("Content-Type", "application/json"),
+    ("Accept", "application/json, text/event-stream"),
+)
+
+
+def _json(value: Any) -> bytes:
+    return json.dumps(value).encode()
+
+
+def sse(*events: Any) -> bytes:
+    return b"".join(b"event: message\ndata: " + _json(e) + b"\n\n" for e in events)
+
+
+Cut = Callable[[bytes], list[bytes]]
+
+
+def whole(data: bytes) -> list[bytes]:
+    return [data]
+
+
+def bytewise(data: bytes) -> list[bytes]:
+    return [data[i : i + 1] for i in range(len(data))]
+
+
+def halves(at: int) -> Cut:
+    return lambda data: [data[:at], data[at:]]
+
+
+def response(number: int, status: int, headers: Any, body: bytes, cut: Cut) -> list[Observation]:
+    out: list[Observation] = [ResponseHead(number, 2.0, status, headers)]
+    out += [ResponseBody(number, 2.5, False, piece) for piece in cut(body) if piece]
+    out.append(ExchangeEnd(number, 3.0, "complete", True))
+    return out
+
+
+def request(number: int, body: bytes, cut: Cut, headers: Any = POST_HEADERS) -> list[Observation]:
+    """A POST whose body is streamed in ``cut`` pieces, the last one with its begin."""
+    pieces = cut(body) or [b""]
+    out: list[Observation] = []
+    offset = 0
+    for piece in pieces[:-1]:
+        out.append(RequestBody(number, 1.0, offset, piece))
+        offset += len(piece)
+    out.append(
+        RequestBegin(number, 1.0, "POST", "/mcp", headers, None, "c:1", len(body), pieces[-1])
+    )
+    return out
+
+
+def run(observations: list[Observation]) -> list[Any]:
+    records: list[Record] = []
+    recorder = Recorder(None, "http")
+    recorder.listeners.append(records.append)
+    adapter = ObservationAdapter(recorder, mcp_path="/mcp")
+    for observation in [*observations, CaptureEnd(9.0)]:
+        adapter.apply(observation)
+    return [summary(r) for r in records]
+
+
+def summary(record: Record) -> Any:
+    if isinstance(record, FrameRecord):
+        return ("frame", record.seq, record.session, record.direction, record.raw)
+    if isinstance(record, MessageRecord):
+        return ("message", record.frame, record.kind, record.method, record.id)
+    if isinstance(record, FindingRecord):
+        return ("finding", record.rule, tuple(record.seq))
+    if isinstance(record, EventRecord):
+        return ("event", record.seq, record.session, record.event, json.dumps(record.data))
+    return (type(record).__name__,)
+
+
+def cuts(body: bytes) -> Iterator[Cut]:
+    yield whole
+    yield bytewise
+    for at in range(1, len(body), max(1, len(body) // 40)):
+        yield halves(at)
+
+
+SID = ("Mcp-Session-Id", "s-1")
+
+
+def sse_case(cut: Cut) -> list[Observation]:
+    body = sse(LOG, INIT_RESULT)
+    headers = (("Content-Type", "text/event-stream"), SID)
+    return request(1, _json(INIT), cut) + response(1, 200, headers, body, cut)
+
+
+def json_case(cut: Cut) -> list[Observation]:
+    headers = (("Content-Type", "application/json"), SID)
+    return request(1, _json(INIT), cut) + response(1, 200, headers, _json(INIT_RESULT), cut)
+
+
+def gzip_case(cut: Cut) -> list[Observation]:
+    body = gzip.compress(_json(INIT_RESULT))
+    headers = (("Content-Type", "application/json"), ("Content-Encoding", "gzip"), SID)
+    return request(1, _json(INIT), cut) + response(1, 200, headers, body, cut)
+
+
+def bad_json_case(cut: Cut) -> list[Observation]:
+    headers = (("Content-Type", "application/json"), SID)
+    body = b'{"jsonrpc":"2.0","id":1,"result":{},}'  # a trailing comma: JR-PARSE
+    return request(1, _json(INIT), cut) + response(1, 200, headers, body, cut)
+
+
+CASES = {"sse": sse_case, "json": json_case, "gzip": gzip_case, "bad-json": bad_json_case}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_the_same_records_however_the_bodies_are_cut(case: str) -> None:
+    build = CASES[case]
+    expected = run(build(whole))
+    assert any(s[0] == "frame" for s in expected)
+    body_sizes = {len(o.body) for o in build(whole) if isinstance(o, ResponseBody)}
+    for cut in cuts(b"x" * max(body_sizes)):
+        assert run(build(cut)) == expected
+
+
+def test_sse_events_become_frames_and_pair_with_their_request() -> None:
+    records = run(sse_case(whole))
+    frames = [r for r in records if r[0] == "frame"]
+    assert [f[3] for f in frames] == ["c2s", "s2c", "s2c"]
+    assert frames[1][4] == _json(LOG) and frames[2][4] == _json(INIT_RESULT)
+    messages = [(r[2], r[3]) for r in records if r[0] == "message"]
+    assert messages == [("request", "initialize"), ("notification", "notifications/message"),
+                        ("response", None)]  # fmt: skip
+    assert {f[2] for f in frames} == {"s-1"}
+
+
+def test_a_gzip_body_is_analyzed_decoded() -> None:
+    frames = [r for r in run(gzip_case(whole)) if r[0] == "frame"]
+    assert frames[-1][4] == _json(INIT_RESULT)
+
+
+def test_a_bad_body_is_one_finding_with_the_frame() -> None:
+    records = run(bad_json_case(whole))
+    assert "JR-PARSE" in [r[1] for r in records if r[0] == "finding"]
