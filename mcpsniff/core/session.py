@@ -51,6 +51,7 @@ from mcpsniff.core.rules import (
     jsonrpc,
     lifecycle,
     methods,
+    registry,
     replies,
     reuse,
     stdio,
@@ -460,6 +461,8 @@ class Session:
                 or (method == "tools/call" and self.state.task_tools)
             ):
                 tasks.on_request(self, msg)
+            for handler in registry.handlers(registry.REQUEST, method):
+                handler(self, msg)
         elif kind == NOTIFICATION:
             if method is None:
                 self._invalid(msg)
@@ -469,6 +472,8 @@ class Session:
             flow.on_notification(self, msg)
             if method == "notifications/tasks/status":
                 tasks.on_notification(self, msg)
+            for handler in registry.handlers(registry.NOTIFICATION, method):
+                handler(self, msg)
         elif kind == INVALID:
             self._invalid(msg)
         else:
@@ -486,7 +491,23 @@ class Session:
             ):
                 methods.on_response(self, msg)
                 flow.on_response(self, msg)
+                self._registered_reply(msg, request.method)
         return msg
+
+    def _registered_reply(self, msg: Msg, method: str) -> None:
+        """The registered rules for the result (or error) of a ``method`` request."""
+        if msg.kind == ERROR:
+            for handler in registry.handlers(registry.ERROR, method):
+                handler(self, msg)
+            return
+        found = registry.handlers(registry.RESULT, method)
+        if found:
+            result = msg.obj.get("result")
+            if type(result) is dict and not (
+                self.state.era == STATELESS and result.get("resultType") == "input_required"
+            ):
+                for handler in found:
+                    handler(self, msg, result)
 
     def _invalid(self, msg: Msg) -> None:
         """A message no rule below the JSON-RPC layer can use."""

@@ -8,17 +8,21 @@
 * ``flow``: cancellation, progress, unanswered requests (CANCEL-*, PROG-*)
 * ``methods``: per-method parameters and results (TOOL-*, RES-*, PROMPT-*, ...)
 * ``tasks``: task-augmented requests and tasks/* (TASK-*, 2025-11-25)
+* ``content``: content blocks, resources, annotations, icons (registered rules)
+* ``registry``: ``@rule(ids, on=..., methods=...)``, how a rule declares itself
 * ``http``: HTTP transport rules fed by the HTTP shell's events (HTTP-*, SSE-*)
 """
 
 from __future__ import annotations
 
-from mcpsniff.core.rules import (
+from mcpsniff.core.rules import (  # content: imported to register its rules
+    content,  # noqa: F401
     flow,
     http,
     jsonrpc,
     lifecycle,
     methods,
+    registry,
     replies,
     reuse,
     stdio,
@@ -37,5 +41,6 @@ IMPLEMENTED: tuple[str, ...] = tuple(
         + methods.RULES
         + tasks.RULES
         + http.RULES
+        + registry.rule_ids()
     )
 )

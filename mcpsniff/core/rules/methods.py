@@ -29,6 +29,7 @@ from mcpsniff.core.protocol import (
     version_at_least,
 )
 from mcpsniff.core.redact import redaction_explains
+from mcpsniff.core.rules import registry
 from mcpsniff.core.schemas import CompiledSchema, compile_schema
 from mcpsniff.core.state import ToolInfo
 
@@ -310,12 +311,13 @@ def check_result(session: Session, msg: Msg, result: dict[str, Any], origin: Any
     have returned (tasks.mdx § Result Retrieval), so it gets that method's checks.
     """
     check = _RESULT_CHECKS.get(origin.method)
-    if check is None:
-        return
     answered = msg.request
     msg.request = origin
     try:
-        check(session, msg, result)
+        if check is not None:
+            check(session, msg, result)
+        for handler in registry.handlers(registry.RESULT, origin.method):
+            handler(session, msg, result)
     finally:
         msg.request = answered
 
