@@ -8,6 +8,7 @@
 * ``flow``: cancellation, progress, unanswered requests (CANCEL-*, PROG-*)
 * ``methods``: per-method parameters and results (TOOL-*, RES-*, PROMPT-*, ...)
 * ``tasks``: task-augmented requests and tasks/* (TASK-*, 2025-11-25)
+* ``client_features``: sampling and elicitation requests and replies (registered rules)
 * ``content``: content blocks, resources, annotations, icons (registered rules)
 * ``registry``: ``@rule(ids, on=..., methods=...)``, how a rule declares itself
 * ``http``: HTTP transport rules fed by the HTTP shell's events (HTTP-*, SSE-*)
@@ -15,7 +16,8 @@
 
 from __future__ import annotations
 
-from mcpsniff.core.rules import (  # content: imported to register its rules
+from mcpsniff.core.rules import (  # content, client_features: imported to register
+    client_features,  # noqa: F401
     content,  # noqa: F401
     flow,
     http,
