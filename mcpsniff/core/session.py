@@ -303,7 +303,8 @@ class Session:
         at_eof = line_framed and not raw.endswith(b"\n")
         diag = diagnose(raw, at_eof=at_eof, framing="line" if line_framed else "body")
         self.emit(MessageRecord(frame.seq, self.key, frame.direction, UNPARSEABLE, size=len(raw)))
-        replies.note_bad(self, frame.direction, frame.seq, replies.PARSE)
+        bad = replies.BATCH_PARSE if raw.lstrip()[:1] == b"[" else replies.PARSE
+        replies.note_bad(self, frame.direction, frame.seq, bad)
         stdio.unparseable(self, frame, offset, diag)
 
     # ------------------------------------------------------------------ classification
@@ -503,9 +504,7 @@ class Session:
         found = registry.handlers(registry.RESULT, method)
         if found:
             result = msg.obj.get("result")
-            if type(result) is dict and not (
-                self.state.era == STATELESS and result.get("resultType") == "input_required"
-            ):
+            if type(result) is dict:
                 for handler in found:
                     handler(self, msg, result)
 
@@ -844,7 +843,9 @@ class Session:
         missing = [k for k in batch.request_keys if k not in replied]
         extra_null = max(0, null_replies - batch.invalid_elements)
         missing_invalid = max(0, batch.invalid_elements - null_replies)
-        if missing or extra_null or missing_invalid:
+        if missing_invalid:
+            replies.missing_element_errors(self, batch_seq, frame.seq, missing_invalid)
+        if missing or extra_null:
             pending = state.pending[request_direction]
             for k in missing:
                 if k in pending:
@@ -856,8 +857,6 @@ class Session:
                     + ", ".join(show_id(id_value(k)) for k in missing[:10])
                     + ")"
                 )
-            if missing_invalid:
-                parts.append(f"{missing_invalid} invalid element(s) got no error response")
             if extra_null:
                 parts.append(f"{extra_null} response(s) more than the batch asked for")
             self.report(

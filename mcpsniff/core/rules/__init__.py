@@ -9,6 +9,7 @@
 * ``methods``: per-method parameters and results (TOOL-*, RES-*, PROMPT-*, ...)
 * ``tasks``: task-augmented requests and tasks/* (TASK-*, 2025-11-25)
 * ``client_features``: sampling and elicitation requests and replies (registered rules)
+* ``utilities``: completion, prompts, logging, pagination, task errors, MRTR (registered)
 * ``content``: content blocks, resources, annotations, icons (registered rules)
 * ``registry``: ``@rule(ids, on=..., methods=...)``, how a rule declares itself
 * ``http``: HTTP transport rules fed by the HTTP shell's events (HTTP-*, SSE-*)
@@ -29,6 +30,7 @@ from mcpsniff.core.rules import (  # content, client_features: imported to regis
     reuse,
     stdio,
     tasks,
+    utilities,  # noqa: F401
 )
 
 #: Every catalogue id the analyzer can report, in catalogue family order.
