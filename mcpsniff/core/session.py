@@ -462,7 +462,10 @@ class Session:
                 or (method == "tools/call" and self.state.task_tools)
             ):
                 tasks.on_request(self, msg)
-            for handler in registry.handlers(registry.REQUEST, method):
+            handlers = _REQUEST_HANDLERS.get(method)
+            if handlers is None:
+                handlers = registry.handlers(registry.REQUEST, method)
+            for handler in handlers:
                 handler(self, msg)
         elif kind == NOTIFICATION:
             if method is None:
@@ -473,7 +476,10 @@ class Session:
             flow.on_notification(self, msg)
             if method == "notifications/tasks/status":
                 tasks.on_notification(self, msg)
-            for handler in registry.handlers(registry.NOTIFICATION, method):
+            handlers = _NOTIFICATION_HANDLERS.get(method)
+            if handlers is None:
+                handlers = registry.handlers(registry.NOTIFICATION, method)
+            for handler in handlers:
                 handler(self, msg)
         elif kind == INVALID:
             self._invalid(msg)
@@ -492,7 +498,17 @@ class Session:
             ):
                 methods.on_response(self, msg)
                 flow.on_response(self, msg)
-                self._registered_reply(msg, request.method)
+                if kind == ERROR:
+                    self._registered_reply(msg, request.method)
+                else:
+                    handlers = _RESULT_HANDLERS.get(request.method)
+                    if handlers is None:
+                        handlers = registry.handlers(registry.RESULT, request.method)
+                    if handlers:
+                        result = obj.get("result")
+                        if type(result) is dict:
+                            for handler in handlers:
+                                handler(self, msg, result)
         return msg
 
     def _registered_reply(self, msg: Msg, method: str) -> None:
@@ -867,6 +883,12 @@ class Session:
                 expected=len(batch.request_keys) + batch.invalid_elements,
                 received=len(msgs),
             )
+
+
+#: The registry's per-method handler tables, read directly on the hot path.
+_REQUEST_HANDLERS = registry.TABLES[registry.REQUEST]
+_NOTIFICATION_HANDLERS = registry.TABLES[registry.NOTIFICATION]
+_RESULT_HANDLERS = registry.TABLES[registry.RESULT]
 
 
 class ScopedKey(NamedTuple):

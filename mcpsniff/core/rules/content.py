@@ -61,7 +61,47 @@ def _is_base64(value: Any) -> bool:
 # --------------------------------------------------------------------------- tools/call
 
 
-@rule("TOOL-BINARY-BASE64", on=RESULT, methods=("tools/call", "prompts/get"))
+@rule(
+    "TOOL-BINARY-BASE64",
+    "TOOL-RESOURCE-LINK-SHAPE",
+    "TOOL-STRUCTURED-TEXT",
+    "TOOL-EMBEDDED-RES-CAP",
+    "RES-URI",
+    "RES-ANNOTATIONS",
+    on=RESULT,
+    methods=("tools/call",),
+)
+def tool_result(session: Session, msg: Msg, result: dict[str, Any]) -> None:
+    """Every content rule of a tools/call result, in one pass over its blocks.
+
+    tools/call is the busiest result: the usual text-only result costs one
+    look at each block's type and nothing more.
+    """
+    content = result.get("content")
+    kinds: set[Any] = set()
+    annotated = False
+    if type(content) is list:
+        for block in content[:MAX_ITEMS]:
+            if type(block) is not dict:
+                continue
+            kind = block.get("type")
+            if kind != "text":
+                kinds.add(kind)
+            if "annotations" in block:
+                annotated = True
+    if kinds & {"image", "audio", "resource"}:
+        binary_blocks(session, msg, result)
+    if kinds & {"resource", "resource_link"}:
+        resource_links(session, msg, result)
+        embedded_resources(session, msg, result)
+        resource_uris(session, msg, result)
+    if annotated:
+        annotations(session, msg, result)
+    if "structuredContent" in result:
+        structured_text(session, msg, result)
+
+
+@rule("TOOL-BINARY-BASE64", on=RESULT, methods=("prompts/get",))
 def binary_blocks(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     """Image and audio blocks carry base64 data and a MIME type; embedded blobs are base64."""
     blocks = _blocks(result) or [
@@ -88,7 +128,6 @@ def binary_blocks(session: Session, msg: Msg, result: dict[str, Any]) -> None:
             return
 
 
-@rule("TOOL-RESOURCE-LINK-SHAPE", on=RESULT, methods=("tools/call",))
 def resource_links(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     """A resource_link block is a Resource: it has a uri and a name."""
     for i, block in enumerate(_blocks(result)):
@@ -104,7 +143,6 @@ def resource_links(session: Session, msg: Msg, result: dict[str, Any]) -> None:
             return
 
 
-@rule("TOOL-STRUCTURED-TEXT", on=RESULT, methods=("tools/call",))
 def structured_text(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     """With structuredContent, a text block SHOULD hold the same JSON (for older clients)."""
     if "structuredContent" not in result or result.get("isError") is True:
@@ -139,7 +177,6 @@ def structured_text(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     )
 
 
-@rule("TOOL-EMBEDDED-RES-CAP", on=RESULT, methods=("tools/call",))
 def embedded_resources(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     """A server that returns embedded resources SHOULD implement the resources capability."""
     caps = session.state.server_caps
@@ -197,7 +234,6 @@ def _uris(method: str, result: dict[str, Any]) -> list[Any]:
     ]
 
 
-@rule("RES-URI", on=RESULT, methods=("resources/list", "resources/read", "tools/call"))
 def resource_uris(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     """Resource URIs are RFC 3986 URIs: a scheme, a colon, and no whitespace."""
     method = msg.request.method if msg.request is not None else ""
@@ -235,11 +271,6 @@ def _annotation_problems(annotations: Any) -> list[str]:
     return problems
 
 
-@rule(
-    "RES-ANNOTATIONS",
-    on=RESULT,
-    methods=("resources/list", "resources/templates/list", "resources/read", "tools/call"),
-)
 def annotations(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     """Annotations: audience within user/assistant, priority in [0, 1], lastModified ISO 8601."""
     items = (
@@ -259,6 +290,40 @@ def annotations(session: Session, msg: Msg, result: dict[str, Any]) -> None:
                     problems=problems,
                 )
                 return
+
+
+_RESOURCE_KEYS = {
+    "resources/list": "resources",
+    "resources/templates/list": "resourceTemplates",
+    "resources/read": "contents",
+}
+
+
+@rule("RES-URI", "RES-ANNOTATIONS", on=RESULT, methods=tuple(_RESOURCE_KEYS))
+def resource_items(session: Session, msg: Msg, result: dict[str, Any]) -> None:
+    """Resource URIs and annotations of a resources/* result, in one pass over its items."""
+    method = msg.request.method if msg.request is not None else ""
+    items = result.get(_RESOURCE_KEYS.get(method, ""))
+    if type(items) is not list:
+        return
+    bad_uri = annotated = False
+    for item in items[:MAX_ITEMS]:
+        if type(item) is not dict:
+            continue
+        uri = item.get("uri")
+        if not bad_uri and type(uri) is str and _URI.match(uri) is None:
+            bad_uri = True
+            session.report(
+                "RES-URI",
+                f"resource uri {uri[:120]!r} is not a valid URI (RFC 3986: a scheme, ':', no "
+                "whitespace)",
+                [msg.frame],
+                uri=uri[:500],
+            )
+        if "annotations" in item:
+            annotated = True
+    if annotated:
+        annotations(session, msg, result)
 
 
 # --------------------------------------------------------------------------- prompts

@@ -47,7 +47,9 @@ class Registered:
 REGISTERED: list[Registered] = []
 _by_method: dict[str, dict[str, list[Handler]]] = {event: {} for event in EVENTS}
 _any_method: dict[str, list[Handler]] = {event: [] for event in EVENTS}
-_cache: dict[tuple[str, str], tuple[Handler, ...]] = {}
+#: on -> method -> handlers, filled as methods are seen (``handlers``); the session
+#: reads it directly on the hot path.
+TABLES: dict[str, dict[str, tuple[Handler, ...]]] = {event: {} for event in EVENTS}
 
 
 def rule(*ids: str, on: str, methods: Iterable[str] | None = None) -> Callable[[Handler], Handler]:
@@ -65,7 +67,8 @@ def rule(*ids: str, on: str, methods: Iterable[str] | None = None) -> Callable[[
         else:
             for method in chosen:
                 _by_method[on].setdefault(method, []).append(fn)
-        _cache.clear()
+        for table in TABLES.values():
+            table.clear()
         return fn
 
     return register
@@ -73,13 +76,12 @@ def rule(*ids: str, on: str, methods: Iterable[str] | None = None) -> Callable[[
 
 def handlers(on: str, method: str) -> tuple[Handler, ...]:
     """The functions registered for ``on`` and ``method``, in registration order."""
-    key = (on, method)
-    found = _cache.get(key)
+    table = TABLES[on]
+    found = table.get(method)
     if found is None:
-        specific = _by_method[on].get(method, [])
-        found = tuple(fn for fn in _any_method[on] + specific)
-        if len(_cache) < 4096:  # methods come from traffic: bound the cache
-            _cache[key] = found
+        found = tuple(_any_method[on] + _by_method[on].get(method, []))
+        if len(table) < 4096:  # methods come from traffic: bound the table
+            table[method] = found
     return found
 
 

@@ -141,7 +141,8 @@ def test_registered_rules_declare_their_event_and_methods() -> None:
     described = {d["function"].rsplit(".", 1)[1]: d for d in registry.describe()}
     assert described["binary_blocks"]["ids"] == ["TOOL-BINARY-BASE64"]
     assert described["binary_blocks"]["on"] == registry.RESULT
-    assert described["binary_blocks"]["methods"] == ["prompts/get", "tools/call"]
+    assert described["binary_blocks"]["methods"] == ["prompts/get"]
+    assert "TOOL-BINARY-BASE64" in described["tool_result"]["ids"]
     assert registry.handlers(registry.RESULT, "ping") == ()
 
 
