@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcpsniff.core import catalog
+from mcpsniff.core.error_layers import error_layer
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.core.grouping import group_findings
 from mcpsniff.core.ids import show_id
@@ -343,6 +344,12 @@ def report_lines(
             if "cause" in data:
                 excerpt = ("   excerpt: ", data["excerpt"]) if "excerpt" in data else ()
                 yield _line("      cause: ", data["cause"], *excerpt)
+            code = data.get("code")
+            if type(code) is int:
+                # Name the layer of every error code (JSON-RPC 2.0 §5.1 ranges).
+                layer = error_layer(code)
+                named = f" {layer.name}" if layer.name else ""
+                yield _line("      error ", str(code), named, ": ", layer.title)
             try:
                 entry = catalog.get(finding.rule)
             except KeyError:

@@ -59,3 +59,18 @@ def test_rules_json_has_a_description_for_every_rule() -> None:
     assert [r["rule"] for r in rows] == list(IMPLEMENTED)
     for row in rows:
         assert row["description"] == catalog.description(row["rule"]) != ""
+
+
+def test_text_report_names_the_layer_of_an_error_code() -> None:
+    from mcpsniff.core.model import FindingRecord
+    from mcpsniff.render import Style, report_lines
+
+    findings = [
+        FindingRecord("TASK-ERRORS", "error", "m", "s", [3], {"code": -32001}),
+        FindingRecord("JR-ERROR-SEMANTICS", "info", "m", "s", [4], {"code": -32700}),
+        FindingRecord("LOG-SETLEVEL-INVALID", "warning", "m", "s", [5], {"code": 7}),
+    ]
+    text = "\n".join(str(line) for line in report_lines({"s": findings}, Style(False)))
+    assert "error -32001: implementation-defined server error (-32099..-32000)" in text
+    assert "error -32700 Parse error: JSON-RPC protocol error (-32768..-32600)" in text
+    assert "error 7: application error" in text

@@ -36,6 +36,15 @@ EXPECTED = {
             ("error", "STDIO-STDIN-CLEAN", "trailing-comma"),
         ],
     ),
+    # 26 lines of one indented response: one root finding and its two dependents
+    "pretty-printed-response": (
+        1,
+        [
+            ("error", "JR-PARSE", "pretty-printed"),
+            ("error", "STDIO-FRAMING", "pretty-printed"),
+            ("error", "STDIO-STDOUT-CLEAN", "pretty-printed"),
+        ],
+    ),
     "clean-2025-11-25": (0, []),
     "clean-2026-07-28": (0, []),
 }

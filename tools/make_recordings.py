@@ -10,6 +10,7 @@ Usage: python tools/make_recordings.py [OUT_DIR]
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -123,6 +124,17 @@ class Scenario:
     name: str
     description: str
     steps: Callable[[], list[Step]]
+
+
+def pretty_tools_round(id_: int) -> list[Step]:
+    """A tools/list answered with an indented (multi-line) JSON response, then a call."""
+    body = json.dumps(ok(id_, {"tools": [ADD_TOOL]}), indent=2).encode() + b"\n"
+    return [
+        ("c2s", line(req(id_, "tools/list"))),
+        ("s2c", body),
+        ("c2s", line(req(id_ + 1, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}}))),
+        ("s2c", line(ok(id_ + 1, {"content": [{"type": "text", "text": "5"}]}))),
+    ]
 
 
 SCENARIOS = [
@@ -298,6 +310,11 @@ SCENARIOS = [
             ),
             ("s2c", line(ok(3, v5_result({"content": [{"type": "text", "text": "4"}]})))),
         ],
+    ),
+    Scenario(
+        "pretty-printed-response",
+        "a server pretty-prints its tools/list response over many lines",
+        lambda: [*handshake(), *pretty_tools_round(1)],
     ),
 ]
 

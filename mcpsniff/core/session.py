@@ -51,6 +51,7 @@ from mcpsniff.core.rules import (
     jsonrpc,
     lifecycle,
     methods,
+    registry,
     replies,
     reuse,
     stdio,
@@ -302,7 +303,8 @@ class Session:
         at_eof = line_framed and not raw.endswith(b"\n")
         diag = diagnose(raw, at_eof=at_eof, framing="line" if line_framed else "body")
         self.emit(MessageRecord(frame.seq, self.key, frame.direction, UNPARSEABLE, size=len(raw)))
-        replies.note_bad(self, frame.direction, frame.seq, replies.PARSE)
+        bad = replies.BATCH_PARSE if raw.lstrip()[:1] == b"[" else replies.PARSE
+        replies.note_bad(self, frame.direction, frame.seq, bad)
         stdio.unparseable(self, frame, offset, diag)
 
     # ------------------------------------------------------------------ classification
@@ -460,6 +462,11 @@ class Session:
                 or (method == "tools/call" and self.state.task_tools)
             ):
                 tasks.on_request(self, msg)
+            handlers = _REQUEST_HANDLERS.get(method)
+            if handlers is None:
+                handlers = registry.handlers(registry.REQUEST, method)
+            for handler in handlers:
+                handler(self, msg)
         elif kind == NOTIFICATION:
             if method is None:
                 self._invalid(msg)
@@ -469,6 +476,11 @@ class Session:
             flow.on_notification(self, msg)
             if method == "notifications/tasks/status":
                 tasks.on_notification(self, msg)
+            handlers = _NOTIFICATION_HANDLERS.get(method)
+            if handlers is None:
+                handlers = registry.handlers(registry.NOTIFICATION, method)
+            for handler in handlers:
+                handler(self, msg)
         elif kind == INVALID:
             self._invalid(msg)
         else:
@@ -486,7 +498,31 @@ class Session:
             ):
                 methods.on_response(self, msg)
                 flow.on_response(self, msg)
+                if kind == ERROR:
+                    self._registered_reply(msg, request.method)
+                else:
+                    handlers = _RESULT_HANDLERS.get(request.method)
+                    if handlers is None:
+                        handlers = registry.handlers(registry.RESULT, request.method)
+                    if handlers:
+                        result = obj.get("result")
+                        if type(result) is dict:
+                            for handler in handlers:
+                                handler(self, msg, result)
         return msg
+
+    def _registered_reply(self, msg: Msg, method: str) -> None:
+        """The registered rules for the result (or error) of a ``method`` request."""
+        if msg.kind == ERROR:
+            for handler in registry.handlers(registry.ERROR, method):
+                handler(self, msg)
+            return
+        found = registry.handlers(registry.RESULT, method)
+        if found:
+            result = msg.obj.get("result")
+            if type(result) is dict:
+                for handler in found:
+                    handler(self, msg, result)
 
     def _invalid(self, msg: Msg) -> None:
         """A message no rule below the JSON-RPC layer can use."""
@@ -823,7 +859,9 @@ class Session:
         missing = [k for k in batch.request_keys if k not in replied]
         extra_null = max(0, null_replies - batch.invalid_elements)
         missing_invalid = max(0, batch.invalid_elements - null_replies)
-        if missing or extra_null or missing_invalid:
+        if missing_invalid:
+            replies.missing_element_errors(self, batch_seq, frame.seq, missing_invalid)
+        if missing or extra_null:
             pending = state.pending[request_direction]
             for k in missing:
                 if k in pending:
@@ -835,8 +873,6 @@ class Session:
                     + ", ".join(show_id(id_value(k)) for k in missing[:10])
                     + ")"
                 )
-            if missing_invalid:
-                parts.append(f"{missing_invalid} invalid element(s) got no error response")
             if extra_null:
                 parts.append(f"{extra_null} response(s) more than the batch asked for")
             self.report(
@@ -847,6 +883,12 @@ class Session:
                 expected=len(batch.request_keys) + batch.invalid_elements,
                 received=len(msgs),
             )
+
+
+#: The registry's per-method handler tables, read directly on the hot path.
+_REQUEST_HANDLERS = registry.TABLES[registry.REQUEST]
+_NOTIFICATION_HANDLERS = registry.TABLES[registry.NOTIFICATION]
+_RESULT_HANDLERS = registry.TABLES[registry.RESULT]
 
 
 class ScopedKey(NamedTuple):

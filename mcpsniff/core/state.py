@@ -155,5 +155,7 @@ class SessionState:
     http: Any = None
     #: The open pretty-printed line run per direction (rules/stdio.py).
     line_runs: dict[str, Any] = field(default_factory=dict)
+    #: State of registered rules that need memory, by name (bounded by each rule).
+    rule_state: dict[str, Any] = field(default_factory=dict)
     #: Known tasks by (owner direction, taskId) (rules/tasks.py), created on the first task.
     tasks: Any = None

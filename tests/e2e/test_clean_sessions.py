@@ -201,3 +201,37 @@ def test_fastmcp_at_each_handshake_version_gives_no_finding(fastmcp_session: Ses
     assert {"echo", "get-sum", "trigger-long-running-operation"} <= calls
     assert [finding_json(f) for f in fastmcp_session.findings] == []
     assert_check_finds_what_the_relay_found(Trace(fastmcp_session.trace, fastmcp_session.records))
+
+
+SDK2_PYTHON = PEERS / "sdk2" / "bin" / "python"
+SDK2_CLIENT = PEER_SCRIPTS / "sdk_client.py"
+SDK2_SERVER = PEER_SCRIPTS / "sdk2_server.py"
+SDK2_CASES = {
+    # the stateless era: SDK 2.x on both sides negotiates 2026-07-28 by server/discover
+    "sdk2-stateless": ([str(SDK2_PYTHON), str(SDK2_SERVER), "--declare-logging"], "2026-07-28"),
+    # the SDK 2.x client falls back to initialize with server-everything (2025-11-25)
+    "sdk2-everything": (["node", str(EVERYTHING_JS), "stdio"], "2025-11-25"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SDK2_CASES))
+def test_sdk2_client_sessions_give_no_finding_at_any_level(case: str, tmp_path: Path) -> None:
+    server, version = SDK2_CASES[case]
+    for path in (SDK2_PYTHON, EVERYTHING_JS):
+        if not path.exists():
+            pytest.skip(f"{path.relative_to(REPO)} is missing; run scripts/setup-peers.sh")
+    trace = tmp_path / "trace.jsonl"
+    relay = [sys.executable, "-m", "mcpsniff", "stdio", "--trace", str(trace), "--"]
+    proc = subprocess.run(
+        [str(SDK2_PYTHON), str(SDK2_CLIENT), "--", *relay, *server],
+        cwd=REPO,
+        capture_output=True,
+        timeout=CLIENT_TIMEOUT,
+    )
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    assert json.loads(proc.stdout)["protocol_version"] == version
+    with TraceReader(trace) as reader:
+        records = list(reader.records())
+    findings = [finding_json(r) for r in records if isinstance(r, FindingRecord)]
+    assert findings == []
+    assert_check_finds_what_the_relay_found(Trace(trace, records))

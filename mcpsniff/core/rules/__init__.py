@@ -8,21 +8,29 @@
 * ``flow``: cancellation, progress, unanswered requests (CANCEL-*, PROG-*)
 * ``methods``: per-method parameters and results (TOOL-*, RES-*, PROMPT-*, ...)
 * ``tasks``: task-augmented requests and tasks/* (TASK-*, 2025-11-25)
+* ``client_features``: sampling and elicitation requests and replies (registered rules)
+* ``utilities``: completion, prompts, logging, pagination, task errors, MRTR (registered)
+* ``content``: content blocks, resources, annotations, icons (registered rules)
+* ``registry``: ``@rule(ids, on=..., methods=...)``, how a rule declares itself
 * ``http``: HTTP transport rules fed by the HTTP shell's events (HTTP-*, SSE-*)
 """
 
 from __future__ import annotations
 
-from mcpsniff.core.rules import (
+from mcpsniff.core.rules import (  # content, client_features: imported to register
+    client_features,  # noqa: F401
+    content,  # noqa: F401
     flow,
     http,
     jsonrpc,
     lifecycle,
     methods,
+    registry,
     replies,
     reuse,
     stdio,
     tasks,
+    utilities,  # noqa: F401
 )
 
 #: Every catalogue id the analyzer can report, in catalogue family order.
@@ -37,5 +45,6 @@ IMPLEMENTED: tuple[str, ...] = tuple(
         + methods.RULES
         + tasks.RULES
         + http.RULES
+        + registry.rule_ids()
     )
 )

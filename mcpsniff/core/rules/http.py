@@ -29,7 +29,15 @@ from typing import TYPE_CHECKING, Any
 
 from mcpsniff.core.ids import BoundedMap
 from mcpsniff.core.model import NOTIFICATION, REQUEST, MessageRecord
-from mcpsniff.core.protocol import META_VERSION, STATELESS, V2, V3, V5, version_at_least
+from mcpsniff.core.protocol import (
+    META_VERSION,
+    STATELESS,
+    V2,
+    V3,
+    V5,
+    is_known_version,
+    version_at_least,
+)
 from mcpsniff.core.state import Answered
 
 if TYPE_CHECKING:
@@ -51,7 +59,14 @@ RULES = (
     "SSE-ENDPOINT-EVENT",
     "MOD-HTTP-STD-HEADERS",
     "MOD-HTTP-PROTO-HEADER",
+    "HTTP-SESSION-REINIT",
+    "HTTP-PROTO-HEADER-400",
+    "AUTH-NO-QUERY-TOKEN",
+    "AUTH-BEARER-EVERY",
+    "AUTH-401-WWW-AUTH",
 )
+#: Query keys that put an access token in the URI (AUTH-NO-QUERY-TOKEN).
+TOKEN_QUERY_KEYS = frozenset({"access_token", "token", "bearer", "id_token"})
 
 STREAMABLE = "streamable"
 LEGACY = "legacy-sse"
@@ -265,8 +280,20 @@ def _request(session: Session, exchange: Exchange) -> None:
             seq,
             accept=accept,
         )
+    _auth(session, exchange)
     shared = _shared(session)
     sid = headers.get("mcp-session-id")
+    dead = shared.get("dead")
+    if sid is not None and dead and sid in dead and exchange.method != "DELETE":
+        # transports.mdx § Session Management 4: after a 404 the client "MUST start
+        # a new session by sending a new InitializeRequest without a session ID".
+        dead.discard(sid)  # once per dead session
+        session.report(
+            "HTTP-SESSION-REINIT",
+            f"the client sent {exchange.method} {exchange.path} with session {sid[:40]!r} after "
+            "the server answered 404 for it; it must start a new session with initialize",
+            seq,
+        )
     # get, not setdefault: no new empty set per request; DELETE creates it.
     terminated = shared.get("terminated")
     if sid is not None and terminated and sid in terminated:
@@ -291,6 +318,34 @@ def _request(session: Session, exchange: Exchange) -> None:
                     header=version,
                     negotiated=session.state.version,
                 )
+
+
+def _auth(session: Session, exchange: Exchange) -> None:
+    """Bearer tokens go in the Authorization header of every request, never in the URI."""
+    query = exchange.path.partition("?")[2]
+    keys = {part.partition("=")[0].lower() for part in query.split("&") if part}
+    leaked = sorted(keys & TOKEN_QUERY_KEYS)
+    seq = [exchange.seq]
+    if leaked:
+        session.report(
+            "AUTH-NO-QUERY-TOKEN",
+            f"the client put an access token in the URI query ({', '.join(leaked)}); tokens go "
+            "in the Authorization header only",
+            seq,
+            keys=leaked,
+        )
+    shared = _shared(session)
+    authorized = "authorization" in exchange.headers
+    if authorized:
+        shared["bearer"] = True
+    elif shared.get("bearer") and not shared.get("bearer_reported"):
+        shared["bearer_reported"] = True
+        session.report(
+            "AUTH-BEARER-EVERY",
+            f"the client sent {exchange.method} {exchange.path} without Authorization after "
+            "earlier requests carried a bearer token; every request must carry it",
+            seq,
+        )
 
 
 def _stateless_headers(session: Session, exchange: Exchange, frame: FrameRecord) -> None:
@@ -361,9 +416,36 @@ def _response(session: Session, exchange: Exchange, record: EventRecord) -> None
             seq,
             status=status,
         )
+    if status == 401 and "www-authenticate" not in headers:
+        session.report(
+            "AUTH-401-WWW-AUTH",
+            "the server answered 401 without a WWW-Authenticate header; the client cannot find "
+            "the authorization server",
+            seq,
+        )
     if exchange.transport != STREAMABLE:
         return
     request_sid = exchange.headers.get("mcp-session-id")
+    if status == 404 and request_sid is not None:
+        dead = shared.setdefault("dead", set())
+        if len(dead) < 4096:
+            dead.add(request_sid)
+    proto = exchange.headers.get("mcp-protocol-version")
+    if (
+        proto is not None
+        and not is_known_version(proto)
+        and status != 400
+        and session.state.era != STATELESS
+        and version_at_least(session.state.version, V3)
+    ):
+        session.report(
+            "HTTP-PROTO-HEADER-400",
+            f"the client sent MCP-Protocol-Version {proto[:40]!r}, which is no MCP version, and "
+            f"the server answered {status}; it must answer 400 Bad Request",
+            seq,
+            header=proto[:100],
+            status=status,
+        )
     if exchange.method == "DELETE" and request_sid is not None and 200 <= status < 300:
         shared.setdefault("terminated", set()).add(request_sid)
     if (

@@ -29,6 +29,7 @@ from mcpsniff.core.protocol import (
     version_at_least,
 )
 from mcpsniff.core.redact import redaction_explains
+from mcpsniff.core.rules import registry
 from mcpsniff.core.schemas import CompiledSchema, compile_schema
 from mcpsniff.core.state import ToolInfo
 
@@ -64,6 +65,7 @@ RULES = (
     "COMPL-REF",
     "PAGE-SHAPE",
     "PAGE-CURSOR-OPAQUE",
+    "PAGE-CURSOR-SESSION",
     "PING-EMPTY-RESULT",
     "PING-NO-PARAMS",
     "ROOTS-FILE-URI",
@@ -230,6 +232,18 @@ def _cursor_sent(session: Session, msg: Msg) -> None:
         return
     issued = session.state.cursors.get(method)
     if issued is None or cursor not in issued:
+        elsewhere = session.shared.get("cursors")
+        owner = elsewhere.get((method, cursor)) if elsewhere is not None else None
+        if owner is not None and owner != session.key:
+            # pagination.mdx: "Don't persist cursors across sessions".
+            session.report(
+                "PAGE-CURSOR-SESSION",
+                f"the client sent a {method} cursor that the server issued in another session "
+                f"({str(owner)[:40]}); cursors are valid only in the session that issued them",
+                [msg.frame],
+                method=method,
+            )
+            return
         session.report(
             "PAGE-CURSOR-OPAQUE",
             f"the client sent {method} cursor {cursor[:40]!r}, which the server never returned "
@@ -301,6 +315,11 @@ def on_response(session: Session, msg: Msg) -> None:
             session.state.cursors.setdefault(request.method, BoundedMap(CURSOR_WINDOW)).put(
                 cursor, msg.frame
             )
+            # Which session issued it, capture-wide (PAGE-CURSOR-SESSION).
+            shared = session.shared.get("cursors")
+            if shared is None:
+                shared = session.shared["cursors"] = BoundedMap(CURSOR_WINDOW)
+            shared.put((request.method, cursor), session.key)
 
 
 def check_result(session: Session, msg: Msg, result: dict[str, Any], origin: Any) -> None:
@@ -310,12 +329,13 @@ def check_result(session: Session, msg: Msg, result: dict[str, Any], origin: Any
     have returned (tasks.mdx § Result Retrieval), so it gets that method's checks.
     """
     check = _RESULT_CHECKS.get(origin.method)
-    if check is None:
-        return
     answered = msg.request
     msg.request = origin
     try:
-        check(session, msg, result)
+        if check is not None:
+            check(session, msg, result)
+        for handler in registry.handlers(registry.RESULT, origin.method):
+            handler(session, msg, result)
     finally:
         msg.request = answered
 

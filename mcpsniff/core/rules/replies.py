@@ -30,15 +30,27 @@ if TYPE_CHECKING:
     from mcpsniff.core.session import Session
     from mcpsniff.core.state import Msg
 
-RULES = ("JR-BATCH-EMPTY", "JR-RESP-ID-NULL", "JR-ERROR-SEMANTICS")
+RULES = (
+    "JR-BATCH-EMPTY",
+    "JR-RESP-ID-NULL",
+    "JR-ERROR-SEMANTICS",
+    "JR-BATCH-BAD-JSON",
+    "JR-BATCH-ELEMENT",
+)
 
 #: What was wrong with a bad frame, and so which reply it calls for.
 PARSE = "parse"  # not JSON: -32700
+BATCH_PARSE = "batch-parse"  # a batch that is not JSON: one -32700 object, never an array
 INVALID = "invalid"  # JSON, but not a request: -32600
 EMPTY_BATCH = "empty-batch"  # `[]`: one -32600 object, never an array
-EXPECTED_CODE = {PARSE: -32700, INVALID: -32600, EMPTY_BATCH: -32600}
+EXPECTED_CODE = {PARSE: -32700, BATCH_PARSE: -32700, INVALID: -32600, EMPTY_BATCH: -32600}
 CODE_NAME = {-32700: "Parse error", -32600: "Invalid Request"}
-_WHAT = {PARSE: "invalid JSON", INVALID: "an invalid request", EMPTY_BATCH: "an empty batch `[]`"}
+_WHAT = {
+    PARSE: "invalid JSON",
+    BATCH_PARSE: "a batch that is not valid JSON",
+    INVALID: "an invalid request",
+    EMPTY_BATCH: "an empty batch `[]`",
+}
 
 
 def note_bad(session: Session, direction: str, seq: int, kind: str) -> None:
@@ -64,6 +76,17 @@ def null_id_error(session: Session, msg: Msg, code: int) -> bool:
 def _judge(session: Session, msg: Msg, culprit: int, kind: str, code: int) -> None:
     sender = SENDER[msg.direction]
     expected = EXPECTED_CODE[kind]
+    if kind == BATCH_PARSE and (msg.index is not None or code != expected):
+        session.report(
+            "JR-BATCH-BAD-JSON",
+            f"{sender} answered the unparseable batch at seq {culprit} with "
+            + ("an array" if msg.index is not None else f"code {code}")
+            + "; the reply must be a single -32700 error object with id null",
+            [culprit, msg.frame],
+            reply_to=culprit,
+            code=code,
+        )
+        return
     if kind == EMPTY_BATCH and msg.index is not None:
         session.report(
             "JR-BATCH-EMPTY",
@@ -86,7 +109,7 @@ def _judge(session: Session, msg: Msg, culprit: int, kind: str, code: int) -> No
             cause="wrong-code",
             code=code,
         )
-    elif kind == PARSE:
+    elif kind in (PARSE, BATCH_PARSE):
         # JR-PARSE: "If the receiver replies, the reply MUST be ... code -32700".
         session.report(
             "JR-PARSE",
@@ -163,3 +186,14 @@ def empty_array(session: Session, frame: FrameRecord) -> bool:
         cause="empty-reply",
     )
     return True
+
+
+def missing_element_errors(session: Session, batch_seq: int, reply_seq: int, missing: int) -> None:
+    """Invalid elements of a batch that got no -32600 of their own in its reply."""
+    session.report(
+        "JR-BATCH-ELEMENT",
+        f"the reply to the batch at seq {batch_seq} has no error for {missing} invalid "
+        "element(s); each invalid element gets its own -32600 response with id null",
+        [batch_seq, reply_seq],
+        missing=missing,
+    )

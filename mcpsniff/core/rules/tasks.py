@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mcpsniff.core.ids import BoundedMap
+from mcpsniff.core.ids import BoundedMap, id_key
 from mcpsniff.core.model import C2S, ERROR, OPPOSITE, SENDER
 from mcpsniff.core.protocol import STATELESS
 
@@ -353,6 +353,11 @@ def _created(session: Session, msg: Msg, request: Pending, result: dict[str, Any
     # § Behavior Requirements 3): hand it from the request to the task.
     info.progress_token = request.progress_token
     tasks.put(key, info)
+    # For CANCEL-TASK (rules/utilities.py): this request is now a task.
+    created = session.state.rule_state.get("task_requests")
+    if created is None:
+        created = session.state.rule_state["task_requests"] = BoundedMap(TASK_WINDOW)
+    created.put((OPPOSITE[receiver], id_key(request.id)), task_id)
 
 
 def _interval(task: dict[str, Any]) -> float | None:

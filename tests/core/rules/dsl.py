@@ -60,6 +60,11 @@ def end() -> tuple[str, Any]:
     return ("end", None)
 
 
+def in_other_session(*steps: Step) -> Step:
+    """Play client/server ``steps`` in a second session of the same capture."""
+    return ("other", list(steps))
+
+
 def wait(seconds: float) -> tuple[str, Any]:
     """Let ``seconds`` pass before the next step."""
     return ("wait", seconds)
@@ -168,6 +173,14 @@ def play(proof: Proof, steps: Sequence[Step], *, near: bool = False) -> Conversa
             name, data = payload
             convo.t += 0.001
             convo.records.extend(convo.session.event(name, convo.t, data))
+        elif kind == "other":
+            # Another session of the same capture (it shares ``Session.shared``).
+            other = Conversation(proof.transport)
+            other.session.key = "other"
+            other.session.shared = convo.session.shared
+            for direction, message in payload:
+                (other.client if direction == C2S else other.server)(message)
+            convo.records.extend(other.records)
         elif kind == "frame":
             direction, body, meta = payload
             convo.t += 0.001

@@ -1,0 +1,166 @@
+"""rules/client_features.py: sampling and elicitation rules, each fired and near-missed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.core.rules.dsl import Proof, assert_proof, c, note, req, res, s
+
+TEXT = {"type": "text", "text": "hi"}
+SAMPLE = {"messages": [{"role": "user", "content": TEXT}], "maxTokens": 9}
+CAPS = {"sampling": {"tools": {}, "context": {}}, "elicitation": {"form": {}, "url": {}}}
+FORM = {
+    "message": "Your name?",
+    "requestedSchema": {
+        "type": "object",
+        "properties": {"name": {"type": "string"}},
+        "required": ["name"],
+    },
+}
+URL = {
+    "mode": "url",
+    "message": "Sign in",
+    "url": "https://example.com/consent",
+    "elicitationId": "e1",
+}
+
+
+def sample(**params: Any) -> list:
+    return [s(req(5, "sampling/createMessage", {**SAMPLE, **params}))]
+
+
+def elicit(params: dict[str, Any], reply: dict[str, Any] | None = None) -> list:
+    steps = [s(req(5, "elicitation/create", params))]
+    if reply is not None:
+        steps.append(c(res(5, reply)))
+    return steps
+
+
+TOOL = {"name": "w", "inputSchema": {"type": "object"}}
+USE = {"type": "tool_use", "id": "u1", "name": "w", "input": {}}
+RESULT = {"type": "tool_result", "toolUseId": "u1", "content": [TEXT]}
+
+
+def conversation(*messages: dict[str, Any]) -> list:
+    return sample(messages=list(messages), tools=[TOOL])
+
+
+def proof(rule: str, fire: list, miss: list, **kw: Any) -> Proof:
+    kw.setdefault("client_caps", CAPS)
+    return Proof(rule, fire, miss, **kw)
+
+
+PROOFS = [
+    proof(
+        "CAP-SAMPLING-TOOLS",
+        fire=sample(tools=[TOOL]),
+        miss=sample(tools=[TOOL]),
+        client_caps={"sampling": {}},
+        miss_client_caps=CAPS,
+    ),
+    proof(
+        "CAP-SAMPLING-CONTEXT",
+        fire=sample(includeContext="thisServer"),
+        miss=sample(includeContext="none"),
+        client_caps={"sampling": {}},
+    ),
+    proof(
+        "SAMP-PRIORITIES",
+        fire=sample(modelPreferences={"costPriority": 5}),
+        miss=sample(modelPreferences={"costPriority": 0.5}),
+    ),
+    proof(
+        "SAMP-TOOLCHOICE",
+        fire=sample(tools=[TOOL], toolChoice={"mode": "always"}),
+        miss=sample(tools=[TOOL], toolChoice={"mode": "required"}),
+    ),
+    proof(
+        "SAMP-TOOLRESULT-ONLY",
+        fire=conversation(
+            {"role": "user", "content": TEXT},
+            {"role": "assistant", "content": [USE]},
+            {"role": "user", "content": [RESULT, TEXT]},
+        ),
+        miss=conversation(
+            {"role": "user", "content": TEXT},
+            {"role": "assistant", "content": [USE]},
+            {"role": "user", "content": [RESULT]},
+        ),
+    ),
+    proof(
+        "SAMP-TOOL-BALANCE",
+        fire=conversation(
+            {"role": "assistant", "content": [USE]},
+            {"role": "user", "content": [{**RESULT, "toolUseId": "u2"}]},
+        ),
+        miss=conversation(
+            {"role": "assistant", "content": [USE]}, {"role": "user", "content": [RESULT]}
+        ),
+    ),
+    proof(
+        "CAP-ELICIT-MODE",
+        fire=elicit(URL),
+        miss=elicit(URL),
+        client_caps={"elicitation": {}},
+        miss_client_caps=CAPS,
+    ),
+    proof("ELIC-MODE-FIELDS", fire=elicit({**URL, "elicitationId": None}), miss=elicit(URL)),
+    proof(
+        "ELIC-SCHEMA-FLAT",
+        fire=elicit(
+            {**FORM, "requestedSchema": {"type": "object", "properties": {"a": {"type": "object"}}}}
+        ),
+        miss=elicit(FORM),
+    ),
+    proof(
+        "ELIC-FORM-NO-LINKS",
+        fire=elicit({**FORM, "message": "See https://example.com first"}),
+        miss=elicit(FORM),
+    ),
+    proof(
+        "ELIC-URL-SAFE",
+        fire=elicit({**URL, "url": "https://example.com/consent?access_token=abc"}),
+        miss=elicit({**URL, "url": "https://example.com/consent?step=2"}),
+    ),
+    proof(
+        "ELIC-COMPLETE-NOTIF",
+        fire=[
+            *elicit({**URL, "elicitationId": "e9"}),
+            s(note("notifications/elicitation/complete", {"elicitationId": "e1"})),
+        ],
+        miss=[*elicit(URL), s(note("notifications/elicitation/complete", {"elicitationId": "e1"}))],
+    ),
+    proof(
+        "ELIC-CONTENT-SCHEMA",
+        fire=elicit(FORM, {"action": "accept", "content": {"nickname": "x"}}),
+        miss=elicit(FORM, {"action": "accept", "content": {"name": "x"}}),
+    ),
+    proof(
+        "ELIC-URL-REQUIRED-ERR",
+        fire=[
+            c(req(2, "tools/call", {"name": "a"})),
+            s({"jsonrpc": "2.0", "id": 2, "error": {"code": -32042, "message": "x"}}),
+        ],
+        miss=[
+            c(req(2, "tools/call", {"name": "a"})),
+            s(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "error": {
+                        "code": -32042,
+                        "message": "x",
+                        "data": {"elicitations": [URL]},
+                    },
+                }
+            ),
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize("p", PROOFS, ids=[p.rule for p in PROOFS])
+def test_rule_fires_and_near_miss_does_not(p: Proof) -> None:
+    assert_proof(p)

@@ -1,0 +1,176 @@
+"""rules/content.py: content blocks, resources, annotations and icons, fired and near-missed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcpsniff.core.rules import registry
+from tests.core.rules.dsl import Proof, assert_proof, c, req, res, s
+
+PNG = "iVBORw0KGgo="
+CALL = req(2, "tools/call", {"name": "t", "arguments": {}})
+
+
+def called(*blocks: dict[str, Any], **extra: Any) -> list:
+    return [c(CALL), s(res(2, {"content": list(blocks), **extra}))]
+
+
+def asked(method: str, params: Any, result: dict[str, Any]) -> list:
+    return [c(req(3, method, params)), s(res(3, result))]
+
+
+TEXT = {"type": "text", "text": "ok"}
+IMAGE = {"type": "image", "data": PNG, "mimeType": "image/png"}
+LINK = {"type": "resource_link", "uri": "file:///a.txt", "name": "a"}
+EMBEDDED = {"type": "resource", "resource": {"uri": "file:///a.txt", "text": "hi"}}
+NO_RESOURCES = {"tools": {}, "prompts": {}}
+
+
+def tools_with(**fields: Any) -> dict[str, Any]:
+    return {"tools": [{"name": "t", "inputSchema": {"type": "object"}, **fields}]}
+
+
+PROOFS = [
+    Proof(
+        "TOOL-BINARY-BASE64",
+        fire=called({**IMAGE, "data": "not base64!"}),
+        miss=called(IMAGE),
+    ),
+    Proof(
+        "TOOL-RESOURCE-LINK-SHAPE",
+        fire=called({"type": "resource_link", "uri": "file:///a.txt"}),
+        miss=called(LINK),
+    ),
+    Proof(
+        "TOOL-STRUCTURED-TEXT",
+        fire=called(TEXT, structuredContent={"v": 1}),
+        miss=called({"type": "text", "text": '{"v": 1}'}, structuredContent={"v": 1}),
+    ),
+    Proof(
+        "TOOL-EMBEDDED-RES-CAP",
+        fire=called(EMBEDDED),
+        miss=called(LINK),
+        server_caps=NO_RESOURCES,
+    ),
+    Proof(
+        "TOOL-ANNOTATIONS-SHAPE",
+        fire=asked("tools/list", {}, tools_with(annotations={"readOnlyHint": "yes"})),
+        miss=asked("tools/list", {}, tools_with(annotations={"readOnlyHint": True, "title": "T"})),
+    ),
+    Proof(
+        "RES-URI",
+        fire=asked("resources/list", {}, {"resources": [{"uri": "my file.txt", "name": "a"}]}),
+        miss=asked(
+            "resources/list", {}, {"resources": [{"uri": "file:///my%20file.txt", "name": "a"}]}
+        ),
+    ),
+    Proof(
+        "RES-ANNOTATIONS",
+        fire=asked(
+            "resources/list",
+            {},
+            {"resources": [{"uri": "file:///a", "name": "a", "annotations": {"priority": 2}}]},
+        ),
+        miss=asked(
+            "resources/list",
+            {},
+            {
+                "resources": [
+                    {
+                        "uri": "file:///a",
+                        "name": "a",
+                        "annotations": {"priority": 0.5, "audience": ["user"]},
+                    }
+                ]
+            },
+        ),
+    ),
+    Proof(
+        "PROMPT-EMBEDDED",
+        fire=asked(
+            "prompts/get",
+            {"name": "p"},
+            {
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": {"type": "resource", "resource": {"uri": "file:///a"}},
+                    }
+                ]
+            },
+        ),
+        miss=asked(
+            "prompts/get",
+            {"name": "p"},
+            {"messages": [{"role": "user", "content": EMBEDDED}]},
+        ),
+    ),
+    Proof(
+        "ICON-SHAPE",
+        fire=asked("tools/list", {}, tools_with(icons=[{"sizes": ["48x48"]}])),
+        miss=asked(
+            "tools/list",
+            {},
+            tools_with(icons=[{"src": "https://x.example/i.png", "sizes": ["48x48"]}]),
+        ),
+    ),
+    Proof(
+        "ICON-SAFE-SCHEME",
+        fire=asked(
+            "prompts/list",
+            {},
+            {"prompts": [{"name": "p", "icons": [{"src": "javascript:alert(1)"}]}]},
+        ),
+        miss=asked(
+            "prompts/list",
+            {},
+            {"prompts": [{"name": "p", "icons": [{"src": "data:image/png;base64,AA=="}]}]},
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize("p", PROOFS, ids=[p.rule for p in PROOFS])
+def test_rule_fires_and_near_miss_does_not(p: Proof) -> None:
+    assert_proof(p)
+
+
+def test_registered_rules_declare_their_event_and_methods() -> None:
+    described = {d["function"].rsplit(".", 1)[1]: d for d in registry.describe()}
+    assert described["binary_blocks"]["ids"] == ["TOOL-BINARY-BASE64"]
+    assert described["binary_blocks"]["on"] == registry.RESULT
+    assert described["binary_blocks"]["methods"] == ["prompts/get"]
+    assert "TOOL-BINARY-BASE64" in described["tool_result"]["ids"]
+    assert registry.handlers(registry.RESULT, "ping") == ()
+
+
+def test_a_task_payload_gets_the_registered_result_rules_of_its_origin() -> None:
+    from tests.core.rules.dsl import play
+
+    caps = {"tools": {}, "tasks": {"requests": {"tools": {"call": {}}}}}
+    task = {
+        "taskId": "t1",
+        "status": "working",
+        "createdAt": "2025-11-25T10:00:00Z",
+        "lastUpdatedAt": "2025-11-25T10:00:00Z",
+        "ttl": None,
+    }
+    meta = {"io.modelcontextprotocol/related-task": {"taskId": "t1"}}
+    steps = [
+        c(req(2, "tools/call", {"name": "t", "arguments": {}, "task": {}})),
+        s(res(2, {"task": task})),
+        c(req(3, "tasks/result", {"taskId": "t1"})),
+        s(res(3, {"content": [{**IMAGE, "data": "%%%"}], "_meta": meta})),
+    ]
+    convo = play(Proof("-", [], [], server_caps=caps), steps)
+    assert convo.rules() == ["TOOL-BINARY-BASE64"]
+
+
+def test_a_wrapped_plain_value_in_the_text_block_counts_as_the_serialized_json() -> None:
+    from tests.core.rules.dsl import play
+
+    for text, value in (("Echo: hi", "Echo: hi"), ("2.0", 2.0)):
+        steps = called({"type": "text", "text": text}, structuredContent={"result": value})
+        assert play(Proof("-", [], []), steps).findings == []
