@@ -10,6 +10,7 @@ session recorded while the page is open thus appears, whatever its transport.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ from mcpsniff.trace.format import TraceError
 from mcpsniff.ui.follow import READ_LIMIT, OffsetTail, file_size
 from mcpsniff.ui.model import SessionModel, TraceModel, bounded
 
+#: A session whose file was written this recently (seconds) and that has not ended is live.
+LIVE_WINDOW = 120.0
 #: Trace files followed at most (the newest, by modification time).
 TRACE_LIMIT = 500
 
@@ -106,12 +109,17 @@ class Library:
 
     def sessions(self) -> list[dict[str, Any]]:
         """Every session of every trace, newest first."""
+        now = time.time()
         with self.lock:
             out = []
             for path, followed in self.traces.items():
                 if followed.error is not None:
                     continue
+                # Still being recorded: not ended, and its file grew lately (an HTTP
+                # session has no end event of its own; a killed relay writes none).
+                recent = now - _mtime(path) < LIVE_WINDOW
                 for summary in followed.model.session_list():
+                    summary["live"] = recent and not summary["ended"]
                     summary["file"] = bounded(path.name)
                     summary["path"] = bounded(str(path), 1000)
                     out.append(summary)

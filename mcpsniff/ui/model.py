@@ -24,6 +24,7 @@ from mcpsniff.core.ids import show_id
 from mcpsniff.core.model import (
     BATCH,
     ERROR,
+    NOTIFICATION,
     REQUEST,
     RESPONSE,
     EventRecord,
@@ -32,8 +33,8 @@ from mcpsniff.core.model import (
     MessageRecord,
     Record,
 )
-from mcpsniff.filter import MessageView, ViewBuilder
-from mcpsniff.filter.view import EVENT
+from mcpsniff.filter import MessageView, ViewBuilder, cancelled_request_id, progress_values
+from mcpsniff.filter.view import CANCELLED, EVENT, PROGRESS
 from mcpsniff.listing.summary import server_name
 from mcpsniff.ui.follow import Header
 
@@ -245,6 +246,9 @@ class TraceModel:
             if pair is not None:
                 row["pair"] = pair
                 session.rows[pair]["pair"] = n
+        note = annotation(view)
+        if note:
+            row["note"] = note
         if view.cancellation is not None:
             cancelled = session.row_for(view.cancellation.request_seq, None)
             if cancelled is not None:
@@ -363,6 +367,32 @@ class TraceModel:
             if session.number == number:
                 return session
         return None
+
+
+def annotation(view: MessageView) -> str | None:
+    """What ``show`` adds under a message: progress values, what a cancellation cancelled."""
+    if view.kind != NOTIFICATION:
+        return None
+    if view.method == PROGRESS:
+        values = progress_values(view)
+        if not values:
+            return None
+        text = f"progress {bounded(values.get('progress'), 40)}"
+        if "total" in values:
+            text += f"/{bounded(values['total'], 40)}"
+        if "message" in values:
+            text += f" {bounded(values['message'], 120)}"
+        return text
+    if view.method == CANCELLED:
+        present, request_id = cancelled_request_id(view)
+        if not present:
+            return "cancels no requestId"
+        text = f"cancels requestId={bounded(request_id, 80)}"
+        cancellation = view.cancellation
+        if cancellation is not None and not cancellation.answered:
+            text += f", unanswered after {cancellation.after_s:.2f} s"
+        return text
+    return None
 
 
 def finding_entry(finding: FindingRecord, n: int, rows: list[int]) -> dict[str, Any]:

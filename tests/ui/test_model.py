@@ -120,3 +120,66 @@ def test_traffic_strings_are_bounded_and_json_safe() -> None:
         node.append(child)
         node = child
     assert "nested deeper" in json.dumps(json_safe(deep))
+
+
+def test_rows_carry_the_annotations_show_prints(tmp_path: Path) -> None:
+    from mcpsniff.core.model import FrameRecord as Frame
+    from mcpsniff.trace.format import TraceWriter
+
+    path = tmp_path / "notes.jsonl"
+    writer = TraceWriter.create(path, meta={}, created=1.0)
+    bodies = [
+        (
+            "c2s",
+            "request",
+            {
+                "jsonrpc": "2.0",
+                "id": 7,
+                "method": "tools/call",
+                "params": {"name": "slow", "_meta": {"progressToken": "p"}},
+            },
+        ),
+        (
+            "s2c",
+            "notification",
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/progress",
+                "params": {
+                    "progressToken": "p",
+                    "progress": 3,
+                    "total": 5,
+                    "message": "<b>step</b>",
+                },
+            },
+        ),
+        (
+            "c2s",
+            "notification",
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}},
+        ),
+    ]
+    for seq, (direction, kind, body) in enumerate(bodies, start=1):
+        raw = json.dumps(body).encode() + b"\n"
+        writer.write(Frame(seq, 1.0 + seq, "s", direction, "stdio", raw))
+        writer.write(
+            MessageRecord(
+                seq,
+                "s",
+                direction,
+                kind,
+                id=body.get("id"),
+                has_id="id" in body,
+                method=body["method"],
+                target="slow" if kind == "request" else None,
+            )
+        )
+    writer.close()
+    (session,) = load_model(path).sessions.values()
+    notes = [r.get("note") for r in session.rows]
+    assert notes == [
+        None,
+        "progress 3/5 <b>step</b>",
+        "cancels requestId=7, unanswered after 2.00 s",
+    ]
+    assert session.rows[2]["cancels"] == 0 and session.rows[2]["tool"] == "slow"

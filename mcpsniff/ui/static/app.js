@@ -138,7 +138,7 @@
       item.dataset.sessionId = s.id;
       if (state.current && state.current.id === s.id) item.classList.add("active");
       const name = el("div", "name", s.name || "?");
-      if (state.source.live && !s.ended) {
+      if (state.source.live && s.live) {
         const dot = el("span", "dot-live", " ●");
         dot.title = "still being recorded";
         name.appendChild(dot);
@@ -313,6 +313,7 @@
     if (row.id !== undefined) parts.push(`id=${row.id}`);
     if (row.code !== undefined) parts.push(`code ${row.code}`);
     if (row.isError) parts.push("isError");
+    if (row.note) parts.push(`· ${row.note}`);
     return parts.join(" ");
   }
 
