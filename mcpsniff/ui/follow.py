@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from mcpsniff.core.model import EventRecord, FrameRecord, Record
-from mcpsniff.filter.reading import _frame_head
+from mcpsniff.filter.reading import _frame_head, _message
 from mcpsniff.trace.format import FORMAT_NAME, TraceError, _loads, decode_record
 from mcpsniff.trace.validate import problem
 
 _FRAME = b'{"type":"frame"'
+_MESSAGE = b'{"type":"message"'
 #: Bytes read from one file per poll.
 READ_LIMIT = 8 << 20
 #: Skipped-record notes kept per trace (the count goes on).
@@ -90,6 +91,15 @@ class OffsetTail:
             frame = _frame_head(line)
             if frame is not None:
                 return offset, frame
+        if line.startswith(_MESSAGE):
+            # The commonest derived record: one orjson parse, the exact parser only
+            # for an id beyond 64 bits (as LazyTraceRecords reads them).
+            obj = _message(line)
+            if obj is not None:
+                try:
+                    return offset, decode_record(obj, line)  # type: ignore[return-value]
+                except TraceError:
+                    pass  # counted as skipped below, with the full checks' reason
         try:
             obj = _loads(line)
         except ValueError:

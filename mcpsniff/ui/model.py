@@ -68,6 +68,8 @@ def bounded(value: Any, limit: int = TEXT_LIMIT) -> str | None:
     """``value`` as a string of at most ``limit`` characters (``None`` stays ``None``)."""
     if value is None:
         return None
+    if type(value) is str and len(value) <= limit and value.isascii():
+        return value  # the common case, first
     text = value if isinstance(value, str) else show_id(value)
     if len(text) > limit:
         text = text[: limit - 1] + "…"
@@ -100,7 +102,6 @@ class SessionModel:
     severities: Counter[str] = field(default_factory=Counter)
     exchanges: OrderedDict[int, dict[str, Any]] = field(default_factory=OrderedDict)
     by_key: dict[tuple[int, int | None], int] = field(default_factory=dict)
-    by_seq: dict[int, list[int]] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
@@ -124,6 +125,14 @@ class SessionModel:
             "dropped": self.dropped_rows,
             "findings": {s: self.severities[s] for s in ("error", "warning", "info")},
         }
+
+    def rows_of(self, seq: int) -> list[int]:
+        """The rows of frame (or event) ``seq``: its message, or a batch and its elements."""
+        n = self.by_key.get((seq, None))
+        if n is None:
+            return []
+        # A batch's elements are the rows right after it (one frame's views, in order).
+        return list(range(n, n + 1 + self.rows[n].get("batch", 0)))
 
     def row_for(self, seq: int, index: int | None) -> int | None:
         """The row number of the message at frame ``seq`` (batch element ``index``)."""
@@ -256,7 +265,6 @@ class TraceModel:
         session.rows.append(row)
         session.offsets.append(offset)
         session.by_key[(view.seq, view.index)] = n
-        session.by_seq.setdefault(view.seq, []).append(n)
         self._rows += 1
 
     def _event(self, session: SessionModel, view: MessageView) -> None:
@@ -299,7 +307,6 @@ class TraceModel:
         session.rows.append(row)
         session.offsets.append(self._frame_offset)
         session.by_key[(event.seq, None)] = n
-        session.by_seq.setdefault(event.seq, []).append(n)
         self._rows += 1
 
     def _learn(self, session: SessionModel, view: MessageView) -> None:
@@ -351,7 +358,7 @@ class TraceModel:
         self._findings += 1
         rows: list[int] = []
         for seq in finding.seq[:FINDING_SEQ_LIMIT]:
-            rows.extend(session.by_seq.get(seq, ()))
+            rows.extend(session.rows_of(seq))
         entry = finding_entry(finding, len(session.findings), rows)
         session.findings.append(entry)
 
