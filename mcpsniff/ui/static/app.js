@@ -8,7 +8,7 @@
 
 (function () {
   const ROW_H = 28;
-  const OVERSCAN = 20;
+  const OVERSCAN = 10;
   const SVG = "http://www.w3.org/2000/svg";
   const LEFT = 30, RIGHT = 250, WIDTH = 280;
   const JSON_NODE_LIMIT = 4000;
