@@ -14,10 +14,14 @@ and shown by the page with ``textContent`` only (DESIGN.md invariant 6).
 
 from __future__ import annotations
 
+import json
 from collections import Counter, OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from mcpsniff.core import catalog
 from mcpsniff.core.ids import show_id
@@ -64,6 +68,16 @@ SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 
 
+def compact(row: dict[str, Any]) -> bytes:
+    """A row as compact JSON (integers beyond 64 bits, from a hostile trace, too)."""
+    try:
+        # orjson's result keeps its 4 KiB buffer; a copy is the row's size.
+        with memoryview(orjson.dumps(row)) as view:
+            return view.tobytes()
+    except TypeError:
+        return json.dumps(row, separators=(",", ":"), default=str).encode("utf-8", "replace")
+
+
 def bounded(value: Any, limit: int = TEXT_LIMIT) -> str | None:
     """``value`` as a string of at most ``limit`` characters (``None`` stays ``None``)."""
     if value is None:
@@ -95,7 +109,9 @@ class SessionModel:
     ended: bool = False
     messages: int = 0
     dropped_rows: int = 0
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    #: One compact JSON object per row (about a quarter of a dict's memory); a row is
+    #: a dict only while its frame's views are being built (see ``TraceModel._seal``).
+    rows: list[Any] = field(default_factory=list)
     #: The file offset of each row's frame or event record.
     offsets: list[int] = field(default_factory=list)
     findings: list[dict[str, Any]] = field(default_factory=list)
@@ -126,13 +142,28 @@ class SessionModel:
             "findings": {s: self.severities[s] for s in ("error", "warning", "info")},
         }
 
+    def row(self, n: int) -> dict[str, Any]:
+        """Row ``n`` as a dict."""
+        value = self.rows[n]
+        return value if isinstance(value, dict) else orjson.loads(value)
+
+    def all_rows(self) -> Iterator[dict[str, Any]]:
+        """Every row as a dict, in order."""
+        for n in range(len(self.rows)):
+            yield self.row(n)
+
+    def rows_json(self, start: int, end: int) -> bytes:
+        """Rows ``start`` to ``end`` as one JSON array."""
+        parts = [r if isinstance(r, bytes) else orjson.dumps(r) for r in self.rows[start:end]]
+        return b"[" + b",".join(parts) + b"]"
+
     def rows_of(self, seq: int) -> list[int]:
         """The rows of frame (or event) ``seq``: its message, or a batch and its elements."""
         n = self.by_key.get((seq, None))
         if n is None:
             return []
         # A batch's elements are the rows right after it (one frame's views, in order).
-        return list(range(n, n + 1 + self.rows[n].get("batch", 0)))
+        return list(range(n, n + 1 + self.row(n).get("batch", 0)))
 
     def row_for(self, seq: int, index: int | None) -> int | None:
         """The row number of the message at frame ``seq`` (batch element ``index``)."""
@@ -154,6 +185,8 @@ class TraceModel:
         self._findings = 0
         #: The batch row of the frame being read, to number its elements under it.
         self._batch: tuple[str, int, int] | None = None
+        #: Rows of the frame being built, still dicts (a batch row counts its elements).
+        self._unsealed: list[tuple[SessionModel, int]] = []
 
     # ------------------------------------------------------------------ input
 
@@ -201,6 +234,18 @@ class TraceModel:
         return session
 
     def _views(self, views: list[MessageView]) -> None:
+        try:
+            self._build(views)
+        finally:
+            self._seal()
+
+    def _seal(self) -> None:
+        """Store the rows just built as compact JSON: their frame is complete."""
+        for session, n in self._unsealed:
+            session.rows[n] = compact(session.rows[n])
+        self._unsealed.clear()
+
+    def _build(self, views: list[MessageView]) -> None:
         for view in views:
             session = self._session(view.session, view.t)
             if view.kind == EVENT:
@@ -222,8 +267,10 @@ class TraceModel:
             row["index"] = view.index
             batch = self._batch
             if batch is not None and batch[0] == view.session and batch[1] == view.seq:
-                row["parent"] = batch[2]
-                session.rows[batch[2]]["batch"] += 1
+                parent = session.rows[batch[2]]
+                if isinstance(parent, dict):  # the batch row of this very frame
+                    row["parent"] = batch[2]
+                    parent["batch"] += 1
         elif view.kind == BATCH:
             row["batch"] = 0
             self._batch = (view.session, view.seq, n)
@@ -253,8 +300,8 @@ class TraceModel:
         if message is not None and message.answers is not None:
             pair = session.row_for(message.answers, message.request_index)
             if pair is not None:
+                # The request's row is sealed; readers give it its answer from here.
                 row["pair"] = pair
-                session.rows[pair]["pair"] = n
         note = annotation(view)
         if note:
             row["note"] = note
@@ -263,6 +310,7 @@ class TraceModel:
             if cancelled is not None:
                 row["cancels"] = cancelled
         session.rows.append(row)
+        self._unsealed.append((session, n))
         session.offsets.append(offset)
         session.by_key[(view.seq, view.index)] = n
         self._rows += 1
@@ -304,7 +352,7 @@ class TraceModel:
             "event": bounded(event.event),
             "detail": event_detail(event.event, data),
         }
-        session.rows.append(row)
+        session.rows.append(compact(row))
         session.offsets.append(self._frame_offset)
         session.by_key[(event.seq, None)] = n
         self._rows += 1

@@ -117,7 +117,7 @@ def _session_data(
     rows = []
     details = {}
     for old in keep:
-        row = dict(session.rows[old])
+        row = session.row(old)
         row["n"] = new[old]
         for link in ("pair", "parent", "cancels"):
             if link in row:

@@ -33,7 +33,7 @@ def test_arrows_batches_latency_and_findings() -> None:
 
 def test_a_window_of_sequence_numbers() -> None:
     (session,) = load_model(GALLERY / "clean-2025-11-25.jsonl").sessions.values()
-    messages = [r for r in session.rows if r["kind"] != "event"]
+    messages = [r for r in session.all_rows() if r["kind"] != "event"]
     first, last = messages[2]["seq"], messages[4]["seq"]
     text, left_out = session_diagram(session, first, last)
     arrows = [line for line in text.splitlines() if ":" in line and "Note" not in line]
