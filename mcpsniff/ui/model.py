@@ -274,13 +274,12 @@ class TraceModel:
         elif view.kind == BATCH:
             row["batch"] = 0
             self._batch = (view.session, view.seq, n)
-        for name, value in (
-            ("method", view.method),
-            ("tool", view.tool),
-            ("target", view.target),
-        ):
-            if value is not None:
-                row[name] = bounded(value)
+        if view.method is not None:
+            row["method"] = bounded(view.method)
+        if view.tool is not None:
+            row["tool"] = bounded(view.tool)
+        if view.target is not None:
+            row["target"] = bounded(view.target)
         if view.has_id:
             row["id"] = bounded(show_id(view.id))
         if view.latency_ms is not None:
@@ -289,22 +288,25 @@ class TraceModel:
             row["code"] = bounded(view.error_code)
         if view.is_error:
             row["isError"] = True
-        if view.frame is not None:
-            row["size"] = len(view.frame.raw)
-            exchange = (view.frame.meta or {}).get("exchange")
-            if isinstance(exchange, int):
-                row["exchange"] = exchange
-            if view.frame.transport:
-                row["transport"] = bounded(view.frame.transport, 20)
+        frame = view.frame
+        if frame is not None:
+            row["size"] = len(frame.raw)
+            if frame.meta:
+                exchange = frame.meta.get("exchange")
+                if isinstance(exchange, int):
+                    row["exchange"] = exchange
+            if frame.transport != "stdio":
+                row["transport"] = bounded(frame.transport, 20)
         message = view.message
         if message is not None and message.answers is not None:
             pair = session.row_for(message.answers, message.request_index)
             if pair is not None:
                 # The request's row is sealed; readers give it its answer from here.
                 row["pair"] = pair
-        note = annotation(view)
-        if note:
-            row["note"] = note
+        if view.kind == NOTIFICATION:
+            note = annotation(view)
+            if note:
+                row["note"] = note
         if view.cancellation is not None:
             cancelled = session.row_for(view.cancellation.request_seq, None)
             if cancelled is not None:

@@ -448,7 +448,7 @@
     add("seq", row.seq);
     add("time", fmtTime(row.t));
     add("direction", row.dir === "c2s" ? "client → server" : row.dir === "s2c" ? "server → client" : "");
-    add("transport", row.transport);
+    add("transport", row.transport || (row.kind !== "event" ? state.current.transport : ""));
     add("latency", row.latency !== undefined ? fmtMs(row.latency) : "");
     add("size", row.size !== undefined ? `${row.size} bytes` : "");
     pane.appendChild(dl);
