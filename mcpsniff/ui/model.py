@@ -46,8 +46,18 @@ from mcpsniff.ui.follow import Header
 TEXT_LIMIT = 300
 #: Longest finding message kept.
 MESSAGE_LIMIT = 4000
-#: Rows kept per trace; beyond this a trace is counted, not shown (``show`` reads it all).
-ROW_LIMIT = 1_000_000
+#: Rows kept over all the traces one process follows (about 0.44 KB each); beyond
+#: this, messages are counted, not shown (``mcpsniff show`` reads any trace whole).
+ROW_LIMIT = 2_000_000
+
+
+@dataclass
+class RowBudget:
+    """How many more rows may be kept: shared by every trace a library follows."""
+
+    left: int = ROW_LIMIT
+
+
 #: Findings kept per trace.
 FINDING_LIMIT = 100_000
 #: HTTP exchanges whose heads are kept per session (the oldest are forgotten first).
@@ -173,9 +183,10 @@ class SessionModel:
 class TraceModel:
     """Everything the views show of one trace file, built incrementally."""
 
-    def __init__(self, path: Path, trace_id: str) -> None:
+    def __init__(self, path: Path, trace_id: str, budget: RowBudget | None = None) -> None:
         self.path = path
         self.id = trace_id
+        self.budget = budget if budget is not None else RowBudget()
         self.header: dict[str, Any] = {}
         self.sessions: dict[str, SessionModel] = {}
         self._builder = ViewBuilder({})
@@ -253,7 +264,7 @@ class TraceModel:
                 continue
             session.messages += 1 if view.kind != BATCH else 0
             self._learn(session, view)
-            if self._rows >= ROW_LIMIT:
+            if self.budget.left <= 0:
                 session.dropped_rows += 1
                 continue
             self._add_row(session, view, self._frame_offset)
@@ -316,6 +327,7 @@ class TraceModel:
         session.offsets.append(offset)
         session.by_key[(view.seq, view.index)] = n
         self._rows += 1
+        self.budget.left -= 1
 
     def _event(self, session: SessionModel, view: MessageView) -> None:
         event = view.event
@@ -342,7 +354,7 @@ class TraceModel:
             # The proxy's view adds information where HTTP failed: such a response is a row.
             if not (part == "response" and isinstance(status, int) and status >= 400):
                 return
-        if self._rows >= ROW_LIMIT:
+        if self.budget.left <= 0:
             session.dropped_rows += 1
             return
         n = len(session.rows)
@@ -358,6 +370,7 @@ class TraceModel:
         session.offsets.append(self._frame_offset)
         session.by_key[(event.seq, None)] = n
         self._rows += 1
+        self.budget.left -= 1
 
     def _learn(self, session: SessionModel, view: MessageView) -> None:
         """The protocol version, server and client names, from the messages that carry them."""

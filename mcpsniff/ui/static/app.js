@@ -149,6 +149,11 @@
       item.appendChild(el("div", "meta", `${fmtDate(s.start)} · ${s.file || s.key}`));
       const counts = el("div", "counts");
       counts.appendChild(el("span", "badge msgs", `${s.messages} messages`));
+      if (s.dropped) {
+        const cut = el("span", "badge sev-warning", `${s.dropped} not shown`);
+        cut.title = "over the UI's row budget: mcpsniff show reads the whole trace";
+        counts.appendChild(cut);
+      }
       for (const sev of ["error", "warning", "info"]) {
         const n = (s.findings || {})[sev] || 0;
         if (n) counts.appendChild(el("span", `badge sev-${sev}`, `${n} ${sev}`));
