@@ -296,6 +296,24 @@
     }
     for (const [n, node] of rendered) if (!keep.has(n)) node.remove();
     rendered = keep;
+    drawPairLine(box);
+  }
+
+  // The selected message and its pair (request and response) joined in the gutter.
+  function drawPairLine(box) {
+    let line = document.getElementById("pair-line");
+    const row = state.selected !== null ? state.rows[state.selected] : null;
+    const i = row ? state.visible.indexOf(row.n) : -1;
+    const j = row && row.pair !== undefined ? state.visible.indexOf(row.pair) : -1;
+    if (i < 0 || j < 0) { if (line) line.hidden = true; return; }
+    if (!line) {
+      line = el("div", "pair-line");
+      line.id = "pair-line";
+      box.appendChild(line);
+    }
+    line.hidden = false;
+    line.style.top = `${Math.min(i, j) * ROW_H + ROW_H / 2}px`;
+    line.style.height = `${Math.abs(i - j) * ROW_H}px`;
   }
 
   function rowSeverity(row) {
