@@ -762,12 +762,12 @@
     const t = el("table", "stats");
     t.dataset.kind = label;
     const head = el("tr");
-    for (const h of [label, "requests", "responses", "errors", "p50", "p95", "p99", "max"]) head.appendChild(el("th", null, h));
+    for (const h of [label, "requests", "responses", "errors", "notif.", "p50", "p95", "p99", "max"]) head.appendChild(el("th", null, h));
     t.appendChild(head);
     for (const [name, s] of Object.entries(byName)) {
       const tr = el("tr");
       tr.appendChild(el("td", null, name));
-      for (const k of ["requests", "responses", "errors"]) tr.appendChild(el("td", k === "errors" && s[k] ? "sev-error" : null, s[k] + (k === "requests" && s.notifications ? ` (+${s.notifications} notif.)` : "")));
+      for (const k of ["requests", "responses", "errors", "notifications"]) tr.appendChild(el("td", k === "errors" && s[k] ? "sev-error" : null, s[k]));
       for (const k of ["p50_ms", "p95_ms", "p99_ms", "max_ms"]) tr.appendChild(el("td", null, s[k] === null ? "–" : fmtMs(s[k])));
       t.appendChild(tr);
     }
