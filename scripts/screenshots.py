@@ -87,6 +87,7 @@ def main() -> int:
                 page.goto(url)
                 page.wait_for_selector(".session")
                 open_session(page, "out-of-order-batch.jsonl")
+                page.locator("[data-toggle]").first.click()
                 page.locator("[data-toggle]").last.click()
                 page.locator(".row", has_text="tools/call add").last.click()
                 page.wait_for_selector("#raw")

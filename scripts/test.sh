@@ -22,7 +22,6 @@ if [ -x scripts/setup-peers.sh ]; then
 fi
 
 bash scripts/setup-browser.sh || exit 2  # Debian's chromium for the web UI tests (tests/ui)
-
 echo "== ruff"
 "$VENV/bin/ruff" check . || exit 1
 "$VENV/bin/ruff" format --check . || exit 1

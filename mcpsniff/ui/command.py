@@ -130,6 +130,9 @@ def report(
             _mermaid(trace, output, from_seq, to_seq, session_key, load_model)
             return
         out = output or trace.with_suffix(".html")
+        if out.exists() and trace.exists() and out.samefile(trace):
+            _fail("report", f"{out} is the trace itself; choose another -o")
+            return
         result = write_report(trace, out, flt)
     except TraceError as exc:
         _fail("report", str(exc))

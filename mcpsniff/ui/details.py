@@ -33,7 +33,7 @@ def message_detail(
     """Everything the detail pane shows about row ``n`` of ``session``, or ``None``."""
     if not 0 <= n < len(session.rows):
         return None
-    row = session.rows[n]
+    row = session.row(n)
     record = read_record_at(path, session.offsets[n])
     out: dict[str, Any] = {"n": n}
     if isinstance(record, EventRecord):

@@ -10,16 +10,18 @@ trace cannot stall the server that polls many.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mcpsniff.core.model import EventRecord, FrameRecord, Record
-from mcpsniff.filter.reading import _frame_head
+from mcpsniff.filter.reading import _frame_head, _message
 from mcpsniff.trace.format import FORMAT_NAME, TraceError, _loads, decode_record
-from mcpsniff.trace.validate import problem
+from mcpsniff.trace.validate import message_problem, problem
 
 _FRAME = b'{"type":"frame"'
+_MESSAGE = b'{"type":"message"'
 #: Bytes read from one file per poll.
 READ_LIMIT = 8 << 20
 #: Skipped-record notes kept per trace (the count goes on).
@@ -88,8 +90,18 @@ class OffsetTail:
             # Most of a trace's bytes are frame payloads: keep them unparsed
             # until a view needs the body (as `stats` and `show` read traces).
             frame = _frame_head(line)
-            if frame is not None:
+            if frame is not None and _plausible(frame):
                 return offset, frame
+        if line.startswith(_MESSAGE):
+            # The commonest derived record: one orjson parse, the exact parser only
+            # for an id beyond 64 bits (as LazyTraceRecords reads them), and the
+            # same shape checks as every record (a hostile trace may hold anything).
+            obj = _message(line)
+            if obj is not None and message_problem(obj) is None:
+                try:
+                    return offset, decode_record(obj, line)  # type: ignore[return-value]
+                except TraceError:
+                    pass  # counted as skipped below, with the full checks' reason
         try:
             obj = _loads(line)
         except ValueError:
@@ -114,6 +126,34 @@ class OffsetTail:
                 self.notes.append(f"line {self._line}: {reason}")
             return None
         return offset, record
+
+
+def trace_records(path: Path) -> Iterator[Record]:
+    """Every record of the trace at ``path`` as the UI reads it: checked, bodies unparsed.
+
+    Raises ``TraceError`` when the file is not a trace. Records that do not
+    have the format's shape are skipped, as everywhere.
+    """
+    tail = OffsetTail(path)
+    while True:
+        items, more = tail.poll()
+        for _, item in items:
+            if not isinstance(item, Header):
+                yield item
+        if not more:
+            break
+
+
+def _plausible(frame: FrameRecord) -> bool:
+    """The head fields of a fast-read frame have the types the format gives them."""
+    return (
+        type(frame.seq) is int
+        and type(frame.t) in (int, float)
+        and type(frame.session) is str
+        and frame.direction in ("c2s", "s2c")
+        and type(frame.transport) is str
+        and (frame.meta is None or type(frame.meta) is dict)
+    )
 
 
 def read_record_at(path: Path, offset: int, limit: int = 256 << 20) -> Record | None:

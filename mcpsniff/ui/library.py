@@ -10,14 +10,17 @@ session recorded while the page is open thus appears, whatever its transport.
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mcpsniff.trace.format import TraceError
 from mcpsniff.ui.follow import READ_LIMIT, OffsetTail, file_size
-from mcpsniff.ui.model import SessionModel, TraceModel, bounded
+from mcpsniff.ui.model import RowBudget, SessionModel, TraceModel, bounded
 
+#: A session whose file was written this recently (seconds) and that has not ended is live.
+LIVE_WINDOW = 120.0
 #: Trace files followed at most (the newest, by modification time).
 TRACE_LIMIT = 500
 
@@ -42,6 +45,8 @@ class Library:
     #: Bumped whenever a session list or a session's rows change.
     version: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: Rows all the followed traces may keep together.
+    budget: RowBudget = field(default_factory=RowBudget)
     _next_id: int = 0
 
     def discover(self) -> list[Path]:
@@ -69,11 +74,21 @@ class Library:
         Runs in a worker thread; request handlers read the models under ``lock``.
         """
         changed = False
-        for path in self.discover():
+        found = self.discover()
+        gone = set(self.traces) - set(found)
+        if gone:
+            # Deleted, or pushed out of the newest TRACE_LIMIT: forget it and its rows.
+            with self.lock:
+                for path in gone:
+                    model = self.traces.pop(path).model
+                    self.budget.left += sum(len(s.rows) for s in model.sessions.values())
+            changed = True
+        for path in found:
             followed = self.traces.get(path)
             if followed is None:
                 with self.lock:
-                    followed = FollowedTrace(OffsetTail(path), TraceModel(path, str(self._next_id)))
+                    model = TraceModel(path, str(self._next_id), self.budget)
+                    followed = FollowedTrace(OffsetTail(path), model)
                     self._next_id += 1
                     self.traces[path] = followed
             if followed.error is not None:
@@ -106,12 +121,17 @@ class Library:
 
     def sessions(self) -> list[dict[str, Any]]:
         """Every session of every trace, newest first."""
+        now = time.time()
         with self.lock:
             out = []
             for path, followed in self.traces.items():
                 if followed.error is not None:
                     continue
+                # Still being recorded: not ended, and its file grew lately (an HTTP
+                # session has no end event of its own; a killed relay writes none).
+                recent = now - _mtime(path) < LIVE_WINDOW
                 for summary in followed.model.session_list():
+                    summary["live"] = recent and not summary["ended"]
                     summary["file"] = bounded(path.name)
                     summary["path"] = bounded(str(path), 1000)
                     out.append(summary)

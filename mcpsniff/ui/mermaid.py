@@ -84,7 +84,7 @@ def session_diagram(
         f"    participant C as Client {client}",
         f"    participant S as Server {server}",
     ]
-    messages = [r for r in session.rows if r["kind"] != "event"]
+    messages = [r for r in session.all_rows() if r["kind"] != "event"]
     window = [
         r
         for r in messages

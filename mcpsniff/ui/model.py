@@ -14,16 +14,21 @@ and shown by the page with ``textContent`` only (DESIGN.md invariant 6).
 
 from __future__ import annotations
 
+import json
 from collections import Counter, OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from mcpsniff.core import catalog
 from mcpsniff.core.ids import show_id
 from mcpsniff.core.model import (
     BATCH,
     ERROR,
+    NOTIFICATION,
     REQUEST,
     RESPONSE,
     EventRecord,
@@ -32,8 +37,8 @@ from mcpsniff.core.model import (
     MessageRecord,
     Record,
 )
-from mcpsniff.filter import MessageView, ViewBuilder
-from mcpsniff.filter.view import EVENT
+from mcpsniff.filter import MessageView, ViewBuilder, cancelled_request_id, progress_values
+from mcpsniff.filter.view import CANCELLED, EVENT, PROGRESS
 from mcpsniff.listing.summary import server_name
 from mcpsniff.ui.follow import Header
 
@@ -41,8 +46,18 @@ from mcpsniff.ui.follow import Header
 TEXT_LIMIT = 300
 #: Longest finding message kept.
 MESSAGE_LIMIT = 4000
-#: Rows kept per trace; beyond this a trace is counted, not shown (``show`` reads it all).
-ROW_LIMIT = 1_000_000
+#: Rows kept over all the traces one process follows (about 0.44 KB each); beyond
+#: this, messages are counted, not shown (``mcpsniff show`` reads any trace whole).
+ROW_LIMIT = 2_000_000
+
+
+@dataclass
+class RowBudget:
+    """How many more rows may be kept: shared by every trace a library follows."""
+
+    left: int = ROW_LIMIT
+
+
 #: Findings kept per trace.
 FINDING_LIMIT = 100_000
 #: HTTP exchanges whose heads are kept per session (the oldest are forgotten first).
@@ -63,10 +78,22 @@ SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo"
 SEVERITY_RANK = {"info": 0, "warning": 1, "error": 2}
 
 
+def compact(row: dict[str, Any]) -> bytes:
+    """A row as compact JSON (integers beyond 64 bits, from a hostile trace, too)."""
+    try:
+        # orjson's result keeps its 4 KiB buffer; a copy is the row's size.
+        with memoryview(orjson.dumps(row)) as view:
+            return view.tobytes()
+    except TypeError:
+        return json.dumps(row, separators=(",", ":"), default=str).encode("utf-8", "replace")
+
+
 def bounded(value: Any, limit: int = TEXT_LIMIT) -> str | None:
     """``value`` as a string of at most ``limit`` characters (``None`` stays ``None``)."""
     if value is None:
         return None
+    if type(value) is str and len(value) <= limit and value.isascii():
+        return value  # the common case, first
     text = value if isinstance(value, str) else show_id(value)
     if len(text) > limit:
         text = text[: limit - 1] + "…"
@@ -92,14 +119,15 @@ class SessionModel:
     ended: bool = False
     messages: int = 0
     dropped_rows: int = 0
-    rows: list[dict[str, Any]] = field(default_factory=list)
+    #: One compact JSON object per row (about a quarter of a dict's memory); a row is
+    #: a dict only while its frame's views are being built (see ``TraceModel._seal``).
+    rows: list[Any] = field(default_factory=list)
     #: The file offset of each row's frame or event record.
     offsets: list[int] = field(default_factory=list)
     findings: list[dict[str, Any]] = field(default_factory=list)
     severities: Counter[str] = field(default_factory=Counter)
     exchanges: OrderedDict[int, dict[str, Any]] = field(default_factory=OrderedDict)
     by_key: dict[tuple[int, int | None], int] = field(default_factory=dict)
-    by_seq: dict[int, list[int]] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
@@ -124,6 +152,29 @@ class SessionModel:
             "findings": {s: self.severities[s] for s in ("error", "warning", "info")},
         }
 
+    def row(self, n: int) -> dict[str, Any]:
+        """Row ``n`` as a dict."""
+        value = self.rows[n]
+        return value if isinstance(value, dict) else orjson.loads(value)
+
+    def all_rows(self) -> Iterator[dict[str, Any]]:
+        """Every row as a dict, in order."""
+        for n in range(len(self.rows)):
+            yield self.row(n)
+
+    def rows_json(self, start: int, end: int) -> bytes:
+        """Rows ``start`` to ``end`` as one JSON array."""
+        parts = [r if isinstance(r, bytes) else orjson.dumps(r) for r in self.rows[start:end]]
+        return b"[" + b",".join(parts) + b"]"
+
+    def rows_of(self, seq: int) -> list[int]:
+        """The rows of frame (or event) ``seq``: its message, or a batch and its elements."""
+        n = self.by_key.get((seq, None))
+        if n is None:
+            return []
+        # A batch's elements are the rows right after it (one frame's views, in order).
+        return list(range(n, n + 1 + self.row(n).get("batch", 0)))
+
     def row_for(self, seq: int, index: int | None) -> int | None:
         """The row number of the message at frame ``seq`` (batch element ``index``)."""
         return self.by_key.get((seq, index))
@@ -132,9 +183,10 @@ class SessionModel:
 class TraceModel:
     """Everything the views show of one trace file, built incrementally."""
 
-    def __init__(self, path: Path, trace_id: str) -> None:
+    def __init__(self, path: Path, trace_id: str, budget: RowBudget | None = None) -> None:
         self.path = path
         self.id = trace_id
+        self.budget = budget if budget is not None else RowBudget()
         self.header: dict[str, Any] = {}
         self.sessions: dict[str, SessionModel] = {}
         self._builder = ViewBuilder({})
@@ -144,6 +196,8 @@ class TraceModel:
         self._findings = 0
         #: The batch row of the frame being read, to number its elements under it.
         self._batch: tuple[str, int, int] | None = None
+        #: Rows of the frame being built, still dicts (a batch row counts its elements).
+        self._unsealed: list[tuple[SessionModel, int]] = []
 
     # ------------------------------------------------------------------ input
 
@@ -191,6 +245,18 @@ class TraceModel:
         return session
 
     def _views(self, views: list[MessageView]) -> None:
+        try:
+            self._build(views)
+        finally:
+            self._seal()
+
+    def _seal(self) -> None:
+        """Store the rows just built as compact JSON: their frame is complete."""
+        for session, n in self._unsealed:
+            session.rows[n] = compact(session.rows[n])
+        self._unsealed.clear()
+
+    def _build(self, views: list[MessageView]) -> None:
         for view in views:
             session = self._session(view.session, view.t)
             if view.kind == EVENT:
@@ -198,7 +264,7 @@ class TraceModel:
                 continue
             session.messages += 1 if view.kind != BATCH else 0
             self._learn(session, view)
-            if self._rows >= ROW_LIMIT:
+            if self.budget.left <= 0:
                 session.dropped_rows += 1
                 continue
             self._add_row(session, view, self._frame_offset)
@@ -212,18 +278,19 @@ class TraceModel:
             row["index"] = view.index
             batch = self._batch
             if batch is not None and batch[0] == view.session and batch[1] == view.seq:
-                row["parent"] = batch[2]
-                session.rows[batch[2]]["batch"] += 1
+                parent = session.rows[batch[2]]
+                if isinstance(parent, dict):  # the batch row of this very frame
+                    row["parent"] = batch[2]
+                    parent["batch"] += 1
         elif view.kind == BATCH:
             row["batch"] = 0
             self._batch = (view.session, view.seq, n)
-        for name, value in (
-            ("method", view.method),
-            ("tool", view.tool),
-            ("target", view.target),
-        ):
-            if value is not None:
-                row[name] = bounded(value)
+        if view.method is not None:
+            row["method"] = bounded(view.method)
+        if view.tool is not None:
+            row["tool"] = bounded(view.tool)
+        if view.target is not None:
+            row["target"] = bounded(view.target)
         if view.has_id:
             row["id"] = bounded(show_id(view.id))
         if view.latency_ms is not None:
@@ -232,28 +299,35 @@ class TraceModel:
             row["code"] = bounded(view.error_code)
         if view.is_error:
             row["isError"] = True
-        if view.frame is not None:
-            row["size"] = len(view.frame.raw)
-            exchange = (view.frame.meta or {}).get("exchange")
-            if isinstance(exchange, int):
-                row["exchange"] = exchange
-            if view.frame.transport:
-                row["transport"] = bounded(view.frame.transport, 20)
+        frame = view.frame
+        if frame is not None:
+            row["size"] = len(frame.raw)
+            if frame.meta:
+                exchange = frame.meta.get("exchange")
+                if isinstance(exchange, int):
+                    row["exchange"] = exchange
+            if frame.transport != "stdio":
+                row["transport"] = bounded(frame.transport, 20)
         message = view.message
         if message is not None and message.answers is not None:
             pair = session.row_for(message.answers, message.request_index)
             if pair is not None:
+                # The request's row is sealed; readers give it its answer from here.
                 row["pair"] = pair
-                session.rows[pair]["pair"] = n
+        if view.kind == NOTIFICATION:
+            note = annotation(view)
+            if note:
+                row["note"] = note
         if view.cancellation is not None:
             cancelled = session.row_for(view.cancellation.request_seq, None)
             if cancelled is not None:
                 row["cancels"] = cancelled
         session.rows.append(row)
+        self._unsealed.append((session, n))
         session.offsets.append(offset)
         session.by_key[(view.seq, view.index)] = n
-        session.by_seq.setdefault(view.seq, []).append(n)
         self._rows += 1
+        self.budget.left -= 1
 
     def _event(self, session: SessionModel, view: MessageView) -> None:
         event = view.event
@@ -280,7 +354,7 @@ class TraceModel:
             # The proxy's view adds information where HTTP failed: such a response is a row.
             if not (part == "response" and isinstance(status, int) and status >= 400):
                 return
-        if self._rows >= ROW_LIMIT:
+        if self.budget.left <= 0:
             session.dropped_rows += 1
             return
         n = len(session.rows)
@@ -292,11 +366,11 @@ class TraceModel:
             "event": bounded(event.event),
             "detail": event_detail(event.event, data),
         }
-        session.rows.append(row)
+        session.rows.append(compact(row))
         session.offsets.append(self._frame_offset)
         session.by_key[(event.seq, None)] = n
-        session.by_seq.setdefault(event.seq, []).append(n)
         self._rows += 1
+        self.budget.left -= 1
 
     def _learn(self, session: SessionModel, view: MessageView) -> None:
         """The protocol version, server and client names, from the messages that carry them."""
@@ -347,7 +421,7 @@ class TraceModel:
         self._findings += 1
         rows: list[int] = []
         for seq in finding.seq[:FINDING_SEQ_LIMIT]:
-            rows.extend(session.by_seq.get(seq, ()))
+            rows.extend(session.rows_of(seq))
         entry = finding_entry(finding, len(session.findings), rows)
         session.findings.append(entry)
 
@@ -363,6 +437,32 @@ class TraceModel:
             if session.number == number:
                 return session
         return None
+
+
+def annotation(view: MessageView) -> str | None:
+    """What ``show`` adds under a message: progress values, what a cancellation cancelled."""
+    if view.kind != NOTIFICATION:
+        return None
+    if view.method == PROGRESS:
+        values = progress_values(view)
+        if not values:
+            return None
+        text = f"progress {bounded(values.get('progress'), 40)}"
+        if "total" in values:
+            text += f"/{bounded(values['total'], 40)}"
+        if "message" in values:
+            text += f" {bounded(values['message'], 120)}"
+        return text
+    if view.method == CANCELLED:
+        present, request_id = cancelled_request_id(view)
+        if not present:
+            return "cancels no requestId"
+        text = f"cancels requestId={bounded(request_id, 80)}"
+        cancellation = view.cancellation
+        if cancellation is not None and not cancellation.answered:
+            text += f", unanswered after {cancellation.after_s:.2f} s"
+        return text
+    return None
 
 
 def finding_entry(finding: FindingRecord, n: int, rows: list[int]) -> dict[str, Any]:

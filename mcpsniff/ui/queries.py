@@ -23,9 +23,8 @@ from mcpsniff.filter import (
     compile_filter,
     index_findings,
 )
-from mcpsniff.filter.reading import LazyTraceRecords
 from mcpsniff.stats.compute import compute
-from mcpsniff.ui.follow import file_size
+from mcpsniff.ui.follow import file_size, trace_records
 from mcpsniff.ui.model import SessionModel
 
 #: Results remembered (per trace size, session and expression).
@@ -80,13 +79,14 @@ def parse(expression: str) -> Filter | dict[str, Any]:
 
 
 def session_views(path: Path) -> Iterator[MessageView]:
-    """Every view of the trace, each with all its findings, as ``show --filter`` reads them.
+    """Every view of the trace, each with all its findings, as ``show --filter`` builds them.
 
-    (Frames keep their body unparsed until a field needs it: faster than
-    ``load_views`` on a long trace.)
+    Read with the UI's own reader, which checks every record's shape (a
+    hostile trace may hold an unhashable index or a list as a session) and
+    keeps frame bodies unparsed until a field needs one.
     """
-    index = index_findings(LazyTraceRecords(path))
-    yield from build_views(LazyTraceRecords(path), index)
+    index = index_findings(trace_records(path))
+    yield from build_views(trace_records(path), index)
 
 
 def matching_rows(path: Path, session: SessionModel, flt: Filter) -> list[int]:

@@ -27,7 +27,7 @@ from mcpsniff.stats.compute import TraceStats
 from mcpsniff.trace.format import TraceError
 from mcpsniff.ui.details import json_safe, message_detail
 from mcpsniff.ui.follow import OffsetTail
-from mcpsniff.ui.model import SessionModel, TraceModel
+from mcpsniff.ui.model import SessionModel, TraceModel, bounded
 from mcpsniff.ui.queries import session_views
 from mcpsniff.ui.server import static_text
 
@@ -93,14 +93,16 @@ def report_data(path: Path, flt: Filter | None = None) -> tuple[dict[str, Any], 
         cut += len(wanted) - len(shown)
         budget -= len(shown)
         summary = session.summary()
-        summary["file"] = path.name
+        summary["file"] = bounded(path.name)
         summary["rows"] = len(shown)
         summary["cut"] = len(wanted) - len(shown)
         figures = json_safe(stats.get(session.key, TraceStats()).to_json())
         figures["layer_titles"] = dict(LAYER_TITLES)
         data[session.id] = _session_data(path, session, shown, flt is not None, figures)
         sessions.append(summary)
-    label = f"report · {path.name}" + (f" · filter: {flt.expression}" if flt is not None else "")
+    label = f"report · {bounded(path.name)}"
+    if flt is not None:
+        label += f" · filter: {bounded(flt.expression, 2000)}"
     if cut:
         label += f" · {cut} rows cut (use --filter)"
     page = {"label": label, "sessions": sessions, "data": data}
@@ -115,7 +117,7 @@ def _session_data(
     rows = []
     details = {}
     for old in keep:
-        row = dict(session.rows[old])
+        row = session.row(old)
         row["n"] = new[old]
         for link in ("pair", "parent", "cancels"):
             if link in row:

@@ -203,9 +203,10 @@ class UiServer:
         start = _int(request.query.get("from"), 0)
         limit = min(_int(request.query.get("limit"), PAGE_LIMIT), PAGE_LIMIT)
         with self.library.lock:
-            rows = session.rows[start : start + limit]
+            rows = session.rows_json(start, start + limit)
             total = len(session.rows)
-        return json_response({"from": start, "rows": rows, "total": total})
+        body = b'{"from":%d,"total":%d,"rows":%s}' % (start, total, rows)
+        return web.Response(body=body, content_type="application/json", headers=SECURITY_HEADERS)
 
     async def findings(self, request: web.Request) -> web.Response:
         _followed, session = self._session(request)
@@ -261,6 +262,11 @@ async def serve(
     ready: Callable[[str], None] | None = None,
 ) -> None:
     """Serve the UI over ``roots`` until cancelled."""
+    stop = asyncio.Event()
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        # SIGTERM (kill, a service manager) stops as cleanly as Ctrl-C does;
+        # installed before the URL is announced, so no early TERM is lost.
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     library = Library(roots)
     server = UiServer(library, host, port)
     await asyncio.to_thread(library.poll)
@@ -277,10 +283,6 @@ async def serve(
     if ready is not None:
         ready(url)
     poller = asyncio.create_task(server.poll_forever())
-    stop = asyncio.Event()
-    with contextlib.suppress(NotImplementedError, RuntimeError):
-        # SIGTERM (kill, a service manager) stops as cleanly as Ctrl-C does.
-        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     try:
         await stop.wait()
     finally:

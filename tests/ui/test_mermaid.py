@@ -33,7 +33,7 @@ def test_arrows_batches_latency_and_findings() -> None:
 
 def test_a_window_of_sequence_numbers() -> None:
     (session,) = load_model(GALLERY / "clean-2025-11-25.jsonl").sessions.values()
-    messages = [r for r in session.rows if r["kind"] != "event"]
+    messages = [r for r in session.all_rows() if r["kind"] != "event"]
     first, last = messages[2]["seq"], messages[4]["seq"]
     text, left_out = session_diagram(session, first, last)
     arrows = [line for line in text.splitlines() if ":" in line and "Note" not in line]
@@ -66,3 +66,13 @@ def test_cli_writes_mermaid_to_stdout_or_a_file(tmp_path: Path) -> None:
     assert out.read_text().startswith("sequenceDiagram\n")
     missing = runner.invoke(main, ["report", str(tmp_path / "nope.jsonl")])
     assert missing.exit_code == 2 and "No such file" in missing.output
+
+
+def test_report_never_overwrites_its_trace(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    trace.write_bytes((GALLERY / "stdout-pollution.jsonl").read_bytes())
+    result = CliRunner().invoke(main, ["report", str(trace), "-o", str(trace)])
+    assert result.exit_code == 2 and "is the trace itself" in result.output
+    assert trace.read_bytes() == (GALLERY / "stdout-pollution.jsonl").read_bytes()
+    bad = CliRunner().invoke(main, ["report", str(trace), "--filter", "latency > fast"])
+    assert bad.exit_code == 2 and "bad duration" in bad.output

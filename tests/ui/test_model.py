@@ -27,12 +27,14 @@ def test_rows_pair_responses_with_requests_and_group_batches() -> None:
     with TraceReader(trace) as reader:
         messages = [r for r in reader.records() if isinstance(r, MessageRecord)]
     assert summary["messages"] == len([m for m in messages if m.kind != "batch"])
-    rows = session.rows
+    rows = list(session.all_rows())
     for row in rows:
         if row["kind"] == "response":
             request = rows[row["pair"]]
-            assert request["kind"] == "request" and request["pair"] == row["n"]
+            assert request["kind"] == "request"
             assert request["method"] == row["method"] and request["id"] == row["id"]
+    # rows are stored compactly, as the JSON the page receives
+    assert all(isinstance(r, bytes) for r in session.rows)
     batches = [r for r in rows if r["kind"] == "batch"]
     assert [b["batch"] for b in batches] == [3, 3]
     for batch in batches:
@@ -49,7 +51,7 @@ def test_findings_link_to_their_rows_with_rule_descriptions() -> None:
     rules = {f["rule"]: f for f in session.findings}
     assert set(rules) == {"JR-PARSE", "STDIO-STDOUT-CLEAN"}
     parse = rules["JR-PARSE"]
-    assert [session.rows[n]["kind"] for n in parse["rows"]] == ["unparseable"]
+    assert [session.row(n)["kind"] for n in parse["rows"]] == ["unparseable"]
     assert parse["description"] and parse["source"] and parse["cause"] == "log-line"
     assert session.summary()["findings"] == {"error": 2, "warning": 0, "info": 0}
 
@@ -58,7 +60,7 @@ def test_detail_reads_the_exact_bytes_back(tmp_path: Path) -> None:
     trace = GALLERY / "stdout-pollution.jsonl"
     model = load_model(trace)
     (session,) = model.sessions.values()
-    bad = next(r for r in session.rows if r["kind"] == "unparseable")
+    bad = next(r for r in session.all_rows() if r["kind"] == "unparseable")
     detail = message_detail(trace, session, bad["n"])
     assert detail is not None
     assert detail["raw"] == "Loading model...\n" and detail["utf8"] is True
@@ -120,3 +122,67 @@ def test_traffic_strings_are_bounded_and_json_safe() -> None:
         node.append(child)
         node = child
     assert "nested deeper" in json.dumps(json_safe(deep))
+
+
+def test_rows_carry_the_annotations_show_prints(tmp_path: Path) -> None:
+    from mcpsniff.core.model import FrameRecord as Frame
+    from mcpsniff.trace.format import TraceWriter
+
+    path = tmp_path / "notes.jsonl"
+    writer = TraceWriter.create(path, meta={}, created=1.0)
+    bodies = [
+        (
+            "c2s",
+            "request",
+            {
+                "jsonrpc": "2.0",
+                "id": 7,
+                "method": "tools/call",
+                "params": {"name": "slow", "_meta": {"progressToken": "p"}},
+            },
+        ),
+        (
+            "s2c",
+            "notification",
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/progress",
+                "params": {
+                    "progressToken": "p",
+                    "progress": 3,
+                    "total": 5,
+                    "message": "<b>step</b>",
+                },
+            },
+        ),
+        (
+            "c2s",
+            "notification",
+            {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}},
+        ),
+    ]
+    for seq, (direction, kind, body) in enumerate(bodies, start=1):
+        raw = json.dumps(body).encode() + b"\n"
+        writer.write(Frame(seq, 1.0 + seq, "s", direction, "stdio", raw))
+        writer.write(
+            MessageRecord(
+                seq,
+                "s",
+                direction,
+                kind,
+                id=body.get("id"),
+                has_id="id" in body,
+                method=body["method"],
+                target="slow" if kind == "request" else None,
+            )
+        )
+    writer.close()
+    (session,) = load_model(path).sessions.values()
+    rows = list(session.all_rows())
+    notes = [r.get("note") for r in rows]
+    assert notes == [
+        None,
+        "progress 3/5 <b>step</b>",
+        "cancels requestId=7, unanswered after 2.00 s",
+    ]
+    assert rows[2]["cancels"] == 0 and rows[2]["tool"] == "slow"

@@ -90,3 +90,39 @@ def test_host_check_rules() -> None:
     assert not server.allowed_host(None)
     wildcard = UiServer(Library([Path(".")]), "0.0.0.0", 6280)
     assert wildcard.allowed_host("192.0.2.7:6280")
+
+
+def test_a_wildcard_address_is_warned_about(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from tests.ui.support import REPO
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcpsniff", "ui", str(tmp_path), "--listen", "0.0.0.0:0"],
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        first = proc.stderr.readline()
+        second = proc.stderr.readline()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+    assert "warning: listening on 0.0.0.0, not loopback" in first
+    assert "serving http://0.0.0.0:" in second
+    assert proc.returncode == 0  # SIGTERM stops it cleanly
+
+
+def test_a_missing_path_is_one_line(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from mcpsniff.cli import main
+
+    result = CliRunner().invoke(main, ["ui", str(tmp_path / "nope")])
+    assert result.exit_code == 2
+    assert result.output.strip() == f"mcpsniff ui: {tmp_path / 'nope'}: no such file or folder"

@@ -352,3 +352,22 @@ def test_a_long_session_renders_only_the_visible_window(page: object, tmp_path: 
         page.fill("#filter", f"id == {calls - 1}")
         page.press("#filter", "Enter")
         wait_for(page, "document.querySelectorAll('.row').length === 2")
+
+
+def test_the_selected_request_is_joined_to_its_response(page: object, gallery_url: str) -> None:
+    page.goto(gallery_url)
+    page.wait_for_selector(".session", timeout=WAIT_MS)
+    open_session(page, "out-of-order-batch.jsonl")
+    request = page.locator(".row[data-kind=request]", has_text="initialize")
+    request.click()
+    line = page.locator("#pair-line")
+    assert line.is_visible()
+    top = page.evaluate("parseFloat(document.getElementById('pair-line').style.top)")
+    height = page.evaluate("parseFloat(document.getElementById('pair-line').style.height)")
+    rows = page.evaluate(
+        "[...document.querySelectorAll('.row')].map(r => [r.dataset.kind, parseFloat(r.style.top)])"
+    )
+    tops = {kind: t for kind, t in reversed(rows)}  # the first row of each kind
+    assert top == tops["request"] + 14 and height == tops["response"] - tops["request"]
+    page.locator(".row[data-kind=notification]").first.click()
+    assert not line.is_visible()  # a notification has no pair

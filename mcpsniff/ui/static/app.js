@@ -8,7 +8,7 @@
 
 (function () {
   const ROW_H = 28;
-  const OVERSCAN = 20;
+  const OVERSCAN = 10;
   const SVG = "http://www.w3.org/2000/svg";
   const LEFT = 30, RIGHT = 250, WIDTH = 280;
   const JSON_NODE_LIMIT = 4000;
@@ -138,7 +138,7 @@
       item.dataset.sessionId = s.id;
       if (state.current && state.current.id === s.id) item.classList.add("active");
       const name = el("div", "name", s.name || "?");
-      if (state.source.live && !s.ended) {
+      if (state.source.live && s.live) {
         const dot = el("span", "dot-live", " ●");
         dot.title = "still being recorded";
         name.appendChild(dot);
@@ -149,6 +149,11 @@
       item.appendChild(el("div", "meta", `${fmtDate(s.start)} · ${s.file || s.key}`));
       const counts = el("div", "counts");
       counts.appendChild(el("span", "badge msgs", `${s.messages} messages`));
+      if (s.dropped) {
+        const cut = el("span", "badge sev-warning", `${s.dropped} not shown`);
+        cut.title = "over the UI's row budget: mcpsniff show reads the whole trace";
+        counts.appendChild(cut);
+      }
       for (const sev of ["error", "warning", "info"]) {
         const n = (s.findings || {})[sev] || 0;
         if (n) counts.appendChild(el("span", `badge sev-${sev}`, `${n} ${sev}`));
@@ -291,6 +296,24 @@
     }
     for (const [n, node] of rendered) if (!keep.has(n)) node.remove();
     rendered = keep;
+    drawPairLine(box);
+  }
+
+  // The selected message and its pair (request and response) joined in the gutter.
+  function drawPairLine(box) {
+    let line = document.getElementById("pair-line");
+    const row = state.selected !== null ? state.rows[state.selected] : null;
+    const i = row ? state.visible.indexOf(row.n) : -1;
+    const j = row && row.pair !== undefined ? state.visible.indexOf(row.pair) : -1;
+    if (i < 0 || j < 0) { if (line) line.hidden = true; return; }
+    if (!line) {
+      line = el("div", "pair-line");
+      line.id = "pair-line";
+      box.appendChild(line);
+    }
+    line.hidden = false;
+    line.style.top = `${Math.min(i, j) * ROW_H + ROW_H / 2}px`;
+    line.style.height = `${Math.abs(i - j) * ROW_H}px`;
   }
 
   function rowSeverity(row) {
@@ -313,6 +336,7 @@
     if (row.id !== undefined) parts.push(`id=${row.id}`);
     if (row.code !== undefined) parts.push(`code ${row.code}`);
     if (row.isError) parts.push("isError");
+    if (row.note) parts.push(`· ${row.note}`);
     return parts.join(" ");
   }
 
@@ -447,7 +471,7 @@
     add("seq", row.seq);
     add("time", fmtTime(row.t));
     add("direction", row.dir === "c2s" ? "client → server" : row.dir === "s2c" ? "server → client" : "");
-    add("transport", row.transport);
+    add("transport", row.transport || (row.kind !== "event" ? state.current.transport : ""));
     add("latency", row.latency !== undefined ? fmtMs(row.latency) : "");
     add("size", row.size !== undefined ? `${row.size} bytes` : "");
     pane.appendChild(dl);
@@ -738,12 +762,12 @@
     const t = el("table", "stats");
     t.dataset.kind = label;
     const head = el("tr");
-    for (const h of [label, "requests", "responses", "errors", "p50", "p95", "p99", "max"]) head.appendChild(el("th", null, h));
+    for (const h of [label, "requests", "responses", "errors", "notif.", "p50", "p95", "p99", "max"]) head.appendChild(el("th", null, h));
     t.appendChild(head);
     for (const [name, s] of Object.entries(byName)) {
       const tr = el("tr");
       tr.appendChild(el("td", null, name));
-      for (const k of ["requests", "responses", "errors"]) tr.appendChild(el("td", k === "errors" && s[k] ? "sev-error" : null, s[k] + (k === "requests" && s.notifications ? ` (+${s.notifications} notif.)` : "")));
+      for (const k of ["requests", "responses", "errors", "notifications"]) tr.appendChild(el("td", k === "errors" && s[k] ? "sev-error" : null, s[k]));
       for (const k of ["p50_ms", "p95_ms", "p99_ms", "max_ms"]) tr.appendChild(el("td", null, s[k] === null ? "–" : fmtMs(s[k])));
       t.appendChild(tr);
     }
