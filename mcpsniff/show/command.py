@@ -10,12 +10,13 @@ from pathlib import Path
 import click
 
 from mcpsniff.filter import HELP as FILTER_HELP
-from mcpsniff.filter import ViewBuilder, index_findings
+from mcpsniff.filter import Filter, ViewBuilder, index_findings
 from mcpsniff.filter.cli import filter_option, parse_filter
 from mcpsniff.filter.reading import LazyTraceRecords
 from mcpsniff.render import Style
 from mcpsniff.show.printer import ViewPrinter
 from mcpsniff.trace.format import TraceError, TraceReader, TraceTail
+from mcpsniff.trace.spool import is_stream, rereadable
 
 EXIT_ERROR = 2
 
@@ -84,11 +85,23 @@ def show(
     cancel (and how long the request had waited), progress notifications their values.
     """
     flt = parse_filter("show", filter_expr)
+    if follow and is_stream(trace):
+        _fail(f"{trace} is a pipe or device: --follow needs a trace file")
     if follow:
         try:
             _wait_for(trace, interval)
         except KeyboardInterrupt:
             return
+    try:
+        with rereadable(trace) as readable:
+            _show(readable, follow, interval, verbose, fmt, flt)
+    except TraceError as exc:
+        _fail(str(exc))
+
+
+def _show(
+    trace: Path, follow: bool, interval: float, verbose: int, fmt: str, flt: Filter | None
+) -> None:
     try:
         TraceReader(trace).close()
     except TraceError as exc:

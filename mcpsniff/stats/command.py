@@ -16,6 +16,7 @@ from mcpsniff.filter.reading import LazyTraceRecords
 from mcpsniff.stats.compute import compute
 from mcpsniff.stats.render import stats_lines
 from mcpsniff.trace.format import TraceError
+from mcpsniff.trace.spool import rereadable
 
 EXIT_ERROR = 2
 
@@ -36,13 +37,14 @@ def stats(trace: Path, fmt: str, filter_expr: str | None) -> None:
     gc.freeze()
     gc.set_threshold(100_000, 50, 100)
     try:
-        index = None
-        if flt is not None:
-            # A late finding (an unanswered request, at session end) belongs to its request.
-            index = index_findings(LazyTraceRecords(trace, on_skip=_quiet))
-        records = LazyTraceRecords(trace)
-        result = compute(build_views(records, index), flt)
-        torn = records.torn
+        with rereadable(trace) as readable:
+            index = None
+            if flt is not None:
+                # A late finding (an unanswered request, at session end) belongs to its request.
+                index = index_findings(LazyTraceRecords(readable, on_skip=_quiet))
+            records = LazyTraceRecords(readable)
+            result = compute(build_views(records, index), flt)
+            torn = records.torn
     except TraceError as exc:
         click.echo(f"mcpsniff stats: {exc}", err=True)
         sys.exit(EXIT_ERROR)

@@ -54,6 +54,10 @@ _EOLS = {b"": "", b"\n": "\n", b"\r\n": "\r\n"}
 _TYPE_PREFIX = b'{"type":"'
 #: TraceReader's file buffer (bytes).
 _READ_BUFFER = 1 << 18
+#: The longest header line a reader takes: a header holds the server's argv and
+#: provenance, never megabytes; a longer first line is no trace (``/dev/zero``,
+#: a binary file) and must not be read whole into memory.
+HEADER_LIMIT = 1 << 20
 _FRAME_PREFIX = b'{"type":"frame"'
 _EVENT_PREFIX = b'{"type":"event"'
 _MESSAGE_PREFIX = b'{"type":"message"'
@@ -557,7 +561,13 @@ class TraceReader:
             raise TraceError(f"{self.path}: is a directory, not a trace") from None
         except OSError as exc:
             raise TraceError(f"{self.path}: cannot open: {exc.strerror or exc}") from None
-        first = self._file.readline()
+        first = self._file.readline(HEADER_LIMIT)
+        if len(first) >= HEADER_LIMIT and not first.endswith(b"\n"):
+            self._file.close()
+            raise TraceError(
+                f"{self.path}: not an mcpsniff trace (line 1 is longer than "
+                f"{HEADER_LIMIT >> 20} MiB, no header)"
+            )
         try:
             obj = _loads(first)
         except ValueError:
