@@ -129,7 +129,7 @@ class ReplayServer:
         decides between a JSON body and an SSE stream, and the status.
         """
         try:
-            value = safejson.loads(raw)
+            value = safejson.loads(raw, finite=True)
         except ValueError:
             return None
         for item in value if isinstance(value, list) else [value]:
@@ -141,10 +141,10 @@ class ReplayServer:
         """Answer one incoming frame: a message or a batch."""
         handled = Handled()
         try:
-            value = safejson.loads(raw)
+            value = safejson.loads(raw, finite=True)
         except ValueError as exc:
             # JSON-RPC 2.0 §5.1: "Invalid JSON was received by the server", id null.
-            reason = str(exc) if "nested" in str(exc) else "invalid JSON"
+            reason = str(exc) if "nested" in str(exc) or "range" in str(exc) else "invalid JSON"
             await emit(encode(_error(None, -32700, f"Parse error: {reason}")))
             handled.answered = True
             return handled

@@ -185,3 +185,41 @@ def test_serve_on_a_wildcard_address_warns_as_mcpsniff_http_does() -> None:
         "this address can use the replay and read the recorded traffic it serves\n"
     )
     assert second.startswith(f"mcpsniff replay: serving {CLEAN} at http://0.0.0.0:")
+
+
+def _strict_json(line: str) -> object:
+    def refuse(name: str) -> object:
+        raise ValueError(f"{name} in a reply: not JSON")
+
+    return json.loads(line, parse_constant=refuse)
+
+
+def test_an_id_no_float_can_hold_gets_a_parse_error_not_an_infinity_echo() -> None:
+    """``1e999`` parsed to inf and was echoed as ``Infinity``: a reply no JSON parser reads."""
+    lines = [
+        '{"jsonrpc":"2.0","id":1e999,"method":"ping"}',
+        '{"jsonrpc":"2.0","id":NaN,"method":"ping"}',
+        '[{"jsonrpc":"2.0","id":-1e400,"method":"ping"}]',
+        json.dumps(PING),
+    ]
+    proc = serve_lines(CLEAN, lines)
+    assert proc.returncode == 0, proc.stderr
+    replies = [_strict_json(line) for line in proc.stdout.splitlines()]
+    assert replies[:3] == [
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": -32700, "message": "Parse error: number 1e999 is out of range"},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": -32700, "message": "Parse error: invalid JSON"},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": -32700, "message": "Parse error: number -1e400 is out of range"},
+        },
+    ]
+    assert replies[3] == {"jsonrpc": "2.0", "id": 1, "result": {}}
