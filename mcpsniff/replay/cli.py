@@ -11,6 +11,7 @@ import click
 from mcpsniff.core.escape import terminal_safe, terminal_safe_lines
 from mcpsniff.replay.matcher import AUTO, MODES, STRICT
 from mcpsniff.replay.script import ReplayError, load_script
+from mcpsniff.seconds import Seconds
 
 EXIT_OK, EXIT_DIFFERENT, EXIT_ERROR = 0, 1, 2
 
@@ -148,7 +149,11 @@ def serve(
     "(repeatable; [*] matches any element).",
 )
 @click.option(
-    "--timeout", default=30.0, show_default=True, help="Seconds to wait for each response."
+    "--timeout",
+    default=30.0,
+    type=Seconds(),
+    show_default=True,
+    help="Seconds to wait for each response.",
 )
 @_TRACE_OPTION
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)

@@ -14,6 +14,7 @@ from mcpsniff.filter import Filter, ViewBuilder, index_findings
 from mcpsniff.filter.cli import filter_option, parse_filter
 from mcpsniff.filter.reading import LazyTraceRecords
 from mcpsniff.render import Style
+from mcpsniff.seconds import Seconds
 from mcpsniff.show.printer import ViewPrinter
 from mcpsniff.trace.format import TraceError, TraceReader, TraceTail
 from mcpsniff.trace.spool import is_stream, rereadable
@@ -60,7 +61,13 @@ def _wait_for(trace: Path, interval: float) -> None:
     is_flag=True,
     help="Keep reading as the trace grows, like tail -F (waits for a trace not created yet).",
 )
-@click.option("--interval", default=0.2, show_default=True, help="Polling interval for --follow.")
+@click.option(
+    "--interval",
+    default=0.2,
+    type=Seconds(maximum=3600),
+    show_default=True,
+    help="Polling interval for --follow, in seconds.",
+)
 @click.option(
     "-v",
     "--verbose",
