@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import click
 
@@ -39,6 +40,20 @@ def _fail(reason: str) -> None:
 
 def _safe(text: str) -> str:
     return "\n".join(terminal_safe_lines(text))
+
+
+def _bad_url(url: str) -> str | None:
+    """Why ``url`` cannot be connected to (no host, a bad port, broken brackets), or None."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # raises ValueError outside 0-65535 or when not a number
+    except ValueError as exc:
+        return str(exc)
+    if not parts.hostname:
+        return "it names no host"
+    if port == 0:
+        return "port 0 is not a port a server listens on"
+    return None
 
 
 @click.group()
@@ -180,6 +195,10 @@ def drive(
         return
     if url and not url.startswith(("http://", "https://")):
         _fail(f"--url must be an http:// or https:// URL, not {url!r}")
+        return
+    if url and (reason := _bad_url(url)) is not None:
+        # Else every request "broke off" and the run looks like a server fault.
+        _fail(f"--url {url!r} is not a usable URL: {reason}")
         return
     try:
         paths = [parse_path(p) for p in ignores]

@@ -223,3 +223,20 @@ def test_an_id_no_float_can_hold_gets_a_parse_error_not_an_infinity_echo() -> No
         },
     ]
     assert replies[3] == {"jsonrpc": "2.0", "id": 1, "result": {}}
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("http://[::1", "Invalid IPv6 URL"),
+        ("http://127.0.0.1:99999/mcp", "Port out of range 0-65535"),
+        ("http:///mcp", "it names no host"),
+        ("http://127.0.0.1:0/mcp", "port 0 is not a port a server listens on"),
+    ],
+)
+def test_drive_a_url_that_cannot_be_used_is_one_line(url: str, reason: str) -> None:
+    """Not five "the server's HTTP response broke off" lines, as if the server were at fault."""
+    assert_clean_failure(
+        [*MCPSNIFF, "replay", "drive", str(CLEAN), "--url", url],
+        f"--url {url!r} is not a usable URL: {reason}",
+    )
