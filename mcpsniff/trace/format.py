@@ -513,7 +513,34 @@ def _shifted(record: Record, suffix: str, offset: int) -> Record:
             answers=None if answers is None else answers + offset,
             session=session,
         )
-    return dataclasses.replace(record, seq=[q + offset for q in record.seq], session=session)
+    return dataclasses.replace(
+        record,
+        seq=[q + offset for q in record.seq],
+        session=session,
+        message=_shift_seq_mentions(record.message, offset) if offset else record.message,
+    )
+
+
+#: How a finding's message names records: "seq 5", "seq 5..9" (core/rules).
+_SEQ_MENTION = re.compile(r"\bseq (\d{1,18})(?:\.\.(\d{1,18}))?\b")
+
+
+def _shift_seq_mentions(message: str, offset: int) -> str:
+    """``message`` with the sequence numbers it names moved by ``offset``.
+
+    The live analyzer of an appended session counts from 1; its records are
+    shifted on the way to the file, and the text must point at the same
+    records, not at an earlier launch's ("request 1 (ping, seq 3) was never
+    answered" in the third launch of a trace).
+    """
+
+    def shift(match: re.Match[str]) -> str:
+        first = int(match.group(1)) + offset
+        if match.group(2) is None:
+            return f"seq {first}"
+        return f"seq {first}..{int(match.group(2)) + offset}"
+
+    return _SEQ_MENTION.sub(shift, message)
 
 
 # --------------------------------------------------------------------------- reader
