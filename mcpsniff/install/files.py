@@ -108,10 +108,34 @@ def backups_for(path: Path) -> list[tuple[Path, dict[str, Any]]]:
             document = orjson.loads(backup.read_bytes())
         except (OSError, orjson.JSONDecodeError):
             continue
-        if isinstance(document, dict) and document.get("path") == wanted:
+        if isinstance(document, dict) and document.get("path") == wanted and _usable(document):
             found.append((backup, document))
-    found.sort(key=lambda item: (item[1].get("time", 0), item[0].name), reverse=True)
+    found.sort(key=lambda item: (item[1]["time"], item[0].name), reverse=True)
     return found
+
+
+def _usable(document: dict[str, Any]) -> bool:
+    """Whether a backup has the shape ``write_backup`` gives it (a damaged one is ignored).
+
+    A backup file can be truncated by a full disk or edited by hand; trusting
+    it would end uninstall in a traceback, or restore garbage. Without it,
+    uninstall still removes the wrapping from the entries themselves.
+    """
+    entries = document.get("entries")
+    original = document.get("original_b64")
+    if (
+        type(document.get("time")) not in (int, float)
+        or not isinstance(document.get("written_sha256"), str)
+        or not isinstance(original, str)
+        or not isinstance(entries, dict)
+        or not all(isinstance(v, dict) for v in entries.values())
+    ):
+        return False
+    try:
+        base64.b64decode(original, validate=True)
+    except ValueError:
+        return False
+    return True
 
 
 def original_bytes(document: dict[str, Any]) -> bytes:

@@ -104,3 +104,30 @@ def test_a_change_saved_by_the_client_meanwhile_is_not_clobbered(
     assert path.read_text() == saved_by_client
     backups = home / ".local/state/mcpsniff/install-backups"
     assert list(backups.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        {"original_b64": "!!!not base64"},
+        {"original_b64": 5},
+        {"entries": {"mcpServers\u0000fs": 5}},
+        {"entries": [1]},
+        {"time": "late"},
+        {"written_sha256": None},
+    ],
+    ids=["bad base64", "b64 a number", "entry a number", "entries a list", "time", "sha"],
+)
+def test_a_damaged_backup_is_ignored_and_the_wrapping_still_removed(
+    home: Path, damage: dict
+) -> None:
+    path, _ = config(home, {"fs": {"command": "fs-server", "args": ["--root", "/srv"]}})
+    assert run("install", "--config", str(path), "--all").exit_code == 0
+    [backup] = (home / ".local/state/mcpsniff/install-backups").glob("*.json")
+    document = json.loads(backup.read_text())
+    backup.write_text(json.dumps({**document, **damage}))
+    result = run("uninstall", "--config", str(path))
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output
+    entry = jsonc.parse(path.read_text()).value["mcpServers"]["fs"]
+    assert entry == {"command": "fs-server", "args": ["--root", "/srv"]}
