@@ -14,6 +14,7 @@ from mcpsniff.filter import Filter, ViewBuilder, index_findings
 from mcpsniff.filter.cli import filter_option, parse_filter
 from mcpsniff.filter.reading import LazyTraceRecords
 from mcpsniff.render import Style
+from mcpsniff.safe_output import tolerate_surrogates
 from mcpsniff.seconds import Seconds
 from mcpsniff.show.printer import ViewPrinter
 from mcpsniff.trace.format import TraceError, TraceReader, TraceTail
@@ -92,6 +93,7 @@ def show(
     cancel (and how long the request had waited), progress notifications their values.
     """
     flt = parse_filter("show", filter_expr)
+    tolerate_surrogates()
     if follow and is_stream(trace):
         _fail(f"{trace} is a pipe or device: --follow needs a trace file")
     if follow:

@@ -18,7 +18,10 @@ from mcpsniff.filter import MessageView, cancelled_request_id, progress_values
 from mcpsniff.filter.view import CANCELLED, PROGRESS
 from mcpsniff.render import finding_json
 
-_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+# And lone surrogates (a peer's "\ud800"), which no UTF-8 output can write raw.
+_UNSAFE = re.compile(
+    "[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]"
+)
 
 
 def view_json(view: MessageView, raw: bool = False) -> dict[str, Any]:

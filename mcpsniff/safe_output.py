@@ -1,0 +1,46 @@
+"""Writing traffic text to standard output: lone surrogates never end a command.
+
+A peer may put ``"\\ud800"`` in a method name, a session id or a tool name: it
+is valid JSON (RFC 8259 §7 allows any ``\\uXXXX`` escape), and Python decodes it
+to a lone surrogate, which UTF-8 cannot encode. ``terminal_safe`` leaves such a
+code point alone, so ``show``, ``check`` and ``stats`` ended with
+``UnicodeEncodeError`` in the middle of their output, and ``orjson`` refuses
+such strings with ``TypeError`` in every ``--format json``.
+
+Commands that print traffic call :func:`tolerate_surrogates` once, so that a
+lone surrogate is written as the visible text ``\\ud800``; JSON output goes
+through :func:`json_line`, which writes it as the JSON escape ``\\ud800``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from typing import IO, Any
+
+import orjson
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def tolerate_surrogates(stream: IO[str] | None = None) -> None:
+    """Make ``stream`` (standard output) write a lone surrogate as ``\\udXXX``, not fail."""
+    target = sys.stdout if stream is None else stream
+    reconfigure = getattr(target, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="backslashreplace")
+
+
+def json_line(obj: Any, option: int = 0) -> str:
+    """``obj`` as one compact JSON text; exact for big integers and lone surrogates.
+
+    ``orjson`` first (fast); for what it refuses (integers beyond 64 bits,
+    lone surrogates), the standard encoder, with each lone surrogate written
+    as its ``\\uXXXX`` escape so the text is valid JSON and valid UTF-8.
+    """
+    try:
+        return orjson.dumps(obj, option=option).decode()
+    except TypeError:
+        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
