@@ -43,4 +43,15 @@ def json_line(obj: Any, option: int = 0) -> str:
         return orjson.dumps(obj, option=option).decode()
     except TypeError:
         text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return escape_surrogates(text)
+
+
+def escape_surrogates(json_text: str) -> str:
+    """JSON text from ``json.dumps(ensure_ascii=False)`` with each lone surrogate as ``\\uXXXX``.
+
+    Inside a JSON string (the only place one can be) the escape is the same
+    value, and the text becomes encodable as UTF-8.
+    """
+    if _SURROGATE.search(json_text) is None:
+        return json_text
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", json_text)

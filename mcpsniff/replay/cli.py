@@ -12,6 +12,7 @@ import click
 from mcpsniff.core.escape import terminal_safe, terminal_safe_lines
 from mcpsniff.replay.matcher import AUTO, MODES, STRICT
 from mcpsniff.replay.script import ReplayError, load_script
+from mcpsniff.safe_output import tolerate_surrogates
 from mcpsniff.seconds import Seconds
 
 EXIT_OK, EXIT_DIFFERENT, EXIT_ERROR = 0, 1, 2
@@ -94,6 +95,7 @@ def serve(
     trace_path: Path | None,
 ) -> None:
     """Act as the server recorded in TRACE, over stdio (default) or HTTP."""
+    tolerate_surrogates()
     from mcpsniff.replay.compare import parse_path
     from mcpsniff.replay.serve import ReplayServer, Unmatched
     from mcpsniff.replay.tap import Tap
@@ -187,6 +189,7 @@ def drive(
 
     Exit status: 0 when every response matches, 1 on any difference, 2 on error.
     """
+    tolerate_surrogates()
     from mcpsniff.replay.compare import parse_path
     from mcpsniff.replay.run import run_drive
 

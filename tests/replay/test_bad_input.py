@@ -240,3 +240,32 @@ def test_drive_a_url_that_cannot_be_used_is_one_line(url: str, reason: str) -> N
         [*MCPSNIFF, "replay", "drive", str(CLEAN), "--url", url],
         f"--url {url!r} is not a usable URL: {reason}",
     )
+
+
+def test_a_lone_surrogate_in_a_client_id_is_echoed_as_its_escape() -> None:
+    """``"\\ud800"`` is valid JSON; the reply was lost to UnicodeEncodeError (a traceback)."""
+    proc = serve_lines(
+        CLEAN, ['{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}', json.dumps(PING)]
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == '{"jsonrpc":"2.0","id":"\\ud800","result":{}}'
+    assert json.loads(lines[0])["id"] == "\ud800"
+    assert json.loads(lines[1]) == {"jsonrpc": "2.0", "id": 1, "result": {}}
+
+
+def test_drive_prints_a_live_lone_surrogate_escaped(tmp_path: Path) -> None:
+    server = tmp_path / "server.py"
+    server.write_text(
+        "import json, sys\n"
+        "for line in sys.stdin:\n"
+        "    m = json.loads(line)\n"
+        "    if 'id' in m and 'method' in m:\n"
+        '        reply = \'{"jsonrpc":"2.0","id":%s,"result":{"v":"\\\\ud800"}}\'\n'
+        "        print(reply % json.dumps(m['id']), flush=True)\n"
+    )
+    result = run([*MCPSNIFF, "replay", "drive", str(CLEAN), "--", sys.executable, str(server)])
+    assert result.code == 1, result.out + result.err
+    assert "Traceback" not in result.err
+    assert 'live:     "\\ud800"' in result.out
