@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import json
 import os
 import time
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from mcpsniff.safe_output import json_line
 from mcpsniff.trace.paths import make_private_dirs, state_dir
 
 BACKUP_SUFFIX = ".json"
@@ -91,7 +93,7 @@ def write_backup(
         except FileExistsError:
             continue
         with os.fdopen(fd, "wb") as handle:
-            handle.write(orjson.dumps(document, option=orjson.OPT_INDENT_2))
+            handle.write(json_line(document).encode("utf-8"))
         return backup
     raise OSError(f"cannot name a backup in {folder}")
 
@@ -105,8 +107,8 @@ def backups_for(path: Path) -> list[tuple[Path, dict[str, Any]]]:
     found = []
     for backup in folder.glob(f"*{BACKUP_SUFFIX}"):
         try:
-            document = orjson.loads(backup.read_bytes())
-        except (OSError, orjson.JSONDecodeError):
+            document = _loads(backup.read_bytes())
+        except (OSError, ValueError):
             continue
         if isinstance(document, dict) and document.get("path") == wanted and _usable(document):
             found.append((backup, document))
@@ -136,6 +138,14 @@ def _usable(document: dict[str, Any]) -> bool:
     except ValueError:
         return False
     return True
+
+
+def _loads(data: bytes) -> Any:
+    """A backup's JSON; the standard parser for what orjson refuses (a lone surrogate)."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
 
 
 def original_bytes(document: dict[str, Any]) -> bytes:

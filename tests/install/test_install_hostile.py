@@ -131,3 +131,16 @@ def test_a_damaged_backup_is_ignored_and_the_wrapping_still_removed(
     assert "Traceback" not in result.output
     entry = jsonc.parse(path.read_text()).value["mcpServers"]["fs"]
     assert entry == {"command": "fs-server", "args": ["--root", "/srv"]}
+
+
+def test_lone_surrogate_escapes_in_a_config_survive_install_and_uninstall(home: Path) -> None:
+    path = home / "mcp.json"
+    path.write_text(r'{"mcpServers":{"a\ud800":{"command":"x\udc00","args":["\ud801"]}}}')
+    original = path.read_bytes()
+    result = run("install", "--config", str(path), "--all")
+    assert result.exit_code == 0, result.output
+    assert "+ a\\ud800: runs under mcpsniff stdio" in result.output
+    entry = json.loads(path.read_text())["mcpServers"]["a\ud800"]
+    assert entry["args"][-3:] == ["--", "x\udc00", "\ud801"]
+    assert run("uninstall", "--config", str(path)).exit_code == 0
+    assert path.read_bytes() == original
