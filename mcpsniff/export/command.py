@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
@@ -122,7 +123,9 @@ def otlp(
     flt = parse_filter("export otlp", filter_expr)
     try:
         settings = OtlpSettings(
-            endpoint=check_endpoint(endpoint) if endpoint else None,
+            endpoint=check_endpoint(endpoint or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", ""))
+            if endpoint or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+            else None,
             protocol=protocol,
             headers=parse_headers(headers),
         )
