@@ -589,6 +589,9 @@ class TraceReader:
         except OSError as exc:
             raise TraceError(f"{self.path}: cannot open: {exc.strerror or exc}") from None
         first = self._file.readline(HEADER_LIMIT)
+        if not first:
+            self._file.close()
+            raise TraceError(f"{self.path}: the file is empty, not an mcpsniff trace")
         if len(first) >= HEADER_LIMIT and not first.endswith(b"\n"):
             self._file.close()
             raise TraceError(
