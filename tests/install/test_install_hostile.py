@@ -144,3 +144,17 @@ def test_lone_surrogate_escapes_in_a_config_survive_install_and_uninstall(home: 
     assert entry["args"][-3:] == ["--", "x\udc00", "\ud801"]
     assert run("uninstall", "--config", str(path)).exit_code == 0
     assert path.read_bytes() == original
+
+
+@pytest.mark.parametrize("name", ["--", "--trace"])
+def test_a_server_named_like_an_option_unwraps_without_its_backup(home: Path, name: str) -> None:
+    path, _ = config(home, {name: {"command": "srv", "args": ["a"]}})
+    assert run("install", "--config", str(path), "--all").exit_code == 0
+    # No backup to restore from (another machine, a cleaned state folder): unwrap by shape.
+    for backup in (home / ".local/state/mcpsniff/install-backups").iterdir():
+        backup.unlink()
+    assert run("uninstall", "--config", str(path)).exit_code == 0
+    assert jsonc.parse(path.read_text()).value["mcpServers"][name] == {
+        "command": "srv",
+        "args": ["a"],
+    }
