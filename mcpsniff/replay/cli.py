@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 import click
 
 from mcpsniff.core.escape import terminal_safe, terminal_safe_lines
+from mcpsniff.replay.compare import PathPart, parse_path
 from mcpsniff.replay.matcher import AUTO, MODES, STRICT
 from mcpsniff.replay.script import ReplayError, load_script
 from mcpsniff.safe_output import tolerate_surrogates
@@ -41,6 +42,22 @@ def _fail(reason: str) -> None:
 
 def _safe(text: str) -> str:
     return "\n".join(terminal_safe_lines(text))
+
+
+def _member_path(option: str, text: str) -> tuple[PathPart, ...]:
+    """A ``--ignore``/``--allow`` path; ``ValueError`` for one that names the whole message.
+
+    ``$`` (or an empty value, as ``--ignore "$unset_variable"`` gives in a shell)
+    would leave every difference out: replay drive would report "all match"
+    for any server at all, the false pass replay must never give.
+    """
+    path = parse_path(text)
+    if not path:
+        raise ValueError(
+            f"{option} {text!r} names the whole message, so every difference would be "
+            "left out; name a member, e.g. '$.result.content[0].text'"
+        )
+    return path
 
 
 def _bad_url(url: str) -> str | None:
@@ -96,12 +113,11 @@ def serve(
 ) -> None:
     """Act as the server recorded in TRACE, over stdio (default) or HTTP."""
     tolerate_surrogates()
-    from mcpsniff.replay.compare import parse_path
     from mcpsniff.replay.serve import ReplayServer, Unmatched
     from mcpsniff.replay.tap import Tap
 
     try:
-        allow = [parse_path(p) for p in allows]
+        allow = [_member_path("--allow", p) for p in allows]
     except ValueError as exc:
         _fail(str(exc))
         return
@@ -190,7 +206,6 @@ def drive(
     Exit status: 0 when every response matches, 1 on any difference, 2 on error.
     """
     tolerate_surrogates()
-    from mcpsniff.replay.compare import parse_path
     from mcpsniff.replay.run import run_drive
 
     if bool(url) == bool(command):
@@ -204,7 +219,7 @@ def drive(
         _fail(f"--url {url!r} is not a usable URL: {reason}")
         return
     try:
-        paths = [parse_path(p) for p in ignores]
+        paths = [_member_path("--ignore", p) for p in ignores]
     except ValueError as exc:
         _fail(str(exc))
         return

@@ -269,3 +269,15 @@ def test_drive_prints_a_live_lone_surrogate_escaped(tmp_path: Path) -> None:
     assert result.code == 1, result.out + result.err
     assert "Traceback" not in result.err
     assert 'live:     "\\ud800"' in result.out
+
+
+@pytest.mark.parametrize("path", ["$", "", " $ "])
+@pytest.mark.parametrize("command", ["drive", "serve"])
+def test_a_path_naming_the_whole_message_is_refused(command: str, path: str) -> None:
+    """``--ignore '$'`` (or ``"$unset"`` in a shell) made any server "all match", exit 0."""
+    option = "--ignore" if command == "drive" else "--allow"
+    extra = ["--", sys.executable, "-c", "pass"] if command == "drive" else []
+    assert_clean_failure(
+        [*MCPSNIFF, "replay", command, str(CLEAN), option, path, *extra],
+        f"{option} {path!r} names the whole message, so every difference would be left out",
+    )
