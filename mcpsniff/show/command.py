@@ -138,15 +138,21 @@ def _show(
         tail.close()
 
 
+#: How much of the trace ``show`` reads at a time: memory stays flat on any trace size.
+_CHUNK = 4 << 20
+
+
 def _print(
     tail: TraceTail, builder: ViewBuilder, printer: ViewPrinter, follow: bool, interval: float
 ) -> None:
     out = sys.stdout
     try:
         while True:
-            for record in tail.poll(final=not follow):
+            for record in tail.poll(final=not follow, max_bytes=_CHUNK):
                 for line in printer.lines(builder.feed(record)):
                     out.write(line + "\n")
+            if tail.more:
+                continue  # the rest of what is already there, a chunk at a time
             if not follow:
                 break
             for line in printer.lines(builder.flush()):

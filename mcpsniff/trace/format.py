@@ -819,22 +819,29 @@ class TraceTail:
         self._file = open(self.path, "rb")  # noqa: SIM115 - closed by close()
         self._partial = b""
         self._line = 0
+        #: Whether the last ``poll(max_bytes=...)`` stopped before the end of the file.
+        self.more = False
         self.header: dict[str, Any] | None = None
         self._on_skip = on_skip or warn_skipped
 
-    def poll(self, *, final: bool = False) -> list[Record]:
+    def poll(self, *, final: bool = False, max_bytes: int | None = None) -> list[Record]:
         """Records whose lines were completed since the previous poll.
 
         With ``final``, a last line without its newline counts too when it is a
-        whole record (the writer stopped right before the newline).
+        whole record (the writer stopped right before the newline). With
+        ``max_bytes``, at most that much of the file is read by this call
+        (``more`` then says whether the file holds more already): a reader
+        such as ``show`` then holds one chunk of a multi-gigabyte trace at a
+        time, not all of it.
         """
-        chunk = self._file.read()
+        chunk = self._file.read(-1 if max_bytes is None else max_bytes)
+        self.more = max_bytes is not None and len(chunk) == max_bytes
         if not chunk and not (final and self._partial):
             return []
         data = self._partial + chunk
         lines = data.split(b"\n")
         self._partial = lines.pop()
-        if final and self._partial:
+        if final and self._partial and not self.more:
             lines.append(self._partial)
             self._partial = b""
         out: list[Record] = []

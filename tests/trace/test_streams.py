@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
 import threading
+import tracemalloc
 from pathlib import Path
 
 import pytest
@@ -88,3 +90,48 @@ def test_a_first_line_longer_than_the_header_limit_is_no_trace(
     result = CliRunner().invoke(main, [*command.split(), str(path), *extra])
     assert result.exit_code == 2
     assert "not an mcpsniff trace (line 1 is longer than 1 MiB, no header)" in result.output
+
+
+def _long_trace(path: Path, pairs: int) -> Path:
+    """A trace of ``pairs`` answered tools/call requests, about 2.5 KB each."""
+    header = b'{"type":"header","format":"mcpsniff-trace","version":2,"meta":{}}\n'
+    text = "x" * 2000
+    with open(path, "wb") as out:
+        out.write(header)
+        for n in range(1, pairs + 1):
+            t = 1767225600.0 + n / 100
+            request = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": {"name": "t"}}
+            response = {"jsonrpc": "2.0", "id": n, "result": {"content": [{"text": text}]}}
+            asked = {"kind": "request", "id": n, "method": "tools/call"}
+            answered = {"kind": "response", "id": n, "answers": 2 * n, "latency_ms": 1.0}
+            for seq, direction, body, message in (
+                (2 * n, "c2s", request, asked),
+                (2 * n + 1, "s2c", response, answered),
+            ):
+                frame = {"type": "frame", "seq": seq, "t": t, "session": "s", "dir": direction}
+                frame |= {"transport": "stdio", "text": json.dumps(body) + "\n"}
+                out.write(json.dumps(frame).encode() + b"\n")
+                record = {"type": "message", "frame": seq, "session": "s", "dir": direction}
+                out.write(json.dumps(record | message).encode() + b"\n")
+    return path
+
+
+def test_show_holds_a_chunk_of_a_long_trace_not_all_of_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcpsniff.show import command
+
+    monkeypatch.setattr(command, "_CHUNK", 256 << 10, raising=False)  # a smaller test
+    trace = _long_trace(tmp_path / "long.jsonl", 6000)
+    size = trace.stat().st_size
+    assert size > 15_000_000
+    tracemalloc.start()
+    try:
+        result = CliRunner().invoke(main, ["show", str(trace)])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert result.exit_code == 0, result.output[-500:]
+    assert result.output.count(" tools/call") == 12000
+    # Read whole, the file alone was more than its size in memory (twice, split).
+    assert peak < size / 4, (peak, size)
