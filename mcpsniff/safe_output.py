@@ -15,6 +15,7 @@ through :func:`json_line`, which writes it as the JSON escape ``\\ud800``.
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from typing import IO, Any
@@ -42,8 +43,29 @@ def json_line(obj: Any, option: int = 0) -> str:
     try:
         return orjson.dumps(obj, option=option).decode()
     except TypeError:
-        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
+        pass
+    try:
+        text = json.dumps(
+            obj, ensure_ascii=False, separators=(",", ":"), default=str, allow_nan=False
+        )
+    except ValueError:
+        # NaN or Infinity (a hostile trace's): null, as orjson writes them; bare
+        # NaN is no JSON, and jq or any strict parser would stop at the line.
+        text = json.dumps(_finite(obj, 0), ensure_ascii=False, separators=(",", ":"), default=str)
     return escape_surrogates(text)
+
+
+def _finite(value: Any, depth: int) -> Any:
+    """``value`` with every non-finite float as None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if depth > 1000:  # json.dumps stops at this depth on its own
+        return value
+    if isinstance(value, dict):
+        return {key: _finite(item, depth + 1) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item, depth + 1) for item in value]
+    return value
 
 
 def escape_surrogates(json_text: str) -> str:

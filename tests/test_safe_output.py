@@ -72,3 +72,25 @@ def test_a_lone_surrogate_is_shown_escaped(trace: Path, args: list[str]) -> None
         assert "\ud800" in json.dumps(values, ensure_ascii=False) or "\udc00" in json.dumps(
             values, ensure_ascii=False
         )
+
+
+def test_nan_and_a_big_integer_together_still_give_strict_json(tmp_path: Path) -> None:
+    """orjson refuses the big integer; the fallback wrote NaN, which no strict parser reads."""
+    path = tmp_path / "nan.jsonl"
+    path.write_text(
+        '{"type":"header","format":"mcpsniff-trace","version":2,"meta":{}}\n'
+        '{"type":"event","seq":1,"t":1767225600,"session":"s","event":"x",'
+        '"data":{"a":NaN,"b":[Infinity],"c":123456789012345678901234567890}}\n'
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "mcpsniff", "show", "--format", "json", str(path)],
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+
+    def refuse(name: str) -> object:
+        raise ValueError(f"{name} is not JSON")
+
+    [value] = [json.loads(line, parse_constant=refuse) for line in done.stdout.splitlines()]
+    assert value["data"] == {"a": None, "b": [None], "c": 123456789012345678901234567890}
