@@ -25,6 +25,7 @@ from mcpsniff.filter.cli import filter_option, parse_filter
 from mcpsniff.filter.select import matching_findings
 from mcpsniff.relay.outputs import Outputs
 from mcpsniff.render import Style, Timeline, finding_json, report_lines
+from mcpsniff.safe_output import json_line, tolerate_surrogates
 from mcpsniff.sinks import Sink
 from mcpsniff.trace.format import TraceError, TraceReader
 
@@ -123,6 +124,7 @@ def check(
         _explain_only(explain)
         return
     flt = parse_filter("check", filter_expr)
+    tolerate_surrogates()
     try:
         reader = TraceReader(trace, on_skip=_warner("check"))
     except TraceError as exc:
@@ -148,7 +150,7 @@ def check(
                 if SEVERITY_RANK.get(record.severity, 0) >= threshold:
                     failing += 1
                 if fmt == "json":
-                    out.write(orjson.dumps(finding_json(record)).decode() + "\n")
+                    out.write(json_line(finding_json(record)) + "\n")
                 else:
                     by_session[record.session].append(record)
                 sessions.add(record.session)

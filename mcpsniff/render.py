@@ -73,11 +73,19 @@ class Trusted(str):
     __slots__ = ()
 
 
+#: The longest piece of traffic text one timeline or report line shows: a peer's
+#: 2 MB method name must not become a 2 MB line (``show -v`` prints bodies whole).
+MAX_PIECE = 2000
+
+
 def _safe(part: object) -> str:
-    """``part`` as output text: escaped unless this module wrote it."""
+    """``part`` as output text: escaped and bounded unless this module wrote it."""
     if type(part) is Trusted:
         return part
-    return terminal_safe(part if type(part) is str else str(part))
+    text = part if type(part) is str else str(part)
+    if len(text) > MAX_PIECE:
+        text = f"{text[:MAX_PIECE]}… ({len(text) - MAX_PIECE} more characters)"
+    return terminal_safe(text)
 
 
 def _line(*parts: object) -> Trusted:

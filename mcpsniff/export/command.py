@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
@@ -122,7 +123,9 @@ def otlp(
     flt = parse_filter("export otlp", filter_expr)
     try:
         settings = OtlpSettings(
-            endpoint=check_endpoint(endpoint) if endpoint else None,
+            endpoint=check_endpoint(endpoint or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT", ""))
+            if endpoint or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+            else None,
             protocol=protocol,
             headers=parse_headers(headers),
         )
@@ -242,7 +245,12 @@ def _refuse_to_replace_a_trace(command: str, trace: Path, output: Path) -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the HAR file here (default: standard output).",
 )
-def har(trace: Path, output: Path | None) -> None:
+@click.option(
+    "--no-redact",
+    is_flag=True,
+    help="Keep credentials (headers, cookies, URLs, bodies) as the trace holds them.",
+)
+def har(trace: Path, output: Path | None, no_redact: bool) -> None:
     """Write the HTTP exchanges of TRACE as a HAR 1.2 file (Chrome DevTools, proxies).
 
     Event-stream responses carry their events as the body text; timings are the
@@ -260,7 +268,7 @@ def har(trace: Path, output: Path | None) -> None:
         return
     try:
         with reader:
-            result = write_har(reader, output)
+            result = write_har(reader, output, redact=not no_redact)
     except HarStdioOnly as exc:
         _fail("har", str(exc))
         return

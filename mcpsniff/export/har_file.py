@@ -12,6 +12,7 @@ from typing import IO, Any
 
 from mcpsniff.export.har import HarBuilder, har_document_head
 from mcpsniff.trace.format import TraceReader
+from mcpsniff.trace.redact_trace import redact_record
 
 
 class HarStdioOnly(Exception):
@@ -31,8 +32,13 @@ def _dump(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=True)
 
 
-def write_har(reader: TraceReader, output: Path | None) -> HarResult:
+def write_har(reader: TraceReader, output: Path | None, *, redact: bool = True) -> HarResult:
     """Write the HAR of ``reader``'s trace to ``output`` (stdout when None).
+
+    With ``redact`` (the default), credentials in headers, URLs and bodies are
+    replaced as ``mcpsniff redact`` replaces them, even in a trace recorded
+    with ``--no-redact``: HAR files are made to be attached to tickets, and a
+    HAR full of session tokens is a classic way for them to leak.
 
     Nothing is written, and :class:`HarStdioOnly` is raised, when the trace has
     stdio sessions and no HTTP exchange. A file is written next to ``output``
@@ -65,7 +71,7 @@ def write_har(reader: TraceReader, output: Path | None) -> HarResult:
 
     try:
         for record in reader.records():
-            builder.feed(record)
+            builder.feed(redact_record(record)[0] if redact else record)
             write_entries(builder.take())
         write_entries(builder.finish())
         stdio = len(builder.stdio_sessions - builder.http_sessions)

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from mcpsniff.core.model import SEVERITY_RANK, FindingRecord
-from mcpsniff.export.safe_text import export_text
+from mcpsniff.export.safe_text import export_text, shared_text
 
 
 def _finding_line(finding: FindingRecord) -> str:
@@ -47,14 +47,14 @@ def junit_xml(
         quiet: list[str] = []
         failed = False
         for finding in findings.get(session, []):
-            line = export_text(_finding_line(finding))
+            line = shared_text(_finding_line(finding))
             if SEVERITY_RANK.get(finding.severity, 0) >= threshold:
                 failed = True
                 failure = ET.SubElement(
                     case,
                     "failure",
                     type=export_text(finding.rule, 200),
-                    message=export_text(finding.message, 1000),
+                    message=shared_text(finding.message, 1000),
                 )
                 failure.text = line
             else:

@@ -44,7 +44,7 @@ from mcpsniff.core.model import (
     MessageRecord,
     Record,
 )
-from mcpsniff.core.redact import redact_json_value
+from mcpsniff.core.redact import redact_json_value, redact_text
 from mcpsniff.export.safe_text import export_text
 
 #: The 2026-07-28 era has no sessions: ``mcp.session.id`` is not set for it.
@@ -313,7 +313,7 @@ class SpanBuilder:
             target = attributes["gen_ai.prompt.name"] = export_text(name, MAX_ATTRIBUTE)
         uri = params.get("uri")
         if isinstance(uri, str) and method in _URI_METHODS:
-            attributes["mcp.resource.uri"] = export_text(uri, MAX_ATTRIBUTE)
+            attributes["mcp.resource.uri"] = self._free_text(uri, MAX_ATTRIBUTE)
         # "{mcp.method.name} {target}", target the tool or prompt name when applicable.
         span_name = f"{attributes['mcp.method.name']} {target}" if target else method
         span_name = export_text(span_name, MAX_ATTRIBUTE)
@@ -355,7 +355,7 @@ class SpanBuilder:
             error_type = export_text(_id_text(code), 64) if code is not None else "_OTHER"
             extra["rpc.response.status_code"] = error_type
             text = error.get("message")
-            description = export_text(text, MAX_ATTRIBUTE) if isinstance(text, str) else None
+            description = self._free_text(text, MAX_ATTRIBUTE) if isinstance(text, str) else None
         elif obj is not None:
             result = obj.get("result")
             if pending.method == "initialize" and isinstance(result, dict):
@@ -400,7 +400,7 @@ class SpanBuilder:
             state.last,
             {
                 "mcpsniff.finding.severity": export_text(finding.severity, 32),
-                "mcpsniff.finding.message": export_text(finding.message, MAX_ATTRIBUTE),
+                "mcpsniff.finding.message": self._free_text(finding.message, MAX_ATTRIBUTE),
                 "mcpsniff.finding.seq": ",".join(str(s) for s in finding.seq[:20]),
             },
         )
@@ -449,6 +449,14 @@ class SpanBuilder:
             "client_to_server" if direction == C2S else ("server_to_client")
         )
         return attributes
+
+    def _free_text(self, text: str, limit: int) -> str:
+        """Traffic text bound for the collector (an error message, a URI, a finding that
+        quotes the wire): credentials replaced, as in ``_content``. A backend is shared
+        far more widely than the trace, even when the trace was recorded --no-redact."""
+        if self.options.redact_content:
+            text, _ = redact_text(text)
+        return export_text(text, limit)
 
     def _content(self, value: Any) -> str:
         if self.options.redact_content:

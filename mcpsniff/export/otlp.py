@@ -22,8 +22,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
+from urllib.parse import urlsplit
 
 from mcpsniff import __version__
+from mcpsniff.core.escape import terminal_safe
+from mcpsniff.core.redact import redact_url
 from mcpsniff.export.otel_spans import MetricPoint, Operation, SpanDraft, operation_metrics
 
 PROTOCOLS = ("http/protobuf", "grpc")
@@ -73,8 +76,12 @@ class OtlpSettings:
         return protocol
 
     def describe(self) -> str:
-        """The endpoint as a person should read it (no credentials: headers are not shown)."""
-        return self.endpoint or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "the default"
+        """The endpoint as a person should read it (no credentials: headers are not shown,
+        userinfo and secret query parameters are redacted; CI logs keep this line)."""
+        endpoint = self.endpoint or os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+        if not endpoint:
+            return "the default"
+        return terminal_safe(redact_url(endpoint)[0])
 
 
 def parse_headers(pairs: Sequence[str]) -> dict[str, str]:
@@ -90,10 +97,18 @@ def parse_headers(pairs: Sequence[str]) -> dict[str, str]:
 
 def check_endpoint(endpoint: str) -> str:
     """An ``--endpoint``/``--otlp`` URL, checked: it must be http:// or https://."""
+    shown = terminal_safe(redact_url(endpoint)[0])
     if not endpoint.startswith(("http://", "https://")):
         raise OtlpSettingsError(
-            f"the OTLP endpoint must be an http:// or https:// URL, not {endpoint!r}"
+            f"the OTLP endpoint must be an http:// or https:// URL, not {shown!r}"
         )
+    try:
+        parts = urlsplit(endpoint)
+        parts.port  # noqa: B018 - raises ValueError for a port outside 0-65535
+    except ValueError as exc:
+        raise OtlpSettingsError(f"the OTLP endpoint {shown!r} is not a usable URL: {exc}") from None
+    if not parts.hostname:
+        raise OtlpSettingsError(f"the OTLP endpoint {shown!r} names no host")
     return endpoint.rstrip("/")
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from mcpsniff.core.escape import terminal_safe
+from mcpsniff.core.redact import redact_text
 
 # Code points XML 1.0 forbids outright (§2.2 Char) or that no encoder can write:
 # lone surrogates from a peer's "\ud800" escapes, and the noncharacters U+FFFE/F.
@@ -36,3 +37,14 @@ def export_text(text: object, limit: int = MAX_FIELD) -> str:
     if _UNWRITABLE.search(value) is not None:
         value = _UNWRITABLE.sub(_visible, value)
     return value
+
+
+def shared_text(text: object, limit: int = MAX_FIELD) -> str:
+    """``export_text`` of traffic text bound for a shared report, credentials replaced.
+
+    A finding's message may quote the wire (a stdout line, an error body); a
+    SARIF log is uploaded to code scanning and a JUnit report kept by CI, so
+    what a --no-redact trace holds must not reach them in the clear.
+    """
+    value = text if isinstance(text, str) else str(text)
+    return export_text(redact_text(value)[0], limit)

@@ -18,7 +18,7 @@ from urllib.parse import quote
 from mcpsniff import __version__
 from mcpsniff.core import catalog
 from mcpsniff.core.model import FindingRecord
-from mcpsniff.export.safe_text import export_text
+from mcpsniff.export.safe_text import export_text, shared_text
 
 SCHEMA_URI = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -151,7 +151,7 @@ def sarif_log(
                 "ruleId": rules[index[rule_id]]["id"],
                 "ruleIndex": index[rule_id],
                 "level": LEVELS.get(finding.severity, "note"),
-                "message": {"text": export_text(finding.message)},
+                "message": {"text": shared_text(finding.message)},
                 "locations": [{"physicalLocation": physical}],
                 "properties": {
                     "session": export_text(finding.session, 500),

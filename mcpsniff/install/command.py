@@ -33,6 +33,7 @@ from mcpsniff.install.plan import (
     plan_unwrap,
     read_config,
 )
+from mcpsniff.safe_output import tolerate_surrogates
 from mcpsniff.trace.paths import safe_name, traces_dir
 
 EXIT_ERROR = 2
@@ -167,6 +168,7 @@ def install(
     A backup is written before every change; `mcpsniff uninstall` undoes it.
     Running it again changes nothing.
     """
+    tolerate_surrogates()
     if not servers and not all_servers:
         _list_servers(_targets("install", client_names, config_paths))
         _fail("install", "say which servers to wrap: --server NAME (repeatable) or --all")
@@ -258,6 +260,7 @@ def uninstall(
     When a file is still exactly what install wrote, its original bytes come
     back; otherwise only the mcpsniff wrapping is removed from each entry.
     """
+    tolerate_surrogates()
     names = set(servers) if servers and not all_servers else None
     for title, path in _targets("uninstall", client_names, config_paths):
         try:

@@ -132,7 +132,7 @@ def unwrap_edits(text: str, entry: Entry, original: dict[str, Any] | None = None
                 Edit(args.start, args.end, original["args_text"]),
             ]
     value = args.value
-    cut = value.index("--")
+    cut = _separator(value)
     inner = value[cut + 1 :]
     if not inner:
         return []
@@ -140,6 +140,24 @@ def unwrap_edits(text: str, entry: Entry, original: dict[str, Any] | None = None
         Edit(command.start, command.end, dumps(inner[0])),
         Edit(args.start, args.end, dumps(inner[1:])),
     ]
+
+
+def _separator(args: list[Any]) -> int:
+    """Where our ``--`` is in wrapped ``args``.
+
+    In the shape ``wrapped_args`` writes (``-m mcpsniff stdio --name N --trace P --``)
+    it is at a known place, whatever the server's name is: a server named
+    ``--`` must not be cut at its name, leaving ``--trace`` as the command.
+    """
+    if (
+        len(args) >= 8
+        and args[:3] == MARK
+        and args[3] == "--name"
+        and args[5] == "--trace"
+        and args[7] == "--"
+    ):
+        return 7
+    return args.index("--")
 
 
 def original_texts(text: str, entry: Entry, trace_pattern: str) -> dict[str, Any]:

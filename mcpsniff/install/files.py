@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import hashlib
+import json
 import os
 import time
 from pathlib import Path
@@ -21,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from mcpsniff.safe_output import json_line
 from mcpsniff.trace.paths import make_private_dirs, state_dir
 
 BACKUP_SUFFIX = ".json"
@@ -91,7 +93,7 @@ def write_backup(
         except FileExistsError:
             continue
         with os.fdopen(fd, "wb") as handle:
-            handle.write(orjson.dumps(document, option=orjson.OPT_INDENT_2))
+            handle.write(json_line(document).encode("utf-8"))
         return backup
     raise OSError(f"cannot name a backup in {folder}")
 
@@ -105,13 +107,45 @@ def backups_for(path: Path) -> list[tuple[Path, dict[str, Any]]]:
     found = []
     for backup in folder.glob(f"*{BACKUP_SUFFIX}"):
         try:
-            document = orjson.loads(backup.read_bytes())
-        except (OSError, orjson.JSONDecodeError):
+            document = _loads(backup.read_bytes())
+        except (OSError, ValueError):
             continue
-        if isinstance(document, dict) and document.get("path") == wanted:
+        if isinstance(document, dict) and document.get("path") == wanted and _usable(document):
             found.append((backup, document))
-    found.sort(key=lambda item: (item[1].get("time", 0), item[0].name), reverse=True)
+    found.sort(key=lambda item: (item[1]["time"], item[0].name), reverse=True)
     return found
+
+
+def _usable(document: dict[str, Any]) -> bool:
+    """Whether a backup has the shape ``write_backup`` gives it (a damaged one is ignored).
+
+    A backup file can be truncated by a full disk or edited by hand; trusting
+    it would end uninstall in a traceback, or restore garbage. Without it,
+    uninstall still removes the wrapping from the entries themselves.
+    """
+    entries = document.get("entries")
+    original = document.get("original_b64")
+    if (
+        type(document.get("time")) not in (int, float)
+        or not isinstance(document.get("written_sha256"), str)
+        or not isinstance(original, str)
+        or not isinstance(entries, dict)
+        or not all(isinstance(v, dict) for v in entries.values())
+    ):
+        return False
+    try:
+        base64.b64decode(original, validate=True)
+    except ValueError:
+        return False
+    return True
+
+
+def _loads(data: bytes) -> Any:
+    """A backup's JSON; the standard parser for what orjson refuses (a lone surrogate)."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return json.loads(data)
 
 
 def original_bytes(document: dict[str, Any]) -> bytes:

@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcpsniff.safe_output import escape_surrogates
+
 
 class JsoncError(ValueError):
     """The text is not JSON with comments; the message names the line and column."""
@@ -195,5 +197,9 @@ def apply(text: str, edits: list[Edit]) -> str:
 
 
 def dumps(value: Any) -> str:
-    """A value as JSON text for a configuration file: one line, non-ASCII kept."""
-    return json.dumps(value, ensure_ascii=False)
+    """A value as JSON text for a configuration file: one line, non-ASCII kept.
+
+    A lone surrogate (the file's own ``"\\ud800"``) stays an escape: raw, the
+    new text could not be written as UTF-8.
+    """
+    return escape_surrogates(json.dumps(value, ensure_ascii=False))

@@ -7,10 +7,10 @@ import time
 from pathlib import Path
 
 import click
-import orjson
 
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.listing.summary import TraceSummary, list_traces
+from mcpsniff.safe_output import json_line, tolerate_surrogates
 from mcpsniff.trace.paths import traces_dir
 
 EXIT_ERROR = 2
@@ -62,6 +62,7 @@ def ls(folder: Path | None, fmt: str) -> None:
     For each: server name, start time, duration, sessions, messages, findings
     (errors/warnings/info), size and file name.
     """
+    tolerate_surrogates()
     folder = folder if folder is not None else traces_dir()
     if not folder.is_dir():
         if folder == traces_dir() and not folder.exists():
@@ -72,7 +73,7 @@ def ls(folder: Path | None, fmt: str) -> None:
     rows = list_traces(folder)
     if fmt == "json":
         for row in rows:
-            click.echo(orjson.dumps(row.to_json()).decode())
+            click.echo(json_line(row.to_json()))
         return
     click.echo(
         f"{'SERVER':<24} {'STARTED':<19} {'DURATION':>8} {'SESSIONS':>8} {'MESSAGES':>10} "

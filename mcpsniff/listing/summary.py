@@ -43,6 +43,8 @@ class TraceSummary:
     messages: int = 0
     findings: Counter[str] = field(default_factory=Counter)
     size: int = 0
+    #: When the file last changed (sorts a trace whose header has no time).
+    mtime: float = 0.0
 
     @property
     def duration(self) -> float | None:
@@ -85,7 +87,8 @@ def summarize(path: Path) -> TraceSummary | None:
     started = float(created) if is_time(created) else None
     summary = TraceSummary(path, server_name(header), started)
     try:
-        summary.size = os.stat(path).st_size
+        info = os.stat(path)
+        summary.size, summary.mtime = info.st_size, info.st_mtime
         with open(path, "rb", buffering=_BUFFER) as handle:
             handle.readline()
             for line in handle:
@@ -134,5 +137,6 @@ def list_traces(folder: Path) -> list[TraceSummary]:
         row = summarize(path)
         if row is not None:
             rows.append(row)
-    rows.sort(key=lambda r: r.started or r.path.stat().st_mtime, reverse=True)
+    # Never stat again here: a trace removed meanwhile (a rotation) must not end ls.
+    rows.sort(key=lambda r: r.started or r.mtime, reverse=True)
     return rows

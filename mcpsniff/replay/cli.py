@@ -5,12 +5,16 @@ from __future__ import annotations
 import asyncio
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import click
 
 from mcpsniff.core.escape import terminal_safe, terminal_safe_lines
+from mcpsniff.replay.compare import PathPart, parse_path
 from mcpsniff.replay.matcher import AUTO, MODES, STRICT
 from mcpsniff.replay.script import ReplayError, load_script
+from mcpsniff.safe_output import tolerate_surrogates
+from mcpsniff.seconds import Seconds
 
 EXIT_OK, EXIT_DIFFERENT, EXIT_ERROR = 0, 1, 2
 
@@ -38,6 +42,36 @@ def _fail(reason: str) -> None:
 
 def _safe(text: str) -> str:
     return "\n".join(terminal_safe_lines(text))
+
+
+def _member_path(option: str, text: str) -> tuple[PathPart, ...]:
+    """A ``--ignore``/``--allow`` path; ``ValueError`` for one that names the whole message.
+
+    ``$`` (or an empty value, as ``--ignore "$unset_variable"`` gives in a shell)
+    would leave every difference out: replay drive would report "all match"
+    for any server at all, the false pass replay must never give.
+    """
+    path = parse_path(text)
+    if not path:
+        raise ValueError(
+            f"{option} {text!r} names the whole message, so every difference would be "
+            "left out; name a member, e.g. '$.result.content[0].text'"
+        )
+    return path
+
+
+def _bad_url(url: str) -> str | None:
+    """Why ``url`` cannot be connected to (no host, a bad port, broken brackets), or None."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # raises ValueError outside 0-65535 or when not a number
+    except ValueError as exc:
+        return str(exc)
+    if not parts.hostname:
+        return "it names no host"
+    if port == 0:
+        return "port 0 is not a port a server listens on"
+    return None
 
 
 @click.group()
@@ -78,12 +112,12 @@ def serve(
     trace_path: Path | None,
 ) -> None:
     """Act as the server recorded in TRACE, over stdio (default) or HTTP."""
-    from mcpsniff.replay.compare import parse_path
+    tolerate_surrogates()
     from mcpsniff.replay.serve import ReplayServer, Unmatched
     from mcpsniff.replay.tap import Tap
 
     try:
-        allow = [parse_path(p) for p in allows]
+        allow = [_member_path("--allow", p) for p in allows]
     except ValueError as exc:
         _fail(str(exc))
         return
@@ -148,7 +182,11 @@ def serve(
     "(repeatable; [*] matches any element).",
 )
 @click.option(
-    "--timeout", default=30.0, show_default=True, help="Seconds to wait for each response."
+    "--timeout",
+    default=30.0,
+    type=Seconds(),
+    show_default=True,
+    help="Seconds to wait for each response.",
 )
 @_TRACE_OPTION
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
@@ -167,7 +205,7 @@ def drive(
 
     Exit status: 0 when every response matches, 1 on any difference, 2 on error.
     """
-    from mcpsniff.replay.compare import parse_path
+    tolerate_surrogates()
     from mcpsniff.replay.run import run_drive
 
     if bool(url) == bool(command):
@@ -176,8 +214,12 @@ def drive(
     if url and not url.startswith(("http://", "https://")):
         _fail(f"--url must be an http:// or https:// URL, not {url!r}")
         return
+    if url and (reason := _bad_url(url)) is not None:
+        # Else every request "broke off" and the run looks like a server fault.
+        _fail(f"--url {url!r} is not a usable URL: {reason}")
+        return
     try:
-        paths = [parse_path(p) for p in ignores]
+        paths = [_member_path("--ignore", p) for p in ignores]
     except ValueError as exc:
         _fail(str(exc))
         return

@@ -144,7 +144,7 @@ class HttpReplay:
 def _initializes(body: bytes) -> bool:
     """Whether a POST body holds an ``initialize`` request."""
     try:
-        value = safejson.loads(body)
+        value = safejson.loads(body, finite=True)
     except ValueError:
         return False
     items = value if isinstance(value, list) else [value]

@@ -10,6 +10,7 @@ replay parses through ``loads``, which refuses both with ``ValueError``.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 #: Deeper than any MCP message needs (schemas nest a few dozen levels at most),
@@ -35,10 +36,30 @@ def depth_exceeds(value: Any, limit: int = MAX_DEPTH) -> bool:
     return False
 
 
-def loads(raw: bytes | str) -> Any:
-    """The JSON value in ``raw``; ``ValueError`` for bad JSON and for nesting beyond MAX_DEPTH."""
+def _finite(literal: str) -> float:
+    value = float(literal)
+    if math.isinf(value):
+        raise ValueError(f"number {literal[:40]} is out of range")
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def loads(raw: bytes | str, *, finite: bool = False) -> Any:
+    """The JSON value in ``raw``; ``ValueError`` for bad JSON and for nesting beyond MAX_DEPTH.
+
+    With ``finite`` (what a client sends us), ``NaN`` and ``Infinity`` (not
+    JSON at all) and numbers beyond a float's range (``1e999``) are refused
+    too: echoed back as an id they would become ``Infinity``, which is not
+    JSON, and break the client's parser.
+    """
     try:
-        value = json.loads(raw)
+        if finite:
+            value = json.loads(raw, parse_float=_finite, parse_constant=_no_constant)
+        else:
+            value = json.loads(raw)
     except RecursionError:
         raise ValueError(f"JSON nested deeper than {MAX_DEPTH} levels") from None
     if depth_exceeds(value):

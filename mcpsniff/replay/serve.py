@@ -37,6 +37,7 @@ from mcpsniff.replay.script import (
     contains_redacted,
     id_key,
 )
+from mcpsniff.safe_output import escape_surrogates
 
 Emit = Callable[[bytes], Awaitable[None]]
 #: JSON-RPC "method not found": the replay has no answer for the request.
@@ -72,8 +73,13 @@ class Handled:
 
 
 def encode(body: Any) -> bytes:
-    """A message as compact JSON, as most SDKs write it."""
-    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    """A message as compact JSON, as most SDKs write it.
+
+    A lone surrogate (a client's id ``"\\ud800"``, or one in the recording)
+    is written as its escape: raw, it cannot be encoded and the reply was lost.
+    """
+    text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+    return escape_surrogates(text).encode("utf-8")
 
 
 def target_of(body: dict[str, Any]) -> str | None:
@@ -129,7 +135,7 @@ class ReplayServer:
         decides between a JSON body and an SSE stream, and the status.
         """
         try:
-            value = safejson.loads(raw)
+            value = safejson.loads(raw, finite=True)
         except ValueError:
             return None
         for item in value if isinstance(value, list) else [value]:
@@ -141,10 +147,10 @@ class ReplayServer:
         """Answer one incoming frame: a message or a batch."""
         handled = Handled()
         try:
-            value = safejson.loads(raw)
+            value = safejson.loads(raw, finite=True)
         except ValueError as exc:
             # JSON-RPC 2.0 §5.1: "Invalid JSON was received by the server", id null.
-            reason = str(exc) if "nested" in str(exc) else "invalid JSON"
+            reason = str(exc) if "nested" in str(exc) or "range" in str(exc) else "invalid JSON"
             await emit(encode(_error(None, -32700, f"Parse error: {reason}")))
             handled.answered = True
             return handled

@@ -10,12 +10,15 @@ from pathlib import Path
 import click
 
 from mcpsniff.filter import HELP as FILTER_HELP
-from mcpsniff.filter import ViewBuilder, index_findings
+from mcpsniff.filter import Filter, ViewBuilder, index_findings
 from mcpsniff.filter.cli import filter_option, parse_filter
 from mcpsniff.filter.reading import LazyTraceRecords
 from mcpsniff.render import Style
+from mcpsniff.safe_output import tolerate_surrogates
+from mcpsniff.seconds import Seconds
 from mcpsniff.show.printer import ViewPrinter
 from mcpsniff.trace.format import TraceError, TraceReader, TraceTail
+from mcpsniff.trace.spool import is_stream, rereadable
 
 EXIT_ERROR = 2
 
@@ -59,7 +62,13 @@ def _wait_for(trace: Path, interval: float) -> None:
     is_flag=True,
     help="Keep reading as the trace grows, like tail -F (waits for a trace not created yet).",
 )
-@click.option("--interval", default=0.2, show_default=True, help="Polling interval for --follow.")
+@click.option(
+    "--interval",
+    default=0.2,
+    type=Seconds(maximum=3600),
+    show_default=True,
+    help="Polling interval for --follow, in seconds.",
+)
 @click.option(
     "-v",
     "--verbose",
@@ -84,11 +93,24 @@ def show(
     cancel (and how long the request had waited), progress notifications their values.
     """
     flt = parse_filter("show", filter_expr)
+    tolerate_surrogates()
+    if follow and is_stream(trace):
+        _fail(f"{trace} is a pipe or device: --follow needs a trace file")
     if follow:
         try:
             _wait_for(trace, interval)
         except KeyboardInterrupt:
             return
+    try:
+        with rereadable(trace) as readable:
+            _show(readable, follow, interval, verbose, fmt, flt)
+    except TraceError as exc:
+        _fail(str(exc))
+
+
+def _show(
+    trace: Path, follow: bool, interval: float, verbose: int, fmt: str, flt: Filter | None
+) -> None:
     try:
         TraceReader(trace).close()
     except TraceError as exc:
@@ -116,15 +138,21 @@ def show(
         tail.close()
 
 
+#: How much of the trace ``show`` reads at a time: memory stays flat on any trace size.
+_CHUNK = 4 << 20
+
+
 def _print(
     tail: TraceTail, builder: ViewBuilder, printer: ViewPrinter, follow: bool, interval: float
 ) -> None:
     out = sys.stdout
     try:
         while True:
-            for record in tail.poll(final=not follow):
+            for record in tail.poll(final=not follow, max_bytes=_CHUNK):
                 for line in printer.lines(builder.feed(record)):
                     out.write(line + "\n")
+            if tail.more:
+                continue  # the rest of what is already there, a chunk at a time
             if not follow:
                 break
             for line in printer.lines(builder.flush()):

@@ -8,17 +8,18 @@ written as ``\\uXXXX`` escapes.
 from __future__ import annotations
 
 import base64
-import json
 import re
 from typing import Any
-
-import orjson
 
 from mcpsniff.filter import MessageView, cancelled_request_id, progress_values
 from mcpsniff.filter.view import CANCELLED, PROGRESS
 from mcpsniff.render import finding_json
+from mcpsniff.safe_output import json_line
 
-_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+# And lone surrogates (a peer's "\ud800"), which no UTF-8 output can write raw.
+_UNSAFE = re.compile(
+    "[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]"
+)
 
 
 def view_json(view: MessageView, raw: bool = False) -> dict[str, Any]:
@@ -78,8 +79,5 @@ def view_json(view: MessageView, raw: bool = False) -> dict[str, Any]:
 
 def dumps_line(obj: dict[str, Any]) -> str:
     """One JSON line, exact for big integers, terminal-safe."""
-    try:
-        text = orjson.dumps(obj).decode()
-    except TypeError:
-        text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+    text = json_line(obj)  # exact big integers; NaN as null; lone surrogates escaped
     return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

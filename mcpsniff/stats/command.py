@@ -13,9 +13,11 @@ from mcpsniff.filter import HELP as FILTER_HELP
 from mcpsniff.filter import Filter, build_views, index_findings
 from mcpsniff.filter.cli import filter_option, parse_filter
 from mcpsniff.filter.reading import LazyTraceRecords
+from mcpsniff.safe_output import json_line, tolerate_surrogates
 from mcpsniff.stats.compute import compute
 from mcpsniff.stats.render import stats_lines
 from mcpsniff.trace.format import TraceError
+from mcpsniff.trace.spool import rereadable
 
 EXIT_ERROR = 2
 
@@ -33,16 +35,18 @@ def stats(trace: Path, fmt: str, filter_expr: str | None) -> None:
     is fast on long traces. With --filter, only matching messages count.
     """
     flt: Filter | None = parse_filter("stats", filter_expr)
+    tolerate_surrogates()
     gc.freeze()
     gc.set_threshold(100_000, 50, 100)
     try:
-        index = None
-        if flt is not None:
-            # A late finding (an unanswered request, at session end) belongs to its request.
-            index = index_findings(LazyTraceRecords(trace, on_skip=_quiet))
-        records = LazyTraceRecords(trace)
-        result = compute(build_views(records, index), flt)
-        torn = records.torn
+        with rereadable(trace) as readable:
+            index = None
+            if flt is not None:
+                # A late finding (an unanswered request, at session end) belongs to its request.
+                index = index_findings(LazyTraceRecords(readable, on_skip=_quiet))
+            records = LazyTraceRecords(readable)
+            result = compute(build_views(records, index), flt)
+            torn = records.torn
     except TraceError as exc:
         click.echo(f"mcpsniff stats: {exc}", err=True)
         sys.exit(EXIT_ERROR)
@@ -52,7 +56,7 @@ def stats(trace: Path, fmt: str, filter_expr: str | None) -> None:
     if torn is not None:
         click.echo(f"mcpsniff stats: warning: {trace}: {torn.describe()}", err=True)
     if fmt == "json":
-        click.echo(orjson.dumps(result.to_json(), option=orjson.OPT_NON_STR_KEYS).decode())
+        click.echo(json_line(result.to_json(), option=orjson.OPT_NON_STR_KEYS))
         return
     for line in stats_lines(result, str(trace)):
         click.echo(line)

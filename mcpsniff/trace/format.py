@@ -54,6 +54,10 @@ _EOLS = {b"": "", b"\n": "\n", b"\r\n": "\r\n"}
 _TYPE_PREFIX = b'{"type":"'
 #: TraceReader's file buffer (bytes).
 _READ_BUFFER = 1 << 18
+#: The longest header line a reader takes: a header holds the server's argv and
+#: provenance, never megabytes; a longer first line is no trace (``/dev/zero``,
+#: a binary file) and must not be read whole into memory.
+HEADER_LIMIT = 1 << 20
 _FRAME_PREFIX = b'{"type":"frame"'
 _EVENT_PREFIX = b'{"type":"event"'
 _MESSAGE_PREFIX = b'{"type":"message"'
@@ -509,7 +513,34 @@ def _shifted(record: Record, suffix: str, offset: int) -> Record:
             answers=None if answers is None else answers + offset,
             session=session,
         )
-    return dataclasses.replace(record, seq=[q + offset for q in record.seq], session=session)
+    return dataclasses.replace(
+        record,
+        seq=[q + offset for q in record.seq],
+        session=session,
+        message=_shift_seq_mentions(record.message, offset) if offset else record.message,
+    )
+
+
+#: How a finding's message names records: "seq 5", "seq 5..9" (core/rules).
+_SEQ_MENTION = re.compile(r"\bseq (\d{1,18})(?:\.\.(\d{1,18}))?\b")
+
+
+def _shift_seq_mentions(message: str, offset: int) -> str:
+    """``message`` with the sequence numbers it names moved by ``offset``.
+
+    The live analyzer of an appended session counts from 1; its records are
+    shifted on the way to the file, and the text must point at the same
+    records, not at an earlier launch's ("request 1 (ping, seq 3) was never
+    answered" in the third launch of a trace).
+    """
+
+    def shift(match: re.Match[str]) -> str:
+        first = int(match.group(1)) + offset
+        if match.group(2) is None:
+            return f"seq {first}"
+        return f"seq {first}..{int(match.group(2)) + offset}"
+
+    return _SEQ_MENTION.sub(shift, message)
 
 
 # --------------------------------------------------------------------------- reader
@@ -557,7 +588,16 @@ class TraceReader:
             raise TraceError(f"{self.path}: is a directory, not a trace") from None
         except OSError as exc:
             raise TraceError(f"{self.path}: cannot open: {exc.strerror or exc}") from None
-        first = self._file.readline()
+        first = self._file.readline(HEADER_LIMIT)
+        if not first:
+            self._file.close()
+            raise TraceError(f"{self.path}: the file is empty, not an mcpsniff trace")
+        if len(first) >= HEADER_LIMIT and not first.endswith(b"\n"):
+            self._file.close()
+            raise TraceError(
+                f"{self.path}: not an mcpsniff trace (line 1 is longer than "
+                f"{HEADER_LIMIT >> 20} MiB, no header)"
+            )
         try:
             obj = _loads(first)
         except ValueError:
@@ -779,22 +819,29 @@ class TraceTail:
         self._file = open(self.path, "rb")  # noqa: SIM115 - closed by close()
         self._partial = b""
         self._line = 0
+        #: Whether the last ``poll(max_bytes=...)`` stopped before the end of the file.
+        self.more = False
         self.header: dict[str, Any] | None = None
         self._on_skip = on_skip or warn_skipped
 
-    def poll(self, *, final: bool = False) -> list[Record]:
+    def poll(self, *, final: bool = False, max_bytes: int | None = None) -> list[Record]:
         """Records whose lines were completed since the previous poll.
 
         With ``final``, a last line without its newline counts too when it is a
-        whole record (the writer stopped right before the newline).
+        whole record (the writer stopped right before the newline). With
+        ``max_bytes``, at most that much of the file is read by this call
+        (``more`` then says whether the file holds more already): a reader
+        such as ``show`` then holds one chunk of a multi-gigabyte trace at a
+        time, not all of it.
         """
-        chunk = self._file.read()
+        chunk = self._file.read(-1 if max_bytes is None else max_bytes)
+        self.more = max_bytes is not None and len(chunk) == max_bytes
         if not chunk and not (final and self._partial):
             return []
         data = self._partial + chunk
         lines = data.split(b"\n")
         self._partial = lines.pop()
-        if final and self._partial:
+        if final and self._partial and not self.more:
             lines.append(self._partial)
             self._partial = b""
         out: list[Record] = []

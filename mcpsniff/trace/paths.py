@@ -30,12 +30,13 @@ from mcpsniff.trace.format import (
     _FRAME_PREFIX,
     FORMAT_NAME,
     FORMAT_VERSION,
+    HEADER_LIMIT,
     TraceWriter,
     _loads,
 )
 
 #: The longest header line an appender reads (a header holds the server's argv).
-_HEADER_LIMIT = 1 << 20
+_HEADER_LIMIT = HEADER_LIMIT
 #: How far back from the end an appender looks for the last sequence number.
 _TAIL_LIMIT = 64 << 20
 _TAIL_CHUNK = 1 << 20

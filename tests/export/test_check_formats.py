@@ -135,3 +135,28 @@ def test_hostile_text_stays_valid_xml_and_json(tmp_path: Path) -> None:
     messages = " ".join(r["message"]["text"] for r in log["runs"][0]["results"])
     assert "\x1b" not in messages and "\ud800" not in messages
     assert "\\u202e" in messages or "\\x1b" in messages
+
+
+@pytest.mark.parametrize("fmt", ["sarif", "junit"])
+def test_a_finding_that_quotes_a_credential_is_redacted_in_shared_reports(
+    tmp_path: Path, fmt: str
+) -> None:
+    """A --no-redact trace: SARIF goes to code scanning, JUnit to CI; no secret goes with it."""
+    secret = "sk-" + "Qw3rTy7uIo" * 3
+    trace = write_stdio_trace(
+        tmp_path / "leaky.jsonl",
+        [
+            ("c2s", {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}),
+            ("s2c", f"starting with OPENAI_API_KEY={secret}\n".encode()),
+        ],
+    )
+    code, text = check(str(trace))
+    assert secret in text  # the local text report shows the trace as it is
+    code, out = check("--format", fmt, "--fail-on", "info", str(trace))
+    assert code == 1
+    assert secret not in out
+    assert "OPENAI_API_KEY=[REDACTED]" in out
+    if fmt == "sarif":
+        validate_sarif(json.loads(out))
+    else:
+        ET.fromstring(out)

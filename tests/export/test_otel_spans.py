@@ -257,3 +257,36 @@ def test_unsampled_traceparent_is_respected() -> None:
         assert {s.parent.span_id for s in traced} >= {int(TP[36:52], 16)}
     finally:
         exporter.shutdown()
+
+
+def test_error_messages_uris_and_findings_sent_to_the_collector_are_redacted() -> None:
+    """Not only the opt-in content: every traffic text a span carries (an unredacted trace)."""
+    token = "ghp_" + "Z9y8X7w6V5" * 4
+    wire = Wire()
+    params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c"}}
+    wire.send("c2s", {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params})
+    result = {"protocolVersion": "2025-11-25", "capabilities": {"resources": {}}}
+    wire.send("s2c", {"jsonrpc": "2.0", "id": 0, "result": result})
+    wire.send("c2s", {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    uri = "https://bot:pa55w0rd-x@example.com/doc?api_key=k3y-s3cr3t-v4lue"
+    read = {"jsonrpc": "2.0", "id": 1, "method": "resources/read", "params": {"uri": uri}}
+    wire.send("c2s", read)
+    error = {"code": -32000, "message": f"upstream refused token {token}"}
+    wire.send("s2c", {"jsonrpc": "2.0", "id": 1, "error": error})
+    # A finding that quotes the wire: stdout text that is not a message.
+    wire.t += 0.01
+    wire.feed(wire.session.feed("s2c", "stdio", f"debug: using {token}\n".encode(), wire.t))
+    ops, lone, _ = wire.close()
+    [call] = [op for op in ops if op.client.name == "resources/read"]
+    texts = [
+        str(call.client.status_message),
+        str(call.client.attributes["mcp.resource.uri"]),
+        *(str(v) for span in lone for e in span.events for v in e.attributes.values()),
+        *(str(span.status_message) for span in lone),
+    ]
+    joined = "\n".join(texts)
+    assert "upstream refused token [REDACTED]" in joined
+    assert "example.com/doc" in joined
+    assert any("STDIO-STDOUT-CLEAN" in span.name for span in lone)
+    for secret in (token, "pa55w0rd-x", "k3y-s3cr3t-v4lue"):
+        assert secret not in joined

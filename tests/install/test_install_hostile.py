@@ -104,3 +104,57 @@ def test_a_change_saved_by_the_client_meanwhile_is_not_clobbered(
     assert path.read_text() == saved_by_client
     backups = home / ".local/state/mcpsniff/install-backups"
     assert list(backups.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        {"original_b64": "!!!not base64"},
+        {"original_b64": 5},
+        {"entries": {"mcpServers\u0000fs": 5}},
+        {"entries": [1]},
+        {"time": "late"},
+        {"written_sha256": None},
+    ],
+    ids=["bad base64", "b64 a number", "entry a number", "entries a list", "time", "sha"],
+)
+def test_a_damaged_backup_is_ignored_and_the_wrapping_still_removed(
+    home: Path, damage: dict
+) -> None:
+    path, _ = config(home, {"fs": {"command": "fs-server", "args": ["--root", "/srv"]}})
+    assert run("install", "--config", str(path), "--all").exit_code == 0
+    [backup] = (home / ".local/state/mcpsniff/install-backups").glob("*.json")
+    document = json.loads(backup.read_text())
+    backup.write_text(json.dumps({**document, **damage}))
+    result = run("uninstall", "--config", str(path))
+    assert result.exit_code == 0, result.output
+    assert "Traceback" not in result.output
+    entry = jsonc.parse(path.read_text()).value["mcpServers"]["fs"]
+    assert entry == {"command": "fs-server", "args": ["--root", "/srv"]}
+
+
+def test_lone_surrogate_escapes_in_a_config_survive_install_and_uninstall(home: Path) -> None:
+    path = home / "mcp.json"
+    path.write_text(r'{"mcpServers":{"a\ud800":{"command":"x\udc00","args":["\ud801"]}}}')
+    original = path.read_bytes()
+    result = run("install", "--config", str(path), "--all")
+    assert result.exit_code == 0, result.output
+    assert "+ a\\ud800: runs under mcpsniff stdio" in result.output
+    entry = json.loads(path.read_text())["mcpServers"]["a\ud800"]
+    assert entry["args"][-3:] == ["--", "x\udc00", "\ud801"]
+    assert run("uninstall", "--config", str(path)).exit_code == 0
+    assert path.read_bytes() == original
+
+
+@pytest.mark.parametrize("name", ["--", "--trace"])
+def test_a_server_named_like_an_option_unwraps_without_its_backup(home: Path, name: str) -> None:
+    path, _ = config(home, {name: {"command": "srv", "args": ["a"]}})
+    assert run("install", "--config", str(path), "--all").exit_code == 0
+    # No backup to restore from (another machine, a cleaned state folder): unwrap by shape.
+    for backup in (home / ".local/state/mcpsniff/install-backups").iterdir():
+        backup.unlink()
+    assert run("uninstall", "--config", str(path)).exit_code == 0
+    assert jsonc.parse(path.read_text()).value["mcpServers"][name] == {
+        "command": "srv",
+        "args": ["a"],
+    }

@@ -99,3 +99,28 @@ def test_a_hostile_time_never_becomes_the_duration(folder: Path, bad_t: bytes) -
     result = CliRunner().invoke(main, ["ls", str(folder), "--format", "json"])
     rows = {r["name"]: r for r in map(orjson.loads, result.output.splitlines())}
     assert rows["new-server"]["duration_s"] == pytest.approx(191.0, abs=0.01)
+
+
+def test_a_trace_removed_while_listing_does_not_end_ls(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A client rotating its traces while ls runs: the row stays, no FileNotFoundError."""
+    from mcpsniff.listing import summary
+
+    for name in ("a.jsonl", "b.jsonl"):
+        (tmp_path / name).write_bytes(
+            (Path(__file__).resolve().parents[2] / "recordings" / "clean-2025-11-25.jsonl")
+            .read_bytes()
+            .replace(b'"created":1767225600.0,', b"")
+        )
+    real = summary.summarize
+
+    def summarize_then_remove(path: Path) -> summary.TraceSummary | None:
+        row = real(path)
+        path.unlink()  # rotated away right after it was read
+        return row
+
+    monkeypatch.setattr(summary, "summarize", summarize_then_remove)
+    rows = summary.list_traces(tmp_path)
+    assert sorted(r.path.name for r in rows) == ["a.jsonl", "b.jsonl"]
+    assert all(r.started is None and r.mtime > 0 for r in rows)

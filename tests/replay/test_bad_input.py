@@ -185,3 +185,99 @@ def test_serve_on_a_wildcard_address_warns_as_mcpsniff_http_does() -> None:
         "this address can use the replay and read the recorded traffic it serves\n"
     )
     assert second.startswith(f"mcpsniff replay: serving {CLEAN} at http://0.0.0.0:")
+
+
+def _strict_json(line: str) -> object:
+    def refuse(name: str) -> object:
+        raise ValueError(f"{name} in a reply: not JSON")
+
+    return json.loads(line, parse_constant=refuse)
+
+
+def test_an_id_no_float_can_hold_gets_a_parse_error_not_an_infinity_echo() -> None:
+    """``1e999`` parsed to inf and was echoed as ``Infinity``: a reply no JSON parser reads."""
+    lines = [
+        '{"jsonrpc":"2.0","id":1e999,"method":"ping"}',
+        '{"jsonrpc":"2.0","id":NaN,"method":"ping"}',
+        '[{"jsonrpc":"2.0","id":-1e400,"method":"ping"}]',
+        json.dumps(PING),
+    ]
+    proc = serve_lines(CLEAN, lines)
+    assert proc.returncode == 0, proc.stderr
+    replies = [_strict_json(line) for line in proc.stdout.splitlines()]
+    assert replies[:3] == [
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": -32700, "message": "Parse error: number 1e999 is out of range"},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": -32700, "message": "Parse error: invalid JSON"},
+        },
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {"code": -32700, "message": "Parse error: number -1e400 is out of range"},
+        },
+    ]
+    assert replies[3] == {"jsonrpc": "2.0", "id": 1, "result": {}}
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("http://[::1", "Invalid IPv6 URL"),
+        ("http://127.0.0.1:99999/mcp", "Port out of range 0-65535"),
+        ("http:///mcp", "it names no host"),
+        ("http://127.0.0.1:0/mcp", "port 0 is not a port a server listens on"),
+    ],
+)
+def test_drive_a_url_that_cannot_be_used_is_one_line(url: str, reason: str) -> None:
+    """Not five "the server's HTTP response broke off" lines, as if the server were at fault."""
+    assert_clean_failure(
+        [*MCPSNIFF, "replay", "drive", str(CLEAN), "--url", url],
+        f"--url {url!r} is not a usable URL: {reason}",
+    )
+
+
+def test_a_lone_surrogate_in_a_client_id_is_echoed_as_its_escape() -> None:
+    """``"\\ud800"`` is valid JSON; the reply was lost to UnicodeEncodeError (a traceback)."""
+    proc = serve_lines(
+        CLEAN, ['{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}', json.dumps(PING)]
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == '{"jsonrpc":"2.0","id":"\\ud800","result":{}}'
+    assert json.loads(lines[0])["id"] == "\ud800"
+    assert json.loads(lines[1]) == {"jsonrpc": "2.0", "id": 1, "result": {}}
+
+
+def test_drive_prints_a_live_lone_surrogate_escaped(tmp_path: Path) -> None:
+    server = tmp_path / "server.py"
+    server.write_text(
+        "import json, sys\n"
+        "for line in sys.stdin:\n"
+        "    m = json.loads(line)\n"
+        "    if 'id' in m and 'method' in m:\n"
+        '        reply = \'{"jsonrpc":"2.0","id":%s,"result":{"v":"\\\\ud800"}}\'\n'
+        "        print(reply % json.dumps(m['id']), flush=True)\n"
+    )
+    result = run([*MCPSNIFF, "replay", "drive", str(CLEAN), "--", sys.executable, str(server)])
+    assert result.code == 1, result.out + result.err
+    assert "Traceback" not in result.err
+    assert 'live:     "\\ud800"' in result.out
+
+
+@pytest.mark.parametrize("path", ["$", "", " $ "])
+@pytest.mark.parametrize("command", ["drive", "serve"])
+def test_a_path_naming_the_whole_message_is_refused(command: str, path: str) -> None:
+    """``--ignore '$'`` (or ``"$unset"`` in a shell) made any server "all match", exit 0."""
+    option = "--ignore" if command == "drive" else "--allow"
+    extra = ["--", sys.executable, "-c", "pass"] if command == "drive" else []
+    assert_clean_failure(
+        [*MCPSNIFF, "replay", command, str(CLEAN), option, path, *extra],
+        f"{option} {path!r} names the whole message, so every difference would be left out",
+    )

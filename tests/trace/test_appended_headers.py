@@ -10,14 +10,17 @@ still tells the launches apart.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from click.testing import CliRunner
 
 from mcpsniff.cli import main
-from mcpsniff.core.model import EventRecord, FrameRecord, MessageRecord
-from mcpsniff.trace.format import TraceTail
+from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, MessageRecord
+from mcpsniff.trace.format import TraceReader, TraceTail
 from mcpsniff.trace.paths import open_trace_file
+from tests.relay.stdio_support import relay_env
 
 SECRET = "ghp_" + "a1B2c3D4e5" * 4
 
@@ -92,3 +95,30 @@ def test_redact_keeps_each_appended_header_with_its_command_redacted(tmp_path: P
     listed = CliRunner().invoke(main, ["ls", str(tmp_path), "--format", "json"])
     rows = {Path(r["path"]).name: r for r in map(json.loads, listed.stdout.splitlines())}
     assert rows["shared.jsonl"]["launches"] == rows["relaunched.jsonl"]["launches"] == 3
+
+
+def test_an_appended_session_s_findings_name_its_own_records(tmp_path: Path) -> None:
+    """Live findings of a relaunch say "seq N" of the records they concern, as check does."""
+    trace = tmp_path / "relaunched.jsonl"
+    for _ in range(2):
+        # A ping nobody answers: cat echoes it back, so both sides leave one unanswered.
+        done = subprocess.run(
+            [sys.executable, "-m", "mcpsniff", "stdio", "--trace", str(trace), "--", "cat"],
+            input=b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n',
+            capture_output=True,
+            timeout=60,
+            env=relay_env(),
+        )
+        assert done.returncode == 0, done.stderr
+    with TraceReader(trace) as reader:
+        recorded = [r for r in reader.records() if isinstance(r, FindingRecord)]
+    second = [f for f in recorded if "@" in f.session and f.rule == "JR-RESP-REQUIRED"]
+    assert second, recorded
+    rechecked = CliRunner().invoke(main, ["check", str(trace), "--format", "json"])
+    again = [json.loads(line) for line in rechecked.stdout.splitlines()]
+    expected = {
+        f["message"] for f in again if "@" in f["session"] and f["rule"] == "JR-RESP-REQUIRED"
+    }
+    assert {f.message for f in second} == expected
+    for finding in second:
+        assert f"seq {finding.seq[0]})" in finding.message

@@ -430,7 +430,7 @@ def test_unknown_record_type_is_skipped_with_a_warning(tmp_path: Path) -> None:
         (encode_line(sample_records()[1]), "no mcpsniff-trace header"),
         (b'{"type":"header","format":"other-trace","version":1}\n', "no mcpsniff-trace header"),
         (b"hello world\n", "line 1 is not JSON"),
-        (b"", "line 1 is not JSON"),
+        (b"", "the file is empty"),
         (b"[1]\n", "no mcpsniff-trace header"),
     ],
 )
