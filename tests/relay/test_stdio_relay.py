@@ -575,7 +575,12 @@ def test_sigterm_with_a_plain_child_forwards_and_reaps(tmp_path: Path) -> None:
     with relay(peer("echo"), "--trace", str(trace)) as r:
         r.send(PING)
         r.wait_stdout(PING)
-        (spawned,) = events_named(read_trace(trace), "spawned")
+        # The analysis writes the spawn event after the relay forwards: wait for it.
+        deadline = time.monotonic() + 20
+        while not (spawns := events_named(read_trace(trace), "spawned")):
+            assert time.monotonic() < deadline, "no spawned event in the trace"
+            time.sleep(0.02)
+        (spawned,) = spawns
         child = spawned.data["child_pid"]
         r.proc.send_signal(signal.SIGTERM)
         assert r.wait() == 128 + signal.SIGTERM
