@@ -38,6 +38,21 @@ _ISO8601 = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[Tt ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+
 #: At most this many items of one list are looked at (a hostile list may be huge).
 MAX_ITEMS = 1000
 _NOTHING = object()
+#: URIs already found valid: resources are read again and again (bounded).
+_VALID_URIS: set[str] = set()
+_VALID_URIS_MAX = 4096
+
+
+def _uri_ok(uri: str) -> bool:
+    if uri in _VALID_URIS:
+        return True
+    if _URI.match(uri) is None:
+        return False
+    if len(_VALID_URIS) < _VALID_URIS_MAX and len(uri) < 1024:
+        _VALID_URIS.add(uri)
+    return True
+
+
 _HINTS = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
 
 
@@ -238,7 +253,7 @@ def resource_uris(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     """Resource URIs are RFC 3986 URIs: a scheme, a colon, and no whitespace."""
     method = msg.request.method if msg.request is not None else ""
     for uri in _uris(method, result):
-        if isinstance(uri, str) and not _URI.match(uri):
+        if isinstance(uri, str) and not _uri_ok(uri):
             session.report(
                 "RES-URI",
                 f"resource uri {uri[:120]!r} is not a valid URI (RFC 3986: a scheme, ':', no "
@@ -311,7 +326,7 @@ def resource_items(session: Session, msg: Msg, result: dict[str, Any]) -> None:
         if type(item) is not dict:
             continue
         uri = item.get("uri")
-        if not bad_uri and type(uri) is str and _URI.match(uri) is None:
+        if not bad_uri and type(uri) is str and not _uri_ok(uri):
             bad_uri = True
             session.report(
                 "RES-URI",

@@ -236,7 +236,21 @@ def _progress(session: Session, msg: Msg) -> None:
         finished = state.finished_tokens[request_direction].get(key)
         if finished is not None and finished < 0:
             return  # progress racing a cancellation: expected (trap 6)
-        if finished is not None:
+        ended_tasks = state.rule_state.get("task_tokens")
+        task_id = ended_tasks.get(key) if finished is not None and ended_tasks else None
+        if task_id is not None:
+            # progress.mdx § Behavior Requirements 3: a task-augmented request's token
+            # stays valid until the task is terminal, and no longer.
+            session.report(
+                "PROG-TASK-TOKEN",
+                f"{sender} sent progress for token {show_id(token)} after its task "
+                f"{str(task_id)[:60]!r} ended (seq {finished}); the token is valid only "
+                "until the task is terminal",
+                [finished, msg.frame],
+                token=token,
+                task_id=task_id,
+            )
+        elif finished is not None:
             session.report(
                 "PROG-STOP",
                 f"{sender} sent progress for token {show_id(token)} after the request was "

@@ -19,6 +19,7 @@ it carried is linked to its request, which then is not "never answered").
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -74,7 +75,37 @@ def unparseable(session: Session, frame: FrameRecord, offset: int, diag: ParseDi
     if line_framed and (diag.cause in RUN_CAUSES or frame.direction in session.state.line_runs):
         _fragment(session, frame, offset, diag)
         return
-    _report_one(session, frame.direction, frame.seq, offset, diag, diag.cause, line_framed)
+    linked = _link_unreadable_reply(session, frame)
+    _report_one(session, frame.direction, frame.seq, offset, diag, diag.cause, line_framed, linked)
+
+
+#: A response's id near its start, as JSON spells it: an integer or a simple string.
+_REPLY_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,200}")')
+
+
+def _link_unreadable_reply(session: Session, frame: FrameRecord) -> dict[str, Any] | None:
+    """An unparseable frame that reads like the reply to a pending request answers it.
+
+    The request was answered, only unreadably: linking it keeps it from being
+    reported as never answered, and tells the reader which call got the bad reply.
+    """
+    head = frame.raw[:4096]
+    if b'"result"' not in head and b'"error"' not in head:
+        return None
+    match = _REPLY_ID.search(head)
+    if match is None:
+        return None
+    token = match.group(1)
+    ident: Any = int(token) if token[:1] != b'"' else token[1:-1].decode("utf-8", "replace")
+    key = ident if type(ident) is int else id_key(ident)
+    request_direction = OPPOSITE[frame.direction]
+    request = session.state.pending[request_direction].pop(key, None)
+    if request is None:
+        return None
+    session.state.answered[request_direction].put(
+        request.key, Answered(request.seq, request.index, request.method, frame.seq)
+    )
+    return {"answers": request.seq, "request_method": request.method, "id": ident}
 
 
 def _report_one(
@@ -85,6 +116,7 @@ def _report_one(
     diag: ParseDiagnosis,
     cause: str,
     line_framed: bool = True,
+    linked: dict[str, Any] | None = None,
 ) -> None:
     """JR-PARSE for one frame, and on stdio the rules it implies."""
     sender = SENDER[direction]
@@ -103,9 +135,16 @@ def _report_one(
         data["error_offset"] = diag.error_offset
     if diag.parser_error:
         data["parser_error"] = diag.parser_error
+    reply = ""
+    if linked is not None:
+        data.update(linked)
+        reply = (
+            f" (its reply to {linked['request_method']}, id {show_id(linked['id'])}, seq "
+            f"{linked['answers']})"
+        )
     session.report(
         "JR-PARSE",
-        f"{sender} sent a frame that is not valid JSON {where} ({cause}): {explanation}",
+        f"{sender} sent a frame that is not valid JSON {where}{reply} ({cause}): {explanation}",
         [seq],
         **data,
     )

@@ -45,6 +45,7 @@ RULES = (
     "TASK-CANCEL-RESULT",
     "TASK-POLL-INTERVAL",
     "TASK-FAILED-ISERROR",
+    "PROG-TASK-TOKEN",
 )
 
 STATUSES = frozenset({"working", "input_required", "completed", "failed", "cancelled"})
@@ -452,6 +453,11 @@ def _end_progress(session: Session, info: TaskInfo, seq: int) -> None:
     if token in active:
         del active[token]
         session.state.finished_tokens[direction].put(token, seq)
+        # Progress after this is PROG-TASK-TOKEN's, not PROG-STOP's (rules/flow.py).
+        ended = session.state.rule_state.get("task_tokens")
+        if ended is None:
+            ended = session.state.rule_state["task_tokens"] = BoundedMap(TASK_WINDOW)
+        ended.put(token, info.task_id)
 
 
 def _cancel_error(session: Session, msg: Msg, request: Pending) -> None:

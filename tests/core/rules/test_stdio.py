@@ -178,3 +178,20 @@ def test_an_integer_id_that_lost_precision_is_its_own_cause() -> None:
     assert finding.data["cause"] == "id-precision"
     assert finding.data["request_id"] == big and finding.data["response_id"] == 2**53
     assert convo.find("JR-RESP-REQUIRED") == []
+
+
+def test_an_unreadable_one_line_reply_is_linked_to_its_request() -> None:
+    bad_reply = b'{"jsonrpc": "2.0", "id": 1, "result": {"v": NaN}}\n'
+    convo = play(Proof("-", [], []), [c(PING), s(bad_reply), end()])
+    (root,) = convo.find("JR-PARSE")
+    assert root.data["answers"] == 4 and root.data["request_method"] == "ping"
+    assert "its reply to ping, id 1, seq 4" in root.message
+    assert convo.find("JR-RESP-REQUIRED") == []
+
+
+def test_an_unreadable_frame_naming_no_pending_id_stays_unlinked() -> None:
+    stray = b'{"jsonrpc": "2.0", "id": 7, "result": {"v": NaN}}\n'
+    convo = play(Proof("-", [], []), [c(PING), s(stray), end()])
+    (root,) = convo.find("JR-PARSE")
+    assert "answers" not in root.data
+    assert len(convo.find("JR-RESP-REQUIRED")) == 1

@@ -78,7 +78,29 @@ def proof(rule: str, fire: list, miss: list, **kw: Any) -> Proof:
     return Proof(rule, fire, miss, **kw)
 
 
+TOKEN_CALL = req(
+    2, "tools/call", {"name": "slow", "arguments": {}, "task": {}, "_meta": {"progressToken": "p"}}
+)
+TOKEN_PROGRESS = note("notifications/progress", {"progressToken": "p", "progress": 1})
+
 PROOFS = [
+    proof(
+        "PROG-TASK-TOKEN",
+        fire=[
+            *LISTED,
+            c(TOKEN_CALL),
+            s(res(2, {"task": task()})),
+            s(status("t1", "completed")),
+            s(TOKEN_PROGRESS),
+        ],
+        miss=[
+            *LISTED,
+            c(TOKEN_CALL),
+            s(res(2, {"task": task()})),
+            s(TOKEN_PROGRESS),
+            s(status("t1", "completed")),
+        ],
+    ),
     proof(
         "TASK-CAP-REQUESTOR",
         fire=[s(req(1, "sampling/createMessage", {"messages": [], "maxTokens": 5, "task": {}}))],
@@ -280,5 +302,5 @@ def test_progress_token_lives_until_the_task_ends() -> None:
             end(),
         ],
     )
-    assert [f.rule for f in convo.findings] == ["PROG-STOP"]
+    assert [f.rule for f in convo.findings] == ["PROG-TASK-TOKEN"]
     assert convo.findings[0].seq[-1] == convo.messages[-1].frame
