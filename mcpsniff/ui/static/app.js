@@ -133,6 +133,11 @@
     const list = document.getElementById("session-list");
     clear(list);
     document.getElementById("session-count").textContent = `(${state.sessions.length})`;
+    if (!state.sessions.length) {
+      list.appendChild(el("li", "empty muted", state.source.live
+        ? "No sessions yet. They appear here as relays record them."
+        : "This report holds no session."));
+    }
     for (const s of state.sessions) {
       const item = el("li", "session");
       item.dataset.sessionId = s.id;
