@@ -702,7 +702,7 @@
         for (const r of (f.rows || []).slice(0, 20)) {
           const row = state.rows[r];
           if (!row) continue;
-          const link = el("button", "link", `#${row.seq} ${describe(row)}`);
+          const link = el("button", "link", `#${row.seq} ${KIND_LABEL[row.kind] || row.kind} ${describe(row)}`);
           link.type = "button";
           link.dataset.goto = r;
           link.addEventListener("click", () => { showTab("timeline"); select(r, true); });
