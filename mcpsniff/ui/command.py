@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from mcpsniff.filter import HELP as FILTER_HELP
 from mcpsniff.filter.cli import filter_option, parse_filter
 from mcpsniff.trace.paths import traces_dir
 
@@ -86,7 +87,7 @@ def ui(paths: tuple[Path, ...], listen: str, open_browser: bool) -> None:
         _fail("ui", f"cannot serve on {listen}: {exc.strerror or exc}")
 
 
-@click.command()
+@click.command(epilog=FILTER_HELP)
 @click.argument("trace", type=click.Path(dir_okay=False, path_type=Path))
 @click.option(
     "-o",

@@ -469,7 +469,8 @@ def finding_entry(finding: FindingRecord, n: int, rows: list[int]) -> dict[str, 
     """A finding as the page shows it, with its rule's description and spec reference."""
     rule = bounded(finding.rule, 80) or "?"
     try:
-        source = catalog.plain_source(catalog.get(finding.rule))
+        # Markdown emphasis (**MUST NOT**) reads as noise in a page that shows it as text.
+        source = catalog.plain_source(catalog.get(finding.rule)).replace("**", "")
     except KeyError:
         source = ""
     data = finding.data if isinstance(finding.data, dict) else {}

@@ -52,11 +52,12 @@ def browser() -> Iterator[object]:
 
 
 @contextmanager
-def ui_server(*roots: Path) -> Iterator[str]:
+def ui_server(*roots: Path, env: dict[str, str] | None = None) -> Iterator[str]:
     """A real ``mcpsniff ui`` on a free loopback port; yields its URL."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "mcpsniff", "ui", *map(str, roots), "--listen", "127.0.0.1:0"],
         cwd=REPO,
+        env={**os.environ, **(env or {})},
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -102,9 +103,18 @@ def sdk_peers_missing() -> str | None:
     return None
 
 
-def record_session(trace: Path, server: list[str]) -> subprocess.CompletedProcess[bytes]:
-    """A real SDK 2.x client talking to ``server`` through a real ``mcpsniff stdio``."""
-    relay = [sys.executable, "-m", "mcpsniff", "stdio", "--trace", str(trace), "--"]
+def record_session(
+    trace: Path | None, server: list[str], env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    """A real SDK 2.x client talking to ``server`` through a real ``mcpsniff stdio``.
+
+    Without ``trace`` the relay records where it does by default: the state folder.
+    """
+    where = ["--trace", str(trace)] if trace is not None else []
+    # The SDK starts its server with a minimal environment of its own choosing:
+    # ``env`` reaches the relay (the SDK's "server") only through env(1).
+    settings = ["env", *(f"{k}={v}" for k, v in (env or {}).items())] if env else []
+    relay = [*settings, sys.executable, "-m", "mcpsniff", "stdio", *where, "--"]
     return subprocess.run(
         [str(SDK2_PYTHON), str(SDK_CLIENT), "--", *relay, *server],
         cwd=REPO,

@@ -371,3 +371,25 @@ def test_the_selected_request_is_joined_to_its_response(page: object, gallery_ur
     assert top == tops["request"] + 14 and height == tops["response"] - tops["request"]
     page.locator(".row[data-kind=notification]").first.click()
     assert not line.is_visible()  # a notification has no pair
+
+
+def test_with_no_paths_the_ui_shows_what_relays_record_by_default(
+    page: object, tmp_path: Path
+) -> None:
+    """``mcpsniff ui`` and ``mcpsniff stdio`` with no paths meet in the state folder."""
+    reason = sdk_peers_missing()
+    if reason:
+        pytest.skip(reason)
+    env = {"XDG_STATE_HOME": str(tmp_path / "state")}
+    with ui_server(env=env) as url:  # the state folder does not even exist yet
+        page.goto(url)
+        page.wait_for_selector("#session-list li.empty", timeout=WAIT_MS)
+        assert page.locator(".session").count() == 0
+        assert "No sessions yet" in page.locator("#session-list").inner_text()
+        done = record_session(None, [str(SDK2_PYTHON), str(SDK2_SERVER)], env=env)
+        assert done.returncode == 0, done.stderr.decode(errors="replace")[-2000:]
+        (trace,) = (tmp_path / "state" / "mcpsniff" / "traces").glob("*.jsonl")
+        wait_for(page, "document.querySelectorAll('.session').length === 1")
+        assert trace.name in page.locator("#session-list").inner_text()
+        page.wait_for_selector(".row", timeout=WAIT_MS)  # the only session opens by itself
+        assert "mcpsniff-e2e-sdk2" in page.locator("#session-list").inner_text()

@@ -133,6 +133,11 @@
     const list = document.getElementById("session-list");
     clear(list);
     document.getElementById("session-count").textContent = `(${state.sessions.length})`;
+    if (!state.sessions.length) {
+      list.appendChild(el("li", "empty muted", state.source.live
+        ? "No sessions yet. They appear here as relays record them."
+        : "This report holds no session."));
+    }
     for (const s of state.sessions) {
       const item = el("li", "session");
       item.dataset.sessionId = s.id;
@@ -697,7 +702,7 @@
         for (const r of (f.rows || []).slice(0, 20)) {
           const row = state.rows[r];
           if (!row) continue;
-          const link = el("button", "link", `#${row.seq} ${describe(row)}`);
+          const link = el("button", "link", `#${row.seq} ${KIND_LABEL[row.kind] || row.kind} ${describe(row)}`);
           link.type = "button";
           link.dataset.goto = r;
           link.addEventListener("click", () => { showTab("timeline"); select(r, true); });
