@@ -26,6 +26,7 @@ from mcpsniff.filter.select import matching_findings
 from mcpsniff.relay.outputs import Outputs
 from mcpsniff.render import Style, Timeline, finding_json, report_lines
 from mcpsniff.safe_output import json_line, tolerate_surrogates
+from mcpsniff.seconds import Seconds
 from mcpsniff.sinks import Sink
 from mcpsniff.trace.format import TraceError, TraceReader
 
@@ -357,14 +358,14 @@ def _short_time(t: float) -> str:
 @click.option("--otlp", metavar="URL", help=OTLP_HELP)
 @click.option(
     "--head-timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Seconds(maximum=1e7),
     default=30.0,
     show_default=True,
     help="Seconds a client has to send a whole request head (then 408 and close).",
 )
 @click.option(
     "--idle-timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=Seconds(maximum=1e7),
     default=75.0,
     show_default=True,
     help="Seconds a client may stay silent between requests or mid-body (then close).",

@@ -34,3 +34,13 @@ def test_a_bad_duration_is_a_usage_error(args: list[str], value: str) -> None:
 def test_a_good_duration_is_taken() -> None:
     result = CliRunner().invoke(main, ["show", str(TRACE), "--interval", "0.5"])
     assert result.exit_code == 0 and "tools/list" in result.output
+
+
+@pytest.mark.parametrize("option", ["--head-timeout", "--idle-timeout"])
+@pytest.mark.parametrize("value", ["nan", "inf", "-5"])
+def test_the_http_relay_s_timeouts_refuse_nan_and_infinity(option: str, value: str) -> None:
+    """FloatRange let NaN through: the proxy started with a timeout no clock can reach."""
+    args = ["http", "--upstream", "http://127.0.0.1:9/mcp", option, value]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2, result.output
+    assert f"Invalid value for '{option}': '{value}' is not a number of seconds" in result.output

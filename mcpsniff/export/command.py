@@ -275,6 +275,11 @@ def har(trace: Path, output: Path | None, no_redact: bool) -> None:
     except TraceError as exc:
         _fail("har", str(exc))
         return
+    except BrokenPipeError:
+        # `export har TRACE | head`: the reader left; the trace is not at fault.
+        # Keep the interpreter's final flush from failing on the closed pipe too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return
     except OSError as exc:
         _fail("har", f"{output or trace}: {exc.strerror or exc}")
         return

@@ -224,7 +224,10 @@ def install(
 
 def _check_writable(command: str, path: Path) -> None:
     """Refuse a file its owner made read-only: replacing it would go around that."""
-    mode = path.resolve().stat().st_mode
+    try:
+        mode = path.resolve().stat().st_mode
+    except OSError:
+        return  # gone meanwhile: the write says so, in one line
     if not mode & stat.S_IWUSR:
         _fail(command, f"{path}: the file is read-only; left untouched (chmod u+w it first)")
 

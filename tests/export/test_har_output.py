@@ -66,3 +66,31 @@ def test_an_old_har_is_replaced_as_asked(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["export", "har", str(trace), "-o", str(out)])
     assert result.exit_code == 0, result.output
     assert len(json.loads(out.read_text())["log"]["entries"]) == 1
+
+
+def test_a_reader_that_leaves_early_is_not_blamed_on_the_trace(tmp_path: Path) -> None:
+    """``export har TRACE | head -c 10``: no "TRACE: Broken pipe", which reads as a bad trace."""
+    import subprocess
+    import sys
+
+    trace = _http_trace(tmp_path / "t.jsonl")
+    lines = trace.read_text(encoding="utf-8").splitlines()
+    request, end = json.loads(lines[2]), json.loads(lines[3])
+    more = []
+    for n in range(2, 3000):
+        more.append(
+            json.dumps({**request, "seq": 20 + 2 * n, "data": {**request["data"], "exchange": n}})
+        )
+        more.append(json.dumps({**end, "seq": 21 + 2 * n, "data": {**end["data"], "exchange": n}}))
+    trace.write_text("\n".join([*lines, *more]) + "\n", encoding="utf-8")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcpsniff", "export", "har", str(trace)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.read(10) == b'{"log": {"'
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0, err
+    assert "Broken pipe" not in err and "Traceback" not in err
