@@ -158,6 +158,12 @@ def check(
     except TraceError as exc:
         _fail("check", str(exc))
         return
+    except BrokenPipeError:
+        # `mcpsniff check --format json TRACE | head`: the reader left, which is
+        # not the trace's fault. Say nothing, and keep the interpreter's final
+        # flush from failing on the closed pipe.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(EXIT_FINDINGS if failing else EXIT_OK)
     except OSError as exc:
         _fail("check", f"{trace}: read failed: {exc.strerror or exc}")
         return

@@ -298,3 +298,22 @@ def test_show_prints_a_last_record_without_newline(tmp_path: Path) -> None:
     trace.write_bytes(data.rstrip(b"\n"))
     out = CliRunner().invoke(main, ["show", str(trace)]).output
     assert out.rstrip().endswith("session-end")
+
+
+def test_check_json_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> None:
+    """`mcpsniff check --format json TRACE | head -1`: no 'read failed', no exit 2."""
+    source = (RECORDINGS / "stdout-pollution.jsonl").read_bytes().splitlines(keepends=True)
+    trace = tmp_path / "long.jsonl"
+    trace.write_bytes(source[0] + b"".join(source[1:]) * 600)  # far more than a pipe buffer
+    check = subprocess.Popen(
+        [sys.executable, "-m", "mcpsniff", "check", "--format", "json", str(trace)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert check.stdout is not None and check.stderr is not None
+    first = check.stdout.readline()
+    check.stdout.close()  # what head does after its line
+    stderr = check.stderr.read()
+    assert check.wait(timeout=60) == 1  # the findings read so far are errors
+    assert orjson.loads(first)["rule"]
+    assert stderr == b""

@@ -19,3 +19,10 @@ def test_c1_del_newline_and_bidi_controls_are_escaped() -> None:
 
 def test_lines_keep_their_breaks_and_lose_their_controls() -> None:
     assert terminal_safe_lines("a\x1b[2J\nb") == ["a\\x1b[2J", "b"]
+
+
+def test_lone_surrogates_are_shown_as_escapes_so_the_line_can_be_printed() -> None:
+    text = terminal_safe("tool \ud800 and \udfff end")
+    assert text == "tool \\ud800 and \\udfff end"
+    text.encode("utf-8")  # a lone surrogate would raise UnicodeEncodeError here
+    assert terminal_safe("emoji 😀 stays") == "emoji 😀 stays"
