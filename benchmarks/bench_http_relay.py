@@ -93,6 +93,8 @@ from aiohttp import web
 from multidict import CIMultiDict
 from yarl import URL
 
+from mcpsniff.core.http_adapter import HOP_BY_HOP
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_stdio_relay import (
     ECHO_RESULT,
@@ -221,21 +223,6 @@ def serve_upstream(port_file: Path) -> None:
 
 
 # --------------------------------------------------------------------------- bare relay
-
-#: Connection-specific headers a proxy does not forward (RFC 9110 §7.6.1).
-HOP_BY_HOP = frozenset(
-    {
-        "connection",
-        "keep-alive",
-        "proxy-authenticate",
-        "proxy-authorization",
-        "proxy-connection",
-        "te",
-        "trailer",
-        "transfer-encoding",
-        "upgrade",
-    }
-)
 
 
 def serve_bare_relay(upstream: str, port_file: Path) -> None:
