@@ -17,34 +17,27 @@
 
 from __future__ import annotations
 
-from mcpsniff.core.rules import (  # content, client_features: imported to register
-    client_features,  # noqa: F401
-    content,  # noqa: F401
-    flow,
-    http,
-    jsonrpc,
-    lifecycle,
-    methods,
-    registry,
-    replies,
-    reuse,
-    stdio,
-    tasks,
-    utilities,  # noqa: F401
-)
+# The import order is the order the rules run in (registry.py): a root finding
+# before its dependents, the JSON-RPC layer before MCP's.
+# isort: off
+from mcpsniff.core.rules import registry
+from mcpsniff.core.rules import replies
+from mcpsniff.core.rules import stdio
+from mcpsniff.core.rules import jsonrpc
+from mcpsniff.core.rules import reuse
+from mcpsniff.core.rules import lifecycle
+from mcpsniff.core.rules import methods
+from mcpsniff.core.rules import flow
+from mcpsniff.core.rules import tasks
+from mcpsniff.core.rules import client_features
+from mcpsniff.core.rules import content
+from mcpsniff.core.rules import utilities
+from mcpsniff.core.rules import http
+# isort: on
 
-#: Every catalogue id the analyzer can report, in catalogue family order.
-IMPLEMENTED: tuple[str, ...] = tuple(
-    dict.fromkeys(
-        jsonrpc.RULES
-        + stdio.RULES
-        + reuse.RULES
-        + replies.RULES
-        + lifecycle.RULES
-        + flow.RULES
-        + methods.RULES
-        + tasks.RULES
-        + http.RULES
-        + registry.rule_ids()
-    )
-)
+#: The rule modules, in the order they register (and so run).
+MODULES = (replies, stdio, jsonrpc, reuse, lifecycle, methods, flow, tasks)
+MODULES += (client_features, content, utilities, http)
+
+#: Every catalogue id the analyzer can report: the ids the registered rules declare.
+IMPLEMENTED: tuple[str, ...] = registry.rule_ids()
