@@ -33,11 +33,16 @@ from mcpsniff.core.rules import client_features
 from mcpsniff.core.rules import content
 from mcpsniff.core.rules import utilities
 from mcpsniff.core.rules import http
+from mcpsniff.core.rules import http_bodies
+from mcpsniff.core.rules import http_origin
+from mcpsniff.core.rules import sse_legacy
+from mcpsniff.core.rules import subscriptions
 # isort: on
 
 #: The rule modules, in the order they register (and so run).
 MODULES = (replies, stdio, jsonrpc, reuse, lifecycle, methods, flow, tasks)
-MODULES += (client_features, content, utilities, http)
+MODULES += (client_features, content, utilities, http, http_bodies, http_origin, sse_legacy)
+MODULES += (subscriptions,)
 
 #: Every catalogue id the analyzer can report: the ids the registered rules declare.
 IMPLEMENTED: tuple[str, ...] = registry.rule_ids()

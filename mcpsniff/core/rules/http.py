@@ -95,6 +95,8 @@ class Exchange:
     client: str | None = None
     #: The response body could not be decoded (``http-body-not-analyzed``).
     unreadable: bool = False
+    #: The request body was a JSON array (a batch), for the reply's shape (http_bodies.py).
+    batch: bool = False
 
 
 @dataclass(slots=True)
