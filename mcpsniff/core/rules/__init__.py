@@ -19,6 +19,8 @@ from __future__ import annotations
 
 # The import order is the order the rules run in (registry.py): a root finding
 # before its dependents, the JSON-RPC layer before MCP's.
+from mcpsniff.core.catalog import all_entries
+
 # isort: off
 from mcpsniff.core.rules import registry
 from mcpsniff.core.rules import replies
@@ -44,5 +46,8 @@ MODULES = (replies, stdio, jsonrpc, reuse, lifecycle, methods, flow, tasks)
 MODULES += (client_features, content, utilities, http, http_bodies, http_origin, sse_legacy)
 MODULES += (subscriptions,)
 
-#: Every catalogue id the analyzer can report: the ids the registered rules declare.
-IMPLEMENTED: tuple[str, ...] = registry.rule_ids()
+#: Every catalogue id the analyzer can report (the ids the registered rules
+#: declare), in catalogue order.
+IMPLEMENTED: tuple[str, ...] = tuple(
+    sorted(registry.rule_ids(), key={e.id: i for i, e in enumerate(all_entries())}.__getitem__)
+)
