@@ -166,12 +166,15 @@ def _json_body(
     top = messages[0]
     version = session.state.version
     if top.kind == BATCH and top.index is None and not (exchange.batch and version == V2):
+        # Where batches are gone, the array is MSG-BATCH-REMOVED's finding first.
+        root = {"caused_by": {"rule": "MSG-BATCH-REMOVED", "seq": frame.seq}}
         session.report(
             "HTTP-JSON-BODY",
             "the server answered a POST with an application/json array; the body must be one "
             "JSON object, the response to the POSTed request",
             seq,
             cause="array",
+            **(root if version in (V3, V4, V5) else {}),
         )
         return
     elements = [m for m in messages if m.kind != BATCH]
