@@ -106,6 +106,12 @@ def _subscription_id(msg: Msg) -> tuple[bool, Any]:
     return True, meta[SUBSCRIPTION_ID]
 
 
+def _shown(value: Any) -> str:
+    """An id for a message, bounded (ids come from traffic)."""
+    text = show_id(value)
+    return text if len(text) <= 80 else text[:80] + "…"
+
+
 def _key(value: Any) -> Any:
     return id_key(value) if isinstance(value, str | int | float) else None
 
@@ -158,7 +164,7 @@ def subscription_notification(session: Session, msg: Msg) -> None:
     if sub is None:
         session.report(
             "MOD-SUBS-ID",
-            f"the server sent {method} for subscription {show_id(value)}, but the client "
+            f"the server sent {method} for subscription {_shown(value)}, but the client "
             "opened no subscriptions/listen with that id",
             [msg.frame],
             method=method,
@@ -173,7 +179,7 @@ def subscription_notification(session: Session, msg: Msg) -> None:
             if extra:
                 session.report(
                     "MOD-SUBS-FILTER",
-                    f"the server acknowledged subscription {show_id(sub.id)} with "
+                    f"the server acknowledged subscription {_shown(sub.id)} with "
                     f"{', '.join(extra[:5])}, which the client did not ask for; it honours a "
                     "subset of the request",
                     [sub.seq, msg.frame],
@@ -185,7 +191,7 @@ def subscription_notification(session: Session, msg: Msg) -> None:
             sub.reported.add("ack")
             session.report(
                 "MOD-SUBS-ACK-FIRST",
-                f"the server sent {method} on subscription {show_id(sub.id)} before "
+                f"the server sent {method} on subscription {_shown(sub.id)} before "
                 "acknowledging it; notifications/subscriptions/acknowledged comes first",
                 [sub.seq, msg.frame],
                 method=method,
@@ -201,7 +207,7 @@ def subscription_notification(session: Session, msg: Msg) -> None:
         what = f"updates of {uri!r}"[:200] if flag == "resourceSubscriptions" else flag
         session.report(
             "MOD-SUBS-FILTER",
-            f"the server sent {method} on subscription {show_id(sub.id)}, which did not ask "
+            f"the server sent {method} on subscription {_shown(sub.id)}, which did not ask "
             f"for {what}; servers send only the notification types a client requested",
             [sub.seq, msg.frame],
             method=method,
@@ -220,7 +226,7 @@ def subscription_cancelled(session: Session, msg: Msg) -> None:
     if sub is None or sub.closed:
         session.report(
             "MOD-SUBS-CLOSE",
-            f"the server sent notifications/cancelled for request {show_id(value)}, which is "
+            f"the server sent notifications/cancelled for request {_shown(value)}, which is "
             "no open subscription; in 2026-07-28 a server sends it only to tear down a "
             "subscriptions/listen stream",
             [msg.frame],

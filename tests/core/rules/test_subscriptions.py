@@ -143,3 +143,16 @@ def test_a_change_without_subscription_id_while_one_is_open() -> None:
     assert [f.rule for f in convo.findings] == ["MOD-SUBS-ID"]
     ack_without_id = play(proof("-", [], []), [listen(3), ack(None)])
     assert [f.rule for f in ack_without_id.findings] == ["MOD-SUBS-ACK-FIRST"]
+
+
+def test_a_huge_or_odd_subscription_id_is_shown_bounded() -> None:
+    steps = [
+        listen(3),
+        ack(3),
+        changed("tools/list_changed", "x" * 100_000),
+        changed("tools/list_changed", {"a": [1]}),
+    ]
+    convo = play(proof("-", [], []), steps)
+    assert [f.rule for f in convo.findings] == ["MOD-SUBS-ID", "MOD-SUBS-ID"]
+    assert all(len(f.message) < 400 for f in convo.findings)
+    assert [r for r in convo.records if getattr(r, "event", "") == "analyzer-error"] == []
