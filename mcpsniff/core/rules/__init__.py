@@ -38,13 +38,14 @@ from mcpsniff.core.rules import http
 from mcpsniff.core.rules import http_bodies
 from mcpsniff.core.rules import http_origin
 from mcpsniff.core.rules import sse_legacy
+from mcpsniff.core.rules import http_stateless
 from mcpsniff.core.rules import subscriptions
 # isort: on
 
 #: The rule modules, in the order they register (and so run).
 MODULES = (replies, stdio, jsonrpc, reuse, lifecycle, methods, flow, tasks)
 MODULES += (client_features, content, utilities, http, http_bodies, http_origin, sse_legacy)
-MODULES += (subscriptions,)
+MODULES += (subscriptions, http_stateless)
 
 #: Every catalogue id the analyzer can report (the ids the registered rules
 #: declare), in catalogue order.
