@@ -116,14 +116,26 @@ def _key(value: Any) -> Any:
     return id_key(value) if isinstance(value, str | int | float) else None
 
 
+def _scoped(session: Session, value: Any, msg: Msg) -> Any:
+    """A subscription's key: its listen id, per client connection where ids are.
+
+    Stateless HTTP clients each count ids from 1 (Session._scope); a listen
+    stream's notifications travel on the listen request's exchange, so they
+    scope to the same client.
+    """
+    key = _key(value)
+    return None if key is None else session.scoped(key, msg)
+
+
 @rule("MOD-SUBS-FILTER", on=REQUEST, methods=(LISTEN,))
 def listen(session: Session, msg: Msg) -> None:
     """A client opens a subscription: remember what it asked for."""
-    if msg.direction != C2S or _key(msg.id) is None:
+    key = _scoped(session, msg.id, msg)
+    if msg.direction != C2S or key is None:
         return
     params = msg.params or {}
     flags, uris = _filter(params.get("notifications"))
-    _subscriptions(session).put(_key(msg.id), Subscription(msg.frame, msg.id, flags, uris))
+    _subscriptions(session).put(key, Subscription(msg.frame, msg.id, flags, uris))
 
 
 @rule(
@@ -159,7 +171,7 @@ def subscription_notification(session: Session, msg: Msg) -> None:
                 method=method,
             )
         return
-    key = _key(value)
+    key = _scoped(session, value, msg)
     sub = subscriptions.get(key) if key is not None else None
     if sub is None:
         session.report(
@@ -221,7 +233,7 @@ def subscription_cancelled(session: Session, msg: Msg) -> None:
         return
     params = msg.params or {}
     value = params.get("requestId")
-    key = _key(value)
+    key = _scoped(session, value, msg)
     sub = _subscriptions(session).get(key) if key is not None else None
     if sub is None or sub.closed:
         session.report(
@@ -241,7 +253,8 @@ def subscription_cancelled(session: Session, msg: Msg) -> None:
 def listen_result(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     """The graceful end of a subscription: resultType "complete" and the subscription id."""
     request = msg.request
-    sub = _subscriptions(session).get(_key(request.id)) if request is not None else None
+    key = _scoped(session, request.id, msg) if request is not None else None
+    sub = _subscriptions(session).get(key) if key is not None else None
     if sub is not None:
         sub.closed = True
     meta = result.get("_meta")
