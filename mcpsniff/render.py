@@ -218,7 +218,9 @@ class Timeline:
                 if method:
                     parts.append(_line(method))
             if message.error_code is not None:
-                parts.append(_line("code=", message.error_code))
+                # Name the layer of every error code (JSON-RPC 2.0 §5.1 ranges, MCP's codes).
+                layer = error_layer(message.error_code)
+                parts.append(_line("code=", message.error_code, " ", s("dim", layer.label)))
             if message.latency_ms is not None:
                 parts.append(s("dim", f"({_latency(message.latency_ms)})"))
             if message.answers is not None and message.latency_ms is None:
@@ -356,7 +358,7 @@ def report_lines(
             if type(code) is int:
                 # Name the layer of every error code (JSON-RPC 2.0 §5.1 ranges).
                 layer = error_layer(code)
-                named = f" {layer.name}" if layer.name else ""
+                named = f" {layer.meaning}" if layer.meaning else ""
                 yield _line("      error ", str(code), named, ": ", layer.title)
             try:
                 entry = catalog.get(finding.rule)
