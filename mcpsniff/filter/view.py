@@ -29,6 +29,7 @@ from mcpsniff.core.model import (
     MessageRecord,
     Record,
 )
+from mcpsniff.core.trace_context import TRACEPARENT, TraceContext, extract
 from mcpsniff.trace.format import _loads as exact_loads
 
 #: ``kind`` of a view made from a transport event.
@@ -38,6 +39,7 @@ FINDING = "finding"
 TOOLS_CALL = "tools/call"
 CANCELLED = "notifications/cancelled"
 PROGRESS = "notifications/progress"
+_TRACEPARENT_BYTES = TRACEPARENT.encode()
 #: Requests still waiting for an answer that a builder remembers, per trace.
 _PENDING_LIMIT = 200_000
 
@@ -87,6 +89,10 @@ class MessageView:
     event: EventRecord | None = None
     #: For a ``notifications/cancelled``: the request it cancelled, when known.
     cancellation: Cancellation | None = None
+    #: The W3C trace context in ``params._meta`` (a request's or notification's own;
+    #: a response's is its request's, with ``trace_inherited`` set).
+    trace: TraceContext | None = None
+    trace_inherited: bool = False
 
     @property
     def body(self) -> Any:
@@ -143,6 +149,7 @@ class _Pending:
     direction: str
     key: IdKey | None
     answered: bool = False
+    trace: TraceContext | None = None
 
 
 class ViewBuilder:
@@ -234,6 +241,13 @@ class ViewBuilder:
             frame=frame,
         )
         kind = message.kind
+        if kind in (REQUEST, NOTIFICATION) and (
+            _TRACEPARENT_BYTES in frame.raw or b"\\u" in frame.raw
+        ):
+            # The byte test first: most traffic carries no trace context, and the
+            # body is parsed only for the messages that may (a key spelt with
+            # JSON escapes, "trace\\u0070arent", is still the key).
+            view.trace = extract(view.body)
         if kind == REQUEST:
             if message.method == TOOLS_CALL:
                 view.tool = message.target
@@ -249,6 +263,9 @@ class ViewBuilder:
                 view.method = request.method
                 view.tool = request.tool
                 view.target = request.target
+                if request.trace is not None:
+                    view.trace = request.trace
+                    view.trace_inherited = True
             if kind == RESPONSE and view.method == TOOLS_CALL:
                 body = view.body
                 result = body.get("result") if isinstance(body, dict) else None
@@ -264,7 +281,14 @@ class ViewBuilder:
             self._by_id.clear()
         key = id_key(view.id) if view.has_id else None
         pending = _Pending(
-            view.seq, view.t or 0.0, view.method, view.tool, view.target, view.direction or "", key
+            view.seq,
+            view.t or 0.0,
+            view.method,
+            view.tool,
+            view.target,
+            view.direction or "",
+            key,
+            trace=view.trace,
         )
         self._by_seq[(view.session, view.seq, view.index)] = pending
         if key is not None:

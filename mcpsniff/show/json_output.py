@@ -56,6 +56,13 @@ def view_json(view: MessageView, raw: bool = False) -> dict[str, Any]:
         obj["error_layer"] = TOOL_ERROR.as_json()
     elif view.kind == ERROR:
         obj["error_layer"] = error_layer(view.error_code).as_json()
+    trace = view.trace
+    if trace is not None:
+        if view.trace_inherited:
+            if trace.trace_id is not None:
+                obj["trace_id"] = trace.trace_id  # the request's, for grouping by trace
+        else:
+            obj["trace"] = trace.as_json()
     if view.method == CANCELLED and view.kind == "notification":
         present, request_id = cancelled_request_id(view)
         if present:
