@@ -13,6 +13,7 @@ import click
 
 from mcpsniff.filter import HELP as FILTER_HELP
 from mcpsniff.filter.cli import filter_option, parse_filter
+from mcpsniff.listen_address import parse_listen_address
 from mcpsniff.trace.paths import traces_dir
 
 if TYPE_CHECKING:
@@ -27,11 +28,12 @@ def _fail(command: str, reason: str) -> None:
 
 
 def parse_listen(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` -> (host, port); port 0 picks a free port."""
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or int(port) > 65535:
-        raise click.BadParameter(f"wants HOST:PORT, e.g. 127.0.0.1:6288, not {text!r}")
-    return host.strip("[]"), int(port)
+    """``HOST:PORT`` -> (host, port); port 0 picks a free port. One line when malformed."""
+    try:
+        return parse_listen_address(text, "--listen")
+    except ValueError as exc:
+        _fail("ui", str(exc))
+        raise  # not reached: _fail exits
 
 
 def wildcard_warning(host: str) -> str | None:

@@ -1,4 +1,4 @@
-"""``mcpsniff report`` reads a trace from a pipe, as ``show`` and ``stats`` do."""
+"""`mcpsniff report` from a pipe, and `mcpsniff ui --listen` checked before any warning."""
 
 from __future__ import annotations
 
@@ -43,3 +43,12 @@ def test_report_html_from_a_pipe_needs_an_output(tmp_path: Path) -> None:
     lines = piped.stderr.decode().splitlines()
     assert lines == ["mcpsniff report: a trace from a pipe needs -o FILE for its page"]
     assert not list(tmp_path.glob("*.html"))
+
+
+def test_ui_refuses_a_malformed_listen_address_before_warning() -> None:
+    outcome = CliRunner().invoke(main, ["ui", "--listen", "[::1"])
+    assert outcome.exit_code == 2
+    assert outcome.output == (
+        "mcpsniff ui: --listen: '[::1': an IPv6 address goes inside [ ], "
+        "as 127.0.0.1:6290 or [::1]:6290\n"
+    )
