@@ -28,7 +28,7 @@ This module is pure (no I/O, no clock) like the rest of the core.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 TRACEPARENT: Final = "traceparent"
@@ -107,6 +107,13 @@ class TraceContext:
         if self.tracestate_problem is not None:
             obj["tracestate_problem"] = self.tracestate_problem
         return obj
+
+
+def slim(context: TraceContext) -> TraceContext:
+    """``context`` without the sender's texts: the ids, flags and problem only."""
+    if not context.text and context.tracestate is None:
+        return context
+    return replace(context, text="", tracestate=None, tracestate_problem=None)
 
 
 def meta_of(message: Any) -> dict[str, Any] | None:

@@ -29,7 +29,7 @@ from mcpsniff.core.model import (
     MessageRecord,
     Record,
 )
-from mcpsniff.core.trace_context import TRACEPARENT, TraceContext, extract
+from mcpsniff.core.trace_context import TRACEPARENT, TraceContext, extract, slim
 from mcpsniff.trace.format import _loads as exact_loads
 
 #: ``kind`` of a view made from a transport event.
@@ -288,7 +288,9 @@ class ViewBuilder:
             view.target,
             view.direction or "",
             key,
-            trace=view.trace,
+            # Only what a response inherits (trace-id, problem): not the sender's
+            # text, which up to 200,000 unanswered requests would each keep.
+            trace=slim(view.trace) if view.trace is not None else None,
         )
         self._by_seq[(view.session, view.seq, view.index)] = pending
         if key is not None:

@@ -112,3 +112,18 @@ def test_extract_reads_params_meta_only() -> None:
 def test_hostile_value_is_bounded() -> None:
     ctx = parse("00-" + "a" * 10_000_000)
     assert not ctx.valid and len(ctx.text) == 512
+
+
+def test_slim_keeps_ids_and_problem_only() -> None:
+    from mcpsniff.core.trace_context import slim
+
+    ctx = slim(parse(GOOD, "rojo=" + "x" * 200))
+    assert (ctx.trace_id, ctx.parent_id, ctx.flags, ctx.text, ctx.tracestate) == (
+        TRACE,
+        PARENT,
+        1,
+        "",
+        None,
+    )
+    bad = slim(parse("z" * 500))
+    assert bad.problem == "version is not 2 lowercase hex digits" and bad.text == ""
