@@ -105,6 +105,17 @@ class MessageView:
         return self.frame.raw if self.frame is not None else b""
 
 
+def _may_carry_trace(raw: bytes) -> bool:
+    """Whether ``raw`` may hold a ``traceparent`` key: the cheap test before parsing.
+
+    Most traffic carries no trace context, so the body is parsed only for the
+    messages that may. A key spelt with JSON escapes ("trace\\u0070arent")
+    is still the key; a lone backslash is looked for first because a one-byte
+    search is several times faster than a two-byte one (stats reads every request).
+    """
+    return _TRACEPARENT_BYTES in raw or (b"\\" in raw and b"\\u" in raw)
+
+
 def message_body(frame: FrameRecord | None, index: int | None) -> Any:
     """The JSON value of a frame (or of element ``index`` of its batch), or ``None``."""
     if frame is None:
@@ -241,12 +252,7 @@ class ViewBuilder:
             frame=frame,
         )
         kind = message.kind
-        if kind in (REQUEST, NOTIFICATION) and (
-            _TRACEPARENT_BYTES in frame.raw or b"\\u" in frame.raw
-        ):
-            # The byte test first: most traffic carries no trace context, and the
-            # body is parsed only for the messages that may (a key spelt with
-            # JSON escapes, "trace\\u0070arent", is still the key).
+        if kind in (REQUEST, NOTIFICATION) and _may_carry_trace(frame.raw):
             view.trace = extract(view.body)
         if kind == REQUEST:
             if message.method == TOOLS_CALL:
