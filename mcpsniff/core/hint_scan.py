@@ -53,22 +53,32 @@ class HintScanner:
         index = {hint: i for i, hint in enumerate(self.hints)}
         return frozenset(index[literal] for literal in literals)
 
-    def scan(self, data: bytes) -> Hits:
-        """The occurrences of the literals in ``data``, to ask about as often as needed."""
-        return Hits(self, data)
+    def scan(self, data: bytes) -> Hits | None:
+        """The occurrences of the literals in ``data``, or None when there is none.
 
-    def windows(self, data: bytes) -> Iterator[list[tuple[int, int]]]:
-        """(literal number, start) of every occurrence, one window's worth at a time."""
+        None is the common answer (a frame without secrets) and the cheap one.
+        """
+        if len(data) <= self._window:
+            found = self._automaton.find_matches_as_indexes(data, overlapping=True)
+            return Hits(self, data, found) if found else None
+        return Hits(self, data, None) if self.any(data) else None
+
+    def windows(self, data: bytes) -> Iterator[list[tuple[int, int, int]]]:
+        """(literal number, start, end) of every occurrence, one window's worth at a time."""
         find = self._automaton.find_matches_as_indexes
         size = len(data)
         if size <= self._window:
-            yield [(hint, start) for hint, start, _ in find(data, overlapping=True)]
+            yield find(data, overlapping=True)
             return
         view = memoryview(data)
         for base in range(0, size, self._window):
             stop = base + self._window
             matches = find(view[base : stop + self._overlap], overlapping=True)
-            yield [(hint, base + start) for hint, start, _ in matches if base + start < stop]
+            yield [
+                (hint, base + start, base + end)
+                for hint, start, end in matches
+                if base + start < stop
+            ]
 
     def any(self, data: bytes) -> bool:
         """Whether any literal occurs in ``data`` (stops at the first window with one)."""
@@ -93,33 +103,29 @@ class Hits:
 
     __slots__ = ("_data", "_found", "_scanner")
 
-    def __init__(self, scanner: HintScanner, data: bytes) -> None:
+    def __init__(
+        self, scanner: HintScanner, data: bytes, found: list[tuple[int, int, int]] | None
+    ) -> None:
         self._scanner = scanner
         self._data = data
-        self._found: list[tuple[int, int]] | None = None
-        if len(data) <= scanner._window:
-            self._found = next(scanner.windows(data))
+        #: (literal number, start, end) of all occurrences, when ``data`` is one window.
+        self._found = found
 
-    def _windows(self) -> Iterator[list[tuple[int, int]]]:
+    def _windows(self) -> Iterator[list[tuple[int, int, int]]]:
         if self._found is not None:
             return iter((self._found,))
         return self._scanner.windows(self._data)
-
-    def __bool__(self) -> bool:
-        if self._found is not None:
-            return bool(self._found)
-        return self._scanner.any(self._data)
 
     def present(self) -> set[int]:
         """The numbers of the literals that occur."""
         found: set[int] = set()
         for window in self._windows():
-            found.update(hint for hint, _ in window)
+            found.update(hint for hint, _, _ in window)
         return found
 
     def positions(self, ids: Collection[int]) -> Iterator[int]:
         """Every offset where one of the literals ``ids`` starts, ascending (lazily)."""
         for window in self._windows():
-            starts = [start for hint, start in window if hint in ids]
+            starts = [start for hint, start, _ in window if hint in ids]
             starts.sort()
             yield from starts

@@ -88,9 +88,9 @@ def redact_frame(raw: bytes) -> tuple[bytes, int]:
     """
     low = raw.lower()
     hits = _SCANNER.scan(low)
-    if hits:
-        return _redact(raw, 0, low, hits)
-    return raw, 0
+    if hits is None:
+        return raw, 0
+    return _redact(raw, 0, low, hits)
 
 
 def redact_text(text: str) -> tuple[str, int]:
@@ -105,10 +105,12 @@ def _redact(
 ) -> tuple[bytes, int]:
     """Every step over ``data`` in turn (``low``, ``hits``: its lower case and hints, if known)."""
     count = 0
-    if low is None or hits is None:
+    if low is None:
         low = data.lower()
         hits = _SCANNER.scan(low)
     for step in (_members, _nested, _values, _text_pairs):
+        if hits is None:
+            break  # no hint left: no step can find anything
         if step is _nested and (depth >= _MAX_DEPTH or b'\\"' not in data):
             continue
         new, n = step(data, low, hits, depth)
@@ -244,7 +246,8 @@ def _values(data: bytes, low: bytes, hits: Hits, depth: int) -> tuple[bytes, int
             cuts.append((start, end, _MARK_BYTES))
         if cuts:
             data = _splice(data, cuts)
-            present = _SCANNER.scan(data.lower()).present()
+            hits_now = _SCANNER.scan(data.lower())
+            present = set() if hits_now is None else hits_now.present()
             count += len(cuts)
     return data, count
 
