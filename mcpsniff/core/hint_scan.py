@@ -101,7 +101,7 @@ class Hits:
     window for each question, so memory stays bounded by the window.
     """
 
-    __slots__ = ("_data", "_found", "_scanner")
+    __slots__ = ("_data", "_found", "_present", "_scanner")
 
     def __init__(
         self, scanner: HintScanner, data: bytes, found: list[tuple[int, int, int]] | None
@@ -110,18 +110,27 @@ class Hits:
         self._data = data
         #: (literal number, start, end) of all occurrences, when ``data`` is one window.
         self._found = found
+        self._present: frozenset[int] | None = None
 
     def _windows(self) -> Iterator[list[tuple[int, int, int]]]:
         if self._found is not None:
             return iter((self._found,))
         return self._scanner.windows(self._data)
 
-    def present(self) -> set[int]:
+    def present(self) -> frozenset[int]:
         """The numbers of the literals that occur."""
-        found: set[int] = set()
+        if self._present is None:
+            found: set[int] = set()
+            for window in self._windows():
+                found.update(hint for hint, _, _ in window)
+            self._present = frozenset(found)
+        return self._present
+
+    def starts(self) -> Iterator[tuple[int, int]]:
+        """(literal number, start) of every occurrence, in no particular order (lazily)."""
         for window in self._windows():
-            found.update(hint for hint, _, _ in window)
-        return found
+            for hint, start, _ in window:
+                yield hint, start
 
     def positions(self, ids: Collection[int]) -> Iterator[int]:
         """Every offset where one of the literals ``ids`` starts, ascending (lazily)."""

@@ -63,6 +63,8 @@ _QUERY_HINTS = (b"sig", b"code")
 _SCANNER = HintScanner(_NAME_HINTS + _QUERY_HINTS + VALUE_HINTS)
 _NAME_IDS = _SCANNER.ids(_NAME_HINTS)
 _PAIR_IDS = _SCANNER.ids(_NAME_HINTS + _QUERY_HINTS)
+_VALUE_IDS = _SCANNER.ids(VALUE_HINTS)
+_TOKEN_ID = _SCANNER.ids((b"token",))
 #: Each value detector with the numbers of its hints.
 _DETECTOR_IDS = tuple((detector, _SCANNER.ids(detector.hints)) for detector in DETECTORS)
 _STRING_AT = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
@@ -108,9 +110,14 @@ def _redact(
     if low is None:
         low = data.lower()
         hits = _SCANNER.scan(low)
-    for step in (_members, _nested, _values, _text_pairs):
+    if hits is not None and _only_progress_tokens(low, hits):
+        return data, 0
+    for step, needs in _STEPS:
         if hits is None:
             break  # no hint left: no step can find anything
+        # A step acts only at occurrences of its own hints: skip it without them.
+        if hits.present().isdisjoint(needs):
+            continue
         if step is _nested and (depth >= _MAX_DEPTH or b'\\"' not in data):
             continue
         new, n = step(data, low, hits, depth)
@@ -119,6 +126,23 @@ def _redact(
             hits = _SCANNER.scan(low)
         count += n
     return data, count
+
+
+_QUOTED_PROGRESS_TOKEN = b'"progresstoken"'
+
+
+def _only_progress_tokens(low: bytes, hits: Hits) -> bool:
+    """Whether the only hints are the ``token`` of ``"progressToken"`` member names.
+
+    The commonest hint by far (every request with progress, every progress
+    notification: MCP basic/utilities/progress), and a protocol name that is
+    never a secret in any context (``is_secret_name``): no step could act on
+    it, so the frame is passed over without running them.
+    """
+    if hits.present() != _TOKEN_ID:
+        return False
+    quoted = _QUOTED_PROGRESS_TOKEN
+    return all(start >= 9 and low.startswith(quoted, start - 9) for _, start in hits.starts())
 
 
 def _splice(data: bytes, cuts: list[tuple[int, int, bytes]]) -> bytes:
@@ -247,7 +271,7 @@ def _values(data: bytes, low: bytes, hits: Hits, depth: int) -> tuple[bytes, int
         if cuts:
             data = _splice(data, cuts)
             hits_now = _SCANNER.scan(data.lower())
-            present = set() if hits_now is None else hits_now.present()
+            present = frozenset() if hits_now is None else hits_now.present()
             count += len(cuts)
     return data, count
 
@@ -294,6 +318,15 @@ def _text_pairs(data: bytes, low: bytes, hits: Hits, depth: int) -> tuple[bytes,
         cuts.append((value_start, value_end, _MARK_BYTES))
         floor = value_end
     return (_splice(data, cuts), len(cuts)) if cuts else (data, 0)
+
+
+#: The steps in order, each with the hints it acts on.
+_STEPS = (
+    (_members, _NAME_IDS),
+    (_nested, frozenset(range(len(_SCANNER.hints)))),
+    (_values, _VALUE_IDS),
+    (_text_pairs, _PAIR_IDS),
+)
 
 
 # --------------------------------------------------------------------------- URLs, headers, argv

@@ -277,3 +277,29 @@ def test_long_runs_of_one_letter_or_one_hint() -> None:
     assert redact_frame(tail) == (b"x" * 300_000 + b" password=" + MARK.encode(), 1)
     member = b'{"a":"' + b"key" * 100_000 + b'","api_key":"s3cr3t"}'
     assert redact_frame(member) == (b'{"a":"' + b"key" * 100_000 + b'","api_key":"[REDACTED]"}', 1)
+
+
+@pytest.mark.parametrize(
+    ("raw", "redacted"),
+    [
+        (b'{"_meta":{"progressToken":"p-1"}}', None),
+        (b'{"_meta":{"PROGRESSTOKEN":7},"params":{"progressToken":"abc"}}', None),
+        (b'{"text":"{\\"progressToken\\": \\"x\\"}"}', None),
+        (b'{"xprogressToken":"s3cr3t-v4lue"}', b'{"xprogressToken":"[REDACTED]"}'),
+        (b'{"progressTokenKey":"v"}', None),
+        (b'{"progressToken":"p","api_key":"k"}', b'{"progressToken":"p","api_key":"[REDACTED]"}'),
+        (b"progressToken=abc token=def", b"progressToken=abc token=[REDACTED]"),
+        (b'{"progressToken":"Bearer abcdefgh12"}', None),  # a protocol value: kept exactly
+        (
+            b'{"a":"Bearer abcdefgh12","progressToken":1}',
+            b'{"a":"Bearer [REDACTED]","progressToken":1}',
+        ),
+    ],
+)
+def test_progress_tokens_pass_and_what_only_looks_like_them_does_not(
+    raw: bytes, redacted: bytes | None
+) -> None:
+    """The fast path for ``"progressToken"`` names gives what the full steps give."""
+    out, count = redact_frame(raw)
+    assert out == (raw if redacted is None else redacted)
+    assert count == (0 if redacted is None else 1)
