@@ -107,23 +107,40 @@ def decode_all(data: bytes | memoryview) -> list[Any]:
     Raises ``CodecError`` on anything else: a truncated frame, an unknown tag,
     metadata that does not fit its class.
     """
+    out, used = decode_prefix(data)
+    if used != len(data):
+        raise CodecError(
+            "truncated frame" if len(data) - used >= HEADER_SIZE else "truncated frame header"
+        )
+    return out
+
+
+def decode_prefix(data: bytes | bytearray | memoryview) -> tuple[list[Any], int]:
+    """The observations of the whole frames at the start of ``data``, and their bytes.
+
+    A frame cut at the end of ``data`` is left for the caller to complete (a
+    pipe's reader keeps it for its next read). Raises ``CodecError`` on a
+    frame that is whole but no frame of this codec.
+    """
     out: list[Any] = []
+    append = out.append
     view = memoryview(data)
     position = 0
     end = len(view)
-    while position < end:
-        if end - position < HEADER_SIZE:
-            raise CodecError("truncated frame header")
-        tag, meta_size, payload_size = _HEADER.unpack_from(view, position)
+    unpack = _HEADER.unpack_from
+    loads = orjson.loads
+    by_tag = _BY_TAG
+    while end - position >= HEADER_SIZE:
+        tag, meta_size, payload_size = unpack(view, position)
         start = position + HEADER_SIZE
         stop = start + meta_size + payload_size
         if stop > end:
-            raise CodecError("truncated frame")
-        spec = _BY_TAG.get(tag)
+            break
+        spec = by_tag.get(tag)
         if spec is None:
             raise CodecError(f"unknown tag {tag}")
         try:
-            values = orjson.loads(view[start : start + meta_size])
+            values = loads(view[start : start + meta_size])
             if not isinstance(values, list) or len(values) != len(spec.names):
                 raise CodecError(f"bad metadata for {spec.cls.__name__}")
             if spec.headers >= 0:
@@ -131,10 +148,10 @@ def decode_all(data: bytes | memoryview) -> list[Any]:
             if spec.payload:
                 # The bytes field is the last one of every class that has one.
                 values.append(bytes(view[start + meta_size : stop]))
-            out.append(spec.cls(*values))
+            append(spec.cls(*values))
         except (orjson.JSONDecodeError, TypeError, ValueError) as exc:
             if isinstance(exc, CodecError):
                 raise
             raise CodecError(f"bad frame for {spec.cls.__name__}: {exc}") from None
         position = stop
-    return out
+    return out, position
