@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from mcpsniff.core.model import C2S, S2C, Record
-from mcpsniff.core.observations import Stderr, StreamData, StreamEnd, TransportEvent
+from mcpsniff.core.observations import Stderr, StreamEnd, TransportEvent
 from mcpsniff.core.redact import recorded_argv
 from mcpsniff.core.stdio_adapter import SESSION, StdioAdapter
 from mcpsniff.relay.analysis_process import AnalysisProcess
@@ -38,7 +38,7 @@ from mcpsniff.relay.outputs import Outputs, attach
 from mcpsniff.relay.recorder import Recorder
 from mcpsniff.relay.worker import TRACE_INCOMPLETE, Worker
 from mcpsniff.trace.format import TraceWriter
-from mcpsniff.trace.paths import TraceOpenError, open_trace_file, resolve_trace_path
+from mcpsniff.trace.paths import TraceOpenError, open_trace_file
 
 CHUNK = 1 << 16
 #: How far (in bytes) the analyzer may fall behind before the relay stops
@@ -65,11 +65,6 @@ class StdioOptions:
 
 class StartError(Exception):
     """The relay refuses to start (before spawning anything)."""
-
-
-def default_trace_path(label: str, now: float | None = None) -> Path:
-    """A new trace file in the per-user state folder, named by label, date and pid."""
-    return resolve_trace_path(None, label, now)
 
 
 def open_trace(options: StdioOptions) -> TraceWriter:
@@ -447,7 +442,7 @@ class StdioRelay:
         assert proc.stdin is not None
         sink = proc.stdin
         _write_through(sink.transport)
-        send = self.channel.send
+        send_data, send = self.channel.send_data, self.channel.send
         while True:
             chunk = await source.read()
             if not chunk:
@@ -459,20 +454,20 @@ class StdioRelay:
                 # The child closed its stdin (or died): keep reading so the
                 # client is not blocked, and still record what it sent.
                 pass
-            send(StreamData(C2S, time.time(), chunk))
+            send_data(C2S, time.time(), chunk)
         send(StreamEnd(C2S, time.time()))
         with contextlib.suppress(Exception):
             sink.close()
 
     async def _pump_out(self, source: asyncio.StreamReader, sink: _Output, direction: str) -> None:
-        send = self.channel.send
+        send_data = self.channel.send_data
         while True:
             chunk = await source.read(CHUNK)
             if not chunk:
                 break
             await sink.write(chunk)
-            send(StreamData(direction, time.time(), chunk))
-        send(StreamEnd(direction, time.time()))
+            send_data(direction, time.time(), chunk)
+        self.channel.send(StreamEnd(direction, time.time()))
 
     async def _pump_stderr(self, source: asyncio.StreamReader, sink: _Output) -> None:
         send = self.channel.send
@@ -597,9 +592,3 @@ def run_stdio(
     # flushed), so even its finalizer writes nothing.
     relay = StdioRelay(options, analysis, warn)
     return asyncio.run(relay.run())
-
-
-def _stderr_warn(text: str) -> None:
-    with contextlib.suppress(OSError):
-        sys.stderr.write(text + "\n")
-        sys.stderr.flush()

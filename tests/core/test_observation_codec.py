@@ -122,3 +122,12 @@ def test_a_prefix_decodes_its_whole_frames_and_leaves_a_cut_one() -> None:
         rest = decode_all(data[used:])
         assert first + rest == EXAMPLES
         assert used <= cut
+
+
+def test_stream_data_has_a_direction_of_a_stream() -> None:
+    with pytest.raises(ValueError):
+        encode(StreamData("sideways", 1.0, b""))
+    frame = bytearray(encode_bytes(StreamData("c2s", 1.0, b"x")))
+    frame[HEADER_SIZE] = 7  # no such direction code
+    with pytest.raises(CodecError):
+        decode_all(bytes(frame))

@@ -163,3 +163,21 @@ def test_in_process_replays_at_once() -> None:
     capture.send(StreamData(C2S, 1.0, b"x\n"))
     capture.end(2.0)
     assert seen == [StreamData(C2S, 1.0, b"x\n"), CaptureEnd(2.0)]
+
+
+def test_send_data_makes_the_frame_send_makes() -> None:
+    frames = []
+    for use_send in (True, False):
+        read_fd, write_fd = os.pipe()
+        channel = Channel(write_fd, limit=1 << 20)
+        if use_send:
+            channel.send(StreamData(S2C, 1.25, b"abc\n"))
+        else:
+            channel.send_data(S2C, 1.25, b"abc\n")
+        channel.close_blocking()
+        frames.append(os.read(read_fd, 1 << 16))
+        os.close(read_fd)
+    assert frames[0] == frames[1]
+    from mcpsniff.core.observation_codec import decode_all
+
+    assert decode_all(frames[0]) == [StreamData(S2C, 1.25, b"abc\n")]

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mcpsniff.core.http_adapter import ObservationAdapter as ExchangeReplay
+from mcpsniff.core.http_adapter import ObservationAdapter
 from mcpsniff.core.model import EventRecord, FrameRecord
 from mcpsniff.core.observations import ExchangeEnd, RequestBegin, RequestBody
 from mcpsniff.relay.analysis_process import AnalysisProcess
@@ -31,7 +31,7 @@ def flood(trace: Path, *, limit: int, pause: float) -> list[EventRecord]:
     """One SSE stream of EVENTS big events to an analysis process that starts after ``pause``."""
     writer = TraceWriter.create(trace)
     recorder = Recorder(writer, "http", autoflush=False)
-    worker = Worker(recorder, ExchangeReplay(recorder).apply)
+    worker = Worker(recorder, ObservationAdapter(recorder).apply)
 
     def analyze(fd: int) -> int:
         time.sleep(pause)  # behind the traffic: the pipe and the backlog fill up
@@ -102,7 +102,7 @@ def replay_streamed(
     records: list[Any] = []
     recorder = Recorder(None, "http")
     recorder.listeners.append(records.append)
-    replay = ExchangeReplay(recorder, capture_limit=limit)
+    replay = ObservationAdapter(recorder, capture_limit=limit)
     for chunk, offset in pieces:
         replay.apply(RequestBody(7, 1.0, offset, chunk))
     headers = (("Content-Type", "application/json"),)
