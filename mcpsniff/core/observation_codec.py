@@ -133,11 +133,16 @@ def decode_all(data: bytes | memoryview) -> list[Any]:
     Raises ``CodecError`` on anything else: a truncated frame, an unknown tag,
     metadata that does not fit its class.
     """
-    out, used = decode_prefix(data)
-    if used != len(data):
-        raise CodecError(
-            "truncated frame" if len(data) - used >= HEADER_SIZE else "truncated frame header"
-        )
+    out: list[Any] = []
+    view = memoryview(data)
+    while view:
+        more, used = decode_prefix(view)  # raises for a bad frame at its start
+        if not used:
+            raise CodecError(
+                "truncated frame" if len(view) >= HEADER_SIZE else "truncated frame header"
+            )
+        out += more
+        view = view[used:]
     return out
 
 
@@ -145,8 +150,8 @@ def decode_prefix(data: bytes | bytearray | memoryview) -> tuple[list[Any], int]
     """The observations of the whole frames at the start of ``data``, and their bytes.
 
     A frame cut at the end of ``data`` is left for the caller to complete (a
-    pipe's reader keeps it for its next read). Raises ``CodecError`` on a
-    frame that is whole but no frame of this codec.
+    pipe's reader keeps it for its next read). A whole frame that is no frame
+    of this codec ends the prefix; it raises ``CodecError`` when it comes first.
     """
     out: list[Any] = []
     append = out.append
@@ -166,16 +171,19 @@ def decode_prefix(data: bytes | bytearray | memoryview) -> tuple[list[Any], int]
         if stop > end:
             break
         if tag == stream_tag:
-            if meta_size != stream_meta.size:
+            code = view[start] if meta_size == stream_meta.size else 2
+            if code > 1:
+                if out:
+                    break  # the good frames before it first
                 raise CodecError("bad metadata for StreamData")
             code, t = stream_meta.unpack_from(view, start)
-            if code > 1:
-                raise CodecError("bad direction for StreamData")
             append(StreamData(directions[code], t, bytes(view[start + meta_size : stop])))
             position = stop
             continue
         spec = by_tag.get(tag)
         if spec is None:
+            if out:
+                break  # the good frames before it first
             raise CodecError(f"unknown tag {tag}")
         try:
             values = loads(view[start : start + meta_size])
@@ -188,6 +196,8 @@ def decode_prefix(data: bytes | bytearray | memoryview) -> tuple[list[Any], int]
                 values.append(bytes(view[start + meta_size : stop]))
             append(spec.cls(*values))
         except (orjson.JSONDecodeError, TypeError, ValueError) as exc:
+            if out:
+                break  # the good frames before it first
             if isinstance(exc, CodecError):
                 raise
             raise CodecError(f"bad frame for {spec.cls.__name__}: {exc}") from None

@@ -429,6 +429,12 @@ def read_batches(fd: int) -> Iterator[list[Any]]:
         except InterruptedError:  # pragma: no cover - PEP 475 retries for us
             continue
         if not chunk:
+            if buffer:
+                # Whole frames left behind a bad one raise here; a frame cut
+                # short (the shell died while writing it) is simply left out.
+                batch, _ = decode_prefix(buffer)
+                if batch:
+                    yield batch
             return
         size = len(chunk)
         if buffer:

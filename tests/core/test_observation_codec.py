@@ -131,3 +131,14 @@ def test_stream_data_has_a_direction_of_a_stream() -> None:
     frame[HEADER_SIZE] = 7  # no such direction code
     with pytest.raises(CodecError):
         decode_all(bytes(frame))
+
+
+def test_a_bad_frame_after_good_ones_ends_the_prefix_and_raises_once_it_comes_first() -> None:
+    good = encode_bytes(CaptureEnd(1.0))
+    bad = bytes([150]) + b"\x00" * (HEADER_SIZE - 1)
+    out, used = decode_prefix(good + bad)
+    assert (out, used) == ([CaptureEnd(1.0)], len(good))
+    with pytest.raises(CodecError, match="unknown tag"):
+        decode_prefix(bad)
+    with pytest.raises(CodecError, match="unknown tag"):
+        decode_all(good + bad)
