@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 from urllib.parse import unquote_plus
 
 from mcpsniff.core.hint_scan import HintScanner, Hits
 from mcpsniff.core.secret_names import PROTOCOL_NAMES, Context, is_secret_name, words
-from mcpsniff.core.secret_values import DETECTORS, VALUE_HINTS
+from mcpsniff.core.secret_values import DETECTORS, VALUE_HINTS, Detector
 
 __all__ = [
     "MARK",
@@ -258,22 +258,50 @@ def _encode_string(text: str) -> bytes:
 def _values(data: bytes, low: bytes, hits: Hits, depth: int) -> tuple[bytes, int]:
     """Credentials recognised by their format, whatever they are called."""
     count = 0
-    present = hits.present()
     for detector, ids in _DETECTOR_IDS:
-        if present.isdisjoint(ids):
+        if hits.present().isdisjoint(ids):
             continue
         cuts: list[tuple[int, int, bytes]] = []
-        for match in detector.pattern.finditer(data):
+        for match in anchored_matches(detector, data, hits.positions(ids)):
             start, end = match.span(detector.group)
             if data.startswith(_MARK_BYTES, start) or _protected(data, start):
                 continue
             cuts.append((start, end, _MARK_BYTES))
         if cuts:
             data = _splice(data, cuts)
-            hits_now = _SCANNER.scan(data.lower())
-            present = frozenset() if hits_now is None else hits_now.present()
             count += len(cuts)
+            rescanned = _SCANNER.scan(data.lower())
+            if rescanned is None:
+                break
+            hits = rescanned
     return data, count
+
+
+def anchored_matches(
+    detector: Detector, data: bytes, hint_starts: Iterable[int]
+) -> Iterator[re.Match[bytes]]:
+    """What ``detector.pattern.finditer(data)`` yields, trying the pattern only near hints.
+
+    Every match has one of the detector's hints at most ``hint_offset`` bytes
+    after its start, so the leftmost match from any position is among those
+    candidates; they are tried in ascending order, each at most once, and the
+    search resumes at the end of a match exactly as ``finditer`` does.
+    ``hint_starts`` ascend (``Hits.positions``).
+    """
+    match_at = detector.pattern.match
+    back = detector.hint_offset
+    resume = 0  # no match may start before here (the end of the last one)
+    untried = 0  # candidates before here were tried and failed
+    for hint in hint_starts:
+        start = max(resume, untried, hint - back)
+        while start <= hint:
+            match = match_at(data, start)
+            if match is not None:
+                yield match
+                resume = match.end()
+                break
+            start += 1
+        untried = start
 
 
 def _protected(data: bytes, start: int) -> bool:

@@ -31,6 +31,10 @@ class Detector:
     pattern: re.Pattern[bytes]
     #: The group to replace; the rest of the match (a prefix, a scheme) is kept.
     group: int = 0
+    #: How far after the start of a match one of ``hints`` may start (in the
+    #: lower-cased match). The pattern is then tried only there, not at every
+    #: offset: a ``\b``-led pattern costs ``re`` 10-18 us per KiB of searching.
+    hint_offset: int = 0
 
 
 def _rx(pattern: bytes, flags: int = 0) -> re.Pattern[bytes]:
@@ -98,6 +102,7 @@ DETECTORS: tuple[Detector, ...] = (
         (b"://",),
         _rx(rb"\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://[^\s/?#@\"'<>:\\]*:([^\s/?#@\"'<>\\]+)@"),
         1,
+        hint_offset=21,  # "://" after a scheme of 2 to 21 characters
     ),
 )
 
