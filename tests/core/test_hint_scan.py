@@ -104,3 +104,18 @@ def test_redaction_uses_every_hint_of_every_detector() -> None:
 
     for detector in DETECTORS:
         assert set(detector.hints) <= set(_SCANNER.hints), detector.name
+
+
+@pytest.mark.parametrize("window", [64, 200])
+def test_dense_data_switches_search_and_still_finds_everything(window: int) -> None:
+    """After a window with many matches the standard search alone runs: same answers."""
+    rng = random.Random(window)
+    scanner = HintScanner(HINTS, window=window)
+    every = frozenset(range(len(scanner.hints)))
+    quiet = b"x" * (3 * window)  # windows without any match around the dense ones
+    dense = b"".join(rng.choice([*HINTS, b"a", b"-", b"k"]) for _ in range(400))
+    for data in (dense, quiet + dense + quiet + dense, dense + quiet):
+        hits = scanner.scan(data)
+        assert hits is not None
+        assert list(hits.positions(every)) == naive_positions(data, scanner.hints)
+        assert {scanner.hints[i] for i in hits.present()} == naive_present(data, scanner.hints)
