@@ -42,6 +42,9 @@ _DENSE = 16
 #: (literal number, start, end) of one occurrence.
 Occurrence = tuple[int, int, int]
 
+#: Occurrences in a large haystack kept after the first pass (about 100 bytes each).
+KEEP_LIMIT = 16_384
+
 
 class HintScanner:
     """Where a fixed set of byte literals occurs in a haystack (case-sensitive).
@@ -138,8 +141,11 @@ class Hits:
     """Where a scanner's literals occur in one haystack.
 
     A haystack of one window is scanned once, at construction, and every
-    question is answered from that list; a larger one is scanned window by
-    window for each question, so memory stays bounded by the window.
+    question is answered from that list. A larger one is scanned window by
+    window; the first complete pass is kept if it found at most
+    ``KEEP_LIMIT`` occurrences, so memory stays bounded whatever the traffic
+    and only a hostile haystack (one literal repeated) is scanned again for
+    each question.
     """
 
     __slots__ = ("_data", "_found", "_present", "_scanner")
@@ -147,14 +153,26 @@ class Hits:
     def __init__(self, scanner: HintScanner, data: bytes, found: list[Occurrence] | None) -> None:
         self._scanner = scanner
         self._data = data
-        #: (literal number, start, end) of all occurrences, when ``data`` is one window.
+        #: (literal number, start, end) of all occurrences, once known and kept.
         self._found = found
         self._present: frozenset[int] | None = None
 
     def _windows(self) -> Iterator[list[Occurrence]]:
         if self._found is not None:
             return iter((self._found,))
-        return self._scanner.windows(self._data)
+        return self._keeping(self._scanner.windows(self._data))
+
+    def _keeping(self, windows: Iterator[list[Occurrence]]) -> Iterator[list[Occurrence]]:
+        """``windows`` passed on, and kept as ``_found`` if they are all seen and few."""
+        kept: list[Occurrence] | None = []
+        for window in windows:
+            if kept is not None:
+                kept.extend(window)
+                if len(kept) > KEEP_LIMIT:
+                    kept = None
+            yield window
+        if kept is not None:
+            self._found = kept  # answered as one window: ``positions`` sorts it
 
     def present(self) -> frozenset[int]:
         """The numbers of the literals that occur."""

@@ -75,6 +75,8 @@ _PAIR_TAIL = re.compile(
     rb"[ \t]*[=:][ \t]*(\\?[\"'])?((?:bearer|basic|digest) +)?([^\s&\"',;<>\\]+)"
 )
 _NAME_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_.-")
+#: The rest of a name from a hint on, in lower-cased bytes (at most 40 of ``_NAME_BYTES``).
+_NAME_RUN = re.compile(rb"[a-z0-9_.\-]{0,40}")
 # The members whose values the analyzer needs exactly: never touched by a value detector.
 _PROTECTED_BEFORE = re.compile(
     rb'"(?:id|progressToken|cursor|nextCursor|requestId|method|jsonrpc)"[ \t\r\n]*:[ \t\r\n]*$'
@@ -321,20 +323,18 @@ def _text_pairs(data: bytes, low: bytes, hits: Hits, depth: int) -> tuple[bytes,
         return data, 0
     cuts: list[tuple[int, int, bytes]] = []
     floor = 0
-    size = len(low)
+    name_run = _NAME_RUN.match
     for hint in hits.positions(_PAIR_IDS):
         if hint < floor:
             continue
-        start = hint
-        while start > 0 and hint - start < 40 and low[start - 1] in _NAME_BYTES:
-            start -= 1
-        end = hint
-        while end < size and end - hint < 40 and low[end] in _NAME_BYTES:
-            end += 1
+        end = name_run(low, hint).end()
         floor = end
         tail = _PAIR_TAIL.match(low, end)
         if tail is None:
-            continue
+            continue  # most hints (inside words, base64, JSON names): no pair
+        start = hint
+        while start > 0 and hint - start < 40 and low[start - 1] in _NAME_BYTES:
+            start -= 1
         value_start, value_end = tail.span(3)
         if low.startswith(_MARK_LOW, value_start):
             continue
