@@ -285,17 +285,23 @@ def anchored_matches(
     """What ``detector.pattern.finditer(data)`` yields, trying the pattern only near hints.
 
     Every match has one of the detector's hints at most ``hint_offset`` bytes
-    after its start, so the leftmost match from any position is among those
-    candidates; they are tried in ascending order, each at most once, and the
-    search resumes at the end of a match exactly as ``finditer`` does.
-    ``hint_starts`` ascend (``Hits.positions``).
+    after its start (and only ``lead`` bytes before it), so the leftmost match
+    from any position is among those candidates; they are tried in ascending
+    order, each at most once, and the search resumes at the end of a match
+    exactly as ``finditer`` does. ``hint_starts`` ascend (``Hits.positions``).
     """
     match_at = detector.pattern.match
     back = detector.hint_offset
+    lead = detector.lead
     resume = 0  # no match may start before here (the end of the last one)
     untried = 0  # candidates before here were tried and failed
     for hint in hint_starts:
         start = max(resume, untried, hint - back)
+        if lead is not None and start < hint:
+            # A match's bytes before its hint are all ``lead`` bytes: none
+            # can start before the run of them that ends at the hint.
+            run = lead.search(data, start, hint)
+            start = hint + 1 if run is None else run.start()
         while start <= hint:
             match = match_at(data, start)
             if match is not None:

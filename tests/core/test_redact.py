@@ -317,6 +317,8 @@ def _value_haystacks() -> list[bytes]:
         b"Bearer abcdefgh12 basic dXNlcjpwYXNzd29yZA== https://u:p@h http://a:b@c:d@e",
         b"ftp://x:y@z gh" + b"p_" + b"a" * 40 + b" sk-proj-" + b"b" * 30 + b" AKIA" + b"C" * 16,
         b"-----BEGIN RSA PRIVATE KEY-----abc-----END RSA PRIVATE KEY----- xoxb-1234567890ab",
+        b"svn+ssh://u:p@h a.b-c1://x:y@z _x://u:p@h 9http://u:p@h x-://a:b@c +s3://k:v@b",
+        b"averyveryverylongschemename://u:p@h ab://u:p@h a://u:p@h http://h/p?q=1",
     ]
     samples += _corpus_frames()
     out = list(samples)
