@@ -35,6 +35,9 @@ from ahocorasick_rs import BytesAhoCorasick, MatchKind
 #: Bytes scanned per call on large inputs: bounds the list of matches one call returns.
 WINDOW = 64 * 1024
 
+#: Bytes the standard automaton scans in the time of one call on a tiny span.
+_CALL_BYTES = 100
+
 #: More leftmost-first matches than this in one window (base64 is full of "pw",
 #: "sig", "hf_"): the prefilter loses on such data; later windows skip it.
 _DENSE = 16
@@ -93,6 +96,14 @@ class HintScanner:
         """
         every = self._every.find_matches_as_indexes
         overlap = self._overlap
+        if len(first) * _CALL_BYTES > stop - base:
+            # So many matches (one hint repeated) that one standard pass over
+            # the region costs less than a call per match.
+            return [
+                (hint, base + at, base + until)
+                for hint, at, until in every(data[base : stop + overlap], overlapping=True)
+                if base + at < stop
+            ]
         found: list[Occurrence] = []
         for _, start, end in first:
             start += base

@@ -72,8 +72,11 @@ _NUMBER_AT = re.compile(rb"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _COLON_AT = re.compile(rb"[ \t\r\n]*:[ \t\r\n]*")
 # After a name in plain text: `=value`, `: value`, `="value"`, `: Bearer value`.
 _PAIR_TAIL = re.compile(
-    rb"[ \t]*[=:][ \t]*(\\?[\"'])?((?:bearer|basic|digest) +)?([^\s&\"',;<>\\]+)"
+    rb"[ \t]*[=:][ \t]*(\\?[\"'])?((?:bearer|basic|digest) +)?([^\s&\"',;<>\\])"
 )
+#: The rest of the value whose first byte ``_PAIR_TAIL`` matched (kept apart so
+#: that hints inside one long value do not each read it to its end again).
+_VALUE_RUN = re.compile(rb"[^\s&\"',;<>\\]*")
 _NAME_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_.-")
 #: The rest of a name from a hint on, in lower-cased bytes (at most 40 of ``_NAME_BYTES``).
 _NAME_RUN = re.compile(rb"[a-z0-9_.\-]{0,40}")
@@ -279,6 +282,10 @@ def _values(data: bytes, low: bytes, hits: Hits, depth: int) -> tuple[bytes, int
     return data, count
 
 
+#: Tries of a detector's pattern per frame before anchored_matches searches instead.
+_PROBE_BUDGET = 4096
+
+
 def anchored_matches(
     detector: Detector, data: bytes, hint_starts: Iterable[int]
 ) -> Iterator[re.Match[bytes]]:
@@ -295,7 +302,14 @@ def anchored_matches(
     lead = detector.lead
     resume = 0  # no match may start before here (the end of the last one)
     untried = 0  # candidates before here were tried and failed
+    # Hints everywhere (a hostile "eyJeyJeyJ..."): past this many tries one
+    # search over the rest is cheaper, and finds the same from where we are.
+    budget = _PROBE_BUDGET + len(data) // 64
     for hint in hint_starts:
+        budget -= 1
+        if budget < 0:
+            yield from detector.pattern.finditer(data, max(resume, untried))
+            return
         start = max(resume, untried, hint - back)
         if lead is not None and start < hint:
             # A match's bytes before its hint are all ``lead`` bytes: none
@@ -330,6 +344,7 @@ def _text_pairs(data: bytes, low: bytes, hits: Hits, depth: int) -> tuple[bytes,
     cuts: list[tuple[int, int, bytes]] = []
     floor = 0
     name_run = _NAME_RUN.match
+    run_start = run_end = 0  # the last value run measured
     for hint in hits.positions(_PAIR_IDS):
         if hint < floor:
             continue
@@ -341,7 +356,11 @@ def _text_pairs(data: bytes, low: bytes, hits: Hits, depth: int) -> tuple[bytes,
         start = hint
         while start > 0 and hint - start < 40 and low[start - 1] in _NAME_BYTES:
             start -= 1
-        value_start, value_end = tail.span(3)
+        value_start = tail.start(3)
+        if not run_start <= value_start < run_end:
+            # A value run ends at the same byte wherever in it one starts.
+            run_start, run_end = value_start, _VALUE_RUN.match(low, value_start).end()
+        value_end = run_end
         if low.startswith(_MARK_LOW, value_start):
             continue
         before = low[start - 1 : start] if start else b""

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
+from collections.abc import Iterator
 
 import pytest
 
@@ -348,3 +351,56 @@ def test_anchored_matches_are_exactly_what_finditer_finds() -> None:
             assert [m.span() for m in anchored_matches(detector, data, starts)] == expected
             found += len(expected)
     assert found > 500
+
+
+class _Counting:
+    """A compiled pattern whose ``match`` calls are counted."""
+
+    def __init__(self, pattern: re.Pattern[bytes]) -> None:
+        self.pattern = pattern
+        self.calls = 0
+
+    def match(self, data: bytes, pos: int = 0) -> re.Match[bytes] | None:
+        self.calls += 1
+        return self.pattern.match(data, pos)
+
+    def finditer(self, data: bytes, pos: int = 0) -> Iterator[re.Match[bytes]]:
+        self.calls += 1
+        return self.pattern.finditer(data, pos)
+
+
+def test_one_long_value_is_measured_once_not_once_per_hint_inside_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``key=key=key=...``: every hint starts a pair whose value runs to the end (was quadratic)."""
+    from mcpsniff.core import redact
+
+    counting = _Counting(redact._VALUE_RUN)
+    monkeypatch.setattr(redact, "_VALUE_RUN", counting)
+    frame = b'{"k":"' + b"key=" * 20_000 + b'","password":"hunter2"}'
+    out, count = redact_frame(frame)
+    assert count == 1 and out.endswith(b'"password":"[REDACTED]"}')
+    assert counting.calls <= 2
+
+
+def test_a_detector_tried_at_hints_everywhere_searches_instead(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``eyJeyJ...``: past its budget of tries the detector searches once, finding the same."""
+    from mcpsniff.core import redact
+    from mcpsniff.core.secret_values import DETECTORS
+
+    jwt = next(detector for detector in DETECTORS if detector.name == "jwt")
+    counting = _Counting(jwt.pattern)
+    data = b"eyJ" * 100_000 + b" eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.sig"
+    hits = redact._SCANNER.scan(data.lower())
+    assert hits is not None
+    ids = redact._SCANNER.ids(jwt.hints)
+    found = list(
+        redact.anchored_matches(
+            dataclasses.replace(jwt, pattern=counting), data, hits.positions(ids)
+        )
+    )  # type: ignore[arg-type]
+    assert [m.span() for m in found] == [m.span() for m in jwt.pattern.finditer(data)]
+    assert len(found) == 1
+    assert counting.calls <= redact._PROBE_BUDGET + len(data) // 64 + 1
