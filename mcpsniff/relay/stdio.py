@@ -34,9 +34,8 @@ from mcpsniff.core.redact import recorded_argv
 from mcpsniff.core.stdio_adapter import SESSION, StdioAdapter
 from mcpsniff.relay.analysis_process import AnalysisProcess
 from mcpsniff.relay.channel import Channel
-from mcpsniff.relay.outputs import Outputs, attach
-from mcpsniff.relay.recorder import Recorder
-from mcpsniff.relay.worker import TRACE_INCOMPLETE, Worker
+from mcpsniff.relay.outputs import Outputs
+from mcpsniff.relay.worker import TRACE_INCOMPLETE, fork_analysis
 from mcpsniff.trace.format import TraceWriter
 from mcpsniff.trace.paths import TraceOpenError, open_trace_file
 
@@ -559,36 +558,39 @@ def _restore_blocking(modes: dict[int, bool]) -> None:
 
 def run_stdio(
     options: StdioOptions,
-    writer: TraceWriter,
-    show: Callable[[Record], None] | None = None,
+    *,
+    announce: Callable[[TraceWriter], None] | None = None,
     warn: Callable[[str], None] | None = None,
+    show: Callable[[Record], None] | None = None,
     show_flush: Callable[[], None] | None = None,
 ) -> int:
-    """Run the relay to completion and return the exit status to pass on.
+    """``mcpsniff stdio``: open the trace, fork the analysis, relay; the exit status to pass on.
 
-    The analysis process is forked first, before the event loop or any
-    thread exists; it takes over ``writer`` (this process never writes to
-    the trace again), and the relay then spawns the server and forwards.
+    Raises ``StartError`` (a one-line reason) when it cannot start. The
+    analysis process is forked first, before the event loop or any thread
+    exists; it takes over the trace, and the relay then spawns the server
+    and forwards. ``announce`` is told the trace before that.
     """
-    # Flushed once per batch of observations (the worker does it).
-    recorder = Recorder(writer, "stdio", redact=options.redact, autoflush=False)
-    if show is not None:
-        recorder.listeners.append(show)
-    if show_flush is not None:
-        recorder.batch_listeners.append(show_flush)
-    adapter = StdioAdapter(recorder, redact=options.redact)
-    worker = Worker(recorder, adapter.apply, lost=adapter.lost, label="mcpsniff stdio", warn=warn)
-
-    def work(fd: int) -> int:
-        attach(recorder, options.outputs)  # here, in the analysis process
-        return worker.run(fd)
-
+    writer = open_trace(options)
+    if announce is not None:
+        announce(writer)
     try:
-        analysis = AnalysisProcess.fork(work, options.backlog_limit)
+        analysis = fork_analysis(
+            writer,
+            "stdio",
+            lambda recorder: StdioAdapter(recorder, redact=options.redact),
+            limit=options.backlog_limit,
+            redact=options.redact,
+            outputs=options.outputs,
+            show=show,
+            show_flush=show_flush,
+            warn=warn,
+            label="mcpsniff stdio",
+        )
     except OSError as exc:
+        writer.close()
         raise StartError(f"cannot start the analysis process: {exc.strerror or exc}") from None
-    # The trace belongs to the analysis process now. This process never
-    # writes to ``writer`` again; its buffer is empty (the header was
-    # flushed), so even its finalizer writes nothing.
+    # The trace belongs to the analysis process now: this process never writes
+    # to ``writer`` again, and its buffer is empty (the header was flushed).
     relay = StdioRelay(options, analysis, warn)
     return asyncio.run(relay.run())
