@@ -425,6 +425,7 @@ async def serve(
     its exit status (0 without one).
     """
     capture = None
+    status = 0
     if analysis is not None:
         capture = analysis.channel
         capture.attach(asyncio.get_running_loop())
@@ -450,7 +451,7 @@ async def serve(
     finally:
         if analysis is not None:
             status = await analysis.finish(warn)
-    return status if analysis is not None else 0
+    return status
 
 
 class StartError(Exception):
