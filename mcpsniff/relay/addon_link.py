@@ -87,7 +87,7 @@ class FlowFinding:
 
 @dataclass(slots=True)
 class Reply:
-    """What the analysis process tells the addon after a batch of calls.
+    """What the analysis process tells the addon after a batch of observations.
 
     Findings come before the syncs they precede: the addon attaches them
     first, then lets the synced exchanges' hooks go on.
