@@ -74,6 +74,7 @@ Usage::
     python benchmarks/bench_stdio_relay.py --rounds 6 --count 40000 --sequential 2000 --block 50
     python benchmarks/bench_stdio_relay.py --profile py-spy      # or cprofile; no verdict
     python benchmarks/bench_stdio_relay.py --profile py-spy --profile-what big-c2s
+    python benchmarks/bench_stdio_relay.py --profile py-spy-gil --profile-process analysis
 
 ``--profile`` runs only ``mcpsniff stdio`` under a profiler, with the rounds' traffic
 or (``--profile-what``) one 50 MB frame, and prints its top functions. py-spy
@@ -1045,7 +1046,8 @@ def profile(kind: str, what: str, ns: argparse.Namespace, folder: Path) -> int:
         peer = Peer.start("mcpsniff", argv, folder / "profile.log")
         try:
             peer.handshake()
-            sampling = pyspy(peer.proc.pid, raw, kind == "py-spy-gil")
+            target = peer.analysis_pid if ns.profile_process == "analysis" else peer.proc.pid
+            sampling = pyspy(target, raw, kind == "py-spy-gil")
             with sampling if kind in PYSPY else contextlib.nullcontext():
                 for _ in range(ns.rounds):
                     line = "profiled mcpsniff:"
@@ -1063,6 +1065,8 @@ def profile(kind: str, what: str, ns: argparse.Namespace, folder: Path) -> int:
         run = big_frame("mcpsniff", direction, BIG_FRAME, folder, kind)
         print(f"profiled mcpsniff: {run}")
         title = f"one {BIG_FRAME} byte frame, {direction}"
+    if kind in PYSPY:
+        title += f", {ns.profile_process} process"
     print(f"mcpsniff stdio, {kind}, {title}")
     print(summarize_pyspy(raw) if kind in PYSPY else summarize_cprofile(prof))
     return 0
@@ -1238,6 +1242,12 @@ def main() -> int:
         choices=["traffic", "big-c2s", "big-s2c"],
         default="traffic",
         help="what --profile runs: the rounds' traffic or one 50 MB frame",
+    )
+    parser.add_argument(
+        "--profile-process",
+        choices=["relay", "analysis"],
+        default="relay",
+        help="which process py-spy samples with --profile (traffic only)",
     )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--byte-relay", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)

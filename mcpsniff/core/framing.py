@@ -54,6 +54,8 @@ class LineFramer:
         if not data:
             return []
         buf = self._buf
+        if not buf:
+            return self._feed_fresh(data)
         buf += data
         nl = buf.find(b"\n", self._scanned)
         if nl < 0:
@@ -78,6 +80,34 @@ class LineFramer:
             # the start pointer), so consumed lines cost no copy of the rest.
             del buf[:start]
         self._scanned = len(self._buf)
+        return lines
+
+    def _feed_fresh(self, data: bytes) -> list[bytes]:
+        """``feed`` with nothing buffered (the usual case): lines are cut from ``data`` itself.
+
+        Saves copying every chunk into the buffer first; a chunk that is exactly
+        one line is returned as it is, without any copy.
+        """
+        data = bytes(data)  # no copy when it is bytes already (the relays pass bytes)
+        nl = data.find(b"\n")
+        if nl < 0:
+            self._buf += data
+            self._scanned = len(data)
+            return []
+        size = len(data)
+        if nl == size - 1:
+            return [data]
+        lines: list[bytes] = []
+        start = 0
+        find = data.find
+        while nl >= 0:
+            lines.append(data[start : nl + 1])
+            start = nl + 1
+            nl = find(b"\n", start)
+        if start < size:
+            with memoryview(data) as view:
+                self._buf += view[start:]
+            self._scanned = size - start
         return lines
 
     def flush(self) -> bytes | None:

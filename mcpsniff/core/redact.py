@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 from urllib.parse import unquote_plus
 
+from mcpsniff.core.hint_scan import HintScanner, Hits
 from mcpsniff.core.secret_names import PROTOCOL_NAMES, Context, is_secret_name, words
 from mcpsniff.core.secret_values import DETECTORS, VALUE_HINTS
 
@@ -53,12 +54,19 @@ _MARK_BYTES = MARK.encode()
 _MARK_LOW = _MARK_BYTES.lower()
 _QUOTED_MARK = b'"' + _MARK_BYTES + b'"'
 
-# Hints are found with ``bytes.find`` on a lower-cased copy of the bytes: a
-# regex alternation of them costs about 15 us per KiB in `re`, a find of each
-# literal well under one, and this runs on every frame.
+# Hints: lower-case literals one of which every secret's name or value
+# contains, found in one pass over a lower-cased copy of the bytes (see
+# hint_scan). A frame with none of them is returned untouched; that is almost
+# every frame, and this runs on every frame.
 _NAME_HINTS = (b"pass", b"pw", b"secret", b"token", b"auth", b"cookie", b"credential", b"key")
 _QUERY_HINTS = (b"sig", b"code")
-_ALL_HINTS = _NAME_HINTS + _QUERY_HINTS + VALUE_HINTS
+_SCANNER = HintScanner(_NAME_HINTS + _QUERY_HINTS + VALUE_HINTS)
+_NAME_IDS = _SCANNER.ids(_NAME_HINTS)
+_PAIR_IDS = _SCANNER.ids(_NAME_HINTS + _QUERY_HINTS)
+_VALUE_IDS = _SCANNER.ids(VALUE_HINTS)
+_TOKEN_ID = _SCANNER.ids((b"token",))
+#: Each value detector with the numbers of its hints.
+_DETECTOR_IDS = tuple((detector, _SCANNER.ids(detector.hints)) for detector in DETECTORS)
 _STRING_AT = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NUMBER_AT = re.compile(rb"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _COLON_AT = re.compile(rb"[ \t\r\n]*:[ \t\r\n]*")
@@ -75,32 +83,16 @@ _PROTECTED_BEFORE = re.compile(
 _MAX_DEPTH = 4
 
 
-def _hints(low: bytes, hints: tuple[bytes, ...]) -> list[bytes]:
-    return [hint for hint in hints if hint in low]
-
-
-def _positions(low: bytes, hints: list[bytes]) -> list[int]:
-    """Every offset where one of ``hints`` occurs, ascending."""
-    found: list[int] = []
-    for hint in hints:
-        at = low.find(hint)
-        while at >= 0:
-            found.append(at)
-            at = low.find(hint, at + 1)
-    found.sort()
-    return found
-
-
 def redact_frame(raw: bytes) -> tuple[bytes, int]:
     """Redact secrets in one frame, stderr line or body; return the bytes and the count.
 
     ``raw`` may be JSON, JSON with JSON inside its strings, or plain text.
     """
     low = raw.lower()
-    for hint in _ALL_HINTS:
-        if hint in low:
-            return _redact(raw, 0)
-    return raw, 0
+    hits = _SCANNER.scan(low)
+    if hits is None:
+        return raw, 0
+    return _redact(raw, 0, low, hits)
 
 
 def redact_text(text: str) -> tuple[str, int]:
@@ -110,14 +102,47 @@ def redact_text(text: str) -> tuple[str, int]:
     return (out.decode("utf-8", "surrogatepass"), count) if count else (text, 0)
 
 
-def _redact(data: bytes, depth: int) -> tuple[bytes, int]:
+def _redact(
+    data: bytes, depth: int, low: bytes | None = None, hits: Hits | None = None
+) -> tuple[bytes, int]:
+    """Every step over ``data`` in turn (``low``, ``hits``: its lower case and hints, if known)."""
     count = 0
-    for step in (_members, _nested, _values, _text_pairs):
+    if low is None:
+        low = data.lower()
+        hits = _SCANNER.scan(low)
+    if hits is not None and _only_progress_tokens(low, hits):
+        return data, 0
+    for step, needs in _STEPS:
+        if hits is None:
+            break  # no hint left: no step can find anything
+        # A step acts only at occurrences of its own hints: skip it without them.
+        if hits.present().isdisjoint(needs):
+            continue
         if step is _nested and (depth >= _MAX_DEPTH or b'\\"' not in data):
             continue
-        data, n = step(data, depth)
+        new, n = step(data, low, hits, depth)
+        if new is not data:
+            data, low = new, new.lower()
+            hits = _SCANNER.scan(low)
         count += n
     return data, count
+
+
+_QUOTED_PROGRESS_TOKEN = b'"progresstoken"'
+
+
+def _only_progress_tokens(low: bytes, hits: Hits) -> bool:
+    """Whether the only hints are the ``token`` of ``"progressToken"`` member names.
+
+    The commonest hint by far (every request with progress, every progress
+    notification: MCP basic/utilities/progress), and a protocol name that is
+    never a secret in any context (``is_secret_name``): no step could act on
+    it, so the frame is passed over without running them.
+    """
+    if hits.present() != _TOKEN_ID:
+        return False
+    quoted = _QUOTED_PROGRESS_TOKEN
+    return all(start >= 9 and low.startswith(quoted, start - 9) for _, start in hits.starts())
 
 
 def _splice(data: bytes, cuts: list[tuple[int, int, bytes]]) -> bytes:
@@ -135,14 +160,13 @@ def _splice(data: bytes, cuts: list[tuple[int, int, bytes]]) -> bytes:
 # --------------------------------------------------------------------------- JSON members
 
 
-def _members(data: bytes, depth: int) -> tuple[bytes, int]:
+def _members(data: bytes, low: bytes, hits: Hits, depth: int) -> tuple[bytes, int]:
     """Values of secret-named JSON members (strings, numbers, arrays) become the mark."""
     if b'"' not in data:
         return data, 0
-    low = data.lower()
     cuts: list[tuple[int, int, bytes]] = []
     floor = 0
-    for hint in _positions(low, _hints(low, _NAME_HINTS)):
+    for hint in hits.positions(_NAME_IDS):
         if hint < floor:
             continue  # inside a name or value already handled
         opening = data.rfind(b'"', max(0, hint - 64), hint)
@@ -202,13 +226,13 @@ def _array_end(data: bytes, start: int) -> int | None:
     return None
 
 
-def _nested(data: bytes, depth: int) -> tuple[bytes, int]:
+def _nested(data: bytes, low: bytes, hits: Hits, depth: int) -> tuple[bytes, int]:
     """JSON strings that carry JSON (or text) with secrets: decoded, redacted, re-encoded."""
     cuts: list[tuple[int, int, bytes]] = []
     count = 0
     for match in _STRING_AT.finditer(data):
         literal = match.group()
-        if b'\\"' not in literal or not _hints(literal.lower(), _ALL_HINTS):
+        if b'\\"' not in literal or not _SCANNER.any(literal.lower()):
             continue
         try:
             inner = json.loads(literal)
@@ -231,12 +255,12 @@ def _encode_string(text: str) -> bytes:
 # --------------------------------------------------------------------------- values
 
 
-def _values(data: bytes, depth: int) -> tuple[bytes, int]:
+def _values(data: bytes, low: bytes, hits: Hits, depth: int) -> tuple[bytes, int]:
     """Credentials recognised by their format, whatever they are called."""
-    low = data.lower()
     count = 0
-    for detector in DETECTORS:
-        if not _hints(low, detector.hints):
+    present = hits.present()
+    for detector, ids in _DETECTOR_IDS:
+        if present.isdisjoint(ids):
             continue
         cuts: list[tuple[int, int, bytes]] = []
         for match in detector.pattern.finditer(data):
@@ -246,7 +270,8 @@ def _values(data: bytes, depth: int) -> tuple[bytes, int]:
             cuts.append((start, end, _MARK_BYTES))
         if cuts:
             data = _splice(data, cuts)
-            low = data.lower()
+            hits_now = _SCANNER.scan(data.lower())
+            present = frozenset() if hits_now is None else hits_now.present()
             count += len(cuts)
     return data, count
 
@@ -262,15 +287,14 @@ def _protected(data: bytes, start: int) -> bool:
 # --------------------------------------------------------------------------- plain text
 
 
-def _text_pairs(data: bytes, depth: int) -> tuple[bytes, int]:
+def _text_pairs(data: bytes, low: bytes, hits: Hits, depth: int) -> tuple[bytes, int]:
     """``password=...``, ``api_key: ...``, ``?key=...`` in text: the value becomes the mark."""
     if b"=" not in data and b":" not in data:
         return data, 0
-    low = data.lower()
     cuts: list[tuple[int, int, bytes]] = []
     floor = 0
     size = len(low)
-    for hint in _positions(low, _hints(low, _NAME_HINTS + _QUERY_HINTS)):
+    for hint in hits.positions(_PAIR_IDS):
         if hint < floor:
             continue
         start = hint
@@ -294,6 +318,15 @@ def _text_pairs(data: bytes, depth: int) -> tuple[bytes, int]:
         cuts.append((value_start, value_end, _MARK_BYTES))
         floor = value_end
     return (_splice(data, cuts), len(cuts)) if cuts else (data, 0)
+
+
+#: The steps in order, each with the hints it acts on.
+_STEPS = (
+    (_members, _NAME_IDS),
+    (_nested, frozenset(range(len(_SCANNER.hints)))),
+    (_values, _VALUE_IDS),
+    (_text_pairs, _PAIR_IDS),
+)
 
 
 # --------------------------------------------------------------------------- URLs, headers, argv

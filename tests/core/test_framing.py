@@ -154,6 +154,20 @@ def test_many_small_lines_in_one_feed() -> None:
     assert rest is None
 
 
+def test_chunks_of_any_buffer_type_and_a_line_returned_without_a_copy() -> None:
+    """bytearray and memoryview chunks frame like bytes; lines are always bytes."""
+    for kind in (bytes, bytearray, memoryview):
+        framer = LineFramer()
+        assert framer.feed(kind(b'{"a":1}\n{"b"')) == [b'{"a":1}\n']
+        assert framer.pending == 4
+        assert framer.feed(kind(b":2}\n{}\n")) == [b'{"b":2}\n', b"{}\n"]
+        assert framer.feed(kind(b"tail")) == []
+        assert framer.flush() == b"tail"
+        assert all(type(line) is bytes for line in framer.feed(kind(b"x\ny\n")))
+    whole = b'{"jsonrpc":"2.0","method":"ping"}\n'
+    assert LineFramer().feed(whole)[0] is whole  # one whole line: passed on as it is
+
+
 @settings(max_examples=200)
 @given(data=_LINE_STREAMS, cuts=_CUTS)
 def test_line_framer_round_trips_any_chunking(data: bytes, cuts: list[int]) -> None:

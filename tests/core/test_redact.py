@@ -243,3 +243,63 @@ def test_redaction_explains_only_a_redacted_frame_with_a_mark_in_the_value() -> 
     assert not redaction_explains(frame, {"a": 1})
     assert not redaction_explains(FrameRecord(1, 1.0, "s", "c2s", "stdio", b""), {"a": MARK})
     assert holds_mark([[{"x": f"y {MARK}"}]])
+
+
+def _corpus_frames() -> list[bytes]:
+    from tests.e2e import secrets_corpus as corpus
+
+    frames = [json.dumps(corpus.tool_call(i)).encode() for i in range(3)]
+    frames += [json.dumps(corpus.tool_result(i)).encode() for i in range(3)]
+    frames += [json.dumps(corpus.tool_error(i)).encode() for i in range(3)]
+    frames += [line.encode() for line in corpus.STDERR_LINES]
+    frames += [json.dumps(text).encode() for text in corpus.NESTED_TEXTS]
+    return frames
+
+
+def test_windowed_scanning_redacts_exactly_like_one_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Large frames are scanned window by window; the result may not depend on the seams."""
+    from mcpsniff.core import redact
+    from mcpsniff.core.hint_scan import HintScanner
+
+    frames = _corpus_frames()
+    whole = [redact_frame(frame) for frame in frames]
+    assert sum(count for _, count in whole) > 50
+    for window in (1, 5, 13):
+        monkeypatch.setattr(redact, "_SCANNER", HintScanner(redact._SCANNER.hints, window))
+        assert [redact_frame(frame) for frame in frames] == whole, window
+
+
+def test_long_runs_of_one_letter_or_one_hint() -> None:
+    """Hostile frames: nothing to redact stays identical, a secret at the end is still found."""
+    for run in (b"a" * 1_000_000, b"key" * 300_000, b"-" * 500_000, b"pass" * 200_000):
+        assert redact_frame(run) == (run, 0)
+    tail = b"x" * 300_000 + b" password=hunter2"
+    assert redact_frame(tail) == (b"x" * 300_000 + b" password=" + MARK.encode(), 1)
+    member = b'{"a":"' + b"key" * 100_000 + b'","api_key":"s3cr3t"}'
+    assert redact_frame(member) == (b'{"a":"' + b"key" * 100_000 + b'","api_key":"[REDACTED]"}', 1)
+
+
+@pytest.mark.parametrize(
+    ("raw", "redacted"),
+    [
+        (b'{"_meta":{"progressToken":"p-1"}}', None),
+        (b'{"_meta":{"PROGRESSTOKEN":7},"params":{"progressToken":"abc"}}', None),
+        (b'{"text":"{\\"progressToken\\": \\"x\\"}"}', None),
+        (b'{"xprogressToken":"s3cr3t-v4lue"}', b'{"xprogressToken":"[REDACTED]"}'),
+        (b'{"progressTokenKey":"v"}', None),
+        (b'{"progressToken":"p","api_key":"k"}', b'{"progressToken":"p","api_key":"[REDACTED]"}'),
+        (b"progressToken=abc token=def", b"progressToken=abc token=[REDACTED]"),
+        (b'{"progressToken":"Bearer abcdefgh12"}', None),  # a protocol value: kept exactly
+        (
+            b'{"a":"Bearer abcdefgh12","progressToken":1}',
+            b'{"a":"Bearer [REDACTED]","progressToken":1}',
+        ),
+    ],
+)
+def test_progress_tokens_pass_and_what_only_looks_like_them_does_not(
+    raw: bytes, redacted: bytes | None
+) -> None:
+    """The fast path for ``"progressToken"`` names gives what the full steps give."""
+    out, count = redact_frame(raw)
+    assert out == (raw if redacted is None else redacted)
+    assert count == (0 if redacted is None else 1)

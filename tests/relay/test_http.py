@@ -1723,12 +1723,13 @@ RULE_CASES = [
         ("HTTP-GET-REPLY", "JR-TOPLEVEL", "JR-VERSION"),
     ),
     RuleCase("HTTP-PROTO-HEADER", "json", _request_without_version_header, ("HTTP-PROTO-HEADER",)),
-    # The client's batch, and the server's batch answer.
+    # The client's batch, and the server's batch answer; each also breaks the
+    # transport's one-message bodies (reported as dependents of the batch finding).
     RuleCase(
         "MSG-BATCH-REMOVED",
         "json",
         _batch_in_2025_06,
-        ("MSG-BATCH-REMOVED", "MSG-BATCH-REMOVED"),
+        ("MSG-BATCH-REMOVED", "MSG-BATCH-REMOVED", "HTTP-POST-BODY", "HTTP-JSON-BODY"),
     ),
     RuleCase("HTTP-EVENT-ID-UNIQUE", "sse+dupid", _duplicate_event_ids, ("HTTP-EVENT-ID-UNIQUE",)),
     RuleCase("HTTP-SESSION-404", "noterm", _request_after_delete, ("HTTP-SESSION-404",)),

@@ -773,6 +773,60 @@ def test_parsed_frames_are_embedded_and_read_back_exactly(tmp_path: Path, raw: b
         assert [r.raw for r in reader.records()] == [raw]
 
 
+@pytest.mark.parametrize("session", ["stdio", 'a"b\u2028', "\u00e9\U0001f600", "\udc80x", ""])
+@pytest.mark.parametrize("t", [1764638000.123456, 0.0, 1e16, 1e-7, float("nan"), 3, -0.0])
+@pytest.mark.parametrize("seq", [0, 7, 2**63 - 1, 2**63, 2**70, -1])
+@pytest.mark.parametrize("meta", [None, {"redacted": 2}])
+def test_an_embedded_frame_line_is_what_the_generic_encoder_writes(
+    session: str, t: float, seq: int, meta: dict[str, int] | None
+) -> None:
+    """The cached-template fast path writes exactly the bytes ``_dumps`` of the object would."""
+    from mcpsniff.trace.format import _dumps
+
+    for raw, end, eol in (
+        (b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n', -1, "\n"),
+        (b'[{"a":1}]\r\n', -2, "\r\n"),
+        (b'{"b":2}', None, ""),
+    ):
+        payload = raw[:end]
+        record = FrameRecord(seq, t, session, "c2s", "stdio", raw, meta, orjson.loads(raw))
+        obj: dict[str, Any] = {
+            "type": "frame",
+            "seq": seq,
+            "t": t,
+            "session": session,
+            "dir": "c2s",
+            "transport": "stdio",
+        }
+        if meta:
+            obj["meta"] = meta
+        obj["eol"] = eol
+        obj["len"] = len(payload)
+        expected = _dumps(obj)[:-2] + b',"json":' + payload + b"}\n"
+        assert encode_line(record) == expected
+        assert encode_line(record) == expected  # and again, from the cache
+
+
+def test_the_frame_template_cache_is_bounded() -> None:
+    from mcpsniff.trace import format as trace_format
+
+    raw = b'{"jsonrpc":"2.0","method":"x"}\n'
+    for i in range(3 * trace_format._FRAME_MIDDLES_LIMIT):
+        line = encode_line(FrameRecord(i, 1.5, f"session-{i}", "s2c", "http", raw, None, {}))
+        assert b'"session":"session-%d"' % i in line
+        assert len(trace_format._FRAME_MIDDLES) <= trace_format._FRAME_MIDDLES_LIMIT
+
+
+@pytest.mark.parametrize(
+    "raw", [b'{"a":\n1}\n', b'{"a":1}\r\r\n', b'{"a":1}\n\n', b'{"a":\r1}', b"  \n", b""]
+)
+def test_frames_with_inner_line_breaks_or_no_payload_are_not_embedded(raw: bytes) -> None:
+    record = FrameRecord(1, 1.0, "s", "c2s", "stdio", raw, None, {"a": 1})
+    line = encode_line(record)
+    assert b',"json":' not in line
+    assert json.loads(line)["text"] == raw.decode()
+
+
 def test_multi_line_bodies_and_non_json_stay_text(tmp_path: Path) -> None:
     from mcpsniff.core.session import Session
 
