@@ -12,17 +12,19 @@ as observations (``mcpsniff.core.observations``) encoded with
 event loop (or within ``delay``) are encoded into one batch and written with
 one system call; a big body goes on its own, uncopied (``writev``), and so
 does a stdio chunk that nothing waits before (a lone request must not wait
-for the end of the turn). What the
-pipe cannot take now waits in a backlog, bounded by ``limit`` bytes; past
-it, bytes are dropped, never forwarded bytes, and never silently:
+for the end of the turn). What the pipe cannot take now waits in a backlog,
+bounded by ``limit`` bytes; past it, bytes are dropped, never forwarded
+bytes, and never silently:
 
 * stream bytes (stdio) become a ``StreamGap`` of their direction, told before
   that direction's next observation;
 * a response body piece becomes a ``ResponseGap`` of its exchange, a request
   body a ``RequestGap`` (a streamed piece is left out: its offset shows the
   hole); what says an exchange happened always goes;
-* everything dropped is counted in a ``CaptureGap``, told once the backlog has
-  room again, and always before the trace ends (``end``).
+* every other observation dropped (bodies, stderr pieces and, far behind,
+  even observations without bytes) is counted in a ``CaptureGap``, told once
+  the backlog has room again;
+* every gap still untold is told before the trace ends (``end``).
 
 ``read_batches`` is the analysis process's end. ``InProcess`` has the same
 interface and replays observations at once, in the shell's own process
