@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,9 +53,18 @@ def write_har(reader: TraceReader, output: Path | None, *, redact: bool = True) 
     written = 0
 
     def open_stream() -> IO[str]:
-        nonlocal temporary
+        nonlocal temporary, output
         if output is None:
             return sys.stdout
+        # A symlink is written at its target (the link stays a link); a device
+        # or FIFO (``-o /dev/stdout``, ``-o /dev/null``, a named pipe) is
+        # written through: renaming a finished file onto it would replace the
+        # node itself, and as root ``-o /dev/null`` would leave a regular file
+        # at /dev/null for every process on the machine.
+        output = output.resolve()
+        with contextlib.suppress(OSError):
+            if not stat.S_ISREG(os.stat(output).st_mode):
+                return open(output, "w", encoding="utf-8")
         temporary = output.with_name(f".{output.name}.{os.getpid()}.tmp")
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         return os.fdopen(fd, "w", encoding="utf-8")
@@ -91,6 +101,8 @@ def write_har(reader: TraceReader, output: Path | None, *, redact: bool = True) 
             stream.close()
             os.replace(temporary, output)
             temporary = None
+        elif output is not None:
+            stream.close()  # a device or FIFO: its reader sees the end
         return HarResult(written, stdio)
     finally:
         if temporary is not None:

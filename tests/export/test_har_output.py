@@ -94,3 +94,59 @@ def test_a_reader_that_leaves_early_is_not_blamed_on_the_trace(tmp_path: Path) -
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 0, err
     assert "Broken pipe" not in err and "Traceback" not in err
+
+
+def test_a_device_is_written_to_not_replaced(tmp_path: Path) -> None:
+    """``-o /dev/null`` (or ``/dev/stdout``) writes through the device; it never becomes a file.
+
+    The rename that makes a regular output appear whole would replace the
+    device node itself: as root, ``-o /dev/null`` turned /dev/null into a
+    regular file holding the HAR, for every process on the machine.
+    """
+    import os
+    import stat
+
+    trace = _http_trace(tmp_path / "t.jsonl")
+    device = tmp_path / "null"
+    try:
+        os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except PermissionError:
+        import pytest
+
+        pytest.skip("creating a device node needs root")
+    result = CliRunner().invoke(main, ["export", "har", str(trace), "-o", str(device)])
+    assert result.exit_code == 0, result.output
+    assert stat.S_ISCHR(os.stat(device).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["null", "t.jsonl"]
+
+
+def test_a_fifo_gets_the_har_and_stays_a_fifo(tmp_path: Path) -> None:
+    import os
+    import stat
+    import threading
+
+    trace = _http_trace(tmp_path / "t.jsonl")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    result = CliRunner().invoke(main, ["export", "har", str(trace), "-o", str(fifo)])
+    reader.join(30)
+    assert result.exit_code == 0, result.output
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert len(json.loads(received[0])["log"]["entries"]) == 1
+
+
+def test_a_symlinked_output_keeps_its_link(tmp_path: Path) -> None:
+    """A HAR path that is a symlink (into a shared folder, say) is written at its target."""
+    trace = _http_trace(tmp_path / "t.jsonl")
+    real = tmp_path / "shared" / "t.har"
+    real.parent.mkdir()
+    real.write_text("old")
+    link = tmp_path / "t.har"
+    link.symlink_to(real)
+    result = CliRunner().invoke(main, ["export", "har", str(trace), "-o", str(link)])
+    assert result.exit_code == 0, result.output
+    assert link.is_symlink()
+    assert len(json.loads(real.read_text())["log"]["entries"]) == 1
