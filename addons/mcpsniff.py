@@ -10,9 +10,11 @@ as mcpsniff's own relays, so ``mcpsniff check`` and ``mcpsniff show`` work on
 the result; other traffic passes untouched and unrecorded. Findings are
 attached to their flows (comment and marker), so mitmweb shows them.
 
-The core's analysis and the trace writing run in an analysis process of their
-own (``mcpsniff.relay.analysis_service``), beside mitmdump: mitmdump keeps
-only notes of what happens to each exchange, so the analysis costs it no
+The addon only observes: it notes what happens to each MCP exchange
+(``mcpsniff.relay.remote_exchange``) and sends the observations down the
+same capture channel as ``mcpsniff http`` to an analysis process beside
+mitmdump (``mcpsniff.relay.addon_link``, running ``mcpsniff.relay.worker``),
+which analyzes them and writes the trace, so the analysis costs mitmdump no
 request rate. A flow's findings come back moments after its response has gone
 on; they are put on the flow then, with an ``update`` event so that mitmweb's
 view shows them. When flows are saved (``save_stream_file``, ``-w``), each MCP
@@ -56,12 +58,10 @@ def _import_package() -> str | None:
         del sys.modules["mcpsniff"]
     try:
         try:
-            import mcpsniff.relay.analysis_service
-            import mcpsniff.relay.exchange
+            import mcpsniff.relay.addon_link
         except ImportError:
             sys.path.insert(0, str(here.parent))
-            import mcpsniff.relay.analysis_service
-            import mcpsniff.relay.exchange  # noqa: F401
+            import mcpsniff.relay.addon_link  # noqa: F401
     except ImportError as exc:
         return (
             f"mcpsniff is not importable from mitmproxy's Python ({sys.executable}): {exc}. "
@@ -74,13 +74,8 @@ def _import_package() -> str | None:
 
 IMPORT_ERROR = _import_package()
 if IMPORT_ERROR is None:
-    from mcpsniff.relay.analysis_service import (
-        AnalysisClient,
-        FlowFinding,
-        Reply,
-        create_trace,
-    )
-    from mcpsniff.relay.exchange import client_address, is_mcp_request, lowered
+    from mcpsniff.core.http_adapter import client_address, is_mcp_request, lowered
+    from mcpsniff.relay.addon_link import AnalysisClient, FlowFinding, Reply, create_trace
     from mcpsniff.relay.outputs import Outputs
     from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver
 
@@ -200,11 +195,11 @@ class McpSniff:
     def _option_error(self, message: str) -> None:
         """Report a bad option value clearly.
 
-        Fixed: an OptionsError raised while mitmproxy loads the script is logged by
-        mitmproxy with a traceback. At startup the message is logged instead, a
-        single clear line (mitmproxy then exits, as for any error logged during
-        startup); once running, an OptionsError rejects the change (mitmproxy
-        restores the previous value).
+        At startup the message is logged, a single clear line (mitmproxy then
+        exits, as for any error logged during startup; an OptionsError raised
+        while it loads the script would be logged with a traceback); once
+        running, an OptionsError rejects the change (mitmproxy restores the
+        previous value).
         """
         if self.is_running:
             raise exceptions.OptionsError(message)
@@ -242,9 +237,9 @@ class McpSniff:
             self._close()
             log.warning("mcpsniff: no trace file; set mcpsniff_trace=FILE to record MCP traffic")
             return
-        # Fixed: the new file is created before the current trace is closed, so a
-        # rejected change (an existing file) leaves the recording going on. It is
-        # created here, not in the analysis process, so that a bad path is one clear
+        # The new file is created before the current trace is closed, so that a
+        # rejected change (an existing file) leaves the recording going on; and
+        # here, not in the analysis process, so that a bad path is one clear
         # option error at once.
         try:
             fd = create_trace(path)
@@ -432,7 +427,7 @@ class McpSniff:
                 pending.append(chunk)
             return chunk
 
-        # Fixed: response() drains what is still pending (its chunks are out by then)
+        # response() drains what is still pending (its chunks are out by then)
         # so that the exchange is finished, and its findings attached, in that hook.
         self.drains[exchange.number] = observe
         loop.call_soon(observe)
@@ -454,12 +449,11 @@ class McpSniff:
                     drain()
         except Exception as exc:
             log.error(f"mcpsniff: {flow.request.pretty_url}: {exc!r}")
-        # Fixed: the exchange used to be finished later (call_soon), after this hook had
-        # returned, so the findings of its response reached the flow only after the
-        # addons that come after this script (the save_stream_file/-w writer, mitmweb's
-        # view) had taken it: saved flows and mitmweb lacked them. Finishing here costs
-        # no forwarding delay for streamed (SSE) bodies, already sent; a JSON body is
-        # held by mitmproxy until this hook returns anyway, and is analyzed once either way.
+        # Finished in this hook, not later: the addons after this script (the
+        # save_stream_file/-w writer, mitmweb's view) take the flow when it returns,
+        # and its findings must be on it by then. That costs no forwarding delay:
+        # streamed (SSE) bodies are already sent, and mitmproxy holds a JSON body
+        # until this hook returns anyway.
         self._finish(exchange, "complete")
         # The analysis runs elsewhere: mitmproxy awaits its findings before the later
         # addons see the flow.
@@ -471,7 +465,7 @@ class McpSniff:
             return
         message = flow.error.msg if flow.error else "unknown error"
         try:
-            # Fixed: chunks of a broken stream still waiting to be analyzed come first.
+            # Chunks of a broken stream still waiting to be observed come first.
             drain = self.drains.pop(exchange.number, None)
             if drain is not None:
                 drain()

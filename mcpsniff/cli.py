@@ -398,22 +398,7 @@ def http(
     otlp: str | None = None,
 ) -> None:
     """Reverse-proxy and record an MCP server over Streamable HTTP or HTTP+SSE."""
-    from mcpsniff.core.redact import redact_query
-    from mcpsniff.relay import event_loop
-    from mcpsniff.relay.http import (
-        BACKLOG_LIMIT,
-        HttpOptions,
-        bind,
-        is_loopback,
-        mcp_path,
-        parse_listen,
-        serve,
-    )
-    from mcpsniff.relay.observer_pipe import AnalysisProcess
-    from mcpsniff.relay.outputs import attach
-    from mcpsniff.relay.recorder import Recorder
-    from mcpsniff.relay.remote_exchange import ExchangeReplay
-    from mcpsniff.relay.remote_recorder import RemoteRecorder, apply_calls
+    from mcpsniff.relay.http import HttpOptions, StartError, parse_listen, run_http
 
     try:
         host, port = parse_listen(listen)
@@ -436,86 +421,20 @@ def http(
     if otlp:
         _otlp_sink("http", otlp, upstream)  # a bad endpoint or a missing extra: exit 2 now
         options.outputs = Outputs(otlp=otlp, otlp_upstream=upstream)
-    if not upstream.startswith(("http://", "https://")):
-        _fail("http", f"--upstream must be an http:// or https:// URL, not {upstream!r}")
-        return
-    try:
-        # Bound before the trace and the analysis process exist: a port in use
-        # leaves nothing behind, and the same --trace works on a retry.
-        sock = bind(host, port)
-    except OSError as exc:
-        _fail("http", f"cannot listen on {listen}: {exc.strerror or exc}")
-        return
-    from mcpsniff.trace.paths import TraceOpenError, open_trace_file
 
-    meta = {
-        "source": "mcpsniff http",
-        "upstream": upstream if no_redact else redact_query(upstream),
-        "redacted": not no_redact,
-        # What the upstream got as Host when the client's named the proxy.
-        "host_header": "as sent" if keep_host else "upstream's",
-    }
-    try:
-        opened = open_trace_file(trace_path, name="http", meta=meta)
-    except TraceOpenError as exc:
-        sock.close()
-        _fail("http", str(exc))
-        return
-    writer, path = opened.writer, opened.path
-    if opened.note:
-        click.echo(f"mcpsniff http: warning: {opened.note}", err=True)
-    if not is_loopback(host):
-        click.echo(
-            f"mcpsniff http: warning: listening on {host}, not loopback: anyone who can reach "
-            "this address can use the proxy and the server behind it",
-            err=True,
-        )
-    listener, flush = _live_display(show)
-
-    def announce(relay: object) -> None:
+    def announce(relay: object, path: Path) -> None:
         click.echo(
             f"mcpsniff: proxying {relay.client_url} -> {upstream}; recording to {path}",  # type: ignore[attr-defined]
             err=True,
         )
 
-    # The analysis and the trace run in a forked analysis process (forked
-    # before the event loop exists), so that the proxy only moves bytes.
-    recording = Recorder(writer, "http", redact=not no_redact, autoflush=False)
-    if listener is not None:
-        recording.listeners.append(listener)
-    if flush is not None:
-        recording.batch_listeners.append(flush)
-
     def warn(text: str) -> None:
         click.echo(terminal_safe(text), err=True)
 
-    replay = ExchangeReplay(
-        recording,
-        redact=not no_redact,
-        mcp_path=mcp_path(upstream),
-        capture_limit=capture_limit,
-    )
-
-    def analyze(fd: int) -> int:
-        sock.close()  # the listening socket is the relay's alone
-        attach(recording, options.outputs)  # the sinks belong to the analysis process
-        return apply_calls(fd, replay, warn)
-
+    listener, flush = _live_display(show)
     try:
-        # Recording only, the analysis runs on CPU nobody else wants: under load the
-        # proxy keeps the cores and the analysis catches up in the pauses. With
-        # --show the user is watching it live, so it keeps a (low) share instead.
-        analysis = AnalysisProcess.start(analyze, BACKLOG_LIMIT, idle=not show)
-    except OSError as exc:
-        writer.close()
-        _fail("http", f"cannot start the analysis process: {exc.strerror or exc}")
-        return
-    remote = RemoteRecorder(analysis, warn)
-    try:
-        event_loop.run(serve(options, None, announce=announce, recorder=remote, sock=sock))
-    except OSError as exc:
-        _fail("http", f"cannot listen on {listen}: {exc.strerror or exc}")
-    except ValueError as exc:
+        run_http(options, announce=announce, warn=warn, show=listener, show_flush=flush)
+    except StartError as exc:
         _fail("http", str(exc))
 
 

@@ -118,6 +118,8 @@ class _PendingFrame:
     frame: FrameRecord
     messages: list[MessageRecord] = field(default_factory=list)
     findings: list[FindingRecord] = field(default_factory=list)
+    #: Text a caller appends to a message's line, by batch index.
+    suffixes: dict[int | None, Trusted] = field(default_factory=dict)
 
 
 class Timeline:
@@ -157,6 +159,12 @@ class Timeline:
             return [*self.flush(), *self._event_lines(record)]
         return []
 
+    def add_suffix(self, message: MessageRecord, text: Trusted) -> None:
+        """Append ``text`` (already styled and escaped) to ``message``'s line, fed just before."""
+        current = self._current
+        if current is not None and message.frame == current.frame.seq:
+            current.suffixes[message.index] = text
+
     def flush(self) -> list[str]:
         """Emit the lines of the frame being collected."""
         current, self._current = self._current, None
@@ -181,9 +189,11 @@ class Timeline:
             if message.index is not None:
                 indent = Trusted(" " * (len(when) + 5))
                 prefix = _line("  ", s("dim", "└"), f" [{message.index}]")
-                lines.append(_line(indent, prefix, " ", self._describe(message)))
+                line = _line(indent, prefix, " ", self._describe(message))
             else:
-                lines.append(_line(head, " ", self._describe(message)))
+                line = _line(head, " ", self._describe(message))
+            suffix = pending.suffixes.get(message.index)
+            lines.append(_line(line, " ", suffix) if suffix else line)
         for finding in pending.findings:
             lines.extend(self._finding_lines(finding, standalone=False))
         return lines
@@ -218,7 +228,9 @@ class Timeline:
                 if method:
                     parts.append(_line(method))
             if message.error_code is not None:
-                parts.append(_line("code=", message.error_code))
+                # Name the layer of every error code (JSON-RPC 2.0 §5.1 ranges, MCP's codes).
+                layer = error_layer(message.error_code)
+                parts.append(_line("code=", message.error_code, " ", s("dim", layer.label)))
             if message.latency_ms is not None:
                 parts.append(s("dim", f"({_latency(message.latency_ms)})"))
             if message.answers is not None and message.latency_ms is None:
@@ -356,7 +368,7 @@ def report_lines(
             if type(code) is int:
                 # Name the layer of every error code (JSON-RPC 2.0 §5.1 ranges).
                 layer = error_layer(code)
-                named = f" {layer.name}" if layer.name else ""
+                named = f" {layer.meaning}" if layer.meaning else ""
                 yield _line("      error ", str(code), named, ": ", layer.title)
             try:
                 entry = catalog.get(finding.rule)

@@ -199,6 +199,82 @@ WRITTEN: dict[str, str] = {
         "A client POST must accept both application/json and text/event-stream, since the "
         "server may answer either way. Send Accept: application/json, text/event-stream."
     ),
+    "HTTP-ORIGIN": (
+        "A local server (its Host is localhost or a loopback address) accepted a request "
+        "whose Origin is a web page elsewhere, or the opaque null origin. Servers must "
+        "validate Origin against DNS rebinding, and from 2025-11-25 answer an invalid one "
+        "with 403 Forbidden. mcpsniff cannot know which origins the server allows, so this "
+        "is a warning; a page on another local port (the Inspector) is not reported. Fix "
+        "the server to check Origin against an allow-list and answer 403 otherwise."
+    ),
+    "SSE-ORIGIN": (
+        "A local legacy HTTP+SSE server accepted a connection whose Origin is a web page "
+        "elsewhere (or null): it must validate Origin on every connection (DNS rebinding). "
+        "A heuristic, reported as a warning. Fix the server to check Origin and refuse "
+        "foreign pages."
+    ),
+    "HTTP-POST-BODY": (
+        "A client POST carried more than one message where the version allows one: from "
+        "2025-06-18 every POST body is a single request, notification or response (2025-03-26 "
+        "allowed a batch of one kind). It is reported under its root, MSG-BATCH-REMOVED or "
+        "MSG-BATCH-V2-SHAPE. Fix the client to POST each message on its own."
+    ),
+    "MOD-HTTP-POST-BODY": (
+        "In 2026-07-28 a POST body is a single request or notification, never a response "
+        "and never a batch: servers send no requests, so a client has nothing to answer. "
+        "Fix the client to stop POSTing responses (input for a server travels in the retried "
+        "request's inputResponses)."
+    ),
+    "HTTP-JSON-BODY": (
+        "A server answered a POSTed request with an application/json body that is not the "
+        "one response to that request: an array, a request or notification, or the answer "
+        "to another POST's request. A JSON reply is one JSON object; anything else the "
+        "server wants to send with it needs a text/event-stream reply."
+    ),
+    "HTTP-GET-NO-RESPONSES": (
+        "The server sent a JSON-RPC response on the client's GET stream. That stream carries "
+        "only server requests and notifications; a response goes on the stream (or JSON "
+        "body) of the POST that carried its request, unless the client resumed that stream "
+        "with Last-Event-ID. Clients wait on the POST and may never see it. Fix the server "
+        "to route each response to its request's stream."
+    ),
+    "SSE-POST-TARGET": (
+        "In the legacy HTTP+SSE transport the server's endpoint event names the URI for "
+        "client messages, and every client message must be POSTed to exactly that URI. This "
+        "client POSTed elsewhere (another path or session id), so the server may not route "
+        "it to the session. Fix the client to POST to the URI of the endpoint event."
+    ),
+    "SSE-TWO-ENDPOINTS": (
+        "A legacy HTTP+SSE server must serve two endpoints: the SSE stream and the POST "
+        "endpoint its endpoint event names. A POST to that very URI was answered 404 or 405 "
+        "while the stream was open, so the server does not serve what it announced. Fix the "
+        "server's routes (or the URI it puts in the endpoint event)."
+    ),
+    "MOD-SUBS-ACK-FIRST": (
+        "On a subscriptions/listen subscription the server's first message must be "
+        "notifications/subscriptions/acknowledged carrying _meta "
+        '"io.modelcontextprotocol/subscriptionId"; a change notification came before it (or '
+        "the acknowledgement lacked the id). Clients use the acknowledgement to know which "
+        "notifications will come. Fix the server to acknowledge before anything else."
+    ),
+    "MOD-SUBS-ID": (
+        "Every notification of a subscription carries _meta "
+        '"io.modelcontextprotocol/subscriptionId" set to the id of the subscriptions/listen '
+        "request that opened it. This one named no open subscription, or had no id while one "
+        "was open, so the client cannot tell which subscription it belongs to."
+    ),
+    "MOD-SUBS-FILTER": (
+        "A subscription only receives the notification types the client asked for in "
+        "params.notifications (toolsListChanged, promptsListChanged, resourcesListChanged, "
+        "resourceSubscriptions URIs), and the acknowledgement honours a subset of them. The "
+        "server sent or acknowledged something else. Fix the server to filter per subscription."
+    ),
+    "MOD-SUBS-CLOSE": (
+        'A subscription ends gracefully with a result whose resultType is "complete" and '
+        "whose _meta names the subscription id; a server tearing one down sends "
+        "notifications/cancelled for the listen id, and never notifications/cancelled for "
+        "anything else in 2026-07-28. Fix the server's closing message."
+    ),
 }
 
 _BLAME = {

@@ -635,6 +635,11 @@ class ExchangeRecorder:
             data["incomplete"] = True
         if comments:
             data["comment_only"] = True
+        if event.event == "endpoint" and event.data:
+            # The POST URI a legacy stream names (SSE-POST-TARGET compares the
+            # client's POSTs with it), redacted as request paths are, and bounded.
+            endpoint = event.data.strip()[:ENDPOINT_LIMIT]
+            data["endpoint"] = redact_query(endpoint) if self.observer.redact else endpoint
         self._emit("sse-event", t, data)
         if event.data and event.event != "endpoint":
             meta: dict[str, Any] = {"sse_index": self.events}
@@ -817,6 +822,10 @@ class HttpObserver:
         if self.redact:
             return redact_header_pairs(headers)[0]
         return [[k, v] for k, v in headers]
+
+
+#: How much of a legacy endpoint URI an sse-event record keeps.
+ENDPOINT_LIMIT = 2048
 
 
 def legacy_endpoint(event: SseEvent | None) -> str | None:

@@ -8,6 +8,11 @@ is written with ``writev`` and never copied into the frame.
 
 Header pairs are text, or bytes (mitmproxy's): bytes travel as latin-1 text
 (one byte per character, lossless) with a marker, and come back as bytes.
+
+``StreamData``, a stdio relay's every chunk, has metadata of a fixed shape
+(a direction code and the time as a double) instead of JSON: it is the hot
+path, and the forwarding side encodes it without building the object
+(``encode_stream_data``).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from mcpsniff.core.observations import KINDS
+from mcpsniff.core.observations import KINDS, StreamData
 
 _HEADER = struct.Struct("<BII")
 HEADER_SIZE = _HEADER.size
@@ -67,6 +72,23 @@ def register(cls: type, tag: int) -> None:
 for _tag, _cls in enumerate(KINDS):
     register(_cls, _tag)
 
+_STREAM_TAG = _BY_CLASS[StreamData].tag
+#: A whole ``StreamData`` header: tag, metadata size, payload size, direction code, time.
+_STREAM_FRAME = struct.Struct("<BIIBd")
+_STREAM_META = struct.Struct("<Bd")
+#: The directions of a byte stream, by their code.
+_STREAM_DIRECTIONS = ("c2s", "s2c")
+_STREAM_CODES = {"c2s": 0, "s2c": 1}
+
+
+def encode_stream_data(direction: str, t: float, body: bytes) -> bytes:
+    """The header of ``StreamData(direction, t, body)`` (the body follows it, apart)."""
+    try:
+        code = _STREAM_CODES[direction]
+    except KeyError:
+        raise ValueError(f"StreamData: no stream direction {direction!r}") from None
+    return _STREAM_FRAME.pack(_STREAM_TAG, _STREAM_META.size, len(body), code, t)
+
 
 def _headers_out(pairs: Any) -> list[Any]:
     if pairs and isinstance(pairs[0][0], bytes):
@@ -83,7 +105,11 @@ def _headers_in(value: Any) -> tuple[tuple[Any, Any], ...]:
 
 def encode(observation: Any) -> tuple[bytes, bytes]:
     """The frame of ``observation``: its header and metadata, and its bytes field apart."""
-    spec = _BY_CLASS.get(type(observation))
+    kind = type(observation)
+    if kind is StreamData:
+        body = observation.body
+        return encode_stream_data(observation.direction, observation.t, body), body
+    spec = _BY_CLASS.get(kind)
     if spec is None:
         raise TypeError(f"not an observation: {type(observation).__name__}")
     values = spec.getter(observation)
@@ -109,21 +135,58 @@ def decode_all(data: bytes | memoryview) -> list[Any]:
     """
     out: list[Any] = []
     view = memoryview(data)
+    while view:
+        more, used = decode_prefix(view)  # raises for a bad frame at its start
+        if not used:
+            raise CodecError(
+                "truncated frame" if len(view) >= HEADER_SIZE else "truncated frame header"
+            )
+        out += more
+        view = view[used:]
+    return out
+
+
+def decode_prefix(data: bytes | bytearray | memoryview) -> tuple[list[Any], int]:
+    """The observations of the whole frames at the start of ``data``, and their bytes.
+
+    A frame cut at the end of ``data`` is left for the caller to complete (a
+    pipe's reader keeps it for its next read). A whole frame that is no frame
+    of this codec ends the prefix; it raises ``CodecError`` when it comes first.
+    """
+    out: list[Any] = []
+    append = out.append
+    view = memoryview(data)
     position = 0
     end = len(view)
-    while position < end:
-        if end - position < HEADER_SIZE:
-            raise CodecError("truncated frame header")
-        tag, meta_size, payload_size = _HEADER.unpack_from(view, position)
+    unpack = _HEADER.unpack_from
+    loads = orjson.loads
+    by_tag = _BY_TAG
+    stream_tag = _STREAM_TAG
+    stream_meta = _STREAM_META
+    directions = _STREAM_DIRECTIONS
+    while end - position >= HEADER_SIZE:
+        tag, meta_size, payload_size = unpack(view, position)
         start = position + HEADER_SIZE
         stop = start + meta_size + payload_size
         if stop > end:
-            raise CodecError("truncated frame")
-        spec = _BY_TAG.get(tag)
+            break
+        if tag == stream_tag:
+            code = view[start] if meta_size == stream_meta.size else 2
+            if code > 1:
+                if out:
+                    break  # the good frames before it first
+                raise CodecError("bad metadata for StreamData")
+            code, t = stream_meta.unpack_from(view, start)
+            append(StreamData(directions[code], t, bytes(view[start + meta_size : stop])))
+            position = stop
+            continue
+        spec = by_tag.get(tag)
         if spec is None:
+            if out:
+                break  # the good frames before it first
             raise CodecError(f"unknown tag {tag}")
         try:
-            values = orjson.loads(view[start : start + meta_size])
+            values = loads(view[start : start + meta_size])
             if not isinstance(values, list) or len(values) != len(spec.names):
                 raise CodecError(f"bad metadata for {spec.cls.__name__}")
             if spec.headers >= 0:
@@ -131,10 +194,12 @@ def decode_all(data: bytes | memoryview) -> list[Any]:
             if spec.payload:
                 # The bytes field is the last one of every class that has one.
                 values.append(bytes(view[start + meta_size : stop]))
-            out.append(spec.cls(*values))
+            append(spec.cls(*values))
         except (orjson.JSONDecodeError, TypeError, ValueError) as exc:
+            if out:
+                break  # the good frames before it first
             if isinstance(exc, CodecError):
                 raise
             raise CodecError(f"bad frame for {spec.cls.__name__}: {exc}") from None
         position = stop
-    return out
+    return out, position

@@ -1,13 +1,19 @@
-"""What an HTTP shell can see, as one typed vocabulary: the only things that cross to the analysis.
+"""What a shell can see, as one typed vocabulary: the only things that cross to the analysis.
 
-A shell (``mcpsniff http``, the mitmproxy addon) forwards bytes and emits
-these observations, each with the wall-clock time it saw the thing happen;
-the analysis side replays them on the HTTP-to-MCP adapter and the ``Session``.
-They travel between processes with ``observation_codec`` (no pickle).
+A shell (``mcpsniff stdio``, ``mcpsniff http``, the mitmproxy addon) forwards
+bytes and emits these observations, each with the wall-clock time it saw the
+thing happen; the analysis side replays them on an adapter (stdio:
+``mcpsniff.core.stdio_adapter``; HTTP: ``mcpsniff.core.http_adapter``) and
+the ``Session``. They travel between processes with ``observation_codec``
+(no pickle).
 
-Exchanges are numbered by the shell (``exchange``). Bytes a full backlog
-dropped are never silent: ``RequestGap``, ``ResponseGap`` and ``CaptureGap``
-say how many, so that the trace accounts for every byte forwarded.
+A stdio shell sees two byte streams (``StreamData``, ``StreamEnd``), the
+child's stderr (``Stderr``) and transport events (``TransportEvent``). An
+HTTP shell sees exchanges, numbered by the shell (``exchange``). Bytes a full
+backlog dropped are never silent: ``StreamGap``, ``RequestGap``,
+``ResponseGap`` and ``CaptureGap`` say how many, so that the trace accounts
+for every byte forwarded. ``CaptureEnd`` ends every session: the one way a
+trace ends.
 """
 
 from __future__ import annotations
@@ -17,6 +23,40 @@ from typing import Any
 
 #: Header pairs as text, or the bytes pairs mitmproxy holds (decoded on the analysis side).
 Headers = tuple[tuple[str, str], ...] | tuple[tuple[bytes, bytes], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamData:
+    """Bytes forwarded in ``direction`` of a byte stream (stdio: ``c2s`` or ``s2c``)."""
+
+    direction: str
+    t: float
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class StreamEnd:
+    """The byte stream in ``direction`` ended."""
+
+    direction: str
+    t: float
+
+
+@dataclass(frozen=True, slots=True)
+class StreamGap:
+    """``lost`` bytes forwarded in ``direction`` never reached the analysis (a full backlog)."""
+
+    direction: str
+    t: float
+    lost: int
+
+
+@dataclass(frozen=True, slots=True)
+class Stderr:
+    """A piece of the stdio child's stderr, passed on; ``b""`` when it ended."""
+
+    t: float
+    body: bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +191,11 @@ class CaptureEnd:
 
 
 Observation = (
-    RequestBegin
+    StreamData
+    | StreamEnd
+    | StreamGap
+    | Stderr
+    | RequestBegin
     | RequestBody
     | RequestGap
     | ResponseHead
@@ -181,4 +225,9 @@ KINDS: tuple[type, ...] = (
     TransportEvent,
     CaptureGap,
     CaptureEnd,
+    # Appended, so that the tags above keep their numbers.
+    StreamData,
+    StreamEnd,
+    StreamGap,
+    Stderr,
 )

@@ -21,10 +21,8 @@ from typing import Any, NamedTuple
 import orjson
 
 from mcpsniff.core import catalog
-from mcpsniff.core.diagnosis import diagnose
 from mcpsniff.core.framing import LineFramer
-from mcpsniff.core.ids import coerced_keys, id_key, id_value, show_id
-from mcpsniff.core.jsontypes import json_type
+from mcpsniff.core.ids import coerced_keys, id_key
 from mcpsniff.core.model import (
     BATCH,
     C2S,
@@ -35,7 +33,6 @@ from mcpsniff.core.model import (
     REQUEST,
     RESPONSE,
     S2C,
-    SENDER,
     UNPARSEABLE,
     UNPARSED,
     EventRecord,
@@ -44,20 +41,20 @@ from mcpsniff.core.model import (
     MessageRecord,
     Record,
 )
-from mcpsniff.core.protocol import STATELESS
-from mcpsniff.core.rules import (
-    flow,
-    http,
-    jsonrpc,
-    lifecycle,
-    methods,
-    registry,
-    replies,
-    reuse,
-    stdio,
-    tasks,
+from mcpsniff.core.protocol import META_VERSION, STATELESS, V5, is_known_version
+from mcpsniff.core.rules import http, registry
+from mcpsniff.core.rules.registry import FRAME, PAIRING
+from mcpsniff.core.state import (
+    BAD_BATCH_PARSE,
+    BAD_EMPTY_BATCH,
+    BAD_INVALID,
+    BAD_PARSE,
+    Answered,
+    BatchInfo,
+    Msg,
+    Pending,
+    SessionState,
 )
-from mcpsniff.core.state import Answered, BatchInfo, Msg, Pending, SessionState
 
 #: Transport events that end a session: unanswered requests are reported then.
 END_EVENTS = frozenset({"session-end"})
@@ -174,12 +171,13 @@ class Session:
                 self._message(value, frame, None)
             else:
                 self._analyze(frame, value, offset)
-            if self.state.line_runs:
-                # A pretty-printed run ends at the first line that is not part of it.
-                stdio.flush(self, direction, frame.seq)
             meta = frame.meta
-            if meta is not None and "exchange" in meta:
-                http.on_frame(self, frame, [r for r in out if isinstance(r, MessageRecord)])
+            if self.state.line_runs or (meta is not None and "exchange" in meta):
+                # Only rules that follow frames need this (a pretty-printed run ends
+                # at the first line that is not part of it; an HTTP body's messages
+                # belong to its exchange): most frames skip it.
+                messages = [r for r in out if isinstance(r, MessageRecord)]
+                self._frame("parsed", frame, messages)
         except Exception as exc:
             out.append(self._internal_error(frame.seq, frame.t, exc))
         self._out = []
@@ -189,13 +187,16 @@ class Session:
         """Apply a transport event record (live or from a trace)."""
         self._out = out = [record]
         try:
-            if record.event in END_EVENTS and not self.state.ended:
+            name = record.event
+            if name in END_EVENTS:
+                if self.state.ended:
+                    return out
                 self.state.ended = True
-                stdio.flush_all(self)
-                flow.end_of_session(self, record)
-                lifecycle.end_of_session(self, record)
-            elif record.event.startswith(("http-", "sse-")):
-                http.on_event(self, record)
+            found = _EVENT_HANDLERS.get(name)
+            if found is None:
+                found = registry.handlers(registry.EVENT, name)
+            for handler in found:
+                handler(self, record)
         except Exception as exc:
             out.append(self._internal_error(record.seq, record.t, exc))
         self._out = []
@@ -243,6 +244,57 @@ class Session:
         """Append a derived record to the current output."""
         self._out.append(record)
 
+    def reported_since(self, start: int, rules: tuple[str, ...]) -> bool:
+        """Whether a finding of one of ``rules`` was emitted after output position ``start``."""
+        return any(type(r) is FindingRecord and r.rule in rules for r in self._out[start:])
+
+    # ------------------------------------------------------------------ dispatch
+
+    def _frame(self, shape: str, frame: FrameRecord, *details: Any) -> bool:
+        """Run the FRAME rules for ``shape`` until one claims the frame; whether one did."""
+        found = _FRAME_HANDLERS.get(shape)
+        if found is None:
+            found = registry.handlers(FRAME, shape)
+        return any(handler(self, frame, *details) for handler in found)
+
+    def _pairing(self, outcome: str, msg: Msg, *details: Any) -> None:
+        """Run the PAIRING rules for what correlation found (``registry.OUTCOMES``)."""
+        found = _PAIRING_HANDLERS.get(outcome)
+        if found is None:
+            found = registry.handlers(PAIRING, outcome)
+        for handler in found:
+            handler(self, msg, *details)
+
+    def _note_bad(self, direction: str, seq: int, kind: str) -> None:
+        """Remember frame ``seq`` as bad input waiting for its error reply (rules/replies.py)."""
+        self.state.bad_frames[direction].append((seq, kind))
+
+    def _link_bad_input(self, msg: Msg) -> tuple[int, str] | None:
+        """The oldest bad frame of the other side that the -32700/-32600 ``msg`` answers."""
+        bad = self.state.bad_frames[OPPOSITE[msg.direction]]
+        if not bad:
+            return None
+        culprit, kind = bad.popleft()
+        msg.answers = culprit
+        msg.note = "parse-error-reply" if msg.error_code == -32700 else "invalid-request-reply"
+        return culprit, kind
+
+    def _note_era(self, msg: Msg) -> None:
+        """A client request whose _meta names a protocol version opens the stateless era.
+
+        Decided before the request is keyed (the era decides how ids pair); only
+        the first such request sets it.
+        """
+        state = self.state
+        if state.era is not None or msg.direction != C2S:
+            return
+        params = msg.params
+        meta = None if params is None else params.get("_meta")
+        if isinstance(meta, dict) and META_VERSION in meta:
+            state.era = STATELESS
+            requested = meta[META_VERSION]
+            state.version = requested if is_known_version(requested) else V5
+
     # ------------------------------------------------------------------ framing and parsing
 
     def _analyze(self, frame: FrameRecord, value: Any, offset: int) -> None:
@@ -272,40 +324,19 @@ class Session:
         else:
             record = MessageRecord(frame.seq, self.key, frame.direction, INVALID, size=len(raw))
             self.emit(record)
-            replies.note_bad(self, frame.direction, frame.seq, replies.INVALID)
-            if stdio.continues_run(self, frame, value):
-                return  # a line such as `  "x"` inside a pretty-printed message
-            self.report(
-                "JR-TOPLEVEL",
-                f"{SENDER[frame.direction]} sent a JSON {type(value).__name__}, but a "
-                "JSON-RPC message must be an object (or an array for a batch)",
-                [frame.seq],
-                value_type=json_type(value),
-            )
+            self._note_bad(frame.direction, frame.seq, BAD_INVALID)
+            self._frame("not-object", frame, value)
 
     def _unparseable(self, frame: FrameRecord, offset: int) -> None:
         raw = frame.raw
-        sender = SENDER[frame.direction]
-        line_framed = frame.transport == "stdio"
-        if line_framed and not raw.strip():
-            # A blank line between messages: harmless to lenient readers but not a
-            # message either (catalogue STDIO-STDOUT-CLEAN: "Blank lines: HEUR/INFO").
-            self.report(
-                "JR-PARSE",
-                f"{sender} sent an empty line; it is not a JSON-RPC message",
-                [frame.seq],
-                severity="info",
-                cause="empty",
-                sender=sender,
-                offset=offset,
-            )
+        if frame.transport == "stdio" and not raw.strip():
+            # A blank line between messages: not a message, nor bad input to answer.
+            self._frame("blank", frame, offset)
             return
-        at_eof = line_framed and not raw.endswith(b"\n")
-        diag = diagnose(raw, at_eof=at_eof, framing="line" if line_framed else "body")
         self.emit(MessageRecord(frame.seq, self.key, frame.direction, UNPARSEABLE, size=len(raw)))
-        bad = replies.BATCH_PARSE if raw.lstrip()[:1] == b"[" else replies.PARSE
-        replies.note_bad(self, frame.direction, frame.seq, bad)
-        stdio.unparseable(self, frame, offset, diag)
+        bad = BAD_BATCH_PARSE if raw.lstrip()[:1] == b"[" else BAD_PARSE
+        self._note_bad(frame.direction, frame.seq, bad)
+        self._frame("unparseable", frame, offset)
 
     # ------------------------------------------------------------------ classification
 
@@ -313,32 +344,23 @@ class Session:
         direction = frame.direction
         self.emit(MessageRecord(frame.seq, self.key, direction, BATCH, size=len(frame.raw)))
         reported = self.emitted
-        jsonrpc.check_batch_allowed(self, frame, items)
+        self._frame("batch", frame, items)
         if not items:
-            if replies.empty_array(self, frame):
+            # `[]` may be a reply: to an empty batch (the bad input, answered with
+            # an array), or to a batch of only notifications (which gets none).
+            other = OPPOSITE[direction]
+            bad = self.state.bad_frames[other]
+            if bad and bad[0][1] == BAD_EMPTY_BATCH:
+                culprit, _ = bad.popleft()
+                self._frame("empty-batch-reply", frame, culprit)
                 return
-            answered = self.state.notification_batch[OPPOSITE[direction]]
+            answered = self.state.notification_batch[other]
             if answered is not None:
-                self.state.notification_batch[OPPOSITE[direction]] = None
-                self.report(
-                    "JR-BATCH-ALL-NOTIF",
-                    f"{SENDER[direction]} answered a batch of only notifications (seq "
-                    f"{answered}) with `[]`; it must send nothing at all",
-                    [answered, frame.seq],
-                )
+                self.state.notification_batch[other] = None
+                self._frame("notification-batch-reply", frame, answered)
                 return
-            replies.note_bad(self, direction, frame.seq, replies.EMPTY_BATCH)
-            if self.emitted == reported:
-                # JSON-RPC §6: a batch is "an Array with at least one value"; `[]`
-                # is an invalid request (its reply is judged: rules/replies.py).
-                # Where batches do not exist at all, MSG-BATCH-* said it already.
-                self.report(
-                    "JR-TOPLEVEL",
-                    f"{SENDER[direction]} sent an empty batch `[]`, which is not a request; "
-                    "the only valid reply is a single -32600 Invalid Request error",
-                    [frame.seq],
-                    cause="empty-batch",
-                )
+            self._note_bad(direction, frame.seq, BAD_EMPTY_BATCH)
+            self._frame("empty-batch", frame, reported)
             return
         msgs = [self._message(item, frame, i) for i, item in enumerate(items)]
         kinds = {m.kind for m in msgs}
@@ -361,7 +383,7 @@ class Session:
                 self.state.notification_batch[direction] = frame.seq
         elif kinds <= {RESPONSE, ERROR}:
             self._batch_reply(msgs, frame)
-        jsonrpc.check_batch_shape(self, frame, msgs)
+        self._frame("batch-done", frame, msgs)
 
     def _message(self, obj: Any, frame: FrameRecord, index: int | None) -> Msg:
         direction = frame.direction
@@ -371,14 +393,8 @@ class Session:
                 seq, self.key, direction, INVALID, index, obj=obj, source=frame, sent_at=frame.t
             )
             self._out.append(record)
-            replies.note_bad(self, direction, seq, replies.INVALID)
-            self.report(
-                "JR-TOPLEVEL",
-                f"element {index} of the batch is a JSON {json_type(obj)}, not a "
-                "request or notification object",
-                [seq],
-                index=index,
-            )
+            self._note_bad(direction, seq, BAD_INVALID)
+            self._frame("not-object-element", frame, obj, index)
             return record
         # Classify first and build the record (which is also the rules' working
         # view) once, whole: this runs for every message.
@@ -443,25 +459,17 @@ class Session:
         )
         self._out.append(msg)
 
-        jsonrpc.check_message(self, msg)
+        # The rules, by what the message is (registry.py). Each lookup below is
+        # one dict access; the tables are built once per method.
+        for handler in _MESSAGE_HANDLERS.get("") or registry.handlers(registry.MESSAGE, ""):
+            handler(self, msg)
         if kind == REQUEST:
             if method is None:
                 self._invalid(msg)
                 return msg
             # The era decides how the id is keyed (``_scope``): known before it is.
-            lifecycle.note_era(self, msg)
+            self._note_era(msg)
             self._register_request(msg)
-            lifecycle.on_request(self, msg)
-            methods.on_request(self, msg)
-            flow.on_request(self, msg)
-            # Tasks matter only for task-augmented requests, tasks/* and calls of
-            # tools that require tasks: this runs for every request.
-            if (
-                (params is not None and "task" in params)
-                or method[:6] == "tasks/"
-                or (method == "tools/call" and self.state.task_tools)
-            ):
-                tasks.on_request(self, msg)
             handlers = _REQUEST_HANDLERS.get(method)
             if handlers is None:
                 handlers = registry.handlers(registry.REQUEST, method)
@@ -471,11 +479,6 @@ class Session:
             if method is None:
                 self._invalid(msg)
                 return msg
-            lifecycle.on_notification(self, msg)
-            methods.on_notification(self, msg)
-            flow.on_notification(self, msg)
-            if method == "notifications/tasks/status":
-                tasks.on_notification(self, msg)
             handlers = _NOTIFICATION_HANDLERS.get(method)
             if handlers is None:
                 handlers = registry.handlers(registry.NOTIFICATION, method)
@@ -485,49 +488,55 @@ class Session:
             self._invalid(msg)
         else:
             self._match_response(msg)
-            lifecycle.on_response(self, msg)
-            # A CreateTaskResult answers a task-augmented request instead of the
-            # method's result, and keeps its progress token alive (rules/tasks.py).
             request = msg.request
-            if request is not None and not (
-                (
-                    (request.params is not None and "task" in request.params)
-                    or request.method[:6] == "tasks/"
-                )
-                and tasks.on_response(self, msg)
-            ):
-                methods.on_response(self, msg)
-                flow.on_response(self, msg)
-                if kind == ERROR:
-                    self._registered_reply(msg, request.method)
-                else:
-                    handlers = _RESULT_HANDLERS.get(request.method)
-                    if handlers is None:
-                        handlers = registry.handlers(registry.RESULT, request.method)
-                    if handlers:
-                        result = obj.get("result")
-                        if type(result) is dict:
-                            for handler in handlers:
-                                handler(self, msg, result)
+            answered = "" if request is None else request.method
+            handlers = _RESPONSE_HANDLERS.get(answered)
+            if handlers is None:
+                handlers = registry.handlers(registry.RESPONSE, answered)
+            for handler in handlers:
+                handler(self, msg)
+            if request is not None:
+                self._reply(msg, request, obj)
         return msg
 
-    def _registered_reply(self, msg: Msg, method: str) -> None:
-        """The registered rules for the result (or error) of a ``method`` request."""
+    def _reply(self, msg: Msg, request: Pending, obj: dict[str, Any]) -> None:
+        """The rules for a paired reply, by the method of the request it answers."""
+        method = request.method
+        result = obj.get("result")
+        if (
+            msg.kind == RESPONSE
+            and type(result) is dict
+            and "task" in result
+            and request.params is not None
+            and type(request.params.get("task")) is dict
+            and method not in _TASK_RESULT_FREE
+            and self.state.era != STATELESS
+        ):
+            # A CreateTaskResult answers an accepted task-augmented request instead
+            # of the method's result, and keeps its progress token alive (tasks.mdx).
+            for handler in registry.handlers(registry.TASK_CREATED, method):
+                handler(self, msg, result)
+            return
+        handlers = _REPLY_HANDLERS.get(method)
+        if handlers is None:
+            handlers = registry.handlers(registry.REPLY, method)
+        for handler in handlers:
+            handler(self, msg)
         if msg.kind == ERROR:
             for handler in registry.handlers(registry.ERROR, method):
                 handler(self, msg)
             return
-        found = registry.handlers(registry.RESULT, method)
-        if found:
-            result = msg.obj.get("result")
-            if type(result) is dict:
-                for handler in found:
-                    handler(self, msg, result)
+        handlers = _RESULT_HANDLERS.get(method)
+        if handlers is None:
+            handlers = registry.handlers(registry.RESULT, method)
+        if handlers and type(result) is dict:
+            for handler in handlers:
+                handler(self, msg, result)
 
     def _invalid(self, msg: Msg) -> None:
         """A message no rule below the JSON-RPC layer can use."""
         msg.kind = INVALID
-        replies.note_bad(self, msg.direction, msg.frame, replies.INVALID)
+        self._note_bad(msg.direction, msg.frame, BAD_INVALID)
 
     # ------------------------------------------------------------------ correlation
 
@@ -602,9 +611,9 @@ class Session:
         source = msg.source
         this_print = hash(source.raw) if msg.index is None and source is not None else None
         if key in pending:
-            reuse.in_flight(self, msg, pending[key], this_print)
+            self._pairing("reuse-in-flight", msg, pending[key], this_print)
         elif seen:
-            reuse.after_completion(self, msg, key, this_print)
+            self._pairing("reuse-after-completion", msg, key, this_print)
         index = msg.index
         if key in pending:
             # Both requests are in flight under one id: keep both, so each reply
@@ -653,7 +662,16 @@ class Session:
                 self._pair(msg, request)
                 msg.note = "http-error-reply"
                 return
-            jsonrpc.null_id_response(self, msg)
+            # JSON-RPC §5: "If there was an error in detecting the id in the Request
+            # object (e.g. Parse error/Invalid Request), it MUST be Null": such a
+            # reply answers the oldest bad frame the other side sent.
+            code = msg.error_code
+            if msg.kind == ERROR and type(code) is int and code in _BAD_INPUT_CODES:
+                linked = self._link_bad_input(msg)
+                if linked is not None:
+                    self._pairing("bad-input-reply", msg, *linked)
+                return
+            self._pairing("null-id", msg)
             return
         ident = msg.id
         scope = self._scope(msg)
@@ -667,7 +685,7 @@ class Session:
         if request is not None:
             self._pair(msg, request)
             if msg.error_code == -32700 and msg.kind == ERROR:
-                replies.parse_error_for_a_request(self, msg, request.seq)
+                self._pairing("parse-error-for-request", msg, request)
             if request.cancelled:
                 # A result after notifications/cancelled is an expected race
                 # (cancellation.mdx: "Both parties MUST handle these race
@@ -682,16 +700,7 @@ class Session:
                 del pending[alt]
                 self._pair(msg, request)
                 msg.note = "id-type-mismatch"
-                self.report(
-                    "JR-RESP-ID",
-                    f"{SENDER[msg.direction]} answered request id {show_id(request.id)} "
-                    f"({request.method}, seq {request.seq}) with id {show_id(msg.id)}: the id "
-                    "must be echoed with the same JSON type",
-                    [request.seq, msg.frame],
-                    cause="id-type",
-                    request_id=request.id,
-                    response_id=msg.id,
-                )
+                self._pairing("id-type-mismatch", msg, request)
                 return
         answered = state.answered[request_direction].get(key)
         if answered is not None:
@@ -705,19 +714,10 @@ class Session:
                     and answered.seq == state.lifecycle.init_seq
                     and msg.direction == S2C
                 ):
-                    lifecycle.late_initialize_response(self, msg)
+                    self._pairing("late-initialize", msg)
                 return
             msg.note = "duplicate-response"
-            self.report(
-                "JR-RESP-ID",
-                f"{SENDER[msg.direction]} sent a second response to request id "
-                f"{show_id(msg.id)} ({answered.method}, seq {answered.seq}); the first "
-                f"was seq {answered.response_seq}",
-                [answered.seq, msg.frame],
-                cause="duplicate-response",
-                id=msg.id,
-                first_response_seq=answered.response_seq,
-            )
+            self._pairing("duplicate-response", msg, answered)
             return
         if scope is not None:
             # Not on its own connection, nor answered there lately: a stream resumed on a
@@ -731,28 +731,20 @@ class Session:
                 return  # two clients' requests with this id: whose, the trace cannot tell
         if key in state.used[request_direction]:
             msg.note = "duplicate-response"
-            self.report(
-                "JR-RESP-ID",
-                f"{SENDER[msg.direction]} sent another response to request id "
-                f"{show_id(msg.id)}, which was already answered",
-                [msg.frame],
-                cause="duplicate-response",
-                id=msg.id,
-            )
+            self._pairing("duplicate-response", msg, None)
             return
-        if msg.kind == ERROR and replies.orphan_error(self, msg, msg.error_code):
-            return
+        code = msg.error_code
+        if msg.kind == ERROR and type(code) is int and code in _BAD_INPUT_CODES:
+            # A -32700/-32600 with an id nobody sent, while a bad frame waits for
+            # its reply: that reply, with an id it could not have read.
+            linked = self._link_bad_input(msg)
+            if linked is not None:
+                self._pairing("orphan-bad-input-reply", msg, *linked)
+                return
         if self._lost_precision(msg, pending):
             return
         msg.note = "orphan"
-        self.report(
-            "JR-RESP-ID",
-            f"{SENDER[msg.direction]} sent a response with id {show_id(msg.id)}, but the "
-            f"{SENDER[request_direction]} never sent a request with that id",
-            [msg.frame],
-            cause="unknown-id",
-            id=msg.id,
-        )
+        self._pairing("orphan", msg)
 
     def _lost_precision(self, msg: Msg, pending: dict[Any, Pending]) -> bool:
         """A reply whose integer id lost digits: 2**53 + 1 echoed as 2**53.
@@ -776,17 +768,7 @@ class Session:
                 del pending[key]
                 self._pair(msg, request)
                 msg.note = "id-precision"
-                self.report(
-                    "JR-RESP-ID",
-                    f"{SENDER[msg.direction]} answered request id {meant} ({request.method}, "
-                    f"seq {request.seq}) with id {show_id(ident)}: the id lost precision (it "
-                    "went through a 64-bit float, which holds integers exactly only up to "
-                    "2**53); use ids within ±2**53, or strings",
-                    [request.seq, msg.frame],
-                    cause="id-precision",
-                    request_id=meant,
-                    response_id=ident,
-                )
+                self._pairing("id-precision", msg, request)
                 return True
         return False
 
@@ -859,36 +841,29 @@ class Session:
         missing = [k for k in batch.request_keys if k not in replied]
         extra_null = max(0, null_replies - batch.invalid_elements)
         missing_invalid = max(0, batch.invalid_elements - null_replies)
-        if missing_invalid:
-            replies.missing_element_errors(self, batch_seq, frame.seq, missing_invalid)
-        if missing or extra_null:
+        if missing:
+            # Their requests are reported here, not again as never answered.
             pending = state.pending[request_direction]
             for k in missing:
                 if k in pending:
                     pending[k].missing_reported = True
-            parts = []
-            if missing:
-                parts.append(
-                    f"{len(missing)} request(s) got no response in it ("
-                    + ", ".join(show_id(id_value(k)) for k in missing[:10])
-                    + ")"
-                )
-            if extra_null:
-                parts.append(f"{extra_null} response(s) more than the batch asked for")
-            self.report(
-                "JR-BATCH-RESP-COUNT",
-                f"the reply to the batch at seq {batch_seq} does not match it: " + "; ".join(parts),
-                [batch_seq, frame.seq],
-                missing=[id_value(k) for k in missing],
-                expected=len(batch.request_keys) + batch.invalid_elements,
-                received=len(msgs),
-            )
+        self._frame("batch-reply", frame, batch, msgs, missing, extra_null, missing_invalid)
 
 
-#: The registry's per-method handler tables, read directly on the hot path.
+#: The registry's per-key handler tables, read directly on the hot path.
+_MESSAGE_HANDLERS = registry.TABLES[registry.MESSAGE]
 _REQUEST_HANDLERS = registry.TABLES[registry.REQUEST]
 _NOTIFICATION_HANDLERS = registry.TABLES[registry.NOTIFICATION]
+_RESPONSE_HANDLERS = registry.TABLES[registry.RESPONSE]
+_REPLY_HANDLERS = registry.TABLES[registry.REPLY]
 _RESULT_HANDLERS = registry.TABLES[registry.RESULT]
+_FRAME_HANDLERS = registry.TABLES[FRAME]
+_PAIRING_HANDLERS = registry.TABLES[PAIRING]
+_EVENT_HANDLERS = registry.TABLES[registry.EVENT]
+#: Error codes whose reply carries a null id when the request could not be read.
+_BAD_INPUT_CODES = frozenset({-32700, -32600})
+#: tasks/* requests answer with their own results, never a CreateTaskResult.
+_TASK_RESULT_FREE = frozenset({"tasks/get", "tasks/list", "tasks/cancel"})
 
 
 class ScopedKey(NamedTuple):

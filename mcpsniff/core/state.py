@@ -19,6 +19,13 @@ from mcpsniff.core.model import C2S, S2C, MessageRecord
 #: still reported; the window only keeps memory flat over a long trace.
 RECENT_WINDOW = 2048
 
+#: What was wrong with a bad frame waiting for its error reply (``bad_frames``),
+#: and so which reply it calls for (rules/replies.py judges the reply).
+BAD_PARSE = "parse"  # not JSON: -32700
+BAD_BATCH_PARSE = "batch-parse"  # a batch that is not JSON: one -32700 object, never an array
+BAD_INVALID = "invalid"  # JSON, but not a request: -32600
+BAD_EMPTY_BATCH = "empty-batch"  # `[]`: one -32600 object, never an array
+
 
 @dataclass(slots=True)
 class Pending:

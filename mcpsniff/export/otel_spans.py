@@ -24,7 +24,6 @@ then exported as unanswered), and sessions are forgotten when they end.
 
 from __future__ import annotations
 
-import re
 from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from typing import Any
 
 import orjson
 
+from mcpsniff.core import trace_context
 from mcpsniff.core.model import (
     C2S,
     ERROR,
@@ -59,9 +59,6 @@ MAX_CONTENT = 16384
 #: Findings attached to one span at most; the rest are counted in an attribute.
 MAX_EVENTS = 64
 
-# W3C Trace Context §3.2: version "00", 32 hex trace-id, 16 hex parent-id, 2 hex flags.
-_TRACEPARENT = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})(?:-.*)?$")
-
 AttributeValue = str | int | float | bool
 
 
@@ -78,22 +75,18 @@ class TraceParent:
 def parse_traceparent(value: object, state: object = None) -> TraceParent | None:
     """The parent a ``traceparent`` value names, or None if it is not a valid one.
 
-    W3C Trace Context §3.2.2: an all-zero trace-id or parent-id is invalid, and
-    version ``ff`` is forbidden; later versions may add fields after a dash.
+    The check is ``core/trace_context.py``'s, the one ``show`` reports with: W3C
+    Trace Context Level 1 (lowercase hex, no all-zero ids, no version ``ff``,
+    exactly four fields in version 00). A ``tracestate`` that is not valid is
+    left out, as W3C §3.3 lets a receiver discard it; the parent still stands.
     """
-    if not isinstance(value, str) or len(value) > 512:
+    context = trace_context.parse(value, state)
+    if context.trace_id is None or context.parent_id is None or context.flags is None:
         return None
-    match = _TRACEPARENT.match(value.strip().lower())
-    if match is None:
-        return None
-    version, trace_hex, span_hex, flags_hex = match.groups()
-    if version == "ff" or (version == "00" and len(value.strip()) != 55):
-        return None
-    trace_id, span_id = int(trace_hex, 16), int(span_hex, 16)
-    if trace_id == 0 or span_id == 0:
-        return None
-    tracestate = state if isinstance(state, str) and len(state) <= 512 else None
-    return TraceParent(trace_id, span_id, int(flags_hex, 16), tracestate)
+    tracestate = context.tracestate if context.tracestate_problem is None else None
+    return TraceParent(
+        int(context.trace_id, 16), int(context.parent_id, 16), context.flags, tracestate
+    )
 
 
 @dataclass(slots=True)
@@ -323,7 +316,11 @@ class SpanBuilder:
             # "client.address ... When observed from the server side": the MCP client.
             server.attributes["client.address"] = state.client[0]
             server.attributes["client.port"] = state.client[1]
-        parent = parse_traceparent(meta.get("traceparent"), meta.get("tracestate"))
+        parent = None
+        if trace_context.TRACEPARENT in meta:
+            parent = parse_traceparent(
+                meta[trace_context.TRACEPARENT], meta.get(trace_context.TRACESTATE)
+            )
         op = Operation(message.session, client, server, parent, (message.frame,))
         if not is_request:
             self._complete(state, op, t)

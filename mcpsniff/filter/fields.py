@@ -61,6 +61,16 @@ def _error_type(view: MessageView) -> tuple[Any, ...]:
     return ()
 
 
+def _trace_id(view: MessageView) -> tuple[Any, ...]:
+    trace = view.trace
+    return (trace.trace_id,) if trace is not None and trace.trace_id is not None else ()
+
+
+def _trace_problem(view: MessageView) -> tuple[Any, ...]:
+    trace = view.trace
+    return (trace.problem,) if trace is not None and trace.problem is not None else ()
+
+
 def _resource_uri(view: MessageView) -> tuple[Any, ...]:
     method = view.method or ""
     return _one(view.target) if method.startswith("resources/") else ()
@@ -98,6 +108,18 @@ _FIELD_LIST = (
         _error_type,
         "the error code as text, or tool_error for an isError tool result",
     ),
+    Field(
+        "trace.id",
+        TEXT,
+        _trace_id,
+        "the W3C trace-id in params._meta.traceparent (a response: its request's)",
+    ),
+    Field(
+        "trace.problem",
+        TEXT,
+        _trace_problem,
+        "why a params._meta.traceparent is not valid W3C Trace Context",
+    ),
     Field("direction", CHOICE, lambda v: _one(v.direction), "c2s or s2c", DIRECTIONS),
     Field("kind", CHOICE, lambda v: (v.kind,), "the kind of message", VIEW_KINDS),
     Field("latency", DURATION, lambda v: _one(v.latency_ms), "a response's latency"),
@@ -124,6 +146,8 @@ ALIASES = {
     "uri": "mcp.resource.uri",
     "code": "error.code",
     "dir": "direction",
+    "traceid": "trace.id",
+    "trace_id": "trace.id",
 }
 
 

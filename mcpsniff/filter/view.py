@@ -29,6 +29,7 @@ from mcpsniff.core.model import (
     MessageRecord,
     Record,
 )
+from mcpsniff.core.trace_context import TRACEPARENT, TraceContext, extract, slim
 from mcpsniff.trace.format import _loads as exact_loads
 
 #: ``kind`` of a view made from a transport event.
@@ -38,6 +39,7 @@ FINDING = "finding"
 TOOLS_CALL = "tools/call"
 CANCELLED = "notifications/cancelled"
 PROGRESS = "notifications/progress"
+_TRACEPARENT_BYTES = TRACEPARENT.encode()
 #: Requests still waiting for an answer that a builder remembers, per trace.
 _PENDING_LIMIT = 200_000
 
@@ -87,6 +89,10 @@ class MessageView:
     event: EventRecord | None = None
     #: For a ``notifications/cancelled``: the request it cancelled, when known.
     cancellation: Cancellation | None = None
+    #: The W3C trace context in ``params._meta`` (a request's or notification's own;
+    #: a response's is its request's, with ``trace_inherited`` set).
+    trace: TraceContext | None = None
+    trace_inherited: bool = False
 
     @property
     def body(self) -> Any:
@@ -97,6 +103,17 @@ class MessageView:
     def raw(self) -> bytes:
         """The bytes of the frame this message came in (empty for events and findings)."""
         return self.frame.raw if self.frame is not None else b""
+
+
+def _may_carry_trace(raw: bytes) -> bool:
+    """Whether ``raw`` may hold a ``traceparent`` key: the cheap test before parsing.
+
+    Most traffic carries no trace context, so the body is parsed only for the
+    messages that may. A key spelt with JSON escapes ("trace\\u0070arent")
+    is still the key; a lone backslash is looked for first because a one-byte
+    search is several times faster than a two-byte one (stats reads every request).
+    """
+    return _TRACEPARENT_BYTES in raw or (b"\\" in raw and b"\\u" in raw)
 
 
 def message_body(frame: FrameRecord | None, index: int | None) -> Any:
@@ -143,6 +160,7 @@ class _Pending:
     direction: str
     key: IdKey | None
     answered: bool = False
+    trace: TraceContext | None = None
 
 
 class ViewBuilder:
@@ -234,6 +252,8 @@ class ViewBuilder:
             frame=frame,
         )
         kind = message.kind
+        if kind in (REQUEST, NOTIFICATION) and _may_carry_trace(frame.raw):
+            view.trace = extract(view.body)
         if kind == REQUEST:
             if message.method == TOOLS_CALL:
                 view.tool = message.target
@@ -249,6 +269,9 @@ class ViewBuilder:
                 view.method = request.method
                 view.tool = request.tool
                 view.target = request.target
+                if request.trace is not None:
+                    view.trace = request.trace
+                    view.trace_inherited = True
             if kind == RESPONSE and view.method == TOOLS_CALL:
                 body = view.body
                 result = body.get("result") if isinstance(body, dict) else None
@@ -264,7 +287,16 @@ class ViewBuilder:
             self._by_id.clear()
         key = id_key(view.id) if view.has_id else None
         pending = _Pending(
-            view.seq, view.t or 0.0, view.method, view.tool, view.target, view.direction or "", key
+            view.seq,
+            view.t or 0.0,
+            view.method,
+            view.tool,
+            view.target,
+            view.direction or "",
+            key,
+            # Only what a response inherits (trace-id, problem): not the sender's
+            # text, which up to 200,000 unanswered requests would each keep.
+            trace=slim(view.trace) if view.trace is not None else None,
         )
         self._by_seq[(view.session, view.seq, view.index)] = pending
         if key is not None:

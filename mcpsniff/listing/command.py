@@ -9,7 +9,8 @@ from pathlib import Path
 import click
 
 from mcpsniff.core.escape import terminal_safe
-from mcpsniff.listing.summary import TraceSummary, list_traces
+from mcpsniff.listing.columns import pad
+from mcpsniff.listing.summary import Skipped, TraceSummary, list_traces
 from mcpsniff.safe_output import json_line, tolerate_surrogates
 from mcpsniff.trace.paths import traces_dir
 
@@ -41,12 +42,10 @@ def _row(row: TraceSummary) -> str:
     started = (
         time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row.started)) if row.started else "-"
     )
-    name = terminal_safe(row.name)
-    name = name if len(name) <= 24 else name[:23] + "…"
     f = row.findings
     findings = f"{f['error']}/{f['warning']}/{f['info']}"
     return (
-        f"{name:<24} {started:<19} {_duration(row.duration):>8} {len(row.sessions):>8} "
+        f"{pad(row.name, 24)} {started:<19} {_duration(row.duration):>8} {len(row.sessions):>8} "
         f"{row.messages:>10,} {findings:>12} {_size(row.size):>9}  {terminal_safe(row.path.name)}"
     )
 
@@ -70,14 +69,19 @@ def ls(folder: Path | None, fmt: str) -> None:
             return
         click.echo(f"mcpsniff ls: {folder}: not a folder", err=True)
         sys.exit(EXIT_ERROR)
-    rows = list_traces(folder)
+    skipped: list[Skipped] = []
+    rows = list_traces(folder, skipped)
     if fmt == "json":
         for row in rows:
             click.echo(json_line(row.to_json()))
-        return
-    click.echo(
-        f"{'SERVER':<24} {'STARTED':<19} {'DURATION':>8} {'SESSIONS':>8} {'MESSAGES':>10} "
-        f"{'ERR/WARN/INFO':>12} {'SIZE':>9}  FILE"
-    )
-    for row in rows:
-        click.echo(_row(row))
+    else:
+        click.echo(
+            f"{'SERVER':<24} {'STARTED':<19} {'DURATION':>8} {'SESSIONS':>8} {'MESSAGES':>10} "
+            f"{'ERR/WARN/INFO':>12} {'SIZE':>9}  FILE"
+        )
+        for row in rows:
+            click.echo(_row(row))
+    # A *.jsonl file that is no readable trace is no row, but not a silent one:
+    # a damaged trace must not simply vanish from the list.
+    for skip in skipped:
+        click.echo(f"mcpsniff ls: skipped {terminal_safe(skip.reason)}", err=True)

@@ -3,7 +3,9 @@
 Only the cheap parts of a line are read: a message line is counted by its
 prefix, a frame's time and session come from its first 300 bytes, and only
 the small finding and event lines are parsed in full. A file that is not a
-trace is skipped, never an error: a state folder may hold anything.
+readable trace is skipped, never an error (a state folder may hold anything),
+but the caller is told which and why, so that a damaged trace is not lost
+without a word.
 """
 
 from __future__ import annotations
@@ -76,13 +78,26 @@ def server_name(header: dict[str, Any]) -> str:
     return "?"
 
 
-def summarize(path: Path) -> TraceSummary | None:
-    """The summary of the trace at ``path``, or ``None`` when it is not a readable trace."""
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A file ``ls`` left out, and why (the reason names the file)."""
+
+    path: Path
+    reason: str
+
+
+def summarize(path: Path, skipped: list[Skipped] | None = None) -> TraceSummary | None:
+    """The summary of the trace at ``path``, or ``None`` when it is not a readable trace.
+
+    Then, with ``skipped``, the reason is appended to it.
+    """
     try:
         with TraceReader(path) as reader:
             header = reader.header
-    except (TraceError, OSError):
-        return None
+    except TraceError as exc:
+        return _skip(path, str(exc), skipped)
+    except OSError as exc:
+        return _skip(path, f"{path}: cannot read: {exc.strerror or exc}", skipped)
     created = header.get("created")
     started = float(created) if is_time(created) else None
     summary = TraceSummary(path, server_name(header), started)
@@ -93,9 +108,15 @@ def summarize(path: Path) -> TraceSummary | None:
             handle.readline()
             for line in handle:
                 _account(summary, line)
-    except OSError:
-        return None
+    except OSError as exc:
+        return _skip(path, f"{path}: cannot read: {exc.strerror or exc}", skipped)
     return summary
+
+
+def _skip(path: Path, reason: str, skipped: list[Skipped] | None) -> None:
+    if skipped is not None:
+        skipped.append(Skipped(path, reason))
+    return None
 
 
 def _account(summary: TraceSummary, line: bytes) -> None:
@@ -128,13 +149,17 @@ def _account(summary: TraceSummary, line: bytes) -> None:
         summary.launches += 1
 
 
-def list_traces(folder: Path) -> list[TraceSummary]:
-    """The traces directly in ``folder`` (``*.jsonl``), newest first."""
+def list_traces(folder: Path, skipped: list[Skipped] | None = None) -> list[TraceSummary]:
+    """The traces directly in ``folder`` (``*.jsonl``), newest first.
+
+    Files that are no readable trace are left out; with ``skipped``, each is
+    appended to it with its reason, in name order.
+    """
     rows = []
-    for path in folder.glob("*.jsonl"):
+    for path in sorted(folder.glob("*.jsonl")):
         if path.name.startswith(".") or not path.is_file():
             continue
-        row = summarize(path)
+        row = summarize(path, skipped)
         if row is not None:
             rows.append(row)
     # Never stat again here: a trace removed meanwhile (a rotation) must not end ls.

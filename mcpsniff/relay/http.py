@@ -6,12 +6,13 @@ headers and bodies unchanged (hop-by-hop headers excepted) and streaming
 responses chunk by chunk, so SSE events reach the client as they arrive.
 Compressed bodies are forwarded compressed; the analyzer gets a decoded copy.
 
-The shell only moves bytes and notes what happens to each exchange; what
-that means to the analyzer is worked out in its analysis process by
-``mcpsniff/core/http_adapter.py``, shared with the mitmproxy addon (the
-transport events are documented in ``mcpsniff/core/rules/http.py``). It
-never answers in the server's place, except with 502 when the upstream cannot
-be reached.
+The shell only moves bytes (``http_wire``) and notes what happens to each
+exchange (``remote_exchange``), as observations sent down the capture channel
+(``channel``); what that means to the analyzer is worked out in its analysis
+process (``worker``) by ``mcpsniff/core/http_adapter.py``, shared with the
+mitmproxy addon (the transport events are documented in
+``mcpsniff/core/rules/http.py``). It never answers in the server's place,
+except with 502 when the upstream cannot be reached.
 The one deliberate change to forwarded bytes is the legacy ``endpoint`` event:
 an absolute URL pointing at the upstream is rewritten to the proxy's own
 address so that the client keeps talking through mcpsniff, and the trace
@@ -33,16 +34,22 @@ from pathlib import Path
 
 from yarl import URL
 
+from mcpsniff.core.http_adapter import RELAY_SESSION, ObservationAdapter
 from mcpsniff.core.model import Record
 from mcpsniff.core.observations import TransportEvent
+from mcpsniff.core.redact import redact_query
+from mcpsniff.relay import event_loop
+from mcpsniff.relay.analysis_process import AnalysisProcess
+from mcpsniff.relay.channel import Capture, InProcess
 from mcpsniff.relay.event_loop import Spinner
 from mcpsniff.relay.http1 import RequestHead
 from mcpsniff.relay.http_wire import ClientSide
 from mcpsniff.relay.outputs import Outputs, attach
 from mcpsniff.relay.recorder import Recorder
-from mcpsniff.relay.remote_exchange import ExchangeReplay, RemoteExchange, RemoteObserver
-from mcpsniff.relay.remote_recorder import RELAY_SESSION, RemoteRecorder
+from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver
+from mcpsniff.relay.worker import Worker
 from mcpsniff.trace.format import TraceWriter
+from mcpsniff.trace.paths import TraceOpenError, open_trace_file
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 6280
@@ -79,7 +86,8 @@ class HttpOptions:
     upstream: str
     host: str = DEFAULT_HOST
     port: int = DEFAULT_PORT
-    trace: Path | None = None
+    #: A --trace value: a file, a pattern or a directory (see mcpsniff.trace.paths).
+    trace: Path | str | None = None
     show: bool = False
     redact: bool = True
     #: Poll instead of sleeping for a moment while a request is alone (``event_loop``).
@@ -170,7 +178,7 @@ class HttpRelay:
         writer: TraceWriter | None,
         show: Callable[[Record], None] | None = None,
         show_flush: Callable[[], None] | None = None,
-        recorder: RemoteRecorder | None = None,
+        capture: Capture | None = None,
     ) -> None:
         self.options = options
         try:
@@ -197,29 +205,22 @@ class HttpRelay:
         self._host_line = b"Host: " + self.upstream_authority.encode("ascii")  # punycode
         #: Host values that name this proxy (filled in once it listens).
         self.own_authorities: frozenset[str] = frozenset()
-        #: Analysis and trace writing: in this process (a ``Recorder``), or in
-        #: the forked analysis process (a ``RemoteRecorder``, what the CLI uses).
-        self.recorder: Recorder | RemoteRecorder
-        if recorder is None:
-            self.recorder = attach(Recorder(writer, "http", redact=options.redact), options.outputs)
+        #: The trace, when this process writes it (no analysis process).
+        self.writer = writer
+        #: Where observations go: the channel to the analysis process (what
+        #: ``run_http`` uses), or a replay in this process.
+        self.capture: Capture
+        if capture is None:
+            recorder = attach(Recorder(writer, "http", redact=options.redact), options.outputs)
             if show is not None:
-                self.recorder.listeners.append(show)
+                recorder.listeners.append(show)
             if show_flush is not None:
-                self.recorder.batch_listeners.append(show_flush)
+                recorder.batch_listeners.append(show_flush)
+            self.capture = InProcess(adapter(recorder, options).apply)
         else:
-            self.recorder = recorder
-        # The relay only notes what happens to each exchange; the notes are replayed on
-        # an HttpObserver where the analysis runs (see ``remote_exchange``).
-        self.observer = RemoteObserver(
-            recorder.send
-            if recorder is not None
-            else ExchangeReplay(
-                self.recorder,  # type: ignore[arg-type]
-                redact=options.redact,
-                mcp_path=mcp_path(options.upstream),
-                capture_limit=options.capture_limit,
-            ).sink
-        )
+            self.capture = capture
+        # The relay only notes what happens to each exchange (``remote_exchange``).
+        self.observer = RemoteObserver(self.capture.send)
         self.server: asyncio.Server | None = None
         self.port: int | None = None
         self.connections: set[ClientSide] = set()
@@ -335,9 +336,9 @@ class HttpRelay:
         for connection in list(self.connections):
             connection.cut_off()
         await asyncio.sleep(0)  # let the transports' connection_lost callbacks run
-        self.recorder.close(time.time())
-        if self.recorder.writer is not None:
-            self.recorder.writer.close()
+        self.capture.end(time.time())
+        if self.writer is not None:
+            self.writer.close()
 
     def forwarded(self, connection: ClientSide) -> None:
         """A whole request or response of ``connection`` went on: poll for what follows?
@@ -395,6 +396,16 @@ class HttpRelay:
         return held.replace(endpoint.encode(), rewritten.encode(), 1)
 
 
+def adapter(recorder: Recorder, options: HttpOptions) -> ObservationAdapter:
+    """The HTTP-to-MCP adapter that replays this relay's observations into ``recorder``."""
+    return ObservationAdapter(
+        recorder,
+        redact=options.redact,
+        mcp_path=mcp_path(options.upstream),
+        capture_limit=options.capture_limit,
+    )
+
+
 async def serve(
     options: HttpOptions,
     writer: TraceWriter | None,
@@ -403,19 +414,27 @@ async def serve(
     show_flush: Callable[[], None] | None = None,
     announce: Callable[[HttpRelay], None] | None = None,
     stop: asyncio.Event | None = None,
-    recorder: RemoteRecorder | None = None,
+    analysis: AnalysisProcess | None = None,
     sock: socket.socket | None = None,
-) -> None:
+    warn: Callable[[str], None] | None = None,
+) -> int:
     """Run the proxy until SIGINT/SIGTERM (or ``stop`` is set).
 
-    With ``recorder``, the analysis runs in its analysis process; ``serve``
-    returns once that process has finished the trace, even when the proxy
-    could not start.
+    With ``analysis``, the analysis runs in that process; ``serve`` returns
+    once it has finished the trace, even when the proxy could not start, with
+    its exit status (0 without one).
     """
-    if recorder is not None:
-        recorder.attach(asyncio.get_running_loop())
+    capture = None
+    if analysis is not None:
+        capture = analysis.channel
+        capture.attach(asyncio.get_running_loop())
+        if warn is not None:
+            capture.on_broken = lambda exc: warn(
+                f"mcpsniff: warning: the analysis process is gone ({exc.strerror or exc}); "
+                "relaying continues, the trace ends here"
+            )
     try:
-        relay = HttpRelay(options, writer, show, show_flush, recorder)
+        relay = HttpRelay(options, writer, show, show_flush, capture)
         await relay.start(sock)
         stop = stop or asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -429,5 +448,91 @@ async def serve(
         finally:
             await relay.stop()
     finally:
-        if recorder is not None:
-            await recorder.finish()
+        if analysis is not None:
+            status = await analysis.finish(warn)
+    return status if analysis is not None else 0
+
+
+class StartError(Exception):
+    """``mcpsniff http`` cannot start; the one-line reason."""
+
+
+def run_http(
+    options: HttpOptions,
+    *,
+    announce: Callable[[HttpRelay, Path], None] | None = None,
+    warn: Callable[[str], None] | None = None,
+    show: Callable[[Record], None] | None = None,
+    show_flush: Callable[[], None] | None = None,
+) -> int:
+    """``mcpsniff http``: bind, open the trace, fork the analysis, proxy until stopped.
+
+    Returns the analysis process's exit status (3: the trace is incomplete);
+    raises ``StartError`` when it cannot start. ``warn`` gets the notes the
+    user should see (escaped by the caller).
+    """
+    if not options.upstream.startswith(("http://", "https://")):
+        raise StartError(f"--upstream must be an http:// or https:// URL, not {options.upstream!r}")
+    listen = f"{options.host}:{options.port}"
+    try:
+        # Bound before the trace and the analysis process exist: a port in use
+        # leaves nothing behind, and the same --trace works on a retry.
+        sock = bind(options.host, options.port)
+    except OSError as exc:
+        raise StartError(f"cannot listen on {listen}: {exc.strerror or exc}") from None
+    meta = {
+        "source": "mcpsniff http",
+        "upstream": redact_query(options.upstream) if options.redact else options.upstream,
+        "redacted": options.redact,
+        # What the upstream got as Host when the client's named the proxy.
+        "host_header": "as sent" if options.keep_host else "upstream's",
+    }
+    try:
+        opened = open_trace_file(options.trace, name="http", meta=meta)
+    except TraceOpenError as exc:
+        sock.close()
+        raise StartError(str(exc)) from None
+    if opened.note and warn is not None:
+        warn(f"mcpsniff http: warning: {opened.note}")
+    if not is_loopback(options.host) and warn is not None:
+        warn(
+            f"mcpsniff http: warning: listening on {options.host}, not loopback: anyone who "
+            "can reach this address can use the proxy and the server behind it"
+        )
+    # Flushed once per batch of observations (the worker does it).
+    recorder = Recorder(opened.writer, "http", redact=options.redact, autoflush=False)
+    if show is not None:
+        recorder.listeners.append(show)
+    if show_flush is not None:
+        recorder.batch_listeners.append(show_flush)
+    worker = Worker(recorder, adapter(recorder, options).apply, warn=warn)
+
+    def work(fd: int) -> int:
+        sock.close()  # the listening socket is the relay's alone
+        attach(recorder, options.outputs)  # the sinks belong to the analysis process
+        return worker.run(fd)
+
+    try:
+        # Recording only, the analysis runs on CPU nobody else wants: under load the
+        # proxy keeps the cores and the analysis catches up in the pauses. With
+        # --show the user is watching it live, so it keeps a (low) share instead.
+        analysis = AnalysisProcess.fork(work, BACKLOG_LIMIT, idle=not options.show)
+    except OSError as exc:
+        opened.writer.close()
+        sock.close()
+        raise StartError(f"cannot start the analysis process: {exc.strerror or exc}") from None
+    # The trace belongs to the analysis process now (its buffer here is empty).
+    path = opened.path
+
+    def announced(relay: HttpRelay) -> None:
+        if announce is not None:
+            announce(relay, path)
+
+    try:
+        return event_loop.run(
+            serve(options, None, announce=announced, analysis=analysis, sock=sock, warn=warn)
+        )
+    except OSError as exc:
+        raise StartError(f"cannot listen on {listen}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise StartError(str(exc)) from None

@@ -1,17 +1,16 @@
-"""HTTP exchanges observed where the bytes move, and recorded where the analysis runs.
+"""What an HTTP shell sees of each exchange, as observations: the shell's half of the adapter.
 
-Both HTTP shells (``mcpsniff http`` and the mitmproxy addon) forward in one
-process and analyze in another. A shell only *observes* what happens to an
-exchange (``RemoteExchange``: the request, the response head, each body
-piece, the end, each with its time), as the typed observations of
-``mcpsniff.core.observations``, one small object each; ``ExchangeReplay``
-replays them on a real ``HttpObserver`` in the analysis process, or in the
-shell's own process when it has none.
+Both HTTP shells (``mcpsniff http`` and the mitmproxy addon) only *observe*
+what happens to an exchange (``RemoteExchange``: the request, the response
+head, each body piece, the end, each with its time), as the typed
+observations of ``mcpsniff.core.observations``, handed to a sink (the
+capture channel). Where the analysis runs, ``mcpsniff.core.http_adapter``'s
+``ObservationAdapter`` replays them on an ``HttpObserver``.
 
 The one thing a shell must still decide itself is whether a session-less GET
 stream is a legacy HTTP+SSE stream, whose ``endpoint`` event the relay rewrites
 before forwarding it. ``RemoteExchange`` watches such a stream's first event
-with the same functions the ``ExchangeRecorder`` uses (``undecided_stream``,
+with the same pure functions the adapter uses (``undecided_stream``,
 ``legacy_endpoint``), so both processes reach the same decision.
 """
 
@@ -23,9 +22,6 @@ from typing import Any
 
 from mcpsniff.core.framing import SseParser
 from mcpsniff.core.http_adapter import (
-    CAPTURE_LIMIT,
-    RELAY_SESSION,
-    ObservationAdapter,
     comment_only,
     end_to_end,
     header,
@@ -45,10 +41,6 @@ from mcpsniff.core.observations import (
     ResponseHead,
     Unreachable,
 )
-
-#: The relay's name for the core's observation replay (``ObservationAdapter``).
-ExchangeReplay = ObservationAdapter
-__all__ = ["CAPTURE_LIMIT", "RELAY_SESSION", "ExchangeReplay", "RemoteExchange", "RemoteObserver"]
 
 #: ``sink(observation)``: takes one observation to wherever it is replayed.
 Sink = Callable[[Observation], None]

@@ -2,11 +2,13 @@
 
 The relay spawns COMMAND and moves bytes: our stdin to the child's stdin, the
 child's stdout to our stdout, the child's stderr to our stderr. Each chunk is
-written first and only then handed to the analyzer (DESIGN.md invariant 2,
-"forward first, observe second"): the forwarding tasks never run protocol
-code, they only append the chunk to a queue that an analysis task drains.
-The queue is bounded by bytes; when the analyzer falls that far behind, the
-relay keeps forwarding and the trace records exactly how many bytes it lost.
+written first and only then observed (DESIGN.md invariant 2, "forward first,
+observe second"): the forwarding tasks never run protocol code, they only
+send a ``StreamData`` (or ``Stderr``) observation down the capture channel
+(``channel``) to the analysis process forked at start (``worker``, with
+``mcpsniff.core.stdio_adapter``). The channel's backlog is bounded by bytes;
+when the analysis falls that far behind, the relay keeps forwarding and the
+trace records exactly how many bytes it lost.
 """
 
 from __future__ import annotations
@@ -27,12 +29,16 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from mcpsniff.core.model import C2S, S2C, Record
+from mcpsniff.core.observations import Stderr, StreamEnd, TransportEvent
 from mcpsniff.core.redact import recorded_argv
-from mcpsniff.relay.observer_pipe import AnalysisProcess, ObservationSender
-from mcpsniff.relay.outputs import Outputs
-from mcpsniff.relay.stdio_analysis import TRACE_INCOMPLETE, StdioAnalysis
+from mcpsniff.core.stdio_adapter import SESSION, StdioAdapter
+from mcpsniff.relay.analysis_process import AnalysisProcess
+from mcpsniff.relay.channel import Channel
+from mcpsniff.relay.outputs import Outputs, attach
+from mcpsniff.relay.recorder import Recorder
+from mcpsniff.relay.worker import TRACE_INCOMPLETE, Worker
 from mcpsniff.trace.format import TraceWriter
-from mcpsniff.trace.paths import TraceOpenError, open_trace_file, resolve_trace_path
+from mcpsniff.trace.paths import TraceOpenError, open_trace_file
 
 CHUNK = 1 << 16
 #: How far (in bytes) the analyzer may fall behind before the relay stops
@@ -59,11 +65,6 @@ class StdioOptions:
 
 class StartError(Exception):
     """The relay refuses to start (before spawning anything)."""
-
-
-def default_trace_path(label: str, now: float | None = None) -> Path:
-    """A new trace file in the per-user state folder, named by label, date and pid."""
-    return resolve_trace_path(None, label, now)
 
 
 def open_trace(options: StdioOptions) -> TraceWriter:
@@ -152,14 +153,10 @@ class _Output:
     async def close(self, stall: float) -> None:
         """Write out what is still queued, then close.
 
-        Fix: this drained, closed and awaited ``writer.wait_closed()``. That
-        needs a method FlowControlMixin lacks, so it failed at once (the
-        error was suppressed), and ``drain()`` returns while up to the
-        low-water mark is still queued: the relay returned, the loop closed
-        and the tail of the child's output was lost whenever our reader was
-        slower than the child. Now wait until the transport has written
-        everything, as long as the reader makes progress; a reader that takes
-        nothing for ``stall`` seconds no longer holds the relay forever.
+        Waits until the transport has written everything (``drain()`` returns
+        while up to the low-water mark is still queued, and that tail would be
+        lost), as long as the reader makes progress; a reader that takes
+        nothing for ``stall`` seconds does not hold the relay forever.
         """
         if self.writer is None or self.protocol is None:
             return
@@ -241,11 +238,10 @@ class _Input:
     async def read(self) -> bytes:
         if self.reader is not None:
             return await self.reader.read(CHUNK)
-        # Fix: this used ``loop.run_in_executor(None, os.read, ...)``. On a
-        # terminal that read blocks until the user types something, and
-        # ``asyncio.run`` joins the default executor's threads before it
-        # returns, so after the child exited mcpsniff hung until Enter was
-        # pressed. A daemon thread per read is abandoned instead.
+        # A daemon thread per read, not the default executor: on a terminal
+        # the read blocks until the user types something, and ``asyncio.run``
+        # joins the executor's threads before it returns (mcpsniff would hang
+        # after the child exited until Enter was pressed).
         loop = asyncio.get_running_loop()
         done: asyncio.Future[bytes] = loop.create_future()
 
@@ -283,11 +279,11 @@ class StdioRelay:
         warn: Callable[[str], None] | None = None,
     ) -> None:
         self.options = options
-        #: The forked analysis process (it owns the trace) and the pipe to it.
+        #: The forked analysis process (it owns the trace) and the channel to it.
         self.analysis = analysis
-        self.observer: ObservationSender = analysis.sender
+        self.channel: Channel = analysis.channel
         self.warn = warn or (lambda text: None)
-        self.observer.on_broken = self._analysis_lost
+        self.channel.on_broken = self._analysis_lost
         self.proc: asyncio.subprocess.Process | None = None
         self._signals: list[int] = []
         self._first_signal_at: float | None = None
@@ -296,11 +292,9 @@ class StdioRelay:
 
     async def run(self) -> int:
         """Relay until the child exits; return the exit status to pass on."""
-        observer = self.observer
-        observer.attach(asyncio.get_running_loop())
-        observer.event(
+        self.channel.attach(asyncio.get_running_loop())
+        self._event(
             "session-start",
-            time.time(),
             {
                 "command": recorded_argv(self.options.command, self.options.redact),
                 "transport": "stdio",
@@ -310,9 +304,8 @@ class StdioRelay:
         argv = list(self.options.command)
         resolved = shutil.which(argv[0])
         if resolved is None and os.sep in argv[0]:
-            # Fix: like a shell, run a path as given, so that the error is the
-            # real one ("Permission denied", "No such file or directory")
-            # rather than "command not found" for a file that is there.
+            # Like a shell, run a path as given, so that the error is the real
+            # one ("Permission denied") rather than "command not found".
             resolved = argv[0]
         try:
             if resolved is None:
@@ -321,10 +314,8 @@ class StdioRelay:
             loop = asyncio.get_running_loop()
             transport, protocol = await loop.subprocess_exec(
                 lambda: _ChildProtocol(loop),
-                # Fix: the child's argv[0] is the name as typed, as a shell
-                # passes it; only the program to execute is the resolved path.
-                # (It used to be the resolved path, which programs that look
-                # at argv[0] see as a different name.)
+                # The child's argv[0] is the name as typed, as a shell passes
+                # it; only the program to execute is the resolved path.
                 argv[0],
                 *argv[1:],
                 executable=resolved,
@@ -341,28 +332,27 @@ class StdioRelay:
             reason = exc.strerror or str(exc)
             self.warn(f"mcpsniff stdio: cannot start {argv[0]}: {reason}")
             shown = recorded_argv(argv, self.options.redact)
-            observer.event("spawn-failed", time.time(), {"command": shown, "error": reason})
-            observer.event("session-end", time.time(), {"exit": EXIT_NOT_STARTED})
+            self._event("spawn-failed", {"command": shown, "error": reason})
             await self._finish()
             return EXIT_NOT_STARTED
-        observer.event("spawned", time.time(), {"child_pid": self.proc.pid, "argv0": resolved})
+        self._event("spawned", {"child_pid": self.proc.pid, "argv0": resolved})
         self._install_signals()
-        # Fix: the transports below make our stdin, stdout and stderr pipes
+        # The transports below make our stdin, stdout and stderr pipes
         # non-blocking, and O_NONBLOCK belongs to the open file description,
         # which the process that gave us the pipe (and whoever runs after us,
-        # e.g. ``mcpsniff stdio ... ; next-command`` in a script) shares. Put
-        # every mode back as it was when we are done.
+        # e.g. ``mcpsniff stdio ... ; next-command`` in a script) shares. Every
+        # mode is put back as it was when we are done.
         blocking = _blocking_modes()
         stdout, stderr = _Output(1), _Output(2)
         stdin = _Input(0)
         await stdout.open()
         await stderr.open()
         await stdin.open()
-        # Fix: mcpsniff's own stderr text (--show lines, warnings) is written
-        # with ordinary sys.stderr writes. On the now non-blocking pipe those
-        # failed with EAGAIN whenever the child's stderr had filled it, and
-        # the lines were lost. While the relay runs they go through the same
-        # transport as the child's stderr: queued in order, never blocking.
+        # mcpsniff's own stderr text (warnings) is written with ordinary
+        # sys.stderr writes, which on the now non-blocking pipe would fail with
+        # EAGAIN whenever the child's stderr had filled it. While the relay runs
+        # they go through the same transport as the child's stderr: queued in
+        # order, never blocking.
         saved_stderr = sys.stderr
         if stderr.writer is not None:
             sys.stderr = stderr.text_stream(saved_stderr)
@@ -381,17 +371,15 @@ class StdioRelay:
     async def _relay(self, stdin: _Input, stdout: _Output, stderr: _Output) -> int:
         """Pump until the child exits and its pipes are drained; return its status."""
         assert self.proc is not None
-        observer = self.observer
         proc = self.proc
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         to_child = asyncio.create_task(self._pump_stdin(stdin, proc))
         from_child = asyncio.create_task(self._pump_out(proc.stdout, stdout, S2C))
         errors = asyncio.create_task(self._pump_stderr(proc.stderr, stderr))
-        # Fix: this was ``await proc.wait()``, which (Python 3.11) resolves only
-        # once the child has exited *and* all its pipes are closed. When a
-        # grandchild kept them open (npx, uv, a shell's background job) the
-        # relay waited for the grandchild forever, and the grace period and
-        # group kill below never ran. Wait for the child itself.
+        # Not ``proc.wait()``, which (Python 3.11) resolves only once the child
+        # has exited *and* all its pipes are closed: a grandchild that keeps
+        # them open (npx, uv, a shell's background job) would hold the relay
+        # forever. Wait for the child itself.
         assert self._child_exited is not None and self._child_transport is not None
         await self._child_exited
         returncode = self._child_transport.get_returncode()
@@ -417,21 +405,25 @@ class StdioRelay:
             exit_data["signal"] = signal.Signals(-returncode).name
         if self._signals:
             exit_data["forwarded_signals"] = [signal.Signals(s).name for s in self._signals]
-        observer.event("exit", exited_at, exit_data)
-        observer.event("session-end", time.time(), {"status": status})
+        self._event("exit", exit_data, exited_at)
         await self._finish()
         return status
 
+    def _event(self, name: str, data: dict[str, Any], t: float | None = None) -> None:
+        self.channel.send(TransportEvent(SESSION, name, time.time() if t is None else t, data))
+
     async def _finish(self) -> None:
-        """Hand the analysis process its last observations and wait until the trace is done.
+        """End the capture and wait until the analysis process has completed the trace.
 
         mcpsniff exits only after the trace is complete, so whoever ran it
         (a test, a script running ``mcpsniff check`` next) can read it at once.
         The analysis process reports its own warnings (trace incomplete).
         """
-        await self.observer.close()
-        status = await self.analysis.wait()
-        if status not in (0, TRACE_INCOMPLETE) and not self.observer.broken:
+        channel = self.channel
+        broken = channel.broken
+        channel.end(time.time())
+        status = await self.analysis.finish()
+        if status not in (0, TRACE_INCOMPLETE) and not broken:
             self.warn(
                 f"mcpsniff stdio: warning: the analysis process exited with status {status}; "
                 "the trace may be incomplete"
@@ -450,7 +442,7 @@ class StdioRelay:
         assert proc.stdin is not None
         sink = proc.stdin
         _write_through(sink.transport)
-        observer = self.observer
+        send_data, send = self.channel.send_data, self.channel.send
         while True:
             chunk = await source.read()
             if not chunk:
@@ -462,31 +454,31 @@ class StdioRelay:
                 # The child closed its stdin (or died): keep reading so the
                 # client is not blocked, and still record what it sent.
                 pass
-            observer.data(C2S, chunk, time.time())
-        observer.eof(C2S, time.time())
+            send_data(C2S, time.time(), chunk)
+        send(StreamEnd(C2S, time.time()))
         with contextlib.suppress(Exception):
             sink.close()
 
     async def _pump_out(self, source: asyncio.StreamReader, sink: _Output, direction: str) -> None:
-        observer = self.observer
+        send_data = self.channel.send_data
         while True:
             chunk = await source.read(CHUNK)
             if not chunk:
                 break
             await sink.write(chunk)
-            observer.data(direction, chunk, time.time())
-        observer.eof(direction, time.time())
+            send_data(direction, time.time(), chunk)
+        self.channel.send(StreamEnd(direction, time.time()))
 
     async def _pump_stderr(self, source: asyncio.StreamReader, sink: _Output) -> None:
-        observer = self.observer
+        send = self.channel.send
         while True:
             chunk = await source.read(CHUNK)
             if not chunk:
                 break
             await sink.write(chunk)
-            # Splitting into lines and redacting is the analysis task's job.
-            observer.stderr(chunk, time.time())
-        observer.stderr(b"", time.time())
+            # Splitting into lines and redacting is the analysis's job.
+            send(Stderr(time.time(), chunk))
+        send(Stderr(time.time(), b""))
 
     # ------------------------------------------------------------------ signals
 
@@ -499,7 +491,7 @@ class StdioRelay:
         self._signals.append(sig)
         if self._first_signal_at is None:
             self._first_signal_at = time.monotonic()
-        self.observer.event("signal", time.time(), {"signal": signal.Signals(sig).name})
+        self._event("signal", {"signal": signal.Signals(sig).name})
         self._kill_group(sig)
         loop = asyncio.get_running_loop()
         loop.call_later(self.options.grace, self._kill_group, signal.SIGKILL)
@@ -507,11 +499,10 @@ class StdioRelay:
     async def _end_group(self) -> None:
         """After a forwarded signal: let the group finish until the grace period ends, then kill.
 
-        Fix: ``_forward_signal`` schedules the SIGKILL on the event loop, but
-        when the child exits at once (it handled the signal) the relay
-        returns before the grace period is over, the loop is closed, and the
-        kill never happened: grandchildren that survived the signal and hold
-        none of our pipes (so the drain above did not wait for them) lingered.
+        ``_forward_signal`` schedules a SIGKILL on the event loop, but when the
+        child exits at once (it handled the signal) the loop closes before
+        then; grandchildren that survived the signal and hold none of our
+        pipes would linger.
         """
         assert self._first_signal_at is not None
         deadline = self._first_signal_at + self.options.grace
@@ -579,16 +570,21 @@ def run_stdio(
     thread exists; it takes over ``writer`` (this process never writes to
     the trace again), and the relay then spawns the server and forwards.
     """
-    recording = StdioAnalysis(
-        writer,
-        redact=options.redact,
-        show=show,
-        show_flush=show_flush,
-        warn=warn,
-        outputs=options.outputs,
-    )
+    # Flushed once per batch of observations (the worker does it).
+    recorder = Recorder(writer, "stdio", redact=options.redact, autoflush=False)
+    if show is not None:
+        recorder.listeners.append(show)
+    if show_flush is not None:
+        recorder.batch_listeners.append(show_flush)
+    adapter = StdioAdapter(recorder, redact=options.redact)
+    worker = Worker(recorder, adapter.apply, lost=adapter.lost, label="mcpsniff stdio", warn=warn)
+
+    def work(fd: int) -> int:
+        attach(recorder, options.outputs)  # here, in the analysis process
+        return worker.run(fd)
+
     try:
-        analysis = AnalysisProcess.start(recording.run, options.backlog_limit)
+        analysis = AnalysisProcess.fork(work, options.backlog_limit)
     except OSError as exc:
         raise StartError(f"cannot start the analysis process: {exc.strerror or exc}") from None
     # The trace belongs to the analysis process now. This process never
@@ -596,9 +592,3 @@ def run_stdio(
     # flushed), so even its finalizer writes nothing.
     relay = StdioRelay(options, analysis, warn)
     return asyncio.run(relay.run())
-
-
-def _stderr_warn(text: str) -> None:
-    with contextlib.suppress(OSError):
-        sys.stderr.write(text + "\n")
-        sys.stderr.flush()

@@ -118,6 +118,9 @@ def serve(
 
     try:
         allow = [_member_path("--allow", p) for p in allows]
+        # The address first: a malformed one fails before any warning about it,
+        # and before the trace is read or a tap file created.
+        address = _listen_address(listen) if listen else None
     except ValueError as exc:
         _fail(str(exc))
         return
@@ -142,10 +145,10 @@ def serve(
         return ReplayServer(script, mode, _warn, unmatched, allow)
 
     try:
-        if listen:
-            from mcpsniff.replay.http_serve import parse_listen, serve_http, wildcard_warning
+        if address is not None:
+            from mcpsniff.replay.http_serve import serve_http, wildcard_warning
 
-            host, port = parse_listen(listen)
+            host, port = address
             warning = wildcard_warning(host)
             if warning:
                 _warn(warning)
@@ -167,6 +170,12 @@ def serve(
         _warn(f"{len(misses)} request(s) had no recorded counterpart")
         sys.exit(EXIT_DIFFERENT)
     sys.exit(EXIT_OK)
+
+
+def _listen_address(listen: str) -> tuple[str, int]:
+    from mcpsniff.replay.http_serve import parse_listen
+
+    return parse_listen(listen)
 
 
 @replay.command(context_settings={"ignore_unknown_options": True})

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from aiohttp import web
 
 from mcpsniff.core.model import C2S, S2C
+from mcpsniff.listen_address import parse_listen_address
 from mcpsniff.replay import safejson
 from mcpsniff.replay.plan import Exchange
 from mcpsniff.replay.script import Frame
@@ -27,11 +28,8 @@ SESSION_HEADER = "Mcp-Session-Id"
 
 
 def parse_listen(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` -> (host, port); port 0 picks a free port."""
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or int(port) > 65535:
-        raise ValueError(f"--http wants HOST:PORT, e.g. 127.0.0.1:6290, not {text!r}")
-    return host.strip("[]"), int(port)
+    """``HOST:PORT`` -> (host, port); port 0 picks a free port. ``ValueError`` when malformed."""
+    return parse_listen_address(text, "--http")
 
 
 def wildcard_warning(host: str) -> str | None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.core.ids import show_id
+from mcpsniff.core.trace_context import TraceContext
 from mcpsniff.filter import MessageView, cancelled_request_id, progress_values
 from mcpsniff.filter.view import CANCELLED, PROGRESS
 from mcpsniff.render import Style
@@ -28,8 +29,53 @@ def _value(value: Any) -> str:
     return terminal_safe(text if len(text) <= 80 else text[:79] + "…")
 
 
-def annotation_lines(view: MessageView, style: Style) -> list[str]:
+def annotation_lines(view: MessageView, style: Style, verbose: int = 0) -> list[str]:
     """Extra lines for ``view``: empty for most messages."""
+    trace = view.trace
+    if trace is not None and not view.trace_inherited:
+        return [*trace_lines(trace, style, verbose), *_lines(view, style)]
+    return _lines(view, style)
+
+
+def trace_lines(trace: TraceContext, style: Style, verbose: int) -> list[str]:
+    """What ``show`` says about a message's ``_meta.traceparent``.
+
+    Its trace-id's short form is on the timeline line itself (see the printer);
+    here, ``-v`` gives the whole context, and a value that is not valid W3C Trace
+    Context is named at any verbosity: no catalogue rule covers it, so it is no
+    finding, but a tracing backend will not join such a request to its trace.
+    """
+    lines: list[str] = []
+    if not trace.valid:
+        lines.append(
+            f"{INDENT}{style('warning', '⚠ traceparent is not W3C Trace Context:')} "
+            f"{terminal_safe(trace.problem or '')}: {_text(trace.text)}"
+        )
+    elif verbose >= 1:
+        sampled = "sampled" if trace.sampled else "not sampled"
+        line = (
+            f"{INDENT}trace {trace.trace_id} parent {trace.parent_id} "
+            f"flags {trace.flags:02x} ({sampled})"
+        )
+        if trace.version != "00":
+            line += f" version {trace.version}"
+        if trace.tracestate is not None:
+            line += f" tracestate {_text(trace.tracestate)}"
+        lines.append(style("dim", line))
+    if trace.valid and trace.tracestate_problem is not None:
+        lines.append(
+            f"{INDENT}{style('warning', '⚠ tracestate:')} {terminal_safe(trace.tracestate_problem)}"
+        )
+    return lines
+
+
+def _text(text: str) -> str:
+    """A traffic string quoted, escaped and cut to one line's worth."""
+    shown = text if len(text) <= 120 else text[:119] + "…"
+    return terminal_safe(show_id(shown))
+
+
+def _lines(view: MessageView, style: Style) -> list[str]:
     if view.is_error:
         return [f"{INDENT}{style('error', '✖ tool error')} (result with isError: true)"]
     if view.method == CANCELLED and view.kind == "notification":

@@ -89,8 +89,11 @@ def show(
 ) -> None:
     """Print a readable timeline of TRACE: one line per message, findings inline.
 
-    Tool results with isError are marked, cancellations show the requestId they
-    cancel (and how long the request had waited), progress notifications their values.
+    Every error names its layer (JSON-RPC protocol, server-error range,
+    application, tool isError). Tool results with isError are marked, cancellations
+    show the requestId they cancel (and how long the request had waited), progress
+    notifications their values. A W3C traceparent in params._meta shows as
+    trace=<first 8 hex digits> (-v: the whole context); an invalid one is named.
     """
     flt = parse_filter("show", filter_expr)
     tolerate_surrogates()

@@ -11,6 +11,8 @@ import base64
 import re
 from typing import Any
 
+from mcpsniff.core.error_layers import TOOL_ERROR, error_layer
+from mcpsniff.core.model import ERROR
 from mcpsniff.filter import MessageView, cancelled_request_id, progress_values
 from mcpsniff.filter.view import CANCELLED, PROGRESS
 from mcpsniff.render import finding_json
@@ -51,6 +53,16 @@ def view_json(view: MessageView, raw: bool = False) -> dict[str, Any]:
             obj["note"] = message.note
     if view.is_error:
         obj["is_error"] = True
+        obj["error_layer"] = TOOL_ERROR.as_json()
+    elif view.kind == ERROR:
+        obj["error_layer"] = error_layer(view.error_code).as_json()
+    trace = view.trace
+    if trace is not None:
+        if view.trace_inherited:
+            if trace.trace_id is not None:
+                obj["trace_id"] = trace.trace_id  # the request's, for grouping by trace
+        else:
+            obj["trace"] = trace.as_json()
     if view.method == CANCELLED and view.kind == "notification":
         present, request_id = cancelled_request_id(view)
         if present:

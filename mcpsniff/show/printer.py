@@ -73,11 +73,16 @@ class ViewPrinter:
             timeline.flush()  # only to remember request methods for later responses
             return
         for view in kept:
+            trace = view.trace
+            if trace is not None and trace.short_id and not view.trace_inherited and view.message:
+                # The short form on the line; -v adds the whole context below it.
+                timeline.add_suffix(view.message, self.style("dim", f"trace={trace.short_id}"))
+        for view in kept:
             for finding in self._new_findings(view):
                 timeline.feed(safe_finding(finding))
         yield from timeline.flush()
         for view in kept:
-            yield from annotation_lines(view, self.style)
+            yield from annotation_lines(view, self.style, self.verbose)
             if self.verbose >= 1:
                 body = view.body
                 label = f"[{view.index}] " if view.index is not None else ""

@@ -13,6 +13,7 @@ import click
 
 from mcpsniff.filter import HELP as FILTER_HELP
 from mcpsniff.filter.cli import filter_option, parse_filter
+from mcpsniff.listen_address import parse_listen_address
 from mcpsniff.trace.paths import traces_dir
 
 if TYPE_CHECKING:
@@ -27,11 +28,12 @@ def _fail(command: str, reason: str) -> None:
 
 
 def parse_listen(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` -> (host, port); port 0 picks a free port."""
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or int(port) > 65535:
-        raise click.BadParameter(f"wants HOST:PORT, e.g. 127.0.0.1:6288, not {text!r}")
-    return host.strip("[]"), int(port)
+    """``HOST:PORT`` -> (host, port); port 0 picks a free port. One line when malformed."""
+    try:
+        return parse_listen_address(text, "--listen")
+    except ValueError as exc:
+        _fail("ui", str(exc))
+        raise  # not reached: _fail exits
 
 
 def wildcard_warning(host: str) -> str | None:
@@ -123,18 +125,26 @@ def report(
     file://; attach it to a bug report or keep it from a CI run.
     """
     from mcpsniff.trace.format import TraceError
+    from mcpsniff.trace.spool import is_stream, rereadable
     from mcpsniff.ui.report import load_model, write_report
 
     flt = parse_filter("report", filter_expr)
+    if fmt == "html" and output is None and is_stream(trace):
+        # TRACE.html next to /dev/fd/63 is no place for a page.
+        _fail("report", "a trace from a pipe needs -o FILE for its page")
+        return
     try:
-        if fmt == "mermaid":
-            _mermaid(trace, output, from_seq, to_seq, session_key, load_model)
-            return
-        out = output or trace.with_suffix(".html")
-        if out.exists() and trace.exists() and out.samefile(trace):
-            _fail("report", f"{out} is the trace itself; choose another -o")
-            return
-        result = write_report(trace, out, flt)
+        # A pipe is read once; the report reads its trace more than once (and
+        # seeks in it), so a pipe is first copied to a private file, as show does.
+        with rereadable(trace) as readable:
+            if fmt == "mermaid":
+                _mermaid(readable, output, from_seq, to_seq, session_key, load_model, trace)
+                return
+            out = output or trace.with_suffix(".html")
+            if out.exists() and trace.exists() and out.samefile(trace):
+                _fail("report", f"{out} is the trace itself; choose another -o")
+                return
+            result = write_report(readable, out, flt)
     except TraceError as exc:
         _fail("report", str(exc))
         return
@@ -155,21 +165,24 @@ def _mermaid(
     to_seq: int | None,
     session_key: str | None,
     load_model: Callable[[Path], TraceModel],
+    shown: Path | None = None,
 ) -> None:
+    """The Mermaid diagram of one session of ``trace``; ``shown`` names it in messages."""
     from mcpsniff.core.escape import terminal_safe
     from mcpsniff.ui.mermaid import session_diagram
 
     model = load_model(trace)
     sessions = list(model.sessions.values())
     if not sessions:
-        _fail("report", f"{trace} holds no session")
+        _fail("report", f"{terminal_safe(str(shown or trace))} holds no session")
         return
     chosen = sessions[0]
     if session_key is not None:
         found = model.sessions.get(session_key)
         if found is None:
             names = ", ".join(terminal_safe(s.key) for s in sessions[:20])
-            _fail("report", f"no session {terminal_safe(session_key)!r} in {trace} ({names})")
+            where = terminal_safe(str(shown or trace))
+            _fail("report", f"no session {terminal_safe(session_key)!r} in {where} ({names})")
             return
         chosen = found
     elif len(sessions) > 1:

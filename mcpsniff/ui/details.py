@@ -14,7 +14,8 @@ from typing import Any
 
 import orjson
 
-from mcpsniff.core.model import EventRecord, FrameRecord
+from mcpsniff.core.error_layers import TOOL_ERROR, ErrorLayer, error_layer
+from mcpsniff.core.model import ERROR, EventRecord, FrameRecord
 from mcpsniff.filter import message_body
 from mcpsniff.ui.follow import read_record_at
 from mcpsniff.ui.model import SessionModel
@@ -48,6 +49,11 @@ def message_detail(
         body = message_body(record, row.get("index"))
         if body is not None:
             out["body"] = exact_for_page(body)
+        layer = _error_layer(row, body)
+        if layer is not None:
+            # The same label as ``show``'s timeline (core/error_layers.py).
+            out["errorLayer"] = layer.label
+            out["errorLayerTitle"] = layer.title
     else:
         out["bodyOmitted"] = f"the frame is {len(raw)} bytes; only its raw start is shown"
     if record.meta:
@@ -56,6 +62,16 @@ def message_detail(
     if isinstance(exchange, int) and exchange in session.exchanges:
         out["http"] = json_safe(session.exchanges[exchange])
     return out
+
+
+def _error_layer(row: dict[str, Any], body: Any) -> ErrorLayer | None:
+    """The layer of an error row (its exact code from the body), or of an isError tool result."""
+    if row.get("isError"):
+        return TOOL_ERROR
+    if row.get("kind") != ERROR:
+        return None
+    error = body.get("error") if isinstance(body, dict) else None
+    return error_layer(error.get("code") if isinstance(error, dict) else None)
 
 
 def raw_view(raw: bytes, limit: int = RAW_LIMIT) -> dict[str, Any]:

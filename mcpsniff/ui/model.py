@@ -299,6 +299,13 @@ class TraceModel:
             row["code"] = bounded(view.error_code)
         if view.is_error:
             row["isError"] = True
+        trace = view.trace
+        if trace is not None:
+            # For the filter's trace.id / trace.problem, as in filter/fields.py.
+            if trace.trace_id is not None:
+                row["traceId"] = trace.trace_id
+            elif trace.problem is not None:
+                row["traceProblem"] = trace.problem
         frame = view.frame
         if frame is not None:
             row["size"] = len(frame.raw)

@@ -10,6 +10,7 @@ from mcpsniff.core.observation_codec import (
     HEADER_SIZE,
     CodecError,
     decode_all,
+    decode_prefix,
     encode,
     encode_bytes,
 )
@@ -26,6 +27,10 @@ from mcpsniff.core.observations import (
     ResponseBody,
     ResponseGap,
     ResponseHead,
+    Stderr,
+    StreamData,
+    StreamEnd,
+    StreamGap,
     TransportEvent,
     Unreachable,
 )
@@ -50,6 +55,12 @@ EXAMPLES = [
     TransportEvent("http", "http-refused", 6.5, {"kind": "bad-request", "reason": "bare LF"}),
     CaptureGap(7.0, 3, 300),
     CaptureEnd(7.5),
+    StreamData("c2s", 8.0, b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'),
+    StreamData("s2c", 8.5, b"\xff\x00 not utf-8"),
+    StreamEnd("c2s", 9.0),
+    StreamGap("s2c", 9.5, 1 << 33),
+    Stderr(10.0, b"log line\n"),
+    Stderr(10.5, b""),
 ]
 
 
@@ -101,3 +112,33 @@ def test_any_bytes_decode_or_raise_codec_error(data: bytes) -> None:
     except CodecError:
         return
     assert all(type(o) in KINDS or type(o).__name__ in ("Sync", "Show") for o in result)
+
+
+def test_a_prefix_decodes_its_whole_frames_and_leaves_a_cut_one() -> None:
+    """A pipe's reader gets frames cut anywhere: whole ones come out, the rest waits."""
+    data = b"".join(encode_bytes(o) for o in EXAMPLES)
+    for cut in range(len(data) + 1):
+        first, used = decode_prefix(data[:cut])
+        rest = decode_all(data[used:])
+        assert first + rest == EXAMPLES
+        assert used <= cut
+
+
+def test_stream_data_has_a_direction_of_a_stream() -> None:
+    with pytest.raises(ValueError):
+        encode(StreamData("sideways", 1.0, b""))
+    frame = bytearray(encode_bytes(StreamData("c2s", 1.0, b"x")))
+    frame[HEADER_SIZE] = 7  # no such direction code
+    with pytest.raises(CodecError):
+        decode_all(bytes(frame))
+
+
+def test_a_bad_frame_after_good_ones_ends_the_prefix_and_raises_once_it_comes_first() -> None:
+    good = encode_bytes(CaptureEnd(1.0))
+    bad = bytes([150]) + b"\x00" * (HEADER_SIZE - 1)
+    out, used = decode_prefix(good + bad)
+    assert (out, used) == ([CaptureEnd(1.0)], len(good))
+    with pytest.raises(CodecError, match="unknown tag"):
+        decode_prefix(bad)
+    with pytest.raises(CodecError, match="unknown tag"):
+        decode_all(good + bad)

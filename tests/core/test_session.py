@@ -408,12 +408,13 @@ def test_missing_final_newline_is_flushed_as_truncated(convo: Conversation) -> N
 
 
 def test_analyzer_errors_are_recorded_not_raised(convo: Conversation, monkeypatch) -> None:
-    from mcpsniff.core.rules import methods
+    from mcpsniff.core.rules import registry
 
     def boom(session, msg):
         raise RuntimeError("bug")
 
-    monkeypatch.setattr(methods, "on_request", boom)
+    # A registered rule that raises: the session's dispatch table for ping.
+    monkeypatch.setitem(registry.TABLES[registry.REQUEST], "ping", (boom,))
     out = convo.client(request(1, "ping"))
     assert [r.event for r in out if isinstance(r, EventRecord)] == ["analyzer-error"]
     assert "RuntimeError" in out[-1].data["error"]

@@ -290,3 +290,10 @@ def test_error_messages_uris_and_findings_sent_to_the_collector_are_redacted() -
     assert any("STDIO-STDOUT-CLEAN" in span.name for span in lone)
     for secret in (token, "pa55w0rd-x", "k3y-s3cr3t-v4lue"):
         assert secret not in joined
+
+
+def test_traceparent_parsing_is_strict_w3c_and_drops_a_bad_tracestate() -> None:
+    assert parse_traceparent(TP.upper()) is None  # HEXDIGLC: lowercase only
+    assert parse_traceparent(f" {TP}") is None
+    parent = parse_traceparent(TP, "Bad Key=1")
+    assert parent is not None and parent.state is None

@@ -275,3 +275,41 @@ def test_bad_options_are_one_line_errors(tmp_path: Path) -> None:
     code, output = export(tmp_path / "missing.jsonl", "--endpoint", "http://127.0.0.1:1")
     assert code == 2 and "no such file" in output
     assert os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") is None
+
+
+def test_only_a_valid_traceparent_joins_the_callers_trace(
+    collector: Collector, tmp_path: Path
+) -> None:
+    # The same validation as `show` (core/trace_context.py): uppercase hex, an
+    # all-zero trace-id and a version-00 value with a fifth field are not W3C
+    # Trace Context, so those requests start traces of their own; a bad
+    # tracestate does not spoil a good traceparent.
+    upper = f"00-{TRACE_ID.upper()}-{PARENT_ID}-01"
+    frames: list[tuple[str, Any]] = [
+        ("c2s", req(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}})),
+        ("s2c", ok(0, {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}}})),
+        ("c2s", {"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    ]
+    bad = {
+        "upper": upper,
+        "zero": f"00-{'0' * 32}-{PARENT_ID}-01",
+        "extra": f"{TRACEPARENT}-00",
+    }
+    for n, (name, value) in enumerate(bad.items(), start=1):
+        meta = {"traceparent": value}
+        frames.append(("c2s", req(n, "tools/call", {"name": f"tp-{name}", "_meta": meta})))
+        frames.append(("s2c", ok(n, {"content": []})))
+    meta = {"traceparent": TRACEPARENT, "tracestate": "Not=Valid"}
+    frames.append(("c2s", req(9, "tools/call", {"name": "tp-good", "_meta": meta})))
+    frames.append(("s2c", ok(9, {"content": []})))
+    trace = write_stdio_trace(tmp_path / "tp.jsonl", frames, session="sess-tp")
+    code, output = export(trace, "--endpoint", collector.http_url)
+    assert code == 0, output
+    mine = collector.wait(lambda spans: [s for s in spans if "tp-" in s["name"]], 8)
+    by_name = {(s["name"], s["kind"]): s for s in mine}
+    for name in bad:
+        client = by_name[(f"tools/call tp-{name}", "SPAN_KIND_CLIENT")]
+        assert client["parent_id"] == "", name
+        assert client["trace_id"] not in (TRACE_ID, "0" * 32), name
+    good = by_name[("tools/call tp-good", "SPAN_KIND_CLIENT")]
+    assert good["trace_id"] == TRACE_ID and good["parent_id"] == PARENT_ID

@@ -40,7 +40,7 @@ def folder(tmp_path: Path) -> Path:
 def test_lists_traces_newest_first_with_their_figures(folder: Path) -> None:
     result = CliRunner().invoke(main, ["ls", str(folder), "--format", "json"])
     assert result.exit_code == 0, result.output
-    rows = [orjson.loads(line) for line in result.output.splitlines()]
+    rows = [orjson.loads(line) for line in result.stdout.splitlines()]
     assert [r["name"] for r in rows] == ["new-server", "old-server"]
     new, old = rows
     assert (new["sessions"], new["launches"], new["messages"]) == (2, 2, 6)
@@ -52,7 +52,7 @@ def test_lists_traces_newest_first_with_their_figures(folder: Path) -> None:
 
 def test_text_table(folder: Path) -> None:
     result = CliRunner().invoke(main, ["ls", str(folder)])
-    lines = result.output.splitlines()
+    lines = result.stdout.splitlines()
     assert lines[0].split() == [
         "SERVER",
         "STARTED",
@@ -97,7 +97,7 @@ def test_a_hostile_time_never_becomes_the_duration(folder: Path, bad_t: bytes) -
     with open(path, "ab") as handle:
         handle.write(line)
     result = CliRunner().invoke(main, ["ls", str(folder), "--format", "json"])
-    rows = {r["name"]: r for r in map(orjson.loads, result.output.splitlines())}
+    rows = {r["name"]: r for r in map(orjson.loads, result.stdout.splitlines())}
     assert rows["new-server"]["duration_s"] == pytest.approx(191.0, abs=0.01)
 
 
@@ -115,8 +115,10 @@ def test_a_trace_removed_while_listing_does_not_end_ls(
         )
     real = summary.summarize
 
-    def summarize_then_remove(path: Path) -> summary.TraceSummary | None:
-        row = real(path)
+    def summarize_then_remove(
+        path: Path, skipped: list[summary.Skipped] | None = None
+    ) -> summary.TraceSummary | None:
+        row = real(path, skipped)
         path.unlink()  # rotated away right after it was read
         return row
 
@@ -124,3 +126,63 @@ def test_a_trace_removed_while_listing_does_not_end_ls(
     rows = summary.list_traces(tmp_path)
     assert sorted(r.path.name for r in rows) == ["a.jsonl", "b.jsonl"]
     assert all(r.started is None and r.mtime > 0 for r in rows)
+
+
+def test_damaged_traces_are_named_one_line_each(folder: Path) -> None:
+    (folder / "empty.jsonl").write_bytes(b"")
+    (folder / "evil\x1b]0;x\x07.jsonl").write_bytes(b"\x00\x01garbage\n")
+    result = CliRunner().invoke(main, ["ls", str(folder)])
+    assert result.exit_code == 0
+    table = result.stdout.splitlines()
+    assert len(table) == 3  # header, new, old: the damaged ones are not rows
+    notes = result.stderr.splitlines()
+    assert len(notes) == 3
+    assert all(n.startswith("mcpsniff ls: skipped ") for n in notes)
+    assert any("empty.jsonl" in n and "empty" in n.split("empty.jsonl", 1)[1] for n in notes)
+    assert any("notes.jsonl" in n and "not an mcpsniff trace" in n for n in notes)
+    evil = next(n for n in notes if "evil" in n)
+    assert "\x1b" not in evil and "\x07" not in evil and "evil\\x1b]0;x\\x07.jsonl" in evil
+    # JSON output stays clean on stdout; the notes still go to stderr.
+    as_json = CliRunner().invoke(main, ["ls", str(folder), "--format", "json"])
+    assert [orjson.loads(line)["name"] for line in as_json.stdout.splitlines()] == [
+        "new-server",
+        "old-server",
+    ]
+    assert len(as_json.stderr.splitlines()) == 3
+
+
+def _column(line: str, text: str) -> int:
+    """The display column where ``text`` starts in ``line`` (wide characters count 2)."""
+    from mcpsniff.listing.columns import display_width
+
+    return display_width(line[: line.index(text)])
+
+
+def test_columns_align_on_the_escaped_and_displayed_width(tmp_path: Path) -> None:
+    record(tmp_path / "a.jsonl", "plain", 1_700_000_000.0, unanswered=False)
+    record(tmp_path / "b.jsonl", "ev\x1b[31mil\u202e", 1_700_000_100.0, unanswered=False)
+    record(tmp_path / "c.jsonl", "日本語のサーバー", 1_700_000_200.0, unanswered=False)
+    record(tmp_path / "d.jsonl", "x" * 20 + "\x1b[31m", 1_700_000_300.0, unanswered=False)
+    record(tmp_path / "e.jsonl", "サーバー" * 10, 1_700_000_400.0, unanswered=False)
+    result = CliRunner().invoke(main, ["ls", str(tmp_path)])
+    lines = result.stdout.splitlines()
+    assert len(lines) == 6
+    assert {_column(line, "2023-") for line in lines[1:]} == {_column(lines[0], "STARTED")}
+    by_file = {line.rsplit(" ", 1)[1]: line for line in lines[1:]}
+    # A cut never splits an escape: "\x1b" whole or not at all.
+    assert by_file["d.jsonl"].split()[0] == "x" * 20 + "…"
+    assert "\x1b" not in result.stdout and "\u202e" not in result.stdout
+    assert by_file["e.jsonl"].split()[0].endswith("…")
+
+
+def test_display_width() -> None:
+    from mcpsniff.listing.columns import display_width, fit
+
+    assert display_width("abc") == 3
+    assert display_width("日本") == 4
+    assert display_width("e\u0301") == 1  # a combining accent takes no column
+    assert fit("日本語", 5) == "日本…"
+    assert display_width(fit("日本語", 5)) == 5
+    assert fit("abc", 5) == "abc"
+    assert fit("a\x1bbcdef", 6) == "a\\x1b…"  # the escape kept whole
+    assert fit("a\x1bbcdef", 5) == "a…"

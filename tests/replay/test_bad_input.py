@@ -281,3 +281,21 @@ def test_a_path_naming_the_whole_message_is_refused(command: str, path: str) -> 
         [*MCPSNIFF, "replay", command, str(CLEAN), option, path, *extra],
         f"{option} {path!r} names the whole message, so every difference would be left out",
     )
+
+
+@pytest.mark.parametrize(
+    ("address", "expected"),
+    [
+        ("[::1", "an IPv6 address goes inside [ ]"),
+        ("[::1]", "HOST:PORT"),
+        ("::1:6290", "an IPv6 address goes inside [ ]"),
+        ("[nothost]:6290", "not an IPv6 address"),
+        ("bad host:6290", "not a host name or IP address"),
+        ("999.1.1.1:6290", "not a host name or IP address"),
+        ("h:99999", "no TCP port"),
+    ],
+)
+def test_a_bad_http_address_fails_before_any_warning(address: str, expected: str) -> None:
+    # Validate first: '[::1' once printed "warning: listening on :, not loopback"
+    # before failing on the address it had misread.
+    assert_clean_failure([*MCPSNIFF, "replay", "serve", "--http", address, str(CLEAN)], expected)

@@ -393,3 +393,37 @@ def test_with_no_paths_the_ui_shows_what_relays_record_by_default(
         assert trace.name in page.locator("#session-list").inner_text()
         page.wait_for_selector(".row", timeout=WAIT_MS)  # the only session opens by itself
         assert "mcpsniff-e2e-sdk2" in page.locator("#session-list").inner_text()
+
+
+def test_error_layer_in_the_detail_and_trace_id_in_the_filter(page: object, tmp_path: Path) -> None:
+    from mcpsniff.trace.format import TraceWriter
+    from tests.conftest import Conversation, error, request, result
+
+    trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"
+    c = Conversation()
+    c.handshake()
+    meta = {"traceparent": f"00-{trace_id}-00f067aa0ba902b7-01"}
+    c.client(request(1, "tools/call", {"name": "traced", "arguments": {}, "_meta": meta}))
+    c.server(result(1, {"content": []}))
+    c.client(request(2, "resources/read", {"uri": "file:///nope"}))
+    c.server(error(2, -32602, "no such resource"))
+    c.close()
+    folder = tmp_path / "layers"
+    folder.mkdir()
+    writer = TraceWriter.create(folder / "layers.jsonl", meta={"label": "layers"})
+    writer.write_all(c.records)
+    writer.close()
+    with ui_server(folder) as url:
+        page.goto(url)
+        page.wait_for_selector(".row", timeout=WAIT_MS)
+        page.locator(".row[data-kind=error]").click()
+        page.wait_for_selector("#detail .error-layer", timeout=WAIT_MS)
+        layer = page.locator("#detail .error-layer")
+        assert layer.inner_text() == "Error layer: Invalid params [JSON-RPC protocol]"
+        assert layer.get_attribute("title") == "JSON-RPC protocol error (-32768..-32600)"
+        page.fill("#filter", f"trace.id == {trace_id}")
+        page.press("#filter", "Enter")
+        wait_for(page, "document.querySelectorAll('.row').length === 2")
+        texts = page.locator(".row .what").all_inner_texts()
+        assert all("tools/call" in t for t in texts)
+        assert page.errors == []

@@ -17,34 +17,37 @@
 
 from __future__ import annotations
 
-from mcpsniff.core.rules import (  # content, client_features: imported to register
-    client_features,  # noqa: F401
-    content,  # noqa: F401
-    flow,
-    http,
-    jsonrpc,
-    lifecycle,
-    methods,
-    registry,
-    replies,
-    reuse,
-    stdio,
-    tasks,
-    utilities,  # noqa: F401
-)
+# The import order is the order the rules run in (registry.py): a root finding
+# before its dependents, the JSON-RPC layer before MCP's.
+from mcpsniff.core.catalog import all_entries
 
-#: Every catalogue id the analyzer can report, in catalogue family order.
+# isort: off
+from mcpsniff.core.rules import registry
+from mcpsniff.core.rules import replies
+from mcpsniff.core.rules import stdio
+from mcpsniff.core.rules import jsonrpc
+from mcpsniff.core.rules import reuse
+from mcpsniff.core.rules import lifecycle
+from mcpsniff.core.rules import methods
+from mcpsniff.core.rules import flow
+from mcpsniff.core.rules import tasks
+from mcpsniff.core.rules import client_features
+from mcpsniff.core.rules import content
+from mcpsniff.core.rules import utilities
+from mcpsniff.core.rules import http
+from mcpsniff.core.rules import http_bodies
+from mcpsniff.core.rules import http_origin
+from mcpsniff.core.rules import sse_legacy
+from mcpsniff.core.rules import subscriptions
+# isort: on
+
+#: The rule modules, in the order they register (and so run).
+MODULES = (replies, stdio, jsonrpc, reuse, lifecycle, methods, flow, tasks)
+MODULES += (client_features, content, utilities, http, http_bodies, http_origin, sse_legacy)
+MODULES += (subscriptions,)
+
+#: Every catalogue id the analyzer can report (the ids the registered rules
+#: declare), in catalogue order.
 IMPLEMENTED: tuple[str, ...] = tuple(
-    dict.fromkeys(
-        jsonrpc.RULES
-        + stdio.RULES
-        + reuse.RULES
-        + replies.RULES
-        + lifecycle.RULES
-        + flow.RULES
-        + methods.RULES
-        + tasks.RULES
-        + http.RULES
-        + registry.rule_ids()
-    )
+    sorted(registry.rule_ids(), key={e.id: i for i, e in enumerate(all_entries())}.__getitem__)
 )

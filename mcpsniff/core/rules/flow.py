@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from mcpsniff.core.ids import IdKey, id_key, show_id
 from mcpsniff.core.model import C2S, OPPOSITE, S2C, SENDER
 from mcpsniff.core.protocol import STATELESS, V4
+from mcpsniff.core.rules.registry import EVENT, NOTIFICATION, REPLY, REQUEST, rule
 from mcpsniff.core.state import Answered, ProgressState
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ RULES = (
 MAX_UNANSWERED_REPORTS = 200
 
 
+@rule("PROG-TOKEN-TYPE", "PROG-TOKEN-UNIQUE", on=REQUEST)
 def on_request(session: Session, msg: Msg) -> None:
     """Register the request's progress token, if it has one."""
     params = msg.params
@@ -75,14 +77,7 @@ def on_request(session: Session, msg: Msg) -> None:
         pending.progress_token = key
 
 
-def on_notification(session: Session, msg: Msg) -> None:
-    """Cancellation and progress notifications."""
-    if msg.method == "notifications/cancelled":
-        _cancelled(session, msg)
-    elif msg.method == "notifications/progress":
-        _progress(session, msg)
-
-
+@rule("PROG-STOP", on=REPLY)
 def on_response(session: Session, msg: Msg) -> None:
     """A response ends its request's progress token."""
     request = msg.request
@@ -96,6 +91,14 @@ def on_response(session: Session, msg: Msg) -> None:
         session.state.finished_tokens[request_direction].put(request.progress_token, msg.frame)
 
 
+@rule(
+    "CANCEL-IN-PROGRESS",
+    "CANCEL-INITIALIZE",
+    "CANCEL-SAME-DIRECTION",
+    "CANCEL-SHAPE",
+    on=NOTIFICATION,
+    methods=("notifications/cancelled",),
+)
 def _cancelled(session: Session, msg: Msg) -> None:
     state = session.state
     params = msg.params or {}
@@ -194,6 +197,17 @@ def _forget_token(session: Session, direction: str, token: Any, request_key: Any
         session.state.finished_tokens[direction].put(token, -seq)
 
 
+@rule(
+    "PROG-ACTIVE-TOKEN",
+    "PROG-DIRECTION-V5",
+    "PROG-MONOTONIC",
+    "PROG-PARAMS",
+    "PROG-STOP",
+    "PROG-TASK-TOKEN",
+    "PROG-TOTAL",
+    on=NOTIFICATION,
+    methods=("notifications/progress",),
+)
 def _progress(session: Session, msg: Msg) -> None:
     state = session.state
     params = msg.params or {}
@@ -288,6 +302,7 @@ def _progress(session: Session, msg: Msg) -> None:
             )
 
 
+@rule("JR-RESP-REQUIRED", on=EVENT, keys=("session-end",))
 def end_of_session(session: Session, event: EventRecord) -> None:
     """Requests still pending when the session ends were never answered."""
     state = session.state
@@ -298,7 +313,9 @@ def end_of_session(session: Session, event: EventRecord) -> None:
         # Requests that shared an in-flight id with another are unanswered too.
         shadowed = [r for queue in state.shadowed[direction].values() for r in queue]
         for request in [*shadowed, *pending.values()]:
-            if request.missing_reported:
+            if request.missing_reported or request.method == "subscriptions/listen":
+                # A listen stream ends without a response when the transport
+                # closes (subscriptions.mdx): open at the end is not unanswered.
                 continue
             if reported >= MAX_UNANSWERED_REPORTS:
                 overflow += 1

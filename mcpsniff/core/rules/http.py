@@ -38,6 +38,7 @@ from mcpsniff.core.protocol import (
     is_known_version,
     version_at_least,
 )
+from mcpsniff.core.rules.registry import EVENT, FRAME, rule
 from mcpsniff.core.state import Answered
 
 if TYPE_CHECKING:
@@ -94,6 +95,8 @@ class Exchange:
     client: str | None = None
     #: The response body could not be decoded (``http-body-not-analyzed``).
     unreadable: bool = False
+    #: The request body was a JSON array (a batch), for the reply's shape (http_bodies.py).
+    batch: bool = False
 
 
 @dataclass(slots=True)
@@ -137,6 +140,31 @@ def _shared(session: Session) -> dict[str, Any]:
     return session.shared
 
 
+#: The transport events ``on_event`` follows.
+HTTP_EVENTS = ("http-request", "http-response", "sse-event", "http-end", "http-body-not-analyzed")
+
+
+@rule(
+    "AUTH-401-WWW-AUTH",
+    "AUTH-BEARER-EVERY",
+    "AUTH-NO-QUERY-TOKEN",
+    "HTTP-202",
+    "HTTP-EVENT-ID-UNIQUE",
+    "HTTP-GET-ACCEPT",
+    "HTTP-GET-REPLY",
+    "HTTP-POST-ACCEPT",
+    "HTTP-PROTO-HEADER",
+    "HTTP-PROTO-HEADER-400",
+    "HTTP-PROTO-HEADER-VALUE",
+    "HTTP-REQ-CONTENT-TYPE",
+    "HTTP-SESSION-404",
+    "HTTP-SESSION-CHARS",
+    "HTTP-SESSION-ECHO",
+    "HTTP-SESSION-REINIT",
+    "SSE-ENDPOINT-EVENT",
+    on=EVENT,
+    keys=HTTP_EVENTS,
+)
 def on_event(session: Session, record: EventRecord) -> None:
     """Dispatch an HTTP or SSE transport event."""
     data = record.data
@@ -181,6 +209,7 @@ def on_event(session: Session, record: EventRecord) -> None:
             exchange.unreadable = True
 
 
+@rule("MOD-HTTP-PROTO-HEADER", "MOD-HTTP-STD-HEADERS", on=FRAME, keys=("parsed",))
 def on_frame(session: Session, frame: FrameRecord, messages: list[MessageRecord]) -> None:
     """A request body: remember what it carried and check its headers."""
     meta = frame.meta or {}

@@ -9,16 +9,16 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from mcpsniff.core.ids import show_id
+from mcpsniff.core.ids import id_value, show_id
 from mcpsniff.core.jsontypes import json_type
-from mcpsniff.core.model import ERROR, NOTIFICATION, REQUEST, RESPONSE, SENDER
+from mcpsniff.core.model import ERROR, NOTIFICATION, OPPOSITE, REQUEST, RESPONSE, SENDER
 from mcpsniff.core.protocol import V1, V3, version_at_least
-from mcpsniff.core.rules import replies
+from mcpsniff.core.rules.registry import FRAME, MESSAGE, PAIRING, rule
 
 if TYPE_CHECKING:
     from mcpsniff.core.model import FrameRecord
     from mcpsniff.core.session import Session
-    from mcpsniff.core.state import Msg
+    from mcpsniff.core.state import Answered, BatchInfo, Msg, Pending
 
 RULES = (
     "JR-TOPLEVEL",
@@ -82,6 +82,31 @@ _META_KEY_OK: dict[str, bool] = {}
 _META_KEY_CACHE_SIZE = 4096
 
 
+@rule(
+    "JR-ERROR-CODE-INT",
+    "JR-ERROR-MSG-SHORT",
+    "JR-ERROR-OBJECT",
+    "JR-ERROR-RESERVED",
+    "JR-ID-TYPE",
+    "JR-MEMBER-CASE",
+    "JR-METHOD-RPC-RESERVED",
+    "JR-METHOD-TYPE",
+    "JR-PARAMS-STRUCTURED",
+    "JR-RESP-ID",
+    "JR-RESULT-XOR-ERROR",
+    "JR-TOPLEVEL",
+    "JR-VERSION",
+    "MSG-ERR-FIELDS",
+    "MSG-ID-NOT-NULL",
+    "MSG-ID-TYPE",
+    "MSG-META-KEYS",
+    "MSG-META-PROGRESS",
+    "MSG-NOTIF-NO-ID",
+    "MSG-PARAMS-OBJECT",
+    "MSG-RESP-XOR",
+    "MSG-RESULT-OBJECT",
+    on=MESSAGE,
+)
 def check_message(session: Session, msg: Msg) -> None:
     """Structural checks every JSON-RPC object gets (JSON-RPC §4, §5, §5.1)."""
     obj = msg.obj
@@ -278,19 +303,18 @@ def _check_response(session: Session, msg: Msg) -> None:
                 )
 
 
+@rule("MSG-ERR-ID", "JR-NOTIF-NO-REPLY", on=PAIRING, keys=("null-id",))
 def null_id_response(session: Session, msg: Msg) -> None:
-    """A response with a null or absent id: a -32700/-32600 reply, or a mistake.
+    """A response with a null or absent id that answers no bad frame: a mistake.
 
     JSON-RPC §5: "If there was an error in detecting the id in the Request object
-    (e.g. Parse error/Invalid Request), it MUST be Null." Such a reply is linked
-    to the oldest unanswered bad frame the other side sent.
+    (e.g. Parse error/Invalid Request), it MUST be Null." A -32700/-32600 with a
+    null id is linked to the bad frame it answers by the session (and judged by
+    rules/replies.py); with no bad frame waiting, it is nobody's reply but fine.
     """
-    obj = msg.obj
-    error = obj.get("error")
-    code = error.get("code") if isinstance(error, dict) else None
+    code = msg.error_code
     sender = SENDER[msg.direction]
-    if msg.kind == ERROR and isinstance(code, int) and code in _NULL_ID_CODES:
-        replies.null_id_error(session, msg, code)
+    if msg.kind == ERROR and type(code) is int and code in _NULL_ID_CODES:
         return
     if msg.kind == ERROR:
         if msg.has_id or version_at_least(session.state.version, "2025-11-25"):
@@ -355,6 +379,11 @@ def _check_meta(session: Session, msg: Msg, meta: Any) -> None:
             )
 
 
+#: The rules that judge a batch where batches do not exist.
+_BATCH_FORBIDDEN = ("MSG-BATCH-V1", "MSG-BATCH-REMOVED")
+
+
+@rule("MSG-BATCH-V1", "MSG-BATCH-REMOVED", on=FRAME, keys=("batch",))
 def check_batch_allowed(session: Session, frame: FrameRecord, items: list[Any]) -> None:
     """Batches exist only in 2025-03-26 (catalogue §13, "JSON-RPC batching")."""
     version = session.state.version
@@ -375,6 +404,7 @@ def check_batch_allowed(session: Session, frame: FrameRecord, items: list[Any]) 
         )
 
 
+@rule("MSG-BATCH-V2-SHAPE", "MSG-BATCH-V2-INIT", on=FRAME, keys=("batch-done",))
 def check_batch_shape(session: Session, frame: FrameRecord, msgs: list[Msg]) -> None:
     """A 2025-03-26 batch is all requests/notifications or all responses."""
     kinds = {m.kind for m in msgs}
@@ -398,4 +428,167 @@ def _shown(value: Any) -> str:
         show_id(value)
         if isinstance(value, str | int | float | bool) or value is None
         else "an object"
+    )
+
+
+# --------------------------------------------------------------------------- top level
+
+
+@rule("JR-TOPLEVEL", on=FRAME, keys=("not-object",))
+def not_an_object(session: Session, frame: FrameRecord, value: Any) -> None:
+    """A frame of JSON that is neither an object nor an array (JSON-RPC §4, §6)."""
+    session.report(
+        "JR-TOPLEVEL",
+        f"{SENDER[frame.direction]} sent a JSON {type(value).__name__}, but a "
+        "JSON-RPC message must be an object (or an array for a batch)",
+        [frame.seq],
+        value_type=json_type(value),
+    )
+
+
+@rule("JR-TOPLEVEL", on=FRAME, keys=("not-object-element",))
+def element_not_an_object(session: Session, frame: FrameRecord, value: Any, index: int) -> None:
+    """A batch element that is not an object (JSON-RPC §6)."""
+    session.report(
+        "JR-TOPLEVEL",
+        f"element {index} of the batch is a JSON {json_type(value)}, not a "
+        "request or notification object",
+        [frame.seq],
+        index=index,
+    )
+
+
+@rule("JR-TOPLEVEL", on=FRAME, keys=("empty-batch",))
+def empty_batch(session: Session, frame: FrameRecord, reported: int) -> None:
+    """`[]` sent as a request (its reply is judged: rules/replies.py).
+
+    JSON-RPC §6: a batch is "an Array with at least one value"; `[]` is an
+    invalid request. Where batches do not exist at all, MSG-BATCH-* said it
+    already (``reported``: the output position before the batch rules ran).
+    """
+    if session.reported_since(reported, _BATCH_FORBIDDEN):
+        return
+    session.report(
+        "JR-TOPLEVEL",
+        f"{SENDER[frame.direction]} sent an empty batch `[]`, which is not a request; "
+        "the only valid reply is a single -32600 Invalid Request error",
+        [frame.seq],
+        cause="empty-batch",
+    )
+
+
+@rule("JR-BATCH-ALL-NOTIF", on=FRAME, keys=("notification-batch-reply",))
+def notification_batch_answered(session: Session, frame: FrameRecord, batch_seq: int) -> None:
+    """`[]` in reply to a batch of only notifications, which gets no reply at all (§6)."""
+    session.report(
+        "JR-BATCH-ALL-NOTIF",
+        f"{SENDER[frame.direction]} answered a batch of only notifications (seq "
+        f"{batch_seq}) with `[]`; it must send nothing at all",
+        [batch_seq, frame.seq],
+    )
+
+
+# --------------------------------------------------------------------------- correlation
+# The session pairs replies with requests (session.py); these rules say what
+# was wrong when the pairing found something (registry.OUTCOMES).
+
+
+@rule("JR-RESP-ID", on=PAIRING, keys=("id-type-mismatch",))
+def id_type_mismatch(session: Session, msg: Msg, request: Pending) -> None:
+    """The reply echoes the id with another JSON type (1 answered as "1")."""
+    session.report(
+        "JR-RESP-ID",
+        f"{SENDER[msg.direction]} answered request id {show_id(request.id)} "
+        f"({request.method}, seq {request.seq}) with id {show_id(msg.id)}: the id "
+        "must be echoed with the same JSON type",
+        [request.seq, msg.frame],
+        cause="id-type",
+        request_id=request.id,
+        response_id=msg.id,
+    )
+
+
+@rule("JR-RESP-ID", on=PAIRING, keys=("id-precision",))
+def id_precision(session: Session, msg: Msg, request: Pending) -> None:
+    """The reply's integer id lost digits (2**53 + 1 echoed as 2**53)."""
+    session.report(
+        "JR-RESP-ID",
+        f"{SENDER[msg.direction]} answered request id {request.id} ({request.method}, "
+        f"seq {request.seq}) with id {show_id(msg.id)}: the id lost precision (it "
+        "went through a 64-bit float, which holds integers exactly only up to "
+        "2**53); use ids within ±2**53, or strings",
+        [request.seq, msg.frame],
+        cause="id-precision",
+        request_id=request.id,
+        response_id=msg.id,
+    )
+
+
+@rule("JR-RESP-ID", on=PAIRING, keys=("duplicate-response",))
+def duplicate_response(session: Session, msg: Msg, answered: Answered | None) -> None:
+    """A second reply to a request already answered."""
+    if answered is None:
+        session.report(
+            "JR-RESP-ID",
+            f"{SENDER[msg.direction]} sent another response to request id "
+            f"{show_id(msg.id)}, which was already answered",
+            [msg.frame],
+            cause="duplicate-response",
+            id=msg.id,
+        )
+        return
+    session.report(
+        "JR-RESP-ID",
+        f"{SENDER[msg.direction]} sent a second response to request id "
+        f"{show_id(msg.id)} ({answered.method}, seq {answered.seq}); the first "
+        f"was seq {answered.response_seq}",
+        [answered.seq, msg.frame],
+        cause="duplicate-response",
+        id=msg.id,
+        first_response_seq=answered.response_seq,
+    )
+
+
+@rule("JR-RESP-ID", on=PAIRING, keys=("orphan",))
+def unknown_id(session: Session, msg: Msg) -> None:
+    """A reply whose id no request of the other side carried."""
+    session.report(
+        "JR-RESP-ID",
+        f"{SENDER[msg.direction]} sent a response with id {show_id(msg.id)}, but the "
+        f"{SENDER[OPPOSITE[msg.direction]]} never sent a request with that id",
+        [msg.frame],
+        cause="unknown-id",
+        id=msg.id,
+    )
+
+
+@rule("JR-BATCH-RESP-COUNT", on=FRAME, keys=("batch-reply",))
+def batch_reply_count(
+    session: Session,
+    frame: FrameRecord,
+    batch: BatchInfo,
+    msgs: list[Msg],
+    missing: list[Any],
+    extra_null: int,
+    missing_invalid: int,
+) -> None:
+    """A reply array that leaves out requests of its batch, or has more than it asked (§6)."""
+    if not missing and not extra_null:
+        return
+    parts = []
+    if missing:
+        parts.append(
+            f"{len(missing)} request(s) got no response in it ("
+            + ", ".join(show_id(id_value(k)) for k in missing[:10])
+            + ")"
+        )
+    if extra_null:
+        parts.append(f"{extra_null} response(s) more than the batch asked for")
+    session.report(
+        "JR-BATCH-RESP-COUNT",
+        f"the reply to the batch at seq {batch.seq} does not match it: " + "; ".join(parts),
+        [batch.seq, frame.seq],
+        missing=[id_value(k) for k in missing],
+        expected=len(batch.request_keys) + batch.invalid_elements,
+        received=len(msgs),
     )

@@ -26,10 +26,17 @@ from mcpsniff.core.protocol import (
     META_VERSION,
     REMOVED_IN_V5,
     STATELESS,
-    V5,
     VERSION_PATTERN,
     direction_for,
     is_known_version,
+)
+from mcpsniff.core.rules.registry import (
+    EVENT,
+    NOTIFICATION,
+    PAIRING,
+    REQUEST,
+    RESPONSE,
+    rule,
 )
 
 if TYPE_CHECKING:
@@ -146,35 +153,44 @@ def _has_cap(caps: dict[str, Any] | None, path: tuple[str, ...]) -> bool:
 # --------------------------------------------------------------------------- requests
 
 
-def note_era(session: Session, msg: Msg) -> None:
-    """A client request whose _meta names a protocol version opens the stateless era.
-
-    Called before the request is keyed (the era decides how ids pair), and
-    again by ``on_request``; only the first such request sets it.
-    """
-    state = session.state
-    if state.era is not None or msg.direction != C2S:
-        return
-    meta = _meta(msg)
-    if meta is not None and META_VERSION in meta:
-        state.era = STATELESS
-        requested = meta[META_VERSION]
-        state.version = requested if is_known_version(requested) else V5
-
-
 def _meta(msg: Msg) -> dict[str, Any] | None:
     params = msg.params
     meta = None if params is None else params.get("_meta")
     return meta if isinstance(meta, dict) else None
 
 
+@rule(
+    "CAP-COMPLETIONS",
+    "CAP-ELICITATION",
+    "CAP-LOGGING-SETLEVEL",
+    "CAP-PROMPTS",
+    "CAP-RES-SUBSCRIBE",
+    "CAP-RESOURCES",
+    "CAP-ROOTS",
+    "CAP-SAMPLING",
+    "CAP-SHAPE",
+    "CAP-TOOLS",
+    "LC-CLIENT-PRE-RESPONSE",
+    "LC-INIT-FIRST",
+    "LC-INIT-PARAMS",
+    "LC-INIT-REPEAT",
+    "LC-INITIALIZED-ORDER",
+    "LC-SERVER-PRE-INITIALIZED",
+    "LC-VERSION-CLIENT",
+    "MOD-CLIENTINFO",
+    "MOD-META-REQUIRED",
+    "MOD-NO-SERVER-REQUESTS",
+    "MOD-REMOVED",
+    "MSG-METHOD-DIRECTION",
+    "MSG-METHOD-UNKNOWN",
+    on=REQUEST,
+)
 def on_request(session: Session, msg: Msg) -> None:
     """Lifecycle, capability and era checks for a request."""
     state = session.state
     method = msg.method or ""
     if msg.direction == C2S:
-        meta = _meta(msg)
-        note_era(session, msg)
+        meta = _meta(msg)  # the era is already decided (Session._note_era)
         if method == "initialize":
             _initialize_request(session, msg)
         elif not state.first_c2s_seen:
@@ -425,6 +441,18 @@ def _cap_shape(session: Session, msg: Msg, caps: dict[str, Any], side: str) -> N
 # --------------------------------------------------------------------------- notifications
 
 
+@rule(
+    "CAP-LISTCHANGED-SERVER",
+    "CAP-LOGGING-NOTIFY",
+    "CAP-RES-UPDATED",
+    "CAP-ROOTS-LISTCHANGED",
+    "LC-INIT-FIRST",
+    "LC-INITIALIZED-EARLY",
+    "LC-VERSION-CLIENT-DISCONNECT",
+    "MSG-METHOD-DIRECTION",
+    "MSG-METHOD-UNKNOWN",
+    on=NOTIFICATION,
+)
 def on_notification(session: Session, msg: Msg) -> None:
     """Lifecycle and capability checks for a notification."""
     state = session.state
@@ -504,6 +532,22 @@ def _version_disconnect(session: Session, msg: Msg) -> None:
 # --------------------------------------------------------------------------- responses
 
 
+@rule(
+    "CAP-SHAPE",
+    "LC-INIT-RESULT",
+    "LC-VERSION-SERVER",
+    "MOD-CACHE",
+    "MOD-DISCOVER",
+    "MOD-ERRCODES",
+    "MOD-MRTR-CONTENT",
+    "MOD-MRTR-METHODS",
+    "MOD-NO-SERVER-REQUESTS",
+    "MOD-RES-NOT-FOUND",
+    "MOD-RESULTTYPE",
+    "MOD-SERVERINFO",
+    "MOD-UNSUPPORTED-VERSION",
+    on=RESPONSE,
+)
 def on_response(session: Session, msg: Msg) -> None:
     """Handshake results and the stateless era's result rules."""
     state = session.state
@@ -530,6 +574,7 @@ def on_response(session: Session, msg: Msg) -> None:
             _v5_result(session, msg, request.method)
 
 
+@rule("CAP-SHAPE", "LC-INIT-RESULT", "LC-VERSION-SERVER", on=PAIRING, keys=("late-initialize",))
 def late_initialize_response(session: Session, msg: Msg) -> None:
     """The initialize result that came after the client cancelled initialize.
 
@@ -699,6 +744,7 @@ def _v5_error(session: Session, msg: Msg) -> None:
 # --------------------------------------------------------------------------- end
 
 
+@rule("LC-INITIALIZED-MISSING", on=EVENT, keys=("session-end",))
 def end_of_session(session: Session, event: EventRecord) -> None:
     """Handshake duties that can only be judged once the session is over."""
     state = session.state

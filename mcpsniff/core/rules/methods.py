@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -18,7 +19,7 @@ import orjson
 
 from mcpsniff.core.ids import BoundedMap
 from mcpsniff.core.jsontypes import json_type
-from mcpsniff.core.model import ERROR, SENDER
+from mcpsniff.core.model import SENDER
 from mcpsniff.core.protocol import (
     LOG_LEVEL_ORDER,
     LOG_LEVELS,
@@ -30,12 +31,16 @@ from mcpsniff.core.protocol import (
 )
 from mcpsniff.core.redact import redaction_explains
 from mcpsniff.core.rules import registry
+from mcpsniff.core.rules.registry import NOTIFICATION, REQUEST, RESULT, rule
 from mcpsniff.core.schemas import CompiledSchema, compile_schema
 from mcpsniff.core.state import ToolInfo
 
 if TYPE_CHECKING:
     from mcpsniff.core.session import Session
     from mcpsniff.core.state import Msg
+
+#: A result rule: (session, msg, result).
+ResultCheck = Callable[["Session", "Msg", dict[str, Any]], None]
 
 RULES = (
     "TOOL-LIST-SHAPE",
@@ -90,15 +95,34 @@ CURSOR_WINDOW = 4096
 # --------------------------------------------------------------------------- requests
 
 
-def on_request(session: Session, msg: Msg) -> None:
-    """Checks on the parameters of a request."""
-    check = _REQUEST_CHECKS.get(msg.method or "")
-    if check is not None:
-        check(session, msg)
-    if msg.method in PAGINATED and msg.params is not None and "cursor" in msg.params:
-        _cursor_sent(session, msg)
+def _result_rule(*ids: str, methods: tuple[str, ...]) -> Callable[[ResultCheck], ResultCheck]:
+    """Register a result check that an ``input_required`` result skips.
+
+    In 2026-07-28 a result with ``resultType: "input_required"`` asks the
+    client for input instead of answering (MRTR): it is not the method's
+    result yet, so the method's shape rules do not apply to it.
+    """
+
+    def register(fn: ResultCheck) -> ResultCheck:
+        @functools.wraps(fn)
+        def check(session: Session, msg: Msg, result: dict[str, Any]) -> None:
+            if session.state.era == STATELESS and result.get("resultType") == "input_required":
+                return
+            fn(session, msg, result)
+
+        rule(*ids, on=RESULT, methods=methods)(check)
+        return fn
+
+    return register
 
 
+@rule(
+    "TOOL-ARGS-SCHEMA",
+    "TOOL-CALL-ARGS-OBJECT",
+    "TOOL-CALL-KNOWN",
+    on=REQUEST,
+    methods=("tools/call",),
+)
 def _tools_call(session: Session, msg: Msg) -> None:
     params = msg.params
     if params is None:
@@ -140,6 +164,7 @@ def _tools_call(session: Session, msg: Msg) -> None:
         )
 
 
+@rule("PROMPT-GET-ARGS", on=REQUEST, methods=("prompts/get",))
 def _prompts_get(session: Session, msg: Msg) -> None:
     arguments = (msg.params or {}).get("arguments")
     if isinstance(arguments, dict):
@@ -153,6 +178,7 @@ def _prompts_get(session: Session, msg: Msg) -> None:
             )
 
 
+@rule("LOG-LEVEL-ENUM", on=REQUEST, methods=("logging/setLevel",))
 def _set_level(session: Session, msg: Msg) -> None:
     level = (msg.params or {}).get("level")
     if not isinstance(level, str) or level not in LOG_LEVELS:
@@ -166,6 +192,7 @@ def _set_level(session: Session, msg: Msg) -> None:
         session.state.log_level = level
 
 
+@rule("COMPL-REF", on=REQUEST, methods=("completion/complete",))
 def _complete(session: Session, msg: Msg) -> None:
     params = msg.params or {}
     ref = params.get("ref")
@@ -185,6 +212,7 @@ def _complete(session: Session, msg: Msg) -> None:
         )
 
 
+@rule("PING-NO-PARAMS", on=REQUEST, methods=("ping",))
 def _ping(session: Session, msg: Msg) -> None:
     params = msg.params
     if params and set(params) - {"_meta"}:
@@ -195,6 +223,7 @@ def _ping(session: Session, msg: Msg) -> None:
         )
 
 
+@rule("SAMP-REQ-SHAPE", on=REQUEST, methods=("sampling/createMessage",))
 def _create_message(session: Session, msg: Msg) -> None:
     params = msg.params or {}
     messages = params.get("messages")
@@ -212,19 +241,12 @@ def _create_message(session: Session, msg: Msg) -> None:
         )
 
 
-_REQUEST_CHECKS: dict[str, Callable[[Session, Msg], None]] = {
-    "tools/call": _tools_call,
-    "prompts/get": _prompts_get,
-    "logging/setLevel": _set_level,
-    "completion/complete": _complete,
-    "ping": _ping,
-    "sampling/createMessage": _create_message,
-}
-
-
+@rule("PAGE-SHAPE", "PAGE-CURSOR-OPAQUE", "PAGE-CURSOR-SESSION", on=REQUEST, methods=PAGINATED)
 def _cursor_sent(session: Session, msg: Msg) -> None:
+    if msg.params is None or "cursor" not in msg.params:
+        return
     method = msg.method or ""
-    cursor = (msg.params or {}).get("cursor")
+    cursor = msg.params.get("cursor")
     if not isinstance(cursor, str):
         session.report(
             "PAGE-SHAPE", f"{method} sent a cursor that is not a string", [msg.frame], method=method
@@ -256,54 +278,51 @@ def _cursor_sent(session: Session, msg: Msg) -> None:
 # --------------------------------------------------------------------------- notifications
 
 
-def on_notification(session: Session, msg: Msg) -> None:
-    """Checks on notification parameters."""
-    if msg.method == "notifications/message":
-        params = msg.params or {}
-        level = params.get("level")
-        if not isinstance(level, str) or level not in LOG_LEVELS:
-            session.report(
-                "LOG-LEVEL-ENUM",
-                f"a log message has level {level!r}, which is not a syslog level name",
-                [msg.frame],
-                level=level,
-            )
-        elif session.state.log_level is not None and (
-            LOG_LEVEL_ORDER[level] < LOG_LEVEL_ORDER[session.state.log_level]
-        ):
-            session.report(
-                "LOG-FILTER",
-                f"the server sent a {level} log message after the client asked for "
-                f"{session.state.log_level} and above",
-                [msg.frame],
-                level=level,
-            )
-        if "data" not in params or ("logger" in params and not isinstance(params["logger"], str)):
-            session.report(
-                "LOG-MESSAGE-PARAMS",
-                "notifications/message needs params.level and params.data (logger, if given, "
-                "is a string)",
-                [msg.frame],
-            )
+@rule(
+    "LOG-LEVEL-ENUM",
+    "LOG-FILTER",
+    "LOG-MESSAGE-PARAMS",
+    on=NOTIFICATION,
+    methods=("notifications/message",),
+)
+def _log_message(session: Session, msg: Msg) -> None:
+    """A log message: its level, the level the client asked for, its params."""
+    params = msg.params or {}
+    level = params.get("level")
+    if not isinstance(level, str) or level not in LOG_LEVELS:
+        session.report(
+            "LOG-LEVEL-ENUM",
+            f"a log message has level {level!r}, which is not a syslog level name",
+            [msg.frame],
+            level=level,
+        )
+    elif session.state.log_level is not None and (
+        LOG_LEVEL_ORDER[level] < LOG_LEVEL_ORDER[session.state.log_level]
+    ):
+        session.report(
+            "LOG-FILTER",
+            f"the server sent a {level} log message after the client asked for "
+            f"{session.state.log_level} and above",
+            [msg.frame],
+            level=level,
+        )
+    if "data" not in params or ("logger" in params and not isinstance(params["logger"], str)):
+        session.report(
+            "LOG-MESSAGE-PARAMS",
+            "notifications/message needs params.level and params.data (logger, if given, "
+            "is a string)",
+            [msg.frame],
+        )
 
 
 # --------------------------------------------------------------------------- results
 
 
-def on_response(session: Session, msg: Msg) -> None:
-    """Checks on a result, by the method of the request it answers."""
+@_result_rule("PAGE-SHAPE", methods=tuple(sorted(PAGINATED)))
+def _next_cursor(session: Session, msg: Msg, result: dict[str, Any]) -> None:
+    """A list result's nextCursor: a string, remembered to judge the cursors sent back."""
     request = msg.request
-    if request is None or msg.kind == ERROR:
-        return
-    result = msg.obj.get("result")
-    if not isinstance(result, dict):
-        return
-    if session.state.era == STATELESS and result.get("resultType") == "input_required":
-        return
-    check = _RESULT_CHECKS.get(request.method)
-    if check is not None:
-        check(session, msg, result)
-    if request.method in PAGINATED and "nextCursor" in result:
+    if request is not None and "nextCursor" in result:
         cursor = result["nextCursor"]
         if not isinstance(cursor, str):
             session.report(
@@ -328,12 +347,9 @@ def check_result(session: Session, msg: Msg, result: dict[str, Any], origin: Any
     ``tasks/result`` returns "exactly" what the task's original request would
     have returned (tasks.mdx § Result Retrieval), so it gets that method's checks.
     """
-    check = _RESULT_CHECKS.get(origin.method)
     answered = msg.request
     msg.request = origin
     try:
-        if check is not None:
-            check(session, msg, result)
         for handler in registry.handlers(registry.RESULT, origin.method):
             handler(session, msg, result)
     finally:
@@ -354,6 +370,13 @@ def _empty_result(rule: str, method: str) -> Callable[[Session, Msg, dict[str, A
     return check
 
 
+@_result_rule(
+    "TOOL-INPUTSCHEMA-VALID",
+    "TOOL-LIST-SHAPE",
+    "TOOL-NAME-FORMAT",
+    "TOOL-NAME-UNIQUE",
+    methods=("tools/list",),
+)
 def _tools_list(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     state = session.state
     tools = result.get("tools")
@@ -431,6 +454,9 @@ def _tools_list(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     state.tools_seen = fingerprint if session.emitted == reported else None
 
 
+@_result_rule(
+    "TOOL-OUTPUT-CONFORMS", "TOOL-RESULT-SHAPE", "TOOL-STRUCTURED-TYPE", methods=("tools/call",)
+)
 def _tools_call_result(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     version = session.state.version
     content = result.get("content")
@@ -525,6 +551,7 @@ def _blocks_ok(content: list[Any], allowed: set[str]) -> bool:
     return True
 
 
+@_result_rule("RES-LIST-SHAPE", methods=("resources/list",))
 def _resources_list(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     items = result.get("resources")
     ok = isinstance(items, list) and all(
@@ -539,6 +566,7 @@ def _resources_list(session: Session, msg: Msg, result: dict[str, Any]) -> None:
         )
 
 
+@_result_rule("RES-TEMPLATE-SHAPE", methods=("resources/templates/list",))
 def _templates_list(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     items = result.get("resourceTemplates")
     ok = isinstance(items, list) and all(
@@ -555,6 +583,7 @@ def _templates_list(session: Session, msg: Msg, result: dict[str, Any]) -> None:
         )
 
 
+@_result_rule("RES-BLOB-BASE64", "RES-READ-SHAPE", methods=("resources/read",))
 def _resources_read(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     contents = result.get("contents")
     if not isinstance(contents, list):
@@ -585,6 +614,7 @@ def _resources_read(session: Session, msg: Msg, result: dict[str, Any]) -> None:
             )
 
 
+@_result_rule("PROMPT-LIST-SHAPE", methods=("prompts/list",))
 def _prompts_list(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     items = result.get("prompts")
     ok = isinstance(items, list) and all(
@@ -601,6 +631,7 @@ def _prompts_list(session: Session, msg: Msg, result: dict[str, Any]) -> None:
         )
 
 
+@_result_rule("PROMPT-MESSAGES", methods=("prompts/get",))
 def _prompts_get_result(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     messages = result.get("messages")
     ok = isinstance(messages, list) and all(
@@ -617,6 +648,7 @@ def _prompts_get_result(session: Session, msg: Msg, result: dict[str, Any]) -> N
         )
 
 
+@_result_rule("COMPL-MAX-100", "COMPL-RESULT-SHAPE", methods=("completion/complete",))
 def _complete_result(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     completion = result.get("completion")
     values = completion.get("values") if isinstance(completion, dict) else None
@@ -636,6 +668,7 @@ def _complete_result(session: Session, msg: Msg, result: dict[str, Any]) -> None
         )
 
 
+@_result_rule("ROOTS-FILE-URI", "ROOTS-RESULT-SHAPE", methods=("roots/list",))
 def _roots_result(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     roots = result.get("roots")
     if not isinstance(roots, list) or not all(
@@ -655,6 +688,7 @@ def _roots_result(session: Session, msg: Msg, result: dict[str, Any]) -> None:
             )
 
 
+@_result_rule("SAMP-RESULT-SHAPE", methods=("sampling/createMessage",))
 def _sampling_result(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     if not (
         result.get("role") in ("user", "assistant")
@@ -668,6 +702,7 @@ def _sampling_result(session: Session, msg: Msg, result: dict[str, Any]) -> None
         )
 
 
+@_result_rule("ELIC-RESULT-ACTION", methods=("elicitation/create",))
 def _elicit_result(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     if result.get("action") not in ("accept", "decline", "cancel"):
         session.report(
@@ -677,23 +712,13 @@ def _elicit_result(session: Session, msg: Msg, result: dict[str, Any]) -> None:
         )
 
 
-_RESULT_CHECKS: dict[str, Callable[[Session, Msg, dict[str, Any]], None]] = {
-    "ping": _empty_result("PING-EMPTY-RESULT", "ping"),
-    "logging/setLevel": _empty_result("LOG-SETLEVEL-RESULT", "logging/setLevel"),
-    "resources/subscribe": _empty_result("RES-SUB-RESULT", "resources/subscribe"),
-    "resources/unsubscribe": _empty_result("RES-SUB-RESULT", "resources/unsubscribe"),
-    "tools/list": _tools_list,
-    "tools/call": _tools_call_result,
-    "resources/list": _resources_list,
-    "resources/templates/list": _templates_list,
-    "resources/read": _resources_read,
-    "prompts/list": _prompts_list,
-    "prompts/get": _prompts_get_result,
-    "completion/complete": _complete_result,
-    "roots/list": _roots_result,
-    "sampling/createMessage": _sampling_result,
-    "elicitation/create": _elicit_result,
-}
+for _method, _rule_id in (
+    ("ping", "PING-EMPTY-RESULT"),
+    ("logging/setLevel", "LOG-SETLEVEL-RESULT"),
+    ("resources/subscribe", "RES-SUB-RESULT"),
+    ("resources/unsubscribe", "RES-SUB-RESULT"),
+):
+    _result_rule(_rule_id, methods=(_method,))(_empty_result(_rule_id, _method))
 
 
 # --------------------------------------------------------------------------- helpers

@@ -5,17 +5,36 @@
     @rule("TOOL-BINARY-BASE64", on=RESULT, methods=("tools/call",))
     def binary_blocks(session, msg, result): ...
 
-``on`` names what the function looks at: a request (``REQUEST``), the result
-of a request (``RESULT``, called with the result object), an error reply
-(``ERROR``), or a notification (``NOTIFICATION``); ``methods`` limits it to
-those methods (None: every method). Severity and versions stay in the
-catalogue: the function only reports, and ``Session.report`` drops what does
-not apply to the version in force.
+``on`` names what the function looks at, and ``methods`` (or ``keys``, the same
+thing for the events that are not messages) limits it to some dispatch keys
+(None: every key). The events and what their handlers are called with:
 
-``Session`` asks ``handlers(on, method)`` for the functions to call; the
-lookup is one dict access per message (the common method with no rule of its
-own gets an empty tuple), so registering rules costs nothing on the messages
-they do not concern.
+* ``MESSAGE``: every parsed JSON-RPC object, ``(session, msg)``; key ``""``.
+* ``REQUEST``, ``NOTIFICATION``: ``(session, msg)``; key: the method.
+* ``RESPONSE``: every reply (result or error) once correlation has paired it
+  (``msg.request`` may be None), ``(session, msg)``; key: the request's method
+  (``""`` when unpaired).
+* ``REPLY``: a paired reply that is the method's own answer (not the
+  CreateTaskResult of a task-augmented request), ``(session, msg)``; key: method.
+* ``RESULT``: the result object of such a reply, ``(session, msg, result)``;
+  ``ERROR``: such an error reply, ``(session, msg)``; key: the method.
+* ``TASK_CREATED``: the CreateTaskResult answering a task-augmented request,
+  ``(session, msg, result)``; key: the method.
+* ``PAIRING``: what correlation found wrong or special about a message, key: the
+  outcome (``OUTCOMES``), ``(session, msg, *details)``.
+* ``FRAME``: what a frame turned out to be, key: the shape (``SHAPES``),
+  ``(session, frame, *details)``. Handlers run in order until one returns True
+  (it *claims* the frame: a root finding that makes the next ones redundant).
+* ``EVENT``: a transport event record, key: the event name, ``(session, record)``.
+
+Severity and versions stay in the catalogue: the function only reports, and
+``Session.report`` drops what does not apply to the version in force. Handlers
+run in registration order (``rules/__init__.py`` imports the modules in the
+order their checks must run: a root finding before its dependents).
+
+``Session`` reads ``TABLES[on][key]`` directly and falls back to
+``handlers(on, key)``, which builds the tuple once per key: one dict access per
+message, so registering rules costs nothing on the messages they do not concern.
 """
 
 from __future__ import annotations
@@ -24,13 +43,61 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+MESSAGE = "message"
 REQUEST = "request"
+NOTIFICATION = "notification"
+RESPONSE = "response"
+REPLY = "reply"
 RESULT = "result"
 ERROR = "error"
-NOTIFICATION = "notification"
-EVENTS = (REQUEST, RESULT, ERROR, NOTIFICATION)
+TASK_CREATED = "task-created"
+PAIRING = "pairing"
+FRAME = "frame"
+EVENT = "event"
+EVENTS = (
+    MESSAGE,
+    REQUEST,
+    NOTIFICATION,
+    RESPONSE,
+    REPLY,
+    RESULT,
+    ERROR,
+    TASK_CREATED,
+    PAIRING,
+    FRAME,
+    EVENT,
+)
 
-Handler = Callable[..., None]
+#: PAIRING keys: what correlation decided about a message (see ``Session``).
+OUTCOMES = (
+    "reuse-in-flight",  # a request reusing the id of one in flight: (previous Pending, print)
+    "reuse-after-completion",  # a request reusing a used id: (key, print)
+    "id-type-mismatch",  # a reply whose id has another JSON type: (request Pending,)
+    "id-precision",  # a reply whose integer id lost digits: (request Pending,)
+    "duplicate-response",  # a second reply: (Answered or None,)
+    "orphan",  # a reply with an id nobody sent: ()
+    "null-id",  # a reply with a null or absent id, linked to nothing: ()
+    "bad-input-reply",  # a null-id -32700/-32600 linked to a bad frame: (culprit seq, kind)
+    "orphan-bad-input-reply",  # the same with a non-null id: (culprit seq, kind)
+    "parse-error-for-request",  # -32700 paired with a request that parsed: (request Pending,)
+    "late-initialize",  # initialize's result after the client cancelled it: ()
+)
+#: FRAME keys: what a frame turned out to be.
+SHAPES = (
+    "blank",  # an empty line on a line-framed stream: (offset,)
+    "unparseable",  # not JSON: (offset,)
+    "not-object",  # JSON that is neither an object nor an array: (value,)
+    "not-object-element",  # a batch element that is not an object: (value, index)
+    "batch",  # an array, before its elements: (items,)
+    "empty-batch",  # `[]` sent as a request: (output position before the batch rules,)
+    "empty-batch-reply",  # `[]` answering an empty batch: (culprit seq,)
+    "notification-batch-reply",  # `[]` answering a batch of notifications: (batch seq,)
+    "batch-done",  # an array after its elements: (msgs,)
+    "batch-reply",  # an array of replies matched to its batch: (BatchInfo, msgs, missing, extra)
+    "parsed",  # any frame after its messages, stdio or HTTP: (messages,)
+)
+
+Handler = Callable[..., Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,32 +108,44 @@ class Registered:
     on: str
     methods: frozenset[str] | None
     fn: Handler
+    order: int
 
 
 #: Every registration, in the order the modules declared them.
 REGISTERED: list[Registered] = []
-_by_method: dict[str, dict[str, list[Handler]]] = {event: {} for event in EVENTS}
-_any_method: dict[str, list[Handler]] = {event: [] for event in EVENTS}
-#: on -> method -> handlers, filled as methods are seen (``handlers``); the session
+#: on -> key -> handlers, filled as keys are seen (``handlers``); the session
 #: reads it directly on the hot path.
 TABLES: dict[str, dict[str, tuple[Handler, ...]]] = {event: {} for event in EVENTS}
 
 
-def rule(*ids: str, on: str, methods: Iterable[str] | None = None) -> Callable[[Handler], Handler]:
-    """Register the decorated function for catalogue ``ids``, on event ``on``."""
+def rule(
+    *ids: str,
+    on: str,
+    methods: Iterable[str] | None = None,
+    keys: Iterable[str] | None = None,
+) -> Callable[[Handler], Handler]:
+    """Register the decorated function for catalogue ``ids``, on event ``on``.
+
+    ``methods`` (message events) or ``keys`` (the others) limit it to those
+    dispatch keys; neither: every key.
+    """
     if on not in EVENTS:
         raise ValueError(f"unknown rule event {on!r}; one of {', '.join(EVENTS)}")
     if not ids:
         raise ValueError("a rule needs at least one catalogue id")
-    chosen = None if methods is None else frozenset(methods)
+    if methods is not None and keys is not None:
+        raise ValueError("give methods or keys, not both")
+    chosen_keys = methods if methods is not None else keys
+    if isinstance(chosen_keys, str):
+        raise ValueError("methods/keys is a collection of names, not one string")
+    chosen = None if chosen_keys is None else frozenset(chosen_keys)
+    if on == PAIRING and chosen is not None and chosen - set(OUTCOMES):
+        raise ValueError(f"unknown pairing outcome(s) {sorted(chosen - set(OUTCOMES))}")
+    if on == FRAME and chosen is not None and chosen - set(SHAPES):
+        raise ValueError(f"unknown frame shape(s) {sorted(chosen - set(SHAPES))}")
 
     def register(fn: Handler) -> Handler:
-        REGISTERED.append(Registered(tuple(ids), on, chosen, fn))
-        if chosen is None:
-            _any_method[on].append(fn)
-        else:
-            for method in chosen:
-                _by_method[on].setdefault(method, []).append(fn)
+        REGISTERED.append(Registered(tuple(ids), on, chosen, fn, len(REGISTERED)))
         for table in TABLES.values():
             table.clear()
         return fn
@@ -74,14 +153,18 @@ def rule(*ids: str, on: str, methods: Iterable[str] | None = None) -> Callable[[
     return register
 
 
-def handlers(on: str, method: str) -> tuple[Handler, ...]:
-    """The functions registered for ``on`` and ``method``, in registration order."""
+def handlers(on: str, key: str) -> tuple[Handler, ...]:
+    """The functions registered for ``on`` and ``key``, in registration order."""
     table = TABLES[on]
-    found = table.get(method)
+    found = table.get(key)
     if found is None:
-        found = tuple(_any_method[on] + _by_method[on].get(method, []))
+        found = tuple(
+            entry.fn
+            for entry in REGISTERED
+            if entry.on == on and (entry.methods is None or key in entry.methods)
+        )
         if len(table) < 4096:  # methods come from traffic: bound the table
-            table[method] = found
+            table[key] = found
     return found
 
 

@@ -23,12 +23,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mcpsniff.core.ids import show_id
-from mcpsniff.core.model import OPPOSITE, SENDER
+from mcpsniff.core.model import SENDER
+from mcpsniff.core.rules.registry import FRAME, PAIRING, rule
+from mcpsniff.core.state import BAD_BATCH_PARSE, BAD_EMPTY_BATCH, BAD_INVALID, BAD_PARSE
 
 if TYPE_CHECKING:
     from mcpsniff.core.model import FrameRecord
     from mcpsniff.core.session import Session
-    from mcpsniff.core.state import Msg
+    from mcpsniff.core.state import BatchInfo, Msg, Pending
 
 RULES = (
     "JR-BATCH-EMPTY",
@@ -39,10 +41,10 @@ RULES = (
 )
 
 #: What was wrong with a bad frame, and so which reply it calls for.
-PARSE = "parse"  # not JSON: -32700
-BATCH_PARSE = "batch-parse"  # a batch that is not JSON: one -32700 object, never an array
-INVALID = "invalid"  # JSON, but not a request: -32600
-EMPTY_BATCH = "empty-batch"  # `[]`: one -32600 object, never an array
+PARSE = BAD_PARSE
+BATCH_PARSE = BAD_BATCH_PARSE
+INVALID = BAD_INVALID
+EMPTY_BATCH = BAD_EMPTY_BATCH
 EXPECTED_CODE = {PARSE: -32700, BATCH_PARSE: -32700, INVALID: -32600, EMPTY_BATCH: -32600}
 CODE_NAME = {-32700: "Parse error", -32600: "Invalid Request"}
 _WHAT = {
@@ -53,27 +55,22 @@ _WHAT = {
 }
 
 
-def note_bad(session: Session, direction: str, seq: int, kind: str) -> None:
-    """Remember frame ``seq`` as bad input waiting for its error reply."""
-    session.state.bad_frames[direction].append((seq, kind))
+@rule(
+    "JR-BATCH-BAD-JSON",
+    "JR-BATCH-EMPTY",
+    "JR-ERROR-SEMANTICS",
+    "JR-PARSE",
+    on=PAIRING,
+    keys=("bad-input-reply",),
+)
+def judge(session: Session, msg: Msg, culprit: int, kind: str) -> None:
+    """A -32700/-32600 error with a null id, linked by the session to the bad frame it answers.
 
-
-def null_id_error(session: Session, msg: Msg, code: int) -> bool:
-    """A -32700/-32600 error with a null id: link it to the bad frame it answers, judge it.
-
-    False when no bad frame of the other side is waiting (nothing to link).
+    JSON-RPC §5: invalid JSON is answered with -32700, JSON that is not a
+    request with -32600, both with id null; a batch that is not JSON and `[]`
+    get a single error object, never an array.
     """
-    bad = session.state.bad_frames[OPPOSITE[msg.direction]]
-    if not bad:
-        return False
-    culprit, kind = bad.popleft()
-    msg.answers = culprit
-    msg.note = "parse-error-reply" if code == -32700 else "invalid-request-reply"
-    _judge(session, msg, culprit, kind, code)
-    return True
-
-
-def _judge(session: Session, msg: Msg, culprit: int, kind: str, code: int) -> None:
+    code = msg.error_code
     sender = SENDER[msg.direction]
     expected = EXPECTED_CODE[kind]
     if kind == BATCH_PARSE and (msg.index is not None or code != expected):
@@ -131,21 +128,13 @@ def _judge(session: Session, msg: Msg, culprit: int, kind: str, code: int) -> No
         )
 
 
-def orphan_error(session: Session, msg: Msg, code: Any) -> bool:
-    """An error whose id matches no request: the reply to a bad frame, with an id?
+@rule("JR-RESP-ID-NULL", on=PAIRING, keys=("orphan-bad-input-reply",))
+def orphan_error(session: Session, msg: Msg, culprit: int, kind: str) -> None:
+    """A -32700/-32600 whose id matches no request, linked to a waiting bad frame.
 
-    True (and reported as JR-RESP-ID-NULL, linked to the bad frame) when the code
-    is -32700/-32600 and a bad frame of the other side is waiting; the id could
-    not have been read from it, so it must be null.
+    The id could not have been read from that frame, so it must be null.
     """
-    if code not in (-32700, -32600):
-        return False
-    bad = session.state.bad_frames[OPPOSITE[msg.direction]]
-    if not bad:
-        return False
-    culprit, kind = bad.popleft()
-    msg.answers = culprit
-    msg.note = "parse-error-reply" if code == -32700 else "invalid-request-reply"
+    code = msg.error_code
     session.report(
         "JR-RESP-ID-NULL",
         f"{SENDER[msg.direction]} answered {_WHAT[kind]} (seq {culprit}) with id "
@@ -156,11 +145,12 @@ def orphan_error(session: Session, msg: Msg, code: Any) -> bool:
         id=msg.id,
         code=code,
     )
-    return True
 
 
-def parse_error_for_a_request(session: Session, msg: Msg, request_seq: int) -> None:
+@rule("JR-ERROR-SEMANTICS", on=PAIRING, keys=("parse-error-for-request",))
+def parse_error_for_a_request(session: Session, msg: Msg, request: Pending) -> None:
     """-32700 answering a request that parsed: the code says the JSON was unreadable."""
+    request_seq = request.seq
     session.report(
         "JR-ERROR-SEMANTICS",
         f"{SENDER[msg.direction]} answered the request at seq {request_seq} (valid JSON, id "
@@ -171,12 +161,9 @@ def parse_error_for_a_request(session: Session, msg: Msg, request_seq: int) -> N
     )
 
 
-def empty_array(session: Session, frame: FrameRecord) -> bool:
+@rule("JR-BATCH-EMPTY", on=FRAME, keys=("empty-batch-reply",))
+def empty_array(session: Session, frame: FrameRecord, culprit: int) -> bool:
     """``[]`` sent in reply to ``[]``: the empty batch answered with an empty array."""
-    bad = session.state.bad_frames[OPPOSITE[frame.direction]]
-    if not bad or bad[0][1] != EMPTY_BATCH:
-        return False
-    culprit, _ = bad.popleft()
     session.report(
         "JR-BATCH-EMPTY",
         f"{SENDER[frame.direction]} answered the empty batch `[]` (seq {culprit}) with `[]`; "
@@ -188,8 +175,20 @@ def empty_array(session: Session, frame: FrameRecord) -> bool:
     return True
 
 
-def missing_element_errors(session: Session, batch_seq: int, reply_seq: int, missing: int) -> None:
+@rule("JR-BATCH-ELEMENT", on=FRAME, keys=("batch-reply",))
+def missing_element_errors(
+    session: Session,
+    frame: FrameRecord,
+    batch: BatchInfo,
+    msgs: list[Msg],
+    missing_requests: list[Any],
+    extra: int,
+    missing: int,
+) -> None:
     """Invalid elements of a batch that got no -32600 of their own in its reply."""
+    if not missing:
+        return
+    batch_seq, reply_seq = batch.seq, frame.seq
     session.report(
         "JR-BATCH-ELEMENT",
         f"the reply to the batch at seq {batch_seq} has no error for {missing} invalid "

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from mcpsniff.core.ids import show_id
 from mcpsniff.core.model import SENDER
 from mcpsniff.core.protocol import STATELESS
+from mcpsniff.core.rules.registry import PAIRING, rule
 
 if TYPE_CHECKING:
     from mcpsniff.core.session import Session
@@ -64,6 +65,7 @@ def _described(kind: str) -> str:
     return "a request of the same method (its params could not be compared)"
 
 
+@rule("MSG-ID-REUSE", "MSG-ID-INFLIGHT", on=PAIRING, keys=("reuse-in-flight",))
 def in_flight(session: Session, msg: Msg, previous: Pending, this_print: int | None) -> None:
     """``msg`` reuses the id of ``previous``, which is still waiting for its answer."""
     kind = _kind(previous.method == msg.method, previous.fingerprint, this_print)
@@ -81,6 +83,7 @@ def in_flight(session: Session, msg: Msg, previous: Pending, this_print: int | N
     )
 
 
+@rule("MSG-ID-REUSE", on=PAIRING, keys=("reuse-after-completion",))
 def after_completion(session: Session, msg: Msg, key: Any, this_print: int | None) -> None:
     """``msg`` reuses an id whose request was already answered (or cancelled)."""
     if session.state.era == STATELESS:

@@ -25,13 +25,15 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from mcpsniff.core.diagnosis import diagnose
 from mcpsniff.core.ids import id_key, show_id
 from mcpsniff.core.model import C2S, OPPOSITE, S2C, SENDER
+from mcpsniff.core.rules.registry import EVENT, FRAME, rule
 from mcpsniff.core.state import Answered
 
 if TYPE_CHECKING:
     from mcpsniff.core.diagnosis import ParseDiagnosis
-    from mcpsniff.core.model import FrameRecord
+    from mcpsniff.core.model import EventRecord, FrameRecord, MessageRecord
     from mcpsniff.core.session import Session
 
 RULES = ("JR-PARSE", "STDIO-STDOUT-CLEAN", "STDIO-STDIN-CLEAN", "STDIO-FRAMING", "STDIO-UTF8")
@@ -67,9 +69,34 @@ class LineRun:
     overflow: bool = False
 
 
-def unparseable(session: Session, frame: FrameRecord, offset: int, diag: ParseDiagnosis) -> None:
+_STDIO_IDS = ("JR-PARSE", "STDIO-STDOUT-CLEAN", "STDIO-STDIN-CLEAN", "STDIO-FRAMING", "STDIO-UTF8")
+
+
+@rule("JR-PARSE", on=FRAME, keys=("blank",))
+def blank_line(session: Session, frame: FrameRecord, offset: int) -> None:
+    """A blank line between messages: harmless to lenient readers, but not a message.
+
+    Catalogue STDIO-STDOUT-CLEAN: "Blank lines: HEUR/INFO".
+    """
+    sender = SENDER[frame.direction]
+    session.report(
+        "JR-PARSE",
+        f"{sender} sent an empty line; it is not a JSON-RPC message",
+        [frame.seq],
+        severity="info",
+        cause="empty",
+        sender=sender,
+        offset=offset,
+    )
+
+
+@rule(*_STDIO_IDS, on=FRAME, keys=("unparseable",))
+def unparseable(session: Session, frame: FrameRecord, offset: int) -> None:
     """Report a frame that is not JSON: its root finding and what follows from it."""
+    raw = frame.raw
     line_framed = frame.transport == "stdio"
+    at_eof = line_framed and not raw.endswith(b"\n")
+    diag = diagnose(raw, at_eof=at_eof, framing="line" if line_framed else "body")
     # Inside an open run every bad line is part of it, whatever it looks like
     # alone: `    1,` of an indented array diagnoses as a trailing comma.
     if line_framed and (diag.cause in RUN_CAUSES or frame.direction in session.state.line_runs):
@@ -238,13 +265,25 @@ def _fragment(
     finish(session, direction, value)
 
 
+@rule(*_STDIO_IDS, on=FRAME, keys=("not-object",))
 def continues_run(session: Session, frame: FrameRecord, value: Any) -> bool:
-    """Whether a line that parsed alone (``"x"``, ``42``) is the inside of an open run."""
+    """Whether a line that parsed alone (``"x"``, ``42``) is the inside of an open run.
+
+    True claims the frame: it is a piece of the run's one root finding, not a
+    JR-TOPLEVEL of its own.
+    """
     run = session.state.line_runs.get(frame.direction)
     if run is None or frame.transport != "stdio" or isinstance(value, dict | list):
         return False
     _fragment(session, frame, 0, None)
     return True
+
+
+@rule(*_STDIO_IDS, on=FRAME, keys=("parsed",))
+def run_ends(session: Session, frame: FrameRecord, messages: list[MessageRecord]) -> None:
+    """A pretty-printed run ends at the first line that is not part of it."""
+    if session.state.line_runs:
+        flush(session, frame.direction, frame.seq)
 
 
 def flush(session: Session, direction: str, seq: int | None = None) -> None:
@@ -254,7 +293,8 @@ def flush(session: Session, direction: str, seq: int | None = None) -> None:
         finish(session, direction, _UNFINISHED)
 
 
-def flush_all(session: Session) -> None:
+@rule(*_STDIO_IDS, on=EVENT, keys=("session-end",))
+def flush_all(session: Session, event: EventRecord | None = None) -> None:
     """Report every open run (the session ends)."""
     for direction in (C2S, S2C):
         flush(session, direction)

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 from mcpsniff.core.ids import BoundedMap, id_key
 from mcpsniff.core.model import C2S, ERROR, OPPOSITE, SENDER
 from mcpsniff.core.protocol import STATELESS
+from mcpsniff.core.rules.registry import NOTIFICATION, REPLY, REQUEST, TASK_CREATED, rule
 
 if TYPE_CHECKING:
     from mcpsniff.core.session import Session
@@ -122,10 +123,28 @@ def _declares(caps: dict[str, Any] | None, *path: str) -> bool | None:
 # --------------------------------------------------------------------------- requests
 
 
+@rule(
+    "TASK-CAP-REQUESTOR",
+    "TASK-LIST-CANCEL-CAP",
+    "TASK-POLL-INTERVAL",
+    "TASK-RELATED-META",
+    "TASK-TOOL-FORBIDDEN",
+    "TASK-TOOL-NO-CAP",
+    "TASK-TOOL-REQUIRED",
+    on=REQUEST,
+)
 def on_request(session: Session, msg: Msg) -> None:
     """Task augmentation and the tasks/* requests, checked against capabilities."""
     method = msg.method or ""
     params = msg.params
+    # Tasks matter only for task-augmented requests, tasks/* and calls of tools
+    # that declare task support: this runs for every request, so it leaves early.
+    if not (
+        (params is not None and "task" in params)
+        or method[:6] == "tasks/"
+        or (method == "tools/call" and session.state.task_tools)
+    ):
+        return
     if session.state.era == STATELESS:
         return
     if method in TASK_METHODS:
@@ -232,10 +251,16 @@ def _no_related_meta(session: Session, msg: Msg) -> None:
 # --------------------------------------------------------------------------- notifications
 
 
+@rule(
+    "TASK-FIELDS",
+    "TASK-ID",
+    "TASK-RELATED-META",
+    "TASK-STATUS-TRANSITION",
+    on=NOTIFICATION,
+    methods=("notifications/tasks/status",),
+)
 def on_notification(session: Session, msg: Msg) -> None:
     """``notifications/tasks/status``: a status change of the sender's task."""
-    if msg.method != "notifications/tasks/status":
-        return
     _no_related_meta(session, msg)
     params = msg.params
     if params is not None:
@@ -245,22 +270,30 @@ def on_notification(session: Session, msg: Msg) -> None:
 # --------------------------------------------------------------------------- results
 
 
-def on_response(session: Session, msg: Msg) -> bool:
-    """Task results; True when ``msg`` is a CreateTaskResult (then the method's checks skip)."""
+@rule(
+    "TASK-CANCEL-RESULT",
+    "TASK-CANCEL-TERMINAL",
+    "TASK-FAILED-ISERROR",
+    "TASK-FIELDS",
+    "TASK-ID",
+    "TASK-RESULT-META",
+    "TASK-STATUS-TRANSITION",
+    on=REPLY,
+    methods=("tasks/get", "tasks/list", "tasks/cancel", "tasks/result"),
+)
+def on_response(session: Session, msg: Msg) -> None:
+    """The replies to tasks/*: the task states they show, and tasks/result's payload."""
     request = msg.request
     if request is None or session.state.era == STATELESS:
-        return False
+        return
     method = request.method
     if msg.kind == ERROR:
         if method == "tasks/cancel":
             _cancel_error(session, msg, request)
-        return False
+        return
     result = msg.obj.get("result")
     if type(result) is not dict:
-        return False
-    if is_augmented(request.params) and "task" in result and method not in TASK_METHODS:
-        _created(session, msg, request, result)
-        return True
+        return
     if method == "tasks/get":
         _observe(session, msg, result, method, needs_ttl=True)
     elif method == "tasks/cancel":
@@ -274,7 +307,7 @@ def on_response(session: Session, msg: Msg) -> bool:
                 [known.status_seq, request.seq, msg.frame],
                 task_id=known.task_id,
             )
-            return False
+            return
         task = _observe(session, msg, result, method)
         if task is not None and result.get("status") != "cancelled":
             session.report(
@@ -292,11 +325,20 @@ def on_response(session: Session, msg: Msg) -> bool:
                     _observe(session, msg, item, method)
     elif method == "tasks/result":
         _payload(session, msg, request, result)
-    return False
 
 
-def _created(session: Session, msg: Msg, request: Pending, result: dict[str, Any]) -> None:
+@rule(
+    "TASK-CREATE-RESULT",
+    "TASK-FIELDS",
+    "TASK-ID",
+    "TASK-UNDECLARED-RECEIVER",
+    on=TASK_CREATED,
+)
+def created(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     """An accepted task-augmented request: its answer is a CreateTaskResult."""
+    request = msg.request
+    if request is None:
+        return
     receiver = msg.direction
     caps = _receiver_caps(session, OPPOSITE[receiver])
     path = CAPABILITY_PATH.get(request.method)

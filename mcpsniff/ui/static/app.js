@@ -513,6 +513,11 @@
       pane.appendChild(el("h3", null, "Event data"));
       pane.appendChild(jsonTree(detail.event));
     }
+    if (detail.errorLayer) {
+      const layer = el("p", "error-layer", `Error layer: ${detail.errorLayer}`);
+      if (detail.errorLayerTitle) layer.title = detail.errorLayerTitle;
+      pane.appendChild(layer);
+    }
     if (detail.body !== undefined) {
       pane.appendChild(el("h3", null, row.index !== undefined ? `Body (batch element ${row.index})` : "Body"));
       const tree = jsonTree(detail.body);

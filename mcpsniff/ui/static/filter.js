@@ -52,6 +52,8 @@
     "mcp.resource.uri": { type: "text", get: (x) => ((x.row.method || "").startsWith("resources/") ? one(x.row.target) : []) },
     "error.code": { type: "number", get: (x) => code(x.row.code) },
     "error.type": { type: "text", get: (x) => (x.row.isError ? ["tool_error"] : one(x.row.code)) },
+    "trace.id": { type: "text", get: (x) => one(x.row.traceId) },
+    "trace.problem": { type: "text", get: (x) => one(x.row.traceProblem) },
     direction: { type: "choice", get: (x) => one(x.row.dir), choices: ["c2s", "s2c"] },
     kind: { type: "choice", get: (x) => [x.row.kind], choices: KINDS },
     latency: { type: "duration", get: (x) => one(x.row.latency) },
@@ -62,7 +64,8 @@
     size: { type: "number", get: (x) => one(x.row.size) },
   };
   const ALIASES = { method: "mcp.method.name", tool: "gen_ai.tool.name", id: "jsonrpc.request.id",
-    session: "mcp.session.id", uri: "mcp.resource.uri", code: "error.code", dir: "direction" };
+    session: "mcp.session.id", uri: "mcp.resource.uri", code: "error.code", dir: "direction",
+    traceid: "trace.id", trace_id: "trace.id" };
   const resolve = (name) => (name in FIELDS ? name : ALIASES[name] || null);
 
   // ------------------------------------------------------------------ lexer

@@ -96,12 +96,18 @@ def body(number: int, payload: Any, direction: str = C2S, **meta: Any) -> Step:
     return ("frame", (direction, payload, {"exchange": number, **meta}))
 
 
-def sse(number: int, event: str | None = None, id: str | None = None) -> Step:
-    """An SSE event on exchange ``number``'s stream."""
-    return ("event", ("sse-event", {"exchange": number, "event": event, "id": id, "index": 0}))
+def sse(
+    number: int, event: str | None = None, id: str | None = None, endpoint: str | None = None
+) -> Step:
+    """An SSE event on exchange ``number``'s stream (``endpoint``: a legacy endpoint's URI)."""
+    data = {"exchange": number, "event": event, "id": id, "index": 0}
+    if endpoint is not None:
+        data["endpoint"] = endpoint
+    return ("event", ("sse-event", data))
 
 
 ACCEPT_BOTH = "application/json, text/event-stream"
+STREAM = "text/event-stream"
 
 
 @dataclass

@@ -143,7 +143,7 @@ def test_registered_rules_declare_their_event_and_methods() -> None:
     assert described["binary_blocks"]["on"] == registry.RESULT
     assert described["binary_blocks"]["methods"] == ["prompts/get"]
     assert "TOOL-BINARY-BASE64" in described["tool_result"]["ids"]
-    assert registry.handlers(registry.RESULT, "ping") == ()
+    assert registry.handlers(registry.RESULT, "vendor/unknown") == ()
 
 
 def test_a_task_payload_gets_the_registered_result_rules_of_its_origin() -> None:

@@ -35,3 +35,34 @@ def test_proofs_name_implemented_rules_once() -> None:
 def test_every_implemented_rule_has_its_proof() -> None:
     proven = {p.rule for p in all_proofs()}
     assert sorted(set(IMPLEMENTED) - proven) == []
+
+
+def test_every_rule_module_declares_its_rules_through_the_registry() -> None:
+    """No module reports an id that no registration declares (the session has none)."""
+    from mcpsniff.core.rules import MODULES, registry
+
+    declared = set(registry.rule_ids())
+    for module in MODULES:
+        assert set(getattr(module, "RULES", ())) <= declared, module.__name__
+    registered_modules = {entry.fn.__module__ for entry in registry.REGISTERED}
+    assert {m.__name__ for m in MODULES} <= registered_modules
+
+
+def test_the_session_reports_nothing_itself() -> None:
+    """Findings come from rule modules: session.py names no catalogue id."""
+    import re
+    from pathlib import Path
+
+    import mcpsniff.core.session as session_module
+
+    source = Path(session_module.__file__).read_text()
+    assert re.findall(r'self\.report\(\s*"', source) == []
+
+
+def test_frame_claims_stop_later_rules() -> None:
+    """A line that parses alone inside a pretty-printed run is claimed by stdio, not JR-TOPLEVEL."""
+    from mcpsniff.core.rules import registry
+
+    chain = registry.handlers(registry.FRAME, "not-object")
+    names = [fn.__module__.rsplit(".", 1)[1] + "." + fn.__name__ for fn in chain]
+    assert names == ["stdio.continues_run", "jsonrpc.not_an_object"]

@@ -1,4 +1,4 @@
-"""The HTTP shells' channel to a real forked analysis process: what it drops, the trace says."""
+"""An HTTP shell's channel to a real forked worker: what the backlog drops, the trace says."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ from typing import Any
 
 import pytest
 
+from mcpsniff.core.http_adapter import ObservationAdapter
 from mcpsniff.core.model import EventRecord, FrameRecord
 from mcpsniff.core.observations import ExchangeEnd, RequestBegin, RequestBody
-from mcpsniff.relay.observer_pipe import AnalysisProcess
+from mcpsniff.relay.analysis_process import AnalysisProcess
 from mcpsniff.relay.recorder import Recorder
-from mcpsniff.relay.remote_exchange import ExchangeReplay, RemoteObserver
-from mcpsniff.relay.remote_recorder import RemoteRecorder, apply_calls
+from mcpsniff.relay.remote_exchange import RemoteObserver
+from mcpsniff.relay.worker import Worker
 from mcpsniff.trace.format import TraceReader, TraceWriter
 
 EVENTS = 200
@@ -29,27 +30,28 @@ EVENT = (
 def flood(trace: Path, *, limit: int, pause: float) -> list[EventRecord]:
     """One SSE stream of EVENTS big events to an analysis process that starts after ``pause``."""
     writer = TraceWriter.create(trace)
-    replay = ExchangeReplay(Recorder(writer, "http", autoflush=False))
+    recorder = Recorder(writer, "http", autoflush=False)
+    worker = Worker(recorder, ObservationAdapter(recorder).apply)
 
     def analyze(fd: int) -> int:
         time.sleep(pause)  # behind the traffic: the pipe and the backlog fill up
-        return apply_calls(fd, replay)
+        return worker.run(fd)
 
-    analysis = AnalysisProcess.start(analyze, limit)
+    analysis = AnalysisProcess.fork(analyze, limit)
     writer.close()  # the child owns the trace now
-    remote = RemoteRecorder(analysis)
+    channel = analysis.channel
 
     async def relay() -> int:
-        remote.attach(asyncio.get_running_loop())
-        observer = RemoteObserver(remote.send)
+        channel.attach(asyncio.get_running_loop())
+        observer = RemoteObserver(channel.send)
         sid = [("Mcp-Session-Id", "s1")]
         exchange = observer.begin("GET", "/mcp", [("Accept", "text/event-stream"), *sid], b"")
         exchange.response(200, [("Content-Type", "text/event-stream"), *sid])
         for _ in range(EVENTS):
             exchange.body_chunk(EVENT)
         exchange.finish()
-        remote.close(time.time())
-        return await remote.finish()
+        channel.end(time.time())
+        return await analysis.finish()
 
     assert asyncio.run(relay()) == 0
     with TraceReader(trace) as reader:
@@ -100,7 +102,7 @@ def replay_streamed(
     records: list[Any] = []
     recorder = Recorder(None, "http")
     recorder.listeners.append(records.append)
-    replay = ExchangeReplay(recorder, capture_limit=limit)
+    replay = ObservationAdapter(recorder, capture_limit=limit)
     for chunk, offset in pieces:
         replay.apply(RequestBody(7, 1.0, offset, chunk))
     headers = (("Content-Type", "application/json"),)
@@ -146,36 +148,3 @@ def assert_body_gap(records: list[Any]) -> None:
     assert gap.data["direction"] == "c2s"
     (request,) = [r for r in records if isinstance(r, EventRecord) and r.event == "http-request"]
     assert request.data["path"] == "/mcp"
-
-
-# --------------------------------------------------------------------------- shedding
-
-
-def test_shedding_keeps_what_says_an_exchange_happened() -> None:
-    from mcpsniff.core.observations import RequestGap, ResponseBody, ResponseGap, ResponseHead
-    from mcpsniff.relay.remote_recorder import shed_bodies
-
-    headers = (("Content-Type", "application/json"),)
-    batch = [
-        RequestBegin(1, 1.0, "POST", "/mcp", headers, None, None, 40, b"r" * 40),
-        ResponseHead(1, 2.0, 200, headers),
-        ResponseBody(1, 3.0, True, b"s" * 30),
-        RequestBody(2, 3.5, 0, b"p" * 50),
-        RequestBegin(2, 4.0, "POST", "/mcp", headers, None, None, 60, b"q" * 10),
-        ExchangeEnd(1, 5.0, "complete", True),
-    ]
-    kept, shed, shed_bytes = shed_bodies(batch, room=45)
-    # The first request body fits; no other does.
-    assert kept == [
-        batch[0],
-        batch[1],
-        ResponseGap(1, 3.0, 30),
-        RequestGap(2, 4.0, 10),
-        RequestBegin(2, 4.0, "POST", "/mcp", headers, None, None, 60, b""),
-        batch[5],
-    ]
-    assert (shed, shed_bytes) == (3, 90)
-    kept, shed, shed_bytes = shed_bodies(batch, room=0)
-    assert RequestGap(1, 1.0, 40) in kept
-    assert [type(m).__name__ for m in kept].count("RequestBegin") == 2
-    assert (shed, shed_bytes) == (4, 130)

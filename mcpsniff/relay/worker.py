@@ -1,0 +1,158 @@
+"""The analysis worker: observations in from the channel, trace records out.
+
+Every analysis process runs one ``Worker``: it decodes the observations the
+shell sent (``channel.read_batches``), replays each on its adapter
+(``mcpsniff.core.stdio_adapter`` or ``mcpsniff.core.http_adapter``), which
+drives the ``Session`` through a ``Recorder`` into the trace writer and the
+sinks, and flushes the trace whenever the shell pauses. ``CaptureEnd`` ends
+every session; the end of the pipe ends the worker. A pipe that ends without
+``CaptureEnd`` means the shell died: the worker ends the sessions itself, so
+that the trace still says what was unanswered.
+
+Run as ``python -m mcpsniff.relay.worker`` it is the mitmproxy addon's
+analysis process (see ``main``).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from mcpsniff.core.observation_codec import CodecError
+from mcpsniff.core.observations import CaptureEnd
+from mcpsniff.relay.channel import read_batches
+from mcpsniff.relay.recorder import Recorder
+
+#: Exit status of an analysis process whose trace could not be written in full.
+TRACE_INCOMPLETE = 3
+
+
+class Worker:
+    """Replays one capture's observations into its recorder, until the pipe ends."""
+
+    def __init__(
+        self,
+        recorder: Recorder,
+        apply: Callable[[Any], None],
+        *,
+        lost: Callable[[float], None] | None = None,
+        label: str = "mcpsniff",
+        warn: Callable[[str], None] | None = None,
+        after_batch: Callable[[], None] | None = None,
+        after_close: Callable[[], None] | None = None,
+    ) -> None:
+        self.recorder = recorder
+        self.apply = apply
+        #: What ends the sessions when the shell died (default: ``CaptureEnd``).
+        self.lost = lost or (lambda t: apply(CaptureEnd(t)))
+        self.label = label
+        self.warn = warn or _stderr
+        self.after_batch = after_batch
+        self.after_close = after_close
+        self._trace_warned = False
+
+    def run(self, fd: int) -> int:
+        """Read and replay until the pipe ends; the exit status (3: the trace is incomplete)."""
+        writer = self.recorder.writer
+        ended = False
+        apply = self.apply
+        try:
+            for batch in read_batches(fd):
+                for observation in batch:
+                    if type(observation) is CaptureEnd:
+                        ended = True
+                    try:
+                        apply(observation)
+                    except Exception as exc:  # recording must never stop
+                        self.warn(f"{self.label}: internal error while recording: {exc!r}")
+                del batch
+                if writer is not None:
+                    self._check(writer)
+                    # The shell paused: readers of the trace (``show --follow``, a
+                    # crash) see everything up to here.
+                    writer.flush()
+                if self.after_batch is not None:
+                    self.after_batch()
+        except CodecError as exc:
+            self.warn(f"{self.label}: internal error while recording: {exc}")
+        if not ended:
+            self.lost(time.time())
+        if self.after_close is not None:
+            self.after_close()
+        if writer is None:
+            return 0
+        writer.close()
+        if writer.failed is not None:
+            if not self._trace_warned:
+                self.warn(f"{self.label}: warning: the trace is incomplete: {writer.failed}")
+            return TRACE_INCOMPLETE
+        return 0
+
+    def _check(self, writer: Any) -> None:
+        if writer.failed is not None and not self._trace_warned:
+            self._trace_warned = True
+            self.warn(
+                f"{self.label}: warning: cannot write the trace ({writer.failed}); "
+                "relaying continues without recording"
+            )
+
+
+def _stderr(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The spawned analysis process (``AnalysisProcess.spawn``, the mitmproxy addon's)."""
+    import argparse
+    import os
+    from pathlib import Path
+
+    import orjson
+
+    from mcpsniff.core.http_adapter import ObservationAdapter
+    from mcpsniff.relay.addon_link import FlowReplies
+    from mcpsniff.relay.analysis_process import become_analysis_process
+    from mcpsniff.relay.outputs import Outputs, attach
+    from mcpsniff.trace.format import TraceWriter
+
+    parser = argparse.ArgumentParser(prog="mcpsniff.relay.worker")
+    parser.add_argument("--fd", type=int, required=True, help="the channel's read end")
+    parser.add_argument("--trace-fd", type=int, required=True)
+    parser.add_argument("--trace-path", default="")
+    parser.add_argument("--meta", default="{}", help="the trace header's meta (JSON)")
+    parser.add_argument("--created", type=float, required=True)
+    parser.add_argument("--no-redact", action="store_true")
+    parser.add_argument("--replies-fd", type=int, help="findings back to the addon")
+    parser.add_argument("--show", action="store_true")
+    parser.add_argument("--outputs", default="", help="Outputs as JSON (mcpsniff.relay.outputs)")
+    ns = parser.parse_args(argv)
+    # Normal priority: unlike a relay's, the addon's hooks wait for this process
+    # (findings must be on a flow before the later addons see it).
+    become_analysis_process(niceness=0)
+    stream = os.fdopen(ns.trace_fd, "wb", buffering=1 << 16)
+    writer = TraceWriter(stream, Path(ns.trace_path) if ns.trace_path else None)
+    writer.write_header(orjson.loads(ns.meta), ns.created)
+    writer.flush()
+    recorder = Recorder(writer, "http", redact=not ns.no_redact, autoflush=False)
+    attach(recorder, Outputs.from_json(ns.outputs))
+    # Sessions are keyed by the server's host too: mitmproxy sees many servers.
+    adapter = ObservationAdapter(recorder, redact=not ns.no_redact, key_by_host=True)
+    if ns.replies_fd is None:
+        return Worker(recorder, adapter.apply).run(ns.fd)
+    replies = FlowReplies(recorder, adapter.apply, ns.replies_fd, ns.show)
+    worker = Worker(
+        recorder,
+        replies.apply,
+        after_batch=replies.send_reply,
+        after_close=replies.send_reply,
+    )
+    return worker.run(ns.fd)
+
+
+if __name__ == "__main__":
+    # Run as the module's real name, not ``__main__``: one copy of its classes.
+    from mcpsniff.relay.worker import main as _main
+
+    sys.exit(_main())

@@ -1,0 +1,101 @@
+"""The stdio adapter: a stdio shell's observations become frames, stderr lines, gaps and the end."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcpsniff.core.model import C2S, S2C, EventRecord, FrameRecord, Record
+from mcpsniff.core.observations import (
+    CaptureEnd,
+    Stderr,
+    StreamData,
+    StreamEnd,
+    StreamGap,
+    TransportEvent,
+)
+from mcpsniff.core.stdio_adapter import STDERR_EVENT_LIMIT, StdioAdapter
+from mcpsniff.relay.recorder import Recorder
+
+PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+PONG = b'{"jsonrpc":"2.0","id":1,"result":{}}\n'
+
+
+def run(observations: list[Any], *, redact: bool = True) -> list[Record]:
+    recorder = Recorder(None, "stdio", redact=redact)
+    records: list[Record] = []
+    recorder.listeners.append(records.append)
+    adapter = StdioAdapter(recorder, redact=redact)
+    for observation in observations:
+        adapter.apply(observation)
+    return records
+
+
+def frames(records: list[Record]) -> list[tuple[str, bytes]]:
+    return [(r.direction, r.raw.rstrip(b"\n")) for r in records if isinstance(r, FrameRecord)]
+
+
+def events(records: list[Record], name: str) -> list[dict[str, Any]]:
+    return [r.data for r in records if isinstance(r, EventRecord) and r.event == name]
+
+
+def test_bytes_split_anywhere_give_the_same_frames() -> None:
+    whole = run([StreamData(C2S, 1.0, PING), StreamData(S2C, 2.0, PONG), CaptureEnd(3.0)])
+    split = [StreamData(C2S, 1.0, PING[i : i + 1]) for i in range(len(PING))]
+    byte_by_byte = run([*split, StreamData(S2C, 2.0, PONG), CaptureEnd(3.0)])
+    assert frames(whole) == frames(byte_by_byte) == [(C2S, PING[:-1]), (S2C, PONG[:-1])]
+    assert events(whole, "session-end")
+
+
+def test_a_gap_is_recorded_and_the_partial_line_after_it_skipped() -> None:
+    records = run(
+        [
+            StreamData(S2C, 1.0, b'{"jsonrpc":"2.0","id":1,"res'),  # cut by the gap
+            StreamGap(S2C, 2.0, 500),
+            StreamData(S2C, 3.0, b'ult":{}}\n' + PONG),
+            CaptureEnd(4.0),
+        ]
+    )
+    (gap,) = events(records, "capture-gap")
+    assert gap == {"direction": S2C, "lost_bytes": 500 + len(b'{"jsonrpc":"2.0","id":1,"res')}
+    assert frames(records) == [(S2C, PONG[:-1])]
+
+
+def test_stderr_becomes_one_redacted_event_per_line() -> None:
+    long = b"y" * (STDERR_EVENT_LIMIT + 10)
+    records = run(
+        [
+            Stderr(1.0, b"starting\napi_key=sk-abcdefghijklmnopqrstuvwx"),
+            Stderr(2.0, b"yz\n" + long + b"\n"),
+            Stderr(3.0, b"no newline at the end"),
+            Stderr(4.0, b""),
+        ]
+    )
+    lines = [e["line"] for e in events(records, "stderr")]
+    assert lines[0] == "starting"
+    assert "sk-abcdefghijklmnopqrstuvwxyz" not in lines[1]
+    assert lines[2:4] == ["y" * STDERR_EVENT_LIMIT, "y" * 10]
+    assert lines[4] == "no newline at the end"
+
+
+def test_transport_events_and_eof_pass_through() -> None:
+    records = run(
+        [
+            TransportEvent("stdio", "spawned", 1.0, {"child_pid": 42}),
+            StreamData(C2S, 2.0, PING),
+            StreamEnd(C2S, 3.0),
+            CaptureEnd(4.0),
+        ]
+    )
+    assert events(records, "spawned") == [{"child_pid": 42}]
+    assert len(events(records, "session-end")) == 1
+
+
+def test_a_relay_that_died_ends_the_session_with_its_unframed_bytes() -> None:
+    recorder = Recorder(None, "stdio")
+    records: list[Record] = []
+    recorder.listeners.append(records.append)
+    adapter = StdioAdapter(recorder)
+    adapter.apply(StreamData(C2S, 1.0, b'{"partial'))
+    adapter.lost(2.0)
+    (end,) = events(records, "session-end")
+    assert end["unframed_bytes"] == {C2S: len(b'{"partial'), S2C: 0}

@@ -1,0 +1,39 @@
+"""The one launcher: a forked analysis process gets every observation and its status comes back."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import orjson
+
+from mcpsniff.core.model import C2S, S2C
+from mcpsniff.core.observations import CaptureEnd, StreamData, StreamEnd
+from mcpsniff.relay.analysis_process import AnalysisProcess
+from mcpsniff.relay.channel import read_batches
+
+
+def test_the_forked_process_gets_everything_and_its_exit_status_comes_back(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "seen.json"
+
+    def work(fd: int) -> int:
+        seen = [repr(o) for batch in read_batches(fd) for o in batch]
+        out.write_bytes(orjson.dumps(seen))
+        return 5
+
+    async def scenario() -> int:
+        process = AnalysisProcess.fork(work, limit=1 << 20)
+        process.channel.attach(asyncio.get_running_loop())
+        process.channel.send(StreamData(C2S, 1.0, b"hello\n"))
+        process.channel.send(StreamEnd(S2C, 2.0))
+        process.channel.end(3.0)
+        return await process.finish()
+
+    assert asyncio.run(scenario()) == 5
+    assert orjson.loads(out.read_bytes()) == [
+        repr(StreamData(C2S, 1.0, b"hello\n")),
+        repr(StreamEnd(S2C, 2.0)),
+        repr(CaptureEnd(3.0)),
+    ]

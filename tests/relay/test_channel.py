@@ -1,0 +1,183 @@
+"""The capture channel on real OS pipes: batches, the bounded backlog and its gap accounting."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from typing import Any
+
+from mcpsniff.core.model import C2S, S2C
+from mcpsniff.core.observations import (
+    CaptureEnd,
+    CaptureGap,
+    ExchangeEnd,
+    RequestBegin,
+    RequestGap,
+    ResponseBody,
+    ResponseGap,
+    Stderr,
+    StreamData,
+    StreamEnd,
+    StreamGap,
+    TransportEvent,
+)
+from mcpsniff.relay.channel import Channel, InProcess, read_batches
+
+
+def drain_all(fd: int) -> list[Any]:
+    """Every observation the pipe carries until EOF."""
+    return [o for batch in read_batches(fd) for o in batch]
+
+
+def test_observations_arrive_in_order_with_their_time_and_bytes() -> None:
+    read_fd, write_fd = os.pipe()
+    channel = Channel(write_fd, limit=1 << 20)
+    sent = [
+        TransportEvent("stdio", "session-start", 1.5, {"pid": 7}),
+        StreamData(C2S, 2.25, b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'),
+        StreamData(S2C, 3.0, b"\xff\x00 not utf-8"),
+        Stderr(3.5, b"log line\n"),
+        StreamEnd(C2S, 4.0),
+    ]
+    for observation in sent:
+        channel.send(observation)
+    channel.end(5.0)
+    channel.close_blocking()
+    got = drain_all(read_fd)
+    os.close(read_fd)
+    assert got == [*sent, CaptureEnd(5.0)]
+
+
+def test_one_turn_of_the_event_loop_is_one_write() -> None:
+    async def scenario() -> tuple[int, list[Any]]:
+        read_fd, write_fd = os.pipe()
+        channel = Channel(write_fd, limit=1 << 20)
+        channel.attach(asyncio.get_running_loop())
+        for n in range(100):
+            channel.send(StreamData(C2S, float(n), b"x" * 100 + b"\n"))
+        await asyncio.sleep(0)  # the flush runs at the end of the turn
+        first = os.read(read_fd, 1 << 20)
+        await channel.close()
+        rest = drain_all(read_fd)
+        os.close(read_fd)
+        from mcpsniff.core.observation_codec import decode_all
+
+        return len(decode_all(first)), rest
+
+    in_first_read, rest = asyncio.run(scenario())
+    assert in_first_read == 100
+    assert rest == []
+
+
+def test_a_full_backlog_drops_stream_bytes_and_tells_the_gap_before_the_next_data() -> None:
+    async def scenario() -> tuple[list[Any], int]:
+        read_fd, write_fd = os.pipe()
+        channel = Channel(write_fd, limit=256 << 10)
+        channel.attach(asyncio.get_running_loop())
+        chunk = b"x" * (64 << 10)
+        # Nobody reads: the pipe fills, then the backlog, then copies are dropped.
+        for _ in range(64):
+            channel.send(StreamData(C2S, 1.0, chunk))
+            await asyncio.sleep(0)
+        assert channel.pending_bytes <= 256 << 10
+        lost = channel._lost_streams[C2S]
+        assert lost > 0
+        received: list[Any] = []
+        reader = threading.Thread(target=lambda: received.extend(drain_all(read_fd)))
+        reader.start()
+        while channel.pending:
+            await asyncio.sleep(0.01)
+        channel.send(StreamData(C2S, 2.0, b"after\n"))
+        channel.end(3.0)
+        await channel.close()
+        await asyncio.get_running_loop().run_in_executor(None, reader.join)
+        os.close(read_fd)
+        return received, lost
+
+    received, lost = asyncio.run(scenario())
+    data = [o for o in received if type(o) is StreamData]
+    gaps = [o for o in received if type(o) is StreamGap]
+    assert gaps == [StreamGap(C2S, 2.0, lost)]
+    # Whatever was not lost arrived whole, in order, and the gap comes right before "after".
+    assert sum(len(o.body) for o in data[:-1]) + lost == 64 * (64 << 10)
+    assert received[-3:] == [gaps[0], data[-1], CaptureEnd(3.0)]
+    assert data[-1].body == b"after\n"
+
+
+def test_a_gap_still_open_when_the_capture_ends_is_told_before_the_end() -> None:
+    read_fd, write_fd = os.pipe()
+    channel = Channel(write_fd, limit=10)
+    channel.send(StreamData(S2C, 1.0, b"y" * 100))  # over the limit: dropped
+    channel.send(ResponseBody(4, 1.5, False, b"z" * 50))  # over the limit too
+    channel.send(Stderr(1.7, b"e" * 30))
+    channel.end(2.0)
+    channel.close_blocking()
+    got = drain_all(read_fd)
+    os.close(read_fd)
+    assert StreamGap(S2C, 2.0, 100) in got
+    assert ResponseGap(4, 2.0, 50) in got
+    capture = [o for o in got if type(o) is CaptureGap]
+    assert capture == [CaptureGap(2.0, 2, 80)]  # the body and the stderr piece
+    assert got[-1] == CaptureEnd(2.0)
+    assert not [o for o in got if type(o) in (StreamData, ResponseBody, Stderr)]
+
+
+def test_what_says_an_exchange_happened_always_goes() -> None:
+    read_fd, write_fd = os.pipe()
+    channel = Channel(write_fd, limit=10)
+    headers = (("Content-Type", "application/json"),)
+    channel.send(RequestBegin(1, 1.0, "POST", "/mcp", headers, None, None, 20, b"b" * 20))
+    channel.send(ResponseBody(1, 2.0, True, b"r" * 40))
+    channel.send(ExchangeEnd(1, 3.0, "complete", True))
+    channel.close_blocking()
+    everything = drain_all(read_fd)
+    os.close(read_fd)
+    got = [o for o in everything if type(o) is not CaptureGap]
+    counted = [o for o in everything if type(o) is CaptureGap]
+    assert sum(o.lost_calls for o in counted) == 2
+    assert sum(o.lost_bytes for o in counted) == 60
+    assert got[:2] == [
+        RequestGap(1, 1.0, 20),
+        RequestBegin(1, 1.0, "POST", "/mcp", headers, None, None, 20, b""),
+    ]
+    assert got[2:] == [ResponseGap(1, 3.0, 40), ExchangeEnd(1, 3.0, "complete", True)]
+
+
+def test_a_dead_analysis_process_never_stops_the_sender() -> None:
+    read_fd, write_fd = os.pipe()
+    os.close(read_fd)
+    broken: list[OSError] = []
+    channel = Channel(write_fd, limit=1 << 20, on_broken=broken.append)
+    channel.send(StreamData(C2S, 1.0, b"bytes nobody will analyze\n"))  # EPIPE: no exception
+    assert channel.broken and len(broken) == 1
+    channel.send(StreamData(S2C, 2.0, b"more\n"))
+    channel.end(3.0)
+    asyncio.run(channel.close())
+    assert len(broken) == 1
+
+
+def test_in_process_replays_at_once() -> None:
+    seen: list[Any] = []
+    capture = InProcess(seen.append)
+    capture.send(StreamData(C2S, 1.0, b"x\n"))
+    capture.end(2.0)
+    assert seen == [StreamData(C2S, 1.0, b"x\n"), CaptureEnd(2.0)]
+
+
+def test_send_data_makes_the_frame_send_makes() -> None:
+    frames = []
+    for use_send in (True, False):
+        read_fd, write_fd = os.pipe()
+        channel = Channel(write_fd, limit=1 << 20)
+        if use_send:
+            channel.send(StreamData(S2C, 1.25, b"abc\n"))
+        else:
+            channel.send_data(S2C, 1.25, b"abc\n")
+        channel.close_blocking()
+        frames.append(os.read(read_fd, 1 << 16))
+        os.close(read_fd)
+    assert frames[0] == frames[1]
+    from mcpsniff.core.observation_codec import decode_all
+
+    assert decode_all(frames[0]) == [StreamData(S2C, 1.25, b"abc\n")]

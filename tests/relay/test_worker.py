@@ -1,0 +1,97 @@
+"""The analysis worker: observations from a pipe replayed into a trace, ended either way."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from mcpsniff.core.model import C2S, S2C, EventRecord, FrameRecord
+from mcpsniff.core.observation_codec import encode_bytes
+from mcpsniff.core.observations import CaptureEnd, StreamData
+from mcpsniff.core.stdio_adapter import StdioAdapter
+from mcpsniff.relay.recorder import Recorder
+from mcpsniff.relay.worker import TRACE_INCOMPLETE, Worker
+from mcpsniff.trace.format import TraceReader, TraceWriter
+
+PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+
+
+def run_worker(trace: Path, data: bytes) -> tuple[int, list[str], list[Any]]:
+    """A worker on a pipe holding ``data``; its status, warnings and the trace's records."""
+    writer = TraceWriter.create(trace)
+    recorder = Recorder(writer, "stdio", autoflush=False)
+    adapter = StdioAdapter(recorder)
+    warnings: list[str] = []
+    worker = Worker(recorder, adapter.apply, lost=adapter.lost, warn=warnings.append)
+    read_fd, write_fd = os.pipe()
+    os.write(write_fd, data)
+    os.close(write_fd)
+    status = worker.run(read_fd)
+    os.close(read_fd)
+    with TraceReader(trace) as reader:
+        return status, warnings, list(reader.records())
+
+
+def test_capture_end_ends_the_sessions_and_the_trace_is_whole(tmp_path: Path) -> None:
+    data = encode_bytes(StreamData(C2S, 1.0, PING)) + encode_bytes(CaptureEnd(2.0))
+    status, warnings, records = run_worker(tmp_path / "t.jsonl", data)
+    assert (status, warnings) == (0, [])
+    assert [r.raw for r in records if isinstance(r, FrameRecord)] == [PING]
+    (end,) = [r for r in records if isinstance(r, EventRecord) and r.event == "session-end"]
+    assert "unframed_bytes" not in end.data
+
+
+def test_a_pipe_that_ends_without_capture_end_means_the_shell_died(tmp_path: Path) -> None:
+    data = encode_bytes(StreamData(C2S, 1.0, PING)) + encode_bytes(StreamData(S2C, 1.5, b'{"id'))
+    status, _, records = run_worker(tmp_path / "t.jsonl", data)
+    assert status == 0
+    (end,) = [r for r in records if isinstance(r, EventRecord) and r.event == "session-end"]
+    assert end.data["reason"] == "the relay ended without finishing"
+    assert end.data["unframed_bytes"] == {C2S: 0, S2C: 4}
+
+
+def test_bytes_that_are_no_observations_are_one_warning_not_a_traceback(tmp_path: Path) -> None:
+    data = encode_bytes(StreamData(C2S, 1.0, PING)) + bytes([150]) + b"\x00" * 8
+    status, warnings, records = run_worker(tmp_path / "t.jsonl", data)
+    assert status == 0
+    assert len(warnings) == 1 and "internal error while recording" in warnings[0]
+    assert [r.raw for r in records if isinstance(r, FrameRecord)] == [PING]
+
+
+def test_an_adapter_error_is_a_warning_and_recording_goes_on(tmp_path: Path) -> None:
+    writer = TraceWriter.create(tmp_path / "t.jsonl")
+    recorder = Recorder(writer, "stdio", autoflush=False)
+    adapter = StdioAdapter(recorder)
+    seen: list[Any] = []
+
+    def apply(observation: Any) -> None:
+        seen.append(observation)
+        if len(seen) == 1:
+            raise RuntimeError("boom")
+        adapter.apply(observation)
+
+    warnings: list[str] = []
+    worker = Worker(recorder, apply, warn=warnings.append, label="mcpsniff stdio")
+    read_fd, write_fd = os.pipe()
+    os.write(write_fd, encode_bytes(StreamData(C2S, 1.0, PING)) + encode_bytes(CaptureEnd(2.0)))
+    os.close(write_fd)
+    assert worker.run(read_fd) == 0
+    os.close(read_fd)
+    assert warnings == ["mcpsniff stdio: internal error while recording: RuntimeError('boom')"]
+    assert len(seen) == 2
+
+
+def test_a_trace_that_cannot_be_written_says_so_and_exits_3(tmp_path: Path) -> None:
+    full = open("/dev/full", "wb")  # noqa: SIM115 - the writer owns it
+    writer = TraceWriter(full, None)
+    recorder = Recorder(writer, "stdio", autoflush=False)
+    adapter = StdioAdapter(recorder)
+    warnings: list[str] = []
+    worker = Worker(recorder, adapter.apply, warn=warnings.append)
+    read_fd, write_fd = os.pipe()
+    os.write(write_fd, encode_bytes(StreamData(C2S, 1.0, PING)) + encode_bytes(CaptureEnd(2.0)))
+    os.close(write_fd)
+    assert worker.run(read_fd) == TRACE_INCOMPLETE
+    os.close(read_fd)
+    assert len(warnings) == 1 and "cannot write the trace" in warnings[0]
