@@ -153,6 +153,8 @@ class Channel:
 
     def send(self, observation: Any) -> None:
         """Queue one observation; when the backlog is full, its bytes are dropped and counted."""
+        if self.broken:
+            return
         kind = type(observation)
         if kind is StreamData:
             self.send_data(observation.direction, observation.t, observation.body)
@@ -190,6 +192,8 @@ class Channel:
         The stdio relay's hot path: a call per chunk forwarded, as cheap as
         a struct header (the same frame as ``send`` makes).
         """
+        if self.broken:
+            return
         size = len(chunk)
         if self.pending_bytes + self._batch_bytes + size > self.limit:
             lost = self._lost_streams
