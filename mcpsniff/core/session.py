@@ -597,7 +597,9 @@ class Session:
         frame = msg.source
         if http_state is None or frame is None or not frame.meta:
             return None
-        exchange = http_state.exchanges.get(frame.meta.get("exchange"))
+        number = frame.meta.get("exchange")
+        # A trace's meta is hostile: only an integer names an exchange.
+        exchange = http_state.exchanges.get(number) if type(number) is int else None
         if (
             exchange is None
             or exchange.transport != http.STREAMABLE
