@@ -497,7 +497,8 @@ class Session:
                 self._invalid(msg)
                 return msg
             # The era decides how the id is keyed (``_scope``): known before it is.
-            self._note_era(msg)
+            if self.state.era is None and direction == C2S:
+                self._note_era(msg)
             self._register_request(msg)
             handlers = _REQUEST_HANDLERS.get(method)
             if handlers is None:
