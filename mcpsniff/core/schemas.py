@@ -177,14 +177,15 @@ def simple_oracle(schema: Any) -> Callable[[Any], bool] | None:
     """A check that accepts only instances every validator accepts, for the commonest schema.
 
     Most tool input schemas are an object of typed properties, some required,
-    maybe closed by ``additionalProperties: false``. For such a schema (only
-    those keywords, annotations and a draft 4 to 2020-12 ``$schema``) the
-    returned function says True when the instance is certainly valid: a
-    dict with the required keys whose listed properties have exactly the
-    declared JSON types. False means "ask the validators" (fastjsonschema,
-    then jsonschema, which write the message), never "invalid". It costs a
-    fraction of fastjsonschema's generated code, which every tools/call runs.
-    None for any other schema.
+    maybe closed by ``additionalProperties: false``, with a few plain limits
+    (string lengths, number bounds, array sizes and item types). For such a
+    schema (annotations and a draft 4 to 2020-12 ``$schema`` allowed) the
+    returned function says True when the instance is certainly valid. A
+    property whose subschema uses anything else (``enum``, ``anyOf``, ...)
+    makes it defer whenever that property is present. False means "ask the
+    validators" (fastjsonschema, then jsonschema, which write the message),
+    never "invalid". It costs a fraction of fastjsonschema's generated code,
+    which every tools/call runs. None for any other schema.
     """
     if type(schema) is not dict or schema.get("type") != "object":
         return None
@@ -197,16 +198,12 @@ def simple_oracle(schema: Any) -> Callable[[Any], bool] | None:
     closed = schema.get("additionalProperties", True)
     if type(properties) is not dict or type(required) is not list or type(closed) is not bool:
         return None
-    types: dict[str, tuple[type, ...]] = {}
-    for name, sub in properties.items():
-        if type(sub) is not dict or not sub.keys() <= _SIMPLE_PROPERTY_KEYS:
-            return None
-        kind = sub.get("type")
-        if type(kind) is not str or kind not in _SIMPLE_TYPES:
-            return None
-        types[name] = _SIMPLE_TYPES[kind]
     if any(type(name) is not str for name in required):
         return None
+    #: Per property: the exact Python types allowed, a check, or None (defer).
+    checks: dict[str, tuple[type, ...] | Callable[[Any], bool] | None] = {
+        name: _value_check(sub, 0) for name, sub in properties.items()
+    }
     needed = tuple(required)
     open_ = closed
 
@@ -217,15 +214,93 @@ def simple_oracle(schema: Any) -> Callable[[Any], bool] | None:
             if name not in instance:
                 return False
         for name, value in instance.items():
-            allowed = types.get(name)
-            if allowed is None:
+            check = checks.get(name, _UNLISTED)
+            if type(check) is tuple:
+                if type(value) not in check:
+                    return False
+            elif check is _UNLISTED:
                 if not open_:
                     return False
-            elif type(value) not in allowed:
+            elif check is None or not check(value):  # type: ignore[operator]
                 return False
         return True
 
     return accepts
+
+
+_UNLISTED = object()
+_SIMPLE_VALUE_KEYS = _ANNOTATIONS | {
+    "type",
+    "minLength",
+    "maxLength",
+    "minimum",
+    "maximum",
+    "minItems",
+    "maxItems",
+    "items",
+}
+_ANY_TYPE = tuple({t for types in _SIMPLE_TYPES.values() for t in types})
+
+
+def _limit(sub: dict[str, Any], key: str, kinds: tuple[type, ...]) -> Any:
+    """``sub[key]`` when absent (None) or of one of ``kinds`` exactly, else ``_UNLISTED``."""
+    value = sub.get(key)
+    return value if value is None or type(value) in kinds else _UNLISTED
+
+
+def _value_check(sub: Any, depth: int) -> tuple[type, ...] | Callable[[Any], bool] | None:
+    """A property's check: its allowed Python types alone, a function, or None (defer)."""
+    if type(sub) is not dict or depth > 2 or not sub.keys() <= _SIMPLE_VALUE_KEYS:
+        return None
+    kinds = sub.get("type")
+    if kinds is None:
+        allowed = _ANY_TYPE
+    elif type(kinds) is str and kinds in _SIMPLE_TYPES:
+        allowed = _SIMPLE_TYPES[kinds]
+    elif (
+        type(kinds) is list and kinds and all(type(k) is str and k in _SIMPLE_TYPES for k in kinds)
+    ):
+        allowed = tuple({t for k in kinds for t in _SIMPLE_TYPES[k]})
+    else:
+        return None
+    min_len = _limit(sub, "minLength", (int,))
+    max_len = _limit(sub, "maxLength", (int,))
+    low = _limit(sub, "minimum", (int, float))
+    high = _limit(sub, "maximum", (int, float))
+    min_items = _limit(sub, "minItems", (int,))
+    max_items = _limit(sub, "maxItems", (int,))
+    bounds = (min_len, max_len, low, high, min_items, max_items)
+    if any(b is _UNLISTED for b in bounds):
+        return None
+    items = sub.get("items")
+    item_check = None if items is None else _value_check(items, depth + 1)
+    if items is not None and item_check is None:
+        return None
+    if item_check is None and all(b is None for b in bounds):
+        return allowed
+
+    def check(value: Any) -> bool:
+        kind = type(value)
+        if kind not in allowed:
+            return False
+        if kind is str:
+            size = len(value)  # code points, as JSON Schema counts
+            return (min_len is None or size >= min_len) and (max_len is None or size <= max_len)
+        if kind is int or kind is float:
+            return (low is None or value >= low) and (high is None or value <= high)
+        if kind is list:
+            size = len(value)
+            if (min_items is not None and size < min_items) or (
+                max_items is not None and size > max_items
+            ):
+                return False
+            if type(item_check) is tuple:
+                return all(type(item) in item_check for item in value)
+            if item_check is not None:
+                return all(item_check(item) for item in value)  # type: ignore[operator]
+        return True
+
+    return check
 
 
 def _fast(schema: dict[str, Any], size: int) -> Callable[[Any], Any] | None:

@@ -30,6 +30,19 @@ CLOSED = {
     "additionalProperties": False,
 }
 DRAFT4 = {**CLOSED, "$schema": "http://json-schema.org/draft-04/schema#"}
+LIMITS = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "minLength": 1, "maxLength": 5},
+        "paths": {"type": "array", "items": {"type": "string"}, "maxItems": 2, "minItems": 1},
+        "max_results": {"type": "integer", "minimum": 1, "maximum": 1000},
+        "ratio": {"type": "number", "minimum": 0.5},
+        "params": {"type": "array", "items": {"type": ["string", "number", "null"]}},
+        "mode": {"enum": ["overwrite", "append"]},
+        "anything": {},
+    },
+    "required": ["query"],
+}
 
 INSTANCES: list[Any] = [
     {"message": "hi"},
@@ -52,10 +65,32 @@ INSTANCES: list[Any] = [
     {"count": 1, "items": {}},
     {"count": 1, "unknown": "x"},
     {"count": "1"},
+    {"query": "a"},
+    {"query": ""},
+    {"query": "abcdef"},
+    {"query": "é"},
+    {"query": "ab", "paths": ["x"]},
+    {"query": "ab", "paths": []},
+    {"query": "ab", "paths": ["x", "y", "z"]},
+    {"query": "ab", "paths": ["x", 1]},
+    {"query": "ab", "max_results": 0},
+    {"query": "ab", "max_results": 1000},
+    {"query": "ab", "max_results": 1001},
+    {"query": "ab", "max_results": 5.0},
+    {"query": "ab", "max_results": True},
+    {"query": "ab", "ratio": 0.25},
+    {"query": "ab", "ratio": 1},
+    {"query": "ab", "params": ["a", 1, 2.5, None]},
+    {"query": "ab", "params": [True]},
+    {"query": "ab", "params": [[]]},
+    {"query": "ab", "mode": "append"},
+    {"query": "ab", "mode": "other"},
+    {"query": "ab", "anything": {"x": [1]}},
+    {"query": 5},
 ]
 
 
-@pytest.mark.parametrize("schema", [ECHO, CLOSED, DRAFT4])
+@pytest.mark.parametrize("schema", [ECHO, CLOSED, DRAFT4, LIMITS])
 def test_the_oracle_accepts_only_what_jsonschema_accepts(schema: dict[str, Any]) -> None:
     oracle = simple_oracle(schema)
     assert oracle is not None
@@ -85,11 +120,6 @@ def test_the_oracle_accepts_the_usual_arguments_and_defers_the_rest() -> None:
 @pytest.mark.parametrize(
     "schema",
     [
-        {"type": "object", "properties": {"a": {"type": "string", "minLength": 2}}},
-        {"type": "object", "properties": {"a": {"anyOf": [{"type": "string"}]}}},
-        {"type": "object", "properties": {"a": {"type": ["string", "null"]}}},
-        {"type": "object", "properties": {"a": True}},
-        {"type": "object", "properties": {"a": {}}},
         {"type": "object", "patternProperties": {"^a": {"type": "string"}}},
         {"type": "object", "additionalProperties": {"type": "string"}},
         {"type": "object", "required": "a"},
@@ -102,6 +132,45 @@ def test_the_oracle_accepts_the_usual_arguments_and_defers_the_rest() -> None:
 )
 def test_other_schemas_get_no_oracle(schema: Any) -> None:
     assert simple_oracle(schema) is None
+
+
+def test_limits_are_checked_and_other_keywords_defer_when_present() -> None:
+    oracle = simple_oracle(LIMITS)
+    assert oracle is not None
+    assert oracle({"query": "ab", "paths": ["a"], "max_results": 3, "params": [1, "x", None]})
+    assert oracle({"query": "abcde", "anything": [1, {}]})
+    assert not oracle({"query": ""})  # minLength
+    assert not oracle({"query": "abcdef"})  # maxLength
+    assert not oracle({"query": "a", "max_results": 0})  # minimum
+    assert not oracle({"query": "a", "paths": ["a", "b", "c"]})  # maxItems
+    assert not oracle({"query": "a", "params": [True]})  # item type
+    # enum is not the oracle's: a call that uses "mode" goes to the validators.
+    assert not oracle({"query": "a", "mode": "append"})
+    compiled = compile_schema(LIMITS)
+    assert compiled.first_error({"query": "a", "mode": "append"}) is None
+    error = compiled.first_error({"query": "a", "mode": "other"})
+    assert error is not None and "'other'" in error
+
+
+@pytest.mark.parametrize(
+    "sub",
+    [
+        {"type": "string", "minLength": True},
+        {"type": "string", "format": "uri"},
+        {"type": "integer", "exclusiveMinimum": 0},
+        {"type": "array", "items": [{"type": "string"}]},
+        {"type": "array", "items": {"enum": [1]}},
+        {"type": "strange"},
+        {"type": []},
+        True,
+    ],
+)
+def test_a_property_the_oracle_cannot_judge_defers(sub: Any) -> None:
+    oracle = simple_oracle({"type": "object", "properties": {"a": sub, "b": {"type": "string"}}})
+    assert oracle is not None
+    assert oracle({"b": "x"}) is True
+    assert oracle({"a": "x", "b": "x"}) is False
+    assert oracle({"a": [], "b": "x"}) is False
 
 
 def test_first_error_still_explains_what_the_oracle_defers() -> None:
