@@ -169,6 +169,18 @@ def parse_listen(value: str) -> tuple[str, int]:
     return parse_listen_address(text, "--listen")
 
 
+def parse_upstream(text: str) -> URL:
+    """The ``--upstream`` URL, checked whole; ``ValueError`` with a one-line reason if invalid."""
+    try:
+        upstream = URL(text)
+        upstream.port  # noqa: B018 - yarl checks the port when it is read
+    except ValueError as exc:
+        raise ValueError(f"--upstream is no valid URL: {exc}") from None
+    if upstream.scheme not in ("http", "https") or not upstream.host:
+        raise ValueError(f"--upstream must be an http(s) URL, not {text!r}")
+    return upstream
+
+
 class HttpRelay:
     """The proxy: a listening socket whose connections are relayed by ``http_wire``."""
 
@@ -181,13 +193,7 @@ class HttpRelay:
         capture: Capture | None = None,
     ) -> None:
         self.options = options
-        try:
-            upstream = URL(options.upstream)
-            upstream.port  # noqa: B018 - yarl checks the port when it is read
-        except ValueError as exc:
-            raise ValueError(f"--upstream is no valid URL: {exc}") from None
-        if upstream.scheme not in ("http", "https") or not upstream.host:
-            raise ValueError(f"--upstream must be an http(s) URL, not {options.upstream!r}")
+        upstream = parse_upstream(options.upstream)
         self.upstream = upstream
         self.origin = upstream.origin()
         self.upstream_host: str = upstream.host
@@ -482,6 +488,11 @@ def run_http(
     """
     if not options.upstream.startswith(("http://", "https://")):
         raise StartError(f"--upstream must be an http:// or https:// URL, not {options.upstream!r}")
+    try:
+        # Checked before anything is bound or created: a refused start leaves nothing.
+        parse_upstream(options.upstream)
+    except ValueError as exc:
+        raise StartError(str(exc)) from None
     listen = f"{options.host}:{options.port}"
     try:
         # Bound before the trace and the analysis process exist: a port in use

@@ -11,8 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from tests.relay.stdio_support import relay_env
 
 MCPSNIFF = [sys.executable, "-m", "mcpsniff"]
@@ -38,30 +36,18 @@ def _http(tmp_path: Path, *args: str) -> tuple[int | None, str, Path]:
         return None, err, trace
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="http --listen skips listen_address.py: '[::1' fails at bind ('cannot listen on ::1')",
-)
 def test_listen_with_an_unclosed_bracket_is_a_usage_error(tmp_path: Path) -> None:
     status, err, _ = _http(tmp_path, "--listen", "[::1", "--upstream", "http://127.0.0.1:9/")
     assert status == 2
     assert "an IPv6 address goes inside [ ]" in err, err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="http --listen accepts an IPv6 address without brackets ('::1:8080') and starts",
-)
 def test_listen_with_an_unbracketed_ipv6_address_is_refused(tmp_path: Path) -> None:
     status, err, _ = _http(tmp_path, "--listen", "::1:0", "--upstream", "http://127.0.0.1:9/")
     assert status == 2, err
     assert "inside [ ]" in err, err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="http --upstream 'http://[::1' ends in a yarl ValueError traceback, exit 1, trace left",
-)
 def test_upstream_with_a_broken_ipv6_literal_is_one_line_and_no_trace(tmp_path: Path) -> None:
     status, err, trace = _http(tmp_path, "--listen", "127.0.0.1:0", "--upstream", "http://[::1")
     assert status == 2, err
