@@ -61,10 +61,6 @@ def test_a_killed_analysis_process_is_accounted_for_in_the_trace(tmp_path: Path)
     assert events(records, "session-end")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="relay/stdio.py: asyncio's 'pipe closed by peer' warnings reach the user's stderr",
-)
 def test_writing_to_a_child_that_closed_its_stdin_adds_no_asyncio_noise(tmp_path: Path) -> None:
     """A server that closes its stdin but keeps running while the client sends 20 MB:
     stderr gets asyncio's unprefixed 'pipe closed by peer or os.write(pipe, data)
