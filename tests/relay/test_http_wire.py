@@ -78,7 +78,7 @@ def test_the_host_line_is_swapped_in_place_with_or_without_dropped_fields() -> N
 
 
 def test_only_an_http_1_0_keep_alive_is_spoken_on_the_next_hop() -> None:
-    ask = b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n"
+    ask = b"GET / HTTP/1.0\r\nHost: h\r\nConnection: Keep-Alive\r\n\r\n"
     assert keep_alive_line(request_head(ask)) == b"Connection: keep-alive\r\n"
     assert keep_alive_line(request_head(ask.replace(b"1.0", b"1.1"))) == b""
     assert keep_alive_line(request_head(b"GET / HTTP/1.0\r\n\r\n")) == b""

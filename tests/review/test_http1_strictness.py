@@ -49,10 +49,6 @@ def test_a_plain_request_passes_both() -> None:
     assert not any(isinstance(e, Malformed) for e in events)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="relay/http1.py forwards heads h11 and RFC 9112 refuse (Host count, target, TE)",
-)
 @pytest.mark.parametrize("case", sorted(HEADS))
 def test_heads_h11_refuses_are_refused(case: str) -> None:
     data = HEADS[case]
