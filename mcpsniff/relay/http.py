@@ -460,11 +460,19 @@ async def serve(
             status = await analysis.finish(warn)
             # The analysis process warns itself when the trace is incomplete (3);
             # any other failure would otherwise pass in silence.
-            if status not in (0, TRACE_INCOMPLETE) and not broken and warn is not None:
-                warn(
-                    f"mcpsniff http: warning: the analysis process exited with status {status}; "
-                    "the trace may be incomplete"
-                )
+            if status not in (0, TRACE_INCOMPLETE):
+                if not broken and warn is not None:
+                    how = (
+                        f"was killed by signal {-status}"
+                        if status < 0
+                        else f"exited with status {status}"
+                    )
+                    warn(
+                        f"mcpsniff http: warning: the analysis process {how}; "
+                        "the trace may be incomplete"
+                    )
+                # Whatever went wrong there, what the command reports is the trace's state.
+                status = TRACE_INCOMPLETE
     return status
 
 

@@ -47,7 +47,8 @@ def _killed_mid_run(proxy: Proxy) -> tuple[list[int], list[EventRecord]]:
     os.kill(analysis_process(proxy), signal.SIGKILL)
     statuses += run(_post_all(proxy.url, 20, 1))
     proxy.proc.send_signal(signal.SIGTERM)
-    assert proxy.proc.wait(30) == 0, proxy.stderr
+    # 3: the trace is incomplete (mcpsniff http --help); the clients were all served.
+    assert proxy.proc.wait(30) == 3, proxy.stderr
     with TraceReader(proxy.trace_path) as reader:
         events = [r for r in reader.records() if isinstance(r, EventRecord)]
     return statuses, events
