@@ -190,3 +190,37 @@ def test_text_pairs_read_each_byte_a_bounded_number_of_times(
     frame = b"monkey=" * 2000
     current.redact_frame(frame)
     assert tail.scanned <= 8 * len(frame), f"{tail.scanned} bytes read for {len(frame)}"
+
+
+_URL_PARTS = [
+    "https://",
+    "http://u:",
+    "p4ss",
+    "@",
+    "host",
+    "/p",
+    "?",
+    "key=",
+    "abc",
+    "&",
+    "sig=",
+    "x",
+    "code=",
+    "token=",
+    "%20",
+]
+_URL_PARTS += ["Bearer ", "sk-proj-A1b2C3d4E5f6G7h8I9j0"]
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(_URL_PARTS), max_size=12), st.integers(0, 1000))
+def test_urls_headers_and_argv_redact_as_before(parts: list[str], seed: int) -> None:
+    text = _mixed_case("".join(parts), seed) if seed % 2 else "".join(parts)
+    assert current.redact_url(text) == reference.redact_url(text)
+    pairs = [("X-Thing", text), ("Authorization", text), ("Mcp-Session-Id", text)]
+    assert current.redact_header_pairs(pairs) == reference.redact_header_pairs(pairs)
+    argv = ["--token", text, f"--api-key={text}", text]
+    assert current.redact_argv(argv) == reference.redact_argv(argv)
+    assert current.redact_json_value({"a": text, "password": text}) == reference.redact_json_value(
+        {"a": text, "password": text}
+    )
