@@ -54,10 +54,6 @@ def test_without_a_gap_every_byte_is_a_frame() -> None:
     assert _accounted(records, S2C) == len(BEFORE + AFTER + PONG)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core/stdio_adapter: bytes skipped after a gap up to the next newline are not counted",
-)
 @pytest.mark.parametrize("where", ["inside-a-line", "on-a-line-boundary"])
 def test_a_gap_accounts_for_every_byte(where: str) -> None:
     """On a line boundary the whole next message is skipped (and counted nowhere):
