@@ -5,8 +5,10 @@ analyzer parses the frame. Its cost is reported per frame and as a ratio to
 ``orjson.loads`` of the same bytes (which the analyzer pays anyway), for the
 frame shapes a session is made of: a 1 KiB ``tools/call`` without secrets
 (the commonest frame), one that carries a ``progressToken`` (a name hint that
-is not a secret), one with secrets by name and by value, and a 4 KiB tool
-result with JSON inside its text (the nested path).
+is not a secret), one with secrets by name and by value, one with a URL
+without credentials (a value hint, ``://``), an error response (its
+``"code"`` is a query-name hint), a 4 KiB tool result with JSON inside
+its text (the nested path), and a resources/list answer with 100 URIs.
 
 Times are CPU time of this process, best of ``--repeat`` interleaved rounds,
 so a loaded machine shifts both sides alike.
@@ -50,13 +52,29 @@ def _frames() -> dict[str, bytes]:
     secrets["params"]["arguments"].update(
         {"api_key": "abc123", "auth": "Bearer abcdef0123456789", "url": "https://u:pw@h/x"}
     )
+    linked = json.loads(json.dumps(call))
+    linked["params"]["arguments"]["source"] = "https://example.com/docs/page?lang=en"
+    error = {"jsonrpc": "2.0", "id": 42, "error": {"code": -32602, "message": _FILLER[:900]}}
+    listing = {
+        "jsonrpc": "2.0",
+        "id": 42,
+        "result": {
+            "resources": [
+                {"uri": f"file:///home/user/project/src/module_{i}.py", "name": f"module_{i}.py"}
+                for i in range(100)
+            ]
+        },
+    }
     inner = json.dumps({"rows": [{"name": f"r{i}", "note": _FILLER[:150]} for i in range(20)]})
     result = {"jsonrpc": "2.0", "id": 42, "result": {"content": [{"type": "text", "text": inner}]}}
     return {
         "tools/call 1 KiB, no secret": orjson.dumps(call) + b"\n",
         "tools/call + progressToken": orjson.dumps(progress) + b"\n",
         "tools/call with 3 secrets": orjson.dumps(secrets) + b"\n",
+        "tools/call with a URL": orjson.dumps(linked) + b"\n",
+        'error response ("code")': orjson.dumps(error) + b"\n",
         "4 KiB result, JSON in text": orjson.dumps(result) + b"\n",
+        "resources/list, 100 URIs": orjson.dumps(listing) + b"\n",
     }
 
 

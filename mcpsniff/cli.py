@@ -28,7 +28,7 @@ from mcpsniff.render import Style, Timeline, finding_json, report_lines
 from mcpsniff.safe_output import json_line, tolerate_surrogates
 from mcpsniff.seconds import Seconds
 from mcpsniff.sinks import Sink
-from mcpsniff.trace.format import TraceError, TraceReader
+from mcpsniff.trace.format import TraceError, TraceReader, TraceWriter
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -275,7 +275,7 @@ def stdio(
     on (128+N for a child killed by signal N); SIGINT, SIGTERM and SIGHUP are
     forwarded to the child's process group.
     """
-    from mcpsniff.relay.stdio import StartError, StdioOptions, open_trace, run_stdio
+    from mcpsniff.relay.stdio import StartError, StdioOptions, run_stdio
 
     options = StdioOptions(
         command=list(command), trace=trace_path, show=show, redact=not no_redact, name=name
@@ -283,22 +283,24 @@ def stdio(
     if otlp:
         _otlp_sink("stdio", otlp)  # a bad endpoint or a missing extra: exit 2 now, not later
         options.outputs = Outputs(otlp=otlp)
-    try:
-        writer = open_trace(options)
-    except StartError as exc:
-        _fail("stdio", str(exc))
-        return
-    if writer.note:
-        click.echo(f"mcpsniff stdio: warning: {writer.note}", err=True)
-    verb = "appending a session of" if writer.appended else "recording"
-    click.echo(f"mcpsniff: {verb} {command[0]} to {writer.path}", err=True)
-    # The child's stderr already passes through unchanged: don't show it twice.
-    listener, flush = _live_display(show, skip_events={"stderr"})
+
+    def announce(writer: TraceWriter) -> None:
+        if writer.note:
+            click.echo(f"mcpsniff stdio: warning: {writer.note}", err=True)
+        verb = "appending a session of" if writer.appended else "recording"
+        click.echo(f"mcpsniff: {verb} {command[0]} to {writer.path}", err=True)
 
     def warn(text: str) -> None:
         click.echo(terminal_safe(text), err=True)
 
-    sys.exit(run_stdio(options, writer, listener, warn, flush))
+    # The child's stderr already passes through unchanged: don't show it twice.
+    listener, flush = _live_display(show, skip_events={"stderr"})
+    try:
+        status = run_stdio(options, announce=announce, warn=warn, show=listener, show_flush=flush)
+    except StartError as exc:
+        _fail("stdio", str(exc))
+        return
+    sys.exit(status)
 
 
 def _live_display(

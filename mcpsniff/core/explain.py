@@ -250,6 +250,13 @@ WRITTEN: dict[str, str] = {
         "while the stream was open, so the server does not serve what it announced. Fix the "
         "server's routes (or the URI it puts in the endpoint event)."
     ),
+    "MOD-HTTP-POST-ONLY": (
+        "2026-07-28 Streamable HTTP is stateless: a server never mints an Mcp-Session-Id nor "
+        "echoes the client's, and GET/DELETE on the endpoint should get 405. This server "
+        "answered a 2026-07-28 request with an Mcp-Session-Id header, so clients that honour "
+        "it tie themselves to one server instance. Drop the header for modern requests "
+        "(a dual-era server may still mint one for a 2025-era initialize)."
+    ),
     "MOD-SUBS-ACK-FIRST": (
         "On a subscriptions/listen subscription the server's first message must be "
         "notifications/subscriptions/acknowledged carrying _meta "

@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 from urllib.parse import unquote_plus
 
 from mcpsniff.core.hint_scan import HintScanner, Hits
 from mcpsniff.core.secret_names import PROTOCOL_NAMES, Context, is_secret_name, words
-from mcpsniff.core.secret_values import DETECTORS, VALUE_HINTS
+from mcpsniff.core.secret_values import DETECTORS, VALUE_HINTS, Detector
 
 __all__ = [
     "MARK",
@@ -72,9 +72,14 @@ _NUMBER_AT = re.compile(rb"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _COLON_AT = re.compile(rb"[ \t\r\n]*:[ \t\r\n]*")
 # After a name in plain text: `=value`, `: value`, `="value"`, `: Bearer value`.
 _PAIR_TAIL = re.compile(
-    rb"[ \t]*[=:][ \t]*(\\?[\"'])?((?:bearer|basic|digest) +)?([^\s&\"',;<>\\]+)"
+    rb"[ \t]*[=:][ \t]*(\\?[\"'])?((?:bearer|basic|digest) +)?([^\s&\"',;<>\\])"
 )
+#: The rest of the value whose first byte ``_PAIR_TAIL`` matched (kept apart so
+#: that hints inside one long value do not each read it to its end again).
+_VALUE_RUN = re.compile(rb"[^\s&\"',;<>\\]*")
 _NAME_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_.-")
+#: The rest of a name from a hint on, in lower-cased bytes (at most 40 of ``_NAME_BYTES``).
+_NAME_RUN = re.compile(rb"[a-z0-9_.\-]{0,40}")
 # The members whose values the analyzer needs exactly: never touched by a value detector.
 _PROTECTED_BEFORE = re.compile(
     rb'"(?:id|progressToken|cursor|nextCursor|requestId|method|jsonrpc)"[ \t\r\n]*:[ \t\r\n]*$'
@@ -258,22 +263,67 @@ def _encode_string(text: str) -> bytes:
 def _values(data: bytes, low: bytes, hits: Hits, depth: int) -> tuple[bytes, int]:
     """Credentials recognised by their format, whatever they are called."""
     count = 0
-    present = hits.present()
     for detector, ids in _DETECTOR_IDS:
-        if present.isdisjoint(ids):
+        if hits.present().isdisjoint(ids):
             continue
         cuts: list[tuple[int, int, bytes]] = []
-        for match in detector.pattern.finditer(data):
+        for match in anchored_matches(detector, data, hits.positions(ids)):
             start, end = match.span(detector.group)
             if data.startswith(_MARK_BYTES, start) or _protected(data, start):
                 continue
             cuts.append((start, end, _MARK_BYTES))
         if cuts:
             data = _splice(data, cuts)
-            hits_now = _SCANNER.scan(data.lower())
-            present = frozenset() if hits_now is None else hits_now.present()
             count += len(cuts)
+            rescanned = _SCANNER.scan(data.lower())
+            if rescanned is None:
+                break
+            hits = rescanned
     return data, count
+
+
+#: Tries of a detector's pattern per frame before anchored_matches searches instead.
+_PROBE_BUDGET = 4096
+
+
+def anchored_matches(
+    detector: Detector, data: bytes, hint_starts: Iterable[int]
+) -> Iterator[re.Match[bytes]]:
+    """What ``detector.pattern.finditer(data)`` yields, trying the pattern only near hints.
+
+    Every match has one of the detector's hints at most ``hint_offset`` bytes
+    after its start (and only ``lead`` bytes before it), so the leftmost match
+    from any position is among those candidates; they are tried in ascending
+    order, each at most once, and the search resumes at the end of a match
+    exactly as ``finditer`` does. ``hint_starts`` ascend (``Hits.positions``).
+    """
+    match_at = detector.pattern.match
+    back = detector.hint_offset
+    lead = detector.lead
+    resume = 0  # no match may start before here (the end of the last one)
+    untried = 0  # candidates before here were tried and failed
+    # Hints everywhere (a hostile "eyJeyJeyJ..."): past this many tries one
+    # search over the rest is cheaper, and finds the same from where we are.
+    budget = _PROBE_BUDGET + len(data) // 64
+    for hint in hint_starts:
+        budget -= 1
+        if budget < 0:
+            yield from detector.pattern.finditer(data, max(resume, untried))
+            return
+        start = max(resume, untried, hint - back)
+        if lead is not None and start < hint:
+            # A match's bytes before its hint are all ``lead`` bytes: none
+            # can start before the run of them that ends at the hint.
+            run = lead.search(data, start, hint)
+            start = hint + 1 if run is None else run.start()
+        while start <= hint:
+            match = match_at(data, start)
+            if match is not None:
+                yield match
+                resume = match.end()
+                break
+            start += 1
+        untried = start
 
 
 def _protected(data: bytes, start: int) -> bool:
@@ -293,21 +343,24 @@ def _text_pairs(data: bytes, low: bytes, hits: Hits, depth: int) -> tuple[bytes,
         return data, 0
     cuts: list[tuple[int, int, bytes]] = []
     floor = 0
-    size = len(low)
+    name_run = _NAME_RUN.match
+    run_start = run_end = 0  # the last value run measured
     for hint in hits.positions(_PAIR_IDS):
         if hint < floor:
             continue
-        start = hint
-        while start > 0 and hint - start < 40 and low[start - 1] in _NAME_BYTES:
-            start -= 1
-        end = hint
-        while end < size and end - hint < 40 and low[end] in _NAME_BYTES:
-            end += 1
+        end = name_run(low, hint).end()
         floor = end
         tail = _PAIR_TAIL.match(low, end)
         if tail is None:
-            continue
-        value_start, value_end = tail.span(3)
+            continue  # most hints (inside words, base64, JSON names): no pair
+        start = hint
+        while start > 0 and hint - start < 40 and low[start - 1] in _NAME_BYTES:
+            start -= 1
+        value_start = tail.start(3)
+        if not run_start <= value_start < run_end:
+            # A value run ends at the same byte wherever in it one starts.
+            run_start, run_end = value_start, _VALUE_RUN.match(low, value_start).end()
+        value_end = run_end
         if low.startswith(_MARK_LOW, value_start):
             continue
         before = low[start - 1 : start] if start else b""

@@ -31,6 +31,14 @@ class Detector:
     pattern: re.Pattern[bytes]
     #: The group to replace; the rest of the match (a prefix, a scheme) is kept.
     group: int = 0
+    #: How far after the start of a match one of ``hints`` may start (in the
+    #: lower-cased match). The pattern is then tried only there, not at every
+    #: offset: a ``\b``-led pattern costs ``re`` 10-18 us per KiB of searching.
+    hint_offset: int = 0
+    #: With a ``hint_offset``: the bytes a match may have before its hint, as a
+    #: pattern ending in ``\Z``. Candidates start only where a run of them reaches
+    #: the hint, so a URL costs a few tries instead of ``hint_offset``.
+    lead: re.Pattern[bytes] | None = None
 
 
 def _rx(pattern: bytes, flags: int = 0) -> re.Pattern[bytes]:
@@ -98,6 +106,8 @@ DETECTORS: tuple[Detector, ...] = (
         (b"://",),
         _rx(rb"\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://[^\s/?#@\"'<>:\\]*:([^\s/?#@\"'<>\\]+)@"),
         1,
+        hint_offset=21,  # "://" after a scheme of 2 to 21 characters
+        lead=_rx(rb"[A-Za-z0-9+.\-]+\Z"),
     ),
 )
 

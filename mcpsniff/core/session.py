@@ -6,6 +6,13 @@ and correlates the traffic, runs the conformance rules for the protocol
 version in force, and returns records. It never reads a clock, never does I/O
 and never raises on traffic: a bad frame is data (DESIGN.md invariant 3).
 
+The state machine lives here, in one place: framing, parsing, classification,
+the pairing of replies with requests (and with the bad input they answer), the
+protocol era. It reports nothing itself: what it found goes to the rules
+registered for it (``rules/registry.py``: by message kind and method, by
+pairing outcome, by frame shape, by transport event), through tables built
+once per key.
+
 ``mcpsniff check`` re-runs the same ``analyze_frame``/``apply_event`` code on
 the frame and event records of a saved trace, so live and offline findings
 agree (invariant 4).

@@ -83,6 +83,7 @@ class StdioAdapter:
         pending = {d: session._framers[d].pending for d in (C2S, S2C)}
         data = {"reason": "the relay ended without finishing", "unframed_bytes": pending}
         self.recorder.event(SESSION, "session-end", t, data)
+        self.recorder.close(t)  # the session has ended: this only closes the sinks
 
     def _data(self, o: StreamData) -> None:
         data = o.body

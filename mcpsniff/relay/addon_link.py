@@ -32,10 +32,10 @@ from typing import Any
 import orjson
 
 from mcpsniff.core.model import FindingRecord, FrameRecord, Record
+from mcpsniff.core.observation_codec import register
 from mcpsniff.core.observations import Observation
 from mcpsniff.relay.analysis_process import AnalysisProcess
 from mcpsniff.relay.channel import big_pipe
-from mcpsniff.relay.control import Show, Sync
 from mcpsniff.relay.outputs import Outputs
 from mcpsniff.relay.recorder import Recorder
 from mcpsniff.render import Style, Timeline
@@ -54,6 +54,27 @@ _LENGTH = struct.Struct("<I")
 # --------------------------------------------------------------------------- messages
 
 
+@dataclass(frozen=True, slots=True)
+class Sync:
+    """Addon to worker: answer once every finding of exchange ``exchange`` is made."""
+
+    exchange: int
+    t: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Show:
+    """Addon to worker: start or stop sending ``mcpsniff_show`` lines."""
+
+    on: bool
+    t: float = 0.0
+
+
+# The channel's own tags (200 and up): these travel with the observations, in order.
+register(Sync, 200)
+register(Show, 201)
+
+
 @dataclass(slots=True)
 class FlowFinding:
     """A finding, with the exchanges (flows) whose frames it names."""
@@ -66,7 +87,7 @@ class FlowFinding:
 
 @dataclass(slots=True)
 class Reply:
-    """What the analysis process tells the addon after a batch of calls.
+    """What the analysis process tells the addon after a batch of observations.
 
     Findings come before the syncs they precede: the addon attaches them
     first, then lets the synced exchanges' hooks go on.

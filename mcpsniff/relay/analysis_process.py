@@ -41,6 +41,8 @@ class AnalysisProcess:
     channel: Channel
     #: The spawned interpreter (None for a fork, reaped with waitpid).
     proc: subprocess.Popen[bytes] | None = None
+    #: A forked process's exit status, once reaped.
+    status: int | None = None
 
     @classmethod
     def fork(
@@ -111,12 +113,11 @@ class AnalysisProcess:
         """The exit status, once the process has exited (None before)."""
         if self.proc is not None:
             return self.proc.poll()
-        pid, status = os.waitpid(self.pid, os.WNOHANG)
-        if pid:
-            code = os.waitstatus_to_exitcode(status)
-            self.poll = lambda: code  # type: ignore[method-assign]  # reaped once
-            return code
-        return None
+        if self.status is None:
+            pid, status = os.waitpid(self.pid, os.WNOHANG)
+            if pid:  # reaped: waitpid would not know it again
+                self.status = os.waitstatus_to_exitcode(status)
+        return self.status
 
     async def wait(self) -> int:
         """Wait for the analysis process to exit; its exit status."""

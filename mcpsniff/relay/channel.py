@@ -10,17 +10,21 @@ as observations (``mcpsniff.core.observations``) encoded with
 
 ``Channel`` is the shell's end. Observations made during one turn of the
 event loop (or within ``delay``) are encoded into one batch and written with
-one system call; a big body goes on its own, uncopied (``writev``). What the
-pipe cannot take now waits in a backlog, bounded by ``limit`` bytes; past
-it, bytes are dropped, never forwarded bytes, and never silently:
+one system call; a big body goes on its own, uncopied (``writev``), and so
+does a stdio chunk that nothing waits before (a lone request must not wait
+for the end of the turn). What the pipe cannot take now waits in a backlog,
+bounded by ``limit`` bytes; past it, bytes are dropped, never forwarded
+bytes, and never silently:
 
 * stream bytes (stdio) become a ``StreamGap`` of their direction, told before
   that direction's next observation;
 * a response body piece becomes a ``ResponseGap`` of its exchange, a request
   body a ``RequestGap`` (a streamed piece is left out: its offset shows the
   hole); what says an exchange happened always goes;
-* everything dropped is counted in a ``CaptureGap``, told once the backlog has
-  room again, and always before the trace ends (``end``).
+* every other observation dropped (bodies, stderr pieces and, far behind,
+  even observations without bytes) is counted in a ``CaptureGap``, told once
+  the backlog has room again;
+* every gap still untold is told before the trace ends (``end``).
 
 ``read_batches`` is the analysis process's end. ``InProcess`` has the same
 interface and replays observations at once, in the shell's own process
@@ -153,6 +157,8 @@ class Channel:
 
     def send(self, observation: Any) -> None:
         """Queue one observation; when the backlog is full, its bytes are dropped and counted."""
+        if self.broken:
+            return
         kind = type(observation)
         if kind is StreamData:
             self.send_data(observation.direction, observation.t, observation.body)
@@ -188,8 +194,11 @@ class Channel:
         """``send(StreamData(direction, t, chunk))``, without building the object.
 
         The stdio relay's hot path: a call per chunk forwarded, as cheap as
-        a struct header (the same frame as ``send`` makes).
+        a struct header (the same frame as ``send`` makes), written at once
+        unless other observations of this turn wait before it.
         """
+        if self.broken:
+            return
         size = len(chunk)
         if self.pending_bytes + self._batch_bytes + size > self.limit:
             lost = self._lost_streams
@@ -199,7 +208,11 @@ class Channel:
             self._tell_stream_gap(direction, t)
         head = encode_stream_data(direction, t, chunk)
         self._batch_t = t
-        if size > INLINE_LIMIT:
+        if not self._batch or size > INLINE_LIMIT:
+            # At once, as the chunk itself was forwarded: waiting for the end of
+            # the event-loop turn would cost a lone request a loop iteration
+            # (an epoll call) per hop, and a stdio relay reads whole 64 KiB
+            # chunks under load anyway.
             self.flush()
             self._write((head, chunk))
             return

@@ -47,7 +47,7 @@ from mcpsniff.relay.http_wire import ClientSide
 from mcpsniff.relay.outputs import Outputs, attach
 from mcpsniff.relay.recorder import Recorder
 from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver
-from mcpsniff.relay.worker import Worker
+from mcpsniff.relay.worker import fork_analysis
 from mcpsniff.trace.format import TraceWriter
 from mcpsniff.trace.paths import TraceOpenError, open_trace_file
 
@@ -425,6 +425,7 @@ async def serve(
     its exit status (0 without one).
     """
     capture = None
+    status = 0
     if analysis is not None:
         capture = analysis.channel
         capture.attach(asyncio.get_running_loop())
@@ -450,7 +451,7 @@ async def serve(
     finally:
         if analysis is not None:
             status = await analysis.finish(warn)
-    return status if analysis is not None else 0
+    return status
 
 
 class StartError(Exception):
@@ -499,24 +500,23 @@ def run_http(
             f"mcpsniff http: warning: listening on {options.host}, not loopback: anyone who "
             "can reach this address can use the proxy and the server behind it"
         )
-    # Flushed once per batch of observations (the worker does it).
-    recorder = Recorder(opened.writer, "http", redact=options.redact, autoflush=False)
-    if show is not None:
-        recorder.listeners.append(show)
-    if show_flush is not None:
-        recorder.batch_listeners.append(show_flush)
-    worker = Worker(recorder, adapter(recorder, options).apply, warn=warn)
-
-    def work(fd: int) -> int:
-        sock.close()  # the listening socket is the relay's alone
-        attach(recorder, options.outputs)  # the sinks belong to the analysis process
-        return worker.run(fd)
-
     try:
         # Recording only, the analysis runs on CPU nobody else wants: under load the
         # proxy keeps the cores and the analysis catches up in the pauses. With
         # --show the user is watching it live, so it keeps a (low) share instead.
-        analysis = AnalysisProcess.fork(work, BACKLOG_LIMIT, idle=not options.show)
+        analysis = fork_analysis(
+            opened.writer,
+            "http",
+            lambda recorder: adapter(recorder, options),
+            limit=BACKLOG_LIMIT,
+            redact=options.redact,
+            outputs=options.outputs,
+            show=show,
+            show_flush=show_flush,
+            warn=warn,
+            idle=not options.show,
+            in_child=sock.close,  # the listening socket is the relay's alone
+        )
     except OSError as exc:
         opened.writer.close()
         sock.close()

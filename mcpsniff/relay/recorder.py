@@ -1,9 +1,11 @@
-"""The recorder every relay shell uses: analyzer in, trace out.
+"""The recorder every capture ends in: analyzer in, trace out.
 
-A shell calls ``feed`` with the bytes it has *already forwarded* (forward
-first, observe second: DESIGN.md invariant 2) and the wall-clock time it
-read; the recorder runs the sans-I/O session and writes every record to the
-trace. Listeners (``--show``) get the same records.
+An adapter (``mcpsniff.core.stdio_adapter``, ``mcpsniff.core.http_adapter``)
+replaying a shell's observations calls ``feed`` with bytes the shell has
+*already forwarded* (forward first, observe second: DESIGN.md invariant 2)
+and the wall-clock time it read them; the recorder runs the sans-I/O session
+and writes every record to the trace. Listeners (``--show``) and sinks get
+the same records.
 """
 
 from __future__ import annotations

@@ -99,7 +99,7 @@ class RemoteObserver:
 
 
 class RemoteExchange:
-    """One exchange as a shell sees it: the ``ExchangeRecorder`` calls, noted for elsewhere."""
+    """One exchange as a shell sees it: each step becomes an observation for its sink."""
 
     __slots__ = (
         "_parser",

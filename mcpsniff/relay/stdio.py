@@ -15,18 +15,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
 import os
 import shutil
 import signal
-import stat
 import sys
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from mcpsniff.core.model import C2S, S2C, Record
 from mcpsniff.core.observations import Stderr, StreamEnd, TransportEvent
@@ -34,13 +31,19 @@ from mcpsniff.core.redact import recorded_argv
 from mcpsniff.core.stdio_adapter import SESSION, StdioAdapter
 from mcpsniff.relay.analysis_process import AnalysisProcess
 from mcpsniff.relay.channel import Channel
-from mcpsniff.relay.outputs import Outputs, attach
-from mcpsniff.relay.recorder import Recorder
-from mcpsniff.relay.worker import TRACE_INCOMPLETE, Worker
+from mcpsniff.relay.outputs import Outputs
+from mcpsniff.relay.stdio_io import (
+    CHUNK,
+    Input,
+    Output,
+    blocking_modes,
+    restore_blocking,
+    write_through,
+)
+from mcpsniff.relay.worker import TRACE_INCOMPLETE, fork_analysis
 from mcpsniff.trace.format import TraceWriter
 from mcpsniff.trace.paths import TraceOpenError, open_trace_file
 
-CHUNK = 1 << 16
 #: How far (in bytes) the analyzer may fall behind before the relay stops
 #: queueing copies for it. Forwarding never waits for the analyzer.
 DEFAULT_BACKLOG_LIMIT = 256 << 20
@@ -82,124 +85,6 @@ def open_trace(options: StdioOptions) -> TraceWriter:
         raise StartError(str(exc)) from None
 
 
-# --------------------------------------------------------------------------- byte endpoints
-
-
-class _Output:
-    """Our stdout or stderr: non-blocking for pipes, plain writes for files."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self.writer: asyncio.StreamWriter | None = None
-        self.protocol: _WriteProtocol | None = None
-        self.was_blocking = True
-        self.broken = False
-
-    async def open(self) -> None:
-        try:
-            mode = os.fstat(self.fd).st_mode
-        except OSError:
-            self.broken = True
-            return
-        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
-            loop = asyncio.get_running_loop()
-            self.was_blocking = os.get_blocking(self.fd)
-            pipe = os.fdopen(os.dup(self.fd), "wb", buffering=0)
-            transport, protocol = await loop.connect_write_pipe(_WriteProtocol, pipe)
-            _write_through(transport)
-            self.protocol = protocol
-            self.writer = asyncio.StreamWriter(transport, protocol, None, loop)
-
-    async def write(self, data: bytes) -> None:
-        if self.broken:
-            return
-        try:
-            if self.writer is not None:
-                self.writer.write(data)
-                await self.writer.drain()
-            else:
-                view = memoryview(data)
-                while view:
-                    written = os.write(self.fd, view)
-                    view = view[written:]
-        except (BrokenPipeError, ConnectionResetError, OSError):
-            self.broken = True
-
-    def write_nowait(self, data: bytes) -> None:
-        """Queue ``data`` behind what is already being written, without waiting."""
-        if self.broken:
-            return
-        if self.writer is None:
-            with contextlib.suppress(OSError):
-                os.write(self.fd, data)  # a file or terminal: a plain blocking write
-            return
-        if self.writer.transport.is_closing():
-            # The reader went away. Writing on would make asyncio log a warning
-            # to sys.stderr, which may be this very stream: stop here instead.
-            self.broken = True
-            return
-        self.writer.write(data)
-
-    def text_stream(self, like: TextIO) -> TextIO:
-        """A text stream whose writes are queued on this output (see ``StdioRelay.run``)."""
-        return io.TextIOWrapper(
-            _QueuedRaw(self),
-            encoding=getattr(like, "encoding", None) or "utf-8",
-            errors=getattr(like, "errors", None) or "backslashreplace",
-            line_buffering=True,
-            write_through=True,
-        )
-
-    async def close(self, stall: float) -> None:
-        """Write out what is still queued, then close.
-
-        Waits until the transport has written everything (``drain()`` returns
-        while up to the low-water mark is still queued, and that tail would be
-        lost), as long as the reader makes progress; a reader that takes
-        nothing for ``stall`` seconds does not hold the relay forever.
-        """
-        if self.writer is None or self.protocol is None:
-            return
-        transport = self.writer.transport
-        transport.close()  # flushes what is queued, then reports connection_lost
-        closed = self.protocol.closed
-        while not closed.done():
-            queued = transport.get_write_buffer_size()
-            await asyncio.wait({closed}, timeout=stall)
-            if not closed.done() and transport.get_write_buffer_size() >= queued:
-                transport.abort()
-                break
-
-
-class _WriteProtocol(asyncio.streams.FlowControlMixin):
-    """Flow control for a write pipe, plus a future that is done when it is closed."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        super().connection_lost(exc)
-        if not self.closed.done():
-            self.closed.set_result(None)
-
-
-class _QueuedRaw(io.RawIOBase):
-    """The raw layer under ``_Output.text_stream``: every write goes to ``write_nowait``."""
-
-    def __init__(self, output: _Output) -> None:
-        super().__init__()
-        self.output = output
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: Any) -> int:
-        chunk = bytes(data)
-        self.output.write_nowait(chunk)
-        return len(chunk)
-
-
 class _ChildProtocol(asyncio.subprocess.SubprocessStreamProtocol):
     """The protocol ``create_subprocess_exec`` uses, plus a future done when the child exits."""
 
@@ -211,59 +96,6 @@ class _ChildProtocol(asyncio.subprocess.SubprocessStreamProtocol):
         super().process_exited()
         if not self.exited.done():
             self.exited.set_result(None)
-
-
-class _Input:
-    """Our stdin: a non-blocking pipe reader, or a thread for files and terminals."""
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self.reader: asyncio.StreamReader | None = None
-        self.transport: asyncio.BaseTransport | None = None
-
-    async def open(self) -> None:
-        try:
-            mode = os.fstat(self.fd).st_mode
-        except OSError:
-            return
-        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
-            loop = asyncio.get_running_loop()
-            reader = asyncio.StreamReader(limit=CHUNK, loop=loop)
-            pipe = os.fdopen(os.dup(self.fd), "rb", buffering=0)
-            self.transport, _ = await loop.connect_read_pipe(
-                lambda: asyncio.StreamReaderProtocol(reader, loop=loop), pipe
-            )
-            self.reader = reader
-
-    async def read(self) -> bytes:
-        if self.reader is not None:
-            return await self.reader.read(CHUNK)
-        # A daemon thread per read, not the default executor: on a terminal
-        # the read blocks until the user types something, and ``asyncio.run``
-        # joins the executor's threads before it returns (mcpsniff would hang
-        # after the child exited until Enter was pressed).
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[bytes] = loop.create_future()
-
-        def read_blocking() -> None:
-            try:
-                data = os.read(self.fd, CHUNK)
-            except OSError:
-                data = b""
-            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
-                loop.call_soon_threadsafe(_resolve, done, data)
-
-        threading.Thread(target=read_blocking, name="mcpsniff-stdin", daemon=True).start()
-        return await done
-
-    def close(self) -> None:
-        if self.transport is not None:
-            self.transport.close()
-
-
-def _resolve(future: asyncio.Future[bytes], data: bytes) -> None:
-    if not future.done():
-        future.set_result(data)
 
 
 # --------------------------------------------------------------------------- the relay
@@ -342,9 +174,9 @@ class StdioRelay:
         # which the process that gave us the pipe (and whoever runs after us,
         # e.g. ``mcpsniff stdio ... ; next-command`` in a script) shares. Every
         # mode is put back as it was when we are done.
-        blocking = _blocking_modes()
-        stdout, stderr = _Output(1), _Output(2)
-        stdin = _Input(0)
+        blocking = blocking_modes()
+        stdout, stderr = Output(1), Output(2)
+        stdin = Input(0)
         await stdout.open()
         await stderr.open()
         await stdin.open()
@@ -366,9 +198,9 @@ class StdioRelay:
             stdin.close()
             await stdout.close(self.options.grace)
             await stderr.close(self.options.grace)
-            _restore_blocking(blocking)
+            restore_blocking(blocking)
 
-    async def _relay(self, stdin: _Input, stdout: _Output, stderr: _Output) -> int:
+    async def _relay(self, stdin: Input, stdout: Output, stderr: Output) -> int:
         """Pump until the child exits and its pipes are drained; return its status."""
         assert self.proc is not None
         proc = self.proc
@@ -438,10 +270,10 @@ class StdioRelay:
 
     # ------------------------------------------------------------------ pumps
 
-    async def _pump_stdin(self, source: _Input, proc: asyncio.subprocess.Process) -> None:
+    async def _pump_stdin(self, source: Input, proc: asyncio.subprocess.Process) -> None:
         assert proc.stdin is not None
         sink = proc.stdin
-        _write_through(sink.transport)
+        write_through(sink.transport)
         send_data, send = self.channel.send_data, self.channel.send
         while True:
             chunk = await source.read()
@@ -459,7 +291,7 @@ class StdioRelay:
         with contextlib.suppress(Exception):
             sink.close()
 
-    async def _pump_out(self, source: asyncio.StreamReader, sink: _Output, direction: str) -> None:
+    async def _pump_out(self, source: asyncio.StreamReader, sink: Output, direction: str) -> None:
         send_data = self.channel.send_data
         while True:
             chunk = await source.read(CHUNK)
@@ -469,7 +301,7 @@ class StdioRelay:
             send_data(direction, time.time(), chunk)
         self.channel.send(StreamEnd(direction, time.time()))
 
-    async def _pump_stderr(self, source: asyncio.StreamReader, sink: _Output) -> None:
+    async def _pump_stderr(self, source: asyncio.StreamReader, sink: Output) -> None:
         send = self.channel.send
         while True:
             chunk = await source.read(CHUNK)
@@ -528,67 +360,41 @@ class StdioRelay:
             os.killpg(proc.pid, sig)
 
 
-def _write_through(transport: asyncio.WriteTransport) -> None:
-    """Make ``drain()`` wait until the pipe has taken every byte, not just most of them.
-
-    A chunk is handed to the analysis process only after ``drain()``; with
-    asyncio's default high-water mark up to 64 KiB could still sit in the
-    transport's buffer then, and if mcpsniff were killed at that moment the
-    trace would record bytes the peer never received.
-    """
-    transport.set_write_buffer_limits(high=0, low=0)
-
-
-def _blocking_modes() -> dict[int, bool]:
-    """The blocking mode of each of our standard descriptors."""
-    modes: dict[int, bool] = {}
-    for fd in (0, 1, 2):
-        with contextlib.suppress(OSError):
-            modes[fd] = os.get_blocking(fd)
-    return modes
-
-
-def _restore_blocking(modes: dict[int, bool]) -> None:
-    # All at once, from modes read before any was changed: stdout and stderr
-    # are often one pipe (2>&1), so per-descriptor bookkeeping would read the
-    # mode another transport had already changed.
-    for fd, mode in modes.items():
-        with contextlib.suppress(OSError):
-            os.set_blocking(fd, mode)
-
-
 def run_stdio(
     options: StdioOptions,
-    writer: TraceWriter,
-    show: Callable[[Record], None] | None = None,
+    *,
+    announce: Callable[[TraceWriter], None] | None = None,
     warn: Callable[[str], None] | None = None,
+    show: Callable[[Record], None] | None = None,
     show_flush: Callable[[], None] | None = None,
 ) -> int:
-    """Run the relay to completion and return the exit status to pass on.
+    """``mcpsniff stdio``: open the trace, fork the analysis, relay; the exit status to pass on.
 
-    The analysis process is forked first, before the event loop or any
-    thread exists; it takes over ``writer`` (this process never writes to
-    the trace again), and the relay then spawns the server and forwards.
+    Raises ``StartError`` (a one-line reason) when it cannot start. The
+    analysis process is forked first, before the event loop or any thread
+    exists; it takes over the trace, and the relay then spawns the server
+    and forwards. ``announce`` is told the trace before that.
     """
-    # Flushed once per batch of observations (the worker does it).
-    recorder = Recorder(writer, "stdio", redact=options.redact, autoflush=False)
-    if show is not None:
-        recorder.listeners.append(show)
-    if show_flush is not None:
-        recorder.batch_listeners.append(show_flush)
-    adapter = StdioAdapter(recorder, redact=options.redact)
-    worker = Worker(recorder, adapter.apply, lost=adapter.lost, label="mcpsniff stdio", warn=warn)
-
-    def work(fd: int) -> int:
-        attach(recorder, options.outputs)  # here, in the analysis process
-        return worker.run(fd)
-
+    writer = open_trace(options)
+    if announce is not None:
+        announce(writer)
     try:
-        analysis = AnalysisProcess.fork(work, options.backlog_limit)
+        analysis = fork_analysis(
+            writer,
+            "stdio",
+            lambda recorder: StdioAdapter(recorder, redact=options.redact),
+            limit=options.backlog_limit,
+            redact=options.redact,
+            outputs=options.outputs,
+            show=show,
+            show_flush=show_flush,
+            warn=warn,
+            label="mcpsniff stdio",
+        )
     except OSError as exc:
+        writer.close()
         raise StartError(f"cannot start the analysis process: {exc.strerror or exc}") from None
-    # The trace belongs to the analysis process now. This process never
-    # writes to ``writer`` again; its buffer is empty (the header was
-    # flushed), so even its finalizer writes nothing.
+    # The trace belongs to the analysis process now: this process never writes
+    # to ``writer`` again, and its buffer is empty (the header was flushed).
     relay = StdioRelay(options, analysis, warn)
     return asyncio.run(relay.run())

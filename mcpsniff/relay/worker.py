@@ -20,10 +20,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from mcpsniff.core.model import Record
 from mcpsniff.core.observation_codec import CodecError
 from mcpsniff.core.observations import CaptureEnd
+from mcpsniff.relay.analysis_process import AnalysisProcess
 from mcpsniff.relay.channel import read_batches
+from mcpsniff.relay.outputs import Outputs, attach
 from mcpsniff.relay.recorder import Recorder
+from mcpsniff.trace.format import TraceWriter
 
 #: Exit status of an analysis process whose trace could not be written in full.
 TRACE_INCOMPLETE = 3
@@ -99,6 +103,50 @@ class Worker:
             )
 
 
+def fork_analysis(
+    writer: TraceWriter,
+    transport: str,
+    make_adapter: Callable[[Recorder], Any],
+    *,
+    limit: int,
+    redact: bool,
+    outputs: Outputs,
+    show: Callable[[Record], None] | None = None,
+    show_flush: Callable[[], None] | None = None,
+    warn: Callable[[str], None] | None = None,
+    label: str = "mcpsniff",
+    idle: bool = False,
+    in_child: Callable[[], None] | None = None,
+) -> AnalysisProcess:
+    """Fork a relay's analysis process: a ``Worker`` writing ``writer``; ``OSError`` if it fails.
+
+    ``make_adapter(recorder)`` gives the shell's adapter (its ``apply``, and
+    ``lost`` if it has one). ``show``/``show_flush`` see every record (``--show``);
+    the sinks ``outputs`` asks for are built in the child, where they run;
+    ``in_child`` runs there first (to let go of what is the relay's alone).
+    Call before the event loop or any thread exists. This process never
+    writes to ``writer`` again.
+    """
+    # Flushed once per batch of observations (the worker does it).
+    recorder = Recorder(writer, transport, redact=redact, autoflush=False)
+    if show is not None:
+        recorder.listeners.append(show)
+    if show_flush is not None:
+        recorder.batch_listeners.append(show_flush)
+    adapter = make_adapter(recorder)
+    worker = Worker(
+        recorder, adapter.apply, lost=getattr(adapter, "lost", None), label=label, warn=warn
+    )
+
+    def work(fd: int) -> int:
+        if in_child is not None:
+            in_child()
+        attach(recorder, outputs)
+        return worker.run(fd)
+
+    return AnalysisProcess.fork(work, limit, idle=idle)
+
+
 def _stderr(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
@@ -114,8 +162,6 @@ def main(argv: list[str] | None = None) -> int:
     from mcpsniff.core.http_adapter import ObservationAdapter
     from mcpsniff.relay.addon_link import FlowReplies
     from mcpsniff.relay.analysis_process import become_analysis_process
-    from mcpsniff.relay.outputs import Outputs, attach
-    from mcpsniff.trace.format import TraceWriter
 
     parser = argparse.ArgumentParser(prog="mcpsniff.relay.worker")
     parser.add_argument("--fd", type=int, required=True, help="the channel's read end")

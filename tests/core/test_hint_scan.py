@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 
 import pytest
 
-from mcpsniff.core.hint_scan import HintScanner
+from mcpsniff.core.hint_scan import HintScanner, Occurrence
 from mcpsniff.core.redact import _SCANNER
 
 HINTS = (b"pass", b"pw", b"key", b"sk-", b"-----begin", b"://", b"aa", b"aaa")
@@ -104,3 +105,47 @@ def test_redaction_uses_every_hint_of_every_detector() -> None:
 
     for detector in DETECTORS:
         assert set(detector.hints) <= set(_SCANNER.hints), detector.name
+
+
+@pytest.mark.parametrize("window", [64, 200])
+def test_dense_data_switches_search_and_still_finds_everything(window: int) -> None:
+    """After a window with many matches the standard search alone runs: same answers."""
+    rng = random.Random(window)
+    scanner = HintScanner(HINTS, window=window)
+    every = frozenset(range(len(scanner.hints)))
+    quiet = b"x" * (3 * window)  # windows without any match around the dense ones
+    dense = b"".join(rng.choice([*HINTS, b"a", b"-", b"k"]) for _ in range(400))
+    for data in (dense, quiet + dense + quiet + dense, dense + quiet):
+        hits = scanner.scan(data)
+        assert hits is not None
+        assert list(hits.positions(every)) == naive_positions(data, scanner.hints)
+        assert {scanner.hints[i] for i in hits.present()} == naive_present(data, scanner.hints)
+
+
+def test_a_large_haystack_is_scanned_once_when_its_occurrences_are_few(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    scanner = HintScanner(HINTS, window=64)
+    passes = 0
+    windows = HintScanner.windows
+
+    def counting(self: HintScanner, data: bytes) -> Iterator[list[Occurrence]]:
+        nonlocal passes
+        passes += 1
+        yield from windows(self, data)
+
+    monkeypatch.setattr(HintScanner, "windows", counting)
+    data = b"x" * 1000 + b"pass" + b"x" * 1000 + b"key"
+    hits = scanner.scan(data)
+    assert hits is not None
+    every = frozenset(range(len(scanner.hints)))
+    for _ in range(3):
+        assert list(hits.positions(every)) == [1000, 2004]
+    assert passes == 1
+    hostile = b"aa" * 20_000  # more occurrences than are kept: scanned per question
+    many = scanner.scan(hostile)
+    assert many is not None
+    passes = 0
+    for _ in range(2):
+        assert sum(1 for _ in many.positions(every)) == 39_999 + 39_998  # "aa", "aaa"
+    assert passes == 2

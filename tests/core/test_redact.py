@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
+from collections.abc import Iterator
 
 import pytest
 
@@ -303,3 +306,101 @@ def test_progress_tokens_pass_and_what_only_looks_like_them_does_not(
     out, count = redact_frame(raw)
     assert out == (raw if redacted is None else redacted)
     assert count == (0 if redacted is None else 1)
+
+
+def _value_haystacks() -> list[bytes]:
+    """Text around every detector's formats, cut and case-mangled, plus the corpus."""
+    import random
+
+    from tests.e2e import secrets_corpus as corpus
+
+    rng = random.Random(12)
+    samples = [json.dumps(value).encode() for value in corpus.VALUE_SECRETS.values()]
+    samples += [
+        b"Bearer abcdefgh12 basic dXNlcjpwYXNzd29yZA== https://u:p@h http://a:b@c:d@e",
+        b"ftp://x:y@z gh" + b"p_" + b"a" * 40 + b" sk-proj-" + b"b" * 30 + b" AKIA" + b"C" * 16,
+        b"-----BEGIN RSA PRIVATE KEY-----abc-----END RSA PRIVATE KEY----- xoxb-1234567890ab",
+        b"svn+ssh://u:p@h a.b-c1://x:y@z _x://u:p@h 9http://u:p@h x-://a:b@c +s3://k:v@b",
+        b"averyveryverylongschemename://u:p@h ab://u:p@h a://u:p@h http://h/p?q=1",
+    ]
+    samples += _corpus_frames()
+    out = list(samples)
+    for _ in range(600):
+        base = bytearray(rng.choice(samples))
+        for _ in range(rng.randint(1, 5)):
+            at = rng.randint(0, len(base))
+            piece = rng.choice(samples)
+            cut = rng.randint(0, len(piece))
+            base[at:at] = piece[cut : cut + rng.randint(1, 40)]
+        if rng.random() < 0.3:
+            base = bytearray(bytes(base).swapcase())
+        out.append(bytes(base))
+    return out
+
+
+def test_anchored_matches_are_exactly_what_finditer_finds() -> None:
+    """Each detector tried only near its hints finds the same matches as a full search."""
+    from mcpsniff.core.redact import _DETECTOR_IDS, _SCANNER, anchored_matches
+
+    found = 0
+    for data in _value_haystacks():
+        hits = _SCANNER.scan(data.lower())
+        for detector, ids in _DETECTOR_IDS:
+            expected = [m.span() for m in detector.pattern.finditer(data)]
+            starts = [] if hits is None else hits.positions(ids)
+            assert [m.span() for m in anchored_matches(detector, data, starts)] == expected
+            found += len(expected)
+    assert found > 500
+
+
+class _Counting:
+    """A compiled pattern whose ``match`` calls are counted."""
+
+    def __init__(self, pattern: re.Pattern[bytes]) -> None:
+        self.pattern = pattern
+        self.calls = 0
+
+    def match(self, data: bytes, pos: int = 0) -> re.Match[bytes] | None:
+        self.calls += 1
+        return self.pattern.match(data, pos)
+
+    def finditer(self, data: bytes, pos: int = 0) -> Iterator[re.Match[bytes]]:
+        self.calls += 1
+        return self.pattern.finditer(data, pos)
+
+
+def test_one_long_value_is_measured_once_not_once_per_hint_inside_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``key=key=key=...``: every hint starts a pair whose value runs to the end (was quadratic)."""
+    from mcpsniff.core import redact
+
+    counting = _Counting(redact._VALUE_RUN)
+    monkeypatch.setattr(redact, "_VALUE_RUN", counting)
+    frame = b'{"k":"' + b"key=" * 20_000 + b'","password":"hunter2"}'
+    out, count = redact_frame(frame)
+    assert count == 1 and out.endswith(b'"password":"[REDACTED]"}')
+    assert counting.calls <= 2
+
+
+def test_a_detector_tried_at_hints_everywhere_searches_instead(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``eyJeyJ...``: past its budget of tries the detector searches once, finding the same."""
+    from mcpsniff.core import redact
+    from mcpsniff.core.secret_values import DETECTORS
+
+    jwt = next(detector for detector in DETECTORS if detector.name == "jwt")
+    counting = _Counting(jwt.pattern)
+    data = b"eyJ" * 100_000 + b" eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.sig"
+    hits = redact._SCANNER.scan(data.lower())
+    assert hits is not None
+    ids = redact._SCANNER.ids(jwt.hints)
+    found = list(
+        redact.anchored_matches(
+            dataclasses.replace(jwt, pattern=counting), data, hits.positions(ids)
+        )
+    )  # type: ignore[arg-type]
+    assert [m.span() for m in found] == [m.span() for m in jwt.pattern.finditer(data)]
+    assert len(found) == 1
+    assert counting.calls <= redact._PROBE_BUDGET + len(data) // 64 + 1

@@ -54,8 +54,16 @@ def test_one_turn_of_the_event_loop_is_one_write() -> None:
         read_fd, write_fd = os.pipe()
         channel = Channel(write_fd, limit=1 << 20)
         channel.attach(asyncio.get_running_loop())
-        for n in range(100):
+        channel.send(TransportEvent("stdio", "spawned", 0.0, {}))
+        for n in range(99):
             channel.send(StreamData(C2S, float(n), b"x" * 100 + b"\n"))
+        os.set_blocking(read_fd, False)
+        try:  # nothing written yet: the batch waits for the end of the turn
+            os.read(read_fd, 1)
+            raise AssertionError("written before the end of the turn")
+        except BlockingIOError:
+            pass
+        os.set_blocking(read_fd, True)
         await asyncio.sleep(0)  # the flush runs at the end of the turn
         first = os.read(read_fd, 1 << 20)
         await channel.close()
@@ -68,6 +76,23 @@ def test_one_turn_of_the_event_loop_is_one_write() -> None:
     in_first_read, rest = asyncio.run(scenario())
     assert in_first_read == 100
     assert rest == []
+
+
+def test_a_lone_chunk_is_written_at_once() -> None:
+    async def scenario() -> list[Any]:
+        read_fd, write_fd = os.pipe()
+        channel = Channel(write_fd, limit=1 << 20)
+        channel.attach(asyncio.get_running_loop())
+        channel.send_data(S2C, 1.0, b"pong\n")
+        # No turn of the loop: a lone request's chunk does not wait for one.
+        from mcpsniff.core.observation_codec import decode_all
+
+        got = decode_all(os.read(read_fd, 1 << 16))
+        await channel.close()
+        os.close(read_fd)
+        return got
+
+    assert asyncio.run(scenario()) == [StreamData(S2C, 1.0, b"pong\n")]
 
 
 def test_a_full_backlog_drops_stream_bytes_and_tells_the_gap_before_the_next_data() -> None:

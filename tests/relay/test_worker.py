@@ -17,10 +17,12 @@ from mcpsniff.trace.format import TraceReader, TraceWriter
 PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
 
 
-def run_worker(trace: Path, data: bytes) -> tuple[int, list[str], list[Any]]:
+def run_worker(trace: Path, data: bytes, sink: Any = None) -> tuple[int, list[str], list[Any]]:
     """A worker on a pipe holding ``data``; its status, warnings and the trace's records."""
     writer = TraceWriter.create(trace)
     recorder = Recorder(writer, "stdio", autoflush=False)
+    if sink is not None:
+        recorder.sinks.append(sink)
     adapter = StdioAdapter(recorder)
     warnings: list[str] = []
     worker = Worker(recorder, adapter.apply, lost=adapter.lost, warn=warnings.append)
@@ -42,10 +44,25 @@ def test_capture_end_ends_the_sessions_and_the_trace_is_whole(tmp_path: Path) ->
     assert "unframed_bytes" not in end.data
 
 
+class ClosingSink:
+    closed = 0
+
+    def record(self, record: Any) -> None:
+        pass
+
+    def batch_end(self) -> None:
+        pass
+
+    def close(self) -> None:
+        ClosingSink.closed += 1
+
+
 def test_a_pipe_that_ends_without_capture_end_means_the_shell_died(tmp_path: Path) -> None:
     data = encode_bytes(StreamData(C2S, 1.0, PING)) + encode_bytes(StreamData(S2C, 1.5, b'{"id'))
-    status, _, records = run_worker(tmp_path / "t.jsonl", data)
+    ClosingSink.closed = 0
+    status, _, records = run_worker(tmp_path / "t.jsonl", data, sink=ClosingSink())
     assert status == 0
+    assert ClosingSink.closed == 1  # an exporter still gets to flush
     (end,) = [r for r in records if isinstance(r, EventRecord) and r.event == "session-end"]
     assert end.data["reason"] == "the relay ended without finishing"
     assert end.data["unframed_bytes"] == {C2S: 0, S2C: 4}

@@ -12,15 +12,23 @@
 * ``utilities``: completion, prompts, logging, pagination, task errors, MRTR (registered)
 * ``content``: content blocks, resources, annotations, icons (registered rules)
 * ``registry``: ``@rule(ids, on=..., methods=...)``, how a rule declares itself
-* ``http``: HTTP transport rules fed by the HTTP shell's events (HTTP-*, SSE-*)
+* ``http``: HTTP transport rules fed by the HTTP shell's events (HTTP-*, SSE-*, AUTH-*)
+* ``http_bodies``: what may travel in a POST body, a JSON reply, a GET stream
+* ``http_origin``: a local server accepting a foreign Origin (HTTP-ORIGIN, SSE-ORIGIN)
+* ``sse_legacy``: the legacy transport's two endpoints (SSE-POST-TARGET, SSE-TWO-ENDPOINTS)
+* ``http_stateless``: 2026-07-28 HTTP has no sessions (MOD-HTTP-POST-ONLY)
+* ``subscriptions``: 2026-07-28 subscriptions/listen (MOD-SUBS-*)
+
+Every module registers its rules with ``@rule``; ``Session`` only dispatches.
 """
 
 from __future__ import annotations
 
-# The import order is the order the rules run in (registry.py): a root finding
-# before its dependents, the JSON-RPC layer before MCP's.
 from mcpsniff.core.catalog import all_entries
 
+# The import order is the order the rules run in (registry.py): a root finding
+# before its dependents, the JSON-RPC layer before MCP's, the HTTP state
+# (http.py keeps the exchanges) before the rules that read it.
 # isort: off
 from mcpsniff.core.rules import registry
 from mcpsniff.core.rules import replies
@@ -38,13 +46,14 @@ from mcpsniff.core.rules import http
 from mcpsniff.core.rules import http_bodies
 from mcpsniff.core.rules import http_origin
 from mcpsniff.core.rules import sse_legacy
+from mcpsniff.core.rules import http_stateless
 from mcpsniff.core.rules import subscriptions
 # isort: on
 
 #: The rule modules, in the order they register (and so run).
 MODULES = (replies, stdio, jsonrpc, reuse, lifecycle, methods, flow, tasks)
 MODULES += (client_features, content, utilities, http, http_bodies, http_origin, sse_legacy)
-MODULES += (subscriptions,)
+MODULES += (subscriptions, http_stateless)
 
 #: Every catalogue id the analyzer can report (the ids the registered rules
 #: declare), in catalogue order.

@@ -97,6 +97,8 @@ class Exchange:
     unreadable: bool = False
     #: The request body was a JSON array (a batch), for the reply's shape (http_bodies.py).
     batch: bool = False
+    #: MOD-HTTP-POST-ONLY was reported for this exchange (http_stateless.py).
+    minted_reported: bool = False
 
 
 @dataclass(slots=True)

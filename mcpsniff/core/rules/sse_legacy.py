@@ -61,7 +61,8 @@ def endpoint_event(session: Session, record: EventRecord) -> None:
     state = session.state.http
     if not isinstance(endpoint, str) or data.get("event") != "endpoint" or state is None:
         return
-    exchange = state.exchanges.get(data.get("exchange"))
+    number = data.get("exchange")
+    exchange = state.exchanges.get(number) if isinstance(number, int) else None
     if exchange is None or exchange.method != "GET":
         return
     base = exchange.path.partition("?")[0] or "/"

@@ -106,18 +106,36 @@ def _subscription_id(msg: Msg) -> tuple[bool, Any]:
     return True, meta[SUBSCRIPTION_ID]
 
 
+def _shown(value: Any) -> str:
+    """An id for a message, bounded (ids come from traffic)."""
+    text = show_id(value)
+    return text if len(text) <= 80 else text[:80] + "…"
+
+
 def _key(value: Any) -> Any:
     return id_key(value) if isinstance(value, str | int | float) else None
+
+
+def _scoped(session: Session, value: Any, msg: Msg) -> Any:
+    """A subscription's key: its listen id, per client connection where ids are.
+
+    Stateless HTTP clients each count ids from 1 (Session._scope); a listen
+    stream's notifications travel on the listen request's exchange, so they
+    scope to the same client.
+    """
+    key = _key(value)
+    return None if key is None else session.scoped(key, msg)
 
 
 @rule("MOD-SUBS-FILTER", on=REQUEST, methods=(LISTEN,))
 def listen(session: Session, msg: Msg) -> None:
     """A client opens a subscription: remember what it asked for."""
-    if msg.direction != C2S or _key(msg.id) is None:
+    key = _scoped(session, msg.id, msg)
+    if msg.direction != C2S or key is None:
         return
     params = msg.params or {}
     flags, uris = _filter(params.get("notifications"))
-    _subscriptions(session).put(_key(msg.id), Subscription(msg.frame, msg.id, flags, uris))
+    _subscriptions(session).put(key, Subscription(msg.frame, msg.id, flags, uris))
 
 
 @rule(
@@ -153,12 +171,12 @@ def subscription_notification(session: Session, msg: Msg) -> None:
                 method=method,
             )
         return
-    key = _key(value)
+    key = _scoped(session, value, msg)
     sub = subscriptions.get(key) if key is not None else None
     if sub is None:
         session.report(
             "MOD-SUBS-ID",
-            f"the server sent {method} for subscription {show_id(value)}, but the client "
+            f"the server sent {method} for subscription {_shown(value)}, but the client "
             "opened no subscriptions/listen with that id",
             [msg.frame],
             method=method,
@@ -173,7 +191,7 @@ def subscription_notification(session: Session, msg: Msg) -> None:
             if extra:
                 session.report(
                     "MOD-SUBS-FILTER",
-                    f"the server acknowledged subscription {show_id(sub.id)} with "
+                    f"the server acknowledged subscription {_shown(sub.id)} with "
                     f"{', '.join(extra[:5])}, which the client did not ask for; it honours a "
                     "subset of the request",
                     [sub.seq, msg.frame],
@@ -185,7 +203,7 @@ def subscription_notification(session: Session, msg: Msg) -> None:
             sub.reported.add("ack")
             session.report(
                 "MOD-SUBS-ACK-FIRST",
-                f"the server sent {method} on subscription {show_id(sub.id)} before "
+                f"the server sent {method} on subscription {_shown(sub.id)} before "
                 "acknowledging it; notifications/subscriptions/acknowledged comes first",
                 [sub.seq, msg.frame],
                 method=method,
@@ -201,7 +219,7 @@ def subscription_notification(session: Session, msg: Msg) -> None:
         what = f"updates of {uri!r}"[:200] if flag == "resourceSubscriptions" else flag
         session.report(
             "MOD-SUBS-FILTER",
-            f"the server sent {method} on subscription {show_id(sub.id)}, which did not ask "
+            f"the server sent {method} on subscription {_shown(sub.id)}, which did not ask "
             f"for {what}; servers send only the notification types a client requested",
             [sub.seq, msg.frame],
             method=method,
@@ -215,12 +233,12 @@ def subscription_cancelled(session: Session, msg: Msg) -> None:
         return
     params = msg.params or {}
     value = params.get("requestId")
-    key = _key(value)
+    key = _scoped(session, value, msg)
     sub = _subscriptions(session).get(key) if key is not None else None
     if sub is None or sub.closed:
         session.report(
             "MOD-SUBS-CLOSE",
-            f"the server sent notifications/cancelled for request {show_id(value)}, which is "
+            f"the server sent notifications/cancelled for request {_shown(value)}, which is "
             "no open subscription; in 2026-07-28 a server sends it only to tear down a "
             "subscriptions/listen stream",
             [msg.frame],
@@ -235,7 +253,8 @@ def subscription_cancelled(session: Session, msg: Msg) -> None:
 def listen_result(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     """The graceful end of a subscription: resultType "complete" and the subscription id."""
     request = msg.request
-    sub = _subscriptions(session).get(_key(request.id)) if request is not None else None
+    key = _scoped(session, request.id, msg) if request is not None else None
+    sub = _subscriptions(session).get(key) if key is not None else None
     if sub is not None:
         sub.closed = True
     meta = result.get("_meta")

@@ -73,3 +73,16 @@ def test_a_404_after_the_stream_closed_is_a_finished_session() -> None:
     ended = [("event", ("http-end", {"exchange": 1, "outcome": "complete"}))]
     convo = play(proof("-", [], []), [*stream(), *ended, *post(2, "/message?sessionId=a", 404)])
     assert convo.find("SSE-TWO-ENDPOINTS") == []
+
+
+def test_hostile_event_data_is_ignored_not_an_analyzer_error() -> None:
+    hostile = [
+        ("event", ("sse-event", {"exchange": [], "event": "endpoint", "endpoint": "/m"})),
+        ("event", ("sse-event", {"exchange": 1, "event": "endpoint", "endpoint": ["x"]})),
+        ("event", ("sse-event", {"exchange": 1, "event": "endpoint", "endpoint": "http://[::1"})),
+        *post(2, "/m" * 5000, 404),
+    ]
+    convo = play(proof("-", [], []), [*stream(), *hostile])
+    assert [r for r in convo.records if getattr(r, "event", "") == "analyzer-error"] == []
+    (finding,) = convo.find("SSE-POST-TARGET")
+    assert len(finding.message) < 600

@@ -143,3 +143,52 @@ def test_a_change_without_subscription_id_while_one_is_open() -> None:
     assert [f.rule for f in convo.findings] == ["MOD-SUBS-ID"]
     ack_without_id = play(proof("-", [], []), [listen(3), ack(None)])
     assert [f.rule for f in ack_without_id.findings] == ["MOD-SUBS-ACK-FIRST"]
+
+
+def test_a_huge_or_odd_subscription_id_is_shown_bounded() -> None:
+    steps = [
+        listen(3),
+        ack(3),
+        changed("tools/list_changed", "x" * 100_000),
+        changed("tools/list_changed", {"a": [1]}),
+    ]
+    convo = play(proof("-", [], []), steps)
+    assert [f.rule for f in convo.findings] == ["MOD-SUBS-ID", "MOD-SUBS-ID"]
+    assert all(len(f.message) < 400 for f in convo.findings)
+    assert [r for r in convo.records if getattr(r, "event", "") == "analyzer-error"] == []
+
+
+def test_two_http_clients_with_the_same_listen_id_keep_their_own_filters() -> None:
+    """Stateless HTTP clients each count ids from 1: subscriptions are kept per client."""
+    from tests.core.rules.dsl import ACCEPT_BOTH, body, http_response
+
+    def post_listen(number: int, client: str, **wanted: Any) -> list:
+        headers = [["accept", ACCEPT_BOTH], ["mcp-protocol-version", V5]]
+        data = {"exchange": number, "method": "POST", "path": "/mcp", "headers": headers}
+        request = req(1, "subscriptions/listen", {"notifications": wanted, "_meta": META})
+        return [
+            ("event", ("http-request", {**data, "transport": "streamable", "client": client})),
+            body(number, request),
+            http_response(number, 200, content_type="text/event-stream"),
+        ]
+
+    def on_stream(number: int, payload: Any) -> Any:
+        return body(number, payload[1], "s2c", sse_index=0)
+
+    steps = [
+        *post_listen(1, "127.0.0.1:5001", toolsListChanged=True),
+        *post_listen(2, "127.0.0.1:5002", promptsListChanged=True),
+        on_stream(1, ack(1, toolsListChanged=True)),
+        on_stream(2, ack(1, promptsListChanged=True)),
+        on_stream(1, changed("tools/list_changed", 1)),
+        on_stream(2, changed("prompts/list_changed", 1)),
+    ]
+    convo = play(Proof("-", [], [], version=None, transport="http"), steps)
+    assert [f.rule for f in convo.findings if f.rule.startswith("MOD-SUBS")] == []
+    crossed = play(
+        Proof("-", [], [], version=None, transport="http"),
+        [*steps, on_stream(2, changed("tools/list_changed", 1))],
+    )
+    assert [f.rule for f in crossed.findings if f.rule.startswith("MOD-SUBS")] == [
+        "MOD-SUBS-FILTER"
+    ]

@@ -1,0 +1,68 @@
+"""The recorder: bytes and events in, records to the writer, listeners, batch hooks and sinks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from mcpsniff.core.model import C2S, S2C, EventRecord, FindingRecord, FrameRecord
+from mcpsniff.relay.recorder import Recorder
+from mcpsniff.trace.format import TraceReader, TraceWriter
+
+INIT = b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n'
+
+
+def test_records_reach_the_trace_listeners_and_batch_hooks_in_order(tmp_path: Path) -> None:
+    writer = TraceWriter.create(tmp_path / "t.jsonl")
+    recorder = Recorder(writer, "stdio")
+    seen: list[Any] = []
+    batches: list[int] = []
+    recorder.listeners.append(seen.append)
+    recorder.batch_listeners.append(lambda: batches.append(len(seen)))
+    recorder.event("stdio", "session-start", 1.0, {"pid": 1})
+    recorder.feed("stdio", C2S, INIT[:10], 2.0)  # no whole line yet: no frame
+    recorder.feed("stdio", C2S, INIT[10:], 2.5)
+    recorder.eof("stdio", S2C, 3.0)
+    recorder.close(4.0)
+    writer.close()
+    frames = [r for r in seen if isinstance(r, FrameRecord)]
+    assert [f.raw for f in frames] == [INIT]
+    assert len(batches) == 5 and batches == sorted(batches)
+    # tools/list before initialize, and never answered: findings, counted.
+    assert recorder.findings == len([r for r in seen if isinstance(r, FindingRecord)]) > 0
+    with TraceReader(tmp_path / "t.jsonl") as reader:
+        assert [type(r) for r in reader.records()] == [type(r) for r in seen]
+
+
+def test_feed_frame_takes_a_whole_frame_and_its_meta() -> None:
+    recorder = Recorder(None, "http", redact=False)
+    records = recorder.feed_frame("s", C2S, INIT.rstrip(b"\n"), 1.0, meta={"exchange": 3})
+    (frame,) = [r for r in records if isinstance(r, FrameRecord)]
+    assert frame.meta == {"exchange": 3} and frame.transport == "http"
+
+
+def test_close_ends_every_session_once_and_closes_the_sinks() -> None:
+    class Sink:
+        def __init__(self) -> None:
+            self.records: list[Any] = []
+            self.batches = 0
+            self.closed = 0
+
+        def record(self, record: Any) -> None:
+            self.records.append(record)
+
+        def batch_end(self) -> None:
+            self.batches += 1
+
+        def close(self) -> None:
+            self.closed += 1
+
+    recorder = Recorder(None, "stdio")
+    sink = Sink()
+    recorder.sinks.append(sink)
+    recorder.event("a", "session-start", 1.0)
+    recorder.event("b", "session-start", 1.0)
+    recorder.close(2.0)
+    ends = [r for r in sink.records if isinstance(r, EventRecord) and r.event == "session-end"]
+    assert sorted(r.session for r in ends) == ["a", "b"]
+    assert sink.closed == 1 and sink.batches == 3

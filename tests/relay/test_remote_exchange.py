@@ -1,0 +1,90 @@
+"""The HTTP shells' half of the adapter: each thing seen is one observation, and the legacy
+endpoint decision is made from the same bytes the analysis sees."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcpsniff.core.observations import (
+    ExchangeEnd,
+    ExchangeNote,
+    NoFirstEvent,
+    RequestBegin,
+    RequestBody,
+    ResponseBody,
+    ResponseHead,
+    Unreachable,
+)
+from mcpsniff.relay.remote_exchange import RemoteObserver
+
+SSE = [("Content-Type", "text/event-stream")]
+
+
+def observer() -> tuple[RemoteObserver, list[Any]]:
+    seen: list[Any] = []
+    return RemoteObserver(seen.append), seen
+
+
+def test_an_exchange_is_numbered_and_each_step_is_one_observation() -> None:
+    remote, seen = observer()
+    number = remote.reserve()
+    remote.request_body(number, b'{"a":', 0)
+    exchange = remote.begin(
+        "POST", "/mcp", [("Content-Type", "application/json")], b"1}", number=number, size=7
+    )
+    exchange.response(200, [("Content-Type", "application/json")])
+    exchange.whole_body(b"{}")
+    exchange.note("endpoint-rewrite", {"from": "a", "to": "b"})
+    exchange.finish()
+    other = remote.begin("GET", "/x", [], b"")
+    other.unreachable("http://u/x", "refused")
+    kinds = [type(o) for o in seen]
+    assert kinds == [
+        RequestBody,
+        RequestBegin,
+        ResponseHead,
+        ResponseBody,
+        ExchangeNote,
+        ExchangeEnd,
+        RequestBegin,
+        Unreachable,
+    ]
+    assert {o.exchange for o in seen[:6]} == {number} and seen[-1].exchange == number + 1
+    assert seen[1].size == 7 and seen[1].body == b"1}"
+    assert seen[3].whole is True and exchange.status == 200 and not exchange.is_sse
+
+
+@pytest.mark.parametrize("split", [1, 7, 1000])
+def test_a_legacy_stream_s_endpoint_is_found_in_its_first_event_split_anywhere(split: int) -> None:
+    remote, seen = observer()
+    exchange = remote.begin("GET", "/sse", [("Accept", "text/event-stream")], b"")
+    exchange.response(200, SSE)
+    assert exchange.endpoint_editable
+    stream = b": keep-alive\n\nevent: endpoint\ndata: http://up:1/messages?sessionId=9\n\n"
+    for start in range(0, len(stream), split):
+        exchange.body_chunk(stream[start : start + split])
+    assert exchange.endpoint == "http://up:1/messages?sessionId=9"
+    assert not exchange.waiting_for_first_event
+    assert b"".join(o.body for o in seen if type(o) is ResponseBody) == stream
+
+
+def test_a_stream_with_a_session_or_compressed_is_not_the_shell_s_to_decide() -> None:
+    remote, _ = observer()
+    with_session = remote.begin("GET", "/mcp", [("Mcp-Session-Id", "s1")], b"")
+    with_session.response(200, SSE)
+    assert not with_session.waiting_for_first_event
+    compressed = remote.begin("GET", "/sse", [], b"")
+    compressed.response(200, [*SSE, ("Content-Encoding", "gzip")])
+    assert compressed.waiting_for_first_event and not compressed.endpoint_editable
+
+
+def test_no_first_event_in_time_is_observed_once() -> None:
+    remote, seen = observer()
+    exchange = remote.begin("GET", "/sse", [], b"")
+    exchange.response(200, SSE)
+    exchange.first_event(None)
+    exchange.first_event(None)
+    assert [type(o) for o in seen].count(NoFirstEvent) == 1
+    assert exchange.endpoint is None and not exchange.endpoint_editable
