@@ -75,7 +75,8 @@ def _import_package() -> str | None:
 IMPORT_ERROR = _import_package()
 if IMPORT_ERROR is None:
     from mcpsniff.core.http_adapter import client_address, is_mcp_request, lowered
-    from mcpsniff.relay.addon_link import AnalysisClient, FlowFinding, Reply, create_trace
+    from mcpsniff.relay.addon_link import AnalysisClient, Reply, create_trace
+    from mcpsniff.relay.flow_findings import FlowBook
     from mcpsniff.relay.outputs import Outputs
     from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver
 
@@ -94,16 +95,10 @@ class _InertLog(logging.Filter):
 log = logging.getLogger("mcpsniff")
 log.addFilter(_InertLog())
 
-#: mitmproxy markers for the worst finding on a flow.
-MARKERS = {"error": ":red_circle:", "warning": ":warning:", "info": ":information_source:"}
-_RANK = {"info": 0, "warning": 1, "error": 2}
 #: Hosts (as the Host header gives them) remembered with their parsed form.
 HOST_CACHE = 1024
 #: ``mcpsniff_hold`` values.
 HOLD_CHOICES = ("auto", "on", "off")
-#: Flows remembered for their findings (by exchange number): a flow that many
-#: exchanges old gets no more findings on it (the trace still has them all).
-FLOW_MEMORY = 4096
 
 
 def _header_list(message: http.Message) -> list[tuple[str, str]]:
@@ -125,11 +120,12 @@ class McpSniff:
         self.observer: RemoteObserver | None = None
         self.filter: flowfilter.TFilter | None = None
         self.exchanges: dict[str, RemoteExchange] = {}
-        #: Exchange number -> its flow, until its findings are back. A new dict per
-        #: analysis process: a new trace numbers its exchanges from 1 again.
-        self.flows: dict[int, http.HTTPFlow] = {}
-        #: Exchange numbers whose response is held until their findings are back.
-        self.held: set[int] = set()
+        #: The flows of the exchanges whose findings are not back yet (held or
+        #: not): a new book per analysis process. None without the package, which
+        #: leaves the addon inert (it never records, so never needs one).
+        self.book: FlowBook[http.HTTPFlow] = (
+            FlowBook() if IMPORT_ERROR is None else None  # type: ignore[assignment]
+        )
         #: Hold MCP responses until their findings are on the flow (``mcpsniff_hold``).
         self.hold = False
         #: ``update`` events under way, announcing findings put on flows already gone on.
@@ -249,8 +245,7 @@ class McpSniff:
         except OSError as exc:
             self._option_error(f"mcpsniff_trace: cannot write {path}: {exc.strerror or exc}")
             return
-        flows: dict[int, http.HTTPFlow] = {}
-        held: set[int] = set()
+        book: FlowBook[http.HTTPFlow] = FlowBook()
         try:
             analysis = AnalysisClient.start(
                 fd,
@@ -259,7 +254,7 @@ class McpSniff:
                 created=time.time(),
                 redact=redact,
                 show=self.show,
-                on_reply=functools.partial(self._on_reply, flows, held),
+                on_reply=functools.partial(self._on_reply, book),
                 on_gone=self._on_gone,
                 on_late=lambda message: log.warning(f"mcpsniff: {message}"),
                 outputs=Outputs(otlp=getattr(ctx.options, "mcpsniff_otlp", "") or ""),
@@ -273,8 +268,7 @@ class McpSniff:
             return
         self._close()
         self.analysis = analysis
-        self.flows = flows
-        self.held = held
+        self.book = book
         self.opened = (path, redact)
         with contextlib.suppress(RuntimeError):  # no loop yet: running() attaches it
             analysis.attach(asyncio.get_running_loop())
@@ -324,8 +318,7 @@ class McpSniff:
         self.observer = None
         self.exchanges.clear()
         self.drains.clear()
-        self.flows.clear()
-        self.held.clear()
+        self.book.clear()
 
     # ------------------------------------------------------------------ flows
 
@@ -377,9 +370,7 @@ class McpSniff:
                 client=client_address(flow.client_conn.peername),
             )
             self.exchanges[flow.id] = exchange
-            self.flows[exchange.number] = flow
-            # Numbers go up one by one: forget the flow FLOW_MEMORY exchanges back.
-            self.flows.pop(exchange.number - FLOW_MEMORY, None)
+            self.book.remember(exchange.number, flow)
         except Exception as exc:  # one bad flow must never break the proxy
             log.error(f"mcpsniff: cannot examine {flow.request.pretty_url}: {exc!r}")
 
@@ -494,36 +485,26 @@ class McpSniff:
         """
         analysis = self.analysis
         if analysis is None:
-            self.flows.pop(number, None)
+            self.book.forget(number)
             return None
         if not self.hold:
             return None
         waiter = analysis.sync(number)
         if waiter is None:
-            self.flows.pop(number, None)
+            self.book.forget(number)
         else:
-            self.held.add(number)
+            self.book.hold(number)
         return waiter
 
     # ------------------------------------------------------------------ findings on flows
 
-    def _on_reply(self, flows: dict[int, http.HTTPFlow], held: set[int], reply: Reply) -> None:
+    def _on_reply(self, book: FlowBook[http.HTTPFlow], reply: Reply) -> None:
         """Findings onto their flows, show lines into the event log; forget synced flows."""
-        gone_on: dict[int, http.HTTPFlow] = {}
-        for finding in reply.findings:
-            for number in finding.exchanges:
-                flow = flows.get(number)
-                if flow is not None:
-                    self._attach(flow, finding)
-                    if number not in held:
-                        gone_on[number] = flow
+        gone_on = book.apply(reply)
         for line in reply.lines:
             log.info(f"mcpsniff: {line}")
-        for number in reply.synced:
-            flows.pop(number, None)
-            held.discard(number)
         if gone_on:
-            self._announce(list(gone_on.values()))
+            self._announce(gone_on)
 
     def _announce(self, flows: list[http.HTTPFlow]) -> None:
         """Tell the other addons (mitmweb's view) that these flows have changed."""
@@ -534,18 +515,6 @@ class McpSniff:
         task = loop.create_task(ctx.master.addons.trigger_event(hooks.UpdateHook(flows)))
         self.updates.add(task)
         task.add_done_callback(self.updates.discard)
-
-    @staticmethod
-    def _attach(flow: http.HTTPFlow, finding: FlowFinding) -> None:
-        line = f"{finding.severity} {finding.rule}: {finding.message}"
-        flow.comment = f"{flow.comment}\n{line}" if flow.comment else line
-        worst = flow.metadata.get("mcpsniff_severity")
-        if worst is None or _RANK[finding.severity] > _RANK[worst]:
-            flow.metadata["mcpsniff_severity"] = finding.severity
-            flow.marked = MARKERS[finding.severity]
-        flow.metadata.setdefault("mcpsniff_findings", []).append(
-            {"rule": finding.rule, "severity": finding.severity, "message": finding.message}
-        )
 
 
 addons = [McpSniff()]

@@ -399,7 +399,12 @@ def http(
     capture_limit: int,
     otlp: str | None = None,
 ) -> None:
-    """Reverse-proxy and record an MCP server over Streamable HTTP or HTTP+SSE."""
+    """Reverse-proxy and record an MCP server over Streamable HTTP or HTTP+SSE.
+
+    Runs until SIGINT or SIGTERM. Exit status: 0 when the trace is complete,
+    3 when it could not be written in full (a warning says why), 2 when the
+    proxy cannot start.
+    """
     from mcpsniff.relay.http import HttpOptions, StartError, parse_listen, run_http
 
     try:
@@ -435,9 +440,11 @@ def http(
 
     listener, flush = _live_display(show)
     try:
-        run_http(options, announce=announce, warn=warn, show=listener, show_flush=flush)
+        status = run_http(options, announce=announce, warn=warn, show=listener, show_flush=flush)
     except StartError as exc:
         _fail("http", str(exc))
+        return
+    sys.exit(status)
 
 
 # --------------------------------------------------------------------------- demo

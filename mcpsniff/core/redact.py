@@ -171,6 +171,7 @@ def _members(data: bytes, low: bytes, hits: Hits, depth: int) -> tuple[bytes, in
         return data, 0
     cuts: list[tuple[int, int, bytes]] = []
     floor = 0
+    closes: dict[int, int | None] = {}  # array ends found so far (see _array_end)
     for hint in hits.positions(_NAME_IDS):
         if hint < floor:
             continue  # inside a name or value already handled
@@ -186,7 +187,7 @@ def _members(data: bytes, low: bytes, hits: Hits, depth: int) -> tuple[bytes, in
         if not is_secret_name(name, "json"):
             continue
         start = colon.end()
-        end = _value_end(data, start)
+        end = _value_end(data, start, closes)
         if end is None or data[start:end] in (_QUOTED_MARK, b'""'):
             continue
         cuts.append((start, end, _QUOTED_MARK))
@@ -194,7 +195,7 @@ def _members(data: bytes, low: bytes, hits: Hits, depth: int) -> tuple[bytes, in
     return (_splice(data, cuts), len(cuts)) if cuts else (data, 0)
 
 
-def _value_end(data: bytes, start: int) -> int | None:
+def _value_end(data: bytes, start: int, closes: dict[int, int | None]) -> int | None:
     """Where the JSON value at ``start`` ends, for the kinds a secret can have."""
     first = data[start : start + 1]
     if first == b'"':
@@ -202,32 +203,55 @@ def _value_end(data: bytes, start: int) -> int | None:
     elif first == b"-" or first.isdigit():
         match = _NUMBER_AT.match(data, start)
     elif first == b"[":
-        return _array_end(data, start)
+        return _array_end(data, start, closes)
     else:
         return None  # objects are walked member by member; true/false/null hold no secret
     return match.end() if match else None
 
 
-def _array_end(data: bytes, start: int) -> int | None:
-    """The end of the JSON array at ``start`` (strings inside it skipped whole)."""
-    level = 0
-    i = start
-    size = len(data)
-    while i < size:
-        byte = data[i]
+#: What an array walk stops at: a string's quote, an opening or a closing bracket.
+_ARRAY_TOKEN = re.compile(rb'["\[\]{}]')
+
+
+def _array_end(data: bytes, start: int, closes: dict[int, int | None]) -> int | None:
+    """The end of the JSON array at ``start`` (strings inside it skipped whole).
+
+    Brackets and braces count alike, and a string that does not end makes the
+    array end nowhere. ``closes`` remembers, for every opening bracket a walk
+    has passed (in the same data), where it closes or None: a walk reaching
+    one of those jumps over it, and a hostile frame of many unterminated
+    arrays (``{"api_key":[`` repeated) is walked once, not once per array.
+    """
+    known = closes.get(start, False)
+    if known is not False:
+        return known
+    search = _ARRAY_TOKEN.search
+    openers: list[int] = []
+    token = search(data, start)
+    while token is not None:
+        at = token.start()
+        byte = data[at]
         if byte == 0x22:  # '"'
-            match = _STRING_AT.match(data, i)
-            if match is None:
-                return None
-            i = match.end()
+            string = _STRING_AT.match(data, at)
+            if string is None:
+                break
+            token = search(data, string.end())
             continue
         if byte in (0x5B, 0x7B):  # '[' '{'
-            level += 1
-        elif byte in (0x5D, 0x7D):  # ']' '}'
-            level -= 1
-            if level == 0:
-                return i + 1
-        i += 1
+            end = closes.get(at, False) if openers else False
+            if end is None:
+                break  # it never closes, so neither does anything around it
+            if end is not False:
+                token = search(data, end)  # the same walk was made from there
+                continue
+            openers.append(at)
+        else:  # ']' '}'
+            closes[openers.pop()] = at + 1
+            if not openers:
+                return at + 1
+        token = search(data, at + 1)
+    for opener in openers:
+        closes[opener] = None
     return None
 
 

@@ -52,10 +52,14 @@ class CompiledSchema:
     reference: Any = None
     fast: Callable[[Any], Any] | None = None
     error: str | None = None
+    #: ``simple_oracle``'s check for the commonest tool schema, or None.
+    simple: Callable[[Any], bool] | None = None
 
     def first_error(self, instance: Any) -> str | None:
         """None when ``instance`` is valid, else a one-line explanation."""
         if self.reference is None:
+            return None
+        if self.simple is not None and self.simple(instance):
             return None
         if self.fast is not None:
             try:
@@ -116,7 +120,187 @@ def _compile(schema: dict[str, Any], size: int) -> CompiledSchema:
         return CompiledSchema(error=exc.message)
     except Exception as exc:  # a hostile schema must not stop analysis
         return CompiledSchema(error=repr(exc))
-    return CompiledSchema(reference=reference, fast=_fast(schema, size))
+    return CompiledSchema(
+        reference=reference, fast=_fast(schema, size), simple=simple_oracle(schema)
+    )
+
+
+#: Keywords that only annotate: no validator looks at them.
+_ANNOTATIONS = frozenset(
+    {
+        "title",
+        "description",
+        "default",
+        "examples",
+        "$comment",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+    }
+)
+_SIMPLE_OBJECT_KEYS = _ANNOTATIONS | {
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "$schema",
+}
+_SIMPLE_PROPERTY_KEYS = _ANNOTATIONS | {"type"}
+#: The Python types of a JSON value of each JSON Schema type, exactly (``type(v) in``):
+#: a bool is no integer and no number, and 1.0 counts as an integer only in some
+#: drafts, so it is left to the validators.
+_SIMPLE_TYPES: dict[str, tuple[type, ...]] = {
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "object": (dict,),
+    "array": (list,),
+    "null": (type(None),),
+}
+#: Dialects in which the keywords above mean the same (draft 4 to 2020-12).
+_SIMPLE_DIALECTS = frozenset(
+    {
+        "http://json-schema.org/draft-04/schema#",
+        "http://json-schema.org/draft-06/schema#",
+        "http://json-schema.org/draft-07/schema#",
+        "http://json-schema.org/draft-04/schema",
+        "http://json-schema.org/draft-06/schema",
+        "http://json-schema.org/draft-07/schema",
+        "https://json-schema.org/draft/2019-09/schema",
+        "https://json-schema.org/draft/2020-12/schema",
+    }
+)
+
+
+def simple_oracle(schema: Any) -> Callable[[Any], bool] | None:
+    """A check that accepts only instances every validator accepts, for the commonest schema.
+
+    Most tool input schemas are an object of typed properties, some required,
+    maybe closed by ``additionalProperties: false``, with a few plain limits
+    (string lengths, number bounds, array sizes and item types). For such a
+    schema (annotations and a draft 4 to 2020-12 ``$schema`` allowed) the
+    returned function says True when the instance is certainly valid. A
+    property whose subschema uses anything else (``enum``, ``anyOf``, ...)
+    makes it defer whenever that property is present. False means "ask the
+    validators" (fastjsonschema, then jsonschema, which write the message),
+    never "invalid". It costs a fraction of fastjsonschema's generated code,
+    which every tools/call runs. None for any other schema.
+    """
+    if type(schema) is not dict or schema.get("type") != "object":
+        return None
+    if not schema.keys() <= _SIMPLE_OBJECT_KEYS:
+        return None
+    if "$schema" in schema and schema["$schema"] not in _SIMPLE_DIALECTS:
+        return None
+    properties = schema.get("properties", {})
+    required = schema.get("required", [])
+    closed = schema.get("additionalProperties", True)
+    if type(properties) is not dict or type(required) is not list or type(closed) is not bool:
+        return None
+    if any(type(name) is not str for name in required):
+        return None
+    #: Per property: the exact Python types allowed, a check, or None (defer).
+    checks: dict[str, tuple[type, ...] | Callable[[Any], bool] | None] = {
+        name: _value_check(sub, 0) for name, sub in properties.items()
+    }
+    needed = tuple(required)
+    open_ = closed
+
+    def accepts(instance: Any) -> bool:
+        if type(instance) is not dict:
+            return False
+        for name in needed:
+            if name not in instance:
+                return False
+        for name, value in instance.items():
+            check = checks.get(name, _UNLISTED)
+            if type(check) is tuple:
+                if type(value) not in check:
+                    return False
+            elif check is _UNLISTED:
+                if not open_:
+                    return False
+            elif check is None or not check(value):  # type: ignore[operator]
+                return False
+        return True
+
+    return accepts
+
+
+_UNLISTED = object()
+_SIMPLE_VALUE_KEYS = _ANNOTATIONS | {
+    "type",
+    "minLength",
+    "maxLength",
+    "minimum",
+    "maximum",
+    "minItems",
+    "maxItems",
+    "items",
+}
+_ANY_TYPE = tuple({t for types in _SIMPLE_TYPES.values() for t in types})
+
+
+def _limit(sub: dict[str, Any], key: str, kinds: tuple[type, ...]) -> Any:
+    """``sub[key]`` when absent (None) or of one of ``kinds`` exactly, else ``_UNLISTED``."""
+    value = sub.get(key)
+    return value if value is None or type(value) in kinds else _UNLISTED
+
+
+def _value_check(sub: Any, depth: int) -> tuple[type, ...] | Callable[[Any], bool] | None:
+    """A property's check: its allowed Python types alone, a function, or None (defer)."""
+    if type(sub) is not dict or depth > 2 or not sub.keys() <= _SIMPLE_VALUE_KEYS:
+        return None
+    kinds = sub.get("type")
+    if kinds is None:
+        allowed = _ANY_TYPE
+    elif type(kinds) is str and kinds in _SIMPLE_TYPES:
+        allowed = _SIMPLE_TYPES[kinds]
+    elif (
+        type(kinds) is list and kinds and all(type(k) is str and k in _SIMPLE_TYPES for k in kinds)
+    ):
+        allowed = tuple({t for k in kinds for t in _SIMPLE_TYPES[k]})
+    else:
+        return None
+    min_len = _limit(sub, "minLength", (int,))
+    max_len = _limit(sub, "maxLength", (int,))
+    low = _limit(sub, "minimum", (int, float))
+    high = _limit(sub, "maximum", (int, float))
+    min_items = _limit(sub, "minItems", (int,))
+    max_items = _limit(sub, "maxItems", (int,))
+    bounds = (min_len, max_len, low, high, min_items, max_items)
+    if any(b is _UNLISTED for b in bounds):
+        return None
+    items = sub.get("items")
+    item_check = None if items is None else _value_check(items, depth + 1)
+    if items is not None and item_check is None:
+        return None
+    if item_check is None and all(b is None for b in bounds):
+        return allowed
+
+    def check(value: Any) -> bool:
+        kind = type(value)
+        if kind not in allowed:
+            return False
+        if kind is str:
+            size = len(value)  # code points, as JSON Schema counts
+            return (min_len is None or size >= min_len) and (max_len is None or size <= max_len)
+        if kind is int or kind is float:
+            return (low is None or value >= low) and (high is None or value <= high)
+        if kind is list:
+            size = len(value)
+            if (min_items is not None and size < min_items) or (
+                max_items is not None and size > max_items
+            ):
+                return False
+            if type(item_check) is tuple:
+                return all(type(item) in item_check for item in value)
+            if item_check is not None:
+                return all(item_check(item) for item in value)  # type: ignore[operator]
+        return True
+
+    return check
 
 
 def _fast(schema: dict[str, Any], size: int) -> Callable[[Any], Any] | None:

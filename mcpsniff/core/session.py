@@ -108,8 +108,23 @@ class Session:
     def feed(self, direction: str, transport: str, data: bytes, t: float) -> list[Record]:
         """Feed stream bytes (newline-delimited JSON, as stdio carries it)."""
         out: list[Record] = []
-        for line in self._framers[direction].feed(data):
-            out.extend(self.analyze_frame(self._new_frame(direction, transport, line, t)))
+        lines = self._framers[direction].feed(data)
+        if not lines:
+            return out
+        # ``_new_frame`` and ``analyze_frame`` per line, with the lookups bound
+        # once: a relay's read carries dozens of lines.
+        counter = self.counter
+        redactor = self.redactor
+        key = self.key
+        analyze = self.analyze_frame
+        extend = out.extend
+        for line in lines:
+            frame = FrameRecord(counter.next(), t, key, direction, transport, line)
+            if redactor is not None:
+                frame.raw, count = redactor(line)
+                if count:
+                    frame.meta = {"redacted": count}
+            extend(analyze(frame))
         return out
 
     def feed_frame(
@@ -172,6 +187,13 @@ class Session:
             offset = offsets[direction]
             offsets[direction] = offset + len(frame.raw)
             value = frame.value
+            if value is UNPARSED:
+                # A live frame: parsed here, where the usual one goes straight on
+                # to ``_message``; what orjson refuses, ``_analyze`` takes apart.
+                try:
+                    value = frame.value = orjson.loads(frame.raw)
+                except orjson.JSONDecodeError:
+                    value = UNPARSED  # ``_analyze`` tries the exact parser, then reports
             if type(value) is dict and type(value.get("id")) is not float:
                 # The usual frame: one message, already parsed (by the trace
                 # reader, or by a shell that parsed it to redact it).
@@ -475,7 +497,8 @@ class Session:
                 self._invalid(msg)
                 return msg
             # The era decides how the id is keyed (``_scope``): known before it is.
-            self._note_era(msg)
+            if self.state.era is None and direction == C2S:
+                self._note_era(msg)
             self._register_request(msg)
             handlers = _REQUEST_HANDLERS.get(method)
             if handlers is None:
@@ -597,7 +620,9 @@ class Session:
         frame = msg.source
         if http_state is None or frame is None or not frame.meta:
             return None
-        exchange = http_state.exchanges.get(frame.meta.get("exchange"))
+        number = frame.meta.get("exchange")
+        # A trace's meta is hostile: only an integer names an exchange.
+        exchange = http_state.exchanges.get(number) if type(number) is int else None
         if (
             exchange is None
             or exchange.transport != http.STREAMABLE
@@ -610,7 +635,10 @@ class Session:
         state = self.state
         direction = msg.direction
         ident = msg.id
-        key = self.pairing_key(ident, msg)
+        # ``pairing_key``, inlined: only the stateless era scopes ids (``_scope``).
+        key = ident if type(ident) is int else id_key(ident)
+        if state.era == STATELESS:
+            key = self.scoped(key, msg)
         msg.key = key
         pending = state.pending[direction]
         seen = state.used[direction].check_and_add(key)
@@ -681,7 +709,7 @@ class Session:
             self._pairing("null-id", msg)
             return
         ident = msg.id
-        scope = self._scope(msg)
+        scope = self._scope(msg) if state.era == STATELESS else None
         key = ident if type(ident) is int else id_key(ident)
         if scope is not None:
             key = ScopedKey(scope, key)

@@ -56,6 +56,9 @@ class StdioAdapter:
         #: After a capture gap, bytes up to the next newline are dropped: the
         #: analyzer resynchronises on the next whole line.
         self._skip_to_newline = {C2S: False, S2C: False}
+        #: Bytes dropped so far while resynchronising, per direction: they are
+        #: recorded as a capture-gap of their own once the newline (or the end) comes.
+        self._skipped = {C2S: 0, S2C: 0}
         self._handlers: dict[type, Callable[[Any], None]] = {
             StreamData: self._data,
             StreamEnd: self._end_of_stream,
@@ -79,6 +82,8 @@ class StdioAdapter:
         lines are not turned into frames: the relay may have died in the
         middle of forwarding them. Their size is recorded instead.
         """
+        for direction in (C2S, S2C):
+            self._tell_skipped(direction, t)
         session = self.recorder.analyzer.session(SESSION, "stdio")
         pending = {d: session._framers[d].pending for d in (C2S, S2C)}
         data = {"reason": "the relay ended without finishing", "unframed_bytes": pending}
@@ -90,12 +95,24 @@ class StdioAdapter:
         if self._skip_to_newline[o.direction]:
             cut = data.find(b"\n")
             if cut < 0:
+                self._skipped[o.direction] += len(data)
                 return
+            self._skipped[o.direction] += cut + 1
             data = data[cut + 1 :]
             self._skip_to_newline[o.direction] = False
+            self._tell_skipped(o.direction, o.t)
         self.recorder.feed(SESSION, o.direction, data, o.t)
 
+    def _tell_skipped(self, direction: str, t: float) -> None:
+        """The bytes dropped to resynchronise are lost to the analysis too: count them."""
+        skipped = self._skipped[direction]
+        if skipped:
+            self._skipped[direction] = 0
+            data = {"direction": direction, "lost_bytes": skipped, "resync": True}
+            self.recorder.event(SESSION, "capture-gap", t, data)
+
     def _end_of_stream(self, o: StreamEnd) -> None:
+        self._tell_skipped(o.direction, o.t)
         self.recorder.eof(SESSION, o.direction, o.t)
 
     def _gap(self, o: StreamGap) -> None:
@@ -115,6 +132,8 @@ class StdioAdapter:
         self.recorder.event(o.session, o.name, o.t, o.data)
 
     def _capture_end(self, o: CaptureEnd) -> None:
+        for direction in (C2S, S2C):
+            self._tell_skipped(direction, o.t)
         self._stderr(Stderr(o.t, b""))
         self.recorder.close(o.t)
 

@@ -38,6 +38,7 @@ from mcpsniff.core.http_adapter import RELAY_SESSION, ObservationAdapter
 from mcpsniff.core.model import Record
 from mcpsniff.core.observations import TransportEvent
 from mcpsniff.core.redact import redact_query
+from mcpsniff.listen_address import parse_listen_address
 from mcpsniff.relay import event_loop
 from mcpsniff.relay.analysis_process import AnalysisProcess
 from mcpsniff.relay.channel import Capture, InProcess
@@ -47,7 +48,7 @@ from mcpsniff.relay.http_wire import ClientSide
 from mcpsniff.relay.outputs import Outputs, attach
 from mcpsniff.relay.recorder import Recorder
 from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver
-from mcpsniff.relay.worker import fork_analysis
+from mcpsniff.relay.worker import TRACE_INCOMPLETE, fork_analysis
 from mcpsniff.trace.format import TraceWriter
 from mcpsniff.trace.paths import TraceOpenError, open_trace_file
 
@@ -154,19 +155,30 @@ def mcp_path(upstream: str) -> str:
 
 
 def parse_listen(value: str) -> tuple[str, int]:
-    """``HOST:PORT``, ``:PORT`` or ``PORT`` into a host and port (0-65535; 0: any free port)."""
+    """``HOST:PORT``, ``:PORT`` or ``PORT`` into a host and port (0-65535; 0: any free port).
+
+    The whole address is checked by ``parse_listen_address`` (the one other listeners use),
+    so ``[::1`` is refused instead of being split at its last colon into host ``[:``; a
+    missing host is loopback. Raises ``ValueError`` with a one-line reason.
+    """
     text = value.strip()
-    if text.isdigit():
-        host, port = DEFAULT_HOST, text
-    else:
-        host, sep, port = text.rpartition(":")
-        if not sep or not port.isdigit() or not port.isascii():
-            raise ValueError(f"--listen must be HOST:PORT, not {value!r}")
-        host = host.strip("[]") or DEFAULT_HOST
-    # A port beyond 65535 must not wrap around to another one (99999 became 34463).
-    if len(port) > 5 or int(port) > 65535:
-        raise ValueError(f"--listen: {port} is no TCP port (0 to 65535)")
-    return host, int(port)
+    if text.isascii() and text.isdigit():
+        text = f"{DEFAULT_HOST}:{text}"
+    elif text.startswith(":") and text[1:].isascii() and text[1:].isdigit():
+        text = DEFAULT_HOST + text
+    return parse_listen_address(text, "--listen")
+
+
+def parse_upstream(text: str) -> URL:
+    """The ``--upstream`` URL, checked whole; ``ValueError`` with a one-line reason if invalid."""
+    try:
+        upstream = URL(text)
+        upstream.port  # noqa: B018 - yarl checks the port when it is read
+    except ValueError as exc:
+        raise ValueError(f"--upstream is no valid URL: {exc}") from None
+    if upstream.scheme not in ("http", "https") or not upstream.host:
+        raise ValueError(f"--upstream must be an http(s) URL, not {text!r}")
+    return upstream
 
 
 class HttpRelay:
@@ -181,13 +193,7 @@ class HttpRelay:
         capture: Capture | None = None,
     ) -> None:
         self.options = options
-        try:
-            upstream = URL(options.upstream)
-            upstream.port  # noqa: B018 - yarl checks the port when it is read
-        except ValueError as exc:
-            raise ValueError(f"--upstream is no valid URL: {exc}") from None
-        if upstream.scheme not in ("http", "https") or not upstream.host:
-            raise ValueError(f"--upstream must be an http(s) URL, not {options.upstream!r}")
+        upstream = parse_upstream(options.upstream)
         self.upstream = upstream
         self.origin = upstream.origin()
         self.upstream_host: str = upstream.host
@@ -450,7 +456,23 @@ async def serve(
             await relay.stop()
     finally:
         if analysis is not None:
+            broken = analysis.channel.broken
             status = await analysis.finish(warn)
+            # The analysis process warns itself when the trace is incomplete (3);
+            # any other failure would otherwise pass in silence.
+            if status not in (0, TRACE_INCOMPLETE):
+                if not broken and warn is not None:
+                    how = (
+                        f"was killed by signal {-status}"
+                        if status < 0
+                        else f"exited with status {status}"
+                    )
+                    warn(
+                        f"mcpsniff http: warning: the analysis process {how}; "
+                        "the trace may be incomplete"
+                    )
+                # Whatever went wrong there, what the command reports is the trace's state.
+                status = TRACE_INCOMPLETE
     return status
 
 
@@ -474,6 +496,11 @@ def run_http(
     """
     if not options.upstream.startswith(("http://", "https://")):
         raise StartError(f"--upstream must be an http:// or https:// URL, not {options.upstream!r}")
+    try:
+        # Checked before anything is bound or created: a refused start leaves nothing.
+        parse_upstream(options.upstream)
+    except ValueError as exc:
+        raise StartError(str(exc)) from None
     listen = f"{options.host}:{options.port}"
     try:
         # Bound before the trace and the analysis process exist: a port in use

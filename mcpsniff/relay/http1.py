@@ -392,6 +392,10 @@ class _Parser:
             if version == "HTTP/1.0":
                 # RFC 9112 §6.1: "MUST treat the message as if the framing is faulty".
                 return "Transfer-Encoding in an HTTP/1.0 message"
+            if request and "identity" in codings:
+                # §6.1 lists no "identity" coding any more (h11 refuses it): what a
+                # server makes of "identity, chunked" differs from one to the next.
+                return "Transfer-Encoding identity"
             if codings.count("chunked") > 1 or ("chunked" in codings and codings[-1] != "chunked"):
                 # §6.1: "A sender MUST NOT apply the chunked transfer coding more
                 # than once"; §6.3: chunked not last leaves the length unknown.
@@ -502,11 +506,30 @@ def _target_problem(method: str, target: bytes) -> str | None:
     """
     if method == "CONNECT":
         return "CONNECT is not relayed"
+    if not target.isascii():
+        # A URI is ASCII (RFC 3986 §2); servers differ in what they make of other bytes.
+        return "request target is not ASCII"
     if target.startswith(b"/"):
         return None
     if target == b"*" and method == "OPTIONS":
         return None
     return "request target is not origin-form"
+
+
+def _host_problem(names: list[str], version: str) -> str | None:
+    """Why a request's Host fields are refused, or None.
+
+    RFC 9112 §3.2: "A server MUST respond with a 400 (Bad Request) status code
+    to any HTTP/1.1 request message that lacks a Host header field and to any
+    request message that contains more than one Host header field line": with
+    two, the relay would rewrite one and the upstream might route by the other.
+    """
+    count = names.count("host")
+    if count > 1:
+        return "more than one Host field"
+    if count == 0 and version == "HTTP/1.1":
+        return "an HTTP/1.1 request without Host"
+    return None
 
 
 class RequestParser(_Parser):
@@ -541,6 +564,7 @@ class RequestParser(_Parser):
         target = parts[1].decode("utf-8", "replace")
         request = RequestHead(method, target, version, headers, lines, stripped, names)
         reason = self._body_framing(headers, names, request=True, version=version)
+        reason = reason or _host_problem(names, version)
         if reason is not None:
             self._fail(events, reason, request)
             return False

@@ -47,6 +47,18 @@ class Recorder:
 
     def _emit(self, records: list[Record]) -> list[Record]:
         writer = self.writer
+        if not self.listeners and not self.sinks:
+            # The usual capture: the trace is the only output.
+            for record in records:
+                if isinstance(record, FindingRecord):
+                    self.findings += 1
+            if writer is not None:
+                writer.write_all(records)
+            for hook in self.batch_listeners:
+                hook()
+            if self.autoflush and writer is not None:
+                writer.flush()
+            return records
         for record in records:
             if isinstance(record, FindingRecord):
                 self.findings += 1

@@ -275,17 +275,21 @@ class StdioRelay:
         sink = proc.stdin
         write_through(sink.transport)
         send_data, send = self.channel.send_data, self.channel.send
+        child_reads = True
         while True:
             chunk = await source.read()
             if not chunk:
                 break
-            try:
-                sink.write(chunk)
-                await sink.drain()
-            except (BrokenPipeError, ConnectionResetError):
-                # The child closed its stdin (or died): keep reading so the
-                # client is not blocked, and still record what it sent.
-                pass
+            if child_reads:
+                try:
+                    sink.write(chunk)
+                    await sink.drain()
+                except (BrokenPipeError, ConnectionResetError):
+                    # The child closed its stdin (or died): keep reading so the
+                    # client is not blocked, and still record what it sent; but
+                    # write no more, which asyncio would log once per chunk
+                    # ("pipe closed by peer") on the user's stderr.
+                    child_reads = False
             send_data(C2S, time.time(), chunk)
         send(StreamEnd(C2S, time.time()))
         with contextlib.suppress(Exception):

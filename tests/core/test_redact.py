@@ -404,3 +404,61 @@ def test_a_detector_tried_at_hints_everywhere_searches_instead(
     assert [m.span() for m in found] == [m.span() for m in jwt.pattern.finditer(data)]
     assert len(found) == 1
     assert counting.calls <= redact._PROBE_BUDGET + len(data) // 64 + 1
+
+
+def _walked_array_end(data: bytes, start: int) -> int | None:
+    """The reference: an array's end, walked byte by byte (strings skipped whole)."""
+    level = 0
+    i = start
+    while i < len(data):
+        if data[i] == 0x22:
+            match = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL).match(data, i)
+            if match is None:
+                return None
+            i = match.end()
+            continue
+        if data[i] in b"[{":
+            level += 1
+        elif data[i] in b"]}":
+            level -= 1
+            if level == 0:
+                return i + 1
+        i += 1
+    return None
+
+
+def test_array_ends_with_a_shared_cache_equal_a_fresh_walk() -> None:
+    """Any order of starts, one cache (as within one frame): the same ends as walking each."""
+    import random
+
+    from mcpsniff.core.redact import _array_end
+
+    rng = random.Random(5)
+    for _ in range(3000):
+        data = bytes(rng.choice(b'[]{}"\\ a,') for _ in range(rng.randint(1, 40)))
+        starts = [i for i, byte in enumerate(data) if byte == 0x5B]
+        rng.shuffle(starts)
+        closes: dict[int, int | None] = {}
+        for start in starts:
+            assert _array_end(data, start, closes) == _walked_array_end(data, start), (data, start)
+
+
+def test_many_unterminated_secret_arrays_are_walked_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``{"api_key":[`` repeated: each array ran to the end of the frame (was quadratic)."""
+    from mcpsniff.core import redact
+
+    pattern = redact._ARRAY_TOKEN
+
+    class Tokens:
+        calls = 0
+
+        def search(self, data: bytes, pos: int) -> re.Match[bytes] | None:
+            Tokens.calls += 1
+            return pattern.search(data, pos)
+
+    frame = b'{"api_key":[' * 2_000 + b'{"api_key":["s3cr3t"]'
+    monkeypatch.setattr(redact, "_ARRAY_TOKEN", Tokens())
+    out, count = redact_frame(frame)
+    # Only the last array closes: the one value that is whole is the one replaced.
+    assert count == 1 and out == frame[: -len(b'["s3cr3t"]')] + b'"[REDACTED]"'
+    assert Tokens.calls < 3 * frame.count(b"[") + 10

@@ -55,8 +55,10 @@ def test_a_gap_is_recorded_and_the_partial_line_after_it_skipped() -> None:
             CaptureEnd(4.0),
         ]
     )
-    (gap,) = events(records, "capture-gap")
+    gap, resync = events(records, "capture-gap")
     assert gap == {"direction": S2C, "lost_bytes": 500 + len(b'{"jsonrpc":"2.0","id":1,"res')}
+    # The rest of the cut line, dropped to find the next whole one, is counted too.
+    assert resync == {"direction": S2C, "lost_bytes": len(b'ult":{}}\n'), "resync": True}
     assert frames(records) == [(S2C, PONG[:-1])]
 
 
@@ -99,3 +101,18 @@ def test_a_relay_that_died_ends_the_session_with_its_unframed_bytes() -> None:
     adapter.lost(2.0)
     (end,) = events(records, "session-end")
     assert end["unframed_bytes"] == {C2S: len(b'{"partial'), S2C: 0}
+
+
+def test_bytes_skipped_until_the_stream_ends_are_counted_at_its_end() -> None:
+    records = run(
+        [
+            StreamData(C2S, 1.0, b'{"jsonrpc":"2.0",'),
+            StreamGap(C2S, 2.0, 100),
+            StreamData(C2S, 3.0, b"no newline ever"),
+            StreamData(C2S, 4.0, b" still none"),
+            CaptureEnd(5.0),
+        ]
+    )
+    gaps = events(records, "capture-gap")
+    assert [g["lost_bytes"] for g in gaps] == [100 + 17, len(b"no newline ever still none")]
+    assert frames(records) == []

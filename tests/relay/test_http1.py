@@ -108,7 +108,7 @@ def test_request_without_body_and_pipelining() -> None:
 
 
 def test_chunked_request_with_extensions_and_trailers() -> None:
-    head = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+    head = b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
     chunks = b"5;name=value\r\nhello\r\n6 ; x\r\n world\r\n"
     last = b"0;end\r\nX-Checksum: 1\r\nX-More: 2\r\n\r\n"
     events = request_events(head + chunks + last)
@@ -116,7 +116,7 @@ def test_chunked_request_with_extensions_and_trailers() -> None:
 
 
 def test_chunked_request_without_trailers() -> None:
-    head = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+    head = b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
     events = request_events(head + b"A\r\n0123456789\r\n0\r\n\r\n" + head)
     assert events[1:3] == [("body", b"A\r\n0123456789\r\n", b"0123456789"), ("end", b"0\r\n\r\n")]
     assert events[3][0] == "request"
@@ -129,8 +129,8 @@ def test_empty_lines_before_a_request_are_ignored() -> None:
 
 
 def test_field_values_keep_utf8_and_lose_surrounding_whitespace() -> None:
-    events = request_events("GET / HTTP/1.1\r\nX-Name:  é \t\r\n\r\n".encode())
-    assert events[0][3] == [("X-Name", "é")]
+    events = request_events("GET / HTTP/1.1\r\nHost: h\r\nX-Name:  é \t\r\n\r\n".encode())
+    assert events[0][3] == [("Host", "h"), ("X-Name", "é")]
 
 
 @pytest.mark.parametrize(
@@ -171,14 +171,14 @@ def test_bad_request_heads(data: bytes, reason: str) -> None:
     ],
 )
 def test_bad_chunks(body: bytes, reason: str) -> None:
-    head = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+    head = b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
     events = feed_all(RequestParser(), [head + body])
     assert isinstance(events[0], RequestHead)
     assert isinstance(events[-1], Malformed) and reason in events[-1].reason
 
 
 def test_bad_chunk_keeps_what_came_before() -> None:
-    head = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+    head = b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
     events = feed_all(RequestParser(), [head + b"3\r\nabc\r\nxyz\r\n"])
     assert isinstance(events[0], RequestHead)
     assert (events[1].raw, events[1].payload) == (b"3\r\nabc\r\n", b"abc")  # type: ignore[union-attr]
@@ -188,10 +188,10 @@ def test_bad_chunk_keeps_what_came_before() -> None:
 
 def test_request_cut_short_is_malformed_at_eof() -> None:
     parser = RequestParser()
-    parser.feed(b"POST / HTTP/1.1\r\nContent-Length: 10\r\n\r\nabc")
+    parser.feed(b"POST / HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nabc")
     assert [type(e) for e in parser.feed_eof()] == [Malformed]
     idle = RequestParser()
-    idle.feed(b"GET / HTTP/1.1\r\n\r\n")
+    idle.feed(b"GET / HTTP/1.1\r\nHost: h\r\n\r\n")
     assert idle.idle and idle.feed_eof() == []
 
 
@@ -273,7 +273,7 @@ def chunked_message(draw: st.DrawFn) -> tuple[bytes, bytes, bytes]:
     payload = draw(st.binary(max_size=600))
     cuts = sorted(draw(st.lists(st.integers(0, len(payload)), max_size=6)))
     pieces = [payload[a:b] for a, b in zip([0, *cuts], [*cuts, len(payload)], strict=True)]
-    head = b"PUT /x HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+    head = b"PUT /x HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"
     body = b"".join(b"%x;e=1\r\n%s\r\n" % (len(p), p) for p in pieces if p)
     trailer = draw(st.sampled_from([b"", b"X-T: 1\r\n"]))
     return head + body + b"0\r\n" + trailer + b"\r\n", head, payload
@@ -413,3 +413,26 @@ def test_response_heads_must_start_with_http() -> None:
     parser.expect("GET")
     (event,) = parser.feed(b"<html>")
     assert isinstance(event, Malformed) and "not an HTTP" in event.reason
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", "more than one Host"),
+        (b"GET / HTTP/1.0\r\nHost: a\r\nhost: a\r\n\r\n", "more than one Host"),
+        (b"GET / HTTP/1.1\r\nX: y\r\n\r\n", "without Host"),
+        (b"GET /\xc3\xa9 HTTP/1.1\r\nHost: h\r\n\r\n", "not ASCII"),
+        (b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: identity, chunked\r\n\r\n", "identity"),
+    ],
+)
+def test_host_count_target_bytes_and_identity_are_held_to_rfc_9112(
+    data: bytes, reason: str
+) -> None:
+    events = RequestParser().feed(data)
+    assert len(events) == 1 and isinstance(events[0], Malformed), events
+    assert reason in events[0].reason
+
+
+def test_an_http_1_0_request_may_go_without_host() -> None:
+    events = RequestParser().feed(b"GET / HTTP/1.0\r\n\r\n")
+    assert isinstance(events[0], RequestHead) and events[0].names == []

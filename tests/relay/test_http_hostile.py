@@ -522,6 +522,34 @@ def test_invalid_ports_are_refused(value: str) -> None:
     assert parse_listen("127.0.0.1:65535") == ("127.0.0.1", 65535)
 
 
+@pytest.mark.parametrize(
+    "value", ["[::1", "[::1]", "[nope]:80", "::1:80", "a b:80", "1.2.3.999:80", "[::1]:x", ""]
+)
+def test_malformed_listen_addresses_are_refused_in_one_line_before_anything_starts(
+    value: str, tmp_path: Path
+) -> None:
+    """``[::1`` was split at its last colon into host ``[:`` and port 1."""
+    with pytest.raises(ValueError, match="--listen"):
+        parse_listen(value)
+    trace = tmp_path / "t.jsonl"
+    result = CliRunner().invoke(
+        cli_main,
+        ["http", "--upstream", "http://127.0.0.1:9/mcp", "--listen", value, "--trace", str(trace)],
+    )
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("mcpsniff http: --listen"), result.output
+    assert "Traceback" not in result.output
+    assert not trace.exists()
+
+
+def test_short_listen_forms_still_mean_loopback() -> None:
+    assert parse_listen("7000") == ("127.0.0.1", 7000)
+    assert parse_listen(":7000") == ("127.0.0.1", 7000)
+    assert parse_listen(" [::1]:7000 ") == ("::1", 7000)
+    assert parse_listen("localhost:0") == ("localhost", 0)
+
+
 def test_a_port_in_use_fails_before_the_trace_exists(tmp_path: Path) -> None:
     taken = bind("127.0.0.1", 0)
     port = taken.getsockname()[1]
@@ -594,6 +622,44 @@ def test_the_command_applies_its_timeouts_and_records_through_its_analysis_proce
         records = list(reader.records())
     refused = [r.data for r in records if isinstance(r, EventRecord) and r.event == "http-refused"]
     assert [r["kind"] for r in refused] == ["head-timeout"]
+
+
+def test_the_command_exits_3_and_says_why_when_the_trace_is_incomplete(tmp_path: Path) -> None:
+    """A trace the analysis process could not write in full (here: a file size limit)
+    makes ``mcpsniff http`` exit 3 with a warning naming the reason, as ``stdio`` does."""
+    import resource
+    import signal
+    import subprocess
+    import sys
+
+    def small_files() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    trace = tmp_path / "t.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mcpsniff", "http", "--upstream", "http://127.0.0.1:9/mcp",
+         "--listen", "127.0.0.1:0", "--trace", str(trace)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=small_files,
+    )  # fmt: skip
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline().decode()
+        port = int(line.split()[2].rsplit(":", 1)[1].split("/")[0])
+        body = b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"%s"}}' % (b"a" * 20000)
+        request = (
+            b"POST /mcp HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\n"
+            b"Connection: close\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+        )
+        answer = asyncio.run(exchange_raw(port, request))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        status = proc.wait(BOUND)
+    assert statuses(answer) == [502]  # nothing listens upstream
+    errors = proc.stderr.read().decode()
+    assert status == 3, errors
+    assert "cannot write the trace" in errors and "File too large" in errors
+    assert trace.stat().st_size == 4096
 
 
 def test_a_connect_that_fails_unexpectedly_still_answers(tmp_path: Path) -> None:

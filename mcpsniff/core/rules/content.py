@@ -93,6 +93,13 @@ def tool_result(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     look at each block's type and nothing more.
     """
     content = result.get("content")
+    if type(content) is list and "structuredContent" not in result and len(content) <= MAX_ITEMS:
+        # The usual result, only plain text blocks: no rule below can fire.
+        for block in content:
+            if type(block) is not dict or block.get("type") != "text" or "annotations" in block:
+                break
+        else:
+            return
     kinds: set[Any] = set()
     annotated = False
     if type(content) is list:

@@ -63,6 +63,8 @@ RULES = (
 )
 
 _MEMBERS = {"jsonrpc", "id", "method", "params", "result", "error"}
+#: Request methods that JR-METHOD-RPC-RESERVED or MSG-NOTIF-NO-ID report.
+_FLAGGED_REQUEST_PREFIXES = ("rpc.", "notifications/")
 _PREDEFINED = {-32700, -32600, -32601, -32602, -32603}
 _NULL_ID_CODES = {-32700, -32600}
 
@@ -122,6 +124,28 @@ def check_message(session: Session, msg: Msg) -> None:
         )
     elif kind == RESPONSE and len(obj) == 3 and type(obj.get("result")) is dict and "id" in obj:
         return  # the common well-formed result: nothing below can fire
+    elif kind == REQUEST and len(obj) == 4 and "params" in obj:
+        # The common request: exactly jsonrpc, id, method and params (so no stray
+        # member, nor a result or error). Nothing below fires when the method is a
+        # plain string, params an object without _meta, and the id an int or string.
+        method = msg.method
+        params = msg.params
+        ident = msg.id
+        if (
+            method is not None
+            and params is not None
+            and "_meta" not in params
+            and (type(ident) is int or type(ident) is str)
+            and not method.startswith(_FLAGGED_REQUEST_PREFIXES)
+        ):
+            return
+    elif kind == NOTIFICATION and (
+        len(obj) == 2 or (len(obj) == 3 and msg.params is not None and "_meta" not in msg.params)
+    ):
+        # The common notification: jsonrpc, method and maybe params without _meta.
+        method = msg.method
+        if method is not None and not method.startswith("rpc."):
+            return
     # The sender and the seq list are built only when a report needs them:
     # this function runs for every message and almost never reports.
     if not obj.keys() <= _MEMBERS:

@@ -190,14 +190,14 @@ def on_request(session: Session, msg: Msg) -> None:
     state = session.state
     method = msg.method or ""
     if msg.direction == C2S:
-        meta = _meta(msg)  # the era is already decided (Session._note_era)
         if method == "initialize":
             _initialize_request(session, msg)
         elif not state.first_c2s_seen:
             _first_message(session, msg)
         state.first_c2s_seen = True
         if state.era == STATELESS:
-            _stateless_request(session, msg, meta)
+            # The era is already decided (Session._note_era); only its rules read _meta.
+            _stateless_request(session, msg, _meta(msg))
         else:
             _handshake_client_request(session, msg)
     else:

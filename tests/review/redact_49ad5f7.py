@@ -1,0 +1,477 @@
+# ruff: noqa
+# mcpsniff/core/redact.py verbatim as of commit 49ad5f7 (before the Aho-Corasick prefilter):
+# the reference of tests/review/test_redact_differential.py. Do not edit.
+"""Redaction of credentials in what mcpsniff records (DESIGN.md invariant 5).
+
+Only the *trace* is redacted; forwarded traffic is never touched. A frame is
+redacted before the analyzer sees it, so that no finding can quote a secret
+and ``mcpsniff check`` on the trace reproduces the live findings.
+
+Two signals, either one enough:
+
+* the **name** (``secret_names``): the value of a JSON member, header, query
+  parameter, command-line flag or ``name=value`` pair whose name says it holds
+  a credential (``api_key``, ``X-Amz-Security-Token``, ``--token``, ``pw``);
+* the **value** (``secret_values``): a string that is a credential whatever its
+  name (Bearer/Basic credentials, JWTs, ``sk-``, ``ghp_``, ``xox``, ``AKIA``
+  keys, PEM private keys, the password in a URL's userinfo).
+
+Either way the secret becomes ``[REDACTED]`` in place: the frame keeps its
+shape, its line terminator and every other byte. JSON carried inside a JSON
+string (how tool results usually arrive: ``"text": "{\\"api_key\\": ...}"``) is
+decoded, redacted the same way and re-encoded. Protocol fields stay intact
+(``progressToken``, ``cursor``, ``nextCursor``, ``id``): the analyzer pairs
+and checks them, and a redacted id would read as a protocol violation. Every
+function returns, or the record stores, how many values it replaced.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+from urllib.parse import unquote_plus
+
+from mcpsniff.core.secret_names import PROTOCOL_NAMES, Context, is_secret_name, words
+from mcpsniff.core.secret_values import DETECTORS, VALUE_HINTS
+
+__all__ = [
+    "MARK",
+    "is_secret_name",
+    "recorded_argv",
+    "redact_argv",
+    "redact_frame",
+    "redact_header_pairs",
+    "redact_headers",
+    "redact_json_value",
+    "redact_query",
+    "redact_text",
+    "redact_url",
+    "redaction_explains",
+]
+
+MARK = "[REDACTED]"
+_MARK_BYTES = MARK.encode()
+_MARK_LOW = _MARK_BYTES.lower()
+_QUOTED_MARK = b'"' + _MARK_BYTES + b'"'
+
+# Hints are found with ``bytes.find`` on a lower-cased copy of the bytes: a
+# regex alternation of them costs about 15 us per KiB in `re`, a find of each
+# literal well under one, and this runs on every frame.
+_NAME_HINTS = (b"pass", b"pw", b"secret", b"token", b"auth", b"cookie", b"credential", b"key")
+_QUERY_HINTS = (b"sig", b"code")
+_ALL_HINTS = _NAME_HINTS + _QUERY_HINTS + VALUE_HINTS
+_STRING_AT = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_NUMBER_AT = re.compile(rb"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_COLON_AT = re.compile(rb"[ \t\r\n]*:[ \t\r\n]*")
+# After a name in plain text: `=value`, `: value`, `="value"`, `: Bearer value`.
+_PAIR_TAIL = re.compile(
+    rb"[ \t]*[=:][ \t]*(\\?[\"'])?((?:bearer|basic|digest) +)?([^\s&\"',;<>\\]+)"
+)
+_NAME_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_.-")
+# The members whose values the analyzer needs exactly: never touched by a value detector.
+_PROTECTED_BEFORE = re.compile(
+    rb'"(?:id|progressToken|cursor|nextCursor|requestId|method|jsonrpc)"[ \t\r\n]*:[ \t\r\n]*$'
+)
+#: How deep JSON inside JSON strings is followed (each level doubles the escapes).
+_MAX_DEPTH = 4
+
+
+def _hints(low: bytes, hints: tuple[bytes, ...]) -> list[bytes]:
+    return [hint for hint in hints if hint in low]
+
+
+def _positions(low: bytes, hints: list[bytes]) -> list[int]:
+    """Every offset where one of ``hints`` occurs, ascending."""
+    found: list[int] = []
+    for hint in hints:
+        at = low.find(hint)
+        while at >= 0:
+            found.append(at)
+            at = low.find(hint, at + 1)
+    found.sort()
+    return found
+
+
+def redact_frame(raw: bytes) -> tuple[bytes, int]:
+    """Redact secrets in one frame, stderr line or body; return the bytes and the count.
+
+    ``raw`` may be JSON, JSON with JSON inside its strings, or plain text.
+    """
+    low = raw.lower()
+    for hint in _ALL_HINTS:
+        if hint in low:
+            return _redact(raw, 0)
+    return raw, 0
+
+
+def redact_text(text: str) -> tuple[str, int]:
+    """``redact_frame`` for a ``str`` (a stderr line, an argument, an error message)."""
+    data = text.encode("utf-8", "surrogatepass")
+    out, count = redact_frame(data)
+    return (out.decode("utf-8", "surrogatepass"), count) if count else (text, 0)
+
+
+def _redact(data: bytes, depth: int) -> tuple[bytes, int]:
+    count = 0
+    for step in (_members, _nested, _values, _text_pairs):
+        if step is _nested and (depth >= _MAX_DEPTH or b'\\"' not in data):
+            continue
+        data, n = step(data, depth)
+        count += n
+    return data, count
+
+
+def _splice(data: bytes, cuts: list[tuple[int, int, bytes]]) -> bytes:
+    """``data`` with each (start, end) range replaced; ranges ascending, disjoint."""
+    parts: list[bytes] = []
+    last = 0
+    for start, end, new in cuts:
+        parts.append(data[last:start])
+        parts.append(new)
+        last = end
+    parts.append(data[last:])
+    return b"".join(parts)
+
+
+# --------------------------------------------------------------------------- JSON members
+
+
+def _members(data: bytes, depth: int) -> tuple[bytes, int]:
+    """Values of secret-named JSON members (strings, numbers, arrays) become the mark."""
+    if b'"' not in data:
+        return data, 0
+    low = data.lower()
+    cuts: list[tuple[int, int, bytes]] = []
+    floor = 0
+    for hint in _positions(low, _hints(low, _NAME_HINTS)):
+        if hint < floor:
+            continue  # inside a name or value already handled
+        opening = data.rfind(b'"', max(0, hint - 64), hint)
+        closing = data.find(b'"', hint, hint + 64)
+        if opening < 0 or closing < 0 or b"\\" in data[opening:closing]:
+            continue
+        colon = _COLON_AT.match(data, closing + 1)
+        if colon is None:
+            continue  # a string value, not a member name
+        floor = colon.end()
+        name = data[opening + 1 : closing].decode("utf-8", "replace")
+        if not is_secret_name(name, "json"):
+            continue
+        start = colon.end()
+        end = _value_end(data, start)
+        if end is None or data[start:end] in (_QUOTED_MARK, b'""'):
+            continue
+        cuts.append((start, end, _QUOTED_MARK))
+        floor = end
+    return (_splice(data, cuts), len(cuts)) if cuts else (data, 0)
+
+
+def _value_end(data: bytes, start: int) -> int | None:
+    """Where the JSON value at ``start`` ends, for the kinds a secret can have."""
+    first = data[start : start + 1]
+    if first == b'"':
+        match = _STRING_AT.match(data, start)
+    elif first == b"-" or first.isdigit():
+        match = _NUMBER_AT.match(data, start)
+    elif first == b"[":
+        return _array_end(data, start)
+    else:
+        return None  # objects are walked member by member; true/false/null hold no secret
+    return match.end() if match else None
+
+
+def _array_end(data: bytes, start: int) -> int | None:
+    """The end of the JSON array at ``start`` (strings inside it skipped whole)."""
+    level = 0
+    i = start
+    size = len(data)
+    while i < size:
+        byte = data[i]
+        if byte == 0x22:  # '"'
+            match = _STRING_AT.match(data, i)
+            if match is None:
+                return None
+            i = match.end()
+            continue
+        if byte in (0x5B, 0x7B):  # '[' '{'
+            level += 1
+        elif byte in (0x5D, 0x7D):  # ']' '}'
+            level -= 1
+            if level == 0:
+                return i + 1
+        i += 1
+    return None
+
+
+def _nested(data: bytes, depth: int) -> tuple[bytes, int]:
+    """JSON strings that carry JSON (or text) with secrets: decoded, redacted, re-encoded."""
+    cuts: list[tuple[int, int, bytes]] = []
+    count = 0
+    for match in _STRING_AT.finditer(data):
+        literal = match.group()
+        if b'\\"' not in literal or not _hints(literal.lower(), _ALL_HINTS):
+            continue
+        try:
+            inner = json.loads(literal)
+        except ValueError:
+            continue
+        if not isinstance(inner, str):
+            continue
+        redacted, n = _redact(inner.encode("utf-8", "surrogatepass"), depth + 1)
+        if n:
+            text = redacted.decode("utf-8", "surrogatepass")
+            cuts.append((match.start(), match.end(), _encode_string(text)))
+            count += n
+    return (_splice(data, cuts), count) if cuts else (data, 0)
+
+
+def _encode_string(text: str) -> bytes:
+    return json.dumps(text, ensure_ascii=False).encode("utf-8", "surrogatepass")
+
+
+# --------------------------------------------------------------------------- values
+
+
+def _values(data: bytes, depth: int) -> tuple[bytes, int]:
+    """Credentials recognised by their format, whatever they are called."""
+    low = data.lower()
+    count = 0
+    for detector in DETECTORS:
+        if not _hints(low, detector.hints):
+            continue
+        cuts: list[tuple[int, int, bytes]] = []
+        for match in detector.pattern.finditer(data):
+            start, end = match.span(detector.group)
+            if data.startswith(_MARK_BYTES, start) or _protected(data, start):
+                continue
+            cuts.append((start, end, _MARK_BYTES))
+        if cuts:
+            data = _splice(data, cuts)
+            low = data.lower()
+            count += len(cuts)
+    return data, count
+
+
+def _protected(data: bytes, start: int) -> bool:
+    """Whether ``start`` lies in the string value of a protocol member (an id, a cursor)."""
+    opening = data.rfind(b'"', max(0, start - 4096), start)
+    if opening < 0:
+        return False
+    return _PROTECTED_BEFORE.search(data, max(0, opening - 40), opening) is not None
+
+
+# --------------------------------------------------------------------------- plain text
+
+
+def _text_pairs(data: bytes, depth: int) -> tuple[bytes, int]:
+    """``password=...``, ``api_key: ...``, ``?key=...`` in text: the value becomes the mark."""
+    if b"=" not in data and b":" not in data:
+        return data, 0
+    low = data.lower()
+    cuts: list[tuple[int, int, bytes]] = []
+    floor = 0
+    size = len(low)
+    for hint in _positions(low, _hints(low, _NAME_HINTS + _QUERY_HINTS)):
+        if hint < floor:
+            continue
+        start = hint
+        while start > 0 and hint - start < 40 and low[start - 1] in _NAME_BYTES:
+            start -= 1
+        end = hint
+        while end < size and end - hint < 40 and low[end] in _NAME_BYTES:
+            end += 1
+        floor = end
+        tail = _PAIR_TAIL.match(low, end)
+        if tail is None:
+            continue
+        value_start, value_end = tail.span(3)
+        if low.startswith(_MARK_LOW, value_start):
+            continue
+        before = low[start - 1 : start] if start else b""
+        context: Context = "query" if before in (b"?", b"&") else "text"
+        name = data[start:end].decode("utf-8", "replace").strip("-_.")
+        if not is_secret_name(name, context):
+            continue
+        cuts.append((value_start, value_end, _MARK_BYTES))
+        floor = value_end
+    return (_splice(data, cuts), len(cuts)) if cuts else (data, 0)
+
+
+# --------------------------------------------------------------------------- URLs, headers, argv
+
+
+def redact_url(url: str) -> tuple[str, int]:
+    """A URL or request target with its userinfo password and secret query values replaced.
+
+    ``http://user:pass@host/p?key=K&x=1`` → ``http://user:[REDACTED]@host/p?key=[REDACTED]&x=1``;
+    everything else is kept exactly as it was written.
+    """
+    count = 0
+    base, sep, query = url.partition("?")
+    if "@" in base:
+        redacted, n = redact_text(base)
+        base, count = redacted, count + n
+    if sep:
+        parts = query.split("&")
+        for i, part in enumerate(parts):
+            name, eq, value = part.partition("=")
+            if not (eq and value) or value == MARK:
+                continue
+            if is_secret_name(unquote_plus(name), "query"):
+                parts[i] = f"{name}={MARK}"
+                count += 1
+            else:
+                new, n = redact_text(value)
+                if n:
+                    parts[i] = f"{name}={new}"
+                    count += n
+        query = "&".join(parts)
+    return (f"{base}{sep}{query}", count) if count else (url, 0)
+
+
+def redact_query(target: str) -> str:
+    """``redact_url`` without the count (the relays' call sites)."""
+    return redact_url(target)[0]
+
+
+#: Headers the analyzer and the sessions need as they are.
+_PROTOCOL_HEADERS = frozenset({"mcp-session-id", "mcp-protocol-version", "last-event-id"})
+
+
+def redact_header_pairs(headers: Iterable[Sequence[str]]) -> tuple[list[list[str]], int]:
+    """Header pairs as a trace stores them, and how many values were replaced.
+
+    A header named like a credential (``Authorization``, ``Cookie``,
+    ``X-Amz-Security-Token``, ``X-Auth``) loses its value; any other header's
+    value is scanned for credentials (a Bearer token in
+    ``X-Forwarded-Authorization``, a key in a ``Link`` URL). Request and
+    response headers alike.
+    """
+    out: list[list[str]] = []
+    count = 0
+    for name, value in headers:
+        if name.lower() in _PROTOCOL_HEADERS:
+            out.append([name, value])
+        elif is_secret_name(name, "header"):
+            out.append([name, MARK])
+            count += value != MARK
+        else:
+            new, n = redact_text(value)
+            out.append([name, new])
+            count += n
+    return out, count
+
+
+def redact_headers(headers: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Header pairs with credential values replaced (for HTTP transport events)."""
+    pairs, _ = redact_header_pairs(headers)
+    return [(name, value) for name, value in pairs]
+
+
+def redact_argv(argv: Sequence[str]) -> tuple[list[str], int]:
+    """A command line with its credentials replaced, and how many.
+
+    ``--api-key X``, ``--token=X``, ``-p=X`` style flags named like secrets,
+    ``API_KEY=X`` environment assignments, and any argument holding a credential
+    by its value (``postgres://u:pw@host/db``, ``sk-...``).
+    """
+    out = [str(arg) for arg in argv]
+    count = 0
+    i = 0
+    while i < len(out):
+        arg = out[i]
+        flag = arg.lstrip("-")
+        if arg.startswith("-") and "=" not in arg and flag and is_secret_name(flag, "arg"):
+            if i + 1 < len(out) and not out[i + 1].startswith("-") and out[i + 1] != MARK:
+                out[i + 1] = MARK
+                count += 1
+                i += 2
+                continue
+        elif arg.startswith("-") and "=" in arg:
+            name, _, value = flag.partition("=")
+            if value and value != MARK and is_secret_name(name, "arg"):
+                out[i] = arg[: len(arg) - len(value)] + MARK
+                count += 1
+                i += 1
+                continue
+        new, n = redact_text(arg)
+        out[i] = new
+        count += n
+        i += 1
+    return out, count
+
+
+# --------------------------------------------------------------------------- JSON values
+
+
+def redact_json_value(value: Any, name: str = "") -> tuple[Any, int]:
+    """A parsed JSON value (an event's data, a header's meta) with its secrets replaced.
+
+    Members named like secrets lose scalar and array values; strings are
+    scanned as text; the structure is kept.
+    """
+    if isinstance(value, dict):
+        count = 0
+        out: dict[Any, Any] = {}
+        for key, item in value.items():
+            new, n = redact_json_value(item, str(key))
+            out[key] = new
+            count += n
+        return out, count
+    if name and _secret_member(name) and not isinstance(value, bool) and value is not None:
+        if isinstance(value, str | int | float | list) and value not in (MARK, ""):
+            return MARK, 1
+    if isinstance(value, list):
+        count = 0
+        items = []
+        for item in value:
+            new, n = redact_json_value(item)
+            items.append(new)
+            count += n
+        return items, count
+    if isinstance(value, str):
+        return redact_text(value)
+    return value, 0
+
+
+def _secret_member(name: str) -> bool:
+    return "".join(words(name)) not in PROTOCOL_NAMES and is_secret_name(name, "json")
+
+
+def recorded_argv(argv: Sequence[str], redact: bool) -> list[str]:
+    """A spawned server's command line as a trace stores it (``redact_argv`` unless --no-redact)."""
+    return redact_argv(argv)[0] if redact else list(argv)
+
+
+def holds_mark(value: Any) -> bool:
+    """Whether a parsed JSON value holds a redaction mark anywhere (iteratively: no recursion)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if MARK in item:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
+
+
+def redaction_explains(frame: Any, value: Any) -> bool:
+    """Whether ``value``, from ``frame``, may differ from what was sent because it was redacted.
+
+    Rules that judge values (a tool's arguments against its inputSchema) ask
+    this before reporting: the frame's ``meta.redacted`` count says redaction
+    happened, and a mark inside ``value`` says it happened here, so a number
+    recorded as ``"[REDACTED]"`` is not read as a type error.
+    """
+    meta = getattr(frame, "meta", None)
+    return bool(meta and meta.get("redacted")) and holds_mark(value)
+
+
+def redactor(enabled: bool) -> Callable[[bytes], tuple[bytes, int]] | None:
+    """The frame redactor to hand the analyzer: ``redact_frame``, or none with --no-redact."""
+    return redact_frame if enabled else None

@@ -1,0 +1,75 @@
+"""The stdio capture channel under faults, with real processes and pipes.
+
+The client must get every byte whatever happens to the analysis side, and the
+trace must say what it lost (issue 12: "every byte forwarded but not analyzed
+must be accounted for in the trace before it ends").
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from mcpsniff.core.model import EventRecord
+from tests.relay.stdio_support import events, peer, read_trace, relay, stream, wait_until
+from tests.relay.test_stdio_relay import analysis_process_of
+
+LINES = [b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % i for i in range(400)]
+
+
+def _kill_analysis_mid_session(trace: Path) -> tuple[bytes, list[str]]:
+    with relay(peer("echo"), "--trace", str(trace)) as r:
+        r.send(LINES[0])
+        r.wait_stdout(LINES[0])
+        wait_until(lambda: b'"dir":"s2c"' in trace.read_bytes(), "the first answer recorded")
+        os.kill(analysis_process_of(r.proc.pid), signal.SIGKILL)
+        for line in LINES[1:]:
+            r.send(line)
+        r.wait_stdout(b"".join(LINES))
+        assert r.finish() == 0
+    return r.stdout.data, r.stderr_lines()
+
+
+def test_a_killed_analysis_process_costs_the_client_nothing(tmp_path: Path) -> None:
+    """Near-miss of the xfail below: forwarding is intact and the trace reads back."""
+    trace = tmp_path / "t.jsonl"
+    data, _ = _kill_analysis_mid_session(trace)
+    assert data == b"".join(LINES)
+    assert stream(read_trace(trace), "c2s").startswith(LINES[0])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="analysis SIGKILLed: the trace ends without capture-gap or session-end (stderr only)",
+)
+def test_a_killed_analysis_process_is_accounted_for_in_the_trace(tmp_path: Path) -> None:
+    """The relay warns on stderr ("the trace may be incomplete") but the trace itself
+    just stops: no session-end, no capture-gap, so ``check`` reports the 399 pings
+    it never saw as nothing and the last recorded request as never answered. Only
+    the relay knows, and once the analysis is dead nobody else writes the file."""
+    trace = tmp_path / "t.jsonl"
+    _kill_analysis_mid_session(trace)
+    records = read_trace(trace)
+    gaps = events(records, "capture-gap")
+    assert gaps, [r.event for r in records if isinstance(r, EventRecord)]
+    recorded = len(stream(records, "c2s"))
+    lost = sum(int(g.data.get("lost_bytes", 0)) for g in gaps if g.data.get("direction") == "c2s")
+    assert recorded + lost == len(b"".join(LINES))
+    assert events(records, "session-end")
+
+
+def test_writing_to_a_child_that_closed_its_stdin_adds_no_asyncio_noise(tmp_path: Path) -> None:
+    """A server that closes its stdin but keeps running while the client sends 20 MB:
+    stderr gets asyncio's unprefixed 'pipe closed by peer or os.write(pipe, data)
+    raised exception.' once per chunk after the fifth (325 lines measured)."""
+    trace = tmp_path / "t.jsonl"
+    chunks = [b"a" * (1 << 16)] * 320
+    with relay(["sh", "-c", "exec 0<&-; sleep 2"], "--trace", str(trace)) as r:
+        r.send_chunks(chunks)
+        assert r.wait() == 0
+    assert events(read_trace(trace), "session-end")
+    noise = [text for text in r.stderr_lines() if "pipe closed by peer" in text]
+    assert noise == [], f"{len(noise)} lines of asyncio noise"
