@@ -7,7 +7,7 @@ import os
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import click
@@ -124,6 +124,12 @@ def check(
     if trace is None:
         _explain_only(explain)
         return
+    if explain and explain != "all":
+        try:
+            catalog.get(explain)
+        except KeyError as exc:  # a typo is named before the trace is read
+            _fail("check", str(exc.args[0]))
+            return
     flt = parse_filter("check", filter_expr)
     tolerate_surrogates()
     try:
@@ -139,10 +145,11 @@ def check(
     failing = 0
     by_session: dict[str, list[FindingRecord]] = defaultdict(list)
     sessions: set[str] = set()
+    analyzer_errors: list[EventRecord] = []
     out = sys.stdout
     try:
         with reader:
-            records = replay(reader.inputs())
+            records = _noting_analyzer_errors(replay(reader.inputs()), analyzer_errors)
             for record in records if flt is None else matching_findings(records, flt):
                 if not isinstance(record, FindingRecord):
                     # "0 finding(s) in 1 session(s)": every session counts, clean or not.
@@ -169,6 +176,16 @@ def check(
         return
     if reader.torn is not None:
         click.echo(f"mcpsniff check: warning: {trace}: {reader.torn.describe()}", err=True)
+    if analyzer_errors:
+        # The rules after the failing one never ran on those records: a clean
+        # verdict would claim more than was checked.
+        first = analyzer_errors[0]
+        click.echo(
+            f"mcpsniff check: warning: the analyzer failed on {len(analyzer_errors)} record(s), "
+            f"first at seq {first.seq}: {terminal_safe(str(first.data.get('error', '?'))[:200])}; "
+            "findings may be missing (please report this as an mcpsniff bug)",
+            err=True,
+        )
     if fmt == "text":
         style = Style(_colour(out))
         for line in report_lines(dict(by_session), style):
@@ -190,6 +207,16 @@ def check(
 
         write_check_report(fmt, trace, dict(by_session), sessions, fail_on, out)
     sys.exit(EXIT_FINDINGS if failing else EXIT_OK)
+
+
+def _noting_analyzer_errors(
+    records: Iterator[Record], errors: list[EventRecord]
+) -> Iterator[Record]:
+    """``records`` unchanged, with each ``analyzer-error`` event also kept in ``errors``."""
+    for record in records:
+        if isinstance(record, EventRecord) and record.event == "analyzer-error":
+            errors.append(record)
+        yield record
 
 
 def _explain_only(rule_id: str | None) -> None:

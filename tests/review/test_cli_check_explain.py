@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from mcpsniff.cli import main
@@ -19,10 +18,6 @@ def test_an_unknown_rule_without_a_trace_is_refused() -> None:
     assert "unknown rule id 'JR-PARES'" in result.output
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cli.check: --explain with a TRACE ignores an unknown rule id silently (exit 0)",
-)
 def test_an_unknown_rule_with_a_trace_is_named_too() -> None:
     """A typo in the rule id prints the report and no explanation, and no word why."""
     result = CliRunner().invoke(main, ["check", "--explain", "JR-PARES", TRACE])

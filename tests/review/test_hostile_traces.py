@@ -105,10 +105,6 @@ def test_an_endpoint_event_with_an_unhashable_exchange_is_no_analyzer_error(
     assert _analyzer_errors(_write(tmp_path, _legacy_stream(exchange))) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="check drops analyzer-error records: '0 finding(s)... nothing at or above error'",
-)
 def test_check_says_when_the_analyzer_failed_on_a_record(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
