@@ -259,7 +259,7 @@ def _nested(data: bytes, low: bytes, hits: Hits, depth: int) -> tuple[bytes, int
     """JSON strings that carry JSON (or text) with secrets: decoded, redacted, re-encoded."""
     cuts: list[tuple[int, int, bytes]] = []
     count = 0
-    for match in _STRING_AT.finditer(data):
+    for match in json_strings(data):
         literal = match.group()
         if b'\\"' not in literal or not _SCANNER.any(literal.lower()):
             continue
@@ -275,6 +275,28 @@ def _nested(data: bytes, low: bytes, hits: Hits, depth: int) -> tuple[bytes, int
             cuts.append((match.start(), match.end(), _encode_string(text)))
             count += n
     return (_splice(data, cuts), count) if cuts else (data, 0)
+
+
+def json_strings(data: bytes) -> Iterator[re.Match[bytes]]:
+    """The JSON string literals in ``data``, left to right: ``_STRING_AT.finditer``, linearly.
+
+    ``finditer`` retries the pattern after every quote, and a hostile frame of
+    unterminated strings (``{\\"key\\":`` repeated: every quote escaped) makes
+    each try read to the end: quadratic. One failed try is enough: a string
+    opened at quote ``q`` that never closes means every later quote is the
+    second byte of an escape pair in the scan from ``q`` (else it would have
+    closed the string), so a string opened there scans the same bytes in the
+    same pairs to the same end and fails too. Each byte is read at most twice.
+    """
+    find = data.find
+    match_at = _STRING_AT.match
+    at = find(b'"')
+    while at >= 0:
+        match = match_at(data, at)
+        if match is None:
+            return
+        yield match
+        at = find(b'"', match.end())
 
 
 def _encode_string(text: str) -> bytes:
