@@ -39,6 +39,7 @@ from mcpsniff.core.model import (
     MessageRecord,
     Record,
 )
+from mcpsniff.trace.validate import MAX_TIME as _MAX_TIME
 from mcpsniff.trace.validate import event_problem, frame_problem, header_problem, problem
 
 FORMAT_NAME = "mcpsniff-trace"
@@ -807,10 +808,31 @@ class TraceReader:
                     obj = self._parse(number, line, not line.endswith(b"\n"))  # torn, or stdlib
                     if obj is None:
                         continue
-                reason = frame_problem(obj)
-                if reason is not None:
-                    self._skip(number, reason)
-                    continue
+                get = obj.get
+                seq, t, session = get("seq"), get("t"), get("session")
+                direction, transport, meta = get("dir"), get("transport"), get("meta")
+                size, eol = get("len"), get("eol")
+                # The fields of a well-formed embedded frame, checked inline (what
+                # frame_problem checks, for this shape); anything else is asked of
+                # frame_problem, whose reason names what is wrong.
+                if not (
+                    type(seq) is int
+                    and type(t) is float
+                    and 0.0 <= t < _MAX_TIME
+                    and type(session) is str
+                    and (direction == "c2s" or direction == "s2c")
+                    and type(transport) is str
+                    and (meta is None or type(meta) is dict)
+                    and type(size) is int
+                    and size >= 0
+                    and type(eol) is str
+                    and eol in eols
+                    and "json" in obj
+                ):
+                    reason = frame_problem(obj)
+                    if reason is not None:
+                        self._skip(number, reason)
+                        continue
                 try:
                     if "json" in obj:
                         # Trace v2: the frame's bytes end the line verbatim; slice them out.
@@ -822,13 +844,13 @@ class TraceReader:
                                 "the embedded JSON does not end the line where len says"
                             )
                         frame = FrameRecord(
-                            obj["seq"],
-                            obj["t"],
-                            obj["session"],
-                            obj["dir"],
-                            obj["transport"],
+                            seq,
+                            t,
+                            session,
+                            direction,
+                            transport,
                             line[start:end] + eols[obj["eol"]],
-                            obj.get("meta"),
+                            meta,
                             obj["json"],
                         )
                     else:
