@@ -241,6 +241,13 @@ class Hits:
         if kept is not None:
             self._found = kept  # answered as one window: ``positions`` sorts it
 
+    def kept(self) -> list[Occurrence] | None:
+        """Every occurrence (literal number, start, end) if they are known and kept, else None.
+
+        Always the list for a haystack of one window; read it, do not change it.
+        """
+        return self._found
+
     def present(self) -> frozenset[int]:
         """The numbers of the literals that occur."""
         if self._present is None:

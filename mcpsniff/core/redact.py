@@ -65,6 +65,7 @@ _NAME_IDS = _SCANNER.ids(_NAME_HINTS)
 _PAIR_IDS = _SCANNER.ids(_NAME_HINTS + _QUERY_HINTS)
 _VALUE_IDS = _SCANNER.ids(VALUE_HINTS)
 _TOKEN_ID = _SCANNER.ids((b"token",))
+(_TOKEN_NUMBER,) = _TOKEN_ID
 #: Each value detector with the numbers of its hints.
 _DETECTOR_IDS = tuple((detector, _SCANNER.ids(detector.hints)) for detector in DETECTORS)
 _STRING_AT = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
@@ -144,9 +145,18 @@ def _only_progress_tokens(low: bytes, hits: Hits) -> bool:
     never a secret in any context (``is_secret_name``): no step could act on
     it, so the frame is passed over without running them.
     """
+    quoted = _QUOTED_PROGRESS_TOKEN
+    found = hits.kept()
+    if found is not None:
+        # A frame of one window: its occurrences are a list already (no set of
+        # the hints present, no generators: this runs on every such frame).
+        token = _TOKEN_NUMBER
+        for hint, start, _ in found:
+            if hint != token or start < 9 or not low.startswith(quoted, start - 9):
+                return False
+        return True
     if hits.present() != _TOKEN_ID:
         return False
-    quoted = _QUOTED_PROGRESS_TOKEN
     return all(start >= 9 and low.startswith(quoted, start - 9) for _, start in hits.starts())
 
 
