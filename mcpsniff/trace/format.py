@@ -526,24 +526,10 @@ class TraceWriter:
                 self.write(record)
             return
         # ``write`` per record, inlined: the recorder hands over every batch here.
-        lines: list[bytes] | None = None
-        if len(records) <= _SMALL_BATCH:
-            lines = [encode_line(record) for record in records]
-            size = sum(map(len, lines))
-            if self._buffered + size < _WRITE_CHUNK:
-                # The usual batch (a chunk's few records): the buffer cannot reach
-                # the chunk size before any of them, so none would flush; add them
-                # at once.
-                if self.failed is None:
-                    self._buffer += lines
-                    self._buffered += size
-                self.records_written += len(lines)
-                return
-        for i, record in enumerate(records):
+        for record in records:
             if self._buffered >= _WRITE_CHUNK and type(record) in _GROUP_STARTS:
-                # A group of records (a frame and what was derived from it) is complete.
                 self.flush()
-            line = encode_line(record) if lines is None else lines[i]
+            line = encode_line(record)
             if self.failed is None:
                 self._buffer.append(line)
                 self._buffered += len(line)
@@ -604,9 +590,6 @@ class TraceWriter:
 
 #: A writer's buffer is written once it holds this many bytes and a new group starts.
 _WRITE_CHUNK = 1 << 16
-#: Batches up to this many records are encoded before they are buffered (a
-#: few lines held at once, whatever their size).
-_SMALL_BATCH = 8
 #: The records that start a group (the record classes are final: compared by type).
 _GROUP_STARTS = frozenset({FrameRecord, EventRecord})
 
