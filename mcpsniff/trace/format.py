@@ -247,30 +247,9 @@ def _embedded_frame(record: FrameRecord) -> bytes | None:
     # A payload opening with a bracket is not blank: the regex only runs otherwise.
     if raw[:1] not in _OPENERS and _NOT_BLANK.search(raw, 0, end) is None:
         return None
-    if end == size or size <= _SLICE_LIMIT:
-        # The whole line in one orjson call, the payload inserted verbatim as a
-        # Fragment (orjson writes it unchecked, exactly where ``_JSON_MARK``
-        # would put it): a third cheaper than a template and a join.
-        obj: dict[str, Any] = {
-            "type": "frame",
-            "seq": record.seq,
-            "t": record.t,
-            "session": record.session,
-            "dir": record.direction,
-            "transport": record.transport,
-        }
-        if record.meta:
-            obj["meta"] = record.meta
-        obj["eol"] = eol
-        obj["len"] = end
-        obj["json"] = _Fragment(raw if end == size else raw[:end])
-        try:
-            return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)
-        except TypeError:
-            pass  # a value orjson refuses: the stdlib writes the head below
     head = None if record.meta else _frame_head(record, eol, end)
     if head is None:
-        obj = {
+        obj: dict[str, Any] = {
             "type": "frame",
             "seq": record.seq,
             "t": record.t,
@@ -298,7 +277,6 @@ _SLICE_LIMIT = 64 * 1024
 
 
 _OPENERS = (b"{", b"[")
-_Fragment = orjson.Fragment
 #: The constant middle of frame lines, per (session, direction, transport, eol).
 _FRAME_MIDDLES: dict[tuple[str, str, str, str], bytes] = {}
 #: Sessions are named by traffic (HTTP session ids): the cache is bounded.

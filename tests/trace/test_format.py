@@ -787,9 +787,6 @@ def test_an_embedded_frame_line_is_what_the_generic_encoder_writes(
         (b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n', -1, "\n"),
         (b'[{"a":1}]\r\n', -2, "\r\n"),
         (b'{"b":2}', None, ""),
-        # Past the slice limit: a memoryview join, or (no terminator) one orjson call.
-        (b'{"c":"' + b"x" * 70_000 + b'"}\r\n', -2, "\r\n"),
-        (b'{"c":"' + b"x" * 70_000 + b'"}', None, ""),
     ):
         payload = raw[:end]
         record = FrameRecord(seq, t, session, "c2s", "stdio", raw, meta, orjson.loads(raw))
