@@ -28,7 +28,7 @@ window, not by the frame.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 
 from ahocorasick_rs import BytesAhoCorasick, MatchKind
 
@@ -52,6 +52,10 @@ Occurrence = tuple[int, int, int]
 KEEP_LIMIT = 16_384
 
 
+def _no_matches(data: bytes | memoryview) -> list[Occurrence]:
+    return []
+
+
 def _span_start(occurrence: Occurrence) -> int:
     return occurrence[1]
 
@@ -63,7 +67,16 @@ class HintScanner:
     about subsets of those numbers (``ids``).
     """
 
-    __slots__ = ("_every", "_first", "_overlap", "_short", "_short_last", "_window", "hints")
+    __slots__ = (
+        "_every",
+        "_first",
+        "_first_search",
+        "_overlap",
+        "_short",
+        "_short_last",
+        "_window",
+        "hints",
+    )
 
     def __init__(self, hints: Iterable[bytes], window: int = WINDOW) -> None:
         self.hints: tuple[bytes, ...] = tuple(dict.fromkeys(hints))
@@ -80,6 +93,9 @@ class HintScanner:
         short = [hint for hint in self.hints if len(hint) < _PREFILTER_LENGTH]
         self._first = BytesAhoCorasick(long, matchkind=MatchKind.LeftmostFirst) if long else None
         self._short = BytesAhoCorasick(short, matchkind=MatchKind.LeftmostFirst) if short else None
+        self._first_search: Callable[[bytes | memoryview], list[Occurrence]] = (
+            self._first.find_matches_as_indexes if self._first is not None else _no_matches
+        )
         #: The last bytes of the short literals: without any of them, none occurs.
         self._short_last = tuple(dict.fromkeys(hint[-1] for hint in short))
         self._every = BytesAhoCorasick(self.hints)
@@ -93,15 +109,19 @@ class HintScanner:
         index = {hint: i for i, hint in enumerate(self.hints)}
         return frozenset(index[literal] for literal in literals)
 
-    def _leftmost(self, data: bytes | memoryview) -> list[Occurrence]:
+    def _leftmost(
+        self, data: bytes | memoryview, first: list[Occurrence] | None = None
+    ) -> list[Occurrence]:
         """Spans that every occurrence in ``data`` starts inside (ascending, disjoint).
 
         The leftmost-first matches of each length group: an occurrence of a
         literal starts inside a match of its own group (see the module
         docstring); where the two groups' matches overlap they are merged, so
-        that ``_within`` finds each occurrence once.
+        that ``_within`` finds each occurrence once. ``first``: the long
+        literals' matches, when the caller has them already.
         """
-        first = self._first.find_matches_as_indexes(data) if self._first is not None else []
+        if first is None:
+            first = self._first_search(data)
         search = self._short
         if search is None:
             return first
@@ -137,7 +157,16 @@ class HintScanner:
         None is the common answer (a frame without secrets) and the cheap one.
         """
         if len(data) <= self._window:
-            first = self._leftmost(data)
+            # The commonest case inlined (no literal at all, and none of the
+            # short ones' last bytes): one search call and one memchr.
+            first = self._first_search(data)
+            if not first:
+                for byte in self._short_last:
+                    if byte in data:
+                        break
+                else:
+                    return None
+            first = self._leftmost(data, first)
             return Hits(self, data, self._within(data, first, 0, len(data))) if first else None
         return Hits(self, data, None) if self.any(data) else None
 
