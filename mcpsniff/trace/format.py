@@ -786,27 +786,46 @@ class TraceReader:
                     obj = self._parse(number, line, not line.endswith(b"\n"))  # torn, or stdlib
                     if obj is None:
                         continue
-                get = obj.get
-                seq, t, session = get("seq"), get("t"), get("session")
-                direction, transport, meta = get("dir"), get("transport"), get("meta")
-                size, eol = get("len"), get("eol")
-                # The fields of a well-formed embedded frame, checked inline (what
-                # frame_problem checks, for this shape); anything else is asked of
-                # frame_problem, whose reason names what is wrong.
-                if not (
-                    type(seq) is int
-                    and type(t) is float
-                    and 0.0 <= t < _MAX_TIME
-                    and type(session) is str
-                    and (direction == "c2s" or direction == "s2c")
-                    and type(transport) is str
-                    and (meta is None or type(meta) is dict)
-                    and type(size) is int
-                    and size >= 0
-                    and type(eol) is str
-                    and eol in eols
-                    and "json" in obj
-                ):
+                # The fields of a well-formed embedded frame, read once and checked
+                # inline (what frame_problem checks, for this shape); any other
+                # line is asked of frame_problem, whose reason names what is wrong.
+                try:
+                    seq, t, session = obj["seq"], obj["t"], obj["session"]
+                    direction, transport = obj["dir"], obj["transport"]
+                    size, eol, value = obj["len"], obj["eol"], obj["json"]
+                    meta = obj.get("meta")
+                    fast = (
+                        type(seq) is int
+                        and type(t) is float
+                        and 0.0 <= t < _MAX_TIME
+                        and type(session) is str
+                        and (direction == "c2s" or direction == "s2c")
+                        and type(transport) is str
+                        and (meta is None or type(meta) is dict)
+                        and type(size) is int
+                        and size >= 0
+                        and type(eol) is str
+                        and eol in eols
+                    )
+                except KeyError:
+                    fast = False
+                if fast:
+                    end = len(line) - 2 if line[-1] == 10 else len(line) - 1
+                    start = end - size
+                    if start >= marked and line.startswith(mark, start - marked):
+                        yield FrameRecord(
+                            seq,
+                            t,
+                            session,
+                            direction,
+                            transport,
+                            line[start:end] + eols[eol],
+                            meta,
+                            value,
+                        )
+                        continue
+                    # len points elsewhere: the general path below says so.
+                else:
                     reason = frame_problem(obj)
                     if reason is not None:
                         self._skip(number, reason)
@@ -822,13 +841,13 @@ class TraceReader:
                                 "the embedded JSON does not end the line where len says"
                             )
                         frame = FrameRecord(
-                            seq,
-                            t,
-                            session,
-                            direction,
-                            transport,
+                            obj["seq"],
+                            obj["t"],
+                            obj["session"],
+                            obj["dir"],
+                            obj["transport"],
                             line[start:end] + eols[obj["eol"]],
-                            meta,
+                            obj.get("meta"),
                             obj["json"],
                         )
                     else:
