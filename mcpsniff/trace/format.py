@@ -204,14 +204,21 @@ def decode_record(obj: dict[str, Any], line: bytes | None = None) -> Record | di
 def encode_line(record: Record) -> bytes:
     """One complete trace line, newline included."""
     if type(record) is MessageRecord:
-        # Two of every call's four records: straight to their encoder.
-        return _dumps(_message_object(record))
+        # Two of every call's four records: straight to orjson (``_dumps`` and
+        # its fallbacks only for a value orjson refuses).
+        try:
+            return _orjson_dumps(_message_object(record), option=_APPEND_NEWLINE)
+        except TypeError:
+            return _dumps(_message_object(record))
     if isinstance(record, FrameRecord) and record.value is not UNPARSED:
         line = _embedded_frame(record)
         if line is not None:
             return line
     return _dumps(encode_record(record))
 
+
+_orjson_dumps = orjson.dumps
+_APPEND_NEWLINE = orjson.OPT_APPEND_NEWLINE
 
 #: Any byte that is not JSON whitespace (RFC 8259 §2) or another blank.
 _NOT_BLANK = re.compile(rb"[^ \t\r\n\f\v]")
