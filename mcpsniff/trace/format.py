@@ -510,15 +510,24 @@ class TraceWriter:
             for record in records:
                 self.write(record)
             return
-        # ``write`` per record, inlined: the recorder hands over every batch here.
+        # ``write`` per record, inlined, with the buffer's state in locals
+        # (written back before a flush, re-read after it): the recorder hands
+        # over every batch here.
+        self.records_written += len(records)
+        if self.failed is not None:
+            return
+        buffer, buffered = self._buffer, self._buffered
         for record in records:
-            if self._buffered >= _WRITE_CHUNK and type(record) in _GROUP_STARTS:
+            if buffered >= _WRITE_CHUNK and type(record) in _GROUP_STARTS:
+                self._buffered = buffered
                 self.flush()
+                if self.failed is not None:
+                    return
+                buffer, buffered = self._buffer, self._buffered
             line = encode_line(record)
-            if self.failed is None:
-                self._buffer.append(line)
-                self._buffered += len(line)
-            self.records_written += 1
+            buffer.append(line)
+            buffered += len(line)
+        self._buffered = buffered
 
     def _write(self, line: bytes) -> None:
         if self.failed is not None:
