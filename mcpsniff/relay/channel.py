@@ -73,6 +73,8 @@ READ_SIZE = 1 << 20
 #: After a read smaller than this, the analysis process pauses ``COALESCE_SECONDS``.
 COALESCE_BELOW = 256 << 10
 COALESCE_SECONDS = 0.002
+#: The rest of a cut frame kept as bytes (above: a bytearray, appended to).
+_SMALL_REST = 256 << 10
 #: Bytes up to this size travel inside a batch; bigger ones on their own, uncopied.
 INLINE_LIMIT = 64 << 10
 #: Bytes of observations without bodies queued past the backlog limit before
@@ -435,7 +437,11 @@ def read_batches(fd: int) -> Iterator[list[Any]]:
     caller can flush its output whenever the relay gave it a pause. Raises
     ``CodecError`` for bytes that are no observations.
     """
-    buffer = bytearray()
+    # What the last read left of a frame cut at its end: bytes while it is
+    # small (joined with the next read into bytes, which decode_prefix cuts
+    # bodies from in one copy each), a bytearray once it is big (a body of
+    # many reads is appended to, not copied again with every read).
+    buffer: bytes | bytearray = b""
     while True:
         try:
             chunk = os.read(fd, READ_SIZE)
@@ -450,20 +456,25 @@ def read_batches(fd: int) -> Iterator[list[Any]]:
                     yield batch
             return
         size = len(chunk)
-        if buffer:
+        if type(buffer) is bytearray:
             buffer += chunk
-            batch, used = decode_prefix(buffer)
-            if used == len(buffer):
-                # A new, empty buffer: deleting a bytearray's prefix keeps its
-                # allocation, and after a 50 MB body that would be 50 MB held
-                # while the body is analyzed.
-                buffer = bytearray()
-            else:
-                del buffer[:used]
+            data: bytes | bytearray = buffer
         else:
-            batch, used = decode_prefix(chunk)
-            if used < len(chunk):
-                buffer = bytearray(memoryview(chunk)[used:])
+            data = buffer + chunk if buffer else chunk
+        batch, used = decode_prefix(data)
+        rest = len(data) - used
+        if not rest:
+            # A new, empty buffer: deleting a bytearray's prefix keeps its
+            # allocation, and after a 50 MB body that would be 50 MB held
+            # while the body is analyzed.
+            buffer = b""
+        elif rest <= _SMALL_REST:
+            buffer = bytes(memoryview(data)[used:])
+        elif data is buffer:
+            del buffer[:used]
+        else:
+            buffer = bytearray(memoryview(data)[used:])
+        del data
         del chunk
         if batch:
             yield batch

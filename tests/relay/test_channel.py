@@ -7,6 +7,8 @@ import os
 import threading
 from typing import Any
 
+import pytest
+
 from mcpsniff.core.model import C2S, S2C
 from mcpsniff.core.observations import (
     CaptureEnd,
@@ -206,3 +208,33 @@ def test_send_data_makes_the_frame_send_makes() -> None:
     from mcpsniff.core.observation_codec import decode_all
 
     assert decode_all(frames[0]) == [StreamData(S2C, 1.25, b"abc\n")]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_read_batches_gives_every_observation_whatever_the_reads_cut(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reads cut frames anywhere (small rests kept as bytes, big ones appended to)."""
+    import random
+
+    from mcpsniff.core.observation_codec import decode_all, encode_bytes
+    from mcpsniff.relay import channel
+
+    rng = random.Random(seed)
+    sizes = [rng.choice([0, 5, 1000, 70_000]) for _ in range(200)] + [600_000, 3_000_000]
+    rng.shuffle(sizes)
+    observations = [StreamData(C2S, float(i), bytes([i % 251]) * n) for i, n in enumerate(sizes)]
+    stream = b"".join(encode_bytes(o) for o in observations)
+    pieces: list[bytes] = []
+    at = 0
+    while at < len(stream):
+        step = rng.choice([1, 7, 4096, 300_000, channel.READ_SIZE])
+        pieces.append(stream[at : at + step])
+        at += step
+    reads = iter(pieces)
+    monkeypatch.setattr(channel.os, "read", lambda fd, size: next(reads, b""))
+    monkeypatch.setattr(channel.time, "sleep", lambda seconds: None)
+    batches = list(read_batches(-1))
+    got = [o for batch in batches for o in batch]
+    assert got == decode_all(stream) == observations
+    assert all(type(o.body) is bytes for o in got)
