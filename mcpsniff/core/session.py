@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 import orjson
@@ -107,25 +107,27 @@ class Session:
 
     def feed(self, direction: str, transport: str, data: bytes, t: float) -> list[Record]:
         """Feed stream bytes (newline-delimited JSON, as stdio carries it)."""
-        out: list[Record] = []
         lines = self._framers[direction].feed(data)
         if not lines:
-            return out
-        # ``_new_frame`` and ``analyze_frame`` per line, with the lookups bound
-        # once: a relay's read carries dozens of lines.
+            return []
+        # ``_new_frame`` per line, with the lookups bound once (a relay's read
+        # carries dozens of lines), then one ``analyze_frames`` for them all.
         counter = self.counter
+        seq = counter.value
         redactor = self.redactor
         key = self.key
-        analyze = self.analyze_frame
-        extend = out.extend
+        frames = []
+        append = frames.append
         for line in lines:
-            frame = FrameRecord(counter.next(), t, key, direction, transport, line)
+            seq += 1
+            frame = FrameRecord(seq, t, key, direction, transport, line)
             if redactor is not None:
                 frame.raw, count = redactor(line)
                 if count:
                     frame.meta = {"redacted": count}
-            extend(analyze(frame))
-        return out
+            append(frame)
+        counter.value = seq
+        return self.analyze_frames(frames)
 
     def feed_frame(
         self,
@@ -180,35 +182,44 @@ class Session:
 
     def analyze_frame(self, frame: FrameRecord) -> list[Record]:
         """Analyze one frame whose seq is already assigned (live or from a trace)."""
-        self._out = out = [frame]
-        try:
-            offsets = self.state.stream_offset
-            direction = frame.direction
-            offset = offsets[direction]
-            offsets[direction] = offset + len(frame.raw)
-            value = frame.value
-            if value is UNPARSED:
-                # A live frame: parsed here, where the usual one goes straight on
-                # to ``_message``; what orjson refuses, ``_analyze`` takes apart.
-                try:
-                    value = frame.value = orjson.loads(frame.raw)
-                except orjson.JSONDecodeError:
-                    value = UNPARSED  # ``_analyze`` tries the exact parser, then reports
-            if type(value) is dict and type(value.get("id")) is not float:
-                # The usual frame: one message, already parsed (by the trace
-                # reader, or by a shell that parsed it to redact it).
-                self._message(value, frame, None)
-            else:
-                self._analyze(frame, value, offset)
-            meta = frame.meta
-            if self.state.line_runs or (meta is not None and "exchange" in meta):
-                # Only rules that follow frames need this (a pretty-printed run ends
-                # at the first line that is not part of it; an HTTP body's messages
-                # belong to its exchange): most frames skip it.
-                messages = [r for r in out if isinstance(r, MessageRecord)]
-                self._frame("parsed", frame, messages)
-        except Exception as exc:
-            out.append(self._internal_error(frame.seq, frame.t, exc))
+        return self.analyze_frames((frame,))
+
+    def analyze_frames(self, frames: Iterable[FrameRecord]) -> list[Record]:
+        """Analyze frames in order; each frame record is followed by what it produced."""
+        self._out = out = []
+        state = self.state
+        offsets = state.stream_offset
+        message = self._message
+        for frame in frames:
+            start = len(out)
+            out.append(frame)
+            try:
+                direction = frame.direction
+                offset = offsets[direction]
+                offsets[direction] = offset + len(frame.raw)
+                value = frame.value
+                if value is UNPARSED:
+                    # A live frame: parsed here, where the usual one goes straight on
+                    # to ``_message``; what orjson refuses, ``_analyze`` takes apart.
+                    try:
+                        value = frame.value = orjson.loads(frame.raw)
+                    except orjson.JSONDecodeError:
+                        value = UNPARSED  # ``_analyze`` tries the exact parser, then reports
+                if type(value) is dict and type(value.get("id")) is not float:
+                    # The usual frame: one message, already parsed (by the trace
+                    # reader, or by a shell that parsed it to redact it).
+                    message(value, frame, None)
+                else:
+                    self._analyze(frame, value, offset)
+                meta = frame.meta
+                if state.line_runs or (meta is not None and "exchange" in meta):
+                    # Only rules that follow frames need this (a pretty-printed run ends
+                    # at the first line that is not part of it; an HTTP body's messages
+                    # belong to its exchange): most frames skip it.
+                    messages = [r for r in out[start:] if isinstance(r, MessageRecord)]
+                    self._frame("parsed", frame, messages)
+            except Exception as exc:
+                out.append(self._internal_error(frame.seq, frame.t, exc))
         self._out = []
         return out
 
@@ -496,10 +507,38 @@ class Session:
             if method is None:
                 self._invalid(msg)
                 return msg
-            # The era decides how the id is keyed (``_scope``): known before it is.
-            if self.state.era is None and direction == C2S:
+            state = self.state
+            era = state.era
+            if era is None and direction == C2S:
+                # The era decides how the id is keyed (``_scope``): known before it is.
                 self._note_era(msg)
-            self._register_request(msg)
+                era = state.era
+            # Registration: keyed by its id (``pairing_key``, inlined: only the
+            # stateless era scopes ids), remembered as used, in flight from now.
+            key = ident if type(ident) is int else id_key(ident)
+            if era == STATELESS:
+                key = self.scoped(key, msg)
+            msg.key = key
+            pending = state.pending[direction]
+            seen = state.used[direction].check_and_add(key)
+            # reuse.fingerprint, inlined: this runs for every request.
+            this_print = hash(frame.raw) if index is None else None
+            if seen or key in pending:
+                self._reused(msg, key, seen, this_print)
+            pending[key] = Pending(
+                seq,
+                index,
+                key,
+                ident,
+                method,
+                frame.t,
+                params,
+                None,
+                False,
+                None if index is None else seq,
+                False,
+                this_print,
+            )
             handlers = _REQUEST_HANDLERS.get(method)
             if handlers is None:
                 handlers = registry.handlers(registry.REQUEST, method)
@@ -517,16 +556,69 @@ class Session:
         elif kind == INVALID:
             self._invalid(msg)
         else:
-            self._match_response(msg)
-            request = msg.request
-            answered = "" if request is None else request.method
-            handlers = _RESPONSE_HANDLERS.get(answered)
+            # The usual reply answers the one request in flight under its id:
+            # paired here (``_match_response`` and ``_pair``, inlined). Everything
+            # else (no id, a shadowed or cancelled request, a -32700, the
+            # stateless era's scoped ids, no request at all) takes the full path.
+            state = self.state
+            request = None
+            if ident is not None and state.era != STATELESS:
+                request_direction = OPPOSITE[direction]
+                pending = state.pending[request_direction]
+                key = ident if type(ident) is int else id_key(ident)
+                request = pending.get(key)
+                if (
+                    request is not None
+                    and not request.cancelled
+                    and error_code != -32700
+                    and not state.shadowed[request_direction]
+                ):
+                    del pending[key]
+                    msg.answers = request.seq
+                    msg.request_index = request.index
+                    msg.latency_ms = round_ms((frame.t - request.t) * 1000.0)
+                    msg.request = request
+                    # BoundedMap.put, inlined.
+                    answered = state.answered[request_direction]
+                    key = request.key
+                    answered[key] = Answered(
+                        request.seq,
+                        request.index,
+                        request.method,
+                        seq,
+                        False,
+                        request.fingerprint,
+                    )
+                    answered.move_to_end(key)
+                    if len(answered) > answered.limit:
+                        answered.popitem(False)
+                else:
+                    request = None
+            if request is None:
+                self._match_response(msg)
+                request = msg.request
+            answered_method = "" if request is None else request.method
+            handlers = _RESPONSE_HANDLERS.get(answered_method)
             if handlers is None:
-                handlers = registry.handlers(registry.RESPONSE, answered)
+                handlers = registry.handlers(registry.RESPONSE, answered_method)
             for handler in handlers:
                 handler(self, msg)
             if request is not None:
-                self._reply(msg, request, obj)
+                result = obj.get("result")
+                if kind == RESPONSE and type(result) is dict and "task" not in result:
+                    # The method's own result (``_reply``, inlined for the usual one).
+                    handlers = _REPLY_HANDLERS.get(answered_method)
+                    if handlers is None:
+                        handlers = registry.handlers(registry.REPLY, answered_method)
+                    for handler in handlers:
+                        handler(self, msg)
+                    handlers = _RESULT_HANDLERS.get(answered_method)
+                    if handlers is None:
+                        handlers = registry.handlers(registry.RESULT, answered_method)
+                    for handler in handlers:
+                        handler(self, msg, result)
+                else:
+                    self._reply(msg, request, obj)
         return msg
 
     def _reply(self, msg: Msg, request: Pending, obj: dict[str, Any]) -> None:
@@ -631,25 +723,15 @@ class Session:
             return None
         return exchange.client
 
-    def _register_request(self, msg: Msg) -> None:
-        state = self.state
+    def _reused(self, msg: Msg, key: Any, seen: bool, this_print: int | None) -> None:
+        """A request whose id was used before (``_message`` registers it after this)."""
         direction = msg.direction
-        ident = msg.id
-        # ``pairing_key``, inlined: only the stateless era scopes ids (``_scope``).
-        key = ident if type(ident) is int else id_key(ident)
-        if state.era == STATELESS:
-            key = self.scoped(key, msg)
-        msg.key = key
+        state = self.state
         pending = state.pending[direction]
-        seen = state.used[direction].check_and_add(key)
-        # reuse.fingerprint, inlined: this runs for every request.
-        source = msg.source
-        this_print = hash(source.raw) if msg.index is None and source is not None else None
         if key in pending:
             self._pairing("reuse-in-flight", msg, pending[key], this_print)
         elif seen:
             self._pairing("reuse-after-completion", msg, key, this_print)
-        index = msg.index
         if key in pending:
             # Both requests are in flight under one id: keep both, so each reply
             # pairs with one of them (``_take_pending``) instead of the second
@@ -659,20 +741,6 @@ class Session:
                 shadowed = by_id.setdefault(key, [])
                 if len(shadowed) < MAX_SHADOWED:
                     shadowed.append(pending[key])
-        pending[key] = Pending(
-            msg.frame,
-            index,
-            key,
-            ident,
-            msg.method or "",
-            msg.sent_at,
-            msg.params,
-            None,
-            False,
-            None if index is None else msg.frame,
-            False,
-            this_print,
-        )
 
     def _match_response(self, msg: Msg) -> None:
         state = self.state
