@@ -50,6 +50,7 @@ from mcpsniff.core.model import (
 )
 from mcpsniff.core.protocol import META_VERSION, STATELESS, V5, is_known_version
 from mcpsniff.core.rules import http, registry
+from mcpsniff.core.rules.jsonrpc import FLAGGED_REQUEST_PREFIXES
 from mcpsniff.core.rules.registry import FRAME, PAIRING
 from mcpsniff.core.state import (
     BAD_BATCH_PARSE,
@@ -445,6 +446,7 @@ class Session:
         params: dict[str, Any] | None = None
         target: str | None = None
         error_code: Any = None
+        plain = False
         if "method" in obj:
             if "id" in obj:
                 kind = REQUEST
@@ -463,11 +465,32 @@ class Session:
                     target = shown[:200]
             if "result" in obj or "error" in obj:
                 kind = INVALID
+            elif method is not None:
+                # The plain envelope (see below): a request of exactly jsonrpc, id,
+                # method and params, a notification of jsonrpc, method and maybe
+                # params; params an object without _meta; the id a string or an
+                # integer; a method name not reserved ("rpc.", JSON-RPC §4) and no
+                # request named like a notification (MSG-NOTIF-NO-ID).
+                size = len(obj)
+                if kind == REQUEST:
+                    plain = (
+                        size == 4
+                        and params is not None
+                        and (type(ident) is int or type(ident) is str)
+                        and "_meta" not in params
+                        and not method.startswith(FLAGGED_REQUEST_PREFIXES)
+                    )
+                else:
+                    plain = (
+                        size == 2 or (size == 3 and params is not None and "_meta" not in params)
+                    ) and not method.startswith("rpc.")
         elif "result" in obj:
             kind = RESPONSE
             if "id" in obj:
                 ident = obj["id"]
                 has_id = True
+                # The plain envelope: exactly jsonrpc, id and an object result.
+                plain = len(obj) == 3 and type(obj["result"]) is dict
         elif "error" in obj:
             kind = ERROR
             if "id" in obj:
@@ -500,9 +523,13 @@ class Session:
         self._out.append(msg)
 
         # The rules, by what the message is (registry.py). Each lookup below is
-        # one dict access; the tables are built once per method.
-        for handler in _MESSAGE_HANDLERS.get("") or registry.handlers(registry.MESSAGE, ""):
-            handler(self, msg)
+        # one dict access; the tables are built once per method. The structural
+        # (MESSAGE) rules judge an envelope that is not the plain one of its kind:
+        # in a plain one, with "jsonrpc": "2.0", no member is missing, extra or
+        # mistyped, so none of them has anything to say.
+        if not plain or obj.get("jsonrpc") != "2.0":
+            for handler in _MESSAGE_HANDLERS.get("") or registry.handlers(registry.MESSAGE, ""):
+                handler(self, msg)
         if kind == REQUEST:
             if method is None:
                 self._invalid(msg)
