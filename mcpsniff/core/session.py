@@ -52,6 +52,7 @@ from mcpsniff.core.protocol import META_VERSION, STATELESS, V5, is_known_version
 from mcpsniff.core.rules import http, registry
 from mcpsniff.core.rules.jsonrpc import FLAGGED_REQUEST_PREFIXES
 from mcpsniff.core.rules.registry import FRAME, PAIRING
+from mcpsniff.core.rules.reuse import INLINE_PRINT
 from mcpsniff.core.state import (
     BAD_BATCH_PARSE,
     BAD_EMPTY_BATCH,
@@ -549,7 +550,11 @@ class Session:
             pending = state.pending[direction]
             seen = state.used[direction].check_and_add(key)
             # reuse.fingerprint, inlined: this runs for every request.
-            this_print = hash(frame.raw) if index is None else None
+            this_print: bytes | int | None = None
+            if index is None:
+                this_print = frame.raw
+                if len(this_print) > INLINE_PRINT:
+                    this_print = hash(this_print)
             if seen or key in pending:
                 self._reused(msg, key, seen, this_print)
             pending[key] = Pending(
@@ -750,7 +755,7 @@ class Session:
             return None
         return exchange.client
 
-    def _reused(self, msg: Msg, key: Any, seen: bool, this_print: int | None) -> None:
+    def _reused(self, msg: Msg, key: Any, seen: bool, this_print: bytes | int | None) -> None:
         """A request whose id was used before (``_message`` registers it after this)."""
         direction = msg.direction
         state = self.state
