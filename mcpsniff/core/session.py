@@ -120,15 +120,17 @@ class Session:
         key = self.key
         frames = []
         append = frames.append
-        for line in lines:
-            seq += 1
-            frame = FrameRecord(seq, t, key, direction, transport, line)
-            if redactor is not None:
-                frame.raw, count = redactor(line)
-                if count:
-                    frame.meta = {"redacted": count}
-            append(frame)
-        counter.value = seq
+        try:
+            for line in lines:
+                seq += 1
+                frame = FrameRecord(seq, t, key, direction, transport, line)
+                if redactor is not None:
+                    frame.raw, count = redactor(line)
+                    if count:
+                        frame.meta = {"redacted": count}
+                append(frame)
+        finally:
+            counter.value = seq  # the numbers handed out, even if the redactor failed
         return self.analyze_frames(frames)
 
     def feed_frame(
