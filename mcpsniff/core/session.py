@@ -406,7 +406,12 @@ class Session:
             self._note_bad(direction, frame.seq, BAD_EMPTY_BATCH)
             self._frame("empty-batch", frame, reported)
             return
-        msgs = [self._message(item, frame, i) for i, item in enumerate(items)]
+        msgs = [
+            self._message(item, frame, i)
+            if isinstance(item, dict)
+            else self._not_object(item, frame, i)
+            for i, item in enumerate(items)
+        ]
         kinds = {m.kind for m in msgs}
         if kinds & {REQUEST, NOTIFICATION, INVALID} and not kinds - {
             REQUEST,
@@ -429,17 +434,22 @@ class Session:
             self._batch_reply(msgs, frame)
         self._frame("batch-done", frame, msgs)
 
-    def _message(self, obj: Any, frame: FrameRecord, index: int | None) -> Msg:
+    def _not_object(self, obj: Any, frame: FrameRecord, index: int) -> Msg:
+        """A batch element that is not an object: an invalid message."""
         direction = frame.direction
         seq = frame.seq
-        if not isinstance(obj, dict):
-            record = MessageRecord(
-                seq, self.key, direction, INVALID, index, obj=obj, source=frame, sent_at=frame.t
-            )
-            self._out.append(record)
-            self._note_bad(direction, seq, BAD_INVALID)
-            self._frame("not-object-element", frame, obj, index)
-            return record
+        record = MessageRecord(
+            seq, self.key, direction, INVALID, index, obj=obj, source=frame, sent_at=frame.t
+        )
+        self._out.append(record)
+        self._note_bad(direction, seq, BAD_INVALID)
+        self._frame("not-object-element", frame, obj, index)
+        return record
+
+    def _message(self, obj: dict[str, Any], frame: FrameRecord, index: int | None) -> Msg:
+        """Classify, record, correlate and check one JSON-RPC object."""
+        direction = frame.direction
+        seq = frame.seq
         # Classify first and build the record (which is also the rules' working
         # view) once, whole: this runs for every message.
         kind = INVALID
