@@ -622,9 +622,12 @@ class Session:
                     msg.request_index = request.index
                     msg.latency_ms = round_ms((frame.t - request.t) * 1000.0)
                     msg.request = request
-                    # BoundedMap.put, inlined.
+                    # BoundedMap.put, inlined: a new key goes to the end by itself; only
+                    # an id answered before (and still remembered) has to move there.
                     answered = state.answered[request_direction]
                     key = request.key
+                    if key in answered:
+                        del answered[key]
                     answered[key] = Answered(
                         request.seq,
                         request.index,
@@ -633,7 +636,6 @@ class Session:
                         False,
                         request.fingerprint,
                     )
-                    answered.move_to_end(key)
                     if len(answered) > answered.limit:
                         answered.popitem(False)
                 else:
