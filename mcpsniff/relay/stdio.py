@@ -43,6 +43,7 @@ from mcpsniff.relay.stdio_io import (
 from mcpsniff.relay.worker import TRACE_INCOMPLETE, fork_analysis
 from mcpsniff.trace.format import TraceWriter
 from mcpsniff.trace.paths import TraceOpenError, open_trace_file
+from mcpsniff.trace.salvage import SalvageError, TracePlace, exit_reason, salvage
 
 #: How far (in bytes) the analyzer may fall behind before the relay stops
 #: queueing copies for it. Forwarding never waits for the analyzer.
@@ -109,8 +110,13 @@ class StdioRelay:
         options: StdioOptions,
         analysis: AnalysisProcess,
         warn: Callable[[str], None] | None = None,
+        place: TracePlace | None = None,
     ) -> None:
         self.options = options
+        #: Where this run's records are in the trace, for ``_salvage``.
+        self.place = place
+        #: Bytes forwarded (and handed to the channel) per direction.
+        self.forwarded = {C2S: 0, S2C: 0}
         #: The forked analysis process (it owns the trace) and the channel to it.
         self.analysis = analysis
         self.channel: Channel = analysis.channel
@@ -255,17 +261,37 @@ class StdioRelay:
         broken = channel.broken
         channel.end(time.time())
         status = await self.analysis.finish()
-        if status not in (0, TRACE_INCOMPLETE) and not broken:
-            self.warn(
-                f"mcpsniff stdio: warning: the analysis process exited with status {status}; "
-                "the trace may be incomplete"
+        if status not in (0, TRACE_INCOMPLETE):
+            if not broken:
+                self.warn(
+                    f"mcpsniff stdio: warning: the analysis process exited with status "
+                    f"{status}; the trace may be incomplete"
+                )
+            # It died before it ended the trace: only this process can now.
+            await asyncio.to_thread(self._salvage, status)
+
+    def _salvage(self, status: int) -> None:
+        """Account in the trace for what the dead analysis process never recorded."""
+        if self.place is None:
+            return
+        try:
+            report = salvage(
+                self.place,
+                reason=exit_reason(status),
+                t=time.time(),
+                key=SESSION,
+                forwarded=self.forwarded,
             )
+        except SalvageError as exc:
+            self.warn(f"mcpsniff stdio: warning: the trace stays incomplete: {exc}")
+            return
+        self.warn(f"mcpsniff stdio: warning: {report.describe()}")
 
     def _analysis_lost(self, exc: OSError) -> None:
         """The analysis process is gone: keep relaying, and say the trace stops here."""
         self.warn(
             f"mcpsniff stdio: warning: the analysis process is gone ({exc.strerror or exc}); "
-            "relaying continues, the trace ends here"
+            "relaying continues unrecorded (the trace will say what it lacks)"
         )
 
     # ------------------------------------------------------------------ pumps
@@ -275,11 +301,13 @@ class StdioRelay:
         sink = proc.stdin
         write_through(sink.transport)
         send_data, send = self.channel.send_data, self.channel.send
+        forwarded = self.forwarded
         child_reads = True
         while True:
             chunk = await source.read()
             if not chunk:
                 break
+            forwarded[C2S] += len(chunk)
             if child_reads:
                 try:
                     sink.write(chunk)
@@ -297,11 +325,13 @@ class StdioRelay:
 
     async def _pump_out(self, source: asyncio.StreamReader, sink: Output, direction: str) -> None:
         send_data = self.channel.send_data
+        forwarded = self.forwarded
         while True:
             chunk = await source.read(CHUNK)
             if not chunk:
                 break
             await sink.write(chunk)
+            forwarded[direction] += len(chunk)
             send_data(direction, time.time(), chunk)
         self.channel.send(StreamEnd(direction, time.time()))
 
@@ -380,6 +410,7 @@ def run_stdio(
     and forwards. ``announce`` is told the trace before that.
     """
     writer = open_trace(options)
+    place = TracePlace.after_header(writer)
     if announce is not None:
         announce(writer)
     try:
@@ -400,5 +431,5 @@ def run_stdio(
         raise StartError(f"cannot start the analysis process: {exc.strerror or exc}") from None
     # The trace belongs to the analysis process now: this process never writes
     # to ``writer`` again, and its buffer is empty (the header was flushed).
-    relay = StdioRelay(options, analysis, warn)
+    relay = StdioRelay(options, analysis, warn, place)
     return asyncio.run(relay.run())
