@@ -51,6 +51,7 @@ from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver
 from mcpsniff.relay.worker import TRACE_INCOMPLETE, fork_analysis
 from mcpsniff.trace.format import TraceWriter
 from mcpsniff.trace.paths import TraceOpenError, open_trace_file
+from mcpsniff.trace.salvage import SalvageError, TracePlace, exit_reason, salvage
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 6280
@@ -423,14 +424,17 @@ async def serve(
     analysis: AnalysisProcess | None = None,
     sock: socket.socket | None = None,
     warn: Callable[[str], None] | None = None,
+    place: TracePlace | None = None,
 ) -> int:
     """Run the proxy until SIGINT/SIGTERM (or ``stop`` is set).
 
     With ``analysis``, the analysis runs in that process; ``serve`` returns
     once it has finished the trace, even when the proxy could not start, with
-    its exit status (0 without one).
+    its exit status (0 without one). Should it die first, the trace at
+    ``place`` is completed here (``mcpsniff.trace.salvage``).
     """
     capture = None
+    relay: HttpRelay | None = None
     status = 0
     if analysis is not None:
         capture = analysis.channel
@@ -471,9 +475,29 @@ async def serve(
                         f"mcpsniff http: warning: the analysis process {how}; "
                         "the trace may be incomplete"
                     )
+                if place is not None:
+                    # It died before it ended the trace: only this process can now.
+                    numbered = relay.observer.numbered if relay is not None else 0
+                    await asyncio.to_thread(_salvage, place, status, numbered, warn)
                 # Whatever went wrong there, what the command reports is the trace's state.
                 status = TRACE_INCOMPLETE
     return status
+
+
+def _salvage(
+    place: TracePlace, status: int, exchanges: int, warn: Callable[[str], None] | None
+) -> None:
+    """Account in the trace for the exchanges the dead analysis process never recorded."""
+    try:
+        report = salvage(
+            place, reason=exit_reason(status), t=time.time(), key=RELAY_SESSION, exchanges=exchanges
+        )
+    except SalvageError as exc:
+        if warn is not None:
+            warn(f"mcpsniff http: warning: the trace stays incomplete: {exc}")
+        return
+    if warn is not None:
+        warn(f"mcpsniff http: warning: {report.describe()}")
 
 
 class StartError(Exception):
@@ -520,6 +544,7 @@ def run_http(
     except TraceOpenError as exc:
         sock.close()
         raise StartError(str(exc)) from None
+    place = TracePlace.after_header(opened.writer)
     if opened.note and warn is not None:
         warn(f"mcpsniff http: warning: {opened.note}")
     if not is_loopback(options.host) and warn is not None:
@@ -557,7 +582,15 @@ def run_http(
 
     try:
         return event_loop.run(
-            serve(options, None, announce=announced, analysis=analysis, sock=sock, warn=warn)
+            serve(
+                options,
+                None,
+                announce=announced,
+                analysis=analysis,
+                sock=sock,
+                warn=warn,
+                place=place,
+            )
         )
     except OSError as exc:
         raise StartError(f"cannot listen on {listen}: {exc.strerror or exc}") from None

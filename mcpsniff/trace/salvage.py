@@ -135,6 +135,8 @@ class Recorded:
     last_seq: int = 0
     #: Exchange numbers (1..``exchanges``) whose ``http-end`` is in the file.
     ended: bytearray = field(default_factory=bytearray)
+    #: Exchanges up to this number are accounted for by an earlier salvage's gap.
+    accounted_through: int = 0
     #: Lines that were no record of this format (skipped).
     skipped: int = 0
 
@@ -163,7 +165,10 @@ class SalvageReport:
         if self.lost_exchanges:
             parts.append(f"{self.lost_exchanges} exchange(s)")
         lacks = ", ".join(parts) if parts else "nothing more"
-        text = f"the relay completed the trace: it lacks {lacks} (recorded as a capture-gap)"
+        text = (
+            f"the trace was completed without the analysis process: it lacks {lacks} "
+            "(recorded as a capture-gap)"
+        )
         if self.torn is not None and not self.torn.completed:
             text += f"; a torn last line of {self.torn.length} bytes was cut"
         return text
@@ -299,6 +304,9 @@ def _note_event(recorded: Recorded, session: str, name: str, data: dict[str, Any
         direction, lost = data.get("direction"), data.get("lost_bytes")
         if direction in (C2S, S2C) and type(lost) is int and lost > 0:
             recorded.gap_bytes[direction] += lost
+        through = data.get("through_exchange")
+        if data.get("salvaged") is True and type(through) is int:
+            recorded.accounted_through = max(recorded.accounted_through, through)
     elif name == "http-end":
         number = data.get("exchange")
         if type(number) is int and 0 < number < len(recorded.ended):
@@ -339,11 +347,14 @@ def stream_gaps(
 def exchange_gap(
     recorded: Recorded, key: str, reason: str, t: float, seq: int
 ) -> tuple[list[EventRecord], int]:
-    """One capture-gap naming the exchanges the relay began whose end the trace lacks."""
+    """One capture-gap naming the exchanges the relay began whose end the trace lacks.
+
+    Exchanges an earlier salvage of the same run accounted for are not named again.
+    """
     ranges: list[list[int]] = []
     missing = 0
     ended = recorded.ended
-    for number in range(1, len(ended)):
+    for number in range(max(1, recorded.accounted_through + 1), len(ended)):
         if ended[number]:
             continue
         missing += 1
@@ -358,6 +369,8 @@ def exchange_gap(
         "exchanges": ranges,
         "reason": f"{reason}: forwarded, not recorded to their end",
         "salvaged": True,
+        # Every exchange up to here is now in the trace or named in a gap.
+        "through_exchange": len(ended) - 1,
     }
     listed = sum(b - a + 1 for a, b in ranges)
     if listed < missing:

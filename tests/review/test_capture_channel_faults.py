@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 from mcpsniff.core.model import EventRecord
@@ -53,6 +55,16 @@ def test_a_killed_analysis_process_is_accounted_for_in_the_trace(tmp_path: Path)
     lost = sum(int(g.data.get("lost_bytes", 0)) for g in gaps if g.data.get("direction") == "c2s")
     assert recorded + lost == len(b"".join(LINES))
     assert events(records, "session-end")
+    # ``check`` reads the completed trace and says what its verdict lacks.
+    check = subprocess.run(
+        [sys.executable, "-m", "mcpsniff", "check", str(trace)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert check.returncode in (0, 1), check.stderr
+    assert "Traceback" not in check.stderr and "incomplete" not in check.stderr
+    assert f"the trace lacks {sum(int(g.data['lost_bytes']) for g in gaps)} bytes" in check.stderr
 
 
 def test_writing_to_a_child_that_closed_its_stdin_adds_no_asyncio_noise(tmp_path: Path) -> None:

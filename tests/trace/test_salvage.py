@@ -341,3 +341,26 @@ def test_exit_reason_names_the_signal() -> None:
     assert exit_reason(-9) == KILLED
     assert exit_reason(70) == "the analysis process exited with status 70"
     assert exit_reason(-200) == "the analysis process was killed by signal 200"
+
+
+def test_a_second_salvage_names_only_the_later_exchanges(tmp_path: Path) -> None:
+    """The addon salvages when its analysis dies, and again when the trace closes."""
+    path = tmp_path / "t.jsonl"
+    place = _trace(path, [_http_end(1, 1)])
+    first = salvage(place, reason=KILLED, t=99.0, key="http", exchanges=3, end=False)
+    assert first.lost_exchanges == 2 and first.ended_sessions == []
+    second = salvage(place, reason=KILLED, t=99.5, key="http", exchanges=7)
+    assert second.lost_exchanges == 4 and second.ended_sessions == ["http"]
+    out, _ = _read(path)
+    gaps = _events(out, "capture-gap")
+    assert [g.data["exchanges"] for g in gaps] == [[[2, 3]], [[4, 7]]]
+    assert [e.seq for e in out if isinstance(e, EventRecord)] == [1, 2, 3, 4]
+
+
+def test_a_second_stdio_salvage_counts_only_the_later_bytes(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    place = _trace(path, [_frame(1, C2S, PING)])
+    assert _stdio(place, 100, 0, end=False).lost_bytes == {C2S: 100 - len(PING)}
+    assert _stdio(place, 250, 10).lost_bytes == {C2S: 150, S2C: 10}
+    out, _ = _read(path)
+    assert _accounted(out, C2S) == 250 and len(_events(out, "session-end")) == 1
