@@ -43,11 +43,19 @@ from mcpsniff.relay.stdio_io import (
 from mcpsniff.relay.worker import TRACE_INCOMPLETE, fork_analysis
 from mcpsniff.trace.format import TraceWriter
 from mcpsniff.trace.paths import TraceOpenError, open_trace_file
-from mcpsniff.trace.salvage import SalvageError, TracePlace, exit_reason, salvage
+from mcpsniff.trace.salvage import (
+    SalvageError,
+    SalvageReport,
+    TracePlace,
+    exit_reason,
+    salvage,
+)
 
 #: How far (in bytes) the analyzer may fall behind before the relay stops
 #: queueing copies for it. Forwarding never waits for the analyzer.
 DEFAULT_BACKLOG_LIMIT = 256 << 20
+#: Seconds the relay waits for an analysis process whose pipe broke to exit.
+SALVAGE_WAIT = 5.0
 EXIT_NOT_STARTED = 127
 
 
@@ -117,6 +125,8 @@ class StdioRelay:
         self.place = place
         #: Bytes forwarded (and handed to the channel) per direction.
         self.forwarded = {C2S: 0, S2C: 0}
+        #: Completing the trace as soon as the analysis process is known dead.
+        self._salvaging: asyncio.Task[SalvageReport | None] | None = None
         #: The forked analysis process (it owns the trace) and the channel to it.
         self.analysis = analysis
         self.channel: Channel = analysis.channel
@@ -268,31 +278,57 @@ class StdioRelay:
                     f"{status}; the trace may be incomplete"
                 )
             # It died before it ended the trace: only this process can now.
-            await asyncio.to_thread(self._salvage, status)
+            earlier = None
+            if self._salvaging is not None:
+                with contextlib.suppress(Exception):
+                    earlier = await self._salvaging
+            report = await asyncio.to_thread(self._salvage, status, dict(self.forwarded), True)
+            if report is not None:
+                total = report if earlier is None else earlier.add(report)
+                self.warn(f"mcpsniff stdio: warning: {total.describe()}")
 
-    def _salvage(self, status: int) -> None:
-        """Account in the trace for what the dead analysis process never recorded."""
+    def _salvage(self, status: int, forwarded: dict[str, int], end: bool) -> SalvageReport | None:
+        """Account in the trace for what the dead analysis process never recorded (blocking).
+
+        ``forwarded``: the counts at the time (a copy: the relay goes on counting).
+        ``end``: the relay is done, end the session too.
+        """
         if self.place is None:
-            return
+            return None
         try:
-            report = salvage(
+            return salvage(
                 self.place,
                 reason=exit_reason(status),
                 t=time.time(),
                 key=SESSION,
-                forwarded=self.forwarded,
+                forwarded=forwarded,
+                end=end,
             )
         except SalvageError as exc:
             self.warn(f"mcpsniff stdio: warning: the trace stays incomplete: {exc}")
-            return
-        self.warn(f"mcpsniff stdio: warning: {report.describe()}")
+            return None
 
     def _analysis_lost(self, exc: OSError) -> None:
-        """The analysis process is gone: keep relaying, and say the trace stops here."""
+        """The analysis process is gone: keep relaying, and complete the trace at once."""
         self.warn(
             f"mcpsniff stdio: warning: the analysis process is gone ({exc.strerror or exc}); "
             "relaying continues unrecorded (the trace will say what it lacks)"
         )
+        with contextlib.suppress(RuntimeError):  # no loop: the end of the run salvages
+            loop = asyncio.get_running_loop()
+            self._salvaging = loop.create_task(self._salvage_when_reaped())
+
+    async def _salvage_when_reaped(self) -> SalvageReport | None:
+        """Once the dead process is reaped, account for what it missed so far.
+
+        A reader of the trace (``show --follow``) learns of the loss now, not
+        only when the session ends; the end of the run accounts for the rest.
+        """
+        try:
+            status = await asyncio.wait_for(self.analysis.wait(), SALVAGE_WAIT)
+        except TimeoutError:
+            return None  # its pipe closed but it lives on: the end of the run salvages
+        return await asyncio.to_thread(self._salvage, status, dict(self.forwarded), False)
 
     # ------------------------------------------------------------------ pumps
 

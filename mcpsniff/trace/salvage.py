@@ -153,6 +153,19 @@ class SalvageReport:
     ended_sessions: list[str] = field(default_factory=list)
     records: list[EventRecord] = field(default_factory=list)
 
+    def add(self, later: SalvageReport) -> SalvageReport:
+        """This report and a later salvage's of the same run, together."""
+        lost = dict(self.lost_bytes)
+        for direction, count in later.lost_bytes.items():
+            lost[direction] = lost.get(direction, 0) + count
+        return SalvageReport(
+            lost,
+            self.lost_exchanges + later.lost_exchanges,
+            self.torn or later.torn,
+            self.ended_sessions + later.ended_sessions,
+            self.records + later.records,
+        )
+
     def describe(self) -> str:
         """One line for the user: what the trace now says it lacks."""
         parts = []

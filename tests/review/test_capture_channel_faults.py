@@ -79,3 +79,31 @@ def test_writing_to_a_child_that_closed_its_stdin_adds_no_asyncio_noise(tmp_path
     assert events(read_trace(trace), "session-end")
     noise = [text for text in r.stderr_lines() if "pipe closed by peer" in text]
     assert noise == [], f"{len(noise)} lines of asyncio noise"
+
+
+def test_the_trace_says_what_it_lacks_while_the_relay_still_runs(tmp_path: Path) -> None:
+    """A reader (``show --follow``) learns of the loss once the relay notices the death,
+    not only when the session ends; the end accounts for the rest, once."""
+    trace = tmp_path / "t.jsonl"
+    with relay(peer("echo"), "--trace", str(trace)) as r:
+        r.send(LINES[0])
+        r.wait_stdout(LINES[0])
+        wait_until(lambda: b'"dir":"s2c"' in trace.read_bytes(), "the first answer recorded")
+        os.kill(analysis_process_of(r.proc.pid), signal.SIGKILL)
+        r.send(LINES[1])
+        r.wait_stdout(b"".join(LINES[:2]))
+        wait_until(lambda: b'"capture-gap"' in trace.read_bytes(), "a gap while relaying")
+        assert b'"session-end"' not in trace.read_bytes()
+        for line in LINES[2:]:
+            r.send(line)
+        r.wait_stdout(b"".join(LINES))
+        assert r.finish() == 0
+    records = read_trace(trace)
+    gaps = [g for g in events(records, "capture-gap") if g.data.get("direction") == "c2s"]
+    assert len(gaps) == 2, gaps
+    lost = sum(int(g.data["lost_bytes"]) for g in gaps)
+    assert len(stream(records, "c2s")) + lost == len(b"".join(LINES))
+    assert len(events(records, "session-end")) == 1
+    # One closing line on stderr, for the whole loss.
+    closing = [line for line in r.stderr_lines() if "completed without the analysis" in line]
+    assert len(closing) == 1 and f"lacks {lost} bytes client to server" in closing[0]
