@@ -353,7 +353,7 @@ class Channel:
                 # The analysis process died: forwarding goes on, unrecorded.
                 self._break(exc)
                 return
-            if written == sum(len(piece) for piece in pieces):
+            if written == sum(map(len, pieces)):
                 return
         for piece in pieces:
             if written >= len(piece):

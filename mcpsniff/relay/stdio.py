@@ -461,6 +461,7 @@ def run_stdio(
             show_flush=show_flush,
             warn=warn,
             label="mcpsniff stdio",
+            idle=not options.show,
         )
     except OSError as exc:
         writer.close()
