@@ -35,6 +35,7 @@ import contextlib
 import fcntl
 import json
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -411,11 +412,16 @@ def salvage(
     must not write the file any more). Raises ``SalvageError`` with the reason.
     """
     try:
-        fd = os.open(place.path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC)
+        # Non-blocking: should a FIFO have taken the trace's place, opening it must not wait.
+        fd = os.open(place.path, os.O_RDWR | os.O_APPEND | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError as exc:
         raise SalvageError(f"cannot open {place.path}: {exc.strerror or exc}") from None
     try:
         info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            # A pipe or device would be read forever, or cut: only a file is completed.
+            raise SalvageError(f"{place.path} is not a regular file")
+        os.set_blocking(fd, True)
         if place.inode is not None and (info.st_dev, info.st_ino) != place.inode:
             raise SalvageError(f"{place.path} is no longer the trace this run wrote")
         # Other relays appending to the same trace lock it for each write.

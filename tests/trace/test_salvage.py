@@ -364,3 +364,12 @@ def test_a_second_stdio_salvage_counts_only_the_later_bytes(tmp_path: Path) -> N
     assert _stdio(place, 250, 10).lost_bytes == {C2S: 150, S2C: 10}
     out, _ = _read(path)
     assert _accounted(out, C2S) == 250 and len(_events(out, "session-end")) == 1
+
+
+def test_a_fifo_in_the_trace_s_place_is_refused_not_read(tmp_path: Path) -> None:
+    """Read forever, a pipe would hold the relay at its exit."""
+    path = tmp_path / "t.jsonl"
+    place = TracePlace(path, 0)
+    os.mkfifo(path)
+    with pytest.raises(SalvageError, match="not a regular file"):
+        _stdio(place, 1, 1)
