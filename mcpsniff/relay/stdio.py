@@ -125,6 +125,8 @@ class StdioRelay:
         self.place = place
         #: Bytes forwarded (and handed to the channel) per direction.
         self.forwarded = {C2S: 0, S2C: 0}
+        #: Bytes of the child's stderr forwarded (and handed to the channel).
+        self.stderr_forwarded = 0
         #: Completing the trace as soon as the analysis process is known dead.
         self._salvaging: asyncio.Task[SalvageReport | None] | None = None
         #: The forked analysis process (it owns the trace) and the channel to it.
@@ -282,16 +284,17 @@ class StdioRelay:
             if self._salvaging is not None:
                 with contextlib.suppress(Exception):
                     earlier = await self._salvaging
-            report = await asyncio.to_thread(self._salvage, status, dict(self.forwarded), True)
+            report = await asyncio.to_thread(self._salvage, status, self._counts(), True)
             if report is not None:
                 total = report if earlier is None else earlier.add(report)
                 self.warn(f"mcpsniff stdio: warning: {total.describe()}")
 
-    def _salvage(self, status: int, forwarded: dict[str, int], end: bool) -> SalvageReport | None:
+    def _salvage(
+        self, status: int, counts: tuple[dict[str, int], int], end: bool
+    ) -> SalvageReport | None:
         """Account in the trace for what the dead analysis process never recorded (blocking).
 
-        ``forwarded``: the counts at the time (a copy: the relay goes on counting).
-        ``end``: the relay is done, end the session too.
+        ``counts``: ``_counts()`` at the time. ``end``: the relay is done, end the session too.
         """
         if self.place is None:
             return None
@@ -301,7 +304,8 @@ class StdioRelay:
                 reason=exit_reason(status),
                 t=time.time(),
                 key=SESSION,
-                forwarded=forwarded,
+                forwarded=counts[0],
+                stderr=counts[1],
                 end=end,
             )
         except SalvageError as exc:
@@ -328,7 +332,11 @@ class StdioRelay:
             status = await asyncio.wait_for(self.analysis.wait(), SALVAGE_WAIT)
         except TimeoutError:
             return None  # its pipe closed but it lives on: the end of the run salvages
-        return await asyncio.to_thread(self._salvage, status, dict(self.forwarded), False)
+        return await asyncio.to_thread(self._salvage, status, self._counts(), False)
+
+    def _counts(self) -> tuple[dict[str, int], int]:
+        """What was forwarded so far (a copy: the relay goes on counting)."""
+        return dict(self.forwarded), self.stderr_forwarded
 
     # ------------------------------------------------------------------ pumps
 
@@ -378,6 +386,7 @@ class StdioRelay:
             if not chunk:
                 break
             await sink.write(chunk)
+            self.stderr_forwarded += len(chunk)
             # Splitting into lines and redacting is the analysis's job.
             send(Stderr(time.time(), chunk))
         send(Stderr(time.time(), b""))

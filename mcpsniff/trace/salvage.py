@@ -130,6 +130,8 @@ class Recorded:
     gap_bytes: dict[str, int] = field(default_factory=lambda: {C2S: 0, S2C: 0})
     #: Frames whose recorded bytes were redacted (their size differs from the forwarded one).
     redacted_frames: int = 0
+    #: The child's stderr as recorded (``stderr`` events: each line and its newline).
+    stderr_bytes: int = 0
     #: Session key -> whether its session-end is in the file (first-seen order).
     sessions: dict[str, bool] = field(default_factory=dict)
     #: The highest sequence number after the run's start (any session's).
@@ -150,6 +152,8 @@ class SalvageReport:
     lost_bytes: dict[str, int] = field(default_factory=dict)
     #: HTTP: exchanges begun but not recorded to their end.
     lost_exchanges: int = 0
+    #: Stdio: the child's stderr bytes forwarded but not recorded (an estimate).
+    lost_stderr: int = 0
     torn: TornTail | None = None
     ended_sessions: list[str] = field(default_factory=list)
     records: list[EventRecord] = field(default_factory=list)
@@ -162,6 +166,7 @@ class SalvageReport:
         return SalvageReport(
             lost,
             self.lost_exchanges + later.lost_exchanges,
+            self.lost_stderr + later.lost_stderr,
             self.torn or later.torn,
             self.ended_sessions + later.ended_sessions,
             self.records + later.records,
@@ -178,6 +183,8 @@ class SalvageReport:
             ]
         if self.lost_exchanges:
             parts.append(f"{self.lost_exchanges} exchange(s)")
+        if self.lost_stderr:
+            parts.append(f"about {self.lost_stderr} bytes of the server's stderr")
         lacks = ", ".join(parts) if parts else "nothing more"
         text = (
             f"the trace was completed without the analysis process: it lacks {lacks} "
@@ -314,10 +321,18 @@ def _note_event(recorded: Recorded, session: str, name: str, data: dict[str, Any
     recorded.sessions.setdefault(session, False)
     if name == "session-end":
         recorded.sessions[session] = True
+    elif name == "stderr":
+        line = data.get("line")
+        if isinstance(line, str):
+            recorded.stderr_bytes += len(line.encode("utf-8", "surrogatepass")) + 1
     elif name == "capture-gap":
         direction, lost = data.get("direction"), data.get("lost_bytes")
         if direction in (C2S, S2C) and type(lost) is int and lost > 0:
             recorded.gap_bytes[direction] += lost
+        elif direction is None and type(lost) is int and lost > 0:
+            # The channel's count of dropped observations with bytes (stdio:
+            # pieces of the server's stderr), or an earlier salvage's stderr gap.
+            recorded.stderr_bytes += lost
         through = data.get("through_exchange")
         if data.get("salvaged") is True and type(through) is int:
             recorded.accounted_through = max(recorded.accounted_through, through)
@@ -356,6 +371,27 @@ def stream_gaps(
         records.append(EventRecord(seq, t, key, "capture-gap", data))
         seq += 1
     return records, lost
+
+
+def stderr_gap(
+    recorded: Recorded, forwarded: int, key: str, reason: str, t: float, seq: int
+) -> tuple[list[EventRecord], int]:
+    """A capture-gap for the child's stderr bytes the trace lacks, as near as it can tell.
+
+    Stderr is recorded as lines (redacted, decoded, split when long), so its
+    recorded size is an estimate: the gap says so (``approximate``).
+    """
+    missing = forwarded - recorded.stderr_bytes
+    if missing <= 0:
+        return [], 0
+    data = {
+        "stream": "stderr",
+        "lost_bytes": missing,
+        "approximate": True,
+        "reason": f"{reason}: the server's stderr, forwarded, not recorded",
+        "salvaged": True,
+    }
+    return [EventRecord(seq, t, key, "capture-gap", data)], missing
 
 
 def exchange_gap(
@@ -399,6 +435,7 @@ def salvage(
     t: float,
     key: str,
     forwarded: dict[str, int] | None = None,
+    stderr: int | None = None,
     exchanges: int | None = None,
     end: bool = True,
 ) -> SalvageReport:
@@ -406,8 +443,9 @@ def salvage(
 
     ``reason``: why the analysis ended (``exit_reason``). ``key``: the run's
     main session (as the analysis names it, before the suffix).
-    ``forwarded``: a stream relay's bytes per direction; ``exchanges``: an
-    HTTP relay's count of exchanges begun (numbered from 1). ``end``: also
+    ``forwarded``: a stream relay's bytes per direction, ``stderr`` its
+    child's stderr bytes; ``exchanges``: an HTTP relay's count of exchanges
+    begun (numbered from 1). ``end``: also
     end every session still open. Call only once the process has exited (it
     must not write the file any more). Raises ``SalvageError`` with the reason.
     """
@@ -427,7 +465,8 @@ def salvage(
         # Other relays appending to the same trace lock it for each write.
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
-            return _salvage_locked(fd, place, reason, t, key, forwarded, exchanges, end)
+            counts = (forwarded, stderr, exchanges)
+            return _salvage_locked(fd, place, reason, t, key, counts, end)
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
     except OSError as exc:
@@ -442,10 +481,10 @@ def _salvage_locked(
     reason: str,
     t: float,
     key: str,
-    forwarded: dict[str, int] | None,
-    exchanges: int | None,
+    counts: tuple[dict[str, int] | None, int | None, int | None],
     end: bool,
 ) -> SalvageReport:
+    forwarded, stderr, exchanges = counts
     report = SalvageReport()
     report.torn = cut_torn_tail(fd, place.start)
     recorded = read_recorded(fd, place, exchanges or 0)
@@ -462,6 +501,10 @@ def _salvage_locked(
         seq += 1
     if forwarded is not None:
         gaps, report.lost_bytes = stream_gaps(recorded, forwarded, own_key, reason, t, seq)
+        records += gaps
+        seq += len(gaps)
+    if stderr is not None:
+        gaps, report.lost_stderr = stderr_gap(recorded, stderr, own_key, reason, t, seq)
         records += gaps
         seq += len(gaps)
     if exchanges:

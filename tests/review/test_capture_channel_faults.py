@@ -107,3 +107,26 @@ def test_the_trace_says_what_it_lacks_while_the_relay_still_runs(tmp_path: Path)
     # One closing line on stderr, for the whole loss.
     closing = [line for line in r.stderr_lines() if "completed without the analysis" in line]
     assert len(closing) == 1 and f"lacks {lost} bytes client to server" in closing[0]
+
+
+def test_the_server_s_stderr_after_the_death_is_accounted_too(tmp_path: Path) -> None:
+    """A server that logs each request to stderr: what the trace lacks of that log is
+    a gap too (approximate in general, exact for plain ASCII lines like these)."""
+    trace = tmp_path / "t.jsonl"
+    server = ["sh", "-c", 'while IFS= read -r l; do echo "$l"; echo "log: $l" >&2; done']
+    with relay(server, "--trace", str(trace)) as r:
+        r.send(LINES[0])
+        r.wait_stdout(LINES[0])
+        wait_until(lambda: b'"event":"stderr"' in trace.read_bytes(), "the first log line")
+        os.kill(analysis_process_of(r.proc.pid), signal.SIGKILL)
+        for line in LINES[1:50]:
+            r.send(line)
+        r.wait_stdout(b"".join(LINES[:50]))
+        r.close_stdin()
+        assert r.wait() == 0
+    records = read_trace(trace)
+    logged = sum(len(b"log: " + line) for line in LINES[:50])
+    recorded = sum(len(e.data["line"].encode()) + 1 for e in events(records, "stderr"))
+    gaps = [g for g in events(records, "capture-gap") if g.data.get("stream") == "stderr"]
+    assert gaps and all(g.data["approximate"] for g in gaps)
+    assert recorded + sum(g.data["lost_bytes"] for g in gaps) == logged

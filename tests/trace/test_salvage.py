@@ -373,3 +373,26 @@ def test_a_fifo_in_the_trace_s_place_is_refused_not_read(tmp_path: Path) -> None
     os.mkfifo(path)
     with pytest.raises(SalvageError, match="not a regular file"):
         _stdio(place, 1, 1)
+
+
+def test_the_server_s_stderr_the_trace_lacks_is_an_approximate_gap(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    lines = [_event(1, "stderr", {"line": "hello"}), _event(2, "stderr", {"line": "é"})]
+    dropped = _event(3, "capture-gap", {"lost_calls": 2, "lost_bytes": 100})  # backlog full
+    place = _trace(path, [*lines, dropped])
+    recorded = len(b"hello\n") + len("é\n".encode()) + 100
+    report = _stdio(place, 0, 0, stderr=recorded + 40, end=False)
+    assert report.lost_stderr == 40 and report.lost_bytes == {}
+    assert "about 40 bytes of the server's stderr" in report.describe()
+    # The next salvage counts the first one's gap: only what came after.
+    assert _stdio(place, 0, 0, stderr=recorded + 45).lost_stderr == 5
+    out, _ = _read(path)
+    gaps = [g for g in _events(out, "capture-gap") if g.data.get("stream") == "stderr"]
+    assert [g.data["lost_bytes"] for g in gaps] == [40, 5]
+    assert all(g.data["approximate"] is True and "direction" not in g.data for g in gaps)
+
+
+def test_stderr_all_recorded_adds_no_gap(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    place = _trace(path, [_event(1, "stderr", {"line": "hello"})])
+    assert _stdio(place, 0, 0, stderr=6).lost_stderr == 0
