@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import time
 
 import aiohttp
@@ -82,3 +84,12 @@ def test_a_dead_analysis_process_is_accounted_for_in_the_trace(
     assert all("SIGKILL" in g.data["reason"] for g in gaps)
     assert f"it lacks {len(named)} exchange(s)" in proxy.stderr
     assert names.count("session-end") == len(set(e.session for e in events))
+    # ``check`` reads the completed trace and says what its verdict lacks.
+    check = subprocess.run(
+        [sys.executable, "-m", "mcpsniff", "check", str(proxy.trace_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert check.returncode in (0, 1) and "Traceback" not in check.stderr, check.stderr
+    assert f"the trace lacks {len(named)} exchange(s)" in check.stderr
