@@ -305,40 +305,17 @@ class McpSniff:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # mitmproxy's loop is gone: wait here
             status = analysis.finish_now()
-            self._salvage(place, status, numbered, end=True)
+            _log_salvage(_salvage(place, status, numbered, end=True))
             return
         analysis.attach(loop)
 
         async def retire() -> None:
             status = await analysis.finish()
-            await asyncio.to_thread(self._salvage, place, status, numbered, end=True)
+            _log_salvage(await asyncio.to_thread(_salvage, place, status, numbered, end=True))
 
         task = loop.create_task(retire())
         self.retiring.add(task)
         task.add_done_callback(self.retiring.discard)
-
-    @staticmethod
-    def _salvage(place: TracePlace | None, status: int | None, numbered: int, end: bool) -> None:
-        """Account in the trace for the MCP exchanges a dead analysis process never recorded.
-
-        Blocking (file I/O): runs on a thread while mitmproxy runs.
-        """
-        if place is None or status in (0, 3):  # 3: the process said why itself
-            return
-        try:
-            report = salvage(
-                place,
-                reason=exit_reason(status),
-                t=time.time(),
-                key="http",
-                exchanges=numbered,
-                end=end,
-            )
-        except SalvageError as exc:
-            log.warning(f"mcpsniff: the trace stays incomplete: {exc}")
-            return
-        if report.records:
-            log.warning(f"mcpsniff: {report.describe()}")
 
     def done(self) -> Any:
         """Close the trace; an awaitable that is done once every trace is complete.
@@ -373,21 +350,24 @@ class McpSniff:
         proc = analysis.analysis.proc
         numbered = observer.numbered
 
-        def salvage_now() -> None:
+        def salvage_now() -> str | None:
             try:
                 # It closed its pipe as it died: it must have exited before the
                 # file is touched (a live one could still be writing).
                 status = proc.wait(5.0) if proc is not None else None
             except subprocess.TimeoutExpired:
-                return  # completed when the trace closes instead
-            self._salvage(place, status, numbered, end=False)
+                return None  # completed when the trace closes instead
+            return _salvage(place, status, numbered, end=False)
+
+        async def salvage_soon() -> None:
+            _log_salvage(await asyncio.to_thread(salvage_now))
 
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            salvage_now()
+            _log_salvage(salvage_now())
             return
-        task = loop.create_task(asyncio.to_thread(salvage_now))
+        task = loop.create_task(salvage_soon())
         self.retiring.add(task)
         task.add_done_callback(self.retiring.discard)
 
@@ -586,6 +566,33 @@ class McpSniff:
         task = loop.create_task(ctx.master.addons.trigger_event(hooks.UpdateHook(flows)))
         self.updates.add(task)
         task.add_done_callback(self.updates.discard)
+
+
+def _salvage(place: TracePlace | None, status: int | None, numbered: int, end: bool) -> str | None:
+    """Account in the trace for the MCP exchanges a dead analysis process never recorded.
+
+    Blocking (file I/O: run on a thread while mitmproxy runs); returns the
+    line to log, if any (logged by the caller, on mitmproxy's loop).
+    """
+    if place is None or status in (0, 3):  # 3: the process said why itself
+        return None
+    try:
+        report = salvage(
+            place,
+            reason=exit_reason(status),
+            t=time.time(),
+            key="http",
+            exchanges=numbered,
+            end=end,
+        )
+    except SalvageError as exc:
+        return f"mcpsniff: the trace stays incomplete: {exc}"
+    return f"mcpsniff: {report.describe()}" if report.records else None
+
+
+def _log_salvage(line: str | None) -> None:
+    if line is not None:
+        log.warning(line)
 
 
 addons = [McpSniff()]

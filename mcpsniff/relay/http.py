@@ -503,7 +503,7 @@ async def serve(
                         with contextlib.suppress(Exception):
                             earlier = await task
                     numbered = relay.observer.numbered if relay is not None else 0
-                    report = await asyncio.to_thread(_salvage, place, status, numbered, True, warn)
+                    report = await _salvage(place, status, numbered, True, warn)
                     if report is not None and warn is not None:
                         total = report if earlier is None else earlier.add(report)
                         warn(f"mcpsniff http: warning: {total.describe()}")
@@ -527,10 +527,10 @@ async def _salvage_when_reaped(
         status = await asyncio.wait_for(analysis.wait(), SALVAGE_WAIT)
     except TimeoutError:
         return None  # its pipe closed but it lives on: the end salvages
-    return await asyncio.to_thread(_salvage, place, status, exchanges, False, warn)
+    return await _salvage(place, status, exchanges, False, warn)
 
 
-def _salvage(
+async def _salvage(
     place: TracePlace,
     status: int,
     exchanges: int,
@@ -539,10 +539,12 @@ def _salvage(
 ) -> SalvageReport | None:
     """Account in the trace for the exchanges the dead analysis process never recorded.
 
-    Blocking (file I/O); ``end``: the proxy has stopped, end every session too.
+    The file work runs on a thread, the warnings here; ``end``: the proxy has
+    stopped, end every session too.
     """
     try:
-        return salvage(
+        return await asyncio.to_thread(
+            salvage,
             place,
             reason=exit_reason(status),
             t=time.time(),

@@ -284,28 +284,30 @@ class StdioRelay:
             if self._salvaging is not None:
                 with contextlib.suppress(Exception):
                     earlier = await self._salvaging
-            report = await asyncio.to_thread(self._salvage, status, self._counts(), True)
+            report = await self._salvage(status, end=True)
             if report is not None:
                 total = report if earlier is None else earlier.add(report)
                 self.warn(f"mcpsniff stdio: warning: {total.describe()}")
 
-    def _salvage(
-        self, status: int, counts: tuple[dict[str, int], int], end: bool
-    ) -> SalvageReport | None:
-        """Account in the trace for what the dead analysis process never recorded (blocking).
+    async def _salvage(self, status: int, *, end: bool) -> SalvageReport | None:
+        """Account in the trace for what the dead analysis process never recorded.
 
-        ``counts``: ``_counts()`` at the time. ``end``: the relay is done, end the session too.
+        The file work runs on a thread; warnings are written here, on the
+        loop (while the relay runs, stderr is one of its transports).
+        ``end``: the relay is done, end the session too.
         """
         if self.place is None:
             return None
         try:
-            return salvage(
+            return await asyncio.to_thread(
+                salvage,
                 self.place,
                 reason=exit_reason(status),
                 t=time.time(),
                 key=SESSION,
-                forwarded=counts[0],
-                stderr=counts[1],
+                # Copies: the relay goes on counting meanwhile.
+                forwarded=dict(self.forwarded),
+                stderr=self.stderr_forwarded,
                 end=end,
             )
         except SalvageError as exc:
@@ -332,11 +334,7 @@ class StdioRelay:
             status = await asyncio.wait_for(self.analysis.wait(), SALVAGE_WAIT)
         except TimeoutError:
             return None  # its pipe closed but it lives on: the end of the run salvages
-        return await asyncio.to_thread(self._salvage, status, self._counts(), False)
-
-    def _counts(self) -> tuple[dict[str, int], int]:
-        """What was forwarded so far (a copy: the relay goes on counting)."""
-        return dict(self.forwarded), self.stderr_forwarded
+        return await self._salvage(status, end=False)
 
     # ------------------------------------------------------------------ pumps
 
