@@ -80,6 +80,7 @@ if IMPORT_ERROR is None:
     from mcpsniff.relay.flow_findings import FlowBook
     from mcpsniff.relay.outputs import Outputs
     from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver
+    from mcpsniff.trace.format import header as trace_header
     from mcpsniff.trace.salvage import SalvageError, TracePlace, exit_reason, salvage
 
 
@@ -251,12 +252,14 @@ class McpSniff:
             self._option_error(f"mcpsniff_trace: cannot write {path}: {exc.strerror or exc}")
             return
         book: FlowBook[http.HTTPFlow] = FlowBook()
+        meta = {"source": "mitmproxy addon", "redacted": redact}
+        created = time.time()
         try:
             analysis = AnalysisClient.start(
                 fd,
                 path=path,
-                meta={"source": "mitmproxy addon", "redacted": redact},
-                created=time.time(),
+                meta=meta,
+                created=created,
                 redact=redact,
                 show=self.show,
                 on_reply=functools.partial(self._on_reply, book),
@@ -273,8 +276,11 @@ class McpSniff:
             return
         self._close()
         self.analysis = analysis
-        # The analysis process writes the header: this run's records are the whole file.
-        self.places[id(analysis)] = TracePlace(Path(path), 0, inode=(info.st_dev, info.st_ino))
+        # The analysis process writes the header: this run's records are the whole
+        # file, and should it die before the header, salvaging writes that first.
+        self.places[id(analysis)] = TracePlace(
+            Path(path), 0, inode=(info.st_dev, info.st_ino), header=trace_header(meta, created)
+        )
         self.book = book
         self.opened = (path, redact)
         with contextlib.suppress(RuntimeError):  # no loop yet: running() attaches it

@@ -75,6 +75,9 @@ class TracePlace:
     session_suffix: str = ""
     seq_offset: int = 0
     inode: tuple[int, int] | None = None
+    #: The header to write first should the file still be empty (the addon's
+    #: analysis process writes its file's header, and may die before it does).
+    header: dict[str, Any] | None = None
 
     @classmethod
     def after_header(cls, writer: TraceWriter) -> TracePlace | None:
@@ -487,6 +490,8 @@ def _salvage_locked(
     forwarded, stderr, exchanges = counts
     report = SalvageReport()
     report.torn = cut_torn_tail(fd, place.start)
+    if place.header is not None and os.fstat(fd).st_size == 0:
+        _write_all(fd, orjson.dumps(place.header) + b"\n")
     recorded = read_recorded(fd, place, exchanges or 0)
     own_key = key + place.session_suffix
     seq = max(recorded.last_seq, place.seq_offset) + 1
@@ -522,15 +527,18 @@ def _salvage_locked(
             report.ended_sessions.append(session)
             seq += 1
     if records:
-        payload = b"".join(encode_line(record) for record in records)
-        view = memoryview(payload)
-        while view:
-            written = os.write(fd, view)
-            if not written:
-                raise SalvageError("the trace file accepted no bytes")
-            view = view[written:]
+        _write_all(fd, b"".join(encode_line(record) for record in records))
     report.records = records
     return report
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if not written:
+            raise SalvageError("the trace file accepted no bytes")
+        view = view[written:]
 
 
 def exit_reason(status: int | None) -> str:

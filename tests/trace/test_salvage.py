@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from mcpsniff.core.model import C2S, S2C, EventRecord, FrameRecord, Record
-from mcpsniff.trace.format import TraceReader, TraceWriter, encode_line
+from mcpsniff.trace.format import TraceReader, TraceWriter, encode_line, header
 from mcpsniff.trace.salvage import (
     RANGES_KEPT,
     TORN_KEEP,
@@ -396,3 +396,19 @@ def test_stderr_all_recorded_adds_no_gap(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     place = _trace(path, [_event(1, "stderr", {"line": "hello"})])
     assert _stdio(place, 0, 0, stderr=6).lost_stderr == 0
+
+
+def test_an_empty_file_gets_its_header_first(tmp_path: Path) -> None:
+    """The addon's analysis process writes its file's header: it may die before it does."""
+    path = tmp_path / "t.jsonl"
+    path.write_bytes(b'{"type":"head')  # even torn in the middle of the header
+    place = TracePlace(path, 0, header=header({"source": "test"}, 5.0))
+    report = salvage(place, reason=KILLED, t=9.0, key="http", exchanges=2)
+    assert report.lost_exchanges == 2
+    records, reader = _read(path)
+    assert reader.header["meta"] == {"source": "test"}
+    assert [r.event for r in records if isinstance(r, EventRecord)] == [
+        "trace-salvaged",
+        "capture-gap",
+        "session-end",
+    ]
