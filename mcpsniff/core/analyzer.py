@@ -45,6 +45,10 @@ class Analyzer:
         return out
 
 
+#: At most this many frames are analyzed in one call (their records wait until then).
+MAX_RUN = 64
+
+
 def replay(inputs: Iterable[FrameRecord | EventRecord]) -> Iterator[Record]:
     """Re-analyze recorded frames and events; yield every record they produce.
 
@@ -55,6 +59,11 @@ def replay(inputs: Iterable[FrameRecord | EventRecord]) -> Iterator[Record]:
     sessions = analyzer.sessions
     last_t = 0.0
     last_seq = 0
+    # Consecutive frames of one session are analyzed together (one
+    # ``analyze_frames`` call for up to MAX_RUN of them), in input order: a
+    # frame of another session or any event first finishes the run.
+    run: list[FrameRecord] = []
+    run_session: Session | None = None
     for record in inputs:
         is_frame = type(record) is FrameRecord
         session = sessions.get(record.session)
@@ -64,10 +73,20 @@ def replay(inputs: Iterable[FrameRecord | EventRecord]) -> Iterator[Record]:
             last_t = record.t
         if record.seq > last_seq:
             last_seq = record.seq
+        if is_frame and session is run_session and len(run) < MAX_RUN:
+            run.append(record)  # type: ignore[arg-type]
+            continue
+        if run:
+            yield from run_session.analyze_frames(run)  # type: ignore[union-attr]
+            run = []
+            run_session = None
         if is_frame:
-            yield from session.analyze_frame(record)
+            run.append(record)  # type: ignore[arg-type]
+            run_session = session
         else:
-            yield from session.apply_event(record)
+            yield from session.apply_event(record)  # type: ignore[arg-type]
+    if run:
+        yield from run_session.analyze_frames(run)  # type: ignore[union-attr]
     analyzer.counter.value = last_seq
     for session in analyzer.sessions.values():
         if not session.state.ended:

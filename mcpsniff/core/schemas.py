@@ -294,10 +294,15 @@ def _value_check(sub: Any, depth: int) -> tuple[type, ...] | Callable[[Any], boo
                 max_items is not None and size > max_items
             ):
                 return False
+            # Plain loops, not all() over a generator: arrays are checked on every call.
             if type(item_check) is tuple:
-                return all(type(item) in item_check for item in value)
-            if item_check is not None:
-                return all(item_check(item) for item in value)  # type: ignore[operator]
+                for item in value:
+                    if type(item) not in item_check:
+                        return False
+            elif item_check is not None:
+                for item in value:
+                    if not item_check(item):  # type: ignore[operator]
+                        return False
         return True
 
     return check

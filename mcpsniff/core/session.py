@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
 import orjson
@@ -50,7 +50,9 @@ from mcpsniff.core.model import (
 )
 from mcpsniff.core.protocol import META_VERSION, STATELESS, V5, is_known_version
 from mcpsniff.core.rules import http, registry
+from mcpsniff.core.rules.jsonrpc import FLAGGED_REQUEST_PREFIXES
 from mcpsniff.core.rules.registry import FRAME, PAIRING
+from mcpsniff.core.rules.reuse import INLINE_PRINT
 from mcpsniff.core.state import (
     BAD_BATCH_PARSE,
     BAD_EMPTY_BATCH,
@@ -107,25 +109,29 @@ class Session:
 
     def feed(self, direction: str, transport: str, data: bytes, t: float) -> list[Record]:
         """Feed stream bytes (newline-delimited JSON, as stdio carries it)."""
-        out: list[Record] = []
         lines = self._framers[direction].feed(data)
         if not lines:
-            return out
-        # ``_new_frame`` and ``analyze_frame`` per line, with the lookups bound
-        # once: a relay's read carries dozens of lines.
+            return []
+        # ``_new_frame`` per line, with the lookups bound once (a relay's read
+        # carries dozens of lines), then one ``analyze_frames`` for them all.
         counter = self.counter
+        seq = counter.value
         redactor = self.redactor
         key = self.key
-        analyze = self.analyze_frame
-        extend = out.extend
-        for line in lines:
-            frame = FrameRecord(counter.next(), t, key, direction, transport, line)
-            if redactor is not None:
-                frame.raw, count = redactor(line)
-                if count:
-                    frame.meta = {"redacted": count}
-            extend(analyze(frame))
-        return out
+        frames = []
+        append = frames.append
+        try:
+            for line in lines:
+                seq += 1
+                frame = FrameRecord(seq, t, key, direction, transport, line)
+                if redactor is not None:
+                    frame.raw, count = redactor(line)
+                    if count:
+                        frame.meta = {"redacted": count}
+                append(frame)
+        finally:
+            counter.value = seq  # the numbers handed out, even if the redactor failed
+        return self.analyze_frames(frames)
 
     def feed_frame(
         self,
@@ -180,35 +186,44 @@ class Session:
 
     def analyze_frame(self, frame: FrameRecord) -> list[Record]:
         """Analyze one frame whose seq is already assigned (live or from a trace)."""
-        self._out = out = [frame]
-        try:
-            offsets = self.state.stream_offset
-            direction = frame.direction
-            offset = offsets[direction]
-            offsets[direction] = offset + len(frame.raw)
-            value = frame.value
-            if value is UNPARSED:
-                # A live frame: parsed here, where the usual one goes straight on
-                # to ``_message``; what orjson refuses, ``_analyze`` takes apart.
-                try:
-                    value = frame.value = orjson.loads(frame.raw)
-                except orjson.JSONDecodeError:
-                    value = UNPARSED  # ``_analyze`` tries the exact parser, then reports
-            if type(value) is dict and type(value.get("id")) is not float:
-                # The usual frame: one message, already parsed (by the trace
-                # reader, or by a shell that parsed it to redact it).
-                self._message(value, frame, None)
-            else:
-                self._analyze(frame, value, offset)
-            meta = frame.meta
-            if self.state.line_runs or (meta is not None and "exchange" in meta):
-                # Only rules that follow frames need this (a pretty-printed run ends
-                # at the first line that is not part of it; an HTTP body's messages
-                # belong to its exchange): most frames skip it.
-                messages = [r for r in out if isinstance(r, MessageRecord)]
-                self._frame("parsed", frame, messages)
-        except Exception as exc:
-            out.append(self._internal_error(frame.seq, frame.t, exc))
+        return self.analyze_frames((frame,))
+
+    def analyze_frames(self, frames: Iterable[FrameRecord]) -> list[Record]:
+        """Analyze frames in order; each frame record is followed by what it produced."""
+        self._out = out = []
+        state = self.state
+        offsets = state.stream_offset
+        message = self._message
+        for frame in frames:
+            start = len(out)
+            out.append(frame)
+            try:
+                direction = frame.direction
+                offset = offsets[direction]
+                offsets[direction] = offset + len(frame.raw)
+                value = frame.value
+                if value is UNPARSED:
+                    # A live frame: parsed here, where the usual one goes straight on
+                    # to ``_message``; what orjson refuses, ``_analyze`` takes apart.
+                    try:
+                        value = frame.value = orjson.loads(frame.raw)
+                    except orjson.JSONDecodeError:
+                        value = UNPARSED  # ``_analyze`` tries the exact parser, then reports
+                if type(value) is dict and type(value.get("id")) is not float:
+                    # The usual frame: one message, already parsed (by the trace
+                    # reader, or by a shell that parsed it to redact it).
+                    message(value, frame, None)
+                else:
+                    self._analyze(frame, value, offset)
+                meta = frame.meta
+                if state.line_runs or (meta is not None and "exchange" in meta):
+                    # Only rules that follow frames need this (a pretty-printed run ends
+                    # at the first line that is not part of it; an HTTP body's messages
+                    # belong to its exchange): most frames skip it.
+                    messages = [r for r in out[start:] if isinstance(r, MessageRecord)]
+                    self._frame("parsed", frame, messages)
+            except Exception as exc:
+                out.append(self._internal_error(frame.seq, frame.t, exc))
         self._out = []
         return out
 
@@ -391,7 +406,12 @@ class Session:
             self._note_bad(direction, frame.seq, BAD_EMPTY_BATCH)
             self._frame("empty-batch", frame, reported)
             return
-        msgs = [self._message(item, frame, i) for i, item in enumerate(items)]
+        msgs = [
+            self._message(item, frame, i)
+            if isinstance(item, dict)
+            else self._not_object(item, frame, i)
+            for i, item in enumerate(items)
+        ]
         kinds = {m.kind for m in msgs}
         if kinds & {REQUEST, NOTIFICATION, INVALID} and not kinds - {
             REQUEST,
@@ -414,17 +434,22 @@ class Session:
             self._batch_reply(msgs, frame)
         self._frame("batch-done", frame, msgs)
 
-    def _message(self, obj: Any, frame: FrameRecord, index: int | None) -> Msg:
+    def _not_object(self, obj: Any, frame: FrameRecord, index: int) -> Msg:
+        """A batch element that is not an object: an invalid message."""
         direction = frame.direction
         seq = frame.seq
-        if not isinstance(obj, dict):
-            record = MessageRecord(
-                seq, self.key, direction, INVALID, index, obj=obj, source=frame, sent_at=frame.t
-            )
-            self._out.append(record)
-            self._note_bad(direction, seq, BAD_INVALID)
-            self._frame("not-object-element", frame, obj, index)
-            return record
+        record = MessageRecord(
+            seq, self.key, direction, INVALID, index, obj=obj, source=frame, sent_at=frame.t
+        )
+        self._out.append(record)
+        self._note_bad(direction, seq, BAD_INVALID)
+        self._frame("not-object-element", frame, obj, index)
+        return record
+
+    def _message(self, obj: dict[str, Any], frame: FrameRecord, index: int | None) -> Msg:
+        """Classify, record, correlate and check one JSON-RPC object."""
+        direction = frame.direction
+        seq = frame.seq
         # Classify first and build the record (which is also the rules' working
         # view) once, whole: this runs for every message.
         kind = INVALID
@@ -434,6 +459,7 @@ class Session:
         params: dict[str, Any] | None = None
         target: str | None = None
         error_code: Any = None
+        plain = False
         if "method" in obj:
             if "id" in obj:
                 kind = REQUEST
@@ -452,11 +478,32 @@ class Session:
                     target = shown[:200]
             if "result" in obj or "error" in obj:
                 kind = INVALID
+            elif method is not None:
+                # The plain envelope (see below): a request of exactly jsonrpc, id,
+                # method and params, a notification of jsonrpc, method and maybe
+                # params; params an object without _meta; the id a string or an
+                # integer; a method name not reserved ("rpc.", JSON-RPC §4) and no
+                # request named like a notification (MSG-NOTIF-NO-ID).
+                size = len(obj)
+                if kind == REQUEST:
+                    plain = (
+                        size == 4
+                        and params is not None
+                        and (type(ident) is int or type(ident) is str)
+                        and "_meta" not in params
+                        and not method.startswith(FLAGGED_REQUEST_PREFIXES)
+                    )
+                else:
+                    plain = (
+                        size == 2 or (size == 3 and params is not None and "_meta" not in params)
+                    ) and not method.startswith("rpc.")
         elif "result" in obj:
             kind = RESPONSE
             if "id" in obj:
                 ident = obj["id"]
                 has_id = True
+                # The plain envelope: exactly jsonrpc, id and an object result.
+                plain = len(obj) == 3 and type(obj["result"]) is dict
         elif "error" in obj:
             kind = ERROR
             if "id" in obj:
@@ -489,17 +536,53 @@ class Session:
         self._out.append(msg)
 
         # The rules, by what the message is (registry.py). Each lookup below is
-        # one dict access; the tables are built once per method.
-        for handler in _MESSAGE_HANDLERS.get("") or registry.handlers(registry.MESSAGE, ""):
-            handler(self, msg)
+        # one dict access; the tables are built once per method. The structural
+        # (MESSAGE) rules judge an envelope that is not the plain one of its kind:
+        # in a plain one, with "jsonrpc": "2.0", no member is missing, extra or
+        # mistyped, so none of them has anything to say.
+        if not plain or obj.get("jsonrpc") != "2.0":
+            for handler in _MESSAGE_HANDLERS.get("") or registry.handlers(registry.MESSAGE, ""):
+                handler(self, msg)
         if kind == REQUEST:
             if method is None:
                 self._invalid(msg)
                 return msg
-            # The era decides how the id is keyed (``_scope``): known before it is.
-            if self.state.era is None and direction == C2S:
+            state = self.state
+            era = state.era
+            if era is None and direction == C2S:
+                # The era decides how the id is keyed (``_scope``): known before it is.
                 self._note_era(msg)
-            self._register_request(msg)
+                era = state.era
+            # Registration: keyed by its id (``pairing_key``, inlined: only the
+            # stateless era scopes ids), remembered as used, in flight from now.
+            key = ident if type(ident) is int else id_key(ident)
+            if era == STATELESS:
+                key = self.scoped(key, msg)
+            msg.key = key
+            pending = state.pending[direction]
+            seen = state.used[direction].check_and_add(key)
+            # reuse.fingerprint, inlined: this runs for every request.
+            this_print: bytes | int | None = None
+            if index is None:
+                this_print = frame.raw
+                if len(this_print) > INLINE_PRINT:
+                    this_print = hash(this_print)
+            if seen or key in pending:
+                self._reused(msg, key, seen, this_print)
+            pending[key] = Pending(
+                seq,
+                index,
+                key,
+                ident,
+                method,
+                frame.t,
+                params,
+                None,
+                False,
+                None if index is None else seq,
+                False,
+                this_print,
+            )
             handlers = _REQUEST_HANDLERS.get(method)
             if handlers is None:
                 handlers = registry.handlers(registry.REQUEST, method)
@@ -517,16 +600,71 @@ class Session:
         elif kind == INVALID:
             self._invalid(msg)
         else:
-            self._match_response(msg)
-            request = msg.request
-            answered = "" if request is None else request.method
-            handlers = _RESPONSE_HANDLERS.get(answered)
+            # The usual reply answers the one request in flight under its id:
+            # paired here (``_match_response`` and ``_pair``, inlined). Everything
+            # else (no id, a shadowed or cancelled request, a -32700, the
+            # stateless era's scoped ids, no request at all) takes the full path.
+            state = self.state
+            request = None
+            if ident is not None and state.era != STATELESS:
+                request_direction = OPPOSITE[direction]
+                pending = state.pending[request_direction]
+                key = ident if type(ident) is int else id_key(ident)
+                request = pending.get(key)
+                if (
+                    request is not None
+                    and not request.cancelled
+                    and error_code != -32700
+                    and not state.shadowed[request_direction]
+                ):
+                    del pending[key]
+                    msg.answers = request.seq
+                    msg.request_index = request.index
+                    msg.latency_ms = round_ms((frame.t - request.t) * 1000.0)
+                    msg.request = request
+                    # BoundedMap.put, inlined: a new key goes to the end by itself; only
+                    # an id answered before (and still remembered) has to move there.
+                    answered = state.answered[request_direction]
+                    key = request.key
+                    if key in answered:
+                        del answered[key]
+                    answered[key] = Answered(
+                        request.seq,
+                        request.index,
+                        request.method,
+                        seq,
+                        False,
+                        request.fingerprint,
+                    )
+                    if len(answered) > answered.limit:
+                        answered.popitem(False)
+                else:
+                    request = None
+            if request is None:
+                self._match_response(msg)
+                request = msg.request
+            answered_method = "" if request is None else request.method
+            handlers = _RESPONSE_HANDLERS.get(answered_method)
             if handlers is None:
-                handlers = registry.handlers(registry.RESPONSE, answered)
+                handlers = registry.handlers(registry.RESPONSE, answered_method)
             for handler in handlers:
                 handler(self, msg)
             if request is not None:
-                self._reply(msg, request, obj)
+                result = obj.get("result")
+                if kind == RESPONSE and type(result) is dict and "task" not in result:
+                    # The method's own result (``_reply``, inlined for the usual one).
+                    handlers = _REPLY_HANDLERS.get(answered_method)
+                    if handlers is None:
+                        handlers = registry.handlers(registry.REPLY, answered_method)
+                    for handler in handlers:
+                        handler(self, msg)
+                    handlers = _RESULT_HANDLERS.get(answered_method)
+                    if handlers is None:
+                        handlers = registry.handlers(registry.RESULT, answered_method)
+                    for handler in handlers:
+                        handler(self, msg, result)
+                else:
+                    self._reply(msg, request, obj)
         return msg
 
     def _reply(self, msg: Msg, request: Pending, obj: dict[str, Any]) -> None:
@@ -631,25 +769,15 @@ class Session:
             return None
         return exchange.client
 
-    def _register_request(self, msg: Msg) -> None:
-        state = self.state
+    def _reused(self, msg: Msg, key: Any, seen: bool, this_print: bytes | int | None) -> None:
+        """A request whose id was used before (``_message`` registers it after this)."""
         direction = msg.direction
-        ident = msg.id
-        # ``pairing_key``, inlined: only the stateless era scopes ids (``_scope``).
-        key = ident if type(ident) is int else id_key(ident)
-        if state.era == STATELESS:
-            key = self.scoped(key, msg)
-        msg.key = key
+        state = self.state
         pending = state.pending[direction]
-        seen = state.used[direction].check_and_add(key)
-        # reuse.fingerprint, inlined: this runs for every request.
-        source = msg.source
-        this_print = hash(source.raw) if msg.index is None and source is not None else None
         if key in pending:
             self._pairing("reuse-in-flight", msg, pending[key], this_print)
         elif seen:
             self._pairing("reuse-after-completion", msg, key, this_print)
-        index = msg.index
         if key in pending:
             # Both requests are in flight under one id: keep both, so each reply
             # pairs with one of them (``_take_pending``) instead of the second
@@ -659,20 +787,6 @@ class Session:
                 shadowed = by_id.setdefault(key, [])
                 if len(shadowed) < MAX_SHADOWED:
                     shadowed.append(pending[key])
-        pending[key] = Pending(
-            msg.frame,
-            index,
-            key,
-            ident,
-            msg.method or "",
-            msg.sent_at,
-            msg.params,
-            None,
-            False,
-            None if index is None else msg.frame,
-            False,
-            this_print,
-        )
 
     def _match_response(self, msg: Msg) -> None:
         state = self.state

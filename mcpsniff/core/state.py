@@ -42,8 +42,9 @@ class Pending:
     cancelled: bool = False
     batch_seq: int | None = None
     missing_reported: bool = False
-    #: rules/reuse.fingerprint of the request, to tell an identical retry from a conflict.
-    fingerprint: int | None = None
+    #: rules/reuse.fingerprint of the request (its frame's bytes, or their hash when
+    #: long), to tell an identical retry from a conflict.
+    fingerprint: bytes | int | None = None
 
 
 @dataclass(slots=True)
@@ -55,7 +56,7 @@ class Answered:
     method: str
     response_seq: int | None
     cancelled: bool = False
-    fingerprint: int | None = None
+    fingerprint: bytes | int | None = None
 
 
 #: The analyzer's working view of one JSON-RPC message is its MessageRecord,

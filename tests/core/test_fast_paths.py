@@ -5,13 +5,15 @@ from __future__ import annotations
 import math
 import random
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from mcpsniff.core import protocol
 from mcpsniff.core.ids import IdHistory, coerced_keys, id_key, id_value
+from mcpsniff.core.model import FindingRecord, MessageRecord
 from mcpsniff.core.session import round_ms
-from tests.conftest import Conversation, request, result
+from tests.conftest import Conversation, error, notification, request, result
 
 # --------------------------------------------------------------------------- round_ms
 
@@ -142,3 +144,94 @@ def test_tools_list_under_a_new_version_is_checked_again() -> None:
     convo.client(request(2, "tools/list"))
     convo.server(result(2, listed))
     assert len(convo.find("TOOL-NAME-FORMAT")) == 1
+
+
+# --------------------------------------------------------------------------- plain envelopes
+
+#: Messages one step away from the plain envelope ``Session._message`` lets pass
+#: without the structural rules: each must still get its finding.
+NEAR_PLAIN = [
+    ("c2s", {"jsonrpc": "2.1", "id": 5, "method": "tools/call", "params": {}}, "JR-VERSION"),
+    ("c2s", {"jsonrpc": "2.0", "id": 5.5, "method": "tools/call", "params": {}}, "MSG-ID-TYPE"),
+    ("c2s", {"jsonrpc": "2.0", "id": True, "method": "tools/call", "params": {}}, "JR-ID-TYPE"),
+    ("c2s", {"jsonrpc": "2.0", "id": 5, "method": "rpc.x", "params": {}}, "JR-METHOD-RPC-RESERVED"),
+    (
+        "c2s",
+        {"jsonrpc": "2.0", "id": 5, "method": "notifications/x", "params": {}},
+        "MSG-NOTIF-NO-ID",
+    ),
+    (
+        "c2s",
+        {"jsonrpc": "2.0", "id": 5, "method": "ping", "params": {"_meta": {"progressToken": True}}},
+        "MSG-META-PROGRESS",
+    ),
+    ("c2s", {"jsonrpc": "2.0", "id": 5, "method": "ping", "params": {}, "Id": 1}, "JR-MEMBER-CASE"),
+    ("c2s", {"jsonrpc": "2.0", "method": "rpc.x"}, "JR-METHOD-RPC-RESERVED"),
+    (
+        "c2s",
+        {"jsonrpc": "2.0", "method": "notifications/progress", "params": [1]},
+        "MSG-PARAMS-OBJECT",
+    ),
+    ("c2s", {"jsonrpc": 2.0, "method": "notifications/initialized", "params": {}}, "JR-VERSION"),
+    ("s2c", {"jsonrpc": "2.0", "id": 1, "result": []}, "MSG-RESULT-OBJECT"),
+    ("s2c", {"jsonrpc": "2.0 ", "id": 1, "result": {}}, "JR-VERSION"),
+    ("s2c", {"jsonrpc": "2.0", "id": 1, "result": {}, "Error": None}, "JR-MEMBER-CASE"),
+]
+
+
+@pytest.mark.parametrize(("direction", "message", "rule"), NEAR_PLAIN)
+def test_an_envelope_that_is_not_plain_gets_its_structural_finding(
+    convo: Conversation, direction: str, message: dict[str, object], rule: str
+) -> None:
+    convo.handshake()
+    if direction == "s2c":
+        convo.client(request(1, "ping"))
+        out = convo.server(message)
+    else:
+        out = convo.client(message)
+    assert rule in {r.rule for r in out if isinstance(r, FindingRecord)}
+
+
+def test_plain_envelopes_get_no_finding(convo: Conversation) -> None:
+    convo.handshake()
+    convo.client(request(1, "tools/call", {"name": "t", "arguments": {}}))
+    convo.client(notification("notifications/cancelled", {"requestId": 1}))
+    convo.client(request(2, "ping", {}))
+    convo.server(result(2, {}))
+    assert [r for r in convo.records if isinstance(r, FindingRecord)] == []
+
+
+# --------------------------------------------------------------------------- inline pairing
+
+
+def _replies(out: list[object]) -> list[tuple[object, ...]]:
+    return [
+        (r.note, r.answers, r.latency_ms)
+        for r in out
+        if isinstance(r, MessageRecord) and r.kind in ("response", "error")
+    ]
+
+
+def test_only_the_usual_reply_is_paired_inline(convo: Conversation) -> None:
+    # The usual reply: paired, with its latency.
+    convo.handshake()
+    seq = convo.client(request(11, "ping"))[0].seq
+    assert _replies(convo.server(result(11, {}))) == [(None, seq, 1.0)]
+    # A reply to a cancelled request: the late answer the full path recognises.
+    seq = convo.client(request(7, "ping"))[0].seq
+    convo.client(notification("notifications/cancelled", {"requestId": 7}))
+    assert _replies(convo.server(result(7, {}))) == [("late-after-cancel", seq, None)]
+    # A -32700 to a request that parsed: paired, and judged.
+    seq = convo.client(request(8, "ping"))[0].seq
+    out = convo.server(error(8, -32700))
+    assert _replies(out) == [(None, seq, 1.0)]
+    assert [r.rule for r in out if isinstance(r, FindingRecord)] == ["JR-ERROR-SEMANTICS"]
+    # Two requests in flight under one id: the result's shape picks tools/list.
+    convo.client(request(9, "ping"))
+    listed = convo.client(request(9, "tools/list"))[0].seq
+    assert _replies(convo.server(result(9, {"tools": []}))) == [("ambiguous-id", listed, 1.0)]
+    # An id echoed as a string: the full path pairs it and reports it.
+    seq = convo.client(request(10, "ping"))[0].seq
+    out = convo.server(result("10", {}))
+    assert _replies(out) == [("id-type-mismatch", seq, 1.0)]
+    assert [r.rule for r in out if isinstance(r, FindingRecord)] == ["JR-RESP-ID"]

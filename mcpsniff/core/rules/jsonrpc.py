@@ -1,7 +1,7 @@
 """JSON-RPC 2.0 structure (JR-*) and MCP base-message rules (MSG-*).
 
-These run on every message, before correlation, so they must stay cheap: a
-handful of dict lookups on the common path.
+``check_message`` runs before correlation on every message whose envelope the
+session did not classify as plain (``Session._message``).
 """
 
 from __future__ import annotations
@@ -63,8 +63,9 @@ RULES = (
 )
 
 _MEMBERS = {"jsonrpc", "id", "method", "params", "result", "error"}
-#: Request methods that JR-METHOD-RPC-RESERVED or MSG-NOTIF-NO-ID report.
-_FLAGGED_REQUEST_PREFIXES = ("rpc.", "notifications/")
+#: Request methods that JR-METHOD-RPC-RESERVED or MSG-NOTIF-NO-ID report: such a
+#: request's envelope is never plain (``Session._message``).
+FLAGGED_REQUEST_PREFIXES = ("rpc.", "notifications/")
 _PREDEFINED = {-32700, -32600, -32601, -32602, -32603}
 _NULL_ID_CODES = {-32700, -32600}
 
@@ -110,7 +111,12 @@ _META_KEY_CACHE_SIZE = 4096
     on=MESSAGE,
 )
 def check_message(session: Session, msg: Msg) -> None:
-    """Structural checks every JSON-RPC object gets (JSON-RPC §4, §5, §5.1)."""
+    """Structural checks (JSON-RPC §4, §5, §5.1) of an object whose envelope is not plain.
+
+    ``Session._message`` classifies the envelope as it classifies the message:
+    the plain request, notification and result (exactly the members of their
+    kind, well typed, "jsonrpc": "2.0") give nothing to report and never get here.
+    """
     obj = msg.obj
     kind = msg.kind
     if obj.get("jsonrpc") != "2.0":
@@ -122,30 +128,6 @@ def check_message(session: Session, msg: Msg) -> None:
             [msg.frame],
             value=obj.get("jsonrpc"),
         )
-    elif kind == RESPONSE and len(obj) == 3 and type(obj.get("result")) is dict and "id" in obj:
-        return  # the common well-formed result: nothing below can fire
-    elif kind == REQUEST and len(obj) == 4 and "params" in obj:
-        # The common request: exactly jsonrpc, id, method and params (so no stray
-        # member, nor a result or error). Nothing below fires when the method is a
-        # plain string, params an object without _meta, and the id an int or string.
-        method = msg.method
-        params = msg.params
-        ident = msg.id
-        if (
-            method is not None
-            and params is not None
-            and "_meta" not in params
-            and (type(ident) is int or type(ident) is str)
-            and not method.startswith(_FLAGGED_REQUEST_PREFIXES)
-        ):
-            return
-    elif kind == NOTIFICATION and (
-        len(obj) == 2 or (len(obj) == 3 and msg.params is not None and "_meta" not in msg.params)
-    ):
-        # The common notification: jsonrpc, method and maybe params without _meta.
-        method = msg.method
-        if method is not None and not method.startswith("rpc."):
-            return
     # The sender and the seq list are built only when a report needs them:
     # this function runs for every message and almost never reports.
     if not obj.keys() <= _MEMBERS:

@@ -199,7 +199,26 @@ def on_request(session: Session, msg: Msg) -> None:
             # The era is already decided (Session._note_era); only its rules read _meta.
             _stateless_request(session, msg, _meta(msg))
         else:
-            _handshake_client_request(session, msg)
+            # Once initialize has an answer and initialized came, only the
+            # capability gate can fire; the one-capability gate declared is
+            # checked here (``_has_cap``'s first case): most requests stop there.
+            lc = state.lifecycle
+            gate = _SERVER_GATED.get(method)
+            caps = state.server_caps
+            if (
+                lc.initialized_seq is None
+                or lc.init_ok is None
+                or (
+                    gate is not None
+                    and caps is not None
+                    and not (
+                        len(gate[1]) == 1
+                        and type(caps) is dict
+                        and caps.get(gate[1][0]) is not None
+                    )
+                )
+            ):
+                _handshake_client_request(session, msg)
     else:
         if state.era == STATELESS:
             session.report(
@@ -211,6 +230,13 @@ def on_request(session: Session, msg: Msg) -> None:
             )
         else:
             _handshake_server_request(session, msg)
+    # ``_method_direction``'s table, inlined: a method the version lets this side send.
+    known = DIRECTIONS.get(method)
+    version = state.version
+    if known is not None and version in known:
+        allowed = known[version]
+        if allowed == BOTH or allowed == msg.direction:
+            return
     _method_direction(session, msg)
 
 

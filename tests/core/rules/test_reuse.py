@@ -91,3 +91,34 @@ def test_a_reused_id_of_a_cancelled_request() -> None:
     cancel = note("notifications/cancelled", {"requestId": 3})
     data = _reuse([c(CALL), c(cancel), c(OTHER_CALL)])
     assert data["reuse"] == reuse.CONFLICTING and "cancelled before its answer" in data["message"]
+
+
+def _call(size: int, last: str) -> dict[str, Any]:
+    """A tools/call whose frame is about ``size`` bytes, ending its argument with ``last``."""
+    return req(3, "tools/call", {"name": "a", "arguments": {"x": "y" * (size - 1) + last}})
+
+
+@pytest.mark.parametrize("size", [reuse.INLINE_PRINT - 200, reuse.INLINE_PRINT + 200])
+def test_short_and_long_frames_are_told_apart_alike(size: int) -> None:
+    # Frames up to INLINE_PRINT bytes are their own fingerprint, longer ones are
+    # hashed: on both sides of the limit, a byte-identical retry is identical and
+    # one byte of difference is a conflict, after the answer and in flight.
+    first, same, other = _call(size, "a"), _call(size, "a"), _call(size, "b")
+    answered = [c(first), s(res(3, {"content": []}))]
+    assert _reuse([*answered, c(same)])["reuse"] == reuse.IDENTICAL
+    assert _reuse([*answered, c(other)])["reuse"] == reuse.CONFLICTING
+    assert _reuse([c(first), c(same)])["reuse"] == reuse.IDENTICAL
+    assert _reuse([c(first), c(other)])["reuse"] == reuse.CONFLICTING
+
+
+def test_the_fingerprint_is_the_short_frame_or_the_long_frames_hash() -> None:
+    from mcpsniff.core.model import FrameRecord, MessageRecord
+
+    def printed(raw: bytes) -> Any:
+        frame = FrameRecord(1, 0.0, "k", "c2s", "stdio", raw)
+        return reuse.fingerprint(MessageRecord(1, "k", "c2s", "request", source=frame))
+
+    short = b"x" * reuse.INLINE_PRINT
+    long = b"x" * (reuse.INLINE_PRINT + 1)
+    assert printed(short) is short
+    assert printed(long) == hash(long)

@@ -1,0 +1,90 @@
+"""core/analyzer.py: replaying recorded inputs through fresh sessions."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import orjson
+import pytest
+
+from mcpsniff.core import analyzer
+from mcpsniff.core.model import C2S, S2C, EventRecord, FrameRecord, Record
+
+
+def _inputs() -> list[FrameRecord | EventRecord]:
+    """Two interleaved stdio sessions, events between frames, and a run longer than MAX_RUN."""
+    inputs: list[FrameRecord | EventRecord] = []
+    seq = 0
+
+    def frame(session: str, direction: str, message: object) -> None:
+        nonlocal seq
+        seq += 1
+        raw = message if isinstance(message, bytes) else orjson.dumps(message) + b"\n"
+        inputs.append(FrameRecord(seq, seq / 1000, session, direction, "stdio", raw))
+
+    def event(session: str, name: str) -> None:
+        nonlocal seq
+        seq += 1
+        inputs.append(EventRecord(seq, seq / 1000, session, name, {}))
+
+    init = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "c", "version": "1"},
+    }
+    for session in ("a", "b"):
+        event(session, "session-start")
+        frame(session, C2S, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init})
+    for session in ("a", "b"):
+        frame(
+            session,
+            S2C,
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "result": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "serverInfo": {"name": "s", "version": "1"},
+                },
+            },
+        )
+        frame(session, C2S, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    for i in range(2, 2 + analyzer.MAX_RUN * 2):
+        frame("a", C2S, {"jsonrpc": "2.0", "id": i, "method": "ping"})
+        if i % 7 == 0:
+            event("a", "stderr")
+        if i % 11 == 0:
+            frame("b", C2S, {"jsonrpc": "2.0", "id": i, "method": "ping"})
+    frame("a", S2C, {"jsonrpc": "2.0", "id": 3, "result": {}})
+    frame("a", S2C, {"jsonrpc": "2.0", "id": 3, "result": {}})  # a duplicate: JR-RESP-ID
+    frame("b", S2C, b"not json\n")  # JR-PARSE
+    event("b", "session-end")
+    return inputs
+
+
+def _fresh(inputs: list[FrameRecord | EventRecord]) -> list[FrameRecord | EventRecord]:
+    return [dataclasses.replace(r) for r in inputs]
+
+
+def _shown(records: list[Record]) -> list[str]:
+    return [repr(r) for r in records]
+
+
+@pytest.mark.parametrize("limit", [1, 3, analyzer.MAX_RUN])
+def test_runs_of_frames_give_the_records_of_one_frame_at_a_time(
+    monkeypatch: pytest.MonkeyPatch, limit: int
+) -> None:
+    inputs = _inputs()
+    monkeypatch.setattr(analyzer, "MAX_RUN", 1)
+    one_by_one = list(analyzer.replay(_fresh(inputs)))
+    monkeypatch.setattr(analyzer, "MAX_RUN", limit)
+    in_runs = list(analyzer.replay(_fresh(inputs)))
+    assert _shown(in_runs) == _shown(one_by_one)
+    rules = [r.rule for r in in_runs if hasattr(r, "rule")]
+    assert "JR-PARSE" in rules and "JR-RESP-ID" in rules
+    # Every input comes back first among the records it produced, in input order.
+    echoed = [
+        r.seq for r in in_runs if isinstance(r, FrameRecord | EventRecord) and r.seq <= len(inputs)
+    ]
+    assert echoed[: len(inputs)] == [r.seq for r in inputs]
