@@ -503,7 +503,7 @@ async def serve(
                         with contextlib.suppress(Exception):
                             earlier = await task
                     numbered = relay.observer.numbered if relay is not None else 0
-                    report = await _salvage(place, status, numbered, True, warn)
+                    report = await _salvage(place, status, numbered, True, warn, earlier)
                     if report is not None and warn is not None:
                         total = report if earlier is None else earlier.add(report)
                         warn(f"mcpsniff http: warning: {total.describe()}")
@@ -536,11 +536,13 @@ async def _salvage(
     exchanges: int,
     end: bool,
     warn: Callable[[str], None] | None,
+    after: SalvageReport | None = None,
 ) -> SalvageReport | None:
     """Account in the trace for the exchanges the dead analysis process never recorded.
 
     The file work runs on a thread, the warnings here; ``end``: the proxy has
-    stopped, end every session too.
+    stopped, end every session too; ``after``: the salvage made when the
+    death was noticed, if any (read on from it).
     """
     try:
         return await asyncio.to_thread(
@@ -551,6 +553,7 @@ async def _salvage(
             key=RELAY_SESSION,
             exchanges=exchanges,
             end=end,
+            after=after,
         )
     except SalvageError as exc:
         if warn is not None:

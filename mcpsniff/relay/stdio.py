@@ -284,17 +284,20 @@ class StdioRelay:
             if self._salvaging is not None:
                 with contextlib.suppress(Exception):
                     earlier = await self._salvaging
-            report = await self._salvage(status, end=True)
+            report = await self._salvage(status, end=True, after=earlier)
             if report is not None:
                 total = report if earlier is None else earlier.add(report)
                 self.warn(f"mcpsniff stdio: warning: {total.describe()}")
 
-    async def _salvage(self, status: int, *, end: bool) -> SalvageReport | None:
+    async def _salvage(
+        self, status: int, *, end: bool, after: SalvageReport | None = None
+    ) -> SalvageReport | None:
         """Account in the trace for what the dead analysis process never recorded.
 
         The file work runs on a thread; warnings are written here, on the
         loop (while the relay runs, stderr is one of its transports).
-        ``end``: the relay is done, end the session too.
+        ``end``: the relay is done, end the session too; ``after``: the
+        salvage made when the death was noticed, if any (read on from it).
         """
         if self.place is None:
             return None
@@ -309,6 +312,7 @@ class StdioRelay:
                 forwarded=dict(self.forwarded),
                 stderr=self.stderr_forwarded,
                 end=end,
+                after=after,
             )
         except SalvageError as exc:
             self.warn(f"mcpsniff stdio: warning: the trace stays incomplete: {exc}")

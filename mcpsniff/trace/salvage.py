@@ -143,8 +143,10 @@ class Recorded:
     ended: bytearray = field(default_factory=bytearray)
     #: Exchanges up to this number are accounted for by an earlier salvage's gap.
     accounted_through: int = 0
-    #: Lines that were no record of this format (skipped).
+    #: Lines that were no record of this format (skipped), in the part read last.
     skipped: int = 0
+    #: Suffixes of the sessions other runs appended after this one started.
+    others: set[str] = field(default_factory=set)
 
 
 @dataclass(slots=True)
@@ -160,6 +162,9 @@ class SalvageReport:
     torn: TornTail | None = None
     ended_sessions: list[str] = field(default_factory=list)
     records: list[EventRecord] = field(default_factory=list)
+    #: Where the file ended after this salvage, and what it held of the run up
+    #: to there (its own records included): a later salvage reads on from here.
+    resume: tuple[int, Recorded] | None = None
 
     def add(self, later: SalvageReport) -> SalvageReport:
         """This report and a later salvage's of the same run, together."""
@@ -173,6 +178,7 @@ class SalvageReport:
             self.torn or later.torn,
             self.ended_sessions + later.ended_sessions,
             self.records + later.records,
+            later.resume,
         )
 
     def describe(self) -> str:
@@ -255,12 +261,24 @@ def _lines(fd: int, start: int) -> Iterator[bytes]:
         yield from file
 
 
-def read_recorded(fd: int, place: TracePlace, exchanges: int = 0) -> Recorded:
-    """What the file on ``fd`` holds of the run at ``place`` (``exchanges``: HTTP's count)."""
-    recorded = Recorded(ended=bytearray(exchanges + 1))
+def read_recorded(
+    fd: int, place: TracePlace, exchanges: int = 0, resume: tuple[int, Recorded] | None = None
+) -> Recorded:
+    """What the file on ``fd`` holds of the run at ``place`` (``exchanges``: HTTP's count).
+
+    ``resume``: an earlier salvage's end offset and findings: only what
+    follows is read (``resume``'s ``Recorded`` is updated in place).
+    """
+    start = place.start
+    if resume is None:
+        recorded = Recorded(ended=bytearray(exchanges + 1))
+    else:
+        start, recorded = resume
+        recorded.skipped = 0
+        if len(recorded.ended) < exchanges + 1:
+            recorded.ended.extend(bytes(exchanges + 1 - len(recorded.ended)))
     suffix = place.session_suffix
-    #: Suffixes of sessions other runs appended after this one started.
-    others: set[str] = set()
+    others = recorded.others
     mine_cache: dict[str, bool] = {}
 
     def mine(key: str) -> bool:
@@ -274,7 +292,7 @@ def read_recorded(fd: int, place: TracePlace, exchanges: int = 0) -> Recorded:
                 mine_cache[key] = known
         return known
 
-    for line in _lines(fd, place.start):
+    for line in _lines(fd, start):
         if line.startswith(_DERIVED):
             continue
         obj = _loads(line)
@@ -441,6 +459,7 @@ def salvage(
     stderr: int | None = None,
     exchanges: int | None = None,
     end: bool = True,
+    after: SalvageReport | None = None,
 ) -> SalvageReport:
     """Complete the trace at ``place`` for a run whose analysis process is dead.
 
@@ -449,7 +468,9 @@ def salvage(
     ``forwarded``: a stream relay's bytes per direction, ``stderr`` its
     child's stderr bytes; ``exchanges``: an HTTP relay's count of exchanges
     begun (numbered from 1). ``end``: also
-    end every session still open. Call only once the process has exited (it
+    end every session still open. ``after``: an earlier salvage of the same
+    run, whose reading is taken up where it stopped (the file is not read
+    twice). Call only once the process has exited (it
     must not write the file any more). Raises ``SalvageError`` with the reason.
     """
     try:
@@ -469,7 +490,10 @@ def salvage(
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             counts = (forwarded, stderr, exchanges)
-            return _salvage_locked(fd, place, reason, t, key, counts, end)
+            resume = after.resume if after is not None else None
+            if resume is not None and os.fstat(fd).st_size < resume[0]:
+                resume = None  # the file shrank since: read it all again
+            return _salvage_locked(fd, place, reason, t, key, counts, end, resume)
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
     except OSError as exc:
@@ -486,13 +510,14 @@ def _salvage_locked(
     key: str,
     counts: tuple[dict[str, int] | None, int | None, int | None],
     end: bool,
+    resume: tuple[int, Recorded] | None,
 ) -> SalvageReport:
     forwarded, stderr, exchanges = counts
     report = SalvageReport()
-    report.torn = cut_torn_tail(fd, place.start)
+    report.torn = cut_torn_tail(fd, place.start if resume is None else resume[0])
     if place.header is not None and os.fstat(fd).st_size == 0:
         _write_all(fd, orjson.dumps(place.header) + b"\n")
-    recorded = read_recorded(fd, place, exchanges or 0)
+    recorded = read_recorded(fd, place, exchanges or 0, resume)
     own_key = key + place.session_suffix
     seq = max(recorded.last_seq, place.seq_offset) + 1
     records: list[EventRecord] = []
@@ -528,7 +553,11 @@ def _salvage_locked(
             seq += 1
     if records:
         _write_all(fd, b"".join(encode_line(record) for record in records))
+    for record in records:  # what a later salvage would read back of them
+        recorded.last_seq = max(recorded.last_seq, record.seq)
+        _note_event(recorded, record.session, record.event, record.data)
     report.records = records
+    report.resume = (os.fstat(fd).st_size, recorded)
     return report
 
 

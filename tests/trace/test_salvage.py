@@ -412,3 +412,34 @@ def test_an_empty_file_gets_its_header_first(tmp_path: Path) -> None:
         "capture-gap",
         "session-end",
     ]
+
+
+def test_a_later_salvage_reads_on_where_the_earlier_stopped(tmp_path: Path) -> None:
+    """The final salvage after one made mid-session does not read the file again: the
+    same accounting, with the earlier part never looked at (here: damaged since)."""
+    path = tmp_path / "t.jsonl"
+    place = _trace(path, [_frame(1, C2S, PING), _http_end(2, 1, session="stdio")])
+    first = salvage(
+        place, reason=KILLED, t=9.0, key="stdio", forwarded={C2S: 100}, exchanges=3, end=False
+    )
+    assert first.resume is not None and first.resume[0] == path.stat().st_size
+    with path.open("r+b") as file:  # damage the part already read
+        file.seek(place.start)
+        file.write(b"X")
+    with path.open("ab") as file:
+        file.write(encode_line(_frame(9, S2C, PONG)).rstrip(b"\n")[:20])  # a torn tail
+    second = salvage(
+        place,
+        reason=KILLED,
+        t=9.5,
+        key="stdio",
+        forwarded={C2S: 130, S2C: len(PONG)},
+        exchanges=5,
+        after=first,
+    )
+    assert second.lost_bytes == {C2S: 30, S2C: len(PONG)}
+    assert second.lost_exchanges == 2 and second.torn is not None
+    assert second.ended_sessions == ["stdio"]
+    out, _ = _read(path)
+    ends = _events(out, "session-end")
+    assert len(ends) == 1 and ends[0].seq == max(r.seq for r in _events(out, "capture-gap")) + 1
