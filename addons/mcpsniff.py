@@ -34,6 +34,7 @@ import contextlib
 import functools
 import logging
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -79,6 +80,8 @@ if IMPORT_ERROR is None:
     from mcpsniff.relay.flow_findings import FlowBook
     from mcpsniff.relay.outputs import Outputs
     from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver
+    from mcpsniff.trace.format import header as trace_header
+    from mcpsniff.trace.salvage import SalvageError, TracePlace, exit_reason, salvage
 
 
 class _InertLog(logging.Filter):
@@ -140,6 +143,8 @@ class McpSniff:
         self.retiring: set[asyncio.Task[Any]] = set()
         #: Host header -> the host it names (``Request.pretty_host``), parsed once.
         self.hosts: dict[str, str] = {}
+        #: Where each open trace's records are, to complete it should its process die.
+        self.places: dict[int, TracePlace] = {}
 
     # ------------------------------------------------------------------ options
 
@@ -239,6 +244,7 @@ class McpSniff:
         # option error at once.
         try:
             fd = create_trace(path)
+            info = os.fstat(fd)
         except FileExistsError:
             self._option_error(f"mcpsniff_trace: {path} already exists; choose a new file")
             return
@@ -246,12 +252,14 @@ class McpSniff:
             self._option_error(f"mcpsniff_trace: cannot write {path}: {exc.strerror or exc}")
             return
         book: FlowBook[http.HTTPFlow] = FlowBook()
+        meta = {"source": "mitmproxy addon", "redacted": redact}
+        created = time.time()
         try:
             analysis = AnalysisClient.start(
                 fd,
                 path=path,
-                meta={"source": "mitmproxy addon", "redacted": redact},
-                created=time.time(),
+                meta=meta,
+                created=created,
                 redact=redact,
                 show=self.show,
                 on_reply=functools.partial(self._on_reply, book),
@@ -268,6 +276,11 @@ class McpSniff:
             return
         self._close()
         self.analysis = analysis
+        # The analysis process writes the header: this run's records are the whole
+        # file, and should it die before the header, salvaging writes that first.
+        self.places[id(analysis)] = TracePlace(
+            Path(path), 0, inode=(info.st_dev, info.st_ino), header=trace_header(meta, created)
+        )
         self.book = book
         self.opened = (path, redact)
         with contextlib.suppress(RuntimeError):  # no loop yet: running() attaches it
@@ -284,19 +297,29 @@ class McpSniff:
         analysis = self.analysis
         if analysis is not None:
             analysis.close_sessions(time.time())
-            self._retire(analysis)
+            self._retire(analysis, self.observer.numbered if self.observer is not None else 0)
         self.analysis = self.observer = None
         self.opened = None
 
-    def _retire(self, analysis: AnalysisClient) -> None:
-        """Let ``analysis`` finish its trace, in the background while mitmproxy runs."""
+    def _retire(self, analysis: AnalysisClient, numbered: int) -> None:
+        """Let ``analysis`` finish its trace, in the background while mitmproxy runs.
+
+        If it died first, its trace is completed here (``_salvage``) once it has exited.
+        """
+        place = self.places.pop(id(analysis), None)
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # mitmproxy's loop is gone: wait here
-            analysis.finish_now()
+            status = analysis.finish_now()
+            _log_salvage(_salvage(place, status, numbered, end=True))
             return
         analysis.attach(loop)
-        task = loop.create_task(analysis.finish())
+
+        async def retire() -> None:
+            status = await analysis.finish()
+            _log_salvage(await asyncio.to_thread(_salvage, place, status, numbered, end=True))
+
+        task = loop.create_task(retire())
         self.retiring.add(task)
         task.add_done_callback(self.retiring.discard)
 
@@ -313,12 +336,46 @@ class McpSniff:
         return None
 
     def _on_gone(self, reason: str) -> None:
-        """The analysis process died: say so once, and go on proxying, unrecorded."""
-        log.error(f"mcpsniff: {reason}; proxying continues, the trace ends here")
-        self.observer = None
+        """The analysis process died: say so once, and go on proxying, unrecorded.
+
+        The observer stays: its observations go nowhere now, but it goes on
+        numbering the MCP exchanges, so that the trace can say how many it
+        lacks. What the process never recorded is accounted for in the trace
+        at once (``_salvage``), and the rest when the trace is closed.
+        """
+        log.error(
+            f"mcpsniff: {reason}; proxying continues, unrecorded (the trace will say what it lacks)"
+        )
         self.exchanges.clear()
         self.drains.clear()
         self.book.clear()
+        analysis, observer = self.analysis, self.observer
+        if analysis is None or observer is None:
+            return
+        place = self.places.get(id(analysis))
+        proc = analysis.analysis.proc
+        numbered = observer.numbered
+
+        def salvage_now() -> str | None:
+            try:
+                # It closed its pipe as it died: it must have exited before the
+                # file is touched (a live one could still be writing).
+                status = proc.wait(5.0) if proc is not None else None
+            except subprocess.TimeoutExpired:
+                return None  # completed when the trace closes instead
+            return _salvage(place, status, numbered, end=False)
+
+        async def salvage_soon() -> None:
+            _log_salvage(await asyncio.to_thread(salvage_now))
+
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            _log_salvage(salvage_now())
+            return
+        task = loop.create_task(salvage_soon())
+        self.retiring.add(task)
+        task.add_done_callback(self.retiring.discard)
 
     # ------------------------------------------------------------------ flows
 
@@ -515,6 +572,33 @@ class McpSniff:
         task = loop.create_task(ctx.master.addons.trigger_event(hooks.UpdateHook(flows)))
         self.updates.add(task)
         task.add_done_callback(self.updates.discard)
+
+
+def _salvage(place: TracePlace | None, status: int | None, numbered: int, end: bool) -> str | None:
+    """Account in the trace for the MCP exchanges a dead analysis process never recorded.
+
+    Blocking (file I/O: run on a thread while mitmproxy runs); returns the
+    line to log, if any (logged by the caller, on mitmproxy's loop).
+    """
+    if place is None or status in (0, 3):  # 3: the process said why itself
+        return None
+    try:
+        report = salvage(
+            place,
+            reason=exit_reason(status),
+            t=time.time(),
+            key="http",
+            exchanges=numbered,
+            end=end,
+        )
+    except SalvageError as exc:
+        return f"mcpsniff: the trace stays incomplete: {exc}"
+    return f"mcpsniff: {report.describe()}" if report.records else None
+
+
+def _log_salvage(line: str | None) -> None:
+    if line is not None:
+        log.warning(line)
 
 
 addons = [McpSniff()]

@@ -29,6 +29,7 @@ from mcpsniff.safe_output import json_line, tolerate_surrogates
 from mcpsniff.seconds import Seconds
 from mcpsniff.sinks import Sink
 from mcpsniff.trace.format import TraceError, TraceReader, TraceWriter
+from mcpsniff.trace.gaps import GapTally
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -146,10 +147,11 @@ def check(
     by_session: dict[str, list[FindingRecord]] = defaultdict(list)
     sessions: set[str] = set()
     analyzer_errors: list[EventRecord] = []
+    gaps = GapTally()
     out = sys.stdout
     try:
         with reader:
-            records = _noting_analyzer_errors(replay(reader.inputs()), analyzer_errors)
+            records = _noting_analyzer_errors(replay(reader.inputs()), analyzer_errors, gaps)
             for record in records if flt is None else matching_findings(records, flt):
                 if not isinstance(record, FindingRecord):
                     # "0 finding(s) in 1 session(s)": every session counts, clean or not.
@@ -176,6 +178,8 @@ def check(
         return
     if reader.torn is not None:
         click.echo(f"mcpsniff check: warning: {trace}: {reader.torn.describe()}", err=True)
+    if (lacking := gaps.warning()) is not None:
+        click.echo(f"mcpsniff check: warning: {terminal_safe(str(trace))}: {lacking}", err=True)
     if analyzer_errors:
         # The rules after the failing one never ran on those records: a clean
         # verdict would claim more than was checked.
@@ -210,12 +214,16 @@ def check(
 
 
 def _noting_analyzer_errors(
-    records: Iterator[Record], errors: list[EventRecord]
+    records: Iterator[Record], errors: list[EventRecord], gaps: GapTally | None = None
 ) -> Iterator[Record]:
-    """``records`` unchanged, with each ``analyzer-error`` event also kept in ``errors``."""
+    """``records`` unchanged, with each ``analyzer-error`` event also kept in ``errors``
+    (and each ``capture-gap`` counted in ``gaps``)."""
     for record in records:
-        if isinstance(record, EventRecord) and record.event == "analyzer-error":
-            errors.append(record)
+        if isinstance(record, EventRecord):
+            if record.event == "analyzer-error":
+                errors.append(record)
+            elif gaps is not None and record.event == "capture-gap":
+                gaps.note(record)
         yield record
 
 

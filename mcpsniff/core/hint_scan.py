@@ -42,11 +42,18 @@ _CALL_BYTES = 100
 #: "sig", "hf_"): the prefilter loses on such data; later windows skip it.
 _DENSE = 16
 
+#: Literals at least this long go to the prefiltered leftmost-first search.
+_PREFILTER_LENGTH = 3
+
 #: (literal number, start, end) of one occurrence.
 Occurrence = tuple[int, int, int]
 
 #: Occurrences in a large haystack kept after the first pass (about 100 bytes each).
 KEEP_LIMIT = 16_384
+
+
+def _span_start(occurrence: Occurrence) -> int:
+    return occurrence[1]
 
 
 class HintScanner:
@@ -56,7 +63,7 @@ class HintScanner:
     about subsets of those numbers (``ids``).
     """
 
-    __slots__ = ("_every", "_first", "_overlap", "_window", "hints")
+    __slots__ = ("_every", "_first", "_overlap", "_short", "_short_last", "_window", "hints")
 
     def __init__(self, hints: Iterable[bytes], window: int = WINDOW) -> None:
         self.hints: tuple[bytes, ...] = tuple(dict.fromkeys(hints))
@@ -64,7 +71,17 @@ class HintScanner:
             raise ValueError("HintScanner needs at least one literal, none of them empty")
         if window < 1:
             raise ValueError("window must be positive")
-        self._first = BytesAhoCorasick(self.hints, matchkind=MatchKind.LeftmostFirst)
+        # The leftmost-first search is split by literal length: one literal of
+        # two bytes ("pw") among forty makes the crate's SIMD prefilter useless
+        # on prose (1.6 instead of 0.5 us per KiB of English text: every common
+        # letter pair becomes a candidate), while a set of two-byte literals
+        # alone is found by a memmem-like search. Two calls, cheaper than one.
+        long = [hint for hint in self.hints if len(hint) >= _PREFILTER_LENGTH]
+        short = [hint for hint in self.hints if len(hint) < _PREFILTER_LENGTH]
+        self._first = BytesAhoCorasick(long, matchkind=MatchKind.LeftmostFirst) if long else None
+        self._short = BytesAhoCorasick(short, matchkind=MatchKind.LeftmostFirst) if short else None
+        #: The last bytes of the short literals: without any of them, none occurs.
+        self._short_last = tuple(dict.fromkeys(hint[-1] for hint in short))
         self._every = BytesAhoCorasick(self.hints)
         # An occurrence may end this many bytes after the byte it starts at: a
         # window (or a leftmost-first match) is read this far past its end.
@@ -76,13 +93,51 @@ class HintScanner:
         index = {hint: i for i, hint in enumerate(self.hints)}
         return frozenset(index[literal] for literal in literals)
 
+    def _leftmost(self, data: bytes | memoryview) -> list[Occurrence]:
+        """Spans that every occurrence in ``data`` starts inside (ascending, disjoint).
+
+        The leftmost-first matches of each length group: an occurrence of a
+        literal starts inside a match of its own group (see the module
+        docstring); where the two groups' matches overlap they are merged, so
+        that ``_within`` finds each occurrence once.
+        """
+        first = self._first.find_matches_as_indexes(data) if self._first is not None else []
+        search = self._short
+        if search is None:
+            return first
+        if type(data) is bytes:  # (a window's memoryview: ``in`` would compare items)
+            # No short literal occurs without its last byte: one memchr each
+            # (an int operand; a one-byte ``bytes`` takes the general search,
+            # five times slower) spares JSON without a "w" the second call.
+            for byte in self._short_last:
+                if byte in data:
+                    break
+            else:
+                return first
+        short = search.find_matches_as_indexes(data)
+        if not short:
+            return first
+        if not first:
+            return short
+        spans = sorted(first + short, key=_span_start)
+        merged: list[Occurrence] = []
+        hint, start, end = spans[0]
+        for _, at, until in spans[1:]:
+            if at < end:
+                end = max(end, until)
+            else:
+                merged.append((hint, start, end))
+                start, end = at, until
+        merged.append((hint, start, end))
+        return merged
+
     def scan(self, data: bytes) -> Hits | None:
         """The occurrences of the literals in ``data``, or None when there is none.
 
         None is the common answer (a frame without secrets) and the cheap one.
         """
         if len(data) <= self._window:
-            first = self._first.find_matches_as_indexes(data)
+            first = self._leftmost(data)
             return Hits(self, data, self._within(data, first, 0, len(data))) if first else None
         return Hits(self, data, None) if self.any(data) else None
 
@@ -118,9 +173,9 @@ class HintScanner:
         """Every occurrence (literal number, start, end), one window's worth at a time."""
         size = len(data)
         if size <= self._window:
-            yield self._within(data, self._first.find_matches_as_indexes(data), 0, size)
+            yield self._within(data, self._leftmost(data), 0, size)
             return
-        first = self._first.find_matches_as_indexes
+        first = self._leftmost
         every = self._every.find_matches_as_indexes
         dense = False
         view = memoryview(data)
@@ -137,13 +192,14 @@ class HintScanner:
 
     def any(self, data: bytes) -> bool:
         """Whether any literal occurs in ``data`` (stops at the first window with one)."""
-        first = self._first.find_matches_as_indexes
+        searches = [a.find_matches_as_indexes for a in (self._first, self._short) if a is not None]
         size = len(data)
         if size <= self._window:
-            return bool(first(data))
+            return bool(self._leftmost(data))
         view = memoryview(data)
         for base in range(0, size, self._window):
-            if first(view[base : base + self._window + self._overlap]):
+            window = view[base : base + self._window + self._overlap]
+            if any(search(window) for search in searches):
                 return True
         return False
 
@@ -184,6 +240,13 @@ class Hits:
             yield window
         if kept is not None:
             self._found = kept  # answered as one window: ``positions`` sorts it
+
+    def kept(self) -> list[Occurrence] | None:
+        """Every occurrence (literal number, start, end) if they are known and kept, else None.
+
+        Always the list for a haystack of one window; read it, do not change it.
+        """
+        return self._found
 
     def present(self) -> frozenset[int]:
         """The numbers of the literals that occur."""

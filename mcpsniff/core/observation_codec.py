@@ -181,16 +181,37 @@ def decode_prefix(data: bytes | bytearray | memoryview) -> tuple[list[Any], int]
     out: list[Any] = []
     append = out.append
     view = memoryview(data)
+    # Bodies are cut from ``data`` itself when it is bytes (one copy); from a
+    # bytearray, through the view (a bytearray slice would be a second copy).
+    source: bytes | memoryview = data if type(data) is bytes else view
     position = 0
     end = len(view)
     unpack = _HEADER.unpack_from
+    unpack_stream = _STREAM_FRAME.unpack_from
+    stream_size = _STREAM_FRAME.size
     loads = orjson.loads
     by_tag = _BY_TAG
     stream_tag = _STREAM_TAG
     stream_meta = _STREAM_META
+    stream_meta_size = _STREAM_META.size
     directions = _STREAM_DIRECTIONS
     make_stream_data = _make_stream_data
     while end - position >= HEADER_SIZE:
+        if end - position >= stream_size:
+            # The commonest frame, StreamData, read with one unpack (header,
+            # direction code and time); anything else goes the general way.
+            tag, meta_size, payload_size, code, t = unpack_stream(view, position)
+            if tag == stream_tag and meta_size == stream_meta_size and code <= 1:
+                start = position + stream_size
+                stop = start + payload_size
+                if stop > end:
+                    break
+                body = source[start:stop]
+                if source is view:
+                    body = bytes(body)
+                append(make_stream_data(directions[code], t, body))
+                position = stop
+                continue
         tag, meta_size, payload_size = unpack(view, position)
         start = position + HEADER_SIZE
         stop = start + meta_size + payload_size

@@ -65,6 +65,7 @@ _NAME_IDS = _SCANNER.ids(_NAME_HINTS)
 _PAIR_IDS = _SCANNER.ids(_NAME_HINTS + _QUERY_HINTS)
 _VALUE_IDS = _SCANNER.ids(VALUE_HINTS)
 _TOKEN_ID = _SCANNER.ids((b"token",))
+(_TOKEN_NUMBER,) = _TOKEN_ID
 #: Each value detector with the numbers of its hints.
 _DETECTOR_IDS = tuple((detector, _SCANNER.ids(detector.hints)) for detector in DETECTORS)
 _STRING_AT = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
@@ -144,9 +145,18 @@ def _only_progress_tokens(low: bytes, hits: Hits) -> bool:
     never a secret in any context (``is_secret_name``): no step could act on
     it, so the frame is passed over without running them.
     """
+    quoted = _QUOTED_PROGRESS_TOKEN
+    found = hits.kept()
+    if found is not None:
+        # A frame of one window: its occurrences are a list already (no set of
+        # the hints present, no generators: this runs on every such frame).
+        token = _TOKEN_NUMBER
+        for hint, start, _ in found:
+            if hint != token or start < 9 or not low.startswith(quoted, start - 9):
+                return False
+        return True
     if hits.present() != _TOKEN_ID:
         return False
-    quoted = _QUOTED_PROGRESS_TOKEN
     return all(start >= 9 and low.startswith(quoted, start - 9) for _, start in hits.starts())
 
 
@@ -259,7 +269,7 @@ def _nested(data: bytes, low: bytes, hits: Hits, depth: int) -> tuple[bytes, int
     """JSON strings that carry JSON (or text) with secrets: decoded, redacted, re-encoded."""
     cuts: list[tuple[int, int, bytes]] = []
     count = 0
-    for match in _STRING_AT.finditer(data):
+    for match in json_strings(data):
         literal = match.group()
         if b'\\"' not in literal or not _SCANNER.any(literal.lower()):
             continue
@@ -275,6 +285,28 @@ def _nested(data: bytes, low: bytes, hits: Hits, depth: int) -> tuple[bytes, int
             cuts.append((match.start(), match.end(), _encode_string(text)))
             count += n
     return (_splice(data, cuts), count) if cuts else (data, 0)
+
+
+def json_strings(data: bytes) -> Iterator[re.Match[bytes]]:
+    """The JSON string literals in ``data``, left to right: ``_STRING_AT.finditer``, linearly.
+
+    ``finditer`` retries the pattern after every quote, and a hostile frame of
+    unterminated strings (``{\\"key\\":`` repeated: every quote escaped) makes
+    each try read to the end: quadratic. One failed try is enough: a string
+    opened at quote ``q`` that never closes means every later quote is the
+    second byte of an escape pair in the scan from ``q`` (else it would have
+    closed the string), so a string opened there scans the same bytes in the
+    same pairs to the same end and fails too. Each byte is read at most twice.
+    """
+    find = data.find
+    match_at = _STRING_AT.match
+    at = find(b'"')
+    while at >= 0:
+        match = match_at(data, at)
+        if match is None:
+            return
+        yield match
+        at = find(b'"', match.end())
 
 
 def _encode_string(text: str) -> bytes:

@@ -220,7 +220,8 @@ class AnalysisClient:
     ) -> None:
         self.analysis = analysis
         self.channel = channel = analysis.channel
-        channel.on_broken = lambda exc: self._gone(f"its pipe broke ({exc.strerror or exc})")
+        # Its pipe breaks as it dies: say how it died, when it is known.
+        channel.on_broken = lambda exc: self._gone(self._exit_reason())
         # A Sync the full backlog dropped will never be answered: its hook must not wait.
         channel.on_dropped = lambda m: self._release([m.exchange]) if type(m) is Sync else None
         self.replies_fd = replies_fd

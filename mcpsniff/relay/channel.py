@@ -35,9 +35,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import fcntl
 import itertools
 import os
+import select
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -152,6 +154,26 @@ class Channel:
             self._drained.set()
         else:
             loop.add_writer(self.fd, self._drain)
+        if not self.broken:
+            # The write end of a pipe is never readable; the poller reports it
+            # (as an error) once the read end is closed: the analysis process
+            # died. Known at once, not at the next write, which may be long
+            # after (the pipe may have room for all that follows).
+            with contextlib.suppress(OSError, ValueError):  # not pollable: the next write tells
+                loop.add_reader(self.fd, self._reader_gone)
+
+    def _reader_gone(self) -> None:
+        """The poller says the pipe has no reader any more: confirm it, then break."""
+        try:
+            poller = select.poll()
+            poller.register(self.fd, select.POLLOUT)
+            events = poller.poll(0)
+        except (OSError, ValueError):
+            events = [(self.fd, select.POLLERR)]
+        assert self._loop is not None
+        self._loop.remove_reader(self.fd)
+        if events and events[0][1] & select.POLLERR:
+            self._break(BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE)))
 
     # ------------------------------------------------------------------ observations
 
@@ -331,7 +353,7 @@ class Channel:
                 # The analysis process died: forwarding goes on, unrecorded.
                 self._break(exc)
                 return
-            if written == sum(len(piece) for piece in pieces):
+            if written == sum(map(len, pieces)):
                 return
         for piece in pieces:
             if written >= len(piece):
@@ -346,9 +368,14 @@ class Channel:
             self._loop.add_writer(self.fd, self._drain)
 
     def _break(self, exc: OSError) -> None:
+        if self.broken:
+            return
         self.broken = True
         self.pending.clear()
         self.pending_bytes = 0
+        if self._loop is not None:
+            with contextlib.suppress(Exception):
+                self._loop.remove_reader(self.fd)
         if self._drained is not None and not self._drained.is_set():
             assert self._loop is not None
             self._loop.remove_writer(self.fd)
@@ -406,6 +433,9 @@ class Channel:
             with contextlib.suppress(Exception):
                 self._loop.remove_writer(self.fd)
             self._drained.set()
+        if self._loop is not None and self.fd >= 0:
+            with contextlib.suppress(Exception):
+                self._loop.remove_reader(self.fd)
         if self.fd >= 0:
             with contextlib.suppress(OSError):
                 os.close(self.fd)

@@ -51,6 +51,13 @@ from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver
 from mcpsniff.relay.worker import TRACE_INCOMPLETE, fork_analysis
 from mcpsniff.trace.format import TraceWriter
 from mcpsniff.trace.paths import TraceOpenError, open_trace_file
+from mcpsniff.trace.salvage import (
+    SalvageError,
+    SalvageReport,
+    TracePlace,
+    exit_reason,
+    salvage,
+)
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 6280
@@ -78,6 +85,8 @@ CAPTURE_LIMIT = 64 << 20
 #: drops copies (and the trace records a capture gap): with the capture limit,
 #: what bounds the proxy's memory, whatever the traffic.
 BACKLOG_LIMIT = 64 << 20
+#: Seconds the proxy waits for an analysis process whose pipe broke to exit.
+SALVAGE_WAIT = 5.0
 
 
 @dataclass
@@ -423,23 +432,39 @@ async def serve(
     analysis: AnalysisProcess | None = None,
     sock: socket.socket | None = None,
     warn: Callable[[str], None] | None = None,
+    place: TracePlace | None = None,
 ) -> int:
     """Run the proxy until SIGINT/SIGTERM (or ``stop`` is set).
 
     With ``analysis``, the analysis runs in that process; ``serve`` returns
     once it has finished the trace, even when the proxy could not start, with
-    its exit status (0 without one).
+    its exit status (0 without one). Should it die first, the trace at
+    ``place`` is completed here (``mcpsniff.trace.salvage``).
     """
     capture = None
+    relay: HttpRelay | None = None
     status = 0
+    #: Completing the trace as soon as the analysis process is known dead.
+    salvaging: list[asyncio.Task[SalvageReport | None]] = []
     if analysis is not None:
         capture = analysis.channel
         capture.attach(asyncio.get_running_loop())
-        if warn is not None:
-            capture.on_broken = lambda exc: warn(
-                f"mcpsniff: warning: the analysis process is gone ({exc.strerror or exc}); "
-                "relaying continues, the trace ends here"
-            )
+
+        def analysis_lost(exc: OSError) -> None:
+            if warn is not None:
+                warn(
+                    f"mcpsniff: warning: the analysis process is gone ({exc.strerror or exc}); "
+                    "relaying continues unrecorded (the trace will say what it lacks)"
+                )
+            if place is not None and analysis is not None:
+                numbered = relay.observer.numbered if relay is not None else 0
+                salvaging.append(
+                    asyncio.get_running_loop().create_task(
+                        _salvage_when_reaped(analysis, place, numbered, warn)
+                    )
+                )
+
+        capture.on_broken = analysis_lost
     try:
         relay = HttpRelay(options, writer, show, show_flush, capture)
         await relay.start(sock)
@@ -471,9 +496,66 @@ async def serve(
                         f"mcpsniff http: warning: the analysis process {how}; "
                         "the trace may be incomplete"
                     )
+                if place is not None:
+                    # It died before it ended the trace: only this process can now.
+                    earlier = None
+                    for task in salvaging:
+                        with contextlib.suppress(Exception):
+                            earlier = await task
+                    numbered = relay.observer.numbered if relay is not None else 0
+                    report = await _salvage(place, status, numbered, True, warn)
+                    if report is not None and warn is not None:
+                        total = report if earlier is None else earlier.add(report)
+                        warn(f"mcpsniff http: warning: {total.describe()}")
                 # Whatever went wrong there, what the command reports is the trace's state.
                 status = TRACE_INCOMPLETE
     return status
+
+
+async def _salvage_when_reaped(
+    analysis: AnalysisProcess,
+    place: TracePlace,
+    exchanges: int,
+    warn: Callable[[str], None] | None,
+) -> SalvageReport | None:
+    """Once the dead process is reaped, account for the exchanges it missed so far.
+
+    A reader of the trace learns of the loss now, not only when the proxy
+    stops; the end accounts for the rest.
+    """
+    try:
+        status = await asyncio.wait_for(analysis.wait(), SALVAGE_WAIT)
+    except TimeoutError:
+        return None  # its pipe closed but it lives on: the end salvages
+    return await _salvage(place, status, exchanges, False, warn)
+
+
+async def _salvage(
+    place: TracePlace,
+    status: int,
+    exchanges: int,
+    end: bool,
+    warn: Callable[[str], None] | None,
+) -> SalvageReport | None:
+    """Account in the trace for the exchanges the dead analysis process never recorded.
+
+    The file work runs on a thread, the warnings here; ``end``: the proxy has
+    stopped, end every session too.
+    """
+    try:
+        return await asyncio.to_thread(
+            salvage,
+            place,
+            reason=exit_reason(status),
+            t=time.time(),
+            key=RELAY_SESSION,
+            exchanges=exchanges,
+            end=end,
+        )
+    except SalvageError as exc:
+        if warn is not None:
+            warn(f"mcpsniff http: warning: the trace stays incomplete: {exc}")
+        return None
 
 
 class StartError(Exception):
@@ -520,6 +602,7 @@ def run_http(
     except TraceOpenError as exc:
         sock.close()
         raise StartError(str(exc)) from None
+    place = TracePlace.after_header(opened.writer)
     if opened.note and warn is not None:
         warn(f"mcpsniff http: warning: {opened.note}")
     if not is_loopback(options.host) and warn is not None:
@@ -557,7 +640,15 @@ def run_http(
 
     try:
         return event_loop.run(
-            serve(options, None, announce=announced, analysis=analysis, sock=sock, warn=warn)
+            serve(
+                options,
+                None,
+                announce=announced,
+                analysis=analysis,
+                sock=sock,
+                warn=warn,
+                place=place,
+            )
         )
     except OSError as exc:
         raise StartError(f"cannot listen on {listen}: {exc.strerror or exc}") from None

@@ -78,7 +78,10 @@ class Recorder:
 
     def feed(self, session: str, direction: str, data: bytes, t: float) -> list[Record]:
         """Stream bytes (stdio) seen in ``direction``."""
-        s = self.analyzer.session(session, self.transport)
+        # Once per chunk of a stdio relay: the session found without a method call.
+        s = self.analyzer.sessions.get(session)
+        if s is None:
+            s = self.analyzer.session(session, self.transport)
         return self._emit(s.feed(direction, self.transport, data, t))
 
     def feed_frame(

@@ -55,6 +55,11 @@ class RemoteObserver:
         self.sink = sink
         self._exchanges = 0
 
+    @property
+    def numbered(self) -> int:
+        """How many exchanges were numbered so far (they are 1 to this)."""
+        return self._exchanges
+
     def reserve(self) -> int:
         """A number for an exchange whose body is streamed (``request_body``) before ``begin``."""
         self._exchanges += 1

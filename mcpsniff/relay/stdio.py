@@ -43,10 +43,19 @@ from mcpsniff.relay.stdio_io import (
 from mcpsniff.relay.worker import TRACE_INCOMPLETE, fork_analysis
 from mcpsniff.trace.format import TraceWriter
 from mcpsniff.trace.paths import TraceOpenError, open_trace_file
+from mcpsniff.trace.salvage import (
+    SalvageError,
+    SalvageReport,
+    TracePlace,
+    exit_reason,
+    salvage,
+)
 
 #: How far (in bytes) the analyzer may fall behind before the relay stops
 #: queueing copies for it. Forwarding never waits for the analyzer.
 DEFAULT_BACKLOG_LIMIT = 256 << 20
+#: Seconds the relay waits for an analysis process whose pipe broke to exit.
+SALVAGE_WAIT = 5.0
 EXIT_NOT_STARTED = 127
 
 
@@ -109,8 +118,17 @@ class StdioRelay:
         options: StdioOptions,
         analysis: AnalysisProcess,
         warn: Callable[[str], None] | None = None,
+        place: TracePlace | None = None,
     ) -> None:
         self.options = options
+        #: Where this run's records are in the trace, for ``_salvage``.
+        self.place = place
+        #: Bytes forwarded (and handed to the channel) per direction.
+        self.forwarded = {C2S: 0, S2C: 0}
+        #: Bytes of the child's stderr forwarded (and handed to the channel).
+        self.stderr_forwarded = 0
+        #: Completing the trace as soon as the analysis process is known dead.
+        self._salvaging: asyncio.Task[SalvageReport | None] | None = None
         #: The forked analysis process (it owns the trace) and the channel to it.
         self.analysis = analysis
         self.channel: Channel = analysis.channel
@@ -255,18 +273,68 @@ class StdioRelay:
         broken = channel.broken
         channel.end(time.time())
         status = await self.analysis.finish()
-        if status not in (0, TRACE_INCOMPLETE) and not broken:
-            self.warn(
-                f"mcpsniff stdio: warning: the analysis process exited with status {status}; "
-                "the trace may be incomplete"
+        if status not in (0, TRACE_INCOMPLETE):
+            if not broken:
+                self.warn(
+                    f"mcpsniff stdio: warning: the analysis process exited with status "
+                    f"{status}; the trace may be incomplete"
+                )
+            # It died before it ended the trace: only this process can now.
+            earlier = None
+            if self._salvaging is not None:
+                with contextlib.suppress(Exception):
+                    earlier = await self._salvaging
+            report = await self._salvage(status, end=True)
+            if report is not None:
+                total = report if earlier is None else earlier.add(report)
+                self.warn(f"mcpsniff stdio: warning: {total.describe()}")
+
+    async def _salvage(self, status: int, *, end: bool) -> SalvageReport | None:
+        """Account in the trace for what the dead analysis process never recorded.
+
+        The file work runs on a thread; warnings are written here, on the
+        loop (while the relay runs, stderr is one of its transports).
+        ``end``: the relay is done, end the session too.
+        """
+        if self.place is None:
+            return None
+        try:
+            return await asyncio.to_thread(
+                salvage,
+                self.place,
+                reason=exit_reason(status),
+                t=time.time(),
+                key=SESSION,
+                # Copies: the relay goes on counting meanwhile.
+                forwarded=dict(self.forwarded),
+                stderr=self.stderr_forwarded,
+                end=end,
             )
+        except SalvageError as exc:
+            self.warn(f"mcpsniff stdio: warning: the trace stays incomplete: {exc}")
+            return None
 
     def _analysis_lost(self, exc: OSError) -> None:
-        """The analysis process is gone: keep relaying, and say the trace stops here."""
+        """The analysis process is gone: keep relaying, and complete the trace at once."""
         self.warn(
             f"mcpsniff stdio: warning: the analysis process is gone ({exc.strerror or exc}); "
-            "relaying continues, the trace ends here"
+            "relaying continues unrecorded (the trace will say what it lacks)"
         )
+        with contextlib.suppress(RuntimeError):  # no loop: the end of the run salvages
+            loop = asyncio.get_running_loop()
+            self._salvaging = loop.create_task(self._salvage_when_reaped())
+
+    async def _salvage_when_reaped(self) -> SalvageReport | None:
+        """Once the dead process is reaped, account for what it missed so far.
+
+        A reader of the trace (``show --follow``) learns of the loss now, not
+        only when the session ends; the end of the run accounts for the rest.
+        """
+        try:
+            status = await asyncio.wait_for(self.analysis.wait(), SALVAGE_WAIT)
+        except TimeoutError:
+            return None  # its pipe closed but it lives on: the end of the run salvages
+        return await self._salvage(status, end=False)
 
     # ------------------------------------------------------------------ pumps
 
@@ -275,11 +343,13 @@ class StdioRelay:
         sink = proc.stdin
         write_through(sink.transport)
         send_data, send = self.channel.send_data, self.channel.send
+        forwarded = self.forwarded
         child_reads = True
         while True:
             chunk = await source.read()
             if not chunk:
                 break
+            forwarded[C2S] += len(chunk)
             if child_reads:
                 try:
                     sink.write(chunk)
@@ -297,11 +367,13 @@ class StdioRelay:
 
     async def _pump_out(self, source: asyncio.StreamReader, sink: Output, direction: str) -> None:
         send_data = self.channel.send_data
+        forwarded = self.forwarded
         while True:
             chunk = await source.read(CHUNK)
             if not chunk:
                 break
             await sink.write(chunk)
+            forwarded[direction] += len(chunk)
             send_data(direction, time.time(), chunk)
         self.channel.send(StreamEnd(direction, time.time()))
 
@@ -312,6 +384,7 @@ class StdioRelay:
             if not chunk:
                 break
             await sink.write(chunk)
+            self.stderr_forwarded += len(chunk)
             # Splitting into lines and redacting is the analysis's job.
             send(Stderr(time.time(), chunk))
         send(Stderr(time.time(), b""))
@@ -380,6 +453,7 @@ def run_stdio(
     and forwards. ``announce`` is told the trace before that.
     """
     writer = open_trace(options)
+    place = TracePlace.after_header(writer)
     if announce is not None:
         announce(writer)
     try:
@@ -394,11 +468,12 @@ def run_stdio(
             show_flush=show_flush,
             warn=warn,
             label="mcpsniff stdio",
+            idle=not options.show,
         )
     except OSError as exc:
         writer.close()
         raise StartError(f"cannot start the analysis process: {exc.strerror or exc}") from None
     # The trace belongs to the analysis process now: this process never writes
     # to ``writer`` again, and its buffer is empty (the header was flushed).
-    relay = StdioRelay(options, analysis, warn)
+    relay = StdioRelay(options, analysis, warn, place)
     return asyncio.run(relay.run())

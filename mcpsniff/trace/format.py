@@ -39,6 +39,7 @@ from mcpsniff.core.model import (
     MessageRecord,
     Record,
 )
+from mcpsniff.trace.validate import MAX_TIME as _MAX_TIME
 from mcpsniff.trace.validate import event_problem, frame_problem, header_problem, problem
 
 FORMAT_NAME = "mcpsniff-trace"
@@ -246,9 +247,30 @@ def _embedded_frame(record: FrameRecord) -> bytes | None:
     # A payload opening with a bracket is not blank: the regex only runs otherwise.
     if raw[:1] not in _OPENERS and _NOT_BLANK.search(raw, 0, end) is None:
         return None
+    if end == size or size <= _SLICE_LIMIT:
+        # The whole line in one orjson call, the payload inserted verbatim as a
+        # Fragment (orjson writes it unchecked, exactly where ``_JSON_MARK``
+        # would put it): a third cheaper than a template and a join.
+        obj: dict[str, Any] = {
+            "type": "frame",
+            "seq": record.seq,
+            "t": record.t,
+            "session": record.session,
+            "dir": record.direction,
+            "transport": record.transport,
+        }
+        if record.meta:
+            obj["meta"] = record.meta
+        obj["eol"] = eol
+        obj["len"] = end
+        obj["json"] = _Fragment(raw if end == size else raw[:end])
+        try:
+            return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)
+        except TypeError:
+            pass  # a value orjson refuses: the stdlib writes the head below
     head = None if record.meta else _frame_head(record, eol, end)
     if head is None:
-        obj: dict[str, Any] = {
+        obj = {
             "type": "frame",
             "seq": record.seq,
             "t": record.t,
@@ -276,6 +298,7 @@ _SLICE_LIMIT = 64 * 1024
 
 
 _OPENERS = (b"{", b"[")
+_Fragment = orjson.Fragment
 #: The constant middle of frame lines, per (session, direction, transport, eol).
 _FRAME_MIDDLES: dict[tuple[str, str, str, str], bytes] = {}
 #: Sessions are named by traffic (HTTP session ids): the cache is bounded.
@@ -503,10 +526,24 @@ class TraceWriter:
                 self.write(record)
             return
         # ``write`` per record, inlined: the recorder hands over every batch here.
-        for record in records:
+        lines: list[bytes] | None = None
+        if len(records) <= _SMALL_BATCH:
+            lines = [encode_line(record) for record in records]
+            size = sum(map(len, lines))
+            if self._buffered + size < _WRITE_CHUNK:
+                # The usual batch (a chunk's few records): the buffer cannot reach
+                # the chunk size before any of them, so none would flush; add them
+                # at once.
+                if self.failed is None:
+                    self._buffer += lines
+                    self._buffered += size
+                self.records_written += len(lines)
+                return
+        for i, record in enumerate(records):
             if self._buffered >= _WRITE_CHUNK and type(record) in _GROUP_STARTS:
+                # A group of records (a frame and what was derived from it) is complete.
                 self.flush()
-            line = encode_line(record)
+            line = encode_line(record) if lines is None else lines[i]
             if self.failed is None:
                 self._buffer.append(line)
                 self._buffered += len(line)
@@ -567,6 +604,9 @@ class TraceWriter:
 
 #: A writer's buffer is written once it holds this many bytes and a new group starts.
 _WRITE_CHUNK = 1 << 16
+#: Batches up to this many records are encoded before they are buffered (a
+#: few lines held at once, whatever their size).
+_SMALL_BATCH = 8
 #: The records that start a group (the record classes are final: compared by type).
 _GROUP_STARTS = frozenset({FrameRecord, EventRecord})
 
@@ -785,10 +825,31 @@ class TraceReader:
                     obj = self._parse(number, line, not line.endswith(b"\n"))  # torn, or stdlib
                     if obj is None:
                         continue
-                reason = frame_problem(obj)
-                if reason is not None:
-                    self._skip(number, reason)
-                    continue
+                get = obj.get
+                seq, t, session = get("seq"), get("t"), get("session")
+                direction, transport, meta = get("dir"), get("transport"), get("meta")
+                size, eol = get("len"), get("eol")
+                # The fields of a well-formed embedded frame, checked inline (what
+                # frame_problem checks, for this shape); anything else is asked of
+                # frame_problem, whose reason names what is wrong.
+                if not (
+                    type(seq) is int
+                    and type(t) is float
+                    and 0.0 <= t < _MAX_TIME
+                    and type(session) is str
+                    and (direction == "c2s" or direction == "s2c")
+                    and type(transport) is str
+                    and (meta is None or type(meta) is dict)
+                    and type(size) is int
+                    and size >= 0
+                    and type(eol) is str
+                    and eol in eols
+                    and "json" in obj
+                ):
+                    reason = frame_problem(obj)
+                    if reason is not None:
+                        self._skip(number, reason)
+                        continue
                 try:
                     if "json" in obj:
                         # Trace v2: the frame's bytes end the line verbatim; slice them out.
@@ -800,13 +861,13 @@ class TraceReader:
                                 "the embedded JSON does not end the line where len says"
                             )
                         frame = FrameRecord(
-                            obj["seq"],
-                            obj["t"],
-                            obj["session"],
-                            obj["dir"],
-                            obj["transport"],
+                            seq,
+                            t,
+                            session,
+                            direction,
+                            transport,
                             line[start:end] + eols[obj["eol"]],
-                            obj.get("meta"),
+                            meta,
                             obj["json"],
                         )
                     else:

@@ -25,7 +25,7 @@ from mcpsniff.core.model import KINDS, SEVERITIES
 _DIRECTIONS = ("c2s", "s2c")
 _EOLS = ("", "\n", "\r\n")
 #: Times are seconds since the epoch; beyond this (year 5138) no clock can show them.
-_MAX_TIME = 1e11
+MAX_TIME = 1e11
 #: Events whose data a renderer reads field by field, and the types of those fields.
 _EVENT_FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
     "stderr": {"line": (str,)},
@@ -53,7 +53,7 @@ def is_time(value: Any) -> bool:
 
 
 def _time(value: Any) -> bool:
-    return (type(value) is float or type(value) is int) and 0 <= value < _MAX_TIME
+    return (type(value) is float or type(value) is int) and 0 <= value < MAX_TIME
 
 
 def _number(value: Any) -> bool:

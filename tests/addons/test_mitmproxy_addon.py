@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -31,6 +32,7 @@ from mitmproxy.http import HTTPFlow
 from .support import (
     HERE_PEERS,
     REPO,
+    RUN_TIMEOUT,
     Mitmdump,
     Relay,
     Trace,
@@ -580,6 +582,27 @@ def test_analysis_process_dying_keeps_mitmdump_proxying(upstream: Upstream, tmp_
     with flows_path.open("rb") as handle:
         flows = [f for f in mitmio.FlowReader(handle).stream() if isinstance(f, HTTPFlow)]
     assert len(flows) == 10
+    # The trace says what it lacks: each MCP exchange is recorded to its end or
+    # named in a capture-gap (issue 12), and the sessions are ended.
+    named = {
+        n
+        for gap in trace.events("capture-gap")
+        for first, last in gap.data["exchanges"]
+        for n in range(first, last + 1)
+    }
+    ended = {e.data["exchange"] for e in trace.events("http-end")}
+    assert named and not named & ended
+    assert named | ended == set(range(1, len(named | ended) + 1))
+    assert len(named | ended) >= 7  # the first initialize, at least 6 exchanges after the kill
+    assert trace.events()[-1].event == "session-end"
+    assert "the trace was completed without the analysis process" in mitm.output
+    check = subprocess.run(
+        [sys.executable, "-m", "mcpsniff", "check", str(trace.path)],
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT,
+    )
+    assert check.returncode in (0, 1) and "Traceback" not in check.stderr, check.stderr
 
 
 @pytest.mark.parametrize("hold", ["on", "off"])

@@ -149,3 +149,23 @@ def test_a_large_haystack_is_scanned_once_when_its_occurrences_are_few(
     for _ in range(2):
         assert sum(1 for _ in many.positions(every)) == 39_999 + 39_998  # "aa", "aaa"
     assert passes == 2
+
+
+@pytest.mark.parametrize("window", [5, 64, 65536])
+def test_two_byte_and_longer_literals_overlapping_are_each_found_once(window: int) -> None:
+    """Short literals have their own leftmost-first search; spans of both groups merge."""
+    hints = (b"ab", b"abc", b"bcd", b"cd", b"dab", b"b:")
+    scanner = HintScanner(hints, window=window)
+    every = frozenset(range(len(scanner.hints)))
+    rng = random.Random(window)
+    for _ in range(500):
+        # Clusters far apart, so that each span is searched on its own (few matches).
+        clusters = [
+            bytes(rng.choice(b"abcd:x") for _ in range(rng.randint(0, 8))) for _ in range(4)
+        ]
+        data = (b"x" * rng.randint(100, 300)).join(clusters)
+        hits = scanner.scan(data)
+        assert (hits is not None) == bool(naive_present(data, hints)) == scanner.any(data)
+        if hits is not None:
+            assert list(hits.positions(every)) == naive_positions(data, hints), data
+            assert {hints[i] for i in hits.present()} == naive_present(data, hints)

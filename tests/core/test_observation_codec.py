@@ -142,3 +142,16 @@ def test_a_bad_frame_after_good_ones_ends_the_prefix_and_raises_once_it_comes_fi
         decode_prefix(bad)
     with pytest.raises(CodecError, match="unknown tag"):
         decode_all(good + bad)
+
+
+def test_bytes_bytearray_and_views_decode_alike_into_bytes_bodies() -> None:
+    """The bodies are cut from bytes directly and copied out of anything else: same values."""
+    data = b"".join(encode_bytes(o) for o in EXAMPLES)
+    for cut in range(0, len(data) + 1, 7):
+        expected = decode_prefix(data[:cut])
+        for form in (bytearray(data[:cut]), memoryview(data[:cut]), memoryview(data)[:cut]):
+            got = decode_prefix(form)
+            assert got == expected
+            for observation in got[0]:
+                body = getattr(observation, "body", b"")
+                assert type(body) is bytes

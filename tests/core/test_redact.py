@@ -462,3 +462,58 @@ def test_many_unterminated_secret_arrays_are_walked_once(monkeypatch: pytest.Mon
     # Only the last array closes: the one value that is whole is the one replaced.
     assert count == 1 and out == frame[: -len(b'["s3cr3t"]')] + b'"[REDACTED]"'
     assert Tokens.calls < 3 * frame.count(b"[") + 10
+
+
+def test_json_strings_are_exactly_what_finditer_finds() -> None:
+    """The linear string walk yields the same literals as ``finditer`` on any bytes."""
+    import random
+
+    from mcpsniff.core.redact import _STRING_AT, json_strings
+
+    rng = random.Random(12)
+    found = 0
+    for _ in range(5000):
+        data = bytes(rng.choice(b'"\\\\ a{}:\n') for _ in range(rng.randint(0, 40)))
+        expected = [m.span() for m in _STRING_AT.finditer(data)]
+        assert [m.span() for m in json_strings(data)] == expected, data
+        found += len(expected)
+    assert found > 1000
+
+
+class _BytesRead:
+    """The JSON-string pattern, counting the bytes its tries read (as ``re`` does them)."""
+
+    def __init__(self, pattern: re.Pattern[bytes]) -> None:
+        self.pattern = pattern
+        self.read = 0
+
+    def match(self, data: bytes, pos: int = 0) -> re.Match[bytes] | None:
+        found = self.pattern.match(data, pos)
+        self.read += (len(data) if found is None else found.end()) - pos
+        return found
+
+    def finditer(self, data: bytes, pos: int = 0) -> Iterator[re.Match[bytes]]:
+        # What ``re`` does: a try at every quote from ``pos``, a failed one reading to the end.
+        at = data.find(b'"', pos)
+        while at >= 0:
+            found = self.match(data, at)
+            at = data.find(b'"', at + 1 if found is None else found.end())
+            if found is not None:
+                yield found
+
+
+def test_unterminated_escaped_strings_are_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``{\\"key\\":`` repeated: every escaped quote started a try to the end (was quadratic)."""
+    from mcpsniff.core import redact
+
+    counting = _BytesRead(redact._STRING_AT)
+    monkeypatch.setattr(redact, "_STRING_AT", counting)
+    frame = b'{\\"key\\":' * 20_000
+    assert redact_frame(frame) == (frame, 0)
+    # Quadratic read about 10**10 bytes here; linear reads each byte at most twice.
+    assert 0 < counting.read <= 2 * len(frame)
+    # And a big one through the real pattern: seconds when linear, about an hour when quadratic.
+    monkeypatch.undo()
+    big = b'{\\"key\\":' * 120_000 + b'"password":"hunter2"'
+    out, count = redact_frame(big)
+    assert count == 1 and out == big[: -len(b'"hunter2"')] + b'"[REDACTED]"'

@@ -643,6 +643,27 @@ def test_analysis_process_runs_beside_the_relay_and_ignores_terminal_signals(
     assert events_named(records, "session-end")
 
 
+@pytest.mark.parametrize("show", [False, True])
+def test_analysis_process_priority(tmp_path: Path, show: bool) -> None:
+    """Recording only, the analysis runs on CPU nobody else wants (a burst of pipelined
+    calls must not lose the relay its core); watched live (--show), at nice 10."""
+    trace = tmp_path / "t.jsonl"
+    expected = (os.SCHED_OTHER, 10) if show else (os.SCHED_IDLE, 10)
+    with relay(peer("echo"), "--trace", str(trace), *(["--show"] if show else [])) as r:
+        r.send(PING)
+        r.wait_stdout(PING)
+        # Recording proves the process has set its priority (it does so first).
+        wait_until(lambda: b'"dir":"s2c"' in trace.read_bytes(), "the answer recorded")
+        analysis = analysis_process_of(r.proc.pid)
+        policy = os.sched_getscheduler(analysis)
+        niceness = os.getpriority(os.PRIO_PROCESS, analysis) - os.getpriority(
+            os.PRIO_PROCESS, r.proc.pid
+        )
+        assert r.finish() == 0
+    assert (policy, niceness) == expected
+    assert stream(read_trace(trace), C2S) == PING
+
+
 def test_a_dead_analysis_process_never_stops_the_relay(tmp_path: Path) -> None:
     trace = tmp_path / "t.jsonl"
     lines = [b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % i for i in range(50)]

@@ -787,6 +787,9 @@ def test_an_embedded_frame_line_is_what_the_generic_encoder_writes(
         (b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n', -1, "\n"),
         (b'[{"a":1}]\r\n', -2, "\r\n"),
         (b'{"b":2}', None, ""),
+        # Past the slice limit: a memoryview join, or (no terminator) one orjson call.
+        (b'{"c":"' + b"x" * 70_000 + b'"}\r\n', -2, "\r\n"),
+        (b'{"c":"' + b"x" * 70_000 + b'"}', None, ""),
     ):
         payload = raw[:end]
         record = FrameRecord(seq, t, session, "c2s", "stdio", raw, meta, orjson.loads(raw))
@@ -867,3 +870,56 @@ def test_an_embedded_frame_with_a_wrong_len_is_skipped(tmp_path: Path) -> None:
         frames = list(reader.inputs())
     assert [f.raw for f in frames] == [frame.raw]
     assert len(warnings) == 1 and "line 2: malformed frame record" in warnings[0]
+
+
+class _Writes:
+    """A binary stream that keeps each ``write`` apart (to compare where writers flush)."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    def write(self, data: Any) -> int:
+        self.writes.append(bytes(data))
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+def test_write_all_writes_and_flushes_exactly_like_write_per_record() -> None:
+    """Batches of any size and payload: the same lines, cut into the same writes."""
+    import random
+
+    rng = random.Random(14)
+    batches: list[list[Any]] = []
+    seq = 0
+    for _ in range(400):
+        batch: list[Any] = []
+        for _ in range(rng.choice([1, 2, 4, 8, 9, 30])):
+            seq += 1
+            size = rng.choice([10, 1000, 20_000, 70_000])
+            raw = b'{"a":"' + b"x" * size + b'"}\n'
+            kind = rng.random()
+            if kind < 0.5:
+                batch.append(FrameRecord(seq, 1.5, "s", "c2s", "stdio", raw, None, {}))
+            elif kind < 0.8:
+                batch.append(MessageRecord(seq - 1, "s", "c2s", "request", None, seq, True, "m"))
+            else:
+                batch.append(EventRecord(seq, 1.5, "s", "stderr", {"line": "x" * size}))
+        batches.append(batch)
+    one, each = _Writes(), _Writes()
+    by_batch, by_record = TraceWriter(one), TraceWriter(each)  # type: ignore[arg-type]
+    for batch in batches:
+        by_batch.write_all(batch)
+        for record in batch:
+            by_record.write(record)
+        if rng.random() < 0.1:
+            by_batch.flush()
+            by_record.flush()
+    by_batch.close()
+    by_record.close()
+    assert one.writes == each.writes and len(one.writes) > 100
+    assert by_batch.records_written == by_record.records_written == seq

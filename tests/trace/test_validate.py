@@ -281,3 +281,51 @@ def test_a_line_that_is_not_json_mid_trace_is_skipped(tmp_path: Path, command: s
     result = CliRunner().invoke(main, [*args[:1], str(path), *args[1:]])
     assert result.exit_code in (0, 1), result.output
     assert "line 3: not a JSON record; the record was skipped" in result.stderr
+
+
+_EMBEDDED_HEAD = {
+    "type": "frame",
+    "seq": 1,
+    "t": 1767225600.5,
+    "session": "s",
+    "dir": "c2s",
+    "transport": "stdio",
+    "eol": "\n",
+    "len": 40,
+}
+_PAYLOAD = '{"jsonrpc":"2.0","id":1,"method":"ping"}'
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    field=st.sampled_from(["seq", "t", "session", "dir", "transport", "meta", "len", "eol"]),
+    value=json_values,
+)
+def test_an_embedded_frame_with_a_wrong_field_is_skipped_with_the_validators_reason(
+    tmp_path: Path, field: str, value: Any
+) -> None:
+    """The reader's inline check of embedded frames agrees with ``frame_problem`` exactly."""
+    from mcpsniff.trace.validate import frame_problem
+
+    broken = dict(_EMBEDDED_HEAD, **{field: value})
+    head = json.dumps(broken, separators=(",", ":"), allow_nan=True)
+    line = head[:-1] + ',"json":' + _PAYLOAD + "}"
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps(header(), separators=(",", ":")) + "\n" + line + "\n")
+    reason = frame_problem(json.loads(json.dumps(dict(broken, json=1), allow_nan=True)))
+    warnings: list[str] = []
+    with TraceReader(path, on_skip=warnings.append) as reader:
+        frames = list(reader.inputs())
+    if reason is not None:
+        assert frames == [] and len(warnings) == 1 and reason in warnings[0]
+    elif frames:
+        assert (
+            frames[0].raw
+            == _PAYLOAD.encode()
+            + {"": b"", "\n": b"\n", "\r\n": b"\r\n"}[value if field == "eol" else "\n"]
+        )
+        assert warnings == []
+    else:  # a len that does not point at the payload: named as such
+        assert field == "len" and len(warnings) == 1 and "len says" in warnings[0]

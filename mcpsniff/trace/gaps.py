@@ -1,0 +1,62 @@
+"""What a trace says it lacks: its ``capture-gap`` events, added up for a reader.
+
+A capture gap marks traffic that was forwarded but never analyzed (a full
+backlog, a body over the capture limit, an analysis process that died and
+whose trace the relay completed: ``mcpsniff.trace.salvage``). A verdict on
+such a trace covers less than the session: ``mcpsniff check`` says so
+(``GapTally.warning``) rather than let a clean report claim more than was
+checked.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mcpsniff.core.escape import terminal_safe
+from mcpsniff.core.model import EventRecord
+
+
+@dataclass(slots=True)
+class GapTally:
+    """The capture gaps of a trace, counted as its records go by (``note``)."""
+
+    count: int = 0
+    lost_bytes: int = 0
+    lost_exchanges: int = 0
+    first_seq: int | None = None
+    #: The first gap's reason, when it gives one.
+    reason: str | None = None
+
+    def note(self, event: EventRecord) -> None:
+        """Count one capture-gap event (fields of the wrong type count as nothing)."""
+        self.count += 1
+        data = event.data
+        lost = data.get("lost_bytes")
+        if type(lost) is int and lost > 0:
+            self.lost_bytes += lost
+        exchanges = data.get("lost_exchanges")
+        if type(exchanges) is int and exchanges > 0:
+            self.lost_exchanges += exchanges
+        if self.first_seq is None:
+            self.first_seq = event.seq
+            reason = data.get("reason")
+            if isinstance(reason, str):
+                self.reason = reason[:200]
+
+    def warning(self) -> str | None:
+        """One line for the user, or None when the trace has no gap."""
+        if not self.count:
+            return None
+        parts = []
+        if self.lost_bytes:
+            parts.append(f"{self.lost_bytes} bytes")
+        if self.lost_exchanges:
+            parts.append(f"{self.lost_exchanges} exchange(s)")
+        what = " and ".join(parts) if parts else "traffic"
+        why = f": {self.reason}" if self.reason else ""
+        return terminal_safe(
+            f"the trace lacks {what} that passed but were not recorded "
+            f"({self.count} capture gap(s), the first at seq {self.first_seq}{why}); "
+            "findings about that traffic are missing, and a request answered there "
+            "shows as never answered"
+        )
