@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import orjson
 
-from mcpsniff.core.model import EventRecord, FindingRecord, MessageRecord
+from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, MessageRecord
 from tests.conftest import Conversation, error, notification, request, result
 
 
@@ -419,6 +419,36 @@ def test_analyzer_errors_are_recorded_not_raised(convo: Conversation, monkeypatc
     assert [r.event for r in out if isinstance(r, EventRecord)] == ["analyzer-error"]
     assert "RuntimeError" in out[-1].data["error"]
     assert isinstance(out[0].raw, bytes)
+
+
+def test_an_analyzer_error_in_one_line_of_a_read_spares_the_others(
+    convo: Conversation, monkeypatch
+) -> None:
+    from mcpsniff.core.rules import registry
+
+    def boom(session, msg):
+        raise RuntimeError("bug")
+
+    # One read, three lines: the middle one's analysis fails, the others are whole.
+    convo.handshake()
+    before = convo.session.counter.value
+    monkeypatch.setitem(registry.TABLES[registry.REQUEST], "ping", (boom,))
+    lines = [request(1, "tools/list"), request(2, "ping"), request(3, "tools/list")]
+    out = convo.client(b"".join(orjson.dumps(line) + b"\n" for line in lines))
+    kinds = [type(r).__name__ for r in out]
+    assert kinds == [
+        "FrameRecord",
+        "MessageRecord",
+        "FrameRecord",
+        "MessageRecord",
+        "EventRecord",
+        "FrameRecord",
+        "MessageRecord",
+    ]
+    assert out[4].event == "analyzer-error" and out[4].seq == out[2].seq
+    frames = [before + 1, before + 2, before + 3]
+    assert [r.seq for r in out if isinstance(r, FrameRecord)] == frames
+    assert convo.session.counter.value == before + 3
 
 
 def test_every_reported_rule_is_in_the_catalogue_and_registry() -> None:

@@ -514,12 +514,12 @@ def _tools_call_result(session: Session, msg: Msg, result: dict[str, Any]) -> No
             [msg.frame],
             tool=name,
         )
-    structured = result.get("structuredContent")
+    has_structured = "structuredContent" in result
     if (
-        "structuredContent" in result
+        has_structured
         and version_at_least(version, V3)
         and version != "2026-07-28"
-        and not isinstance(structured, dict)
+        and not isinstance(result["structuredContent"], dict)
     ):
         session.report(
             "TOOL-STRUCTURED-TYPE",
@@ -527,14 +527,14 @@ def _tools_call_result(session: Session, msg: Msg, result: dict[str, Any]) -> No
             [msg.frame],
             tool=name,
         )
-    tools = session.state.tools
+    tools = state.tools
     # Trap 2: outputSchema conformance is only defined for non-error results.
     if result.get("isError") is True or tools is None or not isinstance(name, str):
         return
     tool = tools.get(name)
     if tool is None or not isinstance(tool.output_schema, dict):
         return
-    if "structuredContent" not in result:
+    if not has_structured:
         session.report(
             "TOOL-OUTPUT-CONFORMS",
             f"tool {name!r} declares an outputSchema but its result has no structuredContent",
@@ -542,6 +542,7 @@ def _tools_call_result(session: Session, msg: Msg, result: dict[str, Any]) -> No
             tool=name,
         )
         return
+    structured = result["structuredContent"]
     compiled = tool.output_compiled
     if compiled is None:
         compiled = _compiled(tool, "output")
