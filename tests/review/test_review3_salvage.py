@@ -12,7 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
-import pytest
 
 from mcpsniff.core.model import C2S, S2C, EventRecord, FrameRecord, Record
 from mcpsniff.trace.format import TraceReader, TraceWriter, encode_line, header
@@ -26,11 +25,6 @@ def _events(records: list[Record], name: str) -> list[EventRecord]:
     return [r for r in records if isinstance(r, EventRecord) and r.event == name]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="salvage: a torn line glued to another relay's header hides that header; "
-    "the other relay's records count as this run's and its live session is ended",
-)
 def test_a_torn_line_glued_to_another_relay_s_header_keeps_that_relay_apart(
     tmp_path: Path,
 ) -> None:
@@ -64,3 +58,20 @@ def test_a_torn_line_glued_to_another_relay_s_header_keeps_that_relay_apart(
     with TraceReader(path) as reader:
         records = list(reader.records())
     assert [e.session for e in _events(records, "session-end")] == ["stdio"]
+
+
+def test_a_frame_glued_to_a_torn_line_counts_with_its_own_bytes(tmp_path: Path) -> None:
+    """The glued record is this run's own frame (the torn one was its previous write)."""
+    path = tmp_path / "t.jsonl"
+    writer = TraceWriter.create(path, meta={"source": "test"})
+    place = TracePlace.after_header(writer)
+    assert place is not None
+    writer.close()
+    torn = encode_line(FrameRecord(1, 3.0, "stdio", C2S, "stdio", b'{"type":"' + PING))[:60]
+    with path.open("ab") as file:
+        file.write(torn)
+        file.write(encode_line(FrameRecord(2, 4.0, "stdio", C2S, "stdio", PING)))
+    report = salvage(
+        place, reason="killed", t=9.0, key="stdio", forwarded={C2S: len(PING) * 3, S2C: 0}
+    )
+    assert report.lost_bytes == {C2S: len(PING) * 2}
