@@ -49,6 +49,8 @@ from mcpsniff.trace.validate import event_problem, frame_problem
 
 #: Bytes of a cut torn line kept (base64) in the ``trace-salvaged`` event.
 TORN_KEEP = 64 << 10
+#: Longest last line read whole to tell whether it is a record short of its newline.
+WHOLE_LIMIT = 256 << 20
 #: Most ranges of unrecorded exchange numbers listed in an HTTP capture-gap.
 RANGES_KEPT = 64
 #: Bytes read at a time when looking back for the last newline.
@@ -226,11 +228,24 @@ def cut_torn_tail(fd: int, start: int = 0) -> TornTail | None:
         end = begin
     length = size - cut
     head = os.pread(fd, min(TORN_KEEP, length), cut)
-    if length <= TORN_KEEP and isinstance(_loads(head), dict):
+    if _whole_record(fd, cut, length, head):
         os.write(fd, b"\n")
         return TornTail(cut, length, head, completed=True)
     os.ftruncate(fd, cut)
     return TornTail(cut, length, head)
+
+
+def _whole_record(fd: int, offset: int, length: int, head: bytes) -> bool:
+    """Whether the last line (``length`` bytes at ``offset``, ``head`` its start) is one record.
+
+    Every record ends with ``}``; only a line that does is read whole and
+    parsed (a frame line is as long as its frame: up to ``WHOLE_LIMIT``).
+    """
+    if length <= len(head):
+        return isinstance(_loads(head), dict)
+    if length > WHOLE_LIMIT or os.pread(fd, 1, offset + length - 1) != b"}":
+        return False
+    return isinstance(_loads(os.pread(fd, length, offset)), dict)
 
 
 def _loads(line: bytes) -> Any:

@@ -12,7 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
-import pytest
 
 from mcpsniff.core.model import C2S, S2C, EventRecord, FrameRecord, Record
 from mcpsniff.trace.format import TraceReader, TraceWriter, encode_line, header
@@ -78,11 +77,6 @@ def test_a_frame_glued_to_a_torn_line_counts_with_its_own_bytes(tmp_path: Path) 
     assert report.lost_bytes == {C2S: len(PING) * 2}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="salvage: a whole record short of its newline is kept only up to TORN_KEEP "
-    "(64 KiB); a bigger one (one big frame) is cut and its bytes become a gap",
-)
 def test_a_big_whole_record_short_of_its_newline_is_kept(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     writer = TraceWriter.create(path, meta={"source": "test"})
