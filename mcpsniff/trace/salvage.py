@@ -49,6 +49,8 @@ from mcpsniff.trace.validate import event_problem, frame_problem
 
 #: Bytes of a cut torn line kept (base64) in the ``trace-salvaged`` event.
 TORN_KEEP = 64 << 10
+#: Longest last line read whole to tell whether it is a record short of its newline.
+WHOLE_LIMIT = 256 << 20
 #: Most ranges of unrecorded exchange numbers listed in an HTTP capture-gap.
 RANGES_KEPT = 64
 #: Bytes read at a time when looking back for the last newline.
@@ -232,11 +234,24 @@ def cut_torn_tail(fd: int, start: int = 0) -> TornTail | None:
         end = begin
     length = size - cut
     head = os.pread(fd, min(TORN_KEEP, length), cut)
-    if length <= TORN_KEEP and isinstance(_loads(head), dict):
+    if _whole_record(fd, cut, length, head):
         os.write(fd, b"\n")
         return TornTail(cut, length, head, completed=True)
     os.ftruncate(fd, cut)
     return TornTail(cut, length, head)
+
+
+def _whole_record(fd: int, offset: int, length: int, head: bytes) -> bool:
+    """Whether the last line (``length`` bytes at ``offset``, ``head`` its start) is one record.
+
+    Every record ends with ``}``; only a line that does is read whole and
+    parsed (a frame line is as long as its frame: up to ``WHOLE_LIMIT``).
+    """
+    if length <= len(head):
+        return isinstance(_loads(head), dict)
+    if length > WHOLE_LIMIT or os.pread(fd, 1, offset + length - 1) != b"}":
+        return False
+    return isinstance(_loads(os.pread(fd, length, offset)), dict)
 
 
 def _loads(line: bytes) -> Any:
@@ -253,6 +268,36 @@ def _loads(line: bytes) -> Any:
         return json.loads(line)
     except (ValueError, RecursionError):
         return obj
+
+
+#: A record line's first bytes (every writer starts its lines so).
+_RECORD_START = b'{"type":"'
+#: Most places a glued record is looked for in one line that does not parse.
+_GLUE_TRIES = 8
+
+
+def _glued(line: bytes) -> tuple[dict[str, Any], bytes] | None:
+    """The whole record at the end of a line that does not parse (and its line), or None.
+
+    A process killed in the middle of a write leaves a partial line without
+    its newline; a relay sharing the trace then appends right after it, so
+    its first line (often its header, which names its sessions) is glued to
+    the torn bytes. That record is the first place a record starts from which
+    the rest of the line parses as one object: a place inside the torn bytes
+    runs into the appended line and does not. Bounded: a few places, orjson only.
+    """
+    at = line.find(_RECORD_START, 1)
+    for _ in range(_GLUE_TRIES):
+        if at < 0:
+            return None
+        try:
+            obj = orjson.loads(line[at:])
+        except orjson.JSONDecodeError:
+            obj = None
+        if isinstance(obj, dict):
+            return obj, line[at:]
+        at = line.find(_RECORD_START, at + 1)
+    return None
 
 
 def _lines(fd: int, start: int) -> Iterator[bytes]:
@@ -298,7 +343,10 @@ def read_recorded(
         obj = _loads(line)
         if not isinstance(obj, dict):
             recorded.skipped += len(line.strip()) > 0
-            continue
+            glued = _glued(line)
+            if glued is None:
+                continue
+            obj, line = glued
         kind = obj.get("type")
         if kind == "header":
             meta = obj.get("meta")
