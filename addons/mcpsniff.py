@@ -145,6 +145,10 @@ class McpSniff:
         self.hosts: dict[str, str] = {}
         #: Where each open trace's records are, to complete it should its process die.
         self.places: dict[int, TracePlace] = {}
+        #: Per analysis client: the refusals to complete its trace already logged
+        #: (the salvage at its death and the one when its trace closes meet the
+        #: same refusal when the path no longer names its file): said once.
+        self.refusals: dict[int, set[str]] = {}
 
     # ------------------------------------------------------------------ options
 
@@ -307,17 +311,21 @@ class McpSniff:
         If it died first, its trace is completed here (``_salvage``) once it has exited.
         """
         place = self.places.pop(id(analysis), None)
+        refusals = self.refusals.pop(id(analysis), set())
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # mitmproxy's loop is gone: wait here
             status = analysis.finish_now()
-            _log_salvage(_salvage(place, status, numbered, end=True))
+            _log_salvage(_salvage(place, status, numbered, end=True, refusals=refusals))
             return
         analysis.attach(loop)
 
         async def retire() -> None:
             status = await analysis.finish()
-            _log_salvage(await asyncio.to_thread(_salvage, place, status, numbered, end=True))
+            line = await asyncio.to_thread(
+                _salvage, place, status, numbered, end=True, refusals=refusals
+            )
+            _log_salvage(line)
 
         task = loop.create_task(retire())
         self.retiring.add(task)
@@ -353,6 +361,7 @@ class McpSniff:
         if analysis is None or observer is None:
             return
         place = self.places.get(id(analysis))
+        refusals = self.refusals.setdefault(id(analysis), set())
         proc = analysis.analysis.proc
         numbered = observer.numbered
 
@@ -363,7 +372,7 @@ class McpSniff:
                 status = proc.wait(5.0) if proc is not None else None
             except subprocess.TimeoutExpired:
                 return None  # completed when the trace closes instead
-            return _salvage(place, status, numbered, end=False)
+            return _salvage(place, status, numbered, end=False, refusals=refusals)
 
         async def salvage_soon() -> None:
             _log_salvage(await asyncio.to_thread(salvage_now))
@@ -574,11 +583,18 @@ class McpSniff:
         task.add_done_callback(self.updates.discard)
 
 
-def _salvage(place: TracePlace | None, status: int | None, numbered: int, end: bool) -> str | None:
+def _salvage(
+    place: TracePlace | None,
+    status: int | None,
+    numbered: int,
+    end: bool,
+    refusals: set[str] | None = None,
+) -> str | None:
     """Account in the trace for the MCP exchanges a dead analysis process never recorded.
 
     Blocking (file I/O: run on a thread while mitmproxy runs); returns the
     line to log, if any (logged by the caller, on mitmproxy's loop).
+    ``refusals``: the refusals already logged for this trace (each is said once).
     """
     if place is None or status in (0, 3):  # 3: the process said why itself
         return None
@@ -592,6 +608,10 @@ def _salvage(place: TracePlace | None, status: int | None, numbered: int, end: b
             end=end,
         )
     except SalvageError as exc:
+        if refusals is not None:
+            if str(exc) in refusals:
+                return None
+            refusals.add(str(exc))
         return f"mcpsniff: the trace stays incomplete: {exc}"
     return f"mcpsniff: {report.describe()}" if report.records else None
 

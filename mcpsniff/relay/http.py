@@ -446,6 +446,9 @@ async def serve(
     status = 0
     #: Completing the trace as soon as the analysis process is known dead.
     salvaging: list[asyncio.Task[SalvageReport | None]] = []
+    #: Refusals already reported: the salvage at the death and the one at the
+    #: end meet the same refusal (the path no longer names this run's file).
+    refusals: set[str] = set()
     if analysis is not None:
         capture = analysis.channel
         capture.attach(asyncio.get_running_loop())
@@ -460,7 +463,7 @@ async def serve(
                 numbered = relay.observer.numbered if relay is not None else 0
                 salvaging.append(
                     asyncio.get_running_loop().create_task(
-                        _salvage_when_reaped(analysis, place, numbered, warn)
+                        _salvage_when_reaped(analysis, place, numbered, warn, refusals)
                     )
                 )
 
@@ -503,7 +506,9 @@ async def serve(
                         with contextlib.suppress(Exception):
                             earlier = await task
                     numbered = relay.observer.numbered if relay is not None else 0
-                    report = await _salvage(place, status, numbered, True, warn, earlier)
+                    report = await _salvage(
+                        place, status, numbered, True, warn, earlier, refusals
+                    )
                     if report is not None and warn is not None:
                         total = report if earlier is None else earlier.add(report)
                         warn(f"mcpsniff http: warning: {total.describe()}")
@@ -517,6 +522,7 @@ async def _salvage_when_reaped(
     place: TracePlace,
     exchanges: int,
     warn: Callable[[str], None] | None,
+    refusals: set[str],
 ) -> SalvageReport | None:
     """Once the dead process is reaped, account for the exchanges it missed so far.
 
@@ -527,7 +533,7 @@ async def _salvage_when_reaped(
         status = await asyncio.wait_for(analysis.wait(), SALVAGE_WAIT)
     except TimeoutError:
         return None  # its pipe closed but it lives on: the end salvages
-    return await _salvage(place, status, exchanges, False, warn)
+    return await _salvage(place, status, exchanges, False, warn, None, refusals)
 
 
 async def _salvage(
@@ -537,12 +543,14 @@ async def _salvage(
     end: bool,
     warn: Callable[[str], None] | None,
     after: SalvageReport | None = None,
+    refusals: set[str] | None = None,
 ) -> SalvageReport | None:
     """Account in the trace for the exchanges the dead analysis process never recorded.
 
     The file work runs on a thread, the warnings here; ``end``: the proxy has
     stopped, end every session too; ``after``: the salvage made when the
-    death was noticed, if any (read on from it).
+    death was noticed, if any (read on from it); ``refusals``: the refusals
+    already warned of (each is said once).
     """
     try:
         return await asyncio.to_thread(
@@ -556,6 +564,10 @@ async def _salvage(
             after=after,
         )
     except SalvageError as exc:
+        if refusals is not None:
+            if str(exc) in refusals:
+                return None
+            refusals.add(str(exc))
         if warn is not None:
             warn(f"mcpsniff http: warning: the trace stays incomplete: {exc}")
         return None

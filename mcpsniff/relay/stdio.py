@@ -129,6 +129,10 @@ class StdioRelay:
         self.stderr_forwarded = 0
         #: Completing the trace as soon as the analysis process is known dead.
         self._salvaging: asyncio.Task[SalvageReport | None] | None = None
+        #: Refusals to complete the trace already reported: the salvage made at
+        #: the death and the one at the end of the run meet the same refusal
+        #: (the path no longer names this run's file), said once.
+        self._refusals: set[str] = set()
         #: The forked analysis process (it owns the trace) and the channel to it.
         self.analysis = analysis
         self.channel: Channel = analysis.channel
@@ -315,7 +319,9 @@ class StdioRelay:
                 after=after,
             )
         except SalvageError as exc:
-            self.warn(f"mcpsniff stdio: warning: the trace stays incomplete: {exc}")
+            if str(exc) not in self._refusals:
+                self._refusals.add(str(exc))
+                self.warn(f"mcpsniff stdio: warning: the trace stays incomplete: {exc}")
             return None
 
     def _analysis_lost(self, exc: OSError) -> None:
