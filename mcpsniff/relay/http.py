@@ -506,9 +506,7 @@ async def serve(
                         with contextlib.suppress(Exception):
                             earlier = await task
                     numbered = relay.observer.numbered if relay is not None else 0
-                    report = await _salvage(
-                        place, status, numbered, True, warn, earlier, refusals
-                    )
+                    report = await _salvage(place, status, numbered, True, warn, earlier, refusals)
                     if report is not None and warn is not None:
                         total = report if earlier is None else earlier.add(report)
                         warn(f"mcpsniff http: warning: {total.describe()}")
