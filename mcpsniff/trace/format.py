@@ -14,6 +14,7 @@ fixed byte prefix instead of parsing them.
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import errno
 import fcntl
@@ -383,6 +384,46 @@ def _may_have_lost_digits(value: Any) -> bool:
     return False
 
 
+#: Where a record line starts: its type first, as every writer writes it. A
+#: nested MCP object (``{"type":"text",...}`` content) is no candidate.
+_RECORD_START = re.compile(rb'\{"type":"(?:frame|event|header|message|finding)"')
+#: Most places a glued record is parsed from in one line that does not parse:
+#: the work on a hostile line stays a few passes over it, whatever it holds.
+GLUE_TRIES = 8
+
+
+def glued_record(line: bytes) -> tuple[dict[str, Any], int] | None:
+    """The whole record glued after a torn piece in ``line``, and where it starts; or None.
+
+    Call only for a line that does not parse. A process killed in the middle
+    of a write leaves a partial line without its newline; a relay sharing the
+    trace then appends right after it, so its next line is glued to the torn
+    bytes. That record is the first place a record starts from which the rest
+    of the line parses as one object: a place inside the torn bytes runs into
+    the appended record and does not (the torn piece lacks its closing
+    brace), nor does one inside the appended record (its enclosing braces
+    follow). Bounded: one regex scan, then at most ``GLUE_TRIES`` orjson
+    passes over the rest of the line (no copy of it).
+    """
+    view = memoryview(line)
+    for tries, match in enumerate(_RECORD_START.finditer(line, 1)):
+        if tries == GLUE_TRIES:
+            return None
+        at = match.start()
+        try:
+            obj = orjson.loads(view[at:])
+        except orjson.JSONDecodeError:
+            continue
+        if not isinstance(obj, dict):
+            continue
+        if _may_have_lost_digits(obj):
+            # orjson reads integers past 64 bits as floats; the stdlib keeps them exact.
+            with contextlib.suppress(ValueError, RecursionError):
+                obj = json.loads(line[at:])
+        return obj, at
+    return None
+
+
 def header(meta: dict[str, Any] | None = None, created: float | None = None) -> dict[str, Any]:
     """The header object that opens every trace."""
     obj: dict[str, Any] = {
@@ -747,6 +788,14 @@ class TraceReader:
             if line.strip():
                 self.torn = TornLine(number, len(line))
             return None
+        glued = glued_record(line)
+        if glued is not None:
+            # Another writer's record appended right after a torn write: keep it.
+            # Its fields are read from the end of the line (an embedded frame's
+            # bytes too), so the whole line still serves to decode it.
+            obj, at = glued
+            self._skip(number, torn_piece_reason(at))
+            return obj
         # One damaged line must not cost the rest of the trace: skip it, say so.
         self._skip(number, "not a JSON record")
         return None
@@ -801,6 +850,11 @@ class TraceReader:
                 except decode_error:
                     obj = self._parse(number, line, not line.endswith(b"\n"))  # torn, or stdlib
                     if obj is None:
+                        continue
+                    if obj.get("type") != "frame":  # glued after a torn frame line
+                        glued = self._input(number, obj, line)
+                        if glued is not None:
+                            yield glued
                         continue
                 # The fields of a well-formed embedded frame, read once and checked
                 # inline (what frame_problem checks, for this shape); any other
@@ -884,18 +938,29 @@ class TraceReader:
             # Events, and any line not in the compact form (another writer's
             # spacing, a corrupt line): parse it rather than drop it.
             obj = self._parse(number, line, last)
-            if obj is None or obj.get("type") not in ("frame", "event"):
+            if obj is None:
                 continue
-            reason = frame_problem(obj) if obj["type"] == "frame" else event_problem(obj)
-            if reason is not None:
-                self._skip(number, reason)
-                continue
-            try:
-                record = decode_record(obj, line)
-            except TraceError as exc:
-                self._skip(number, str(exc))
-                continue
-            yield record  # type: ignore[misc]
+            record = self._input(number, obj, line)
+            if record is not None:
+                yield record
+
+    def _input(
+        self, number: int, obj: dict[str, Any], line: bytes
+    ) -> FrameRecord | EventRecord | None:
+        """The frame or event parsed from line ``number`` (None: another record, or skipped)."""
+        kind = obj.get("type")
+        if kind != "frame" and kind != "event":
+            return None
+        reason = frame_problem(obj) if kind == "frame" else event_problem(obj)
+        if reason is not None:
+            self._skip(number, reason)
+            return None
+        try:
+            record = decode_record(obj, line)
+        except TraceError as exc:
+            self._skip(number, str(exc))
+            return None
+        return record  # type: ignore[return-value]
 
 
 def _frame_from(obj: dict[str, Any], line: bytes | None) -> FrameRecord:
@@ -982,9 +1047,13 @@ class TraceTail:
             try:
                 obj = _loads(line)
             except ValueError:
-                if self._line > 1:
-                    self._on_skip(skip_message(self.path, self._line, "not a JSON record"))
-                continue
+                glued = glued_record(line) if self._line > 1 else None
+                if glued is None:
+                    if self._line > 1:
+                        self._on_skip(skip_message(self.path, self._line, "not a JSON record"))
+                    continue
+                obj, at = glued
+                self._on_skip(skip_message(self.path, self._line, torn_piece_reason(at)))
             if isinstance(obj, dict) and obj.get("type") == "header":
                 # Line 1 is the file's header; a later one starts a session
                 # appended by a relaunch (paths.open_trace_file), not damage.
@@ -1012,6 +1081,14 @@ class TraceTail:
 def skip_message(path: Path, number: int, reason: str) -> str:
     """The one warning for a skipped record: where it is and why."""
     return f"{path}: line {number}: {terminal_safe(reason)}; the record was skipped"
+
+
+def torn_piece_reason(length: int) -> str:
+    """Why the first ``length`` bytes of a line were skipped: a torn write, a record glued after."""
+    return (
+        f"not a JSON record: its first {length} bytes are a torn write (probably cut off "
+        "by a crash) with another record glued after them, which was read"
+    )
 
 
 def warn_skipped(message: str) -> None:

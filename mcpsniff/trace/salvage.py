@@ -44,7 +44,13 @@ from typing import Any
 import orjson
 
 from mcpsniff.core.model import C2S, S2C, EventRecord, FrameRecord
-from mcpsniff.trace.format import TraceError, TraceWriter, decode_record, encode_line
+from mcpsniff.trace.format import (
+    TraceError,
+    TraceWriter,
+    decode_record,
+    encode_line,
+    glued_record,
+)
 from mcpsniff.trace.validate import event_problem, frame_problem
 
 #: Bytes of a cut torn line kept (base64) in the ``trace-salvaged`` event.
@@ -270,36 +276,6 @@ def _loads(line: bytes) -> Any:
         return obj
 
 
-#: A record line's first bytes (every writer starts its lines so).
-_RECORD_START = b'{"type":"'
-#: Most places a glued record is looked for in one line that does not parse.
-_GLUE_TRIES = 8
-
-
-def _glued(line: bytes) -> tuple[dict[str, Any], bytes] | None:
-    """The whole record at the end of a line that does not parse (and its line), or None.
-
-    A process killed in the middle of a write leaves a partial line without
-    its newline; a relay sharing the trace then appends right after it, so
-    its first line (often its header, which names its sessions) is glued to
-    the torn bytes. That record is the first place a record starts from which
-    the rest of the line parses as one object: a place inside the torn bytes
-    runs into the appended line and does not. Bounded: a few places, orjson only.
-    """
-    at = line.find(_RECORD_START, 1)
-    for _ in range(_GLUE_TRIES):
-        if at < 0:
-            return None
-        try:
-            obj = orjson.loads(line[at:])
-        except orjson.JSONDecodeError:
-            obj = None
-        if isinstance(obj, dict):
-            return obj, line[at:]
-        at = line.find(_RECORD_START, at + 1)
-    return None
-
-
 def _lines(fd: int, start: int) -> Iterator[bytes]:
     with os.fdopen(os.dup(fd), "rb", buffering=1 << 18) as file:
         file.seek(start)
@@ -343,10 +319,11 @@ def read_recorded(
         obj = _loads(line)
         if not isinstance(obj, dict):
             recorded.skipped += len(line.strip()) > 0
-            glued = _glued(line)
+            glued = glued_record(line)
             if glued is None:
                 continue
-            obj, line = glued
+            obj, at = glued
+            line = line[at:]
         kind = obj.get("type")
         if kind == "header":
             meta = obj.get("meta")

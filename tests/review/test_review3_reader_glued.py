@@ -2,7 +2,7 @@
 
 A relay's analysis process killed mid-write leaves a partial line; a relay
 sharing the trace appends right after it. Salvage reads the glued record
-(``mcpsniff.trace.salvage._glued``); the reader skips the whole line, so the
+(``mcpsniff.trace.format.glued_record``); the reader skips the whole line, so the
 other relay's frame is lost to ``check`` and ``show``.
 """
 
@@ -10,19 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from mcpsniff.core.model import C2S, FrameRecord
 from mcpsniff.trace.format import TraceReader, TraceWriter, encode_line
 
 PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="TraceReader skips a line made of a torn partial record and a whole one; "
-    "the whole one (another relay's frame) is lost to check and show",
-)
 def test_the_reader_keeps_a_frame_glued_to_a_torn_line(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     writer = TraceWriter.create(path, meta={"source": "test"})
