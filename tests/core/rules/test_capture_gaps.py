@@ -1,0 +1,133 @@
+"""Capture gaps: verdicts that depend on traffic a gap may hold are not given.
+
+Each case has a fire/near-miss pair: the gap in the direction that matters
+excuses exactly the verdict it could hide; the same gap in the other
+direction, or a request sent after the gap, still fires.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcpsniff.core.model import EventRecord
+from tests.conftest import Conversation, request, result
+
+
+def gap(conv: Conversation, direction: str | None, **data: Any) -> None:
+    """Apply a capture-gap event, as a relay records it."""
+    conv.t += 0.001
+    body: dict[str, Any] = {"lost_bytes": 120, **data}
+    if direction is not None:
+        body["direction"] = direction
+    record = EventRecord(conv.session.counter.next(), conv.t, "test", "capture-gap", body)
+    conv.records.extend(conv.session.apply_event(record))
+
+
+def started() -> Conversation:
+    conv = Conversation()
+    conv.handshake()
+    return conv
+
+
+def excused(conv: Conversation) -> dict[str, int]:
+    gaps = conv.session.state.gaps
+    return dict(gaps.excused) if gaps is not None else {}
+
+
+def test_request_pending_across_an_answer_gap_is_not_judged_unanswered() -> None:
+    conv = started()
+    conv.client(request(1, "ping"))
+    gap(conv, "s2c")
+    conv.close()
+    assert "JR-RESP-REQUIRED" not in conv.rules()
+    assert excused(conv) == {"JR-RESP-REQUIRED": 1}
+
+
+def test_a_gap_in_the_asking_direction_does_not_excuse() -> None:
+    conv = started()
+    conv.client(request(1, "ping"))
+    gap(conv, "c2s")
+    conv.close()
+    assert conv.rules().count("JR-RESP-REQUIRED") == 1
+    assert excused(conv) == {}
+
+
+def test_a_request_sent_after_the_gap_still_fires() -> None:
+    conv = started()
+    conv.client(request(1, "ping"))
+    gap(conv, "s2c")
+    conv.client(request(2, "ping"))
+    conv.close()
+    unanswered = [f for f in conv.findings if f.rule == "JR-RESP-REQUIRED"]
+    assert [f.data["id"] for f in unanswered] == [2]
+    assert excused(conv) == {"JR-RESP-REQUIRED": 1}
+
+
+def test_a_server_request_pending_across_a_client_gap_is_excused() -> None:
+    conv = started()
+    conv.server(request(7, "roots/list"))
+    gap(conv, "c2s")
+    gap(conv, "s2c")  # the server's gap does not excuse its own request twice
+    conv.close()
+    assert "JR-RESP-REQUIRED" not in conv.rules()
+    assert excused(conv) == {"JR-RESP-REQUIRED": 1}
+
+
+def test_a_gap_without_direction_excuses_nothing() -> None:
+    """The stdio relay's dropped observations without direction are stderr pieces."""
+    conv = started()
+    conv.client(request(1, "ping"))
+    gap(conv, None, lost_calls=3)
+    conv.close()
+    assert conv.rules().count("JR-RESP-REQUIRED") == 1
+
+
+def test_unknown_id_after_a_gap_in_the_requesting_direction_is_not_judged() -> None:
+    conv = started()
+    gap(conv, "c2s")
+    conv.server(result(41, {}))
+    conv.close()
+    assert "JR-RESP-ID" not in conv.rules()
+    assert excused(conv) == {"JR-RESP-ID": 1}
+
+
+def test_unknown_id_after_a_gap_in_its_own_direction_still_fires() -> None:
+    conv = started()
+    gap(conv, "s2c")
+    conv.server(result(41, {}))
+    conv.close()
+    found = [f for f in conv.findings if f.rule == "JR-RESP-ID"]
+    assert [f.data["cause"] for f in found] == ["unknown-id"]
+    assert excused(conv) == {}
+
+
+def test_duplicate_response_after_a_gap_still_fires() -> None:
+    """Only unknown ids are excused: a second answer to a known request is not."""
+    conv = started()
+    conv.client(request(1, "ping"))
+    conv.server(result(1, {}))
+    gap(conv, "c2s")
+    conv.server(result(1, {}))
+    conv.close()
+    found = [f for f in conv.findings if f.rule == "JR-RESP-ID"]
+    assert [f.data["cause"] for f in found] == ["duplicate-response"]
+
+
+def test_no_gap_no_state() -> None:
+    """A session without gaps keeps no gap state (and its findings are unchanged)."""
+    conv = started()
+    conv.client(request(1, "ping"))
+    conv.server(result(99, {}))
+    conv.close()
+    assert conv.session.state.gaps is None
+    assert sorted(conv.rules()) == ["JR-RESP-ID", "JR-RESP-REQUIRED"]
+
+
+def test_malformed_gap_fields_still_count_as_a_gap() -> None:
+    conv = started()
+    conv.client(request(1, "ping"))
+    gap(conv, "s2c", lost_bytes="lots")
+    conv.close()
+    assert "JR-RESP-REQUIRED" not in conv.rules()
+    assert conv.session.state.gaps is not None
+    assert conv.session.state.gaps.lost["s2c"] == 1
