@@ -89,4 +89,7 @@ class GapTally:
                 f"{unknown} response(s) with an unknown id after a capture gap were not "
                 "judged (JR-RESP-ID)"
             )
+        for rule, count in sorted(self.unjudged.items()):
+            if rule not in ("JR-RESP-REQUIRED", "JR-RESP-ID") and count:
+                parts.append(f"{count} {rule} verdict(s) after a capture gap were not judged")
         return "; " + "; ".join(parts) if parts else ""

@@ -175,6 +175,8 @@ def _cancelled(session: Session, msg: Msg) -> None:
     if state.era == STATELESS and msg.direction == S2C:
         return  # servers cancel subscriptions/listen streams (MOD-SUBS-CLOSE)
     other = key in state.used[OPPOSITE[msg.direction]]
+    if not other and _gap_may_hide(session, msg.direction, "CANCEL-SAME-DIRECTION"):
+        return  # the cancelled request may be in the sender's capture gap
     session.report(
         "CANCEL-SAME-DIRECTION",
         f"{sender} cancelled request {show_id(request_id)}, but "
@@ -275,7 +277,7 @@ def _progress(session: Session, msg: Msg) -> None:
                 [finished, msg.frame],
                 token=token,
             )
-        else:
+        elif not _gap_may_hide(session, request_direction, "PROG-ACTIVE-TOKEN"):
             session.report(
                 "PROG-ACTIVE-TOKEN",
                 f"{sender} sent progress for token {show_id(token)}, which no active request "
@@ -305,7 +307,14 @@ def _progress(session: Session, msg: Msg) -> None:
             )
 
 
-@rule("JR-RESP-REQUIRED", "JR-RESP-ID", on=EVENT, keys=("capture-gap",))
+@rule(
+    "JR-RESP-REQUIRED",
+    "JR-RESP-ID",
+    "PROG-ACTIVE-TOKEN",
+    "CANCEL-SAME-DIRECTION",
+    on=EVENT,
+    keys=("capture-gap",),
+)
 def capture_gap(session: Session, event: EventRecord) -> None:
     """Bytes were forwarded but not analyzed: remember what they may hold.
 
@@ -352,6 +361,20 @@ def capture_gap(session: Session, event: EventRecord) -> None:
         kept = session.shared.setdefault(GAP_EXCHANGES, [])
         if len(kept) < 4096:
             kept.extend(named)
+
+
+def _gap_may_hide(session: Session, direction: str, rule_id: str) -> bool:
+    """Whether ``direction`` lost bytes to a capture gap (then ``rule_id`` is excused).
+
+    For verdicts about something ``direction`` should have sent before (a
+    request, its progress token): it may be in the gap. One attribute test
+    when there is no gap.
+    """
+    gaps = session.state.gaps
+    if gaps is None or not gaps.lost[direction]:
+        return False
+    gaps.excuse(rule_id)
+    return True
 
 
 def _in_flight(session: Session, direction: str) -> list[Pending]:

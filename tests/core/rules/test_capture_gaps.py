@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcpsniff.core.model import EventRecord
-from tests.conftest import Conversation, request, result
+from tests.conftest import Conversation, notification, request, result
 
 
 def gap(conv: Conversation, direction: str | None, **data: Any) -> None:
@@ -131,3 +131,52 @@ def test_malformed_gap_fields_still_count_as_a_gap() -> None:
     assert "JR-RESP-REQUIRED" not in conv.rules()
     assert conv.session.state.gaps is not None
     assert conv.session.state.gaps.lost["s2c"] == 1
+
+
+def _progress(token: Any) -> dict[str, Any]:
+    return notification("notifications/progress", {"progressToken": token, "progress": 1})
+
+
+def test_progress_for_a_token_after_a_gap_in_the_requesting_direction_is_not_judged() -> None:
+    conv = started()
+    gap(conv, "c2s")  # the tools/call that carried the token may be here
+    conv.server(_progress("tok"))
+    conv.close()
+    assert "PROG-ACTIVE-TOKEN" not in conv.rules()
+    assert excused(conv) == {"PROG-ACTIVE-TOKEN": 1}
+
+
+def test_progress_for_an_unknown_token_after_a_gap_in_its_own_direction_fires() -> None:
+    conv = started()
+    gap(conv, "s2c")
+    conv.server(_progress("tok"))
+    conv.close()
+    assert conv.rules().count("PROG-ACTIVE-TOKEN") == 1
+
+
+def test_cancel_of_an_unknown_request_after_the_canceller_s_gap_is_not_judged() -> None:
+    conv = started()
+    gap(conv, "c2s")  # the client's request 5 may be here
+    conv.client(notification("notifications/cancelled", {"requestId": 5}))
+    conv.close()
+    assert "CANCEL-SAME-DIRECTION" not in conv.rules()
+    assert excused(conv) == {"CANCEL-SAME-DIRECTION": 1}
+
+
+def test_cancel_of_an_unknown_request_after_the_other_side_s_gap_fires() -> None:
+    conv = started()
+    gap(conv, "s2c")
+    conv.client(notification("notifications/cancelled", {"requestId": 5}))
+    conv.close()
+    assert conv.rules().count("CANCEL-SAME-DIRECTION") == 1
+
+
+def test_cancel_of_the_other_side_s_request_after_a_gap_still_fires() -> None:
+    """The id is known to belong to the server: no gap makes that right."""
+    conv = started()
+    conv.server(request(5, "roots/list"))
+    conv.client(result(5, {"roots": []}))
+    gap(conv, "c2s")
+    conv.client(notification("notifications/cancelled", {"requestId": 5}))
+    conv.close()
+    assert conv.rules().count("CANCEL-SAME-DIRECTION") == 1
