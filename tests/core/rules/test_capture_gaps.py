@@ -11,6 +11,8 @@ from typing import Any
 
 from mcpsniff.core.model import EventRecord
 from tests.conftest import Conversation, notification, request, result
+from tests.core.rules.dsl import Proof, end, http_response, play, req
+from tests.core.rules.test_http import post
 
 
 def gap(conv: Conversation, direction: str | None, **data: Any) -> None:
@@ -180,3 +182,57 @@ def test_cancel_of_the_other_side_s_request_after_a_gap_still_fires() -> None:
     conv.client(notification("notifications/cancelled", {"requestId": 5}))
     conv.close()
     assert conv.rules().count("CANCEL-SAME-DIRECTION") == 1
+
+
+# --------------------------------------------------------------------------- HTTP
+
+HTTP = Proof("JR-RESP-REQUIRED", fire=[], miss=[], transport="http")
+
+
+def _unanswered_ids(conv: Conversation) -> list[Any]:
+    return [f.data.get("id") for f in conv.findings if f.rule == "JR-RESP-REQUIRED"]
+
+
+def _two_posts() -> list[Any]:
+    return [
+        *post(2, req(1, "tools/list")),
+        *post(3, req(2, "tools/list")),
+        http_response(2, 200, content_type="text/event-stream"),
+        http_response(3, 200, content_type="text/event-stream"),
+    ]
+
+
+def _gap_event(**data: Any) -> Any:
+    return ("event", ("capture-gap", data))
+
+
+def test_an_http_body_gap_excuses_only_its_own_exchange_s_request() -> None:
+    steps = [*_two_posts(), _gap_event(exchange=2, direction="s2c", lost_bytes=50), end()]
+    conv = play(HTTP, steps)
+    assert _unanswered_ids(conv) == [2]
+    assert excused(conv) == {"JR-RESP-REQUIRED": 1}
+
+
+def test_a_salvaged_http_gap_excuses_the_requests_of_the_exchanges_it_names() -> None:
+    salvaged = _gap_event(lost_exchanges=1, exchanges=[[2, 2]], through_exchange=3, salvaged=True)
+    steps = [
+        *_two_posts(),
+        ("event", ("http-end", {"exchange": 3, "outcome": "complete"})),
+        salvaged,
+        end(),
+    ]
+    conv = play(HTTP, steps)
+    assert _unanswered_ids(conv) == [2]
+    assert excused(conv) == {"JR-RESP-REQUIRED": 1}
+
+
+def test_a_salvaged_http_gap_naming_other_exchanges_excuses_nothing() -> None:
+    salvaged = _gap_event(lost_exchanges=1, exchanges=[[7, 9]], through_exchange=9, salvaged=True)
+    conv = play(HTTP, [*_two_posts(), salvaged, end()])
+    assert sorted(_unanswered_ids(conv)) == [1, 2]
+
+
+def test_a_salvaged_http_gap_with_hostile_ranges_excuses_nothing() -> None:
+    salvaged = _gap_event(exchanges=[[2], "x", [True, 3], None], through_exchange="9")
+    conv = play(HTTP, [*_two_posts(), salvaged, end()])
+    assert sorted(_unanswered_ids(conv)) == [1, 2]
