@@ -344,7 +344,10 @@ def capture_gap(session: Session, event: EventRecord) -> None:
             in_flight = [r for r in _in_flight(session, asking) if r.key in keys]
         else:
             in_flight = _in_flight(session, asking)
-        gaps.crossed[asking].update(r.seq for r in in_flight)
+        # Kept bounded by the requests in flight: the earlier gaps' requests
+        # that have been answered since are forgotten.
+        still = {r.seq for r in _in_flight(session, asking)}
+        gaps.crossed[asking] = (gaps.crossed[asking] & still) | {r.seq for r in in_flight}
         return
     ranges = data.get("exchanges")
     if isinstance(ranges, list):

@@ -236,3 +236,19 @@ def test_a_salvaged_http_gap_with_hostile_ranges_excuses_nothing() -> None:
     salvaged = _gap_event(exchanges=[[2], "x", [True, 3], None], through_exchange="9")
     conv = play(HTTP, [*_two_posts(), salvaged, end()])
     assert sorted(_unanswered_ids(conv)) == [1, 2]
+
+
+def test_gaps_remember_only_requests_still_in_flight() -> None:
+    """Many gaps over a long session keep memory bounded by the requests in flight."""
+    conv = started()
+    for ident in range(1, 51):
+        conv.client(request(ident, "ping"))
+        gap(conv, "s2c")
+        conv.server(result(ident, {}))
+    conv.client(request(100, "ping"))
+    gap(conv, "s2c")
+    gaps = conv.session.state.gaps
+    assert gaps is not None and len(gaps.crossed["c2s"]) == 1
+    conv.close()
+    assert "JR-RESP-REQUIRED" not in conv.rules()
+    assert excused(conv) == {"JR-RESP-REQUIRED": 1}
