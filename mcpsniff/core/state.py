@@ -129,6 +129,13 @@ class CaptureGaps:
     crossed: dict[str, set[int]] = field(default_factory=lambda: {C2S: set(), S2C: set()})
     #: Verdicts not given because of a gap, per rule id.
     excused: dict[str, int] = field(default_factory=dict)
+    #: The seq of the latest gap per traffic direction (0: none yet).
+    last_seq: dict[str, int] = field(default_factory=lambda: {C2S: 0, S2C: 0})
+
+    def since(self, direction: str, seq: int | None) -> bool:
+        """Whether ``direction`` lost bytes after ``seq`` (None: at any time)."""
+        last = self.last_seq[direction]
+        return last > 0 and (seq is None or last > seq)
 
     def excuse(self, rule: str) -> None:
         """Count one verdict of ``rule`` not given."""

@@ -335,6 +335,7 @@ def capture_gap(session: Session, event: EventRecord) -> None:
         lost = data.get("lost_bytes")
         # A gap that says it lost nothing (or says it badly) still lost something.
         gaps.lost[direction] += lost if type(lost) is int and lost > 0 else 1
+        gaps.last_seq[direction] = max(event.seq, 1)
         asking = OPPOSITE[direction]
         exchange = data.get("exchange")
         if type(exchange) is int and state.http is not None:

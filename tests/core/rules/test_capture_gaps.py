@@ -252,3 +252,100 @@ def test_gaps_remember_only_requests_still_in_flight() -> None:
     conv.close()
     assert "JR-RESP-REQUIRED" not in conv.rules()
     assert excused(conv) == {"JR-RESP-REQUIRED": 1}
+
+
+# --------------------------------------------------------------------------- lifecycle
+
+INIT = request(
+    0,
+    "initialize",
+    {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"},
+    },
+)
+INIT_OK = result(
+    0,
+    {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"tools": {}},
+        "serverInfo": {"name": "s", "version": "1"},
+    },
+)
+
+
+def _initialized_lost(direction: str) -> Conversation:
+    """initialize answered, then a gap, then requests both ways and no initialized."""
+    conv = Conversation()
+    conv.client(INIT)
+    conv.server(INIT_OK)
+    gap(conv, direction)
+    conv.client(request(1, "tools/list"))
+    conv.server(result(1, {"tools": []}))
+    conv.server(request(9, "ping"))
+    conv.server(request(10, "roots/list"))
+    conv.client(result(9, {}))
+    conv.client(result(10, {"roots": []}))
+    conv.close()
+    return conv
+
+
+LOST_INITIALIZED = ["LC-INITIALIZED-MISSING", "LC-INITIALIZED-ORDER", "LC-SERVER-PRE-INITIALIZED"]
+
+
+def test_initialized_lost_in_a_client_gap_is_not_judged_missing_or_late() -> None:
+    conv = _initialized_lost("c2s")
+    assert not set(LOST_INITIALIZED) & set(conv.rules()), conv.rules()
+    assert excused(conv) == {rule: 1 for rule in LOST_INITIALIZED}
+
+
+def test_a_server_gap_does_not_excuse_a_missing_initialized() -> None:
+    conv = _initialized_lost("s2c")
+    assert set(LOST_INITIALIZED) <= set(conv.rules()), conv.rules()
+
+
+def test_a_client_gap_before_initialize_does_not_excuse_a_missing_initialized() -> None:
+    conv = Conversation()
+    gap(conv, "c2s")  # before initialize: cannot hold initialized
+    conv.client(INIT)
+    conv.server(INIT_OK)
+    conv.close()
+    assert "LC-INITIALIZED-MISSING" in conv.rules()
+
+
+def test_a_first_message_after_a_client_gap_is_not_judged_first() -> None:
+    conv = Conversation()
+    gap(conv, "c2s")  # the initialize may be here
+    conv.client(request(1, "ping"))
+    conv.client(request(2, "tools/list"))
+    conv.close()
+    assert "LC-INIT-FIRST" not in conv.rules()
+    assert excused(conv).get("LC-INIT-FIRST") == 1
+
+
+def test_a_first_message_after_a_server_gap_is_still_judged_first() -> None:
+    conv = Conversation()
+    gap(conv, "s2c")
+    conv.client(request(2, "tools/list"))
+    conv.close()
+    assert "LC-INIT-FIRST" in conv.rules()
+
+
+def test_a_request_after_the_initialize_answer_was_lost_is_not_judged_early() -> None:
+    conv = Conversation()
+    conv.client(INIT)
+    gap(conv, "s2c")  # the server's answer may be here
+    conv.client(request(1, "tools/list"))
+    conv.close()
+    assert "LC-CLIENT-PRE-RESPONSE" not in conv.rules()
+    assert excused(conv).get("LC-CLIENT-PRE-RESPONSE") == 1
+
+
+def test_a_request_before_the_initialize_answer_after_a_client_gap_is_still_early() -> None:
+    conv = Conversation()
+    conv.client(INIT)
+    gap(conv, "c2s")
+    conv.client(request(1, "tools/list"))
+    conv.close()
+    assert "LC-CLIENT-PRE-RESPONSE" in conv.rules()
