@@ -15,7 +15,7 @@ import orjson
 
 from mcpsniff import __version__
 from mcpsniff.core import catalog
-from mcpsniff.core.analyzer import replay
+from mcpsniff.core.analyzer import Analyzer, replay
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.core.explain import explain_lines
 from mcpsniff.core.model import SEVERITY_RANK, EventRecord, FindingRecord, Record
@@ -151,7 +151,9 @@ def check(
     out = sys.stdout
     try:
         with reader:
-            records = _noting_analyzer_errors(replay(reader.inputs()), analyzer_errors, gaps)
+            records = _noting_analyzer_errors(
+                replay(reader.inputs(), analyzer := Analyzer()), analyzer_errors, gaps
+            )
             for record in records if flt is None else matching_findings(records, flt):
                 if not isinstance(record, FindingRecord):
                     # "0 finding(s) in 1 session(s)": every session counts, clean or not.
@@ -178,6 +180,7 @@ def check(
         return
     if reader.torn is not None:
         click.echo(f"mcpsniff check: warning: {trace}: {reader.torn.describe()}", err=True)
+    gaps.add_unjudged(analyzer.sessions.values())
     if (lacking := gaps.warning()) is not None:
         click.echo(f"mcpsniff check: warning: {terminal_safe(str(trace))}: {lacking}", err=True)
     if analyzer_errors:

@@ -49,13 +49,18 @@ class Analyzer:
 MAX_RUN = 64
 
 
-def replay(inputs: Iterable[FrameRecord | EventRecord]) -> Iterator[Record]:
+def replay(
+    inputs: Iterable[FrameRecord | EventRecord], analyzer: Analyzer | None = None
+) -> Iterator[Record]:
     """Re-analyze recorded frames and events; yield every record they produce.
 
     Sessions the trace never ended (a torn or interrupted trace) are ended
-    after the last input, at the time of the last record seen.
+    after the last input, at the time of the last record seen. ``analyzer``:
+    a fresh one to use, for a caller that reads its sessions' state afterwards
+    (``check`` counts the verdicts capture gaps excused).
     """
-    analyzer = Analyzer()
+    if analyzer is None:
+        analyzer = Analyzer()
     sessions = analyzer.sessions
     last_t = 0.0
     last_seq = 0

@@ -114,6 +114,35 @@ class Lifecycle:
 
 
 @dataclass(slots=True)
+class CaptureGaps:
+    """What a session's capture gaps hide (``capture-gap`` events, rules/flow.py).
+
+    A gap says bytes were forwarded but never analyzed: a verdict that
+    depends on them cannot be given. Created at the first gap (gaps are rare),
+    so a session without one pays nothing.
+    """
+
+    #: Bytes lost per traffic direction (the direction the gap's bytes travelled).
+    lost: dict[str, int] = field(default_factory=lambda: {C2S: 0, S2C: 0})
+    #: Seqs of requests, per request direction, that were in flight when the
+    #: direction that answers them lost bytes: their answer may be in the gap.
+    crossed: dict[str, set[int]] = field(default_factory=lambda: {C2S: set(), S2C: set()})
+    #: Verdicts not given because of a gap, per rule id.
+    excused: dict[str, int] = field(default_factory=dict)
+    #: The seq of the latest gap per traffic direction (0: none yet).
+    last_seq: dict[str, int] = field(default_factory=lambda: {C2S: 0, S2C: 0})
+
+    def since(self, direction: str, seq: int | None) -> bool:
+        """Whether ``direction`` lost bytes after ``seq`` (None: at any time)."""
+        last = self.last_seq[direction]
+        return last > 0 and (seq is None or last > seq)
+
+    def excuse(self, rule: str) -> None:
+        """Count one verdict of ``rule`` not given."""
+        self.excused[rule] = self.excused.get(rule, 0) + 1
+
+
+@dataclass(slots=True)
 class SessionState:
     """All protocol state for one session."""
 
@@ -167,3 +196,5 @@ class SessionState:
     rule_state: dict[str, Any] = field(default_factory=dict)
     #: Known tasks by (owner direction, taskId) (rules/tasks.py), created on the first task.
     tasks: Any = None
+    #: What capture gaps hide (rules/flow.py), created on the first gap.
+    gaps: CaptureGaps | None = None

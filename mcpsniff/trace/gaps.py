@@ -10,7 +10,9 @@ checked.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
 
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.core.model import EventRecord
@@ -26,6 +28,9 @@ class GapTally:
     first_seq: int | None = None
     #: The first gap's reason, when it gives one.
     reason: str | None = None
+    #: Verdicts the analysis did not give because a gap may hide what they
+    #: depend on, per rule id (``CaptureGaps.excused`` of every session).
+    unjudged: dict[str, int] = field(default_factory=dict)
 
     def note(self, event: EventRecord) -> None:
         """Count one capture-gap event (fields of the wrong type count as nothing)."""
@@ -43,6 +48,15 @@ class GapTally:
             if isinstance(reason, str):
                 self.reason = reason[:200]
 
+    def add_unjudged(self, sessions: Iterable[Any]) -> None:
+        """Add up the verdicts the gaps of ``sessions`` (analyzer Sessions) excused."""
+        for session in sessions:
+            gaps = session.state.gaps
+            if gaps is None:
+                continue
+            for rule, count in gaps.excused.items():
+                self.unjudged[rule] = self.unjudged.get(rule, 0) + count
+
     def warning(self) -> str | None:
         """One line for the user, or None when the trace has no gap."""
         if not self.count:
@@ -57,6 +71,25 @@ class GapTally:
         return terminal_safe(
             f"the trace lacks {what} that passed but were not recorded "
             f"({self.count} capture gap(s), the first at seq {self.first_seq}{why}); "
-            "findings about that traffic are missing, and a request answered there "
-            "shows as never answered"
+            "findings about that traffic are missing" + self._not_judged()
         )
+
+    def _not_judged(self) -> str:
+        """What the analysis left unjudged because of the gaps, or ''."""
+        parts = []
+        pending = self.unjudged.get("JR-RESP-REQUIRED", 0)
+        if pending:
+            parts.append(
+                f"{pending} request(s) pending across a capture gap were not judged "
+                "unanswered (JR-RESP-REQUIRED)"
+            )
+        unknown = self.unjudged.get("JR-RESP-ID", 0)
+        if unknown:
+            parts.append(
+                f"{unknown} response(s) with an unknown id after a capture gap were not "
+                "judged (JR-RESP-ID)"
+            )
+        for rule, count in sorted(self.unjudged.items()):
+            if rule not in ("JR-RESP-REQUIRED", "JR-RESP-ID") and count:
+                parts.append(f"{count} {rule} verdict(s) after a capture gap were not judged")
+        return "; " + "; ".join(parts) if parts else ""

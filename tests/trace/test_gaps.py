@@ -12,6 +12,19 @@ from mcpsniff.trace.format import TraceWriter
 from mcpsniff.trace.gaps import GapTally
 
 PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+HANDSHAKE = [
+    (
+        "c2s",
+        b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
+        b'"capabilities":{},"clientInfo":{"name":"c","version":"1"}}}\n',
+    ),
+    (
+        "s2c",
+        b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{},'
+        b'"serverInfo":{"name":"s","version":"1"}}}\n',
+    ),
+    ("c2s", b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'),
+]
 
 
 def _gap(seq: int, data: dict) -> EventRecord:
@@ -42,22 +55,59 @@ def test_fields_of_the_wrong_type_count_as_nothing() -> None:
     assert "lacks traffic that passed" in (tally.warning() or "")
 
 
-def test_check_warns_about_the_gap_and_still_reports(tmp_path: Path) -> None:
-    path = tmp_path / "t.jsonl"
+def _write(path: Path, gap_direction: str) -> None:
     writer = TraceWriter.create(path)
+    frames = [
+        FrameRecord(n, 1.0, "stdio", d, "stdio", raw) for n, (d, raw) in enumerate(HANDSHAKE, 1)
+    ]
     writer.write_all(
         [
-            FrameRecord(1, 1.0, "stdio", "c2s", "stdio", PING),
-            _gap(2, {"direction": "s2c", "lost_bytes": 37, "reason": "the analysis died"}),
-            EventRecord(3, 2.0, "stdio", "session-end", {}),
+            *frames,
+            FrameRecord(4, 1.0, "stdio", "c2s", "stdio", PING),
+            _gap(5, {"direction": gap_direction, "lost_bytes": 37, "reason": "the analysis died"}),
+            EventRecord(6, 2.0, "stdio", "session-end", {}),
         ]
     )
     writer.close()
+
+
+def test_check_does_not_judge_a_request_whose_answer_may_be_in_the_gap(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    _write(path, "s2c")
     result = CliRunner().invoke(main, ["check", str(path)])
-    assert result.exit_code == 1  # the ping is still reported
+    assert result.exit_code == 0, result.stdout
+    assert "JR-RESP-REQUIRED" not in result.stdout
+    assert "the trace lacks 37 bytes" in result.stderr
+    assert "first at seq 5: the analysis died" in result.stderr
+    assert "1 request(s) pending across a capture gap were not judged" in result.stderr
+
+
+def test_check_json_stays_findings_only_and_the_note_goes_to_stderr(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    _write(path, "s2c")
+    result = CliRunner().invoke(main, ["check", "--format", "json", str(path)])
+    assert result.exit_code == 0
+    assert result.stdout == ""
+    assert "1 request(s) pending across a capture gap" in result.stderr
+
+
+def test_check_warns_about_a_gap_that_hides_no_answer_and_still_reports(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    _write(path, "c2s")  # the client's bytes were lost, not the server's answer
+    result = CliRunner().invoke(main, ["check", str(path)])
+    assert result.exit_code == 1
     assert "JR-RESP-REQUIRED" in result.stdout
     assert "the trace lacks 37 bytes" in result.stderr
-    assert "first at seq 2: the analysis died" in result.stderr
+    assert "not judged" not in result.stderr
+
+
+def test_unjudged_responses_are_named_too() -> None:
+    tally = GapTally()
+    tally.note(_gap(4, {"direction": "c2s", "lost_bytes": 10}))
+    tally.unjudged = {"JR-RESP-ID": 2, "JR-RESP-REQUIRED": 3}
+    warning = tally.warning() or ""
+    assert "3 request(s) pending across a capture gap were not judged" in warning
+    assert "2 response(s) with an unknown id after a capture gap were not judged" in warning
 
 
 def test_check_of_a_whole_trace_does_not_warn(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from mcpsniff.core.ids import IdKey, id_key, show_id
 from mcpsniff.core.model import C2S, OPPOSITE, S2C, SENDER
 from mcpsniff.core.protocol import STATELESS, V4
 from mcpsniff.core.rules.registry import EVENT, NOTIFICATION, REPLY, REQUEST, rule
-from mcpsniff.core.state import Answered, ProgressState
+from mcpsniff.core.state import Answered, CaptureGaps, Pending, ProgressState
 
 if TYPE_CHECKING:
     from mcpsniff.core.model import EventRecord
@@ -35,6 +35,9 @@ RULES = (
 
 #: At most this many unanswered requests are reported one by one at session end.
 MAX_UNANSWERED_REPORTS = 200
+#: ``session.shared`` key: exchange ranges a salvaged HTTP capture-gap names
+#: (its exchanges may belong to any session of the capture).
+GAP_EXCHANGES = "capture-gap-exchanges"
 
 
 @rule("PROG-TOKEN-TYPE", "PROG-TOKEN-UNIQUE", on=REQUEST)
@@ -172,6 +175,8 @@ def _cancelled(session: Session, msg: Msg) -> None:
     if state.era == STATELESS and msg.direction == S2C:
         return  # servers cancel subscriptions/listen streams (MOD-SUBS-CLOSE)
     other = key in state.used[OPPOSITE[msg.direction]]
+    if not other and _gap_may_hide(session, msg.direction, "CANCEL-SAME-DIRECTION"):
+        return  # the cancelled request may be in the sender's capture gap
     session.report(
         "CANCEL-SAME-DIRECTION",
         f"{sender} cancelled request {show_id(request_id)}, but "
@@ -272,7 +277,7 @@ def _progress(session: Session, msg: Msg) -> None:
                 [finished, msg.frame],
                 token=token,
             )
-        else:
+        elif not _gap_may_hide(session, request_direction, "PROG-ACTIVE-TOKEN"):
             session.report(
                 "PROG-ACTIVE-TOKEN",
                 f"{sender} sent progress for token {show_id(token)}, which no active request "
@@ -302,20 +307,130 @@ def _progress(session: Session, msg: Msg) -> None:
             )
 
 
+@rule(
+    "JR-RESP-REQUIRED",
+    "JR-RESP-ID",
+    "PROG-ACTIVE-TOKEN",
+    "CANCEL-SAME-DIRECTION",
+    on=EVENT,
+    keys=("capture-gap",),
+)
+def capture_gap(session: Session, event: EventRecord) -> None:
+    """Bytes were forwarded but not analyzed: remember what they may hold.
+
+    A gap in one direction may hold the answers to the requests the other
+    direction has in flight (they are not judged unanswered at session end),
+    and the requests whose answers come later (an unknown id after it is not
+    judged). A gap of an HTTP exchange concerns only that exchange's requests;
+    a salvaged HTTP gap names exchanges of any session (``GAP_EXCHANGES``).
+    Gaps are rare: this may cost anything, a message costs nothing.
+    """
+    state = session.state
+    data = event.data
+    direction = data.get("direction")
+    if direction in (C2S, S2C):
+        gaps = state.gaps
+        if gaps is None:
+            gaps = state.gaps = CaptureGaps()
+        lost = data.get("lost_bytes")
+        # A gap that says it lost nothing (or says it badly) still lost something.
+        gaps.lost[direction] += lost if type(lost) is int and lost > 0 else 1
+        gaps.last_seq[direction] = max(event.seq, 1)
+        asking = OPPOSITE[direction]
+        exchange = data.get("exchange")
+        if type(exchange) is int and state.http is not None:
+            # An HTTP body's gap: only the requests of that exchange lose their answer.
+            found = state.http.exchanges.get(exchange)
+            keys = {m.key for m in found.methods if m.kind == REQUEST} if found else set()
+            in_flight = [r for r in _in_flight(session, asking) if r.key in keys]
+        else:
+            in_flight = _in_flight(session, asking)
+        # Kept bounded by the requests in flight: the earlier gaps' requests
+        # that have been answered since are forgotten.
+        still = {r.seq for r in _in_flight(session, asking)}
+        gaps.crossed[asking] = (gaps.crossed[asking] & still) | {r.seq for r in in_flight}
+        return
+    ranges = data.get("exchanges")
+    if isinstance(ranges, list):
+        named = [
+            (r[0], r[1])
+            for r in ranges[:1024]
+            if isinstance(r, list) and len(r) == 2 and all(type(n) is int for n in r)
+        ]
+        through = data.get("through_exchange")
+        unlisted = data.get("unlisted_exchanges")
+        if type(unlisted) is int and unlisted > 0 and type(through) is int and named:
+            # Past the listed ranges, the missing exchanges are not named one by one.
+            named.append((named[-1][1] + 1, through))
+        kept = session.shared.setdefault(GAP_EXCHANGES, [])
+        if len(kept) < 4096:
+            kept.extend(named)
+
+
+def _gap_may_hide(session: Session, direction: str, rule_id: str) -> bool:
+    """Whether ``direction`` lost bytes to a capture gap (then ``rule_id`` is excused).
+
+    For verdicts about something ``direction`` should have sent before (a
+    request, its progress token): it may be in the gap. One attribute test
+    when there is no gap.
+    """
+    gaps = session.state.gaps
+    if gaps is None or not gaps.lost[direction]:
+        return False
+    gaps.excuse(rule_id)
+    return True
+
+
+def _in_flight(session: Session, direction: str) -> list[Pending]:
+    """Every request ``direction`` has in flight, shadowed ones included."""
+    state = session.state
+    shadowed = [r for queue in state.shadowed[direction].values() for r in queue]
+    return [*shadowed, *state.pending[direction].values()]
+
+
+def _gap_hidden(session: Session) -> tuple[CaptureGaps | None, set[Any]]:
+    """The session's gaps, and the keys of its requests whose exchange a salvaged gap names."""
+    state = session.state
+    ranges = session.shared.get(GAP_EXCHANGES)
+    keys: set[Any] = set()
+    if ranges and state.http is not None:
+        for number, exchange in state.http.exchanges.items():
+            if any(first <= number <= last for first, last in ranges):
+                keys.update(m.key for m in exchange.methods if m.kind == REQUEST)
+        if keys and state.gaps is None:
+            state.gaps = CaptureGaps()
+    return state.gaps, keys
+
+
 @rule("JR-RESP-REQUIRED", on=EVENT, keys=("session-end",))
 def end_of_session(session: Session, event: EventRecord) -> None:
-    """Requests still pending when the session ends were never answered."""
+    """Requests still pending when the session ends were never answered.
+
+    Unless their answer may be in a capture gap: a request in flight when the
+    answering direction lost bytes is not judged (``capture_gap``), only counted.
+    """
     state = session.state
     reported = 0
     overflow = 0
+    gaps, hidden = (
+        (None, set())
+        if state.gaps is None and GAP_EXCHANGES not in session.shared
+        else _gap_hidden(session)
+    )
     for direction in (C2S, S2C):
         pending = state.pending[direction]
         # Requests that shared an in-flight id with another are unanswered too.
         shadowed = [r for queue in state.shadowed[direction].values() for r in queue]
+        crossed = gaps.crossed[direction] if gaps is not None else ()
         for request in [*shadowed, *pending.values()]:
             if request.missing_reported or request.method == "subscriptions/listen":
                 # A listen stream ends without a response when the transport
                 # closes (subscriptions.mdx): open at the end is not unanswered.
+                continue
+            if gaps is not None and (
+                request.seq in crossed or (direction == C2S and request.key in hidden)
+            ):
+                gaps.excuse("JR-RESP-REQUIRED")
                 continue
             if reported >= MAX_UNANSWERED_REPORTS:
                 overflow += 1

@@ -557,7 +557,15 @@ def duplicate_response(session: Session, msg: Msg, answered: Answered | None) ->
 
 @rule("JR-RESP-ID", on=PAIRING, keys=("orphan",))
 def unknown_id(session: Session, msg: Msg) -> None:
-    """A reply whose id no request of the other side carried."""
+    """A reply whose id no request of the other side carried.
+
+    Unless the other side's traffic had a capture gap before it: the request
+    may be in the bytes that were forwarded but not analyzed (rules/flow.py).
+    """
+    gaps = session.state.gaps
+    if gaps is not None and gaps.lost[OPPOSITE[msg.direction]]:
+        gaps.excuse("JR-RESP-ID")
+        return
     session.report(
         "JR-RESP-ID",
         f"{SENDER[msg.direction]} sent a response with id {show_id(msg.id)}, but the "

@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mcpsniff.core.ids import id_key
-from mcpsniff.core.model import C2S, ERROR, SENDER
+from mcpsniff.core.model import C2S, ERROR, S2C, SENDER
 from mcpsniff.core.protocol import (
     BOTH,
     DIRECTIONS,
@@ -248,6 +248,8 @@ def _first_message(session: Session, msg: Msg) -> None:
         # A dual-era client's probe (MOD-STDIO-PROBE), not a handshake violation.
         state.lifecycle.probe_seen = True
         return
+    if _gap_hides(session, C2S, None, "LC-INIT-FIRST"):
+        return  # the client's initialize may be in the gap before this first message
     session.report(
         "LC-INIT-FIRST",
         f'the client\'s first message is "{msg.method}", but a session must start with an '
@@ -311,13 +313,24 @@ def _initialize_request(session: Session, msg: Msg) -> None:
         _cap_shape(session, msg, caps, "client")
 
 
+def _gap_hides(session: Session, direction: str, after: int | None, rule_id: str) -> bool:
+    """Whether a capture gap in ``direction`` after seq ``after`` may hold the message
+    whose absence ``rule_id`` would report (then it is excused and counted)."""
+    gaps = session.state.gaps
+    if gaps is None or not gaps.since(direction, after):
+        return False
+    gaps.excuse(rule_id)
+    return True
+
+
 def _handshake_client_request(session: Session, msg: Msg) -> None:
     state = session.state
     lc = state.lifecycle
     method = msg.method
     if method in ("initialize", "ping") or lc.init_seq is None:
         pass
-    elif lc.init_ok is None:
+    elif lc.init_ok is None and not _gap_hides(session, S2C, lc.init_seq, "LC-CLIENT-PRE-RESPONSE"):
+        # (Unless the server's answer to initialize may be in a gap.)
         session.report(
             "LC-CLIENT-PRE-RESPONSE",
             f'the client sent "{method}" before the server answered initialize; only pings '
@@ -325,7 +338,12 @@ def _handshake_client_request(session: Session, msg: Msg) -> None:
             [lc.init_seq, msg.frame],
             method=method,
         )
-    elif lc.init_ok and lc.initialized_seq is None and not lc.order_reported:
+    elif (
+        lc.init_ok
+        and lc.initialized_seq is None
+        and not lc.order_reported
+        and not _gap_hides(session, C2S, lc.init_seq, "LC-INITIALIZED-ORDER")
+    ):
         lc.order_reported = True
         session.report(
             "LC-INITIALIZED-ORDER",
@@ -354,7 +372,12 @@ def _handshake_server_request(session: Session, msg: Msg) -> None:
     state = session.state
     lc = state.lifecycle
     method = msg.method or ""
-    if method != "ping" and lc.init_seq is not None and lc.initialized_seq is None:
+    if (
+        method != "ping"
+        and lc.init_seq is not None
+        and lc.initialized_seq is None
+        and not _gap_hides(session, C2S, lc.init_seq, "LC-SERVER-PRE-INITIALIZED")
+    ):
         session.report(
             "LC-SERVER-PRE-INITIALIZED",
             f'the server sent request "{method}" before the client sent '
@@ -488,7 +511,7 @@ def on_notification(session: Session, msg: Msg) -> None:
         if not state.first_c2s_seen:
             if state.era is None and method != "notifications/initialized":
                 _first_message(session, msg)
-            elif state.era is None:
+            elif state.era is None and not _gap_hides(session, C2S, None, "LC-INIT-FIRST"):
                 session.report(
                     "LC-INIT-FIRST",
                     "the client's first message is notifications/initialized, but a session "
@@ -777,7 +800,11 @@ def end_of_session(session: Session, event: EventRecord) -> None:
     lc = state.lifecycle
     if state.era == STATELESS:
         return
-    if lc.init_ok and lc.initialized_seq is None:
+    if (
+        lc.init_ok
+        and lc.initialized_seq is None
+        and not _gap_hides(session, C2S, lc.init_seq, "LC-INITIALIZED-MISSING")
+    ):
         seqs = [s for s in (lc.init_seq, lc.init_response_seq) if s is not None]
         session.report(
             "LC-INITIALIZED-MISSING",
