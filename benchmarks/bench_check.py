@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import importlib.metadata
 import os
 import pstats
@@ -47,14 +48,18 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 
 import orjson
 
-from mcpsniff.core.analyzer import replay
-from mcpsniff.core.model import SEVERITY_RANK, FindingRecord
+from mcpsniff.cli import _note_event
+from mcpsniff.core.analyzer import Analyzer, replay_batches
+from mcpsniff.core.model import SEVERITY_RANK, EventRecord, FindingRecord
 from mcpsniff.render import finding_json
+from mcpsniff.safe_output import json_line
 from mcpsniff.trace.format import TraceReader
+from mcpsniff.trace.gaps import GapTally
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_trace import cached_trace
@@ -131,18 +136,38 @@ def read_inputs(path: Path) -> int:
 
 
 def check(path: Path, fail_on: str = "error") -> int:
-    """What ``mcpsniff check --format json`` does, in-process. Returns the finding count."""
+    """What ``mcpsniff check --format json`` does, in-process. Returns the finding count.
+
+    The loop of the ``check`` command in ``mcpsniff/cli.py``, step for step:
+    its collector settings (restored afterwards, so the other loops run with
+    the defaults), the records walked batch by batch, every session counted,
+    analyzer errors and capture gaps noted, each finding written as a JSON line.
+    """
     threshold = SEVERITY_RANK[fail_on]
     failing = 0
     findings = 0
-    with open(os.devnull, "w") as out, TraceReader(path) as reader:
-        for record in replay(reader.inputs()):
-            if not isinstance(record, FindingRecord):
-                continue
-            if SEVERITY_RANK.get(record.severity, 0) >= threshold:
-                failing += 1
-            out.write(orjson.dumps(finding_json(record)).decode() + "\n")
-            findings += 1
+    sessions: set[str] = set()
+    analyzer_errors: list[EventRecord] = []
+    gaps = GapTally()
+    collector = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(100_000, 50, 100)
+    try:
+        with open(os.devnull, "w") as out, TraceReader(path) as reader:
+            for record in chain.from_iterable(replay_batches(reader.inputs(), Analyzer())):
+                if not isinstance(record, FindingRecord):
+                    sessions.add(record.session)
+                    if type(record) is EventRecord:
+                        _note_event(record, analyzer_errors, gaps)
+                    continue
+                if SEVERITY_RANK.get(record.severity, 0) >= threshold:
+                    failing += 1
+                out.write(json_line(finding_json(record)) + "\n")
+                sessions.add(record.session)
+                findings += 1
+    finally:
+        gc.set_threshold(*collector)
+        gc.unfreeze()
     return findings
 
 

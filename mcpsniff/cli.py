@@ -7,7 +7,8 @@ import os
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from itertools import chain
 from pathlib import Path
 
 import click
@@ -15,7 +16,7 @@ import orjson
 
 from mcpsniff import __version__
 from mcpsniff.core import catalog
-from mcpsniff.core.analyzer import Analyzer, replay
+from mcpsniff.core.analyzer import Analyzer, replay_batches
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.core.explain import explain_lines
 from mcpsniff.core.model import SEVERITY_RANK, EventRecord, FindingRecord, Record
@@ -151,13 +152,18 @@ def check(
     out = sys.stdout
     try:
         with reader:
-            records = _noting_analyzer_errors(
-                replay(reader.inputs(), analyzer := Analyzer()), analyzer_errors, gaps
-            )
-            for record in records if flt is None else matching_findings(records, flt):
+            batches = replay_batches(reader.inputs(), analyzer := Analyzer())
+            if flt is not None:
+                # The filter drops findings only: every other record still passes.
+                batches = ([r] for r in matching_findings(chain.from_iterable(batches), flt))
+            # Walked batch by batch (no generator hop per record): most records are
+            # frames and messages, which only name their session.
+            for record in chain.from_iterable(batches):
                 if not isinstance(record, FindingRecord):
                     # "0 finding(s) in 1 session(s)": every session counts, clean or not.
                     sessions.add(record.session)
+                    if type(record) is EventRecord:
+                        _note_event(record, analyzer_errors, gaps)
                     continue
                 if SEVERITY_RANK.get(record.severity, 0) >= threshold:
                     failing += 1
@@ -216,18 +222,12 @@ def check(
     sys.exit(EXIT_FINDINGS if failing else EXIT_OK)
 
 
-def _noting_analyzer_errors(
-    records: Iterator[Record], errors: list[EventRecord], gaps: GapTally | None = None
-) -> Iterator[Record]:
-    """``records`` unchanged, with each ``analyzer-error`` event also kept in ``errors``
-    (and each ``capture-gap`` counted in ``gaps``)."""
-    for record in records:
-        if isinstance(record, EventRecord):
-            if record.event == "analyzer-error":
-                errors.append(record)
-            elif gaps is not None and record.event == "capture-gap":
-                gaps.note(record)
-        yield record
+def _note_event(record: EventRecord, errors: list[EventRecord], gaps: GapTally) -> None:
+    """Keep an ``analyzer-error`` event in ``errors``; count a ``capture-gap`` in ``gaps``."""
+    if record.event == "analyzer-error":
+        errors.append(record)
+    elif record.event == "capture-gap":
+        gaps.note(record)
 
 
 def _explain_only(rule_id: str | None) -> None:

@@ -88,3 +88,16 @@ def test_runs_of_frames_give_the_records_of_one_frame_at_a_time(
         r.seq for r in in_runs if isinstance(r, FrameRecord | EventRecord) and r.seq <= len(inputs)
     ]
     assert echoed[: len(inputs)] == [r.seq for r in inputs]
+
+
+def test_replay_batches_hold_the_records_of_replay_in_order_one_session_each() -> None:
+    inputs = _inputs()
+    flat = list(analyzer.replay(_fresh(inputs)))
+    batches = list(analyzer.replay_batches(_fresh(inputs)))
+    assert _shown([r for batch in batches for r in batch]) == _shown(flat)
+    # One analyzer call each: a run of frames (at most MAX_RUN) or one event,
+    # all of one session, so a caller can walk them without a hop per record.
+    assert len(batches) < len(flat)
+    for batch in batches:
+        assert len({r.session for r in batch}) == 1
+        assert sum(type(r) is FrameRecord for r in batch) <= analyzer.MAX_RUN
