@@ -79,11 +79,22 @@ def replay_batches(
     last_seq = 0
     # Consecutive frames of one session are analyzed together (one
     # ``analyze_frames`` call for up to MAX_RUN of them), in input order: a
-    # frame of another session or any event first finishes the run.
+    # frame of another session or any event first finishes the run. A
+    # session's frames are known by its key (keys name sessions one to one).
     run: list[FrameRecord] = []
     run_session: Session | None = None
+    run_key: object = None  # run_session's key
+    limit = MAX_RUN
     for record in inputs:
         is_frame = type(record) is FrameRecord
+        if is_frame and record.session == run_key and len(run) < limit:
+            # The usual input: the next frame of the run (the checks below, for it).
+            run.append(record)  # type: ignore[arg-type]
+            if record.t > last_t:
+                last_t = record.t
+            if record.seq > last_seq:
+                last_seq = record.seq
+            continue
         session = sessions.get(record.session)
         if session is None:
             session = analyzer.session(record.session, record.transport if is_frame else "stdio")
@@ -91,16 +102,14 @@ def replay_batches(
             last_t = record.t
         if record.seq > last_seq:
             last_seq = record.seq
-        if is_frame and session is run_session and len(run) < MAX_RUN:
-            run.append(record)  # type: ignore[arg-type]
-            continue
         if run:
             yield run_session.analyze_frames(run)  # type: ignore[union-attr]
             run = []
-            run_session = None
+            run_session = run_key = None
         if is_frame:
             run.append(record)  # type: ignore[arg-type]
             run_session = session
+            run_key = record.session
         else:
             yield session.apply_event(record)  # type: ignore[arg-type]
     if run:
