@@ -480,17 +480,18 @@ class Session:
                 kind = INVALID
             elif method is not None:
                 # The plain envelope (see below): a request of exactly jsonrpc, id,
-                # method and params, a notification of jsonrpc, method and maybe
-                # params; params an object without _meta; the id a string or an
-                # integer; a method name not reserved ("rpc.", JSON-RPC §4) and no
-                # request named like a notification (MSG-NOTIF-NO-ID).
+                # method and maybe params, a notification of jsonrpc, method and
+                # maybe params; params an object without _meta; the id a string or
+                # an integer; a method name not reserved ("rpc.", JSON-RPC §4) and
+                # no request named like a notification (MSG-NOTIF-NO-ID).
                 size = len(obj)
                 if kind == REQUEST:
                     plain = (
-                        size == 4
-                        and params is not None
+                        (
+                            (size == 4 and params is not None and "_meta" not in params)
+                            or (size == 3 and "params" not in obj)
+                        )
                         and (type(ident) is int or type(ident) is str)
-                        and "_meta" not in params
                         and not method.startswith(FLAGGED_REQUEST_PREFIXES)
                     )
                 else:

@@ -167,6 +167,13 @@ NEAR_PLAIN = [
     ),
     ("c2s", {"jsonrpc": "2.0", "id": 5, "method": "ping", "params": {}, "Id": 1}, "JR-MEMBER-CASE"),
     ("c2s", {"jsonrpc": "2.0", "method": "rpc.x"}, "JR-METHOD-RPC-RESERVED"),
+    # A request without params (plain too), one step away.
+    ("c2s", {"jsonrpc": "2.1", "id": 5, "method": "ping"}, "JR-VERSION"),
+    ("c2s", {"jsonrpc": "2.0", "id": None, "method": "ping"}, "MSG-ID-NOT-NULL"),
+    ("c2s", {"jsonrpc": "2.0", "id": 5, "method": "rpc.ping"}, "JR-METHOD-RPC-RESERVED"),
+    ("c2s", {"jsonrpc": "2.0", "id": 5, "method": "notifications/x"}, "MSG-NOTIF-NO-ID"),
+    ("c2s", {"JSONRPC": "2.0", "id": 5, "method": "ping"}, "JR-MEMBER-CASE"),
+    ("c2s", {"id": 5, "method": "ping", "Params": {}}, "JR-MEMBER-CASE"),
     (
         "c2s",
         {"jsonrpc": "2.0", "method": "notifications/progress", "params": [1]},
@@ -198,6 +205,8 @@ def test_plain_envelopes_get_no_finding(convo: Conversation) -> None:
     convo.client(notification("notifications/cancelled", {"requestId": 1}))
     convo.client(request(2, "ping", {}))
     convo.server(result(2, {}))
+    convo.client({"jsonrpc": "2.0", "id": "3", "method": "tools/list"})
+    convo.server(result("3", {"tools": []}))
     assert [r for r in convo.records if isinstance(r, FindingRecord)] == []
 
 
