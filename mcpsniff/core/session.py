@@ -481,14 +481,19 @@ class Session:
             elif method is not None:
                 # The plain envelope (see below): a request of exactly jsonrpc, id,
                 # method and maybe params, a notification of jsonrpc, method and
-                # maybe params; params an object without _meta; the id a string or
+                # maybe params; params an object without _meta (or, in a request,
+                # a _meta of one well-typed progressToken); the id a string or
                 # an integer; a method name not reserved ("rpc.", JSON-RPC §4) and
                 # no request named like a notification (MSG-NOTIF-NO-ID).
                 size = len(obj)
                 if kind == REQUEST:
                     plain = (
                         (
-                            (size == 4 and params is not None and "_meta" not in params)
+                            (
+                                size == 4
+                                and params is not None
+                                and ("_meta" not in params or _progress_only(params["_meta"]))
+                            )
                             or (size == 3 and "params" not in obj)
                         )
                         and (type(ident) is int or type(ident) is str)
@@ -1028,6 +1033,16 @@ class _FrameView(NamedTuple):
 
     kind: str
     frame: FrameRecord | None
+
+
+def _progress_only(meta: Any) -> bool:
+    """Whether ``meta`` is ``{"progressToken": <string or integer>}``: a _meta the
+    structural rules pass (MSG-META-PROGRESS, MSG-META-KEYS), the usual one."""
+    return type(meta) is dict and len(meta) == 1 and type(meta.get("progressToken")) in _TOKEN
+
+
+#: The progressToken types of a plain _meta (``type`` is exact: a bool is no int).
+_TOKEN = (int, str)
 
 
 def round_ms(value: float) -> float:

@@ -166,6 +166,26 @@ NEAR_PLAIN = [
         "MSG-META-PROGRESS",
     ),
     ("c2s", {"jsonrpc": "2.0", "id": 5, "method": "ping", "params": {}, "Id": 1}, "JR-MEMBER-CASE"),
+    (
+        "c2s",
+        {"jsonrpc": "2.0", "id": 5, "method": "ping", "params": {"_meta": {"progressToken": [1]}}},
+        "MSG-META-PROGRESS",
+    ),
+    (
+        "c2s",
+        {"jsonrpc": "2.0", "id": 5, "method": "ping", "params": {"_meta": {"progress token": 1}}},
+        "MSG-META-KEYS",
+    ),
+    (
+        "c2s",
+        {
+            "jsonrpc": "2.0",
+            "id": 5,
+            "method": "ping",
+            "params": {"_meta": {"progressToken": 1, "bad key": 1}},
+        },
+        "MSG-META-KEYS",
+    ),
     ("c2s", {"jsonrpc": "2.0", "method": "rpc.x"}, "JR-METHOD-RPC-RESERVED"),
     # A request without params (plain too), one step away.
     ("c2s", {"jsonrpc": "2.1", "id": 5, "method": "ping"}, "JR-VERSION"),
@@ -203,6 +223,10 @@ def test_plain_envelopes_get_no_finding(convo: Conversation) -> None:
     convo.handshake()
     convo.client(request(1, "tools/call", {"name": "t", "arguments": {}}))
     convo.client(notification("notifications/cancelled", {"requestId": 1}))
+    for ident, token in ((7, 70), (8, "t8")):
+        call = {"name": "t", "arguments": {}, "_meta": {"progressToken": token}}
+        convo.client(request(ident, "tools/call", call))
+        convo.client(notification("notifications/cancelled", {"requestId": ident}))
     convo.client(request(2, "ping", {}))
     convo.server(result(2, {}))
     convo.client({"jsonrpc": "2.0", "id": "3", "method": "tools/list"})
