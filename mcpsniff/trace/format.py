@@ -896,6 +896,10 @@ class TraceReader:
                         continue
                     # len points elsewhere: the general path below says so.
                 else:
+                    # orjson reads an integer beyond 64 bits as a float, so a
+                    # seq or len of -2**63-1 would look "not an integer" here;
+                    # the verdict is given on the exact parse, as _input does.
+                    obj = _loads(line)
                     reason = frame_problem(obj)
                     if reason is not None:
                         self._skip(number, reason)
