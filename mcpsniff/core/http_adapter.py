@@ -955,7 +955,9 @@ class ObservationAdapter:
         self.recorder.event(o.session, o.name, o.t, o.data)
 
     def _capture_gap(self, o: CaptureGap) -> None:
-        data = {"lost_calls": o.lost_calls, "lost_bytes": o.lost_bytes}
+        # Dropped observations of any exchange, either way: the verdicts of
+        # every session may depend on them (rules/flow.py, "capture").
+        data = {"lost_calls": o.lost_calls, "lost_bytes": o.lost_bytes, "scope": "capture"}
         self.recorder.event(RELAY_SESSION, "capture-gap", o.t, data)
 
     def _end(self, o: CaptureEnd) -> None:

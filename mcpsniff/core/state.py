@@ -131,6 +131,8 @@ class CaptureGaps:
     excused: dict[str, int] = field(default_factory=dict)
     #: The seq of the latest gap per traffic direction (0: none yet).
     last_seq: dict[str, int] = field(default_factory=lambda: {C2S: 0, S2C: 0})
+    #: The seq of the latest capture-wide gap taken in (``gaps_of``; 0: none).
+    capture_seq: int = 0
 
     def since(self, direction: str, seq: int | None) -> bool:
         """Whether ``direction`` lost bytes after ``seq`` (None: at any time)."""
@@ -140,6 +142,35 @@ class CaptureGaps:
     def excuse(self, rule: str) -> None:
         """Count one verdict of ``rule`` not given."""
         self.excused[rule] = self.excused.get(rule, 0) + 1
+
+
+#: ``Session.shared`` key: the seq of the latest capture-wide gap, one that may
+#: hold traffic of any session in either direction (rules/flow.py).
+CAPTURE_GAP = "capture-wide-gap"
+#: ``Session.shared`` key: the highest HTTP exchange number whose request the
+#: trace holds (rules/http.py), to tell which exchanges a salvage names began later.
+EXCHANGES_BEGUN = "http-exchanges-begun"
+
+
+def gaps_of(state: SessionState, shared: dict[str, Any]) -> CaptureGaps | None:
+    """The session's capture gaps, with the capture's latest capture-wide gap taken in.
+
+    A capture-wide gap counts, for every session, as bytes lost in both
+    directions at its seq. For the rare paths that judge a verdict a gap may
+    hide; a session without gaps pays a dict lookup there, nothing elsewhere.
+    """
+    gaps = state.gaps
+    seq = shared.get(CAPTURE_GAP)
+    if seq is None:
+        return gaps
+    if gaps is None:
+        gaps = state.gaps = CaptureGaps()
+    if gaps.capture_seq < seq:
+        gaps.capture_seq = seq
+        for direction in (C2S, S2C):
+            gaps.lost[direction] += 1
+            gaps.last_seq[direction] = max(gaps.last_seq[direction], seq)
+    return gaps
 
 
 @dataclass(slots=True)

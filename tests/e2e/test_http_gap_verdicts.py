@@ -9,6 +9,12 @@ a capture-gap naming the exchanges it began whose end the trace lacks. Then
 ``mcpsniff check --fail-on error`` must pass: the long call is not "never
 answered" (JR-RESP-REQUIRED) since its answer is in the gap, and stderr says
 how many verdicts the gap left unjudged.
+
+The same with the server asking: a tool call makes server-everything send the
+client a ``sampling/createMessage`` request on the call's SSE stream; the
+analysis process is killed once that request is recorded, so the client's
+answer (its own POST) and the tool's result are forwarded, not recorded. The
+server's request is not "never answered" either: its answer is in the gap.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +40,7 @@ from tests.e2e.test_http_peers import EVERYTHING_JS, REPO, Relay, Server, stop_p
 #: Headers of every POST (Streamable HTTP: the server answers JSON or SSE).
 POST_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
 LONG_CALL = 3
+SAMPLING_CALL = 7
 #: Calls sent after the analysis process died.
 AFTER = range(4, 9)
 
@@ -110,6 +118,60 @@ async def _session(relay: Relay) -> list[str]:
         return bodies
 
 
+async def _sampling_session(relay: Relay) -> str:
+    """initialize with sampling; a tool call whose server asks the client to sample."""
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as http:
+        init = _request(
+            1,
+            "initialize",
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {"sampling": {}},
+                "clientInfo": {"name": "gap-e2e", "version": "1.0"},
+            },
+        )
+        async with http.post(relay.url, data=init, headers=POST_HEADERS) as reply:
+            assert reply.status == 200
+            session = {**POST_HEADERS, "Mcp-Session-Id": reply.headers["Mcp-Session-Id"]}
+            await reply.read()
+        session["MCP-Protocol-Version"] = "2025-06-18"
+        notified = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+        async with http.post(relay.url, data=notified, headers=session) as reply:
+            assert reply.status == 202
+        call = _request(
+            SAMPLING_CALL,
+            "tools/call",
+            {"name": "trigger-sampling-request", "arguments": {"prompt": "hi", "maxTokens": 5}},
+        )
+        async with http.post(relay.url, data=call, headers=session) as reply:
+            assert reply.status == 200, await reply.text()
+            asked = None
+            async for line in reply.content:
+                if line.startswith(b"data:") and b"sampling/createMessage" in line:
+                    asked = json.loads(line[5:])
+                    break
+            assert asked is not None
+            await _wait_for(
+                relay.trace, b'"method":"sampling/createMessage"', "the server's request"
+            )
+            os.kill(_analysis_process(relay), signal.SIGKILL)
+            answer = {
+                "jsonrpc": "2.0",
+                "id": asked["id"],
+                "result": {
+                    "role": "assistant",
+                    "content": {"type": "text", "text": "sampled"},
+                    "model": "test-model",
+                    "stopReason": "endTurn",
+                },
+            }
+            async with http.post(relay.url, data=json.dumps(answer), headers=session) as posted:
+                assert posted.status == 202, await posted.text()
+            rest = (await reply.read()).decode()
+        assert "LLM sampling result" in rest, rest
+        return rest
+
+
 def _check(trace: Path, *options: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "mcpsniff", "check", "--fail-on", "error", *options, str(trace)],
@@ -120,25 +182,29 @@ def _check(trace: Path, *options: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.fixture(scope="module")
-def killed_trace(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], str]:
+def _killed(folder: Path, session: Callable[[Relay], Awaitable[Any]]) -> tuple[Path, Any, str]:
+    """Run ``session`` through a relay in front of server-everything; the trace, its result."""
     if not EVERYTHING_JS.exists():
         pytest.skip("server-everything is not installed; run scripts/setup-peers.sh")
-    folder = tmp_path_factory.mktemp("http-gap")
     server = Server(
         ["node", str(EVERYTHING_JS), "streamableHttp"], {"PORT": "{port}"}, folder / "server.log"
     )
     try:
         relay = Relay(server.url("/mcp"), folder / "trace.jsonl")
         try:
-            bodies = asyncio.run(_session(relay))
+            result = asyncio.run(session(relay))
         finally:
             code = stop_process(relay.proc, signal.SIGINT)
     finally:
         server.stop()
     # 3: the trace is incomplete (mcpsniff http --help), and the relay completed it.
     assert code == 3, relay.stderr
-    return relay.trace, bodies, relay.stderr
+    return relay.trace, result, relay.stderr
+
+
+@pytest.fixture(scope="module")
+def killed_trace(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], str]:
+    return _killed(tmp_path_factory.mktemp("http-gap"), _session)
 
 
 def test_every_call_is_answered_through_the_relay(
@@ -174,3 +240,20 @@ def test_check_passes_and_names_what_it_did_not_judge(
     assert "the trace lacks" in check.stderr and "exchange(s)" in check.stderr, check.stderr
     assert "1 request(s) pending across a capture gap were not judged unanswered" in check.stderr
     assert "Traceback" not in check.stderr
+
+
+def test_a_server_request_answered_in_the_gap_is_not_judged(
+    tmp_path: Path,
+) -> None:
+    trace, _, stderr = _killed(tmp_path, _sampling_session)
+    with TraceReader(trace) as reader:
+        records = list(reader.records())
+    asked = [
+        r for r in records if isinstance(r, MessageRecord) and r.method == "sampling/createMessage"
+    ]
+    assert [r.direction for r in asked] == ["s2c"], stderr
+    check = _check(trace, "--format", "json")
+    found = [json.loads(line) for line in check.stdout.splitlines()]
+    assert [f for f in found if f["severity"] == "error"] == [], found
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "2 request(s) pending across a capture gap were not judged unanswered" in check.stderr

@@ -4,13 +4,22 @@ requests never answered (JR-RESP-REQUIRED).
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mcpsniff.core.ids import IdKey, id_key, show_id
 from mcpsniff.core.model import C2S, OPPOSITE, S2C, SENDER
 from mcpsniff.core.protocol import STATELESS, V4
 from mcpsniff.core.rules.registry import EVENT, NOTIFICATION, REPLY, REQUEST, rule
-from mcpsniff.core.state import Answered, CaptureGaps, Pending, ProgressState
+from mcpsniff.core.state import (
+    CAPTURE_GAP,
+    EXCHANGES_BEGUN,
+    Answered,
+    CaptureGaps,
+    Pending,
+    ProgressState,
+    gaps_of,
+)
 
 if TYPE_CHECKING:
     from mcpsniff.core.model import EventRecord
@@ -38,6 +47,9 @@ MAX_UNANSWERED_REPORTS = 200
 #: ``session.shared`` key: exchange ranges a salvaged HTTP capture-gap names
 #: (its exchanges may belong to any session of the capture).
 GAP_EXCHANGES = "capture-gap-exchanges"
+#: The session key of the HTTP relay's own events (``core.http_adapter.RELAY_SESSION``),
+#: which a relay appending to a trace suffixes with ``@pid.time``.
+RELAY_KEY = "http"
 
 
 @rule("PROG-TOKEN-TYPE", "PROG-TOKEN-UNIQUE", on=REQUEST)
@@ -350,6 +362,13 @@ def capture_gap(session: Session, event: EventRecord) -> None:
         still = {r.seq for r in _in_flight(session, asking)}
         gaps.crossed[asking] = (gaps.crossed[asking] & still) | {r.seq for r in in_flight}
         return
+    if _capture_wide(session.key, data):
+        # The HTTP capture channel dropped observations of any exchange, either
+        # way: requests, answers, their ends (§14.9: an answer may come on any
+        # stream of the session). Every session takes it in (``gaps_of``).
+        shared = session.shared
+        shared[CAPTURE_GAP] = max(shared.get(CAPTURE_GAP, 0), event.seq)
+        return
     ranges = data.get("exchanges")
     if isinstance(ranges, list):
         named = [
@@ -367,6 +386,23 @@ def capture_gap(session: Session, event: EventRecord) -> None:
             kept.extend(named)
 
 
+def _capture_wide(key: str, data: dict[str, Any]) -> bool:
+    """Whether a capture-gap without direction may hold traffic of every session.
+
+    The HTTP relay's channel gap (``scope: "capture"``; older traces: its
+    dropped-observation count on the relay's key) may. The stdio relay's
+    (its child's stderr pieces) and a salvage's list of exchanges do not.
+    """
+    scope = data.get("scope")
+    if scope is not None:
+        return scope == "capture"
+    return (
+        "lost_calls" in data
+        and "exchanges" not in data
+        and (key == RELAY_KEY or key.startswith(RELAY_KEY + "@"))
+    )
+
+
 def _gap_may_hide(session: Session, direction: str, rule_id: str) -> bool:
     """Whether ``direction`` lost bytes to a capture gap (then ``rule_id`` is excused).
 
@@ -374,7 +410,7 @@ def _gap_may_hide(session: Session, direction: str, rule_id: str) -> bool:
     request, its progress token): it may be in the gap. One attribute test
     when there is no gap.
     """
-    gaps = session.state.gaps
+    gaps = gaps_of(session.state, session.shared)
     if gaps is None or not gaps.lost[direction]:
         return False
     gaps.excuse(rule_id)
@@ -388,18 +424,40 @@ def _in_flight(session: Session, direction: str) -> list[Pending]:
     return [*shadowed, *state.pending[direction].values()]
 
 
-def _gap_hidden(session: Session) -> tuple[CaptureGaps | None, set[Any]]:
-    """The session's gaps, and the keys of its requests whose exchange a salvaged gap names."""
+@dataclass(slots=True)
+class _Hidden:
+    """What a salvaged HTTP gap hides of one session's pending requests."""
+
+    #: Keys of the client requests whose exchange the gap names.
+    keys: set[Any] = field(default_factory=set)
+    #: A named exchange is a GET stream of the session: any client request's
+    #: answer may have travelled on it (§14.9).
+    stream: bool = False
+    #: A named exchange began after every exchange the trace holds: it may be
+    #: the client's answer to any server request the trace holds.
+    later: bool = False
+
+
+def _gap_hidden(session: Session) -> tuple[CaptureGaps | None, _Hidden]:
+    """The session's gaps, and what a salvaged gap's exchanges hide of its requests."""
     state = session.state
-    ranges = session.shared.get(GAP_EXCHANGES)
-    keys: set[Any] = set()
-    if ranges and state.http is not None:
-        for number, exchange in state.http.exchanges.items():
-            if any(first <= number <= last for first, last in ranges):
-                keys.update(m.key for m in exchange.methods if m.kind == REQUEST)
-        if keys and state.gaps is None:
+    shared = session.shared
+    ranges = shared.get(GAP_EXCHANGES)
+    hidden = _Hidden()
+    if ranges:
+        if state.http is not None:
+            for number, exchange in state.http.exchanges.items():
+                if any(first <= number <= last for first, last in ranges):
+                    hidden.keys.update(m.key for m in exchange.methods if m.kind == REQUEST)
+                    hidden.stream = hidden.stream or exchange.method == "GET"
+        begun = shared.get(EXCHANGES_BEGUN, 0)
+        hidden.later = any(last > begun for _, last in ranges)
+        if (hidden.keys or hidden.stream or hidden.later) and state.gaps is None:
             state.gaps = CaptureGaps()
-    return state.gaps, keys
+    return gaps_of(state, shared), hidden
+
+
+_NOTHING_HIDDEN = _Hidden()
 
 
 @rule("JR-RESP-REQUIRED", on=EVENT, keys=("session-end",))
@@ -412,9 +470,10 @@ def end_of_session(session: Session, event: EventRecord) -> None:
     state = session.state
     reported = 0
     overflow = 0
+    shared = session.shared
     gaps, hidden = (
-        (None, set())
-        if state.gaps is None and GAP_EXCHANGES not in session.shared
+        (None, _NOTHING_HIDDEN)
+        if state.gaps is None and GAP_EXCHANGES not in shared and CAPTURE_GAP not in shared
         else _gap_hidden(session)
     )
     for direction in (C2S, S2C):
@@ -428,7 +487,14 @@ def end_of_session(session: Session, event: EventRecord) -> None:
                 # closes (subscriptions.mdx): open at the end is not unanswered.
                 continue
             if gaps is not None and (
-                request.seq in crossed or (direction == C2S and request.key in hidden)
+                request.seq in crossed
+                # Sent before a capture-wide gap, pending since: in flight across it.
+                or request.seq < gaps.capture_seq
+                or (
+                    (hidden.stream or request.key in hidden.keys)
+                    if direction == C2S
+                    else hidden.later
+                )
             ):
                 gaps.excuse("JR-RESP-REQUIRED")
                 continue

@@ -39,7 +39,7 @@ from mcpsniff.core.protocol import (
     version_at_least,
 )
 from mcpsniff.core.rules.registry import EVENT, FRAME, rule
-from mcpsniff.core.state import Answered
+from mcpsniff.core.state import EXCHANGES_BEGUN, Answered
 
 if TYPE_CHECKING:
     from mcpsniff.core.model import EventRecord, FrameRecord
@@ -176,6 +176,11 @@ def on_event(session: Session, record: EventRecord) -> None:
     state = _state(session)
     event = record.event
     if event == "http-request":
+        shared = session.shared
+        if number > shared.get(EXCHANGES_BEGUN, 0):
+            # A salvaged gap naming a later exchange names one begun after
+            # every request the trace holds (rules/flow.py).
+            shared[EXCHANGES_BEGUN] = number
         if data.get("mcp") is False:
             # No MCP traffic (OAuth metadata, a health check) that a reverse proxy
             # forwarded too: the MCP transport's rules do not apply to it.

@@ -14,6 +14,7 @@ from mcpsniff.core.jsontypes import json_type
 from mcpsniff.core.model import ERROR, NOTIFICATION, OPPOSITE, REQUEST, RESPONSE, SENDER
 from mcpsniff.core.protocol import V1, V3, version_at_least
 from mcpsniff.core.rules.registry import FRAME, MESSAGE, PAIRING, rule
+from mcpsniff.core.state import gaps_of
 
 if TYPE_CHECKING:
     from mcpsniff.core.model import FrameRecord
@@ -562,7 +563,7 @@ def unknown_id(session: Session, msg: Msg) -> None:
     Unless the other side's traffic had a capture gap before it: the request
     may be in the bytes that were forwarded but not analyzed (rules/flow.py).
     """
-    gaps = session.state.gaps
+    gaps = gaps_of(session.state, session.shared)
     if gaps is not None and gaps.lost[OPPOSITE[msg.direction]]:
         gaps.excuse("JR-RESP-ID")
         return

@@ -38,6 +38,7 @@ from mcpsniff.core.rules.registry import (
     RESPONSE,
     rule,
 )
+from mcpsniff.core.state import gaps_of
 
 if TYPE_CHECKING:
     from mcpsniff.core.model import EventRecord
@@ -316,7 +317,7 @@ def _initialize_request(session: Session, msg: Msg) -> None:
 def _gap_hides(session: Session, direction: str, after: int | None, rule_id: str) -> bool:
     """Whether a capture gap in ``direction`` after seq ``after`` may hold the message
     whose absence ``rule_id`` would report (then it is excused and counted)."""
-    gaps = session.state.gaps
+    gaps = gaps_of(session.state, session.shared)
     if gaps is None or not gaps.since(direction, after):
         return False
     gaps.excuse(rule_id)

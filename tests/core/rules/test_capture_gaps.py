@@ -9,7 +9,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcpsniff.core.model import EventRecord
+import orjson
+import pytest
+
+from mcpsniff.core.analyzer import Analyzer, replay
+from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord
+from mcpsniff.trace.gaps import GapTally
 from tests.conftest import Conversation, notification, request, result
 from tests.core.rules.dsl import Proof, end, http_response, play, req
 from tests.core.rules.test_http import post
@@ -349,3 +354,141 @@ def test_a_request_before_the_initialize_answer_after_a_client_gap_is_still_earl
     conv.client(request(1, "tools/list"))
     conv.close()
     assert "LC-CLIENT-PRE-RESPONSE" in conv.rules()
+
+
+# ------------------------------------------------- capture-wide gaps (the HTTP relay's channel)
+
+
+class Capture:
+    """Frames and events of several sessions in one capture, replayed by one Analyzer."""
+
+    def __init__(self) -> None:
+        self.inputs: list[FrameRecord | EventRecord] = []
+
+    def _seq(self) -> int:
+        return len(self.inputs) + 1
+
+    def frame(self, key: str, direction: str, message: dict[str, Any], **meta: Any) -> None:
+        raw = orjson.dumps(message) + b"\n"
+        seq = self._seq()
+        self.inputs.append(FrameRecord(seq, 1.0 + seq, key, direction, "http", raw, meta or None))
+
+    def event(self, key: str, name: str, data: dict[str, Any]) -> None:
+        seq = self._seq()
+        self.inputs.append(EventRecord(seq, 1.0 + seq, key, name, data))
+
+    def handshake(self, key: str) -> None:
+        self.frame(key, "c2s", INIT)
+        self.frame(key, "s2c", INIT_OK)
+        self.frame(key, "c2s", notification("notifications/initialized"))
+
+    def run(self) -> tuple[list[FindingRecord], dict[str, int]]:
+        analyzer = Analyzer()
+        findings = [r for r in replay(self.inputs, analyzer) if isinstance(r, FindingRecord)]
+        tally = GapTally()
+        tally.add_unjudged(analyzer.sessions.values())
+        return findings, tally.unjudged
+
+
+CAPTURE_GAP = {"lost_calls": 3, "lost_bytes": 900, "scope": "capture"}
+
+
+def test_a_capture_wide_gap_excuses_the_requests_in_flight_in_every_session() -> None:
+    capture = Capture()
+    for key in ("a", "b"):
+        capture.handshake(key)
+        capture.frame(key, "c2s", request(1, "tools/list"))
+    capture.frame("b", "s2c", request(7, "roots/list"))
+    capture.event("http", "capture-gap", CAPTURE_GAP)
+    capture.frame("a", "c2s", request(2, "tools/list"))  # after the gap: no excuse
+    findings, unjudged = capture.run()
+    unanswered = [(f.session, f.data["id"]) for f in findings if f.rule == "JR-RESP-REQUIRED"]
+    assert unanswered == [("a", 2)]
+    assert unjudged == {"JR-RESP-REQUIRED": 3}
+
+
+def test_an_unknown_id_after_a_capture_wide_gap_is_not_judged_in_any_session() -> None:
+    capture = Capture()
+    capture.handshake("a")
+    capture.frame("a", "s2c", result(40, {}))  # before the gap: judged
+    capture.event("http", "capture-gap", CAPTURE_GAP)
+    capture.frame("a", "s2c", result(41, {}))
+    findings, unjudged = capture.run()
+    assert [f.data["id"] for f in findings if f.rule == "JR-RESP-ID"] == [40]
+    assert unjudged == {"JR-RESP-ID": 1}
+
+
+@pytest.mark.parametrize(
+    ("key", "data", "wide"),
+    [
+        ("http", {"lost_calls": 2, "lost_bytes": 10}, True),  # a trace from before "scope"
+        ("http@4242.1796000000", {"lost_calls": 2, "lost_bytes": 10}, True),  # appended run
+        ("a", {"lost_calls": 2, "lost_bytes": 10, "scope": "capture"}, True),
+        ("stdio", {"lost_calls": 2, "lost_bytes": 10}, False),  # stderr pieces
+        ("http", {"lost_calls": 2, "scope": "stream"}, False),
+        ("http", {"lost_calls": 2, "exchanges": [[9, 9]]}, False),  # a salvage's list
+        ("httpd", {"lost_calls": 2, "lost_bytes": 10}, False),
+    ],
+)
+def test_which_gaps_without_direction_are_capture_wide(
+    key: str, data: dict[str, Any], wide: bool
+) -> None:
+    capture = Capture()
+    capture.handshake("a")
+    capture.frame("a", "c2s", request(1, "tools/list"))
+    capture.event(key, "capture-gap", data)
+    findings, unjudged = capture.run()
+    unanswered = [f for f in findings if f.rule == "JR-RESP-REQUIRED" and f.session == "a"]
+    assert (unanswered == []) is wide
+    assert unjudged == ({"JR-RESP-REQUIRED": 1} if wide else {})
+
+
+# ------------------------------------------ a salvaged HTTP gap: server requests, GET streams
+
+
+def _salvaged(*ranges: list[int]) -> dict[str, Any]:
+    return {"lost_exchanges": 1, "exchanges": list(ranges), "through_exchange": 9, "salvaged": True}
+
+
+def _asked(capture: Capture, key: str = "a") -> None:
+    """A tool call whose SSE stream (exchange 2) carries the server's sampling request."""
+    capture.handshake(key)
+    capture.event(key, "http-request", {"exchange": 2, "method": "POST", "path": "/mcp"})
+    capture.frame(key, "c2s", request(1, "tools/call", {"name": "t"}), exchange=2)
+    capture.frame(key, "s2c", request(0, "sampling/createMessage", {}), exchange=2)
+
+
+def test_a_server_request_is_not_judged_when_a_later_exchange_was_lost() -> None:
+    """The client's answer is a POST begun after every exchange the trace holds."""
+    capture = Capture()
+    _asked(capture)
+    capture.event("http", "capture-gap", _salvaged([2, 3]))
+    findings, unjudged = capture.run()
+    assert [f.data["id"] for f in findings if f.rule == "JR-RESP-REQUIRED"] == []
+    assert unjudged == {"JR-RESP-REQUIRED": 2}
+
+
+def test_a_server_request_is_judged_when_only_earlier_exchanges_were_lost() -> None:
+    capture = Capture()
+    _asked(capture)
+    capture.event("http", "capture-gap", _salvaged([2, 2]))
+    findings, unjudged = capture.run()
+    assert [f.data["id"] for f in findings if f.rule == "JR-RESP-REQUIRED"] == [0]
+    assert unjudged == {"JR-RESP-REQUIRED": 1}  # the tool call, in exchange 2
+
+
+def test_a_lost_get_stream_excuses_the_session_s_client_requests() -> None:
+    """§14.9: an answer may come on any stream of the session, the GET stream too."""
+    capture = Capture()
+    capture.handshake("a")
+    capture.event("a", "http-request", {"exchange": 2, "method": "GET", "path": "/mcp"})
+    capture.event("a", "http-request", {"exchange": 3, "method": "POST", "path": "/mcp"})
+    capture.frame("a", "c2s", request(1, "tools/list"), exchange=3)
+    capture.event("a", "http-end", {"exchange": 3, "outcome": "complete"})
+    capture.handshake("b")
+    capture.frame("b", "c2s", request(1, "tools/list"))  # no stream of its own lost
+    capture.event("http", "capture-gap", _salvaged([2, 2]))
+    findings, unjudged = capture.run()
+    unanswered = [f.session for f in findings if f.rule == "JR-RESP-REQUIRED"]
+    assert unanswered == ["b"]
+    assert unjudged == {"JR-RESP-REQUIRED": 1}
