@@ -81,7 +81,7 @@ if IMPORT_ERROR is None:
     from mcpsniff.relay.outputs import Outputs
     from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver
     from mcpsniff.trace.format import header as trace_header
-    from mcpsniff.trace.salvage import SalvageError, TracePlace, exit_reason, salvage
+    from mcpsniff.trace.salvage import TracePlace, exit_reason, salvage_once
 
 
 class _InertLog(logging.Filter):
@@ -588,7 +588,7 @@ def _salvage(
     status: int | None,
     numbered: int,
     end: bool,
-    refusals: set[str] | None = None,
+    refusals: set[str],
 ) -> str | None:
     """Account in the trace for the MCP exchanges a dead analysis process never recorded.
 
@@ -598,21 +598,17 @@ def _salvage(
     """
     if place is None or status in (0, 3):  # 3: the process said why itself
         return None
-    try:
-        report = salvage(
-            place,
-            reason=exit_reason(status),
-            t=time.time(),
-            key="http",
-            exchanges=numbered,
-            end=end,
-        )
-    except SalvageError as exc:
-        if refusals is not None:
-            if str(exc) in refusals:
-                return None
-            refusals.add(str(exc))
-        return f"mcpsniff: the trace stays incomplete: {exc}"
+    report, refused = salvage_once(
+        place,
+        refusals,
+        reason=exit_reason(status),
+        t=time.time(),
+        key="http",
+        exchanges=numbered,
+        end=end,
+    )
+    if report is None:
+        return None if refused is None else f"mcpsniff: {refused}"
     return f"mcpsniff: {report.describe()}" if report.records else None
 
 

@@ -52,11 +52,10 @@ from mcpsniff.relay.worker import TRACE_INCOMPLETE, fork_analysis
 from mcpsniff.trace.format import TraceWriter
 from mcpsniff.trace.paths import TraceOpenError, open_trace_file
 from mcpsniff.trace.salvage import (
-    SalvageError,
     SalvageReport,
     TracePlace,
     exit_reason,
-    salvage,
+    salvage_once,
 )
 
 DEFAULT_HOST = "127.0.0.1"
@@ -540,8 +539,8 @@ async def _salvage(
     exchanges: int,
     end: bool,
     warn: Callable[[str], None] | None,
-    after: SalvageReport | None = None,
-    refusals: set[str] | None = None,
+    after: SalvageReport | None,
+    refusals: set[str],
 ) -> SalvageReport | None:
     """Account in the trace for the exchanges the dead analysis process never recorded.
 
@@ -550,25 +549,20 @@ async def _salvage(
     death was noticed, if any (read on from it); ``refusals``: the refusals
     already warned of (each is said once).
     """
-    try:
-        return await asyncio.to_thread(
-            salvage,
-            place,
-            reason=exit_reason(status),
-            t=time.time(),
-            key=RELAY_SESSION,
-            exchanges=exchanges,
-            end=end,
-            after=after,
-        )
-    except SalvageError as exc:
-        if refusals is not None:
-            if str(exc) in refusals:
-                return None
-            refusals.add(str(exc))
-        if warn is not None:
-            warn(f"mcpsniff http: warning: the trace stays incomplete: {exc}")
-        return None
+    report, refused = await asyncio.to_thread(
+        salvage_once,
+        place,
+        refusals,
+        reason=exit_reason(status),
+        t=time.time(),
+        key=RELAY_SESSION,
+        exchanges=exchanges,
+        end=end,
+        after=after,
+    )
+    if refused is not None and warn is not None:
+        warn(f"mcpsniff http: warning: {refused}")
+    return report
 
 
 class StartError(Exception):

@@ -44,11 +44,10 @@ from mcpsniff.relay.worker import TRACE_INCOMPLETE, fork_analysis
 from mcpsniff.trace.format import TraceWriter
 from mcpsniff.trace.paths import TraceOpenError, open_trace_file
 from mcpsniff.trace.salvage import (
-    SalvageError,
     SalvageReport,
     TracePlace,
     exit_reason,
-    salvage,
+    salvage_once,
 )
 
 #: How far (in bytes) the analyzer may fall behind before the relay stops
@@ -305,24 +304,22 @@ class StdioRelay:
         """
         if self.place is None:
             return None
-        try:
-            return await asyncio.to_thread(
-                salvage,
-                self.place,
-                reason=exit_reason(status),
-                t=time.time(),
-                key=SESSION,
-                # Copies: the relay goes on counting meanwhile.
-                forwarded=dict(self.forwarded),
-                stderr=self.stderr_forwarded,
-                end=end,
-                after=after,
-            )
-        except SalvageError as exc:
-            if str(exc) not in self._refusals:
-                self._refusals.add(str(exc))
-                self.warn(f"mcpsniff stdio: warning: the trace stays incomplete: {exc}")
-            return None
+        report, refused = await asyncio.to_thread(
+            salvage_once,
+            self.place,
+            self._refusals,
+            reason=exit_reason(status),
+            t=time.time(),
+            key=SESSION,
+            # Copies: the relay goes on counting meanwhile.
+            forwarded=dict(self.forwarded),
+            stderr=self.stderr_forwarded,
+            end=end,
+            after=after,
+        )
+        if refused is not None:
+            self.warn(f"mcpsniff stdio: warning: {refused}")
+        return report
 
     def _analysis_lost(self, exc: OSError) -> None:
         """The analysis process is gone: keep relaying, and complete the trace at once."""

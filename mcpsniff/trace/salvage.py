@@ -527,6 +527,29 @@ def salvage(
         os.close(fd)
 
 
+def salvage_once(
+    place: TracePlace, refusals: set[str], **how: Any
+) -> tuple[SalvageReport | None, str | None]:
+    """``salvage(place, **how)``, with each refusal told once per run.
+
+    The salvage made when the analysis process is found dead and the one at
+    the end of the run often meet the same refusal (the path no longer names
+    the run's file): the user is told it once. ``refusals``: the run's
+    refusals told so far (updated here). Returns the report, or None and the
+    line to tell (None when that refusal was told already). The caller
+    prefixes the line with its own name and tells it (warnings go through
+    the caller's loop or logger, not from this thread).
+    """
+    try:
+        return salvage(place, **how), None
+    except SalvageError as exc:
+        reason = str(exc)
+        if reason in refusals:
+            return None, None
+        refusals.add(reason)
+        return None, f"the trace stays incomplete: {reason}"
+
+
 def _salvage_locked(
     fd: int,
     place: TracePlace,

@@ -24,6 +24,7 @@ from mcpsniff.trace.salvage import (
     cut_torn_tail,
     exit_reason,
     salvage,
+    salvage_once,
 )
 
 PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
@@ -443,3 +444,33 @@ def test_a_later_salvage_reads_on_where_the_earlier_stopped(tmp_path: Path) -> N
     out, _ = _read(path)
     ends = _events(out, "session-end")
     assert len(ends) == 1 and ends[0].seq == max(r.seq for r in _events(out, "capture-gap")) + 1
+
+
+# --------------------------------------------------------------------------- salvage_once
+
+
+def test_salvage_once_tells_each_refusal_once(tmp_path: Path) -> None:
+    """The salvage at the death and the one at the end meet the same refusal: one line."""
+    place = _trace(tmp_path / "t.jsonl", [_frame(1, C2S, PING)])
+    # Another file put at the path (created first: it cannot reuse the trace's inode).
+    (tmp_path / "other").write_bytes(b"another file\n")
+    os.replace(tmp_path / "other", tmp_path / "t.jsonl")
+    refusals: set[str] = set()
+    how: dict[str, Any] = {"reason": KILLED, "t": 9.0, "key": "stdio", "forwarded": {C2S: 99}}
+    report, line = salvage_once(place, refusals, **how)
+    assert report is None
+    assert line == (
+        f"the trace stays incomplete: {tmp_path / 't.jsonl'} is no longer the trace this run wrote"
+    )
+    assert salvage_once(place, refusals, **how) == (None, None)
+    assert (tmp_path / "t.jsonl").read_bytes() == b"another file\n"
+
+
+def test_salvage_once_returns_the_report(tmp_path: Path) -> None:
+    place = _trace(tmp_path / "t.jsonl", [_frame(1, C2S, PING)])
+    refusals: set[str] = set()
+    report, line = salvage_once(
+        place, refusals, reason=KILLED, t=9.0, key="stdio", forwarded={C2S: len(PING) + 5}
+    )
+    assert line is None and refusals == set()
+    assert report is not None and report.lost_bytes == {C2S: 5}
