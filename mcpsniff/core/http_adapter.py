@@ -955,9 +955,12 @@ class ObservationAdapter:
         self.recorder.event(o.session, o.name, o.t, o.data)
 
     def _capture_gap(self, o: CaptureGap) -> None:
-        # Dropped observations of any exchange, either way: the verdicts of
-        # every session may depend on them (rules/flow.py, "capture").
-        data = {"lost_calls": o.lost_calls, "lost_bytes": o.lost_bytes, "scope": "capture"}
+        # Dropped body pieces are also told as a gap of their exchange
+        # ("bodies"); dropped observations without bytes (an exchange's begin,
+        # head or end, of any session, either way) by nothing else, so the
+        # verdicts of every session may depend on them (rules/flow.py, "capture").
+        scope = "bodies" if o.lost_bytes else "capture"
+        data = {"lost_calls": o.lost_calls, "lost_bytes": o.lost_bytes, "scope": scope}
         self.recorder.event(RELAY_SESSION, "capture-gap", o.t, data)
 
     def _end(self, o: CaptureEnd) -> None:

@@ -21,9 +21,11 @@ bytes, and never silently:
 * a response body piece becomes a ``ResponseGap`` of its exchange, a request
   body a ``RequestGap`` (a streamed piece is left out: its offset shows the
   hole); what says an exchange happened always goes;
-* every other observation dropped (bodies, stderr pieces and, far behind,
-  even observations without bytes) is counted in a ``CaptureGap``, told once
-  the backlog has room again;
+* every other observation dropped is counted in a ``CaptureGap``, told once
+  the backlog has room again: the ones with bytes (bodies, stderr pieces)
+  in one, and, far behind, the ones without (an exchange's begin, head or
+  end) in another with no bytes, since only those may hide traffic that no
+  gap of its own accounts for;
 * every gap still untold is told before the trace ends (``end``).
 
 ``read_batches`` is the analysis process's end. ``InProcess`` has the same
@@ -141,9 +143,11 @@ class Channel:
         self._lost_streams: dict[str, int] = {}
         #: Response body bytes dropped per exchange, not told yet (a ``ResponseGap``).
         self._lost_bodies: dict[int, int] = {}
-        #: Observations (and their bytes) dropped since the last ``CaptureGap``.
+        #: Observations with bytes (and their bytes) dropped since the last ``CaptureGap``.
         self.lost_calls = 0
         self.lost_bytes = 0
+        #: Observations without bytes dropped since then (told in a ``CaptureGap`` of their own).
+        self.lost_bare = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._drained: asyncio.Event | None = None
         os.set_blocking(fd, False)
@@ -251,7 +255,7 @@ class Channel:
             self._tell_stream_gap(direction, t)
         for number in list(self._lost_bodies):
             self._tell_body_gap(number, t)
-        if self.lost_calls:
+        if self.lost_calls or self.lost_bare:
             self._tell_capture_gap(t, now=True)
         self._queue(CaptureEnd(t), force=True)
         self.flush()
@@ -273,7 +277,7 @@ class Channel:
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None
-        if self.lost_calls:
+        if self.lost_calls or self.lost_bare:
             self._tell_capture_gap(self._batch_t or time.time())
         batch = self._batch
         if not batch:
@@ -305,16 +309,19 @@ class Channel:
         """Once the backlog has room again (or ``now``): say what the trace lacks."""
         if not now and self.pending_bytes >= self.limit // 2:
             return
-        frame = encode_bytes(CaptureGap(t, self.lost_calls, self.lost_bytes))
-        self.lost_calls = self.lost_bytes = 0
-        self._batch.append(frame)
-        self._batch_bytes += len(frame)
+        gaps = [(self.lost_calls, self.lost_bytes), (self.lost_bare, 0)]
+        self.lost_calls = self.lost_bytes = self.lost_bare = 0
+        for calls, size in gaps:
+            if calls:
+                frame = encode_bytes(CaptureGap(t, calls, size))
+                self._batch.append(frame)
+                self._batch_bytes += len(frame)
 
     def _queue(self, observation: Any, *, force: bool = False) -> None:
         if not force and self.pending_bytes > self.limit + METADATA_ALLOWANCE:
             # Even observations without bodies stop when the analysis process
             # is this far behind: memory stays bounded, and the gap is counted.
-            self.lost_calls += 1
+            self.lost_bare += 1
             if self.on_dropped is not None:
                 self.on_dropped(observation)
             return
@@ -408,7 +415,7 @@ class Channel:
         assert self._loop is not None and self._drained is not None
         self._loop.remove_writer(self.fd)
         self._drained.set()
-        if self.lost_calls:
+        if self.lost_calls or self.lost_bare:
             # A flood that overflowed the backlog may stop for good: the gap is
             # told as soon as the backlog drains, not only with a later observation.
             self._tell_capture_gap(time.time())

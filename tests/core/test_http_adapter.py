@@ -18,6 +18,7 @@ from mcpsniff.core.http_adapter import ObservationAdapter
 from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, MessageRecord, Record
 from mcpsniff.core.observations import (
     CaptureEnd,
+    CaptureGap,
     ExchangeEnd,
     Observation,
     RequestBegin,
@@ -188,3 +189,13 @@ def test_a_gzip_body_is_analyzed_decoded() -> None:
 def test_a_bad_body_is_one_finding_with_the_frame() -> None:
     records = run(bad_json_case(whole))
     assert "JR-PARSE" in [r[1] for r in records if r[0] == "finding"]
+
+
+def test_the_channel_s_gaps_say_whether_they_may_hide_any_session_s_traffic() -> None:
+    """Body pieces are also a gap of their exchange; dropped begins, heads or ends are not."""
+    records = run([CaptureGap(1.0, 2, 512), CaptureGap(2.0, 3, 0)])
+    gaps = [json.loads(r[4]) for r in records if r[0] == "event" and r[3] == "capture-gap"]
+    assert gaps == [
+        {"lost_calls": 2, "lost_bytes": 512, "scope": "bodies"},
+        {"lost_calls": 3, "lost_bytes": 0, "scope": "capture"},
+    ]

@@ -101,7 +101,7 @@ async def _session(relay: Relay) -> list[str]:
         long = _request(
             LONG_CALL,
             "tools/call",
-            {"name": "trigger-long-running-operation", "arguments": {"duration": 2, "steps": 2}},
+            {"name": "trigger-long-running-operation", "arguments": {"duration": 4, "steps": 2}},
         )
         running = asyncio.ensure_future(post(long, session))
         # The long call's request is analysed and written; its answer comes later.

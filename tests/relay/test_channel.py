@@ -24,6 +24,7 @@ from mcpsniff.core.observations import (
     StreamGap,
     TransportEvent,
 )
+from mcpsniff.relay import channel as channel_module
 from mcpsniff.relay.channel import Channel, InProcess, read_batches
 
 
@@ -238,3 +239,30 @@ def test_read_batches_gives_every_observation_whatever_the_reads_cut(
     got = [o for batch in batches for o in batch]
     assert got == decode_all(stream) == observations
     assert all(type(o.body) is bytes for o in got)
+
+
+def test_dropped_observations_without_bytes_are_a_gap_of_their_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Far behind, an exchange's end is dropped too: told apart from dropped body bytes
+    (each also a gap of its exchange), since no other gap accounts for it."""
+    monkeypatch.setattr(channel_module, "METADATA_ALLOWANCE", 1000)
+    read_fd, write_fd = os.pipe()
+    channel = Channel(write_fd, limit=10)
+    ends = 20_000  # far more than the pipe holds: the backlog passes limit + allowance
+    for number in range(ends):
+        channel.send(ExchangeEnd(number, 1.0, "complete", True))
+    channel.send(ResponseBody(7, 2.0, True, b"r" * 40))
+    assert channel.lost_bare > 0 and (channel.lost_calls, channel.lost_bytes) == (1, 40)
+    received: list[Any] = []
+    reader = threading.Thread(target=lambda: received.extend(drain_all(read_fd)))
+    reader.start()
+    channel.end(3.0)
+    channel.close_blocking()
+    reader.join()
+    os.close(read_fd)
+    gaps = [o for o in received if type(o) is CaptureGap]
+    bare = [g for g in gaps if g.lost_bytes == 0]
+    assert [(g.lost_calls, g.lost_bytes) for g in gaps if g.lost_bytes] == [(1, 40)]
+    delivered = sum(type(o) is ExchangeEnd for o in received)
+    assert delivered < ends and sum(g.lost_calls for g in bare) == ends - delivered

@@ -425,7 +425,7 @@ def test_an_unknown_id_after_a_capture_wide_gap_is_not_judged_in_any_session() -
         ("http@4242.1796000000", {"lost_calls": 2, "lost_bytes": 10}, True),  # appended run
         ("a", {"lost_calls": 2, "lost_bytes": 10, "scope": "capture"}, True),
         ("stdio", {"lost_calls": 2, "lost_bytes": 10}, False),  # stderr pieces
-        ("http", {"lost_calls": 2, "scope": "stream"}, False),
+        ("http", {"lost_calls": 2, "lost_bytes": 10, "scope": "bodies"}, False),  # per exchange too
         ("http", {"lost_calls": 2, "exchanges": [[9, 9]]}, False),  # a salvage's list
         ("httpd", {"lost_calls": 2, "lost_bytes": 10}, False),
     ],
