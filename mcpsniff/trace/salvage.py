@@ -61,8 +61,11 @@ WHOLE_LIMIT = 256 << 20
 RANGES_KEPT = 64
 #: Bytes read at a time when looking back for the last newline.
 _BACK_CHUNK = 1 << 16
-#: Lines known to be derived records (never needed here), skipped unparsed.
+#: Lines known to be derived records (never needed here), skipped unparsed...
 _DERIVED = (b'{"type":"message"', b'{"type":"finding"')
+#: ...unless a record starts after their first byte: one may be glued after a
+#: torn piece of them (``glued_record``), or they nest one (then they parse).
+_RECORD_MARK = b'{"type":"'
 
 
 class SalvageError(Exception):
@@ -314,7 +317,7 @@ def read_recorded(
         return known
 
     for line in _lines(fd, start):
-        if line.startswith(_DERIVED):
+        if line.startswith(_DERIVED) and line.find(_RECORD_MARK, 1) < 0:
             continue
         obj = _loads(line)
         if not isinstance(obj, dict):
@@ -358,7 +361,7 @@ def read_recorded(
             if not mine(session):
                 continue
             _note_event(recorded, session, obj["event"], obj.get("data") or {})
-        else:
+        elif kind != "message" and kind != "finding":
             recorded.skipped += 1
     return recorded
 

@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from mcpsniff.core.model import C2S, S2C, EventRecord, FrameRecord, Record
@@ -474,3 +475,57 @@ def test_salvage_once_returns_the_report(tmp_path: Path) -> None:
     )
     assert line is None and refusals == set()
     assert report is not None and report.lost_bytes == {C2S: 5}
+
+
+# --------------------------------------------------------- a record glued after a torn derived line
+
+
+TORN_MESSAGE = b'{"type":"message","frame":3,"session":"stdio","dir":"s2c","ki'
+TORN_FINDING = b'{"type":"finding","rule":"JR-PARSE","severity":"error","mes'
+
+
+@pytest.mark.parametrize("torn", [TORN_MESSAGE, TORN_FINDING], ids=["message", "finding"])
+def test_a_frame_glued_after_a_torn_derived_line_is_counted_recorded(
+    tmp_path: Path, torn: bytes
+) -> None:
+    """Another writer died mid-line; this run's frame was appended right after its piece."""
+    path = tmp_path / "t.jsonl"
+    place = _trace(path, [_frame(1, C2S, PING)])
+    with path.open("ab") as file:
+        file.write(torn + encode_line(_frame(2, S2C, PONG)))
+    report = _stdio(place, len(PING), len(PONG))
+    assert report.lost_bytes == {}
+    (salvaged,) = _events(_read(path)[0], "trace-salvaged")
+    assert salvaged.data["skipped_lines"] == 1  # the torn piece, said
+
+
+@pytest.mark.parametrize("glued", ["http-end", "session-end"])
+def test_an_event_glued_after_a_torn_derived_line_is_read(tmp_path: Path, glued: str) -> None:
+    """An http-end read is an exchange not named lost; a session-end, a session not ended twice."""
+    path = tmp_path / "t.jsonl"
+    place = _trace(path, [_event(1, "http-request", {"exchange": 1}, "sess-A")])
+    event = _http_end(2, 1, "sess-A") if glued == "http-end" else _event(2, glued, {}, "sess-A")
+    with path.open("ab") as file:
+        file.write(TORN_MESSAGE + encode_line(event))
+    report = salvage(place, reason=KILLED, t=99.0, key="http", exchanges=1)
+    records, _ = _read(path)
+    if glued == "http-end":
+        assert report.lost_exchanges == 0
+    else:
+        assert report.lost_exchanges == 1
+        assert [e.session for e in _events(records, "session-end")] == ["sess-A", "http"]
+
+
+def test_whole_derived_lines_nesting_a_record_start_are_not_counted_skipped(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "t.jsonl"
+    nested = {"type": "frame", "seq": 9}
+    place = _trace(path, [_frame(1, C2S, PING)])
+    with path.open("ab") as file:
+        finding = {"type": "finding", "rule": "X", "severity": "info", "message": "m"}
+        file.write(orjson.dumps({**finding, "session": "stdio", "seq": [1], "data": nested}))
+        file.write(b"\n")
+    report = _stdio(place, len(PING), 0)
+    assert report.lost_bytes == {}
+    assert _events(_read(path)[0], "trace-salvaged") == []
