@@ -23,7 +23,9 @@ from mcpsniff.trace.format import (
     TraceReader,
     _loads,
     decode_record,
+    glued_record,
     skip_message,
+    torn_piece_reason,
     warn_skipped,
 )
 from mcpsniff.trace.validate import frame_problem, problem
@@ -83,9 +85,14 @@ class LazyTraceRecords:
                         if line.strip():
                             self.torn = TornLine(number, len(line))
                         continue
-                    # One damaged line must not cost the rest of the trace.
-                    self._on_skip(skip_message(self.path, number, "not a JSON record"))
-                    continue
+                    glued = glued_record(line)
+                    if glued is None:
+                        # One damaged line must not cost the rest of the trace.
+                        self._on_skip(skip_message(self.path, number, "not a JSON record"))
+                        continue
+                    # Another writer's record appended right after a torn write: keep it.
+                    obj, at = glued
+                    self._on_skip(skip_message(self.path, number, torn_piece_reason(at)))
                 if obj.get("type") == "header":
                     continue  # an appended session's header
                 reason = problem(obj)

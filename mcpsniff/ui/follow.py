@@ -17,7 +17,14 @@ from typing import Any
 
 from mcpsniff.core.model import EventRecord, FrameRecord, Record
 from mcpsniff.filter.reading import _frame_head, _message
-from mcpsniff.trace.format import FORMAT_NAME, TraceError, _loads, decode_record
+from mcpsniff.trace.format import (
+    FORMAT_NAME,
+    TraceError,
+    _loads,
+    decode_record,
+    glued_record,
+    torn_piece_reason,
+)
 from mcpsniff.trace.validate import message_problem, problem
 
 _FRAME = b'{"type":"frame"'
@@ -111,6 +118,14 @@ class OffsetTail:
                 raise TraceError(f"{self.path}: not an mcpsniff trace (no {FORMAT_NAME} header)")
             self.first_header = obj
             return offset, Header(offset, obj)
+        if obj is None:
+            glued = glued_record(line)
+            if glued is not None:
+                # Another writer's record appended right after a torn write: it
+                # is kept, at its own offset (read_record_at reads it from there).
+                obj, at = glued
+                offset += at
+                self._note(torn_piece_reason(at))
         if isinstance(obj, dict) and obj.get("type") == "header":
             return offset, Header(offset, obj)
         reason = "not a JSON record" if obj is None else problem(obj)
@@ -121,11 +136,15 @@ class OffsetTail:
             except TraceError as exc:
                 reason = str(exc)
         if reason is not None:
-            self.skipped += 1
-            if len(self.notes) < SKIP_NOTES:
-                self.notes.append(f"line {self._line}: {reason}")
+            self._note(reason)
             return None
         return offset, record
+
+    def _note(self, reason: str) -> None:
+        """Count a skipped record (or torn piece), and keep the first few reasons."""
+        self.skipped += 1
+        if len(self.notes) < SKIP_NOTES:
+            self.notes.append(f"line {self._line}: {reason}")
 
 
 def trace_records(path: Path) -> Iterator[Record]:

@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from mcpsniff.cli import main
 from mcpsniff.core.model import C2S, S2C, EventRecord, FindingRecord, FrameRecord, MessageRecord
+from mcpsniff.filter.reading import LazyTraceRecords
 from mcpsniff.trace import format as trace_format
 from mcpsniff.trace.format import (
     GLUE_TRIES,
@@ -25,6 +26,7 @@ from mcpsniff.trace.format import (
     encode_line,
     glued_record,
 )
+from mcpsniff.ui.follow import Header, OffsetTail, read_record_at
 
 PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
 FRAME = FrameRecord(2, 3.0, "stdio@7.1", C2S, "stdio", PING)
@@ -120,9 +122,10 @@ def test_a_100_mb_line_of_record_starts_is_read_past(tmp_path: Path) -> None:
     assert len(skipped) == 1 and "line 3: not a JSON record; the record was skipped" in skipped[0]
 
 
-@pytest.mark.parametrize("how", ["records", "inputs", "tail"])
+@pytest.mark.parametrize("how", ["records", "inputs", "tail", "lazy", "ui"])
 @pytest.mark.parametrize("record", [FRAME, EVENT], ids=["frame", "event"])
 def test_every_reader_keeps_the_glued_record(tmp_path: Path, how: str, record: Any) -> None:
+    """``lazy``: what ``stats`` and filters read; ``ui``: the web UI's reader."""
     torn = _torn(RESULT_FRAME, 120)
     after = EventRecord(9, 9.0, "stdio", "stderr", {"line": "after"})
     path = _trace(tmp_path, torn + encode_line(record), encode_line(after))
@@ -131,6 +134,15 @@ def test_every_reader_keeps_the_glued_record(tmp_path: Path, how: str, record: A
         tail = TraceTail(path, on_skip=skipped.append)
         got = tail.poll(final=True)
         tail.close()
+    elif how == "lazy":
+        got = list(LazyTraceRecords(path, on_skip=skipped.append))
+    elif how == "ui":
+        offset_tail = OffsetTail(path)
+        items = [item for item in offset_tail.poll()[0] if not isinstance(item[1], Header)]
+        got = [item for _, item in items]
+        skipped = [f"{path}: {note}" for note in offset_tail.notes]
+        # Each record is read back from its own offset (a click in the UI).
+        assert [read_record_at(path, offset) for offset, _ in items] == got
     else:
         with TraceReader(path, on_skip=skipped.append) as reader:
             got = list(reader.records() if how == "records" else reader.inputs())
