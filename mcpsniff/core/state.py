@@ -6,6 +6,7 @@ length of the session: see ``ids.IdHistory`` and ``ids.BoundedMap``.
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
@@ -144,23 +145,44 @@ class CaptureGaps:
         self.excused[rule] = self.excused.get(rule, 0) + 1
 
 
-#: ``Session.shared`` key: the seq of the latest capture-wide gap, one that may
-#: hold traffic of any session in either direction (rules/flow.py).
+#: ``Session.shared`` key: per run (``run_of``), the seq of its latest
+#: capture-wide gap, one that may hold traffic of any of its sessions in
+#: either direction (rules/flow.py).
 CAPTURE_GAP = "capture-wide-gap"
-#: ``Session.shared`` key: the highest HTTP exchange number whose request the
-#: trace holds (rules/http.py), to tell which exchanges a salvage names began later.
+#: ``Session.shared`` key: per run, the highest HTTP exchange number whose
+#: request the trace holds (rules/http.py), to tell which exchanges a salvage
+#: names began later.
 EXCHANGES_BEGUN = "http-exchanges-begun"
+#: The suffix a relay appending to a shared trace gives its session keys
+#: (``trace.paths.open_trace_file``: ``@pid.time``).
+_RUN_SUFFIX = re.compile(r"@\d+\.\d+\Z")
 
 
-def gaps_of(state: SessionState, shared: dict[str, Any]) -> CaptureGaps | None:
-    """The session's capture gaps, with the capture's latest capture-wide gap taken in.
+def run_of(key: str) -> str:
+    """Which relay run of a trace a session key belongs to: its suffix, "" for the first.
 
-    A capture-wide gap counts, for every session, as bytes lost in both
-    directions at its seq. For the rare paths that judge a verdict a gap may
-    hide; a session without gaps pays a dict lookup there, nothing elsewhere.
+    Runs that share a trace number their HTTP exchanges from 1 each, and a
+    gap of one run says nothing about another's traffic.
+    """
+    if "@" not in key:
+        return ""
+    match = _RUN_SUFFIX.search(key)
+    return match.group() if match else ""
+
+
+def gaps_of(state: SessionState, shared: dict[str, Any], key: str) -> CaptureGaps | None:
+    """The gaps of session ``key``, with its run's latest capture-wide gap taken in.
+
+    A capture-wide gap counts, for every session of its run, as bytes lost
+    in both directions at its seq. For the rare paths that judge a verdict a
+    gap may hide; a capture without one pays a dict lookup there, nothing
+    elsewhere.
     """
     gaps = state.gaps
-    seq = shared.get(CAPTURE_GAP)
+    runs = shared.get(CAPTURE_GAP)
+    if runs is None:
+        return gaps
+    seq = runs.get(run_of(key))
     if seq is None:
         return gaps
     if gaps is None:

@@ -19,6 +19,7 @@ from mcpsniff.core.state import (
     Pending,
     ProgressState,
     gaps_of,
+    run_of,
 )
 
 if TYPE_CHECKING:
@@ -44,8 +45,8 @@ RULES = (
 
 #: At most this many unanswered requests are reported one by one at session end.
 MAX_UNANSWERED_REPORTS = 200
-#: ``session.shared`` key: exchange ranges a salvaged HTTP capture-gap names
-#: (its exchanges may belong to any session of the capture).
+#: ``session.shared`` key: per run (``run_of``), the exchange ranges its salvaged
+#: HTTP capture-gaps name (its exchanges may belong to any session of the run).
 GAP_EXCHANGES = "capture-gap-exchanges"
 #: The session key of the HTTP relay's own events (``core.http_adapter.RELAY_SESSION``),
 #: which a relay appending to a trace suffixes with ``@pid.time``.
@@ -366,8 +367,9 @@ def capture_gap(session: Session, event: EventRecord) -> None:
         # The HTTP capture channel dropped observations of any exchange, either
         # way: requests, answers, their ends (§14.9: an answer may come on any
         # stream of the session). Every session takes it in (``gaps_of``).
-        shared = session.shared
-        shared[CAPTURE_GAP] = max(shared.get(CAPTURE_GAP, 0), event.seq)
+        runs = session.shared.setdefault(CAPTURE_GAP, {})
+        run = run_of(session.key)
+        runs[run] = max(runs.get(run, 0), event.seq)
         return
     ranges = data.get("exchanges")
     if isinstance(ranges, list):
@@ -381,7 +383,7 @@ def capture_gap(session: Session, event: EventRecord) -> None:
         if type(unlisted) is int and unlisted > 0 and type(through) is int and named:
             # Past the listed ranges, the missing exchanges are not named one by one.
             named.append((named[-1][1] + 1, through))
-        kept = session.shared.setdefault(GAP_EXCHANGES, [])
+        kept = session.shared.setdefault(GAP_EXCHANGES, {}).setdefault(run_of(session.key), [])
         if len(kept) < 4096:
             kept.extend(named)
 
@@ -410,7 +412,7 @@ def _gap_may_hide(session: Session, direction: str, rule_id: str) -> bool:
     request, its progress token): it may be in the gap. One attribute test
     when there is no gap.
     """
-    gaps = gaps_of(session.state, session.shared)
+    gaps = gaps_of(session.state, session.shared, session.key)
     if gaps is None or not gaps.lost[direction]:
         return False
     gaps.excuse(rule_id)
@@ -442,7 +444,8 @@ def _gap_hidden(session: Session) -> tuple[CaptureGaps | None, _Hidden]:
     """The session's gaps, and what a salvaged gap's exchanges hide of its requests."""
     state = session.state
     shared = session.shared
-    ranges = shared.get(GAP_EXCHANGES)
+    run = run_of(session.key)
+    ranges = shared.get(GAP_EXCHANGES, {}).get(run)
     hidden = _Hidden()
     if ranges:
         if state.http is not None:
@@ -450,11 +453,11 @@ def _gap_hidden(session: Session) -> tuple[CaptureGaps | None, _Hidden]:
                 if any(first <= number <= last for first, last in ranges):
                     hidden.keys.update(m.key for m in exchange.methods if m.kind == REQUEST)
                     hidden.stream = hidden.stream or exchange.method == "GET"
-        begun = shared.get(EXCHANGES_BEGUN, 0)
+        begun = shared.get(EXCHANGES_BEGUN, {}).get(run, 0)
         hidden.later = any(last > begun for _, last in ranges)
         if (hidden.keys or hidden.stream or hidden.later) and state.gaps is None:
             state.gaps = CaptureGaps()
-    return gaps_of(state, shared), hidden
+    return gaps_of(state, shared, session.key), hidden
 
 
 _NOTHING_HIDDEN = _Hidden()

@@ -39,7 +39,7 @@ from mcpsniff.core.protocol import (
     version_at_least,
 )
 from mcpsniff.core.rules.registry import EVENT, FRAME, rule
-from mcpsniff.core.state import EXCHANGES_BEGUN, Answered
+from mcpsniff.core.state import EXCHANGES_BEGUN, Answered, run_of
 
 if TYPE_CHECKING:
     from mcpsniff.core.model import EventRecord, FrameRecord
@@ -176,11 +176,12 @@ def on_event(session: Session, record: EventRecord) -> None:
     state = _state(session)
     event = record.event
     if event == "http-request":
-        shared = session.shared
-        if number > shared.get(EXCHANGES_BEGUN, 0):
+        begun = session.shared.setdefault(EXCHANGES_BEGUN, {})
+        run = run_of(session.key)
+        if number > begun.get(run, 0):
             # A salvaged gap naming a later exchange names one begun after
-            # every request the trace holds (rules/flow.py).
-            shared[EXCHANGES_BEGUN] = number
+            # every request the trace holds of its run (rules/flow.py).
+            begun[run] = number
         if data.get("mcp") is False:
             # No MCP traffic (OAuth metadata, a health check) that a reverse proxy
             # forwarded too: the MCP transport's rules do not apply to it.

@@ -563,7 +563,7 @@ def unknown_id(session: Session, msg: Msg) -> None:
     Unless the other side's traffic had a capture gap before it: the request
     may be in the bytes that were forwarded but not analyzed (rules/flow.py).
     """
-    gaps = gaps_of(session.state, session.shared)
+    gaps = gaps_of(session.state, session.shared, session.key)
     if gaps is not None and gaps.lost[OPPOSITE[msg.direction]]:
         gaps.excuse("JR-RESP-ID")
         return

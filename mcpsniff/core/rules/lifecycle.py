@@ -317,7 +317,7 @@ def _initialize_request(session: Session, msg: Msg) -> None:
 def _gap_hides(session: Session, direction: str, after: int | None, rule_id: str) -> bool:
     """Whether a capture gap in ``direction`` after seq ``after`` may hold the message
     whose absence ``rule_id`` would report (then it is excused and counted)."""
-    gaps = gaps_of(session.state, session.shared)
+    gaps = gaps_of(session.state, session.shared, session.key)
     if gaps is None or not gaps.since(direction, after):
         return False
     gaps.excuse(rule_id)

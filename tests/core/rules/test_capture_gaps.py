@@ -14,6 +14,7 @@ import pytest
 
 from mcpsniff.core.analyzer import Analyzer, replay
 from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord
+from mcpsniff.core.state import run_of
 from mcpsniff.trace.gaps import GapTally
 from tests.conftest import Conversation, notification, request, result
 from tests.core.rules.dsl import Proof, end, http_response, play, req
@@ -433,12 +434,13 @@ def test_an_unknown_id_after_a_capture_wide_gap_is_not_judged_in_any_session() -
 def test_which_gaps_without_direction_are_capture_wide(
     key: str, data: dict[str, Any], wide: bool
 ) -> None:
+    session = "a" + run_of(key)  # a session of the gap's run
     capture = Capture()
-    capture.handshake("a")
-    capture.frame("a", "c2s", request(1, "tools/list"))
+    capture.handshake(session)
+    capture.frame(session, "c2s", request(1, "tools/list"))
     capture.event(key, "capture-gap", data)
     findings, unjudged = capture.run()
-    unanswered = [f for f in findings if f.rule == "JR-RESP-REQUIRED" and f.session == "a"]
+    unanswered = [f for f in findings if f.rule == "JR-RESP-REQUIRED" and f.session == session]
     assert (unanswered == []) is wide
     assert unjudged == ({"JR-RESP-REQUIRED": 1} if wide else {})
 
@@ -491,4 +493,37 @@ def test_a_lost_get_stream_excuses_the_session_s_client_requests() -> None:
     findings, unjudged = capture.run()
     unanswered = [f.session for f in findings if f.rule == "JR-RESP-REQUIRED"]
     assert unanswered == ["b"]
+    assert unjudged == {"JR-RESP-REQUIRED": 1}
+
+
+# ------------------------------------------------ runs sharing one trace (appended sessions)
+
+
+def test_another_run_s_salvaged_gap_excuses_nothing_of_this_run() -> None:
+    """Each relay run numbers its exchanges from 1: run @7.1's exchange 2 is not ours."""
+    capture = Capture()
+    _asked(capture, "a")
+    capture.event("http@7.1", "capture-gap", _salvaged([2, 3]))
+    findings, unjudged = capture.run()
+    assert sorted(f.data["id"] for f in findings if f.rule == "JR-RESP-REQUIRED") == [0, 1]
+    assert unjudged == {}
+
+
+def test_a_salvaged_gap_excuses_its_own_run_s_requests() -> None:
+    capture = Capture()
+    _asked(capture, "a@7.1")
+    capture.event("http@7.1", "capture-gap", _salvaged([2, 3]))
+    findings, unjudged = capture.run()
+    assert [f for f in findings if f.rule == "JR-RESP-REQUIRED"] == []
+    assert unjudged == {"JR-RESP-REQUIRED": 2}
+
+
+def test_a_capture_wide_gap_concerns_only_its_own_run() -> None:
+    capture = Capture()
+    for key in ("a", "b@7.1"):
+        capture.handshake(key)
+        capture.frame(key, "c2s", request(1, "tools/list"))
+    capture.event("http@7.1", "capture-gap", CAPTURE_GAP)
+    findings, unjudged = capture.run()
+    assert [f.session for f in findings if f.rule == "JR-RESP-REQUIRED"] == ["a"]
     assert unjudged == {"JR-RESP-REQUIRED": 1}
