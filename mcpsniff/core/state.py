@@ -170,6 +170,33 @@ def run_of(key: str) -> str:
     return match.group() if match else ""
 
 
+#: The session key of the HTTP relay's own events (``core.http_adapter.RELAY_SESSION``).
+RELAY_KEY = "http"
+
+
+def channel_gap(key: str, data: dict[str, Any]) -> str | None:
+    """What an HTTP relay's channel gap (a capture-gap event of ``key``) held, or None.
+
+    "bodies": body pieces, each also told as a gap of its exchange; "capture":
+    observations without bytes (an exchange's begin, head or end), of any
+    session, either way; "mixed": both, in a trace from before they were told
+    apart (no ``scope``, on the relay's key). None: any other gap (the stdio
+    relay's stderr pieces, a gap with a direction, a salvage's exchanges).
+    """
+    scope = data.get("scope")
+    if scope == "capture" or scope == "bodies":
+        return scope
+    if (
+        scope is None
+        and "lost_calls" in data
+        and "direction" not in data
+        and "exchanges" not in data
+        and key[: len(key) - len(run_of(key))] == RELAY_KEY
+    ):
+        return "mixed"
+    return None
+
+
 def gaps_of(state: SessionState, shared: dict[str, Any], key: str) -> CaptureGaps | None:
     """The gaps of session ``key``, with its run's latest capture-wide gap taken in.
 

@@ -16,6 +16,11 @@ from typing import Any
 
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.core.model import EventRecord
+from mcpsniff.core.state import channel_gap
+
+#: An HTTP relay's channel gaps whose bytes are also told as gaps of their
+#: exchanges (``core.state.channel_gap``): counted once, there.
+_TOLD = ("bodies", "mixed")
 
 
 @dataclass(slots=True)
@@ -37,7 +42,7 @@ class GapTally:
         self.count += 1
         data = event.data
         lost = data.get("lost_bytes")
-        if type(lost) is int and lost > 0:
+        if type(lost) is int and lost > 0 and channel_gap(event.session, data) not in _TOLD:
             self.lost_bytes += lost
         exchanges = data.get("lost_exchanges")
         if type(exchanges) is int and exchanges > 0:

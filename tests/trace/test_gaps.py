@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from mcpsniff.cli import main
@@ -45,6 +46,31 @@ def test_gaps_add_up_and_the_first_reason_is_kept() -> None:
     assert "lacks 15 bytes and 3 exchange(s)" in warning
     assert "3 capture gap(s), the first at seq 4: killed" in warning
     assert "\x1b" not in warning  # the reason comes from a file: escaped
+
+
+@pytest.mark.parametrize(
+    ("channel", "lacks"),
+    [
+        ({"lost_calls": 2, "lost_bytes": 512, "scope": "bodies"}, "lacks 512 bytes"),
+        ({"lost_calls": 2, "lost_bytes": 512}, "lacks 512 bytes"),  # before "scope"
+        ({"lost_calls": 4, "lost_bytes": 0, "scope": "capture"}, "lacks 512 bytes"),
+    ],
+)
+def test_the_http_channel_s_body_bytes_are_counted_once(channel: dict, lacks: str) -> None:
+    """Body pieces the HTTP channel dropped are a gap of their exchange too: said once."""
+    tally = GapTally()
+    exchange_gap = {"exchange": 3, "direction": "s2c", "lost_bytes": 512}
+    tally.note(EventRecord(4, 1.0, "sid-1", "capture-gap", exchange_gap))
+    tally.note(EventRecord(5, 1.0, "http", "capture-gap", channel))
+    assert lacks in (tally.warning() or "")
+    assert "2 capture gap(s)" in (tally.warning() or "")
+
+
+def test_the_stdio_channel_s_stderr_bytes_are_counted() -> None:
+    """Only the HTTP relay's channel repeats bytes told elsewhere."""
+    tally = GapTally()
+    tally.note(EventRecord(5, 1.0, "stdio", "capture-gap", {"lost_calls": 2, "lost_bytes": 30}))
+    assert "lacks 30 bytes" in (tally.warning() or "")
 
 
 def test_fields_of_the_wrong_type_count_as_nothing() -> None:

@@ -18,6 +18,7 @@ from mcpsniff.core.state import (
     CaptureGaps,
     Pending,
     ProgressState,
+    channel_gap,
     gaps_of,
     run_of,
 )
@@ -48,9 +49,6 @@ MAX_UNANSWERED_REPORTS = 200
 #: ``session.shared`` key: per run (``run_of``), the exchange ranges its salvaged
 #: HTTP capture-gaps name (its exchanges may belong to any session of the run).
 GAP_EXCHANGES = "capture-gap-exchanges"
-#: The session key of the HTTP relay's own events (``core.http_adapter.RELAY_SESSION``),
-#: which a relay appending to a trace suffixes with ``@pid.time``.
-RELAY_KEY = "http"
 
 
 @rule("PROG-TOKEN-TYPE", "PROG-TOKEN-UNIQUE", on=REQUEST)
@@ -363,7 +361,7 @@ def capture_gap(session: Session, event: EventRecord) -> None:
         still = {r.seq for r in _in_flight(session, asking)}
         gaps.crossed[asking] = (gaps.crossed[asking] & still) | {r.seq for r in in_flight}
         return
-    if _capture_wide(session.key, data):
+    if channel_gap(session.key, data) in ("capture", "mixed"):
         # The HTTP capture channel dropped observations of any exchange, either
         # way: requests, answers, their ends (§14.9: an answer may come on any
         # stream of the session). Every session takes it in (``gaps_of``).
@@ -386,23 +384,6 @@ def capture_gap(session: Session, event: EventRecord) -> None:
         kept = session.shared.setdefault(GAP_EXCHANGES, {}).setdefault(run_of(session.key), [])
         if len(kept) < 4096:
             kept.extend(named)
-
-
-def _capture_wide(key: str, data: dict[str, Any]) -> bool:
-    """Whether a capture-gap without direction may hold traffic of every session.
-
-    The HTTP relay's channel gap (``scope: "capture"``; older traces: its
-    dropped-observation count on the relay's key) may. The stdio relay's
-    (its child's stderr pieces) and a salvage's list of exchanges do not.
-    """
-    scope = data.get("scope")
-    if scope is not None:
-        return scope == "capture"
-    return (
-        "lost_calls" in data
-        and "exchanges" not in data
-        and (key == RELAY_KEY or key.startswith(RELAY_KEY + "@"))
-    )
 
 
 def _gap_may_hide(session: Session, direction: str, rule_id: str) -> bool:
