@@ -1,4 +1,5 @@
-"""``check`` after ``mcpsniff http``'s analysis process was SIGKILLed mid-session.
+"""``check`` after the analysis process of ``mcpsniff http`` (or the mitmproxy addon) was
+SIGKILLed mid-session.
 
 A real client session (raw Streamable HTTP, so the test decides when each
 call goes out) against the real server-everything through a real ``mcpsniff
@@ -8,7 +9,9 @@ reach the trace. The relay completes the trace itself (``trace/salvage.py``):
 a capture-gap naming the exchanges it began whose end the trace lacks. Then
 ``mcpsniff check --fail-on error`` must pass: the long call is not "never
 answered" (JR-RESP-REQUIRED) since its answer is in the gap, and stderr says
-how many verdicts the gap left unjudged.
+how many verdicts the gap left unjudged. Through ``mcpsniff http`` and
+through ``mitmdump`` with the addon (reverse mode), each of which completes
+its trace its own way.
 
 The same with the server asking: a tool call makes server-everything send the
 client a ``sampling/createMessage`` request on the call's SSE stream; the
@@ -27,6 +30,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +39,7 @@ import pytest
 
 from mcpsniff.core.model import EventRecord, MessageRecord
 from mcpsniff.trace.format import TraceReader
+from tests.addons.support import Mitmdump, mitmdump_path, require_peers
 from tests.e2e.test_http_peers import EVERYTHING_JS, REPO, Relay, Server, stop_process
 
 #: Headers of every POST (Streamable HTTP: the server answers JSON or SSE).
@@ -56,14 +61,22 @@ def _echo(ident: int) -> bytes:
     return _request(ident, "tools/call", {"name": "echo", "arguments": {"message": f"m{ident}"}})
 
 
-def _analysis_process(relay: Relay) -> int:
-    children = [
-        int(pid)
-        for task in Path(f"/proc/{relay.proc.pid}/task").iterdir()
-        for pid in (task / "children").read_text().split()
-    ]
-    assert len(children) == 1, children
-    return children[0]
+@dataclass
+class Through:
+    """The proxy a session goes through: its MCP URL, its trace, how to kill its analysis."""
+
+    url: str
+    trace: Path
+    proc: subprocess.Popen[bytes]
+
+    def kill_analysis(self) -> None:
+        children = [
+            int(pid)
+            for task in Path(f"/proc/{self.proc.pid}/task").iterdir()
+            for pid in (task / "children").read_text().split()
+        ]
+        assert len(children) == 1, children
+        os.kill(children[0], signal.SIGKILL)
 
 
 async def _wait_for(path: Path, needle: bytes, what: str) -> None:
@@ -73,7 +86,7 @@ async def _wait_for(path: Path, needle: bytes, what: str) -> None:
         await asyncio.sleep(0.02)
 
 
-async def _session(relay: Relay) -> list[str]:
+async def _session(relay: Through) -> list[str]:
     """The client's session; the bodies of its answers after the death, in order."""
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as http:
 
@@ -106,7 +119,7 @@ async def _session(relay: Relay) -> list[str]:
         running = asyncio.ensure_future(post(long, session))
         # The long call's request is analysed and written; its answer comes later.
         await _wait_for(relay.trace, b'"id":3,"method":"tools/call"', "the long call")
-        os.kill(_analysis_process(relay), signal.SIGKILL)
+        relay.kill_analysis()
         bodies = []
         for ident in AFTER:
             status, text, _ = await post(_echo(ident), session)
@@ -118,7 +131,7 @@ async def _session(relay: Relay) -> list[str]:
         return bodies
 
 
-async def _sampling_session(relay: Relay) -> str:
+async def _sampling_session(relay: Through) -> str:
     """initialize with sampling; a tool call whose server asks the client to sample."""
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60)) as http:
         init = _request(
@@ -154,7 +167,7 @@ async def _sampling_session(relay: Relay) -> str:
             await _wait_for(
                 relay.trace, b'"method":"sampling/createMessage"', "the server's request"
             )
-            os.kill(_analysis_process(relay), signal.SIGKILL)
+            relay.kill_analysis()
             answer = {
                 "jsonrpc": "2.0",
                 "id": asked["id"],
@@ -182,29 +195,48 @@ def _check(trace: Path, *options: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def _killed(folder: Path, session: Callable[[Relay], Awaitable[Any]]) -> tuple[Path, Any, str]:
-    """Run ``session`` through a relay in front of server-everything; the trace, its result."""
+def _killed(
+    folder: Path, session: Callable[[Through], Awaitable[Any]], via: str = "http"
+) -> tuple[Path, Any, str]:
+    """Run ``session`` through ``via`` in front of server-everything; the trace, its result."""
     if not EVERYTHING_JS.exists():
         pytest.skip("server-everything is not installed; run scripts/setup-peers.sh")
+    if via == "addon":
+        require_peers(mitmdump_path())
     server = Server(
         ["node", str(EVERYTHING_JS), "streamableHttp"], {"PORT": "{port}"}, folder / "server.log"
     )
+    trace = folder / "trace.jsonl"
     try:
-        relay = Relay(server.url("/mcp"), folder / "trace.jsonl")
+        if via == "http":
+            relay = Relay(server.url("/mcp"), trace)
+            try:
+                result = asyncio.run(session(Through(relay.url, trace, relay.proc)))
+            finally:
+                code = stop_process(relay.proc, signal.SIGINT)
+            # 3: the trace is incomplete (mcpsniff http --help); the relay completed it.
+            assert code == 3, relay.stderr
+            return trace, result, relay.stderr
+        mitm = Mitmdump(folder, mode=f"reverse:{server.url('/')}", trace=trace).started()
         try:
-            result = asyncio.run(session(relay))
+            result = asyncio.run(session(Through(mitm.url("/mcp"), trace, mitm.proc)))
+            mitm.wait_for("the trace was completed without the analysis process")
         finally:
-            code = stop_process(relay.proc, signal.SIGINT)
+            code = mitm.stop(signal.SIGINT)
+        assert code == 0, mitm.output
+        return trace, result, mitm.output
     finally:
         server.stop()
-    # 3: the trace is incomplete (mcpsniff http --help), and the relay completed it.
-    assert code == 3, relay.stderr
-    return relay.trace, result, relay.stderr
 
 
-@pytest.fixture(scope="module")
-def killed_trace(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str], str]:
-    return _killed(tmp_path_factory.mktemp("http-gap"), _session)
+VIA = ["http", "addon"]
+
+
+@pytest.fixture(scope="module", params=VIA)
+def killed_trace(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[Path, list[str], str]:
+    return _killed(tmp_path_factory.mktemp(f"gap-{request.param}"), _session, request.param)
 
 
 def test_every_call_is_answered_through_the_relay(
@@ -242,10 +274,9 @@ def test_check_passes_and_names_what_it_did_not_judge(
     assert "Traceback" not in check.stderr
 
 
-def test_a_server_request_answered_in_the_gap_is_not_judged(
-    tmp_path: Path,
-) -> None:
-    trace, _, stderr = _killed(tmp_path, _sampling_session)
+@pytest.mark.parametrize("via", VIA)
+def test_a_server_request_answered_in_the_gap_is_not_judged(tmp_path: Path, via: str) -> None:
+    trace, _, stderr = _killed(tmp_path, _sampling_session, via)
     with TraceReader(trace) as reader:
         records = list(reader.records())
     asked = [
