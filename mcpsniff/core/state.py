@@ -158,6 +158,19 @@ EXCHANGES_BEGUN = "http-exchanges-begun"
 _RUN_SUFFIX = re.compile(r"@\d+\.\d+\Z")
 
 
+#: Most relay runs per trace whose shared gap facts are kept (a hostile trace
+#: may name any number; the runs past it are judged as if they had no gap).
+MAX_RUNS = 1024
+
+
+def per_run(shared: dict[str, Any], name: str, run: str) -> dict[str, Any] | None:
+    """``shared[name]``, a dict by run, ready to take ``run``; None when it is full."""
+    runs = shared.setdefault(name, {})
+    if run in runs or len(runs) < MAX_RUNS:
+        return runs
+    return None
+
+
 def run_of(key: str) -> str:
     """Which relay run of a trace a session key belongs to: its suffix, "" for the first.
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcpsniff.core.state import run_of
+from mcpsniff.core.state import MAX_RUNS, per_run, run_of
 
 
 @pytest.mark.parametrize(
@@ -23,3 +23,15 @@ from mcpsniff.core.state import run_of
 )
 def test_run_of(key: str, run: str) -> None:
     assert run_of(key) == run
+
+
+def test_shared_facts_are_kept_for_at_most_max_runs() -> None:
+    """A hostile trace naming endless runs cannot grow the analyzer's shared state."""
+    shared: dict = {}
+    for number in range(MAX_RUNS + 50):
+        runs = per_run(shared, "k", f"@{number}.1")
+        if runs is not None:
+            runs[f"@{number}.1"] = number
+    assert len(shared["k"]) == MAX_RUNS
+    assert per_run(shared, "k", "@0.1") is shared["k"]  # a run already kept still is
+    assert per_run(shared, "k", "@99999.1") is None

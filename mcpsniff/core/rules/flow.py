@@ -20,6 +20,7 @@ from mcpsniff.core.state import (
     ProgressState,
     channel_gap,
     gaps_of,
+    per_run,
     run_of,
 )
 
@@ -365,9 +366,10 @@ def capture_gap(session: Session, event: EventRecord) -> None:
         # The HTTP capture channel dropped observations of any exchange, either
         # way: requests, answers, their ends (§14.9: an answer may come on any
         # stream of the session). Every session takes it in (``gaps_of``).
-        runs = session.shared.setdefault(CAPTURE_GAP, {})
         run = run_of(session.key)
-        runs[run] = max(runs.get(run, 0), event.seq)
+        runs = per_run(session.shared, CAPTURE_GAP, run)
+        if runs is not None:
+            runs[run] = max(runs.get(run, 0), event.seq)
         return
     ranges = data.get("exchanges")
     if isinstance(ranges, list):
@@ -381,8 +383,10 @@ def capture_gap(session: Session, event: EventRecord) -> None:
         if type(unlisted) is int and unlisted > 0 and type(through) is int and named:
             # Past the listed ranges, the missing exchanges are not named one by one.
             named.append((named[-1][1] + 1, through))
-        kept = session.shared.setdefault(GAP_EXCHANGES, {}).setdefault(run_of(session.key), [])
-        if len(kept) < 4096:
+        run = run_of(session.key)
+        runs = per_run(session.shared, GAP_EXCHANGES, run)
+        kept = runs.setdefault(run, []) if runs is not None else None
+        if kept is not None and len(kept) < 4096:
             kept.extend(named)
 
 

@@ -39,7 +39,7 @@ from mcpsniff.core.protocol import (
     version_at_least,
 )
 from mcpsniff.core.rules.registry import EVENT, FRAME, rule
-from mcpsniff.core.state import EXCHANGES_BEGUN, Answered, run_of
+from mcpsniff.core.state import EXCHANGES_BEGUN, Answered, per_run, run_of
 
 if TYPE_CHECKING:
     from mcpsniff.core.model import EventRecord, FrameRecord
@@ -176,9 +176,9 @@ def on_event(session: Session, record: EventRecord) -> None:
     state = _state(session)
     event = record.event
     if event == "http-request":
-        begun = session.shared.setdefault(EXCHANGES_BEGUN, {})
         run = run_of(session.key)
-        if number > begun.get(run, 0):
+        begun = per_run(session.shared, EXCHANGES_BEGUN, run)
+        if begun is not None and number > begun.get(run, 0):
             # A salvaged gap naming a later exchange names one begun after
             # every request the trace holds of its run (rules/flow.py).
             begun[run] = number
