@@ -21,11 +21,12 @@ bytes, and never silently:
 * a response body piece becomes a ``ResponseGap`` of its exchange, a request
   body a ``RequestGap`` (a streamed piece is left out: its offset shows the
   hole); what says an exchange happened always goes;
-* every other observation dropped is counted in a ``CaptureGap``, told once
-  the backlog has room again: the ones with bytes (bodies, stderr pieces)
-  in one, and, far behind, the ones without (an exchange's begin, head or
-  end) in another with no bytes, since only those may hide traffic that no
-  gap of its own accounts for;
+* every other observation dropped is counted in a ``CaptureGap``: the ones
+  with bytes (bodies, stderr pieces) in one, told once the backlog has room
+  again, and, far behind, the ones without (an exchange's begin, head or
+  end) in another with no bytes, told before the next observation that is
+  not dropped, since only those may hide traffic that no gap of its own
+  accounts for;
 * every gap still untold is told before the trace ends (``end``).
 
 ``read_batches`` is the analysis process's end. ``InProcess`` has the same
@@ -305,6 +306,13 @@ class Channel:
         if lost:
             self._queue(ResponseGap(number, t, lost), force=True)
 
+    def _tell_bare(self, t: float) -> None:
+        """Say how many observations without bytes were dropped (a few bytes: at once)."""
+        frame = encode_bytes(CaptureGap(t, self.lost_bare, 0))
+        self.lost_bare = 0
+        self._batch.append(frame)
+        self._batch_bytes += len(frame)
+
     def _tell_capture_gap(self, t: float, *, now: bool = False) -> None:
         """Once the backlog has room again (or ``now``): say what the trace lacks."""
         if not now and self.pending_bytes >= self.limit // 2:
@@ -325,6 +333,10 @@ class Channel:
             if self.on_dropped is not None:
                 self.on_dropped(observation)
             return
+        if self.lost_bare:
+            # Told before anything that follows them: a reply after a dropped
+            # request begin must not be judged before the gap that may hold it.
+            self._tell_bare(observation.t)
         head, payload = encode(observation)
         self._batch_t = observation.t
         if len(payload) > INLINE_LIMIT:

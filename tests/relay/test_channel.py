@@ -266,3 +266,32 @@ def test_dropped_observations_without_bytes_are_a_gap_of_their_own(
     assert [(g.lost_calls, g.lost_bytes) for g in gaps if g.lost_bytes] == [(1, 40)]
     delivered = sum(type(o) is ExchangeEnd for o in received)
     assert delivered < ends and sum(g.lost_calls for g in bare) == ends - delivered
+
+
+def test_dropped_observations_without_bytes_are_told_before_the_next_one_that_goes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A reply queued after a dropped request begin comes after the gap that says so,
+    even while the backlog is still too full for the gap of dropped bytes."""
+    monkeypatch.setattr(channel_module, "METADATA_ALLOWANCE", 1000)
+    read_fd, write_fd = os.pipe()
+    channel = Channel(write_fd, limit=10)
+    ends = 20_000
+    for number in range(ends):
+        channel.send(ExchangeEnd(number, 1.0, "complete", True))
+    assert channel.lost_bare > 0
+    monkeypatch.setattr(channel_module, "METADATA_ALLOWANCE", 1 << 30)  # room for metadata again
+    marker = TransportEvent("s", "marker", 2.0, {})
+    channel.send(marker)
+    assert channel.lost_bare == 0
+    received: list[Any] = []
+    reader = threading.Thread(target=lambda: received.extend(drain_all(read_fd)))
+    reader.start()
+    channel.end(3.0)
+    channel.close_blocking()
+    reader.join()
+    os.close(read_fd)
+    at = received.index(marker)
+    assert type(received[at - 1]) is CaptureGap and received[at - 1].lost_bytes == 0
+    delivered = sum(type(o) is ExchangeEnd for o in received)
+    assert received[at - 1].lost_calls == ends - delivered
