@@ -199,3 +199,32 @@ def test_the_channel_s_gaps_say_whether_they_may_hide_any_session_s_traffic() ->
         {"lost_calls": 2, "lost_bytes": 512, "scope": "bodies"},
         {"lost_calls": 3, "lost_bytes": 0, "scope": "capture"},
     ]
+
+
+def _answer_after_a_lost_begin(gap: list[Observation]) -> list[Any]:
+    """A session's GET stream carries the answer to a POST whose begin the channel dropped."""
+    sid = (("Mcp-Session-Id", "s1"),)
+    get_headers = (("Accept", "text/event-stream"), *sid)
+    stream_headers = (("Content-Type", "text/event-stream"), *sid)
+    answer = {"jsonrpc": "2.0", "id": 5, "result": {"tools": []}}
+    return run(
+        [
+            *request(1, _json(INIT), whole),
+            *response(
+                1, 200, (("Content-Type", "application/json"), *sid), _json(INIT_RESULT), whole
+            ),
+            RequestBegin(2, 1.0, "GET", "/mcp", get_headers, None, "c:1", 0, b""),
+            ResponseHead(2, 2.0, 200, stream_headers),
+            *gap,  # here the channel dropped exchange 3's begin (a tools/list, id 5)
+            ResponseBody(2, 2.5, False, sse(answer)),
+            ExchangeEnd(2, 3.0, "complete", True),
+        ]
+    )
+
+
+def test_an_answer_after_the_channel_dropped_its_request_is_not_judged_unknown() -> None:
+    """The channel's gap without bytes may hold any exchange's begin (scope "capture")."""
+    unknown = [r for r in _answer_after_a_lost_begin([]) if r[:2] == ("finding", "JR-RESP-ID")]
+    assert len(unknown) == 1  # without the gap: an id nobody sent
+    records = _answer_after_a_lost_begin([CaptureGap(2.2, 1, 0)])
+    assert [r for r in records if r[:2] == ("finding", "JR-RESP-ID")] == []
