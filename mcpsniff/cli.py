@@ -184,21 +184,24 @@ def check(
     except OSError as exc:
         _fail("check", f"{trace}: read failed: {exc.strerror or exc}")
         return
+    # What the verdict does not cover: on stderr, and in a SARIF or JUnit report too.
+    notes: list[str] = []
     if reader.torn is not None:
-        click.echo(f"mcpsniff check: warning: {trace}: {reader.torn.describe()}", err=True)
+        notes.append(f"{terminal_safe(str(trace))}: {reader.torn.describe()}")
     gaps.add_unjudged(analyzer.sessions.values())
     if (lacking := gaps.warning()) is not None:
-        click.echo(f"mcpsniff check: warning: {terminal_safe(str(trace))}: {lacking}", err=True)
+        notes.append(f"{terminal_safe(str(trace))}: {lacking}")
     if analyzer_errors:
         # The rules after the failing one never ran on those records: a clean
         # verdict would claim more than was checked.
         first = analyzer_errors[0]
-        click.echo(
-            f"mcpsniff check: warning: the analyzer failed on {len(analyzer_errors)} record(s), "
+        notes.append(
+            f"the analyzer failed on {len(analyzer_errors)} record(s), "
             f"first at seq {first.seq}: {terminal_safe(str(first.data.get('error', '?'))[:200])}; "
-            "findings may be missing (please report this as an mcpsniff bug)",
-            err=True,
+            "findings may be missing (please report this as an mcpsniff bug)"
         )
+    for note in notes:
+        click.echo(f"mcpsniff check: warning: {note}", err=True)
     if fmt == "text":
         style = Style(_colour(out))
         for line in report_lines(dict(by_session), style):
@@ -218,7 +221,7 @@ def check(
     elif fmt in ("sarif", "junit"):
         from mcpsniff.export.check_report import write_check_report
 
-        write_check_report(fmt, trace, dict(by_session), sessions, fail_on, out)
+        write_check_report(fmt, trace, dict(by_session), sessions, fail_on, out, notes)
     sys.exit(EXIT_FINDINGS if failing else EXIT_OK)
 
 

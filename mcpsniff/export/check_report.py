@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -22,14 +22,19 @@ def write_check_report(
     sessions: Iterable[str],
     fail_on: str,
     out: TextIO,
+    notes: Sequence[str] = (),
 ) -> None:
-    """Write the ``fmt`` report (one of :data:`FORMATS`) of a checked trace to ``out``."""
+    """Write the ``fmt`` report (one of :data:`FORMATS`) of a checked trace to ``out``.
+
+    ``notes``: the check's warnings (what the verdict does not cover), in the report too.
+    """
     if fmt == "sarif":
         everything = [f for group in findings.values() for f in group]
         lines = lines_of(trace, (s for f in everything for s in f.seq[:5]))
+        log = sarif_log(everything, trace, lines, notes)
         # ensure_ascii: a lone surrogate a peer smuggled in stays a valid escape.
-        out.write(json.dumps(sarif_log(everything, trace, lines), indent=2) + "\n")
+        out.write(json.dumps(log, indent=2) + "\n")
     elif fmt == "junit":
-        out.write(junit_xml(sessions, findings, fail_on, trace))
+        out.write(junit_xml(sessions, findings, fail_on, trace, notes))
     else:
         raise ValueError(f"unknown report format {fmt!r}")

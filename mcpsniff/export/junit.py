@@ -10,7 +10,7 @@ the test case's ``<system-out>``: visible, but not failing the build.
 from __future__ import annotations
 
 import xml.etree.ElementTree as ET
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from mcpsniff.core.model import SEVERITY_RANK, FindingRecord
@@ -27,8 +27,13 @@ def junit_xml(
     findings: Mapping[str, list[FindingRecord]],
     fail_on: str,
     trace: Path,
+    notes: Sequence[str] = (),
 ) -> str:
-    """The JUnit XML document (a ``<testsuites>`` root) for one checked trace."""
+    """The JUnit XML document (a ``<testsuites>`` root) for one checked trace.
+
+    ``notes``: what the check warned of (capture gaps, a torn last line), in
+    the suite's ``<system-err>``: a passing suite says what it could not check.
+    """
     threshold = SEVERITY_RANK[fail_on]
     suite_name = export_text(f"mcpsniff check {trace.name}", 1000)
     root = ET.Element("testsuites", name="mcpsniff")
@@ -63,6 +68,8 @@ def junit_xml(
             failures += 1
         if quiet:
             ET.SubElement(case, "system-out").text = "\n".join(quiet)
+    if notes:
+        ET.SubElement(suite, "system-err").text = "\n".join(shared_text(n) for n in notes)
     for element in (root, suite):
         element.set("tests", str(cases))
         element.set("failures", str(failures))

@@ -10,7 +10,7 @@ concerns (OASIS SARIF 2.1.0, §3.27 result, §3.28 location).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -125,13 +125,18 @@ def _first_sentence(text: str) -> str:
 
 
 def sarif_log(
-    findings: Iterable[FindingRecord], trace: Path, lines: Mapping[int, int]
+    findings: Iterable[FindingRecord],
+    trace: Path,
+    lines: Mapping[int, int],
+    notes: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The SARIF log object for ``findings`` read from ``trace``.
 
     ``lines`` maps a frame or event sequence number to its line in the trace
     (:func:`mcpsniff.export.trace_lines.lines_of`); a finding without a known
-    line is located at the file alone.
+    line is located at the file alone. ``notes``: what the check warned of
+    (capture gaps, a torn last line), as the run's tool execution
+    notifications, so that a clean log does not claim more than was checked.
     """
     rules: list[dict[str, Any]] = []
     index: dict[str, int] = {}
@@ -173,7 +178,16 @@ def sarif_log(
                     }
                 },
                 "artifacts": [{"location": {"uri": uri}, "mimeType": "application/jsonl"}],
+                **_invocations(notes),
                 "results": results,
             }
         ],
     }
+
+
+def _invocations(notes: Sequence[str]) -> dict[str, Any]:
+    """The run's ``invocations`` carrying ``notes`` as warnings, or nothing without notes."""
+    if not notes:
+        return {}
+    warnings = [{"level": "warning", "message": {"text": shared_text(n)}} for n in notes]
+    return {"invocations": [{"executionSuccessful": True, "toolExecutionNotifications": warnings}]}

@@ -160,3 +160,72 @@ def test_a_finding_that_quotes_a_credential_is_redacted_in_shared_reports(
         validate_sarif(json.loads(out))
     else:
         ET.fromstring(out)
+
+
+def _gapped(tmp_path: Path) -> Path:
+    """A ping whose answer may be in a capture gap: check passes, and says what it lacks."""
+    version = {"protocolVersion": "2025-11-25", "capabilities": {}}
+    frames = [
+        (
+            "c2s",
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {**version, "clientInfo": {"name": "c", "version": "1"}},
+            },
+        ),
+        (
+            "s2c",
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "result": {**version, "serverInfo": {"name": "s", "version": "1"}},
+            },
+        ),
+        ("c2s", {"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        ("c2s", {"jsonrpc": "2.0", "id": 1, "method": "ping"}),
+    ]
+    path = write_stdio_trace(tmp_path / "gapped.jsonl", frames)
+    lines = path.read_bytes().splitlines(keepends=True)
+    gap = {
+        "type": "event",
+        "seq": 6,
+        "t": 1767225600.5,
+        "session": "s1",
+        "event": "capture-gap",
+        "data": {"direction": "s2c", "lost_bytes": 37, "reason": "the analysis died\x1b[2J"},
+    }
+    end = lines[-1].replace(b'"seq": 6', b'"seq": 7').replace(b'"seq":6', b'"seq":7')
+    assert end != lines[-1]  # the session-end follows the gap
+    path.write_bytes(b"".join([*lines[:-1], json.dumps(gap).encode() + b"\n", end]))
+    return path
+
+
+def test_sarif_of_a_gapped_trace_says_what_it_did_not_check(tmp_path: Path) -> None:
+    code, out = check("--format", "sarif", str(_gapped(tmp_path)))
+    log = json.loads(out)
+    validate_sarif(log)
+    assert code == 0
+    (invocation,) = log["runs"][0]["invocations"]
+    assert invocation["executionSuccessful"] is True
+    (note,) = invocation["toolExecutionNotifications"]
+    assert note["level"] == "warning"
+    assert "the trace lacks 37 bytes" in note["message"]["text"]
+    assert "1 request(s) pending across a capture gap were not judged" in note["message"]["text"]
+    assert "\x1b" not in note["message"]["text"]
+
+
+def test_junit_of_a_gapped_trace_says_what_it_did_not_check(tmp_path: Path) -> None:
+    code, out = check("--format", "junit", str(_gapped(tmp_path)))
+    root = ET.fromstring(out)
+    assert code == 0 and root.get("failures") == "0"
+    said = root.findtext("./testsuite/system-err") or ""
+    assert "the trace lacks 37 bytes" in said and "not judged unanswered" in said
+
+
+def test_a_clean_trace_has_no_notes() -> None:
+    _, out = check("--format", "sarif", str(RECORDINGS / "clean-2025-11-25.jsonl"))
+    assert "invocations" not in json.loads(out)["runs"][0]
+    _, out = check("--format", "junit", str(RECORDINGS / "clean-2025-11-25.jsonl"))
+    assert ET.fromstring(out).find("./testsuite/system-err") is None
