@@ -33,6 +33,7 @@ from mcpsniff.trace.format import (
     HEADER_LIMIT,
     TraceWriter,
     _loads,
+    glued_record,
 )
 
 #: The longest header line an appender reads (a header holds the server's argv).
@@ -46,6 +47,10 @@ _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 _PLACEHOLDERS = ("name", "pid", "time")
 _SEQ = re.compile(rb'"seq":(\d+)')
 _EVENT_PREFIX = b'{"type":"event"'
+#: A frame or event starting after a line's first byte: maybe glued after a torn write.
+_GLUED_START = re.compile(rb'\{"type":"(?:frame|event)"')
+#: Sequence numbers are 64-bit (trace.validate): a larger one read back is no offset.
+_SEQ_LIMIT = 1 << 63
 
 
 class TraceOpenError(Exception):
@@ -324,6 +329,14 @@ def _last_seq(fd: int) -> int:
                 match = _SEQ.search(line, 0, 200)
                 if match is not None:
                     best = max(best, int(match.group(1)))
+            if _GLUED_START.search(line, 1) is not None:
+                # Another writer's record glued after a torn one: its seq counts
+                # too, or the appended run would reuse it. (None for an intact
+                # line: a nested record start does not parse to the line's end.)
+                glued = glued_record(line)
+                seq = glued[0].get("seq") if glued is not None else None
+                if type(seq) is int and 0 <= seq < _SEQ_LIMIT:
+                    best = max(best, seq)
         if best:
             return best
         end = start

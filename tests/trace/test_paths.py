@@ -6,10 +6,11 @@ import os
 import stat
 from pathlib import Path
 
+import orjson
 import pytest
 
 from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, MessageRecord
-from mcpsniff.trace.format import TraceReader, TraceWriter
+from mcpsniff.trace.format import TraceReader, TraceWriter, encode_line
 from mcpsniff.trace.paths import (
     TraceOpenError,
     expand_pattern,
@@ -181,3 +182,35 @@ def test_big_groups_are_written_whole_and_nothing_waits_in_a_buffer_after_flush(
     with TraceReader(path) as reader:
         assert [r.raw for r in reader.records()] == [payload] * 3
     writer.close()
+
+
+@pytest.mark.parametrize(
+    "torn", [b'{"type":"message","frame":3,"ses', b'{"type":"frame","seq":2,"t":1.0,"se']
+)
+def test_an_appended_run_numbers_after_a_frame_glued_to_a_torn_line(
+    tmp_path: Path, torn: bytes
+) -> None:
+    """Another writer died mid-line and a frame was appended right after its piece: the
+    next run's sequence numbers start after that frame's, not after the one before it."""
+    path = tmp_path / "fs.jsonl"
+    write_session(path, range(1, 3))  # seqs 1, 2, session-end 3
+    with path.open("ab") as file:
+        file.write(torn + encode_line(ping(40)))
+    second = write_session(path, range(1, 2))
+    assert second.seq_offset == 40
+    with TraceReader(path, on_skip=lambda _: None) as reader:
+        seqs = [r.seq for r in reader.records() if isinstance(r, FrameRecord)]
+    assert seqs == [1, 2, 40, 41]  # no number twice
+
+
+def test_a_record_start_nested_in_a_whole_frame_does_not_move_the_offset(tmp_path: Path) -> None:
+    """Hostile traffic quoting a frame record with a huge seq changes nothing."""
+    path = tmp_path / "fs.jsonl"
+    write_session(path, range(1, 3))
+    payload = b'{"jsonrpc":"2.0","id":1,"result":{"x":{"type":"frame","seq":99999}}}\n'
+    writer = open_trace_file(str(path), name="srv", meta={}, created=NOW).writer
+    writer.write(FrameRecord(7, NOW, "stdio", "s2c", "stdio", payload, None, orjson.loads(payload)))
+    writer.close()
+    assert b'{"type":"frame","seq":99999}' in path.read_bytes()
+    third = write_session(path, range(1, 2))
+    assert third.seq_offset == 7 + writer.seq_offset
