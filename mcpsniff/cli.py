@@ -26,7 +26,7 @@ from mcpsniff.filter.cli import filter_option, parse_filter
 from mcpsniff.filter.select import matching_findings
 from mcpsniff.relay.outputs import Outputs
 from mcpsniff.render import Style, Timeline, finding_json, report_lines
-from mcpsniff.safe_output import json_line, tolerate_surrogates
+from mcpsniff.safe_output import terminal_json_line, tolerate_surrogates
 from mcpsniff.seconds import Seconds
 from mcpsniff.sinks import Sink
 from mcpsniff.trace.format import TraceError, TraceReader, TraceWriter
@@ -168,7 +168,7 @@ def check(
                 if SEVERITY_RANK.get(record.severity, 0) >= threshold:
                     failing += 1
                 if fmt == "json":
-                    out.write(json_line(finding_json(record)) + "\n")
+                    out.write(terminal_json_line(finding_json(record)) + "\n")
                 else:
                     by_session[record.session].append(record)
                 sessions.add(record.session)

@@ -13,7 +13,7 @@ from mcpsniff.filter import HELP as FILTER_HELP
 from mcpsniff.filter import Filter, build_views, index_findings
 from mcpsniff.filter.cli import filter_option, parse_filter
 from mcpsniff.filter.reading import LazyTraceRecords
-from mcpsniff.safe_output import json_line, tolerate_surrogates
+from mcpsniff.safe_output import terminal_json_line, tolerate_surrogates
 from mcpsniff.stats.compute import compute
 from mcpsniff.stats.render import stats_lines
 from mcpsniff.trace.format import TraceError
@@ -56,7 +56,7 @@ def stats(trace: Path, fmt: str, filter_expr: str | None) -> None:
     if torn is not None:
         click.echo(f"mcpsniff stats: warning: {trace}: {torn.describe()}", err=True)
     if fmt == "json":
-        click.echo(json_line(result.to_json(), option=orjson.OPT_NON_STR_KEYS))
+        click.echo(terminal_json_line(result.to_json(), option=orjson.OPT_NON_STR_KEYS))
         return
     for line in stats_lines(result, str(trace)):
         click.echo(line)
