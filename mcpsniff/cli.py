@@ -324,9 +324,10 @@ def stdio(
 
     def announce(writer: TraceWriter) -> None:
         if writer.note:
-            click.echo(f"mcpsniff stdio: warning: {writer.note}", err=True)
+            click.echo(f"mcpsniff stdio: warning: {terminal_safe(writer.note)}", err=True)
         verb = "appending a session of" if writer.appended else "recording"
-        click.echo(f"mcpsniff: {verb} {command[0]} to {writer.path}", err=True)
+        where = f"{command[0]} to {writer.path}"  # --name may come from any config file
+        click.echo(f"mcpsniff: {verb} {terminal_safe(where)}", err=True)
 
     def warn(text: str) -> None:
         click.echo(terminal_safe(text), err=True)

@@ -65,9 +65,9 @@ def ls(folder: Path | None, fmt: str) -> None:
     folder = folder if folder is not None else traces_dir()
     if not folder.is_dir():
         if folder == traces_dir() and not folder.exists():
-            click.echo(f"no traces yet ({folder} does not exist)", err=True)
+            click.echo(f"no traces yet ({terminal_safe(str(folder))} does not exist)", err=True)
             return
-        click.echo(f"mcpsniff ls: {folder}: not a folder", err=True)
+        click.echo(f"mcpsniff ls: {terminal_safe(str(folder))}: not a folder", err=True)
         sys.exit(EXIT_ERROR)
     skipped: list[Skipped] = []
     rows = list_traces(folder, skipped)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from mcpsniff.core.escape import terminal_safe
 from mcpsniff.filter import HELP as FILTER_HELP
 from mcpsniff.filter import Filter, ViewBuilder, index_findings
 from mcpsniff.filter.cli import filter_option, parse_filter
@@ -32,7 +33,8 @@ def _colour(stream: object) -> bool:
 
 
 def _fail(reason: str) -> None:
-    click.echo(f"mcpsniff show: {reason}", err=True)
+    # A reason quotes the file name, which may hold anything a file name can.
+    click.echo(f"mcpsniff show: {terminal_safe(reason)}", err=True)
     sys.exit(EXIT_ERROR)
 
 
@@ -49,7 +51,8 @@ def _wait_for(trace: Path, interval: float) -> None:
         except IsADirectoryError:
             return  # TraceReader says what is wrong
         if not announced:
-            click.echo(f"mcpsniff show: waiting for {trace} to appear", err=True)
+            where = terminal_safe(str(trace))
+            click.echo(f"mcpsniff show: waiting for {where} to appear", err=True)
             announced = True
         time.sleep(interval)
 
