@@ -196,6 +196,9 @@ def install(
                 click.echo(line)
         for entry in plan.other:
             click.echo(f"  ? {terminal_safe(entry.name)}: {entry.why}; left alone")
+        if not (plan.changed or plan.unchanged or plan.http or plan.other):
+            # Said, so that an empty file or a typo'd table is not taken for success.
+            click.echo("  no MCP servers in it (no mcpServers or servers entries); nothing to do")
         if not plan.differs:
             continue
         if dry_run:

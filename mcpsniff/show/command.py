@@ -134,7 +134,10 @@ def _show(
     printer = ViewPrinter(Style(_colour(sys.stdout)), verbose=verbose, fmt=fmt, flt=flt)
     tail = TraceTail(trace)
     try:
-        _print(tail, builder, printer, follow, interval)
+        printed = _print(tail, builder, printer, follow, interval)
+        if flt is not None and not printed and not follow:
+            # An empty output alone reads as an empty trace or a broken command.
+            click.echo("mcpsniff show: no message or event matched --filter", err=True)
     except BrokenPipeError:
         # `mcpsniff show TRACE | head`: the reader left. Say nothing more, and
         # keep the interpreter's final flush from failing on the closed pipe.
@@ -150,28 +153,32 @@ _CHUNK = 4 << 20
 
 def _print(
     tail: TraceTail, builder: ViewBuilder, printer: ViewPrinter, follow: bool, interval: float
-) -> None:
+) -> int:
+    """Print the trace's views; the number of lines printed."""
     out = sys.stdout
+    printed = 0
     try:
         while True:
             for record in tail.poll(final=not follow, max_bytes=_CHUNK):
                 for line in printer.lines(builder.feed(record)):
                     out.write(line + "\n")
+                    printed += 1
             if tail.more:
                 continue  # the rest of what is already there, a chunk at a time
             if not follow:
                 break
             for line in printer.lines(builder.flush()):
                 out.write(line + "\n")
+                printed += 1
             out.flush()
             time.sleep(interval)
     except KeyboardInterrupt:
         pass
-    for line in printer.lines(builder.flush()):
+    for line in [*printer.lines(builder.flush()), *printer.flush()]:
         out.write(line + "\n")
-    for line in printer.flush():
-        out.write(line + "\n")
+        printed += 1
     out.flush()
+    return printed
 
 
 def _quiet(message: str) -> None:
