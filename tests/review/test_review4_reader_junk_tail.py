@@ -98,3 +98,23 @@ def test_ls_reads_past_a_junk_line_without_holding_it(tmp_path: Path) -> None:
     assert summary is not None
     assert summary.messages == 2 * GALLERY.read_bytes().count(b'{"type":"message"')
     assert peak < 8 << 20, f"peak {peak >> 20} MiB for a {JUNK >> 20} MiB junk line"
+
+
+@pytest.mark.parametrize("records_after", [False, True], ids=["torn-tail", "mid-file"])
+def test_lazy_records_read_past_a_junk_line(tmp_path: Path, records_after: bool) -> None:
+    """filter/reading.py (stats, show --filter) held it whole: 4.7 GB for 2 GB (fixed)."""
+    from mcpsniff.filter.reading import LazyTraceRecords
+
+    path, records = _trace(tmp_path, records_after=records_after)
+    skipped: list[str] = []
+    reader = LazyTraceRecords(path, on_skip=skipped.append)
+    count, peak = _peak(lambda: sum(1 for _ in reader))
+    assert count == records * (2 if records_after else 1)
+    assert peak < 8 << 20, f"peak {peak >> 20} MiB for a {JUNK >> 20} MiB junk line"
+    if records_after:
+        assert reader.torn is None
+        assert len(skipped) == 1 and "not a JSON record" in skipped[0]
+    else:
+        # Still reported as the torn last line, with its length.
+        assert reader.torn is not None and reader.torn.length == JUNK
+        assert skipped == []
