@@ -184,6 +184,16 @@ def _check_default_output(out: Path) -> None:
         _fail("report", f"{out} is {what}; name the page with -o FILE")
 
 
+#: The most of a session key a message quotes (a peer's Mcp-Session-Id may be megabytes).
+KEY_LIMIT = 80
+
+
+def _key(key: str) -> str:
+    """A session key for a one-line message: terminal-safe and cut to ``KEY_LIMIT``."""
+    cut = key if len(key) <= KEY_LIMIT else key[: KEY_LIMIT - 1] + "…"
+    return terminal_safe(cut)
+
+
 def _mermaid(
     trace: Path,
     output: Path | None,
@@ -205,15 +215,15 @@ def _mermaid(
     if session_key is not None:
         found = model.sessions.get(session_key)
         if found is None:
-            names = ", ".join(terminal_safe(s.key) for s in sessions[:20])
+            names = ", ".join(_key(s.key) for s in sessions[:20])
             where = terminal_safe(str(shown or trace))
-            _fail("report", f"no session {terminal_safe(session_key)!r} in {where} ({names})")
+            _fail("report", f"no session {_key(session_key)!r} in {where} ({names})")
             return
         chosen = found
     elif len(sessions) > 1:
-        others = ", ".join(terminal_safe(s.key) for s in sessions[1:20])
+        others = ", ".join(_key(s.key) for s in sessions[1:20])
         click.echo(
-            f"mcpsniff report: drawing session {terminal_safe(chosen.key)}; "
+            f"mcpsniff report: drawing session {_key(chosen.key)}; "
             f"--session picks another ({others})",
             err=True,
         )
