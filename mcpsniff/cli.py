@@ -123,6 +123,8 @@ def check(
     Exit status: 0 when nothing is at or above --fail-on, 1 when something is,
     2 when the trace is missing or unreadable.
     """
+    if explain and explain != "all":
+        explain = explain.upper()  # rule ids are upper case; jr-resp-id means JR-RESP-ID
     if trace is None:
         _explain_only(explain)
         return
@@ -232,7 +234,12 @@ def _note_event(record: EventRecord, errors: list[EventRecord], gaps: GapTally) 
 
 def _explain_only(rule_id: str | None) -> None:
     """``check --explain RULE`` without a trace: the rule's paragraph."""
-    if not rule_id or rule_id == "all":
+    if rule_id == "all":
+        raise click.UsageError(
+            "--explain all explains the rules a TRACE's report found: name the TRACE "
+            "(every rule is described by: mcpsniff rules --format json)"
+        )
+    if not rule_id:
         raise click.UsageError("missing argument TRACE (or --explain RULE to explain a rule)")
     try:
         catalog.get(rule_id)

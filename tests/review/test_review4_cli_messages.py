@@ -51,3 +51,18 @@ def test_show_says_when_its_filter_matched_nothing() -> None:
     matched = CliRunner().invoke(main, ["show", str(GALLERY), "--filter", "method == ping"])
     assert "ping" in matched.output
     assert "matched --filter" not in matched.output
+
+
+def test_check_explain_takes_a_rule_id_in_any_case() -> None:
+    lower = CliRunner().invoke(main, ["check", "--explain", "jr-resp-id"])
+    upper = CliRunner().invoke(main, ["check", "--explain", "JR-RESP-ID"])
+    assert lower.exit_code == 0, lower.output
+    assert lower.output == upper.output
+    assert lower.output.startswith("JR-RESP-ID (error)")
+
+
+def test_check_explain_all_without_a_trace_says_what_all_means() -> None:
+    result = CliRunner().invoke(main, ["check", "--explain", "all"])
+    assert result.exit_code == 2
+    assert "--explain all explains the rules a TRACE's report found" in result.output
+    assert "mcpsniff rules --format json" in result.output
