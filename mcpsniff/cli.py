@@ -26,7 +26,7 @@ from mcpsniff.filter.cli import filter_option, parse_filter
 from mcpsniff.filter.select import matching_findings
 from mcpsniff.relay.outputs import Outputs
 from mcpsniff.render import Style, Timeline, finding_json, report_lines
-from mcpsniff.safe_output import json_line, tolerate_surrogates
+from mcpsniff.safe_output import terminal_json_line, tolerate_surrogates
 from mcpsniff.seconds import Seconds
 from mcpsniff.sinks import Sink
 from mcpsniff.trace.format import TraceError, TraceReader, TraceWriter
@@ -123,6 +123,8 @@ def check(
     Exit status: 0 when nothing is at or above --fail-on, 1 when something is,
     2 when the trace is missing or unreadable.
     """
+    if explain and explain != "all":
+        explain = explain.upper()  # rule ids are upper case; jr-resp-id means JR-RESP-ID
     if trace is None:
         _explain_only(explain)
         return
@@ -168,7 +170,7 @@ def check(
                 if SEVERITY_RANK.get(record.severity, 0) >= threshold:
                     failing += 1
                 if fmt == "json":
-                    out.write(json_line(finding_json(record)) + "\n")
+                    out.write(terminal_json_line(finding_json(record)) + "\n")
                 else:
                     by_session[record.session].append(record)
                 sessions.add(record.session)
@@ -235,7 +237,12 @@ def _note_event(record: EventRecord, errors: list[EventRecord], gaps: GapTally) 
 
 def _explain_only(rule_id: str | None) -> None:
     """``check --explain RULE`` without a trace: the rule's paragraph."""
-    if not rule_id or rule_id == "all":
+    if rule_id == "all":
+        raise click.UsageError(
+            "--explain all explains the rules a TRACE's report found: name the TRACE "
+            "(every rule is described by: mcpsniff rules --format json)"
+        )
+    if not rule_id:
         raise click.UsageError("missing argument TRACE (or --explain RULE to explain a rule)")
     try:
         catalog.get(rule_id)
@@ -327,9 +334,10 @@ def stdio(
 
     def announce(writer: TraceWriter) -> None:
         if writer.note:
-            click.echo(f"mcpsniff stdio: warning: {writer.note}", err=True)
+            click.echo(f"mcpsniff stdio: warning: {terminal_safe(writer.note)}", err=True)
         verb = "appending a session of" if writer.appended else "recording"
-        click.echo(f"mcpsniff: {verb} {command[0]} to {writer.path}", err=True)
+        where = f"{command[0]} to {writer.path}"  # --name may come from any config file
+        click.echo(f"mcpsniff: {verb} {terminal_safe(where)}", err=True)
 
     def warn(text: str) -> None:
         click.echo(terminal_safe(text), err=True)

@@ -23,6 +23,13 @@ from typing import IO, Any
 import orjson
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# What JSON leaves raw but a terminal may act on (core/escape.py's set above
+# U+001F, which JSON already escapes): DEL and the C1 controls, the bidi marks,
+# embeddings, overrides and isolates, U+2028/U+2029 (line breaks to some
+# readers), and lone surrogates, which UTF-8 cannot write.
+_TERMINAL_ACTIVE = re.compile(
+    "[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]"
+)
 
 
 def tolerate_surrogates(stream: IO[str] | None = None) -> None:
@@ -53,6 +60,21 @@ def json_line(obj: Any, option: int = 0) -> str:
         # NaN is no JSON, and jq or any strict parser would stop at the line.
         text = json.dumps(_finite(obj, 0), ensure_ascii=False, separators=(",", ":"), default=str)
     return escape_surrogates(text)
+
+
+def terminal_json_line(obj: Any, option: int = 0) -> str:
+    """:func:`json_line` for a terminal: C1 controls and bidi marks as ``\\uXXXX`` too.
+
+    JSON escapes only U+0000..U+001F; a peer's U+009B (the one-byte CSI, which
+    terminals that honour C1 controls act on) or U+202E (RIGHT-TO-LEFT OVERRIDE,
+    "Trojan Source") would reach the terminal raw through ``--format json``, as
+    DESIGN.md invariant 6 forbids. Such code points occur only inside JSON
+    strings, where the escape is the same value: a parser reads what was sent.
+    """
+    text = json_line(obj, option)
+    if _TERMINAL_ACTIVE.search(text) is None:
+        return text
+    return _TERMINAL_ACTIVE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _finite(value: Any, depth: int) -> Any:

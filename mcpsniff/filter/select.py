@@ -16,7 +16,7 @@ import dataclasses
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 
-from mcpsniff.core.model import FindingRecord, Record
+from mcpsniff.core.model import FindingRecord, MessageRecord, Record
 from mcpsniff.filter import Filter
 from mcpsniff.filter.view import MessageView, ViewBuilder
 
@@ -41,7 +41,11 @@ def matching_findings(records: Iterable[Record], flt: Filter) -> Iterator[Record
             # Judged once the views of the frame being read are complete.
             pending.append(record)
             continue
-        if pending:
+        if pending and not isinstance(record, MessageRecord):
+            # Not at a message record: a finding may stand between the message
+            # records of one frame (a batch's own finding precedes its elements'
+            # records), and completing the frame there lost the elements, and
+            # with them every finding about one (check --filter 'method == x').
             remember(builder.flush())
             yield from (f for f in pending if _selected(f, recent, flt))
             pending.clear()

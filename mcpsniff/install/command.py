@@ -75,7 +75,7 @@ def _target_options(verb: str, all_help: str) -> Callable[[F], F]:
 
 
 def _fail(command: str, reason: str) -> None:
-    click.echo(f"mcpsniff {command}: {reason}", err=True)
+    click.echo(f"mcpsniff {command}: {terminal_safe(reason)}", err=True)
     sys.exit(EXIT_ERROR)
 
 
@@ -186,7 +186,7 @@ def install(
             if plan.differs:
                 _check_writable("install", plan.path)
     for title, plan in plans:
-        click.echo(f"{title}: {plan.path}")
+        click.echo(f"{title}: {terminal_safe(str(plan.path))}")
         for entry in plan.changed:
             click.echo(f"  + {terminal_safe(entry.name)}: runs under mcpsniff stdio")
         for entry in plan.unchanged:
@@ -196,6 +196,9 @@ def install(
                 click.echo(line)
         for entry in plan.other:
             click.echo(f"  ? {terminal_safe(entry.name)}: {entry.why}; left alone")
+        if not (plan.changed or plan.unchanged or plan.http or plan.other):
+            # Said, so that an empty file or a typo'd table is not taken for success.
+            click.echo("  no MCP servers in it (no mcpServers or servers entries); nothing to do")
         if not plan.differs:
             continue
         if dry_run:
@@ -217,7 +220,7 @@ def install(
                 _fail("install", f"{plan.path}: changed while mcpsniff was editing it; run again")
             _fail("install", f"{plan.path}: cannot write: {exc.strerror or exc}")
             return
-        click.echo(f"  backup: {backup}")
+        click.echo(f"  backup: {terminal_safe(str(backup))}")
     if not dry_run and any(p.changed for _, p in plans):
         click.echo(f"traces will go to {traces_dir()}; restart the client to apply")
 
@@ -241,9 +244,9 @@ def _list_servers(targets: list[tuple[str, Path]]) -> None:
         try:
             _, _, root = read_config(path)
         except ConfigError as exc:
-            click.echo(f"{title}: {exc}", err=True)
+            click.echo(f"{title}: {terminal_safe(str(exc))}", err=True)
             continue
-        click.echo(f"{title}: {path}", err=True)
+        click.echo(f"{title}: {terminal_safe(str(path))}", err=True)
         for entry in entries(root):
             state = "wrapped" if entry.wrapped else entry.kind
             click.echo(f"  {terminal_safe(entry.name)} ({state})", err=True)
@@ -277,7 +280,7 @@ def uninstall(
 
 
 def _uninstall_file(title: str, path: Path, names: set[str] | None, dry_run: bool) -> None:
-    click.echo(f"{title}: {path}")
+    click.echo(f"{title}: {terminal_safe(str(path))}")
     backups = [(b, d) for b, d in backups_for(path) if d.get("client") != UNINSTALL]
     current = path.read_bytes()
     if not dry_run:
@@ -292,7 +295,7 @@ def _uninstall_file(title: str, path: Path, names: set[str] | None, dry_run: boo
             if not dry_run:
                 write_atomically(path, current, expected=written)
                 mark_restored(backup)
-            click.echo(f"  restored the bytes from before install ({backup.name})")
+            click.echo(f"  restored the bytes from before install ({terminal_safe(backup.name)})")
             restored = True
     if dry_run and restored:
         before = path.read_bytes().decode("utf-8", "replace")
@@ -319,4 +322,4 @@ def _uninstall_file(title: str, path: Path, names: set[str] | None, dry_run: boo
         for used, _ in backups:
             if used.exists():
                 mark_restored(used)
-    click.echo(f"  backup: {backup}")
+    click.echo(f"  backup: {terminal_safe(str(backup))}")

@@ -11,7 +11,7 @@ import click
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.listing.columns import pad
 from mcpsniff.listing.summary import Skipped, TraceSummary, list_traces
-from mcpsniff.safe_output import json_line, tolerate_surrogates
+from mcpsniff.safe_output import terminal_json_line, tolerate_surrogates
 from mcpsniff.trace.paths import traces_dir
 
 EXIT_ERROR = 2
@@ -65,15 +65,15 @@ def ls(folder: Path | None, fmt: str) -> None:
     folder = folder if folder is not None else traces_dir()
     if not folder.is_dir():
         if folder == traces_dir() and not folder.exists():
-            click.echo(f"no traces yet ({folder} does not exist)", err=True)
+            click.echo(f"no traces yet ({terminal_safe(str(folder))} does not exist)", err=True)
             return
-        click.echo(f"mcpsniff ls: {folder}: not a folder", err=True)
+        click.echo(f"mcpsniff ls: {terminal_safe(str(folder))}: not a folder", err=True)
         sys.exit(EXIT_ERROR)
     skipped: list[Skipped] = []
     rows = list_traces(folder, skipped)
     if fmt == "json":
         for row in rows:
-            click.echo(json_line(row.to_json()))
+            click.echo(terminal_json_line(row.to_json()))
     else:
         click.echo(
             f"{'SERVER':<24} {'STARTED':<19} {'DURATION':>8} {'SESSIONS':>8} {'MESSAGES':>10} "

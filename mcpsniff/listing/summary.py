@@ -13,9 +13,10 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -30,6 +31,9 @@ _HEADER = b'{"type":"header"'
 _T = re.compile(rb'"t":(-?[0-9.eE+-]+)')
 _SESSION = re.compile(rb'"session":("(?:[^"\\]|\\.)*")')
 _BUFFER = 1 << 18
+#: The most of one line a summary reads (a finding line is far shorter; a frame's
+#: head is its first 300 bytes).
+LINE_HEAD = 1 << 20
 
 
 @dataclass
@@ -105,12 +109,29 @@ def summarize(path: Path, skipped: list[Skipped] | None = None) -> TraceSummary 
         info = os.stat(path)
         summary.size, summary.mtime = info.st_size, info.st_mtime
         with open(path, "rb", buffering=_BUFFER) as handle:
-            handle.readline()
-            for line in handle:
+            lines = _line_heads(handle)
+            next(lines, None)  # the header, read above
+            for line in lines:
                 _account(summary, line)
     except OSError as exc:
         return _skip(path, f"{path}: cannot read: {exc.strerror or exc}", skipped)
     return summary
+
+
+def _line_heads(handle: BinaryIO) -> Iterator[bytes]:
+    """Each line of ``handle``, or its first ``LINE_HEAD`` bytes when it is longer.
+
+    A summary reads no more than a record's head (a finding's whole line is
+    short), and a line may be anything: a 50 MB frame, or a crash's tail of
+    2 GB of NUL bytes, which ``for line in handle`` held whole (4.2 GB).
+    """
+    while True:
+        line = handle.readline(LINE_HEAD)
+        if not line:
+            return
+        yield line
+        while len(line) == LINE_HEAD and not line.endswith(b"\n"):
+            line = handle.readline(LINE_HEAD)  # the rest of a long line, unread
 
 
 def _skip(path: Path, reason: str, skipped: list[Skipped] | None) -> None:

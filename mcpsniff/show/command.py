@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from mcpsniff.core.escape import terminal_safe
 from mcpsniff.filter import HELP as FILTER_HELP
 from mcpsniff.filter import Filter, ViewBuilder, index_findings
 from mcpsniff.filter.cli import filter_option, parse_filter
@@ -32,7 +33,8 @@ def _colour(stream: object) -> bool:
 
 
 def _fail(reason: str) -> None:
-    click.echo(f"mcpsniff show: {reason}", err=True)
+    # A reason quotes the file name, which may hold anything a file name can.
+    click.echo(f"mcpsniff show: {terminal_safe(reason)}", err=True)
     sys.exit(EXIT_ERROR)
 
 
@@ -49,7 +51,8 @@ def _wait_for(trace: Path, interval: float) -> None:
         except IsADirectoryError:
             return  # TraceReader says what is wrong
         if not announced:
-            click.echo(f"mcpsniff show: waiting for {trace} to appear", err=True)
+            where = terminal_safe(str(trace))
+            click.echo(f"mcpsniff show: waiting for {where} to appear", err=True)
             announced = True
         time.sleep(interval)
 
@@ -131,7 +134,10 @@ def _show(
     printer = ViewPrinter(Style(_colour(sys.stdout)), verbose=verbose, fmt=fmt, flt=flt)
     tail = TraceTail(trace)
     try:
-        _print(tail, builder, printer, follow, interval)
+        printed = _print(tail, builder, printer, follow, interval)
+        if flt is not None and not printed and not follow:
+            # An empty output alone reads as an empty trace or a broken command.
+            click.echo("mcpsniff show: no message or event matched --filter", err=True)
     except BrokenPipeError:
         # `mcpsniff show TRACE | head`: the reader left. Say nothing more, and
         # keep the interpreter's final flush from failing on the closed pipe.
@@ -147,28 +153,32 @@ _CHUNK = 4 << 20
 
 def _print(
     tail: TraceTail, builder: ViewBuilder, printer: ViewPrinter, follow: bool, interval: float
-) -> None:
+) -> int:
+    """Print the trace's views; the number of lines printed."""
     out = sys.stdout
+    printed = 0
     try:
         while True:
             for record in tail.poll(final=not follow, max_bytes=_CHUNK):
                 for line in printer.lines(builder.feed(record)):
                     out.write(line + "\n")
+                    printed += 1
             if tail.more:
                 continue  # the rest of what is already there, a chunk at a time
             if not follow:
                 break
             for line in printer.lines(builder.flush()):
                 out.write(line + "\n")
+                printed += 1
             out.flush()
             time.sleep(interval)
     except KeyboardInterrupt:
         pass
-    for line in printer.lines(builder.flush()):
+    for line in [*printer.lines(builder.flush()), *printer.flush()]:
         out.write(line + "\n")
-    for line in printer.flush():
-        out.write(line + "\n")
+        printed += 1
     out.flush()
+    return printed
 
 
 def _quiet(message: str) -> None:

@@ -8,7 +8,6 @@ written as ``\\uXXXX`` escapes.
 from __future__ import annotations
 
 import base64
-import re
 from typing import Any
 
 from mcpsniff.core.error_layers import TOOL_ERROR, error_layer
@@ -16,12 +15,7 @@ from mcpsniff.core.model import ERROR
 from mcpsniff.filter import MessageView, cancelled_request_id, progress_values
 from mcpsniff.filter.view import CANCELLED, PROGRESS
 from mcpsniff.render import finding_json
-from mcpsniff.safe_output import json_line
-
-# And lone surrogates (a peer's "\ud800"), which no UTF-8 output can write raw.
-_UNSAFE = re.compile(
-    "[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\ud800-\udfff]"
-)
+from mcpsniff.safe_output import terminal_json_line
 
 
 def view_json(view: MessageView, raw: bool = False) -> dict[str, Any]:
@@ -91,5 +85,4 @@ def view_json(view: MessageView, raw: bool = False) -> dict[str, Any]:
 
 def dumps_line(obj: dict[str, Any]) -> str:
     """One JSON line, exact for big integers, terminal-safe."""
-    text = json_line(obj)  # exact big integers; NaN as null; lone surrogates escaped
-    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    return terminal_json_line(obj)  # exact big integers; NaN as null

@@ -9,11 +9,12 @@ from pathlib import Path
 import click
 import orjson
 
+from mcpsniff.core.escape import terminal_safe
 from mcpsniff.filter import HELP as FILTER_HELP
 from mcpsniff.filter import Filter, build_views, index_findings
 from mcpsniff.filter.cli import filter_option, parse_filter
 from mcpsniff.filter.reading import LazyTraceRecords
-from mcpsniff.safe_output import json_line, tolerate_surrogates
+from mcpsniff.safe_output import terminal_json_line, tolerate_surrogates
 from mcpsniff.stats.compute import compute
 from mcpsniff.stats.render import stats_lines
 from mcpsniff.trace.format import TraceError
@@ -48,15 +49,17 @@ def stats(trace: Path, fmt: str, filter_expr: str | None) -> None:
             result = compute(build_views(records, index), flt)
             torn = records.torn
     except TraceError as exc:
-        click.echo(f"mcpsniff stats: {exc}", err=True)
+        click.echo(f"mcpsniff stats: {terminal_safe(str(exc))}", err=True)
         sys.exit(EXIT_ERROR)
     except OSError as exc:
-        click.echo(f"mcpsniff stats: {trace}: read failed: {exc.strerror or exc}", err=True)
+        reason = f"{trace}: read failed: {exc.strerror or exc}"
+        click.echo(f"mcpsniff stats: {terminal_safe(reason)}", err=True)
         sys.exit(EXIT_ERROR)
     if torn is not None:
-        click.echo(f"mcpsniff stats: warning: {trace}: {torn.describe()}", err=True)
+        warning = f"{trace}: {torn.describe()}"
+        click.echo(f"mcpsniff stats: warning: {terminal_safe(warning)}", err=True)
     if fmt == "json":
-        click.echo(json_line(result.to_json(), option=orjson.OPT_NON_STR_KEYS))
+        click.echo(terminal_json_line(result.to_json(), option=orjson.OPT_NON_STR_KEYS))
         return
     for line in stats_lines(result, str(trace)):
         click.echo(line)

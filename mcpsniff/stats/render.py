@@ -58,7 +58,7 @@ def _codes(layer: str, codes: Counter[Any]) -> str:
             parts.append(f"{_name(str(code))} ×{n}")
         else:
             name = CODE_NAMES.get(code) if isinstance(code, int) else None
-            label = terminal_safe(str(code)) + (f" {name}" if name else "")
+            label = _name(str(code)) + (f" {name}" if name else "")
             parts.append(f"{label} ×{n}")
     if len(codes) > 6:
         parts.append(f"… {len(codes) - 6} more")

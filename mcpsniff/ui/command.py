@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from mcpsniff.core.escape import terminal_safe
 from mcpsniff.filter import HELP as FILTER_HELP
 from mcpsniff.filter.cli import filter_option, parse_filter
 from mcpsniff.listen_address import parse_listen_address
@@ -23,7 +24,8 @@ EXIT_ERROR = 2
 
 
 def _fail(command: str, reason: str) -> None:
-    click.echo(f"mcpsniff {command}: {reason}", err=True)
+    # A reason may quote a file name or trace text: never raw on the terminal.
+    click.echo(f"mcpsniff {command}: {terminal_safe(reason)}", err=True)
     sys.exit(EXIT_ERROR)
 
 
@@ -133,6 +135,12 @@ def report(
         # TRACE.html next to /dev/fd/63 is no place for a page.
         _fail("report", "a trace from a pipe needs -o FILE for its page")
         return
+    if output is not None and _same_file(output, trace):
+        _fail("report", f"{output} is the trace itself; choose another -o")
+        return
+    out = output or trace.with_suffix(".html")
+    if fmt == "html" and output is None:
+        _check_default_output(out)
     try:
         # A pipe is read once; the report reads its trace more than once (and
         # seeks in it), so a pipe is first copied to a private file, as show does.
@@ -140,22 +148,50 @@ def report(
             if fmt == "mermaid":
                 _mermaid(readable, output, from_seq, to_seq, session_key, load_model, trace)
                 return
-            out = output or trace.with_suffix(".html")
-            if out.exists() and trace.exists() and out.samefile(trace):
-                _fail("report", f"{out} is the trace itself; choose another -o")
-                return
             result = write_report(readable, out, flt)
     except TraceError as exc:
         _fail("report", str(exc))
         return
     except OSError as exc:
-        _fail("report", f"cannot write {output}: {exc.strerror or exc}")
+        where = out if fmt == "html" else output
+        _fail("report", f"cannot write {where}: {exc.strerror or exc}")
         return
     cut = f", {result.cut} rows cut (narrow it with --filter)" if result.cut else ""
     click.echo(
-        f"mcpsniff report: wrote {out} ({result.sessions} sessions, {result.rows} rows{cut})",
+        f"mcpsniff report: wrote {terminal_safe(str(out))} "
+        f"({result.sessions} sessions, {result.rows} rows{cut})",
         err=True,
     )
+
+
+def _same_file(output: Path, trace: Path) -> bool:
+    """Whether writing ``output`` would write over ``trace`` (a link to it, a hard link)."""
+    try:
+        return output.exists() and trace.exists() and output.samefile(trace)
+    except OSError:
+        return False
+
+
+def _check_default_output(out: Path) -> None:
+    """Refuse a TRACE.html nobody named that is a symlink or no regular file.
+
+    The page is written where nobody asked with -o: a symlink planted there (a
+    shared folder such as /tmp) would have it written over the file it points
+    to, whoever's that is, and a FIFO or device would take the page or block.
+    """
+    if out.is_symlink() or (out.exists() and not out.is_file()):
+        what = "a symlink" if out.is_symlink() else "not a regular file"
+        _fail("report", f"{out} is {what}; name the page with -o FILE")
+
+
+#: The most of a session key a message quotes (a peer's Mcp-Session-Id may be megabytes).
+KEY_LIMIT = 80
+
+
+def _key(key: str) -> str:
+    """A session key for a one-line message: terminal-safe and cut to ``KEY_LIMIT``."""
+    cut = key if len(key) <= KEY_LIMIT else key[: KEY_LIMIT - 1] + "…"
+    return terminal_safe(cut)
 
 
 def _mermaid(
@@ -168,7 +204,6 @@ def _mermaid(
     shown: Path | None = None,
 ) -> None:
     """The Mermaid diagram of one session of ``trace``; ``shown`` names it in messages."""
-    from mcpsniff.core.escape import terminal_safe
     from mcpsniff.ui.mermaid import session_diagram
 
     model = load_model(trace)
@@ -180,15 +215,15 @@ def _mermaid(
     if session_key is not None:
         found = model.sessions.get(session_key)
         if found is None:
-            names = ", ".join(terminal_safe(s.key) for s in sessions[:20])
+            names = ", ".join(_key(s.key) for s in sessions[:20])
             where = terminal_safe(str(shown or trace))
-            _fail("report", f"no session {terminal_safe(session_key)!r} in {where} ({names})")
+            _fail("report", f"no session {_key(session_key)!r} in {where} ({names})")
             return
         chosen = found
     elif len(sessions) > 1:
-        others = ", ".join(terminal_safe(s.key) for s in sessions[1:20])
+        others = ", ".join(_key(s.key) for s in sessions[1:20])
         click.echo(
-            f"mcpsniff report: drawing session {terminal_safe(chosen.key)}; "
+            f"mcpsniff report: drawing session {_key(chosen.key)}; "
             f"--session picks another ({others})",
             err=True,
         )

@@ -19,6 +19,8 @@ from mcpsniff.core.model import EventRecord, FrameRecord, Record
 from mcpsniff.filter.reading import _frame_head, _message
 from mcpsniff.trace.format import (
     FORMAT_NAME,
+    HEADER_LIMIT,
+    READABLE_VERSIONS,
     TraceError,
     _loads,
     decode_record,
@@ -31,6 +33,9 @@ _FRAME = b'{"type":"frame"'
 _MESSAGE = b'{"type":"message"'
 #: Bytes read from one file per poll.
 READ_LIMIT = 8 << 20
+#: The longest line read: a longer one is skipped as it is read (the detail
+#: view's ``read_record_at`` reads no more of a record either).
+LINE_LIMIT = 256 << 20
 #: Skipped-record notes kept per trace (the count goes on).
 SKIP_NOTES = 20
 
@@ -45,50 +50,97 @@ class Header:
 
 @dataclass
 class OffsetTail:
-    """Incremental reader of a trace file yielding ``(offset, record)`` pairs."""
+    """Incremental reader of a trace file yielding ``(offset, record)`` pairs.
+
+    Memory stays bounded on any file: the unfinished last line is kept as the
+    pieces read so far (joined once, when its newline comes, not copied on
+    every poll), and a line that cannot be a record (it does not start with
+    ``{``: a tail of NUL bytes a crash left, binary junk) or that is longer
+    than ``LINE_LIMIT`` is skipped as it is read, not kept.
+    """
 
     path: Path
     position: int = 0
     skipped: int = 0
     notes: list[str] = field(default_factory=list)
     first_header: dict[str, Any] | None = None
-    _partial: bytes = b""
+    #: The unfinished line read so far: its pieces, and its length (also when discarded).
+    _pieces: list[bytes] = field(default_factory=list)
+    _pending: int = 0
+    #: Why the unfinished line is being skipped as it is read, or None when it is kept.
+    _discarding: str | None = None
     _line: int = 0
 
     @property
     def consumed(self) -> int:
         """Bytes of the file read so far (a partial last line included)."""
-        return self.position + len(self._partial)
+        return self.position + self._pending
 
     def poll(self, limit: int = READ_LIMIT) -> tuple[list[tuple[int, Record | Header]], bool]:
         """Records completed since the last call, and whether more bytes are waiting.
 
-        Raises ``TraceError`` when the file's first line is not an mcpsniff header.
+        Raises ``TraceError`` when the file's first line is not an mcpsniff header
+        of a version this mcpsniff reads.
         """
         try:
             with open(self.path, "rb") as handle:
-                handle.seek(self.position + len(self._partial))
+                handle.seek(self.position + self._pending)
                 chunk = handle.read(limit)
                 more = bool(chunk) and handle.read(1) != b""
         except OSError as exc:
             raise TraceError(f"{self.path}: cannot read: {exc.strerror or exc}") from None
         if not chunk:
             return [], False
-        data = self._partial + chunk
         out: list[tuple[int, Record | Header]] = []
         start = 0
         while True:
-            end = data.find(b"\n", start)
+            end = chunk.find(b"\n", start)
             if end < 0:
                 break
             self._line += 1
-            item = self._parse(data[start:end], self.position + start)
-            if item is not None:
-                out.append(item)
+            length = self._pending + end - start
+            if self._discarding is not None:
+                self._skip(self._discarding)
+            else:
+                piece = chunk[start:end]
+                line = b"".join([*self._pieces, piece]) if self._pieces else piece
+                item = self._parse(line, self.position)
+                if item is not None:
+                    out.append(item)
+            self.position += length + 1
+            self._pieces, self._pending, self._discarding = [], 0, None
             start = end + 1
-        self.position += start
-        self._partial = data[start:]
+        if start < len(chunk):
+            self._unfinished(chunk[start:])
         return out, more
+
+    def _unfinished(self, piece: bytes) -> None:
+        """Keep (or skip) ``piece``, the start or next part of a line with no newline yet."""
+        self._pending += len(piece)
+        if self._discarding is not None:
+            return
+        self._pieces.append(piece)
+        if self._line == 0 and self._pending > HEADER_LIMIT:
+            # The reader's rule (TraceReader): a header is never megabytes, and
+            # a file whose first line is (/dev/zero, a 2 GB binary) is no trace.
+            raise TraceError(
+                f"{self.path}: not an mcpsniff trace (line 1 is longer than "
+                f"{HEADER_LIMIT >> 20} MiB, no header)"
+            )
+        if self._line == 0:
+            return  # the header: judged whole when its newline comes
+        head = self._pieces[0].lstrip() if len(self._pieces) == 1 else b"{"
+        if self._pending > LINE_LIMIT:
+            self._discarding = f"longer than {LINE_LIMIT >> 20} MiB, not read"
+        elif head and not head.startswith(b"{"):
+            self._discarding = "not a JSON record"
+        if self._discarding is not None:
+            self._pieces = []
+
+    def _skip(self, reason: str) -> None:
+        self.skipped += 1
+        if len(self.notes) < SKIP_NOTES:
+            self.notes.append(f"line {self._line}: {reason}")
 
     def _parse(self, line: bytes, offset: int) -> tuple[int, Record | Header] | None:
         if not line.strip():
@@ -116,6 +168,14 @@ class OffsetTail:
         if self._line == 1:
             if not isinstance(obj, dict) or obj.get("format") != FORMAT_NAME:
                 raise TraceError(f"{self.path}: not an mcpsniff trace (no {FORMAT_NAME} header)")
+            version = obj.get("version")
+            if type(version) is not int or version not in READABLE_VERSIONS:
+                # As every other reader says (TraceReader): a newer format may
+                # mean something else by the same fields.
+                raise TraceError(
+                    f"{self.path}: trace format version {version!r} is not supported "
+                    f"(this mcpsniff reads {sorted(READABLE_VERSIONS)})"
+                )
             self.first_header = obj
             return offset, Header(offset, obj)
         if obj is None:
@@ -125,7 +185,7 @@ class OffsetTail:
                 # is kept, at its own offset (read_record_at reads it from there).
                 obj, at = glued
                 offset += at
-                self._note(torn_piece_reason(at))
+                self._skip(torn_piece_reason(at))
         if isinstance(obj, dict) and obj.get("type") == "header":
             return offset, Header(offset, obj)
         reason = "not a JSON record" if obj is None else problem(obj)
@@ -136,15 +196,9 @@ class OffsetTail:
             except TraceError as exc:
                 reason = str(exc)
         if reason is not None:
-            self._note(reason)
+            self._skip(reason)
             return None
         return offset, record
-
-    def _note(self, reason: str) -> None:
-        """Count a skipped record (or torn piece), and keep the first few reasons."""
-        self.skipped += 1
-        if len(self.notes) < SKIP_NOTES:
-            self.notes.append(f"line {self._line}: {reason}")
 
 
 def trace_records(path: Path) -> Iterator[Record]:
@@ -175,7 +229,7 @@ def _plausible(frame: FrameRecord) -> bool:
     )
 
 
-def read_record_at(path: Path, offset: int, limit: int = 256 << 20) -> Record | None:
+def read_record_at(path: Path, offset: int, limit: int = LINE_LIMIT) -> Record | None:
     """The frame or event record whose line starts at ``offset`` in ``path``, or ``None``."""
     try:
         with open(path, "rb") as handle:

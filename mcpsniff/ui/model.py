@@ -64,6 +64,8 @@ FINDING_LIMIT = 100_000
 EXCHANGE_LIMIT = 20_000
 #: Sequence numbers a finding links to.
 FINDING_SEQ_LIMIT = 100
+#: Findings held for the rows of the frame being read (past it, the frame is completed early).
+HELD_FINDINGS = 10_000
 #: Events recorded as exchange heads rather than as rows of their own.
 HTTP_HEAD_EVENTS = {
     "http-request": "request",
@@ -198,6 +200,8 @@ class TraceModel:
         self._batch: tuple[str, int, int] | None = None
         #: Rows of the frame being built, still dicts (a batch row counts its elements).
         self._unsealed: list[tuple[SessionModel, int]] = []
+        #: Findings read since the last frame or event, linked once its rows exist.
+        self._held: list[FindingRecord] = []
 
     # ------------------------------------------------------------------ input
 
@@ -213,9 +217,15 @@ class TraceModel:
             self._builder.feed(item)
             return
         if isinstance(item, FindingRecord):
-            # The views of the frame this finding follows are complete now.
-            self._views(self._builder.flush())
-            self._finding(item)
+            # A finding may stand between the message records of its frame (a
+            # batch's own finding comes before its elements' records): the
+            # frame's views are complete only at the next frame, event or
+            # header, so the finding waits for them. (Completing them here
+            # dropped the elements that followed: a batch in a 2025-06-18
+            # session showed as "batch of 0", its requests nowhere.)
+            if len(self._held) >= HELD_FINDINGS:
+                self._views(self._builder.flush())  # bounded: a hostile run of findings
+            self._held.append(item)
             return
         self._views(self._builder.feed(item))
         self._frame_offset = offset
@@ -249,6 +259,9 @@ class TraceModel:
             self._build(views)
         finally:
             self._seal()
+            held, self._held = self._held, []
+            for finding in held:
+                self._finding(finding)
 
     def _seal(self) -> None:
         """Store the rows just built as compact JSON: their frame is complete."""

@@ -15,16 +15,23 @@
 
   // ------------------------------------------------------------------ helpers
 
+  // Bidi marks, embeddings, overrides and isolates reorder the text around them
+  // ("Trojan Source", CVE-2021-42574): a tool named "evil\u202egnp.exe" would read
+  // "evilexe.png". They are shown as escapes, as `mcpsniff show` shows them.
+  const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
+  function visible(text) {
+    return text.replace(BIDI, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
+  }
   function el(tag, cls, text) {
     const node = document.createElement(tag);
     if (cls) node.className = cls;
-    if (text !== undefined && text !== null) node.textContent = String(text);
+    if (text !== undefined && text !== null) node.textContent = visible(String(text));
     return node;
   }
   function svg(tag, attrs, text) {
     const node = document.createElementNS(SVG, tag);
     for (const [k, v] of Object.entries(attrs || {})) node.setAttribute(k, String(v));
-    if (text !== undefined) node.textContent = String(text);
+    if (text !== undefined) node.textContent = visible(String(text));
     return node;
   }
   function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); }
@@ -696,7 +703,7 @@
       group.dataset.rule = rule;
       const head = el("h4");
       head.appendChild(el("span", `badge sev-${list[0].severity}`, list[0].severity));
-      head.appendChild(document.createTextNode(` ${rule} × ${list.length}`));
+      head.appendChild(document.createTextNode(visible(` ${rule} × ${list.length}`)));
       group.appendChild(head);
       if (list[0].description) group.appendChild(el("div", "desc muted", list[0].description));
       if (list[0].source) group.appendChild(el("div", "src muted", `spec: ${list[0].source}`));
@@ -811,7 +818,7 @@
   function start() {
     const embedded = document.getElementById("mcpsniff-data");
     state.source = embedded ? staticSource(JSON.parse(embedded.textContent)) : httpSource();
-    document.getElementById("source-label").textContent = state.source.label;
+    document.getElementById("source-label").textContent = visible(state.source.label);
     document.getElementById("live").hidden = !state.source.live;
     setupTheme();
     const rows = document.getElementById("rows");
