@@ -845,12 +845,14 @@ class TraceReader:
                 # The hot path of `mcpsniff check`: one parse, one record, no
                 # method call and no detour through decode_record. Frame lines
                 # carry no ids, so orjson's inexact big integers cannot matter.
+                exact = False  # obj is orjson's parse, whose big integers are floats
                 try:
                     obj = loads(line)
                 except decode_error:
                     obj = self._parse(number, line, not line.endswith(b"\n"))  # torn, or stdlib
                     if obj is None:
                         continue
+                    exact = True  # the stdlib's parse, or the record glued after a torn one
                     if obj.get("type") != "frame":  # glued after a torn frame line
                         glued = self._input(number, obj, line)
                         if glued is not None:
@@ -899,7 +901,10 @@ class TraceReader:
                     # orjson reads an integer beyond 64 bits as a float, so a
                     # seq or len of -2**63-1 would look "not an integer" here;
                     # the verdict is given on the exact parse, as _input does.
-                    obj = _loads(line)
+                    # (A record glued after a torn one is parsed exactly already;
+                    # the whole line is no JSON.)
+                    if not exact:
+                        obj = _loads(line)
                     reason = frame_problem(obj)
                     if reason is not None:
                         self._skip(number, reason)
