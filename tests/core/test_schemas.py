@@ -91,7 +91,11 @@ INSTANCES: list[Any] = [
 ]
 
 
-@pytest.mark.parametrize("schema", [ECHO, CLOSED, DRAFT4, LIMITS])
+#: A map of typed values: the oracle checks the values' types in one pass.
+MAP = {"type": "object", "additionalProperties": {"type": ["string", "integer"]}}
+
+
+@pytest.mark.parametrize("schema", [ECHO, CLOSED, DRAFT4, LIMITS, MAP])
 def test_the_oracle_accepts_only_what_jsonschema_accepts(schema: dict[str, Any]) -> None:
     oracle = simple_oracle(schema)
     assert oracle is not None
@@ -299,11 +303,13 @@ def _random_schema(rng: random.Random, depth: int = 0) -> dict[str, Any]:
     if choice == 6:
         return {"type": "array", "items": _random_schema(rng, depth + 1), "maxItems": 3}
     extra = rng.choice([True, False, _random_schema(rng, depth + 1)])
-    properties = {name: _random_schema(rng, depth + 1) for name in rng.sample("abc", 2)}
+    properties = {
+        name: _random_schema(rng, depth + 1) for name in rng.sample("abc", rng.randrange(3))
+    }
     return {
         "type": "object",
         "properties": properties,
-        "required": rng.sample(sorted(properties), rng.randrange(3)),
+        "required": rng.sample(sorted(properties), rng.randrange(len(properties) + 1)),
         "additionalProperties": extra,
     }
 
@@ -332,3 +338,12 @@ def test_random_schemas_the_oracle_never_accepts_what_jsonschema_rejects(seed: i
         instance = _random_instance(rng)
         if oracle(instance):
             assert reference.is_valid(instance), (schema, instance)
+
+
+def test_a_map_of_typed_values_is_judged_by_its_value_types() -> None:
+    oracle = simple_oracle(MAP)
+    assert oracle is not None
+    assert oracle({}) and oracle({"a": "x", "b": 2})
+    assert not oracle({"a": "x", "b": 2.5})
+    assert not oracle({"a": True})  # a bool is no integer
+    assert not oracle([("a", "x")])
