@@ -573,7 +573,20 @@ class Session:
                 key = self.scoped(key, msg)
             msg.key = key
             pending = state.pending[direction]
-            seen = state.used[direction].check_and_add(key)
+            # IdHistory.check_and_add, its fast path inlined: an integer id beyond
+            # every one used (real clients count up) is new, and extends the last
+            # interval or opens one.
+            used = state.used[direction]
+            ends = used._ends
+            if type(key) is int and ends and key > ends[-1]:
+                if ends[-1] + 1 == key:
+                    ends[-1] = key
+                else:
+                    used._starts.append(key)
+                    ends.append(key)
+                seen = False
+            else:
+                seen = used.check_and_add(key)
             # reuse.fingerprint, inlined: this runs for every request.
             this_print: bytes | int | None = None
             if index is None:
