@@ -15,7 +15,9 @@ Usage::
 Cases: ``redact`` (``redact_frame`` on bench_redact's frames and the stdio
 bench's echo frames), ``encode`` (a frame line, a message line), ``decode``
 (``decode_prefix`` over the stdio bench's observations), ``feed`` (a
-``Recorder`` fed like ``prof_feed``: 16 requests, then 16 responses per call).
+``Recorder`` fed like ``prof_feed``: 16 requests, then 16 responses per call),
+``inputs`` (``TraceReader.inputs()`` over bench_check's 10,000-message trace:
+check's reading loop).
 Prints each case's median time per operation for both versions and their
 ratio (branch / base: below 1 is faster). Exit status 0.
 """
@@ -41,6 +43,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from bench_redact import _frames  # noqa: E402
 from bench_stdio_relay import ECHO_RESULT, request_line, response_line  # noqa: E402
+from gen_trace import cached_trace  # noqa: E402
 
 _IMPORT = re.compile(r"\b(from|import) mcpsniff\b")
 
@@ -96,6 +99,16 @@ def _cases(package: str, only: str | None) -> dict[str, tuple[Callable[[], objec
         cases["decode 1000 StreamData"] = (lambda: codec.decode_prefix(data), 20)
     if only in (None, "feed"):
         cases["feed 32 calls"] = (_feeder(package), 20)
+    if only in (None, "inputs"):
+        reader = _module(package, "trace.format").TraceReader
+        path = cached_trace(10_000, quiet=True)
+
+        def read_inputs() -> None:
+            with reader(path) as trace:
+                for _ in trace.inputs():
+                    pass
+
+        cases["inputs 10k-message trace"] = (read_inputs, 3)
     return cases
 
 
@@ -120,7 +133,7 @@ def _feeder(package: str) -> Callable[[], None]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--base", default="main", help="git revision to compare against")
-    parser.add_argument("--only", choices=["redact", "encode", "decode", "feed"])
+    parser.add_argument("--only", choices=["redact", "encode", "decode", "feed", "inputs"])
     parser.add_argument("--repeat", type=int, default=9)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:

@@ -62,7 +62,6 @@ _READ_BUFFER = 1 << 18
 HEADER_LIMIT = 1 << 20
 _FRAME_PREFIX = b'{"type":"frame"'
 _EVENT_PREFIX = b'{"type":"event"'
-_MESSAGE_PREFIX = b'{"type":"message"'
 #: Containers nested deeper than this are cut when no encoder can write a record whole.
 _MAX_FALLBACK_DEPTH = 200
 #: orjson reads integers outside [-2**63, 2**64) as floats; any float this large may be one.
@@ -845,19 +844,18 @@ class TraceReader:
                 # The hot path of `mcpsniff check`: one parse, one record, no
                 # method call and no detour through decode_record. Frame lines
                 # carry no ids, so orjson's inexact big integers cannot matter.
-                exact = False  # obj is orjson's parse, whose big integers are floats
                 try:
                     obj = loads(line)
                 except decode_error:
-                    obj = self._parse(number, line, not line.endswith(b"\n"))  # torn, or stdlib
-                    if obj is None:
-                        continue
-                    exact = True  # the stdlib's parse, or the record glued after a torn one
-                    if obj.get("type") != "frame":  # glued after a torn frame line
-                        glued = self._input(number, obj, line)
-                        if glued is not None:
-                            yield glued
-                        continue
+                    # Torn, a record glued after a torn frame line, or a line
+                    # only the stdlib parses: exact (big integers too), so
+                    # it is not parsed again below.
+                    obj = self._parse(number, line, not line.endswith(b"\n"))
+                    if obj is not None:
+                        record = self._input(number, obj, line)
+                        if record is not None:
+                            yield record
+                    continue
                 # The fields of a well-formed embedded frame, read once and checked
                 # inline (what frame_problem checks, for this shape); any other
                 # line is asked of frame_problem, whose reason names what is wrong.
@@ -901,10 +899,7 @@ class TraceReader:
                     # orjson reads an integer beyond 64 bits as a float, so a
                     # seq or len of -2**63-1 would look "not an integer" here;
                     # the verdict is given on the exact parse, as _input does.
-                    # (A record glued after a torn one is parsed exactly already;
-                    # the whole line is no JSON.)
-                    if not exact:
-                        obj = _loads(line)
+                    obj = _loads(line)
                     reason = frame_problem(obj)
                     if reason is not None:
                         self._skip(number, reason)
@@ -936,13 +931,25 @@ class TraceReader:
                     continue
                 yield frame
                 continue
-            if line.startswith(_MESSAGE_PREFIX) and line[-1] == 10:
-                continue  # the commonest derived record, whole: one test fewer than below
+            if line[-1] == 10 and line.rfind(_TYPE_PREFIX) == 0 and line[9] != 101:
+                # A whole derived record (a message, the commonest, a finding,
+                # a header: its type does not start with "e"), with no other
+                # record start in it, so nothing glued after a torn piece of it.
+                continue
             last = not line.endswith(b"\n")
             if line.startswith(_TYPE_PREFIX) and not line.startswith(_EVENT_PREFIX):
                 # A derived record, known by its first key without parsing it.
-                if last:
-                    self._parse(number, line, last)  # only to notice a torn line
+                # Unless a record may be glued after a torn piece of it (a
+                # writer died mid-line, another appended right after): a
+                # record start after the first byte. An intact derived line
+                # has one only inside a nested object (rare: a message's
+                # object id, a finding's data), so only then is it parsed.
+                if last or line.find(_TYPE_PREFIX, 1) >= 0:
+                    obj = self._parse(number, line, last)
+                    if obj is not None:
+                        record = self._input(number, obj, line)
+                        if record is not None:
+                            yield record
                 continue
             # Events, and any line not in the compact form (another writer's
             # spacing, a corrupt line): parse it rather than drop it.

@@ -12,8 +12,10 @@ from typing import Any
 
 import orjson
 import pytest
+from click.testing import CliRunner
 
-from mcpsniff.core.model import C2S, S2C, EventRecord, FrameRecord, MessageRecord
+from mcpsniff.cli import main
+from mcpsniff.core.model import C2S, S2C, EventRecord, FindingRecord, FrameRecord, MessageRecord
 from mcpsniff.trace import format as trace_format
 from mcpsniff.trace.format import (
     GLUE_TRIES,
@@ -157,3 +159,101 @@ def test_a_torn_last_line_is_still_torn_not_glued(tmp_path: Path) -> None:
         frames = [r for r in reader.records() if isinstance(r, FrameRecord)]
         assert reader.torn is not None and reader.torn.line_number == 3
     assert len(frames) == 1
+
+
+# ----------------------------------------------------------- torn derived lines (check's path)
+
+#: A whole message record and a whole finding record, as the analysis writes them.
+MESSAGE = MessageRecord(1, "stdio", C2S, "request", id=1, has_id=True, method="ping")
+FINDING = FindingRecord("JR-PARSE", "error", "not JSON", "stdio", [1], {"at": 3})
+DERIVED = {"message": MESSAGE, "finding": FINDING}
+INITIALIZE = (
+    b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
+    b'"capabilities":{},"clientInfo":{"name":"c","version":"1"}}}\n'
+)
+INIT_RESULT = (
+    b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{},'
+    b'"serverInfo":{"name":"s","version":"1"}}}\n'
+)
+INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+PONG = b'{"jsonrpc":"2.0","id":1,"result":{}}\n'
+
+
+@pytest.mark.parametrize("torn_kind", sorted(DERIVED))
+@pytest.mark.parametrize("record", [FRAME, EVENT], ids=["frame", "event"])
+def test_inputs_keeps_a_record_glued_after_a_torn_derived_line(
+    tmp_path: Path, torn_kind: str, record: Any
+) -> None:
+    """check's fast path skips derived lines unparsed: not when a record is glued to one."""
+    torn = _torn(DERIVED[torn_kind], 30)
+    after = EventRecord(9, 9.0, "stdio", "stderr", {"line": "after"})
+    path = _trace(tmp_path, torn + encode_line(record), encode_line(after))
+    skipped: list[str] = []
+    with TraceReader(path, on_skip=skipped.append) as reader:
+        got = list(reader.inputs())
+        assert reader.torn is None
+        assert [n for n, _ in reader.skipped] == [3]
+    assert got[1:] == [record, after]
+    assert len(skipped) == 1, skipped
+    assert "line 3: not a JSON record: its first 30 bytes are a torn write" in skipped[0]
+
+
+@pytest.mark.parametrize("torn_kind", sorted(DERIVED))
+def test_whole_derived_lines_with_nested_record_starts_are_still_skipped(
+    tmp_path: Path, torn_kind: str
+) -> None:
+    """A record start inside a nested object of an intact line is no glued record."""
+    nested = {"type": "frame", "seq": 5, "t": 1.0, "session": "x", "dir": C2S}
+    derived = (
+        MessageRecord(1, "stdio", C2S, "request", id=nested, has_id=True, method="ping")
+        if torn_kind == "message"
+        else FindingRecord("JR-PARSE", "error", "m", "stdio", [1], {"x": nested})
+    )
+    line = encode_line(derived)
+    assert line.find(b'{"type":"frame"', 1) > 0
+    path = _trace(tmp_path, line, encode_line(EVENT))
+    skipped: list[str] = []
+    with TraceReader(path, on_skip=skipped.append) as reader:
+        got = list(reader.inputs())
+    assert [type(r) for r in got] == [FrameRecord, EventRecord]
+    assert skipped == []
+
+
+def _session(tmp_path: Path, torn_kind: str, glued: Any) -> Path:
+    """A handshake, a ping, then a torn derived line with ``glued`` after it, then the end."""
+    path = tmp_path / "t.jsonl"
+    writer = TraceWriter.create(path, meta={"source": "test"})
+    frames = [
+        (C2S, INITIALIZE),
+        (S2C, INIT_RESULT),
+        (C2S, INITIALIZED),
+        (C2S, b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'),
+    ]
+    writer.write_all(
+        [FrameRecord(n, 1.0, "stdio", d, "stdio", raw) for n, (d, raw) in enumerate(frames, 1)]
+    )
+    writer.close()
+    end = EventRecord(7, 3.0, "stdio", "session-end", {})
+    with path.open("ab") as file:
+        file.write(_torn(DERIVED[torn_kind], 40) + encode_line(glued) + encode_line(end))
+    return path
+
+
+@pytest.mark.parametrize("torn_kind", sorted(DERIVED))
+@pytest.mark.parametrize("glued", ["frame", "event"])
+def test_check_judges_the_record_glued_after_a_torn_derived_line(
+    tmp_path: Path, torn_kind: str, glued: str
+) -> None:
+    """Lost, the ping's answer (a frame) or the gap that may hold it (an event) leaves the
+    ping "never answered": a false verdict. Kept, check passes and names the skip once."""
+    record: Any = (
+        FrameRecord(5, 2.0, "stdio", S2C, "stdio", PONG)
+        if glued == "frame"
+        else EventRecord(5, 2.0, "stdio", "capture-gap", {"direction": S2C, "lost_bytes": 9})
+    )
+    path = _session(tmp_path, torn_kind, record)
+    result = CliRunner().invoke(main, ["check", "--fail-on", "error", str(path)])
+    assert "JR-RESP-REQUIRED" not in result.stdout, result.stdout + result.stderr
+    assert result.exit_code == 0, result.stdout + result.stderr
+    assert result.stderr.count("its first 40 bytes are a torn write") == 1, result.stderr
+    assert "line 6:" in result.stderr
