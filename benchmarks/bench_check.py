@@ -48,13 +48,12 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import chain
 from pathlib import Path
 
 import orjson
 
 from mcpsniff.cli import _note_event
-from mcpsniff.core.analyzer import Analyzer, replay_batches
+from mcpsniff.core.analyzer import Analyzer, replay_notable
 from mcpsniff.core.model import SEVERITY_RANK, EventRecord, FindingRecord
 from mcpsniff.render import finding_json
 from mcpsniff.safe_output import json_line
@@ -140,8 +139,9 @@ def check(path: Path, fail_on: str = "error") -> int:
 
     The loop of the ``check`` command in ``mcpsniff/cli.py``, step for step:
     its collector settings (restored afterwards, so the other loops run with
-    the defaults), the records walked batch by batch, every session counted,
-    analyzer errors and capture gaps noted, each finding written as a JSON line.
+    the defaults), the findings and events of ``replay_notable`` walked,
+    analyzer errors and capture gaps noted, each finding written as a JSON
+    line, every session counted.
     """
     threshold = SEVERITY_RANK[fail_on]
     failing = 0
@@ -154,17 +154,17 @@ def check(path: Path, fail_on: str = "error") -> int:
     gc.set_threshold(100_000, 50, 100)
     try:
         with open(os.devnull, "w") as out, TraceReader(path) as reader:
-            for record in chain.from_iterable(replay_batches(reader.inputs(), Analyzer())):
+            analyzer = Analyzer()
+            for record in replay_notable(reader.inputs(), analyzer):
                 if not isinstance(record, FindingRecord):
-                    sessions.add(record.session)
                     if type(record) is EventRecord:
                         _note_event(record, analyzer_errors, gaps)
                     continue
                 if SEVERITY_RANK.get(record.severity, 0) >= threshold:
                     failing += 1
                 out.write(json_line(finding_json(record)) + "\n")
-                sessions.add(record.session)
                 findings += 1
+        sessions.update(analyzer.sessions)
     finally:
         gc.set_threshold(*collector)
         gc.unfreeze()

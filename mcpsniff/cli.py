@@ -7,7 +7,7 @@ import os
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from itertools import chain
 from pathlib import Path
 
@@ -16,7 +16,7 @@ import orjson
 
 from mcpsniff import __version__
 from mcpsniff.core import catalog
-from mcpsniff.core.analyzer import Analyzer, replay_batches
+from mcpsniff.core.analyzer import Analyzer, replay_batches, replay_notable
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.core.explain import explain_lines
 from mcpsniff.core.model import SEVERITY_RANK, EventRecord, FindingRecord, Record
@@ -154,16 +154,16 @@ def check(
     out = sys.stdout
     try:
         with reader:
-            batches = replay_batches(reader.inputs(), analyzer := Analyzer())
-            if flt is not None:
+            analyzer = Analyzer()
+            if flt is None:
+                # Only findings and events: frames and messages are not reported.
+                records: Iterable[Record] = replay_notable(reader.inputs(), analyzer)
+            else:
                 # The filter drops findings only: every other record still passes.
-                batches = ([r] for r in matching_findings(chain.from_iterable(batches), flt))
-            # Walked batch by batch (no generator hop per record): most records are
-            # frames and messages, which only name their session.
-            for record in chain.from_iterable(batches):
+                batches = replay_batches(reader.inputs(), analyzer)
+                records = matching_findings(chain.from_iterable(batches), flt)
+            for record in records:
                 if not isinstance(record, FindingRecord):
-                    # "0 finding(s) in 1 session(s)": every session counts, clean or not.
-                    sessions.add(record.session)
                     if type(record) is EventRecord:
                         _note_event(record, analyzer_errors, gaps)
                     continue
@@ -173,7 +173,9 @@ def check(
                     out.write(terminal_json_line(finding_json(record)) + "\n")
                 else:
                     by_session[record.session].append(record)
-                sessions.add(record.session)
+        # "0 finding(s) in 1 session(s)": every session counts, clean or not
+        # (each had an input, so it has records), in the order they began.
+        sessions.update(analyzer.sessions)
     except TraceError as exc:
         _fail("check", str(exc))
         return

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 
-from mcpsniff.core.model import EventRecord, FrameRecord, Record
+from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, Record
 from mcpsniff.core.session import END_EVENTS, SeqCounter, Session
 
 
@@ -61,6 +61,35 @@ def replay(
     """
     for batch in replay_batches(inputs, analyzer):
         yield from batch
+
+
+def replay_notable(
+    inputs: Iterable[FrameRecord | EventRecord], analyzer: Analyzer | None = None
+) -> Iterator[FindingRecord | EventRecord]:
+    """``replay``'s findings and events, in the same order, without its frames and messages.
+
+    What ``check`` reports (its sessions are ``analyzer.sessions``, every one
+    of which had an input). Frames and their messages are nine records in ten
+    or more, and most batches of frames raise nothing: a batch whose session
+    added no finding or event to it (``Session.notable``) is skipped whole
+    instead of walked record by record.
+    """
+    if analyzer is None:
+        analyzer = Analyzer()
+    sessions = analyzer.sessions
+    for batch in replay_batches(inputs, analyzer):
+        # Every batch comes from one session, and its first record is that
+        # session's input (a frame or an event), which names it. An event's
+        # batch is always walked: the event itself is reported.
+        first = batch[0]
+        session = sessions[first.session]
+        if not session.notable and type(first) is FrameRecord:
+            continue
+        session.notable = 0
+        for record in batch:
+            kind = type(record)
+            if kind is FindingRecord or kind is EventRecord:
+                yield record  # type: ignore[misc]
 
 
 def replay_batches(
@@ -127,4 +156,4 @@ def replay_batches(
             yield session.apply_event(end)
 
 
-__all__ = ["END_EVENTS", "Analyzer", "replay", "replay_batches"]
+__all__ = ["END_EVENTS", "Analyzer", "replay", "replay_batches", "replay_notable"]

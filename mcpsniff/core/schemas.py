@@ -61,6 +61,16 @@ class CompiledSchema:
             return None
         if self.simple is not None and self.simple(instance):
             return None
+        return self.error_beyond_simple(instance)
+
+    def error_beyond_simple(self, instance: Any) -> str | None:
+        """``first_error`` for a caller that asked ``simple`` already (and got False).
+
+        The tools/call rule asks the oracle itself, so that the usual call costs
+        one function call; the rest comes here without asking it a second time.
+        """
+        if self.reference is None:
+            return None
         if self.fast is not None:
             try:
                 self.fast(instance)
@@ -125,7 +135,9 @@ def _compile(schema: dict[str, Any], size: int) -> CompiledSchema:
     )
 
 
-#: Keywords that only annotate: no validator looks at them.
+#: Keywords that only annotate: no validator looks at them. ``format`` is one
+#: here: jsonschema asserts formats only with a format checker and
+#: fastjsonschema only with ``use_formats``, and ``_compile`` gives neither.
 _ANNOTATIONS = frozenset(
     {
         "title",
@@ -136,16 +148,11 @@ _ANNOTATIONS = frozenset(
         "deprecated",
         "readOnly",
         "writeOnly",
+        "format",
     }
 )
-_SIMPLE_OBJECT_KEYS = _ANNOTATIONS | {
-    "type",
-    "properties",
-    "required",
-    "additionalProperties",
-    "$schema",
-}
-_SIMPLE_PROPERTY_KEYS = _ANNOTATIONS | {"type"}
+_OBJECT_KEYS = frozenset({"properties", "required", "additionalProperties"})
+_SIMPLE_OBJECT_KEYS = _ANNOTATIONS | _OBJECT_KEYS | {"type", "$schema"}
 #: The Python types of a JSON value of each JSON Schema type, exactly (``type(v) in``):
 #: a bool is no integer and no number, and 1.0 counts as an integer only in some
 #: drafts, so it is left to the validators.
@@ -171,6 +178,8 @@ _SIMPLE_DIALECTS = frozenset(
         "https://json-schema.org/draft/2020-12/schema",
     }
 )
+#: How deep the oracle follows nested objects and array items.
+_MAX_DEPTH = 2
 
 
 def simple_oracle(schema: Any) -> Callable[[Any], bool] | None:
@@ -178,11 +187,13 @@ def simple_oracle(schema: Any) -> Callable[[Any], bool] | None:
 
     Most tool input schemas are an object of typed properties, some required,
     maybe closed by ``additionalProperties: false``, with a few plain limits
-    (string lengths, number bounds, array sizes and item types). For such a
-    schema (annotations and a draft 4 to 2020-12 ``$schema`` allowed) the
-    returned function says True when the instance is certainly valid. A
-    property whose subschema uses anything else (``enum``, ``anyOf``, ...)
-    makes it defer whenever that property is present. False means "ask the
+    (string lengths, number bounds, array sizes and item types), string
+    ``enum``s and nested objects of the same kind (``additionalProperties`` a
+    bool or such a subschema). For such a schema (annotations, ``format``
+    included, and a draft 4 to 2020-12 ``$schema`` allowed) the returned
+    function says True when the instance is certainly valid. A property
+    whose subschema uses anything else (``anyOf``, ``pattern``, ...) makes it
+    defer whenever that property is present. False means "ask the
     validators" (fastjsonschema, then jsonschema, which write the message),
     never "invalid". It costs a fraction of fastjsonschema's generated code,
     which every tools/call runs. None for any other schema.
@@ -193,19 +204,41 @@ def simple_oracle(schema: Any) -> Callable[[Any], bool] | None:
         return None
     if "$schema" in schema and schema["$schema"] not in _SIMPLE_DIALECTS:
         return None
+    return _object_check(schema, 0)
+
+
+def _object_check(schema: dict[str, Any], depth: int) -> Callable[[Any], bool] | None:
+    """The check of an object schema's properties, required and additionalProperties."""
     properties = schema.get("properties", {})
     required = schema.get("required", [])
-    closed = schema.get("additionalProperties", True)
-    if type(properties) is not dict or type(required) is not list or type(closed) is not bool:
+    extra = schema.get("additionalProperties", True)
+    if type(properties) is not dict or type(required) is not list:
         return None
     if any(type(name) is not str for name in required):
         return None
     #: Per property: the exact Python types allowed, a check, or None (defer).
     checks: dict[str, tuple[type, ...] | Callable[[Any], bool] | None] = {
-        name: _value_check(sub, 0) for name, sub in properties.items()
+        name: _value_check(sub, depth) for name, sub in properties.items()
     }
+    # A property not listed: always allowed (True), never (False), or judged
+    # by the additionalProperties subschema's check (None: defer).
+    unlisted: bool | tuple[type, ...] | Callable[[Any], bool] | None
+    if type(extra) is bool:
+        unlisted = extra
+    elif type(extra) is dict:
+        unlisted = _value_check(extra, depth)
+    else:
+        return None
     needed = tuple(required)
-    open_ = closed
+    if not checks and not needed and type(unlisted) is tuple:
+        # A map of typed values (``{"type": "object", "additionalProperties":
+        # {"type": "string"}}``): one pass in C over the values' types.
+        value_types = frozenset(unlisted)
+
+        def typed_map(instance: Any) -> bool:
+            return type(instance) is dict and set(map(type, instance.values())) <= value_types
+
+        return typed_map
 
     def accepts(instance: Any) -> bool:
         if type(instance) is not dict:
@@ -215,11 +248,14 @@ def simple_oracle(schema: Any) -> Callable[[Any], bool] | None:
                 return False
         for name, value in instance.items():
             check = checks.get(name, _UNLISTED)
+            if check is _UNLISTED:
+                check = unlisted
+                if check is True:
+                    continue
+                if check is False:
+                    return False
             if type(check) is tuple:
                 if type(value) not in check:
-                    return False
-            elif check is _UNLISTED:
-                if not open_:
                     return False
             elif check is None or not check(value):  # type: ignore[operator]
                 return False
@@ -238,6 +274,7 @@ _SIMPLE_VALUE_KEYS = _ANNOTATIONS | {
     "minItems",
     "maxItems",
     "items",
+    "enum",
 }
 _ANY_TYPE = tuple({t for types in _SIMPLE_TYPES.values() for t in types})
 
@@ -250,9 +287,15 @@ def _limit(sub: dict[str, Any], key: str, kinds: tuple[type, ...]) -> Any:
 
 def _value_check(sub: Any, depth: int) -> tuple[type, ...] | Callable[[Any], bool] | None:
     """A property's check: its allowed Python types alone, a function, or None (defer)."""
-    if type(sub) is not dict or depth > 2 or not sub.keys() <= _SIMPLE_VALUE_KEYS:
+    if type(sub) is not dict or depth > _MAX_DEPTH:
         return None
     kinds = sub.get("type")
+    if not sub.keys() <= _SIMPLE_VALUE_KEYS:
+        # A nested object of the oracle's kind ("type": "object" exactly, so the
+        # object keywords cannot be skipped by a value of another type).
+        if kinds == "object" and sub.keys() <= _ANNOTATIONS | _OBJECT_KEYS | {"type"}:
+            return _object_check(sub, depth + 1)
+        return None
     if kinds is None:
         allowed = _ANY_TYPE
     elif type(kinds) is str and kinds in _SIMPLE_TYPES:
@@ -272,16 +315,28 @@ def _value_check(sub: Any, depth: int) -> tuple[type, ...] | Callable[[Any], boo
     bounds = (min_len, max_len, low, high, min_items, max_items)
     if any(b is _UNLISTED for b in bounds):
         return None
+    choices: frozenset[str] | None = None
+    if "enum" in sub:
+        members = sub["enum"]
+        if type(members) is not list:
+            return None
+        # A string equals only a string, code point for code point (JSON
+        # Schema's equality, and Python's): the enum's strings decide a string
+        # value; any other value is left to the validators.
+        choices = frozenset(m for m in members if type(m) is str)
     items = sub.get("items")
     item_check = None if items is None else _value_check(items, depth + 1)
     if items is not None and item_check is None:
         return None
-    if item_check is None and all(b is None for b in bounds):
+    if item_check is None and choices is None and all(b is None for b in bounds):
         return allowed
+    item_types = frozenset(item_check) if type(item_check) is tuple else None
 
     def check(value: Any) -> bool:
         kind = type(value)
         if kind not in allowed:
+            return False
+        if choices is not None and (kind is not str or value not in choices):
             return False
         if kind is str:
             size = len(value)  # code points, as JSON Schema counts
@@ -294,11 +349,11 @@ def _value_check(sub: Any, depth: int) -> tuple[type, ...] | Callable[[Any], boo
                 max_items is not None and size > max_items
             ):
                 return False
-            # Plain loops, not all() over a generator: arrays are checked on every call.
-            if type(item_check) is tuple:
-                for item in value:
-                    if type(item) not in item_check:
-                        return False
+            # The items' types in one pass in C; other item checks in a plain loop
+            # (not all() over a generator): arrays are checked on every call.
+            if item_types is not None:
+                if not set(map(type, value)) <= item_types:
+                    return False
             elif item_check is not None:
                 for item in value:
                     if not item_check(item):  # type: ignore[operator]

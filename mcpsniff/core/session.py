@@ -103,6 +103,9 @@ class Session:
         self.state = SessionState()
         self._framers = {C2S: LineFramer(), S2C: LineFramer()}
         self._out: list[Record] = []
+        #: Findings and events added to the output since a reader last cleared it
+        #: (``analyzer.replay_notable`` skips a batch of frames that has none).
+        self.notable = 0
         self._severity_cache: dict[tuple[str, str | None], str | None] = {}
 
     # ------------------------------------------------------------------ shell API
@@ -224,6 +227,7 @@ class Session:
                     self._frame("parsed", frame, messages)
             except Exception as exc:
                 out.append(self._internal_error(frame.seq, frame.t, exc))
+                self.notable += 1
         self._out = []
         return out
 
@@ -278,6 +282,7 @@ class Session:
         if default is None:
             return
         self._out.append(FindingRecord(rule, severity or default, message, self.key, seqs, data))
+        self.notable += 1
 
     @property
     def emitted(self) -> int:
@@ -287,6 +292,8 @@ class Session:
     def emit(self, record: Record) -> None:
         """Append a derived record to the current output."""
         self._out.append(record)
+        if type(record) is not MessageRecord:
+            self.notable += 1
 
     def reported_since(self, start: int, rules: tuple[str, ...]) -> bool:
         """Whether a finding of one of ``rules`` was emitted after output position ``start``."""
@@ -566,7 +573,20 @@ class Session:
                 key = self.scoped(key, msg)
             msg.key = key
             pending = state.pending[direction]
-            seen = state.used[direction].check_and_add(key)
+            # IdHistory.check_and_add, its fast path inlined: an integer id beyond
+            # every one used (real clients count up) is new, and extends the last
+            # interval or opens one.
+            used = state.used[direction]
+            ends = used._ends
+            if type(key) is int and ends and key > ends[-1]:
+                if ends[-1] + 1 == key:
+                    ends[-1] = key
+                else:
+                    used._starts.append(key)
+                    ends.append(key)
+                seen = False
+            else:
+                seen = used.check_and_add(key)
             # reuse.fingerprint, inlined: this runs for every request.
             this_print: bytes | int | None = None
             if index is None:

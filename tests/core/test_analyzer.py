@@ -8,7 +8,15 @@ import orjson
 import pytest
 
 from mcpsniff.core import analyzer
-from mcpsniff.core.model import C2S, S2C, EventRecord, FrameRecord, Record
+from mcpsniff.core.model import (
+    C2S,
+    S2C,
+    EventRecord,
+    FindingRecord,
+    FrameRecord,
+    MessageRecord,
+    Record,
+)
 
 
 def _inputs() -> list[FrameRecord | EventRecord]:
@@ -101,3 +109,55 @@ def test_replay_batches_hold_the_records_of_replay_in_order_one_session_each() -
     for batch in batches:
         assert len({r.session for r in batch}) == 1
         assert sum(type(r) is FrameRecord for r in batch) <= analyzer.MAX_RUN
+
+
+def _notable(records: list[Record]) -> list[str]:
+    return _shown([r for r in records if type(r) in (FindingRecord, EventRecord)])
+
+
+@pytest.mark.parametrize("limit", [1, 3, analyzer.MAX_RUN])
+def test_replay_notable_gives_the_findings_and_events_of_replay_in_order(
+    monkeypatch: pytest.MonkeyPatch, limit: int
+) -> None:
+    inputs = _inputs()
+    monkeypatch.setattr(analyzer, "MAX_RUN", limit)
+    flat = list(analyzer.replay(_fresh(inputs)))
+    used = analyzer.Analyzer()
+    notable = list(analyzer.replay_notable(_fresh(inputs), used))
+    assert _shown(notable) == _notable(flat)
+    rules = [r.rule for r in notable if type(r) is FindingRecord]
+    assert "JR-PARSE" in rules and "JR-RESP-ID" in rules
+    # The input events and the synthetic end of session "a" are all there.
+    assert [r.event for r in notable if type(r) is EventRecord].count("stderr") == 18
+    assert list(used.sessions) == ["a", "b"]
+
+
+def test_replay_notable_keeps_analyzer_errors_and_skips_only_quiet_batches(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mcpsniff.core.session import Session
+
+    inputs = _inputs()
+    real = Session._message
+
+    def failing(self: Session, obj: object, frame: FrameRecord, index: int | None) -> object:
+        if frame.seq == 40:
+            raise RuntimeError("boom")
+        return real(self, obj, frame, index)
+
+    monkeypatch.setattr(Session, "_message", failing)
+    flat = list(analyzer.replay(_fresh(inputs)))
+    notable = list(analyzer.replay_notable(_fresh(inputs)))
+    assert _shown(notable) == _notable(flat)
+    assert [r.seq for r in notable if getattr(r, "event", None) == "analyzer-error"] == [40]
+
+
+def test_a_record_emitted_by_a_rule_that_is_not_a_message_counts_as_notable() -> None:
+    from mcpsniff.core.session import Session
+
+    session = Session("s")
+    session._out = []
+    session.emit(EventRecord(1, 0.0, "s", "something", {}))
+    assert session.notable == 1
+    session.emit(MessageRecord(2, "s", C2S, "request"))
+    assert session.notable == 1

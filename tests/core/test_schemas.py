@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import jsonschema
@@ -90,7 +91,11 @@ INSTANCES: list[Any] = [
 ]
 
 
-@pytest.mark.parametrize("schema", [ECHO, CLOSED, DRAFT4, LIMITS])
+#: A map of typed values: the oracle checks the values' types in one pass.
+MAP = {"type": "object", "additionalProperties": {"type": ["string", "integer"]}}
+
+
+@pytest.mark.parametrize("schema", [ECHO, CLOSED, DRAFT4, LIMITS, MAP])
 def test_the_oracle_accepts_only_what_jsonschema_accepts(schema: dict[str, Any]) -> None:
     oracle = simple_oracle(schema)
     assert oracle is not None
@@ -121,7 +126,8 @@ def test_the_oracle_accepts_the_usual_arguments_and_defers_the_rest() -> None:
     "schema",
     [
         {"type": "object", "patternProperties": {"^a": {"type": "string"}}},
-        {"type": "object", "additionalProperties": {"type": "string"}},
+        {"type": "object", "additionalProperties": "no"},
+        {"type": "object", "properties": {"a": {"type": "string"}}, "if": {}},
         {"type": "object", "required": "a"},
         {"type": "object", "$schema": "http://json-schema.org/draft-03/schema#"},
         {"type": "object", "$ref": "#/$defs/x"},
@@ -144,8 +150,9 @@ def test_limits_are_checked_and_other_keywords_defer_when_present() -> None:
     assert not oracle({"query": "a", "max_results": 0})  # minimum
     assert not oracle({"query": "a", "paths": ["a", "b", "c"]})  # maxItems
     assert not oracle({"query": "a", "params": [True]})  # item type
-    # enum is not the oracle's: a call that uses "mode" goes to the validators.
-    assert not oracle({"query": "a", "mode": "append"})
+    # A string enum is the oracle's; a value not in it goes to the validators.
+    assert oracle({"query": "a", "mode": "append"})
+    assert not oracle({"query": "a", "mode": "other"})
     compiled = compile_schema(LIMITS)
     assert compiled.first_error({"query": "a", "mode": "append"}) is None
     error = compiled.first_error({"query": "a", "mode": "other"})
@@ -156,10 +163,11 @@ def test_limits_are_checked_and_other_keywords_defer_when_present() -> None:
     "sub",
     [
         {"type": "string", "minLength": True},
-        {"type": "string", "format": "uri"},
+        {"type": "string", "pattern": "^a"},
         {"type": "integer", "exclusiveMinimum": 0},
         {"type": "array", "items": [{"type": "string"}]},
-        {"type": "array", "items": {"enum": [1]}},
+        {"type": "array", "items": {"pattern": "x"}},
+        {"type": "object", "properties": {"x": {"anyOf": []}}, "required": ["x"]},
         {"type": "strange"},
         {"type": []},
         True,
@@ -192,3 +200,150 @@ def test_an_invalid_schema_gets_no_oracle() -> None:
     assert compiled.error is not None
     assert compiled.simple is None
     assert compiled.first_error({"anything": 1}) is None
+
+
+#: What the oracle judges beyond plain types: string enums, formats (annotations
+#: for both validators, as _compile builds them) and nested objects.
+NESTED = {
+    "type": "object",
+    "properties": {
+        "url": {"type": "string", "format": "uri"},
+        "method": {"enum": ["GET", "HEAD", 1, None]},
+        "kind": {"type": "string", "enum": ["a", "b"], "maxLength": 1},
+        "headers": {"type": "object", "additionalProperties": {"type": "string"}},
+        "options": {
+            "type": "object",
+            "properties": {"depth": {"type": "integer", "minimum": 0}},
+            "required": ["depth"],
+            "additionalProperties": False,
+        },
+        "tags": {"type": "array", "items": {"enum": ["x", "y"]}},
+    },
+    "required": ["url"],
+    "additionalProperties": {"type": ["string", "integer"]},
+}
+NESTED_INSTANCES: list[Any] = [
+    {"url": "not a uri at all"},
+    {"url": "u", "method": "GET"},
+    {"url": "u", "method": "POST"},
+    {"url": "u", "method": 1},
+    {"url": "u", "method": 1.0},
+    {"url": "u", "method": True},
+    {"url": "u", "method": None},
+    {"url": "u", "kind": "a"},
+    {"url": "u", "kind": "c"},
+    {"url": "u", "kind": 1},
+    {"url": "u", "headers": {}},
+    {"url": "u", "headers": {"A": "1", "B": "2"}},
+    {"url": "u", "headers": {"A": 1}},
+    {"url": "u", "headers": []},
+    {"url": "u", "options": {"depth": 0}},
+    {"url": "u", "options": {"depth": -1}},
+    {"url": "u", "options": {}},
+    {"url": "u", "options": {"depth": 1, "more": 1}},
+    {"url": "u", "tags": ["x", "y", "x"]},
+    {"url": "u", "tags": ["z"]},
+    {"url": "u", "tags": "x"},
+    {"url": "u", "extra": "s"},
+    {"url": "u", "extra": 3},
+    {"url": "u", "extra": 3.5},
+    {"url": "u", "extra": True},
+    {"url": 1},
+    {},
+]
+
+
+@pytest.mark.parametrize(
+    "dialect",
+    [None, "http://json-schema.org/draft-04/schema#", "http://json-schema.org/draft-07/schema#"],
+)
+def test_enum_format_and_nested_objects_agree_with_jsonschema(dialect: str | None) -> None:
+    schema = NESTED if dialect is None else {**NESTED, "$schema": dialect}
+    oracle = simple_oracle(schema)
+    assert oracle is not None
+    reference = jsonschema.validators.validator_for(
+        schema, default=jsonschema.Draft202012Validator
+    )(schema)
+    verdicts = [oracle(instance) for instance in NESTED_INSTANCES]
+    for instance, accepted in zip(NESTED_INSTANCES, verdicts, strict=True):
+        if accepted:
+            assert reference.is_valid(instance), instance
+    # What the oracle itself decides: each of these is accepted without the validators.
+    assert verdicts[:2] == [True, True]
+    assert oracle({"url": "u", "kind": "a", "headers": {"A": "1"}, "options": {"depth": 2}})
+    assert oracle({"url": "u", "tags": ["x"], "extra": "s", "more": 3})
+    # And what it defers: each of these is invalid, or outside what it judges.
+    for deferred in (
+        {"url": "u", "method": 1},
+        {"url": "u", "kind": "c"},
+        {"url": "u", "extra": 3.5},
+    ):
+        assert not oracle(deferred)
+    compiled = compile_schema(schema)
+    assert compiled.first_error({"url": "u", "method": 1}) is None  # the validators accept it
+    error = compiled.first_error({"url": "u", "headers": {"A": 1}})
+    assert error is not None and "headers" in error
+
+
+def _random_schema(rng: random.Random, depth: int = 0) -> dict[str, Any]:
+    """A subschema made of the keywords the oracle judges, and now and then one it does not."""
+    choice = rng.randrange(9 if depth < 2 else 7)
+    if choice == 0:
+        return {"type": rng.choice(["string", "integer", "number", "boolean", "null"])}
+    if choice == 1:
+        return {"type": "string", "minLength": rng.randrange(3), "maxLength": rng.randrange(1, 4)}
+    if choice == 2:
+        return {"type": rng.choice(["integer", "number"]), "minimum": rng.choice([0, 0.5, -2])}
+    if choice == 3:
+        return {"enum": rng.sample(["a", "b", "", 1, 1.0, True, None, [1], {"a": 1}], 3)}
+    if choice == 4:
+        return {"type": "string", "format": rng.choice(["uri", "email", "date-time"])}
+    if choice == 5:
+        return {"pattern": "^a"}  # not the oracle's: it defers
+    if choice == 6:
+        return {"type": "array", "items": _random_schema(rng, depth + 1), "maxItems": 3}
+    extra = rng.choice([True, False, _random_schema(rng, depth + 1)])
+    properties = {
+        name: _random_schema(rng, depth + 1) for name in rng.sample("abc", rng.randrange(3))
+    }
+    return {
+        "type": "object",
+        "properties": properties,
+        "required": rng.sample(sorted(properties), rng.randrange(len(properties) + 1)),
+        "additionalProperties": extra,
+    }
+
+
+_VALUES: list[Any] = ["a", "b", "", "abcd", 0, 1, -3, 1.0, 0.25, True, False, None, [], ["a"], {}]
+
+
+def _random_instance(rng: random.Random, depth: int = 0) -> Any:
+    if depth < 2 and rng.random() < 0.3:
+        return {name: _random_instance(rng, depth + 1) for name in rng.sample("abcd", 2)}
+    if depth < 2 and rng.random() < 0.2:
+        return [_random_instance(rng, depth + 1) for _ in range(rng.randrange(4))]
+    return rng.choice(_VALUES)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_schemas_the_oracle_never_accepts_what_jsonschema_rejects(seed: int) -> None:
+    rng = random.Random(seed)
+    schema = _random_schema(rng)
+    while schema.get("type") != "object":
+        schema = _random_schema(rng)
+    oracle = simple_oracle(schema)
+    assert oracle is not None
+    reference = jsonschema.Draft202012Validator(schema)
+    for _ in range(300):
+        instance = _random_instance(rng)
+        if oracle(instance):
+            assert reference.is_valid(instance), (schema, instance)
+
+
+def test_a_map_of_typed_values_is_judged_by_its_value_types() -> None:
+    oracle = simple_oracle(MAP)
+    assert oracle is not None
+    assert oracle({}) and oracle({"a": "x", "b": 2})
+    assert not oracle({"a": "x", "b": 2.5})
+    assert not oracle({"a": True})  # a bool is no integer
+    assert not oracle([("a", "x")])

@@ -157,7 +157,7 @@ def _tools_call(session: Session, msg: Msg) -> None:
     simple = compiled.simple
     if simple is not None and compiled.reference is not None and simple(instance):
         return  # ``first_error``'s first verdict, asked directly: the usual call
-    error = compiled.first_error(instance)
+    error = compiled.error_beyond_simple(instance)
     if error is not None and not redaction_explains(msg.source, arguments):
         session.report(
             "TOOL-ARGS-SCHEMA",
