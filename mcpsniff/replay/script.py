@@ -118,6 +118,11 @@ class Script:
         return out
 
 
+#: Sessions an error message lists (the rest are counted), and characters per name.
+SESSIONS_LISTED = 20
+NAME_LIMIT = 80
+
+
 def id_key(value: Any) -> str:
     """A hashable key for a JSON-RPC id that keeps 1 and "1" apart."""
     return json.dumps(value, sort_keys=True)
@@ -161,7 +166,7 @@ def load_script(
     if session is not None:
         if session not in names:
             raise ReplayError(
-                f"{path}: no session {terminal_safe(repr(session))} in this trace "
+                f"{path}: no session {terminal_safe(repr(_cut(session)))} in this trace "
                 f"(sessions: {describe_sessions(frames)})"
             )
         frames = [f for f in frames if f.session == session]
@@ -236,10 +241,18 @@ def describe_sessions(frames: list[FrameRecord]) -> str:
             if found:
                 clients[record.session] = found
     parts = []
-    for name, count in counts.items():
+    for name, count in list(counts.items())[:SESSIONS_LISTED]:
         client = clients.get(name, "client unknown")
-        parts.append(f"{name} ({client}, {count} message(s))")
+        parts.append(f"{_cut(name)} ({_cut(client)}, {count} message(s))")
+    if len(counts) > SESSIONS_LISTED:
+        # A hostile trace may hold 200,000 sessions: one error line, not megabytes.
+        parts.append(f"and {len(counts) - SESSIONS_LISTED} more")
     return terminal_safe("; ".join(parts))
+
+
+def _cut(text: str, limit: int = NAME_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters: a session key is the peer's Mcp-Session-Id."""
+    return text if len(text) <= limit else text[:limit] + "…"
 
 
 def _client_of(frame: Frame) -> str | None:
