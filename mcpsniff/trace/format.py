@@ -60,7 +60,7 @@ _TYPE_PREFIX = b'{"type":"'
 #: TraceReader's file buffer (bytes).
 _READ_BUFFER = 1 << 18
 #: Bytes of whole lines TraceReader hands on at a time.
-_BLOCK = 1 << 18
+_BLOCK = 1 << 16
 #: What stands for a line read past (TraceReader._bounded_lines): a record no reader yields.
 _READ_PAST = b'{"type":"read-past"}\n'
 #: The longest header line a reader takes: a header holds the server's argv and
@@ -799,26 +799,33 @@ class TraceReader:
     def _line_blocks(self) -> Iterator[Iterable[bytes]]:
         """The lines of the file in blocks: ``_BLOCK`` bytes of whole lines, or one line."""
         read, readline = self._file.read, self._file.readline
-        offset = self._file.tell()  # where the block starts
-        counted = (offset, 1)  # lines are counted only when one is reported
+        # Lines are counted from the file only when one is reported; a pipe
+        # cannot be read again, so its lines are counted as they pass.
+        eager = not self._file.seekable()
+        offset = 0 if eager else self._file.tell()  # where the next block starts
+        counted = (offset, 1)  # (offset, number of the line ending there)
         while True:
             block = read(_BLOCK)
             if not block:
                 return
-            if block[-1] == 10:
-                offset += len(block)
-                yield io.BytesIO(block)
-                continue
-            cut = block.rfind(b"\n") + 1
+            cut = len(block) if block[-1] == 10 else block.rfind(b"\n") + 1
             if cut:
                 lines = io.BytesIO(block)
-                lines.truncate(cut)  # no copy: a slice of the block would cost check 2%
+                if cut < len(block):
+                    lines.truncate(cut)  # no copy: a slice of the block would cost check 2%
+                if eager:
+                    counted = (offset + cut, counted[1] + block.count(b"\n", 0, cut))
                 yield lines
+                if cut == len(block):
+                    offset += cut
+                    continue
             # The line the block ends inside: completed from the file, or read past.
             start = offset + cut
             line = line_from(readline, block[cut:])
             if not isinstance(line, ReadPast):
                 offset = start + len(line)
+                if eager:
+                    counted = (offset, counted[1] + 1)
                 yield (line,)
                 continue
             offset = start + line.length

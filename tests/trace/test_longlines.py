@@ -164,3 +164,35 @@ def test_trace_tail_keeps_a_record_glued_after_a_short_torn_piece(tmp_path: Path
     finally:
         tail.close()
     assert len(notes) == 1 and "torn write" in notes[0] and "first 100 bytes" in notes[0]
+
+
+def test_trace_reader_reads_past_a_junk_line_from_a_pipe(tmp_path: Path) -> None:
+    """A pipe cannot be read again to number the junk line: its lines are counted as they pass."""
+    import os
+    import threading
+
+    junk = b"\x00" * (3 * PROBE + 17)
+    path, frames = _junk_trace(tmp_path, junk)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    data = path.read_bytes()
+
+    def feed() -> None:
+        with open(fifo, "wb") as handle:
+            handle.write(data)
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    notes: list[str] = []
+    try:
+        with TraceReader(fifo, on_skip=notes.append) as reader:
+            got = list(reader.inputs())
+    finally:
+        feeder.join()
+    assert [f.raw for f in got] == [f.raw for f in frames] * 2
+    junk_line = len(frames) + 2
+    assert [n.split(": ", 1)[1] for n in notes] == [
+        f"line {junk_line}: not a JSON record ({len(junk)} bytes, read past); "
+        "the record was skipped",
+        f"line {junk_line + 1}: not a JSON record; the record was skipped",
+    ]
