@@ -18,13 +18,15 @@ import contextlib
 import dataclasses
 import errno
 import fcntl
+import io
 import json
 import math
 import os
 import re
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import IO, Any
 
@@ -40,6 +42,7 @@ from mcpsniff.core.model import (
     MessageRecord,
     Record,
 )
+from mcpsniff.trace.longlines import ReadPast, junk_reason, line_from
 from mcpsniff.trace.validate import MAX_TIME as _MAX_TIME
 from mcpsniff.trace.validate import event_problem, frame_problem, header_problem, problem
 
@@ -54,8 +57,14 @@ _EOLS = {b"": "", b"\n": "\n", b"\r\n": "\r\n"}
 
 
 _TYPE_PREFIX = b'{"type":"'
-#: TraceReader's file buffer (bytes).
-_READ_BUFFER = 1 << 18
+#: TraceReader's file buffer (bytes): smaller than ``_BLOCK``, so that a block
+#: is read from the file straight into its bytes object, not copied out of the
+#: buffer (that copy cost check's reading loop 3%; the buffer serves readline).
+_READ_BUFFER = 1 << 16
+#: Bytes of whole lines TraceReader hands on at a time.
+_BLOCK = 1 << 18
+#: What stands for a line read past (TraceReader._bounded_lines): a record no reader yields.
+_READ_PAST = b'{"type":"read-past"}\n'
 #: The longest header line a reader takes: a header holds the server's argv and
 #: provenance, never megabytes; a longer first line is no trace (``/dev/zero``,
 #: a binary file) and must not be read whole into memory.
@@ -709,8 +718,8 @@ class TraceReader:
         #: Called by ``records()`` with each appended session's header, in place.
         self.on_header: Callable[[dict[str, Any]], None] | None = None
         try:
-            # A large buffer: with the default 8 KiB, refilling it (a read()
-            # call per 8 KiB) costs a quarter of the time spent iterating lines.
+            # Lines are read in blocks (_bounded_lines); the buffer serves the
+            # header and the lines that cross blocks.
             self._file = open(self.path, "rb", buffering=_READ_BUFFER)  # noqa: SIM115 - closed by close()
         except FileNotFoundError:
             raise TraceError(f"{self.path}: no such file") from None
@@ -771,9 +780,79 @@ class TraceReader:
         newline can only be the torn last one.
         """
         number = 1
-        for line in self._file:
+        for line in self._bounded_lines():
             number += 1
+            if line is _READ_PAST:
+                continue  # reported by _line_blocks
             yield number, line, not line.endswith(b"\n")
+
+    def _bounded_lines(self) -> Iterator[bytes]:
+        """Every line after the header, each newline included; a junk line is read past.
+
+        A line that cannot be a record and is longer than ``longlines.PROBE``
+        (a crash's tail of NUL bytes, a binary file behind a header) is
+        reported here, with its length, and stands as ``_READ_PAST`` (a
+        derived record, which ``inputs()`` ignores, so its line numbers stay
+        right). Lines come out of whole blocks of the file: iterating them is
+        C code, as ``for line in file`` was (``inputs()`` is check's hot loop).
+        """
+        return chain.from_iterable(self._line_blocks())
+
+    def _line_blocks(self) -> Iterator[Iterable[bytes]]:
+        """The lines of the file in blocks: ``_BLOCK`` bytes of whole lines, or one line."""
+        read, readline = self._file.read, self._file.readline
+        # Lines are counted from the file only when one is reported; a pipe
+        # cannot be read again, so its lines are counted as they pass.
+        eager = not self._file.seekable()
+        offset = 0 if eager else self._file.tell()  # where the next block starts
+        counted = (offset, 1)  # (offset, number of the line ending there)
+        while True:
+            block = read(_BLOCK)
+            if not block:
+                return
+            cut = len(block) if block[-1] == 10 else block.rfind(b"\n") + 1
+            if cut:
+                lines = io.BytesIO(block)
+                if cut < len(block):
+                    lines.truncate(cut)  # no copy: a slice of the block would cost check 2%
+                if eager:
+                    counted = (offset + cut, counted[1] + block.count(b"\n", 0, cut))
+                yield lines
+                if cut == len(block):
+                    offset += cut
+                    continue
+            # The line the block ends inside: completed from the file, or read past.
+            start = offset + cut
+            line = line_from(readline, block[cut:])
+            if not isinstance(line, ReadPast):
+                offset = start + len(line)
+                if eager:
+                    counted = (offset, counted[1] + 1)
+                yield (line,)
+                continue
+            offset = start + line.length
+            counted = (offset, self._lines_before(start, *counted) + 1)
+            if not line.ended:
+                # The torn last line, as a crash leaves it (see _parse).
+                self.torn = TornLine(counted[1], line.length)
+                return
+            self._skip(counted[1], line.describe())
+            yield (_READ_PAST,)
+
+    def _lines_before(self, end: int, start: int, number: int) -> int:
+        """The number of the line ending before ``end``, line ``number`` ending at ``start``.
+
+        Counted from the file when needed (only for a line read past): counting
+        every block's newlines would cost check's loop 5%.
+        """
+        fd = self._file.fileno()
+        while start < end:
+            piece = os.pread(fd, min(end - start, _BLOCK), start)
+            if not piece:
+                break
+            number += piece.count(b"\n")
+            start += len(piece)
+        return number
 
     def _parse(self, number: int, line: bytes, last: bool) -> dict[str, Any] | None:
         try:
@@ -838,7 +917,7 @@ class TraceReader:
         eols = _EOL_BYTES
         mark = _JSON_MARK
         marked = len(_JSON_MARK)
-        for line in self._file:
+        for line in self._bounded_lines():
             number += 1
             if line.startswith(_FRAME_PREFIX):
                 # The hot path of `mcpsniff check`: one parse, one record, no
@@ -1028,7 +1107,11 @@ class TraceTail:
     ) -> None:
         self.path = Path(path)
         self._file = open(self.path, "rb")  # noqa: SIM115 - closed by close()
-        self._partial = b""
+        #: The line not ended yet: the pieces read of it, its length (also
+        #: when read past), and why it is read past (None: it is kept).
+        self._pieces: list[bytes] = []
+        self._pending = 0
+        self._discarding: str | None = None
         self._line = 0
         #: Whether the last ``poll(max_bytes=...)`` stopped before the end of the file.
         self.more = False
@@ -1047,17 +1130,18 @@ class TraceTail:
         """
         chunk = self._file.read(-1 if max_bytes is None else max_bytes)
         self.more = max_bytes is not None and len(chunk) == max_bytes
-        if not chunk and not (final and self._partial):
+        if not chunk and not (final and self._pending):
             return []
-        data = self._partial + chunk
-        lines = data.split(b"\n")
-        self._partial = lines.pop()
-        if final and self._partial and not self.more:
-            lines.append(self._partial)
-            self._partial = b""
+        lines = self._complete_lines(chunk)
+        if final and self._pending and not self.more:
+            lines.append(self._unfinished(ended=False))
         out: list[Record] = []
         for line in lines:
             self._line += 1
+            if isinstance(line, ReadPast):
+                if self._line > 1:  # line 1 is no record, only maybe the header
+                    self._on_skip(skip_message(self.path, self._line, line.describe()))
+                continue
             if not line.strip():
                 continue
             try:
@@ -1088,6 +1172,46 @@ class TraceTail:
             if not isinstance(record, dict):
                 out.append(record)
         return out
+
+    def _complete_lines(self, chunk: bytes) -> list[bytes | ReadPast]:
+        """The lines ``chunk`` ends (newlines dropped); its unended rest is kept or read past.
+
+        The unfinished line is kept as its pieces, joined once when its
+        newline comes (joining it to every poll's chunk was quadratic: ``show``
+        did not finish on a 2 GB tail), and one that cannot be a record
+        (``longlines.junk_reason``) is not kept at all.
+        """
+        cut = chunk.rfind(b"\n")
+        if cut < 0:
+            self._keep(chunk)
+            return []
+        lines: list[bytes | ReadPast] = []
+        lines.extend(chunk[:cut].split(b"\n") if cut else [b""])
+        if self._pending:
+            lines[0] = self._unfinished(lines[0])
+        if cut + 1 < len(chunk):
+            self._keep(chunk[cut + 1 :])
+        return lines
+
+    def _keep(self, piece: bytes) -> None:
+        """Add ``piece`` to the unfinished line, unless that line is read past."""
+        self._pending += len(piece)
+        if self._discarding is None:
+            self._pieces.append(piece)
+            self._discarding = junk_reason(self._pieces[0], self._pending)
+            if self._discarding is not None:
+                self._pieces = []
+
+    def _unfinished(self, end: bytes = b"", *, ended: bool = True) -> bytes | ReadPast:
+        """The unfinished line, ended by ``end`` (its newline dropped); or what was read past."""
+        self._pending += len(end)
+        line: bytes | ReadPast
+        if self._discarding is not None:
+            line = ReadPast(self._pending + ended, ended, self._discarding)
+        else:
+            line = b"".join([*self._pieces, end])
+        self._pieces, self._pending, self._discarding = [], 0, None
+        return line
 
     def close(self) -> None:
         """Close the underlying file."""

@@ -49,10 +49,6 @@ def _peak(run) -> tuple[object, int]:  # type: ignore[no-untyped-def]
     return value, peak
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="trace/format.py TraceReader holds a junk line whole, 13x (48 MiB: 624 MiB peak)",
-)
 @pytest.mark.parametrize("records_after", [False, True], ids=["torn-tail", "mid-file"])
 def test_trace_reader_does_not_hold_a_junk_line(tmp_path: Path, records_after: bool) -> None:
     path, records = _trace(tmp_path, records_after=records_after)
@@ -66,10 +62,6 @@ def test_trace_reader_does_not_hold_a_junk_line(tmp_path: Path, records_after: b
     assert peak < 16 << 20, f"peak {peak >> 20} MiB for a {JUNK >> 20} MiB junk line"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="trace/format.py TraceTail copies its partial line on every poll (show: >60 s on 2 GB)",
-)
 def test_trace_tail_does_not_hold_a_junk_line(tmp_path: Path) -> None:
     path, records = _trace(tmp_path, records_after=True)
 
