@@ -9,6 +9,7 @@ session recorded while the page is open thus appears, whatever its transport.
 
 from __future__ import annotations
 
+import heapq
 import threading
 import time
 from dataclasses import dataclass, field
@@ -119,24 +120,34 @@ class Library:
             self.version += 1
         return changed
 
-    def sessions(self) -> list[dict[str, Any]]:
-        """Every session of every trace, newest first."""
+    def sessions(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """Every session of every trace, newest first (the newest ``limit`` of them)."""
         now = time.time()
         with self.lock:
-            out = []
+            found: list[tuple[SessionModel, bool, Path]] = []
             for path, followed in self.traces.items():
                 if followed.error is not None:
                     continue
                 # Still being recorded: not ended, and its file grew lately (an HTTP
                 # session has no end event of its own; a killed relay writes none).
                 recent = now - _mtime(path) < LIVE_WINDOW
-                for summary in followed.model.session_list():
-                    summary["live"] = recent and not summary["ended"]
-                    summary["file"] = bounded(path.name)
-                    summary["path"] = bounded(str(path), 1000)
-                    out.append(summary)
+                found.extend((s, recent, path) for s in followed.model.sessions.values())
+            if limit is not None and len(found) > limit:
+                found = heapq.nlargest(limit, found, key=lambda f: f[0].start or 0)
+            out = []
+            for session, recent, path in found:
+                summary = session.summary()
+                summary["live"] = recent and not summary["ended"]
+                summary["file"] = bounded(path.name)
+                summary["path"] = bounded(str(path), 1000)
+                out.append(summary)
         out.sort(key=lambda s: s["start"] or 0, reverse=True)
         return out
+
+    def session_count(self) -> int:
+        """How many sessions the readable traces hold."""
+        with self.lock:
+            return sum(len(f.model.sessions) for f in self.traces.values() if f.error is None)
 
     def problems(self) -> list[dict[str, Any]]:
         """Files that are not readable traces, and records skipped in the others."""

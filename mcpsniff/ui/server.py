@@ -37,6 +37,8 @@ KEEPALIVE = 15.0
 PAGE_LIMIT = 5000
 #: Server-sent event streams open at once.
 STREAM_LIMIT = 64
+#: Sessions the session list holds at most, the newest (the page says how many more).
+SESSION_LIST_LIMIT = 2000
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
@@ -162,7 +164,10 @@ class UiServer:
     def _snapshot(self) -> dict[str, Any]:
         return {
             "version": self.library.version,
-            "sessions": self.library.sessions(),
+            # The newest ones: a trace of 200,000 sessions made every snapshot (sent
+            # again on each change) 59 MB, and a list no page can draw.
+            "sessions": self.library.sessions(SESSION_LIST_LIMIT),
+            "total": self.library.session_count(),
             "problems": self.library.problems(),
             "live": True,
         }

@@ -139,7 +139,10 @@
     state.sessions = snapshot.sessions || [];
     const list = document.getElementById("session-list");
     clear(list);
-    document.getElementById("session-count").textContent = `(${state.sessions.length})`;
+    const total = typeof snapshot.total === "number" ? snapshot.total : state.sessions.length;
+    const more = total - state.sessions.length;
+    document.getElementById("session-count").textContent =
+      more > 0 ? `(${state.sessions.length} of ${total})` : `(${state.sessions.length})`;
     if (!state.sessions.length) {
       list.appendChild(el("li", "empty muted", state.source.live
         ? "No sessions yet. They appear here as relays record them."
@@ -173,6 +176,10 @@
       item.appendChild(counts);
       item.addEventListener("click", () => openSession(s.id));
       list.appendChild(item);
+    }
+    if (more > 0) {
+      list.appendChild(el("li", "empty muted",
+        `${more} older sessions not listed: the list holds the newest ${state.sessions.length}`));
     }
     const problems = document.getElementById("problems");
     clear(problems);
