@@ -11,31 +11,97 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 
-from mcpsniff.core.model import EventRecord, FrameRecord, Record
+from mcpsniff.core.model import C2S, S2C, EventRecord, FrameRecord, Record
 from mcpsniff.core.session import END_EVENTS, SeqCounter, Session
+from mcpsniff.core.state import CaptureGaps
+
+#: Most sessions whose state the analyzer keeps (each costs ~7.6 KB). A live
+#: HTTP relay opens one per Mcp-Session-Id, and a client that never DELETEs
+#: its session would otherwise grow the analysis process forever; a hostile
+#: trace may name a session per frame. Past it the least recently active
+#: session's state is dropped, and the drop is recorded (``STATE_DROPPED``).
+MAX_SESSIONS = 10_000
+#: Most keys of dropped sessions remembered (a key is ~100 B): a key that
+#: comes back is judged as after a capture gap. Past it the oldest are
+#: forgotten, and such a key's later frames are judged as a new session's.
+MAX_DROPPED_KEYS = 10 * MAX_SESSIONS
+#: The event that records a session's state dropped at the cap.
+STATE_DROPPED = "session-state-dropped"
 
 
 class Analyzer:
-    """Holds the sessions of one capture, keyed by session key."""
+    """Holds the sessions of one capture, keyed by session key.
+
+    ``sessions`` is ordered by last activity (oldest first) and holds at most
+    ``max_sessions``; see ``MAX_SESSIONS``.
+    """
 
     def __init__(
         self,
         counter: SeqCounter | None = None,
         redactor: Callable[[bytes], tuple[bytes, int]] | None = None,
+        max_sessions: int = MAX_SESSIONS,
     ) -> None:
         self.counter = counter or SeqCounter()
         self.redactor = redactor
         self.sessions: dict[str, Session] = {}
         #: Facts every session of the capture sees (HTTP session ids assigned).
         self.shared: dict[str, object] = {}
+        self.max_sessions = max(1, max_sessions)
+        #: Keys whose state was dropped, oldest first: the seq of the drop.
+        self.dropped: dict[str, int] = {}
+        #: Drops not yet handed out as records (``take_dropped``): (key, seq).
+        self.drops: list[tuple[str, int]] = []
 
-    def session(self, key: str, transport: str = "stdio") -> Session:
-        """The session for ``key``, created on first use."""
-        session = self.sessions.get(key)
+    def session(self, key: str, transport: str = "stdio", seq: int | None = None) -> Session:
+        """The session for ``key``, created on first use (then made the most recent).
+
+        Creating one past ``max_sessions`` drops the least recently active
+        session's state (``take_dropped`` hands out the records saying so);
+        ``seq``: the seq to give that drop (a replay's input), else the counter's next.
+        """
+        sessions = self.sessions
+        session = sessions.get(key)
         if session is None:
-            session = self.sessions[key] = Session(key, transport, self.counter, self.redactor)
+            while len(sessions) >= self.max_sessions:
+                oldest = next(iter(sessions))
+                self.drop(oldest, self.counter.next() if seq is None else seq)
+            session = sessions[key] = Session(key, transport, self.counter, self.redactor)
             session.shared = self.shared
+            gap_seq = self.dropped.pop(key, None)
+            if gap_seq is not None:
+                # Its earlier traffic is judged no more: for the rules it is as if
+                # both directions lost bytes at the drop (rules/flow.py's capture
+                # gaps), so a reply to a forgotten request, or a request before the
+                # forgotten handshake, is excused rather than misreported (§14).
+                gaps = session.state.gaps = CaptureGaps()
+                for direction in (C2S, S2C):
+                    gaps.lost[direction] = 1
+                    gaps.last_seq[direction] = max(gap_seq, 1)
+        elif len(sessions) > 1:
+            # Most recent last, so the first is the one to drop (dicts keep order).
+            del sessions[key]
+            sessions[key] = session
         return session
+
+    def drop(self, key: str, seq: int) -> None:
+        """Forget session ``key``'s state (at seq ``seq``); remember that it was dropped."""
+        if self.sessions.pop(key, None) is None:
+            return
+        dropped = self.dropped
+        dropped.pop(key, None)
+        while len(dropped) >= MAX_DROPPED_KEYS:
+            del dropped[next(iter(dropped))]
+        dropped[key] = seq
+        self.drops.append((key, seq))
+
+    def take_dropped(self, t: float) -> list[Record]:
+        """The ``STATE_DROPPED`` event records of the drops since the last call, at ``t``."""
+        drops, self.drops = self.drops, []
+        return [
+            EventRecord(seq, t, key, STATE_DROPPED, {"max_sessions": self.max_sessions})
+            for key, seq in drops
+        ]
 
     def close(self, t: float) -> list[Record]:
         """End every session that has not ended yet."""
@@ -74,7 +140,6 @@ def replay_batches(
     """
     if analyzer is None:
         analyzer = Analyzer()
-    sessions = analyzer.sessions
     last_t = 0.0
     last_seq = 0
     # Consecutive frames of one session are analyzed together (one
@@ -95,9 +160,6 @@ def replay_batches(
             if record.seq > last_seq:
                 last_seq = record.seq
             continue
-        session = sessions.get(record.session)
-        if session is None:
-            session = analyzer.session(record.session, record.transport if is_frame else "stdio")
         if record.t > last_t:
             last_t = record.t
         if record.seq > last_seq:
@@ -106,6 +168,18 @@ def replay_batches(
             yield run_session.analyze_frames(run)  # type: ignore[union-attr]
             run = []
             run_session = run_key = None
+        if not is_frame and record.event == STATE_DROPPED:  # type: ignore[union-attr]
+            # The capture dropped this session's state here: so does the replay,
+            # so that its later frames are judged as they were live.
+            analyzer.drop(record.session, record.seq)
+            analyzer.drops.clear()  # the trace's own record says it
+            yield [record]
+            continue
+        session = analyzer.session(
+            record.session, record.transport if is_frame else "stdio", record.seq
+        )
+        if analyzer.drops:
+            yield analyzer.take_dropped(record.t)
         if is_frame:
             run.append(record)  # type: ignore[arg-type]
             run_session = session
@@ -127,4 +201,12 @@ def replay_batches(
             yield session.apply_event(end)
 
 
-__all__ = ["END_EVENTS", "Analyzer", "replay", "replay_batches"]
+__all__ = [
+    "END_EVENTS",
+    "MAX_DROPPED_KEYS",
+    "MAX_SESSIONS",
+    "STATE_DROPPED",
+    "Analyzer",
+    "replay",
+    "replay_batches",
+]
