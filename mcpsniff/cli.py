@@ -190,7 +190,7 @@ def check(
     notes: list[str] = []
     if reader.torn is not None:
         notes.append(f"{terminal_safe(str(trace))}: {reader.torn.describe()}")
-    gaps.add_unjudged(analyzer.sessions.values())
+    gaps.add_unjudged(analyzer.sessions.values(), analyzer.dropped_excused)
     if (lacking := gaps.warning()) is not None:
         notes.append(f"{terminal_safe(str(trace))}: {lacking}")
     if analyzer_errors:
@@ -233,6 +233,8 @@ def _note_event(record: EventRecord, errors: list[EventRecord], gaps: GapTally) 
         errors.append(record)
     elif record.event == "capture-gap":
         gaps.note(record)
+    elif record.event == "session-state-dropped":
+        gaps.note_dropped()
 
 
 def _explain_only(rule_id: str | None) -> None:

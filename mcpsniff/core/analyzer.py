@@ -52,6 +52,9 @@ class Analyzer:
         self.dropped: dict[str, int] = {}
         #: Drops not yet handed out as records (``take_dropped``): (key, seq).
         self.drops: list[tuple[str, int]] = []
+        #: The verdicts dropped sessions' capture gaps excused, per rule id
+        #: (``CaptureGaps.excused``, kept for check's note when the session goes).
+        self.dropped_excused: dict[str, int] = {}
 
     def session(self, key: str, transport: str = "stdio", seq: int | None = None) -> Session:
         """The session for ``key``, created on first use (then made the most recent).
@@ -86,8 +89,13 @@ class Analyzer:
 
     def drop(self, key: str, seq: int) -> None:
         """Forget session ``key``'s state (at seq ``seq``); remember that it was dropped."""
-        if self.sessions.pop(key, None) is None:
+        session = self.sessions.pop(key, None)
+        if session is None:
             return
+        gaps = session.state.gaps
+        if gaps is not None:
+            for rule, count in gaps.excused.items():
+                self.dropped_excused[rule] = self.dropped_excused.get(rule, 0) + count
         dropped = self.dropped
         dropped.pop(key, None)
         while len(dropped) >= MAX_DROPPED_KEYS:

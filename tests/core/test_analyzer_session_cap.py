@@ -137,3 +137,14 @@ def test_the_remembered_dropped_keys_are_bounded(monkeypatch) -> None:
     assert len(analyzer.sessions) == 1
     assert len(analyzer.dropped) == 5
     assert list(analyzer.dropped) == [f"s{i}" for i in range(44, 49)]
+
+
+def test_the_excuses_of_a_session_dropped_again_are_kept() -> None:
+    frame = _Frames()
+    trace = _capped_trace(frame)
+    trace += [*_handshake(frame, "d"), *_handshake(frame, "e")]  # "a" dropped again
+    analyzer = Analyzer(max_sessions=2)
+    records = list(replay(trace, analyzer))
+    assert "a" not in analyzer.sessions
+    assert _drops(records).count("a") == 2
+    assert analyzer.dropped_excused.get("JR-RESP-ID") == 1
