@@ -10,6 +10,7 @@ rules, through exactly the code the live relays run (DESIGN.md invariant 4).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
 
 from mcpsniff.core.model import C2S, S2C, EventRecord, FrameRecord, Record
 from mcpsniff.core.session import END_EVENTS, SeqCounter, Session
@@ -25,6 +26,8 @@ MAX_SESSIONS = 10_000
 #: comes back is judged as after a capture gap. Past it the oldest are
 #: forgotten, and such a key's later frames are judged as a new session's.
 MAX_DROPPED_KEYS = 10 * MAX_SESSIONS
+#: How many of the least recently active sessions are searched for an ended one to drop.
+_VICTIM_SCAN = 32
 #: The event that records a session's state dropped at the cap.
 STATE_DROPPED = "session-state-dropped"
 
@@ -67,8 +70,7 @@ class Analyzer:
         session = sessions.get(key)
         if session is None:
             while len(sessions) >= self.max_sessions:
-                oldest = next(iter(sessions))
-                self.drop(oldest, self.counter.next() if seq is None else seq)
+                self.drop(self._victim(), self.counter.next() if seq is None else seq)
             session = sessions[key] = Session(key, transport, self.counter, self.redactor)
             session.shared = self.shared
             gap_seq = self.dropped.pop(key, None)
@@ -86,6 +88,22 @@ class Analyzer:
             del sessions[key]
             sessions[key] = session
         return session
+
+    def _victim(self) -> str:
+        """The session to drop: an ended one among the least recently active, else the oldest.
+
+        An ended session's verdicts are given (its unanswered requests were
+        reported at its end), so dropping it withholds less than dropping one
+        still in flight. A look at the oldest few only, so a drop costs no scan.
+        """
+        oldest = None
+        for key, session in islice(self.sessions.items(), _VICTIM_SCAN):
+            if session.state.ended:
+                return key
+            if oldest is None:
+                oldest = key
+        assert oldest is not None
+        return oldest
 
     def drop(self, key: str, seq: int) -> None:
         """Forget session ``key``'s state (at seq ``seq``); remember that it was dropped."""

@@ -148,3 +148,19 @@ def test_the_excuses_of_a_session_dropped_again_are_kept() -> None:
     assert "a" not in analyzer.sessions
     assert _drops(records).count("a") == 2
     assert analyzer.dropped_excused.get("JR-RESP-ID") == 1
+
+
+def test_an_ended_session_is_dropped_before_one_still_in_flight() -> None:
+    frame = _Frames()
+    trace: list[FrameRecord | EventRecord] = [
+        frame("live", "c2s", CALL),
+        frame("done", "c2s", LIST),
+    ]
+    frame.seq += 1
+    trace.append(EventRecord(frame.seq, 5.0, "done", "session-end", {}))
+    trace.append(frame("new", "c2s", LIST))
+    analyzer = Analyzer(max_sessions=2)
+    records = list(replay(trace, analyzer))
+    # "live" is the least recently active, but its call is in flight; "done" ended.
+    assert _drops(records) == ["done"]
+    assert set(analyzer.sessions) == {"live", "new"}
