@@ -9,6 +9,7 @@ rules, through exactly the code the live relays run (DESIGN.md invariant 4).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 
@@ -52,7 +53,7 @@ class Analyzer:
         self.shared: dict[str, object] = {}
         self.max_sessions = max(1, max_sessions)
         #: Keys whose state was dropped, oldest first: the seq of the drop.
-        self.dropped: dict[str, int] = {}
+        self.dropped: dict[str | bytes, int] = {}
         #: Drops not yet handed out as records (``take_dropped``): (key, seq).
         self.drops: list[tuple[str, int]] = []
         #: The verdicts dropped sessions' capture gaps excused, per rule id
@@ -73,7 +74,7 @@ class Analyzer:
                 self.drop(self._victim(), self.counter.next() if seq is None else seq)
             session = sessions[key] = Session(key, transport, self.counter, self.redactor)
             session.shared = self.shared
-            gap_seq = self.dropped.pop(key, None)
+            gap_seq = self.dropped.pop(_dropped_id(key), None)
             if gap_seq is not None:
                 # Its earlier traffic is judged no more: for the rules it is as if
                 # both directions lost bytes at the drop (rules/flow.py's capture
@@ -115,10 +116,11 @@ class Analyzer:
             for rule, count in gaps.excused.items():
                 self.dropped_excused[rule] = self.dropped_excused.get(rule, 0) + count
         dropped = self.dropped
-        dropped.pop(key, None)
+        key_id = _dropped_id(key)
+        dropped.pop(key_id, None)
         while len(dropped) >= MAX_DROPPED_KEYS:
             del dropped[next(iter(dropped))]
-        dropped[key] = seq
+        dropped[key_id] = seq
         self.drops.append((key, seq))
 
     def take_dropped(self, t: float) -> list[Record]:
@@ -135,6 +137,17 @@ class Analyzer:
         for session in self.sessions.values():
             out.extend(session.close(t))
         return out
+
+
+def _dropped_id(key: str) -> str | bytes:
+    """How a dropped key is remembered: itself, or a digest of a long one.
+
+    A hostile trace's session keys may be as long as its lines: the keys
+    remembered must not cost more than ``MAX_DROPPED_KEYS`` short strings.
+    """
+    if len(key) <= 128:
+        return key
+    return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 #: At most this many frames are analyzed in one call (their records wait until then).

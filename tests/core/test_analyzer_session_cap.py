@@ -164,3 +164,14 @@ def test_an_ended_session_is_dropped_before_one_still_in_flight() -> None:
     # "live" is the least recently active, but its call is in flight; "done" ended.
     assert _drops(records) == ["done"]
     assert set(analyzer.sessions) == {"live", "new"}
+
+
+def test_a_long_dropped_key_is_remembered_by_a_digest() -> None:
+    frame = _Frames()
+    long_key = "k" * 100_000
+    trace = [frame(long_key, "c2s", CALL), frame("b", "c2s", LIST), frame(long_key, "s2c", CALL_OK)]
+    analyzer = Analyzer(max_sessions=1)
+    records = list(replay(trace, analyzer))
+    # Remembered in 16 bytes, and still known when it comes back: its reply is excused.
+    assert all(len(k) <= 128 for k in analyzer.dropped)
+    assert _findings(records, long_key) == ["LC-INIT-FIRST"]  # its first frame's, not the reply's
