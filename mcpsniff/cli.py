@@ -16,7 +16,7 @@ import orjson
 
 from mcpsniff import __version__
 from mcpsniff.core import catalog
-from mcpsniff.core.analyzer import Analyzer, replay_batches, replay_notable
+from mcpsniff.core.analyzer import Analyzer, dropped_id, replay_batches, replay_notable
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.core.explain import explain_lines
 from mcpsniff.core.model import SEVERITY_RANK, EventRecord, FindingRecord, Record
@@ -174,8 +174,14 @@ def check(
                 else:
                     by_session[record.session].append(record)
         # "0 finding(s) in 1 session(s)": every session counts, clean or not
-        # (each had an input, so it has records), in the order they began.
+        # (each had an input, so it has records): those the analyzer keeps,
+        # and those whose state it dropped at its cap (MAX_SESSIONS), which
+        # it remembers by key, or by a digest when the key is long.
         sessions.update(analyzer.sessions)
+        sessions.update(by_session)
+        sessions.update(key for key in analyzer.dropped if type(key) is str)
+        named = {dropped_id(key) for key in by_session}
+        unnamed = sum(1 for key in analyzer.dropped if type(key) is bytes and key not in named)
     except TraceError as exc:
         _fail("check", str(exc))
         return
@@ -192,7 +198,7 @@ def check(
     notes: list[str] = []
     if reader.torn is not None:
         notes.append(f"{terminal_safe(str(trace))}: {reader.torn.describe()}")
-    gaps.add_unjudged(analyzer.sessions.values())
+    gaps.add_unjudged(analyzer.sessions.values(), analyzer.dropped_excused)
     if (lacking := gaps.warning()) is not None:
         notes.append(f"{terminal_safe(str(trace))}: {lacking}")
     if analyzer_errors:
@@ -216,7 +222,7 @@ def check(
             if failing
             else f"nothing at or above {fail_on}"
         )
-        click.echo(f"{total} finding(s) in {len(sessions)} session(s); {verdict}")
+        click.echo(f"{total} finding(s) in {len(sessions) + unnamed} session(s); {verdict}")
         if explain:
             found = [f.rule for fs in by_session.values() for f in fs]
             wanted = list(dict.fromkeys(found)) if explain == "all" else [explain]
@@ -235,6 +241,8 @@ def _note_event(record: EventRecord, errors: list[EventRecord], gaps: GapTally) 
         errors.append(record)
     elif record.event == "capture-gap":
         gaps.note(record)
+    elif record.event == "session-state-dropped":
+        gaps.note_dropped()
 
 
 def _explain_only(rule_id: str | None) -> None:

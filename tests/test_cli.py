@@ -317,3 +317,23 @@ def test_check_json_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> Non
     assert check.wait(timeout=60) == 1  # the findings read so far are errors
     assert orjson.loads(first)["rule"]
     assert stderr == b""
+
+
+def test_check_counts_the_sessions_whose_state_was_dropped(tmp_path: Path) -> None:
+    """Past the analyzer's cap (MAX_SESSIONS) a session's state goes, not its count."""
+    from mcpsniff.core.analyzer import MAX_SESSIONS
+    from mcpsniff.core.model import FrameRecord
+    from mcpsniff.trace.format import TraceWriter
+
+    ping = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+    count = MAX_SESSIONS + 5
+    path = tmp_path / "many.jsonl"
+    writer = TraceWriter.create(path, meta={"source": "test"})
+    writer.write_all(
+        [FrameRecord(n + 1, 1.0 + n, f"s{n}", "c2s", "stdio", ping) for n in range(count)]
+    )
+    writer.close()
+    result = CliRunner().invoke(main, ["check", str(path)])
+    assert result.exit_code in (0, 1), result.output
+    assert f"in {count} session(s)" in result.output
+    assert "state" in result.stderr and "dropped" in result.stderr

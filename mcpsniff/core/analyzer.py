@@ -9,33 +9,127 @@ rules, through exactly the code the live relays run (DESIGN.md invariant 4).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
 
-from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, Record
+from mcpsniff.core.model import C2S, S2C, EventRecord, FindingRecord, FrameRecord, Record
 from mcpsniff.core.session import END_EVENTS, SeqCounter, Session
+from mcpsniff.core.state import CaptureGaps
+
+#: Most sessions whose state the analyzer keeps (each costs ~7.6 KB). A live
+#: HTTP relay opens one per Mcp-Session-Id, and a client that never DELETEs
+#: its session would otherwise grow the analysis process forever; a hostile
+#: trace may name a session per frame. Past it the least recently active
+#: session's state is dropped, and the drop is recorded (``STATE_DROPPED``).
+MAX_SESSIONS = 10_000
+#: Most keys of dropped sessions remembered (a key is ~100 B): a key that
+#: comes back is judged as after a capture gap. Past it the oldest are
+#: forgotten, and such a key's later frames are judged as a new session's.
+MAX_DROPPED_KEYS = 10 * MAX_SESSIONS
+#: How many of the least recently active sessions are searched for an ended one to drop.
+_VICTIM_SCAN = 32
+#: The event that records a session's state dropped at the cap.
+STATE_DROPPED = "session-state-dropped"
 
 
 class Analyzer:
-    """Holds the sessions of one capture, keyed by session key."""
+    """Holds the sessions of one capture, keyed by session key.
+
+    ``sessions`` is ordered by last activity (oldest first) and holds at most
+    ``max_sessions``; see ``MAX_SESSIONS``.
+    """
 
     def __init__(
         self,
         counter: SeqCounter | None = None,
         redactor: Callable[[bytes], tuple[bytes, int]] | None = None,
+        max_sessions: int = MAX_SESSIONS,
     ) -> None:
         self.counter = counter or SeqCounter()
         self.redactor = redactor
         self.sessions: dict[str, Session] = {}
         #: Facts every session of the capture sees (HTTP session ids assigned).
         self.shared: dict[str, object] = {}
+        self.max_sessions = max(1, max_sessions)
+        #: Keys whose state was dropped, oldest first: the seq of the drop.
+        self.dropped: dict[str | bytes, int] = {}
+        #: Drops not yet handed out as records (``take_dropped``): (key, seq).
+        self.drops: list[tuple[str, int]] = []
+        #: The verdicts dropped sessions' capture gaps excused, per rule id
+        #: (``CaptureGaps.excused``, kept for check's note when the session goes).
+        self.dropped_excused: dict[str, int] = {}
 
-    def session(self, key: str, transport: str = "stdio") -> Session:
-        """The session for ``key``, created on first use."""
-        session = self.sessions.get(key)
+    def session(self, key: str, transport: str = "stdio", seq: int | None = None) -> Session:
+        """The session for ``key``, created on first use (then made the most recent).
+
+        Creating one past ``max_sessions`` drops the least recently active
+        session's state (``take_dropped`` hands out the records saying so);
+        ``seq``: the seq to give that drop (a replay's input), else the counter's next.
+        """
+        sessions = self.sessions
+        session = sessions.get(key)
         if session is None:
-            session = self.sessions[key] = Session(key, transport, self.counter, self.redactor)
+            while len(sessions) >= self.max_sessions:
+                self.drop(self._victim(), self.counter.next() if seq is None else seq)
+            session = sessions[key] = Session(key, transport, self.counter, self.redactor)
             session.shared = self.shared
+            gap_seq = self.dropped.pop(dropped_id(key), None)
+            if gap_seq is not None:
+                # Its earlier traffic is judged no more: for the rules it is as if
+                # both directions lost bytes at the drop (rules/flow.py's capture
+                # gaps), so a reply to a forgotten request, or a request before the
+                # forgotten handshake, is excused rather than misreported (§14).
+                gaps = session.state.gaps = CaptureGaps()
+                for direction in (C2S, S2C):
+                    gaps.lost[direction] = 1
+                    gaps.last_seq[direction] = max(gap_seq, 1)
+        elif len(sessions) > 1:
+            # Most recent last, so the first is the one to drop (dicts keep order).
+            del sessions[key]
+            sessions[key] = session
         return session
+
+    def _victim(self) -> str:
+        """The session to drop: an ended one among the least recently active, else the oldest.
+
+        An ended session's verdicts are given (its unanswered requests were
+        reported at its end), so dropping it withholds less than dropping one
+        still in flight. A look at the oldest few only, so a drop costs no scan.
+        """
+        oldest = None
+        for key, session in islice(self.sessions.items(), _VICTIM_SCAN):
+            if session.state.ended:
+                return key
+            if oldest is None:
+                oldest = key
+        assert oldest is not None
+        return oldest
+
+    def drop(self, key: str, seq: int) -> None:
+        """Forget session ``key``'s state (at seq ``seq``); remember that it was dropped."""
+        session = self.sessions.pop(key, None)
+        if session is None:
+            return
+        gaps = session.state.gaps
+        if gaps is not None:
+            for rule, count in gaps.excused.items():
+                self.dropped_excused[rule] = self.dropped_excused.get(rule, 0) + count
+        dropped = self.dropped
+        key_id = dropped_id(key)
+        dropped.pop(key_id, None)
+        while len(dropped) >= MAX_DROPPED_KEYS:
+            del dropped[next(iter(dropped))]
+        dropped[key_id] = seq
+        self.drops.append((key, seq))
+
+    def take_dropped(self, t: float) -> list[Record]:
+        """The ``STATE_DROPPED`` event records of the drops since the last call, at ``t``."""
+        drops, self.drops = self.drops, []
+        return [
+            EventRecord(seq, t, key, STATE_DROPPED, {"max_sessions": self.max_sessions})
+            for key, seq in drops
+        ]
 
     def close(self, t: float) -> list[Record]:
         """End every session that has not ended yet."""
@@ -43,6 +137,17 @@ class Analyzer:
         for session in self.sessions.values():
             out.extend(session.close(t))
         return out
+
+
+def dropped_id(key: str) -> str | bytes:
+    """How a dropped key is remembered: itself, or a digest of a long one.
+
+    A hostile trace's session keys may be as long as its lines: the keys
+    remembered must not cost more than ``MAX_DROPPED_KEYS`` short strings.
+    """
+    if len(key) <= 128:
+        return key
+    return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 #: At most this many frames are analyzed in one call (their records wait until then).
@@ -81,11 +186,14 @@ def replay_notable(
         # Every batch comes from one session, and its first record is that
         # session's input (a frame or an event), which names it. An event's
         # batch is always walked: the event itself is reported.
+        # A batch of a session no longer kept (a session-state-dropped event,
+        # or the drops a new session caused: ``MAX_SESSIONS``) is all events.
         first = batch[0]
-        session = sessions[first.session]
-        if not session.notable and type(first) is FrameRecord:
-            continue
-        session.notable = 0
+        session = sessions.get(first.session)
+        if session is not None:
+            if not session.notable and type(first) is FrameRecord:
+                continue
+            session.notable = 0
         for record in batch:
             kind = type(record)
             if kind is FindingRecord or kind is EventRecord:
@@ -103,7 +211,6 @@ def replay_batches(
     """
     if analyzer is None:
         analyzer = Analyzer()
-    sessions = analyzer.sessions
     last_t = 0.0
     last_seq = 0
     # Consecutive frames of one session are analyzed together (one
@@ -124,9 +231,6 @@ def replay_batches(
             if record.seq > last_seq:
                 last_seq = record.seq
             continue
-        session = sessions.get(record.session)
-        if session is None:
-            session = analyzer.session(record.session, record.transport if is_frame else "stdio")
         if record.t > last_t:
             last_t = record.t
         if record.seq > last_seq:
@@ -135,6 +239,18 @@ def replay_batches(
             yield run_session.analyze_frames(run)  # type: ignore[union-attr]
             run = []
             run_session = run_key = None
+        if not is_frame and record.event == STATE_DROPPED:  # type: ignore[union-attr]
+            # The capture dropped this session's state here: so does the replay,
+            # so that its later frames are judged as they were live.
+            analyzer.drop(record.session, record.seq)
+            analyzer.drops.clear()  # the trace's own record says it
+            yield [record]
+            continue
+        session = analyzer.session(
+            record.session, record.transport if is_frame else "stdio", record.seq
+        )
+        if analyzer.drops:
+            yield analyzer.take_dropped(record.t)
         if is_frame:
             run.append(record)  # type: ignore[arg-type]
             run_session = session
@@ -156,4 +272,14 @@ def replay_batches(
             yield session.apply_event(end)
 
 
-__all__ = ["END_EVENTS", "Analyzer", "replay", "replay_batches", "replay_notable"]
+__all__ = [
+    "END_EVENTS",
+    "MAX_DROPPED_KEYS",
+    "MAX_SESSIONS",
+    "STATE_DROPPED",
+    "Analyzer",
+    "dropped_id",
+    "replay",
+    "replay_batches",
+    "replay_notable",
+]

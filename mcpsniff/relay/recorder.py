@@ -46,6 +46,11 @@ class Recorder:
         self.findings = 0
 
     def _emit(self, records: list[Record]) -> list[Record]:
+        if self.analyzer.drops:
+            # Sessions whose state was dropped to make room (core/analyzer.py
+            # MAX_SESSIONS): their seqs were drawn before these records'.
+            t = records[0].t if records and hasattr(records[0], "t") else 0.0
+            records = self.analyzer.take_dropped(t) + records
         writer = self.writer
         if not self.listeners and not self.sinks:
             # The usual capture: the trace is the only output.

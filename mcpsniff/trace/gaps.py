@@ -36,6 +36,8 @@ class GapTally:
     #: Verdicts the analysis did not give because a gap may hide what they
     #: depend on, per rule id (``CaptureGaps.excused`` of every session).
     unjudged: dict[str, int] = field(default_factory=dict)
+    #: Sessions whose state the analyzer dropped at its cap (``session-state-dropped``).
+    dropped_sessions: int = 0
 
     def note(self, event: EventRecord) -> None:
         """Count one capture-gap event (fields of the wrong type count as nothing)."""
@@ -53,8 +55,15 @@ class GapTally:
             if isinstance(reason, str):
                 self.reason = reason[:200]
 
-    def add_unjudged(self, sessions: Iterable[Any]) -> None:
-        """Add up the verdicts the gaps of ``sessions`` (analyzer Sessions) excused."""
+    def note_dropped(self) -> None:
+        """Count one session whose state the analyzer dropped (core/analyzer.py MAX_SESSIONS)."""
+        self.dropped_sessions += 1
+
+    def add_unjudged(self, sessions: Iterable[Any], dropped: dict[str, int] | None = None) -> None:
+        """Add up the verdicts the gaps of ``sessions`` (analyzer Sessions) excused,
+        and ``dropped`` (those of sessions since dropped: ``Analyzer.dropped_excused``)."""
+        for rule, count in (dropped or {}).items():
+            self.unjudged[rule] = self.unjudged.get(rule, 0) + count
         for session in sessions:
             gaps = session.state.gaps
             if gaps is None:
@@ -64,8 +73,19 @@ class GapTally:
 
     def warning(self) -> str | None:
         """One line for the user, or None when the trace has no gap."""
+        dropped = ""
+        if self.dropped_sessions:
+            # Not a capture gap (every byte was analyzed), but the verdicts that
+            # need a dropped session's earlier state were not given either.
+            dropped = (
+                f"the analyzer dropped the state of {self.dropped_sessions} session(s) past "
+                "its cap of sessions kept (MAX_SESSIONS); verdicts that need their earlier "
+                "state (an unanswered request, the reply to a forgotten one) are missing"
+            )
         if not self.count:
-            return None
+            if not dropped:
+                return None
+            return terminal_safe(dropped + self._not_judged())
         parts = []
         if self.lost_bytes:
             parts.append(f"{self.lost_bytes} bytes")
@@ -76,7 +96,9 @@ class GapTally:
         return terminal_safe(
             f"the trace lacks {what} that passed but were not recorded "
             f"({self.count} capture gap(s), the first at seq {self.first_seq}{why}); "
-            "findings about that traffic are missing" + self._not_judged()
+            "findings about that traffic are missing"
+            + (f"; {dropped}" if dropped else "")
+            + self._not_judged()
         )
 
     def _not_judged(self) -> str:

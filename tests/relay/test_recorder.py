@@ -66,3 +66,46 @@ def test_close_ends_every_session_once_and_closes_the_sinks() -> None:
     ends = [r for r in sink.records if isinstance(r, EventRecord) and r.event == "session-end"]
     assert sorted(r.session for r in ends) == ["a", "b"]
     assert sink.closed == 1 and sink.batches == 3
+
+
+def test_a_session_dropped_at_the_cap_is_written_to_the_trace_and_check_agrees(
+    tmp_path: Path,
+) -> None:
+    # A long-running HTTP relay whose clients never DELETE their sessions: state
+    # for at most max_sessions of them (core/analyzer.py MAX_SESSIONS).
+    from mcpsniff.core.analyzer import STATE_DROPPED, replay
+
+    path = tmp_path / "t.jsonl"
+    writer = TraceWriter.create(path)
+    recorder = Recorder(writer, "http", redact=False)
+    recorder.analyzer.max_sessions = 3
+    call = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}'
+    reply = b'{"jsonrpc":"2.0","id":1,"result":{"content":[]}}'
+    live: list[Any] = []
+    for i in range(5):
+        live += recorder.feed_frame(f"s{i}", C2S, call, 1.0 + i)
+    after = recorder.feed_frame("s0", S2C, reply, 9.0)  # s0's state was dropped
+    live += after
+    assert len(recorder.analyzer.sessions) == 3
+    drops = [r for r in live if isinstance(r, EventRecord) and r.event == STATE_DROPPED]
+    assert [d.session for d in drops] == ["s0", "s1", "s2"]
+    # Each drop is written before the frame that caused it, in seq order.
+    seqs = [r.seq for r in live if isinstance(r, EventRecord | FrameRecord)]
+    assert seqs == sorted(seqs)
+    # The reply to s0's forgotten call is no unknown id (its call before any
+    # initialize was reported, LC-INIT-FIRST, when it came).
+    assert [r for r in after if isinstance(r, FindingRecord)] == []
+    writer.close()
+    with TraceReader(path) as reader:
+        written = [r for r in reader.records() if isinstance(r, EventRecord)]
+    assert [r.session for r in written if r.event == STATE_DROPPED] == ["s0", "s1", "s2"]
+    with TraceReader(path) as reader:
+        checked = list(replay(reader.inputs()))
+    # check gives the live verdicts on s0: the one finding about its first frame.
+    on_s0 = [(r.rule, r.seq) for r in checked if isinstance(r, FindingRecord) and r.session == "s0"]
+    assert on_s0 == [
+        (r.rule, r.seq) for r in live if isinstance(r, FindingRecord) and r.session == "s0"
+    ]
+    assert [r.rule for r in checked if isinstance(r, FindingRecord) and r.session == "s0"] == [
+        "LC-INIT-FIRST"
+    ]

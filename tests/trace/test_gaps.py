@@ -143,3 +143,42 @@ def test_check_of_a_whole_trace_does_not_warn(tmp_path: Path) -> None:
     writer.close()
     result = CliRunner().invoke(main, ["check", str(path)])
     assert result.exit_code == 0 and "lacks" not in result.stderr
+
+
+def test_dropped_sessions_are_told_with_or_without_a_capture_gap() -> None:
+    tally = GapTally()
+    tally.note_dropped()
+    tally.note_dropped()
+    tally.add_unjudged([], {"JR-RESP-ID": 3})
+    alone = tally.warning()
+    assert alone is not None
+    assert alone.startswith("the analyzer dropped the state of 2 session(s)")
+    assert "3 response(s) with an unknown id" in alone
+    tally.note(_gap(7, {"direction": "c2s", "lost_bytes": 5}))
+    both = tally.warning()
+    assert both is not None and both.startswith("the trace lacks 5 bytes")
+    assert "dropped the state of 2 session(s)" in both
+
+
+def test_check_says_which_sessions_a_capped_relay_dropped(tmp_path: Path) -> None:
+    # A relay that kept at most 2 sessions: its trace says it dropped "s0",
+    # and check, replaying it, excuses the reply to s0's forgotten request.
+    from mcpsniff.relay.recorder import Recorder
+
+    path = tmp_path / "t.jsonl"
+    writer = TraceWriter.create(path)
+    recorder = Recorder(writer, "stdio", redact=False)
+    recorder.analyzer.max_sessions = 2
+    for key in ("s0", "s1", "s2"):
+        for direction, raw in HANDSHAKE:
+            recorder.feed_frame(key, direction, raw.rstrip(b"\n"), 1.0)
+    recorder.feed_frame("s1", "c2s", PING.rstrip(b"\n"), 2.0)
+    recorder.feed_frame("s0", "s2c", b'{"jsonrpc":"2.0","id":7,"result":{}}', 3.0)
+    recorder.close(4.0)
+    writer.close()
+    result = CliRunner().invoke(main, ["check", str(path)])
+    assert "dropped the state of 2 session(s)" in result.stderr  # s0, then s2 for s0
+    assert "1 response(s) with an unknown id" in result.stderr
+    # The one finding: s1's ping, never answered; nothing about s0's reply.
+    assert "1 finding(s) in 3 session(s)" in result.output
+    assert "JR-RESP-REQUIRED  seq" in result.output
