@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import orjson
@@ -29,6 +28,7 @@ from mcpsniff.trace.format import (
     torn_piece_reason,
     warn_skipped,
 )
+from mcpsniff.trace.longlines import PROBE, ReadPast, line_from
 from mcpsniff.trace.validate import frame_problem, problem
 
 _FRAME = b'{"type":"frame"'
@@ -38,10 +38,6 @@ _INEXACT = float(2**63)
 _MARK = b',"json":'
 _EOLS = {"": b"", "\n": b"\n", "\r\n": b"\r\n"}
 _BUFFER = 1 << 18
-#: Bytes read at a time from a line longer than that.
-_PROBE = 1 << 20
-#: The longest line read whole (the salvage keeps a record up to this size too).
-LINE_LIMIT = 256 << 20
 
 
 class LazyTraceRecords:
@@ -70,13 +66,15 @@ class LazyTraceRecords:
             raise TraceError(f"{self.path}: cannot open: {exc.strerror or exc}") from None
         with handle:
             readline = handle.readline
-            _rest_of(readline, readline(_PROBE))  # the header, checked when this object was made
+            line_from(readline, readline(PROBE))  # the header, checked when this object was made
             number = 1
-            while line := readline(_PROBE):
+            while line := readline(PROBE):
                 number += 1
-                if len(line) == _PROBE and not line.endswith(b"\n"):
-                    whole = _rest_of(readline, line)
-                    if isinstance(whole, _Unread):
+                if len(line) == PROBE and not line.endswith(b"\n"):
+                    # A line this long may be junk: read past it, not held
+                    # (trace/longlines.py, the rules every reader shares).
+                    whole = line_from(readline, line)
+                    if isinstance(whole, ReadPast):
                         if not whole.ended:
                             self.torn = TornLine(number, whole.length)
                         else:
@@ -122,50 +120,6 @@ class LazyTraceRecords:
                 if isinstance(record, dict):
                     continue  # a header (line 1, or an appended session's)
                 yield record
-
-
-@dataclass(slots=True)
-class _Unread:
-    """A line read past, not kept: its length, whether its newline came, and why."""
-
-    length: int
-    ended: bool
-    reason: str
-
-
-def _rest_of(readline: Callable[[int], bytes], line: bytes) -> bytes | _Unread:
-    """The whole line that starts with ``line`` (``_PROBE`` bytes without a newline).
-
-    A line that does not start with ``{`` is no record (a crash's tail of NUL
-    bytes, binary junk), and one longer than ``LINE_LIMIT`` is more than any
-    writer writes: both are read past, not held (``for line in handle`` held
-    them whole: 2 GB of NULs cost stats 4.7 GB). A record, a 50 MB frame too,
-    is read whole as before.
-    """
-    if len(line) < _PROBE or line.endswith(b"\n"):
-        return line
-    if line.lstrip()[:1] not in (b"{", b""):
-        return _read_past(readline, len(line), "not a JSON record")
-    pieces, size = [line], len(line)
-    while True:
-        more = readline(_PROBE)
-        pieces.append(more)
-        size += len(more)
-        if not more or more.endswith(b"\n"):
-            return b"".join(pieces)
-        if size > LINE_LIMIT:
-            return _read_past(readline, size, f"longer than {LINE_LIMIT >> 20} MiB, not read")
-
-
-def _read_past(readline: Callable[[int], bytes], length: int, reason: str) -> _Unread:
-    """Read to the end of the current line, keeping only its length."""
-    while True:
-        more = readline(_PROBE)
-        length += len(more)
-        if not more:
-            return _Unread(length, False, reason)
-        if more.endswith(b"\n"):
-            return _Unread(length, True, reason)
 
 
 def _frame_head(line: bytes) -> FrameRecord | None:
