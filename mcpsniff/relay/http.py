@@ -638,7 +638,7 @@ def run_http(
         opened.writer.close()
         sock.close()
         raise StartError(f"cannot start the analysis process: {exc.strerror or exc}") from None
-    # The trace belongs to the analysis process now (its buffer here is empty).
+    # The trace belongs to the analysis process now (fork_analysis closed it here).
     path = opened.path
 
     def announced(relay: HttpRelay) -> None:

@@ -480,7 +480,7 @@ def run_stdio(
     except OSError as exc:
         writer.close()
         raise StartError(f"cannot start the analysis process: {exc.strerror or exc}") from None
-    # The trace belongs to the analysis process now: this process never writes
-    # to ``writer`` again, and its buffer is empty (the header was flushed).
+    # The trace belongs to the analysis process now: ``writer`` is closed here
+    # (fork_analysis handed it over); ``place`` is how the salvage finds the file.
     relay = StdioRelay(options, analysis, warn, place)
     return asyncio.run(relay.run())

@@ -124,8 +124,12 @@ def fork_analysis(
     ``lost`` if it has one). ``show``/``show_flush`` see every record (``--show``);
     the sinks ``outputs`` asks for are built in the child, where they run;
     ``in_child`` runs there first (to let go of what is the relay's alone).
-    Call before the event loop or any thread exists. This process never
-    writes to ``writer`` again.
+    Call before the event loop or any thread exists. Once the fork is made,
+    ``writer`` is the analysis process's alone: this process closes its copy
+    (``TraceWriter.hand_over``). Were it kept open, an ``flock`` the analysis
+    process held on the trace when it was killed would outlive it (a lock
+    belongs to the open file description both processes share), and the
+    relay's salvage of the trace would wait for that lock.
     """
     # Flushed once per batch of observations (the worker does it).
     recorder = Recorder(writer, transport, redact=redact, autoflush=False)
@@ -144,7 +148,9 @@ def fork_analysis(
         attach(recorder, outputs)
         return worker.run(fd)
 
-    return AnalysisProcess.fork(work, limit, idle=idle)
+    process = AnalysisProcess.fork(work, limit, idle=idle)
+    writer.hand_over()
+    return process
 
 
 def _stderr(text: str) -> None:

@@ -630,6 +630,23 @@ class TraceWriter:
         except OSError as exc:
             self.failed = self.failed or exc
 
+    def hand_over(self) -> None:
+        """Close this process's copy of the file without writing: a fork writes it now.
+
+        What is buffered is the fork's to write (it has its own copy), so it is
+        dropped here, not flushed: written twice, the records would repeat.
+        The file must be let go of, not merely left alone: a fork shares the
+        open file description, which is what an ``flock`` belongs to, and the
+        lock a fork holds when it is killed is released only once no process
+        has that description open any more. Any later write here is ignored.
+        """
+        self._buffer = []
+        self._buffered = 0
+        self.failed = self.failed or OSError(errno.EBADF, "the trace was handed over")
+        # An unbuffered stream (``create``, ``from_fd``): closing writes nothing.
+        with contextlib.suppress(OSError):
+            self._stream.close()
+
 
 #: A writer's buffer is written once it holds this many bytes and a new group starts.
 _WRITE_CHUNK = 1 << 16
