@@ -448,11 +448,15 @@ async def serve(
     #: Refusals already reported: the salvage at the death and the one at the
     #: end meet the same refusal (the path no longer names this run's file).
     refusals: set[str] = set()
+    #: Whether the user was told the analysis process is gone (told once).
+    loss_told = False
     if analysis is not None:
         capture = analysis.channel
         capture.attach(asyncio.get_running_loop())
 
         def analysis_lost(exc: OSError) -> None:
+            nonlocal loss_told
+            loss_told = True
             if warn is not None:
                 warn(
                     f"mcpsniff: warning: the analysis process is gone ({exc.strerror or exc}); "
@@ -483,12 +487,13 @@ async def serve(
             await relay.stop()
     finally:
         if analysis is not None:
-            broken = analysis.channel.broken
             status = await analysis.finish(warn)
             # The analysis process warns itself when the trace is incomplete (3);
-            # any other failure would otherwise pass in silence.
+            # any other failure would otherwise pass in silence. Said once: the
+            # pipe may have broken (and said so) before the end or while the end
+            # was written.
             if status not in (0, TRACE_INCOMPLETE):
-                if not broken and warn is not None:
+                if not loss_told and warn is not None:
                     how = (
                         f"was killed by signal {-status}"
                         if status < 0

@@ -128,6 +128,8 @@ class StdioRelay:
         self.stderr_forwarded = 0
         #: Completing the trace as soon as the analysis process is known dead.
         self._salvaging: asyncio.Task[SalvageReport | None] | None = None
+        #: Whether the user was told the analysis process is gone (told once).
+        self._loss_told = False
         #: Refusals to complete the trace already reported: the salvage made at
         #: the death and the one at the end of the run meet the same refusal
         #: (the path no longer names this run's file), said once.
@@ -272,12 +274,12 @@ class StdioRelay:
         (a test, a script running ``mcpsniff check`` next) can read it at once.
         The analysis process reports its own warnings (trace incomplete).
         """
-        channel = self.channel
-        broken = channel.broken
-        channel.end(time.time())
+        self.channel.end(time.time())
         status = await self.analysis.finish()
         if status not in (0, TRACE_INCOMPLETE):
-            if not broken:
+            # Said once: the pipe may have broken (and said so) before the end,
+            # or while the end was written, or not at all.
+            if not self._loss_told:
                 self.warn(
                     f"mcpsniff stdio: warning: the analysis process exited with status "
                     f"{status}; the trace may be incomplete"
@@ -323,6 +325,7 @@ class StdioRelay:
 
     def _analysis_lost(self, exc: OSError) -> None:
         """The analysis process is gone: keep relaying, and complete the trace at once."""
+        self._loss_told = True
         self.warn(
             f"mcpsniff stdio: warning: the analysis process is gone ({exc.strerror or exc}); "
             "relaying continues unrecorded (the trace will say what it lacks)"

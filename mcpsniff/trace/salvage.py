@@ -36,6 +36,7 @@ import fcntl
 import json
 import os
 import stat
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -59,6 +60,8 @@ TORN_KEEP = 64 << 10
 WHOLE_LIMIT = 256 << 20
 #: Most ranges of unrecorded exchange numbers listed in an HTTP capture-gap.
 RANGES_KEPT = 64
+#: Seconds ``salvage`` waits for another writer of the trace to release its lock.
+LOCK_WAIT = 5.0
 #: Bytes read at a time when looking back for the last newline.
 _BACK_CHUNK = 1 << 16
 #: Lines known to be derived records (never needed here), skipped unparsed...
@@ -488,6 +491,7 @@ def salvage(
     exchanges: int | None = None,
     end: bool = True,
     after: SalvageReport | None = None,
+    lock_wait: float = LOCK_WAIT,
 ) -> SalvageReport:
     """Complete the trace at ``place`` for a run whose analysis process is dead.
 
@@ -498,8 +502,9 @@ def salvage(
     begun (numbered from 1). ``end``: also
     end every session still open. ``after``: an earlier salvage of the same
     run, whose reading is taken up where it stopped (the file is not read
-    twice). Call only once the process has exited (it
-    must not write the file any more). Raises ``SalvageError`` with the reason.
+    twice). ``lock_wait``: seconds to wait for the trace's lock. Call only
+    once the process has exited (it must not write the file any more).
+    Raises ``SalvageError`` with the reason.
     """
     try:
         # Non-blocking: should a FIFO have taken the trace's place, opening it must not wait.
@@ -515,7 +520,7 @@ def salvage(
         if place.inode is not None and (info.st_dev, info.st_ino) != place.inode:
             raise SalvageError(f"{place.path} is no longer the trace this run wrote")
         # Other relays appending to the same trace lock it for each write.
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        _lock(fd, place.path, lock_wait)
         try:
             counts = (forwarded, stderr, exchanges)
             resume = after.resume if after is not None else None
@@ -528,6 +533,29 @@ def salvage(
         raise SalvageError(f"cannot complete {place.path}: {exc.strerror or exc}") from None
     finally:
         os.close(fd)
+
+
+def _lock(fd: int, path: Path, wait: float) -> None:
+    """Take the trace's exclusive ``flock``, waiting at most ``wait`` seconds.
+
+    Every wait has a timeout (DESIGN.md invariant 6): the relay exits only
+    after the salvage, and a lock nobody releases (a writer stopped while it
+    held it) must not hang the user's client. A relay's writes under the
+    lock take milliseconds, so a lock held this long is not coming back soon.
+    """
+    deadline = time.monotonic() + wait
+    pause = 0.001
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            pass
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise SalvageError(f"{path} stayed locked by another process for {wait:g} s")
+        time.sleep(min(pause, left))
+        pause = min(pause * 2, 0.05)
 
 
 def salvage_once(

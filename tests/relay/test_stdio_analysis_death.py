@@ -1,0 +1,199 @@
+"""``mcpsniff stdio`` whose analysis process is killed: at start, holding the trace's lock,
+with the pipe to it full, and while the relay waits for it to finish the trace.
+
+Whenever it dies, the relay must forward every byte, say once that it died,
+exit when the client is done, and complete the trace (the salvage): frame
+bytes plus the capture-gaps equal what was forwarded, and the session ends.
+The moment that once hung the relay forever in CI is the second: the
+analysis process killed between its ``flock`` of the trace and the unlock.
+It is caught here for sure, not by luck: the test watches ``/proc/locks``,
+stops the process while it holds the lock, checks it still does, then kills
+it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from mcpsniff.core.model import C2S, S2C, EventRecord, Record
+from tests.relay.stdio_support import (
+    TIMEOUT,
+    Relay,
+    events,
+    peer,
+    read_trace,
+    relay,
+    stream,
+    wait_until,
+)
+from tests.relay.test_stdio_relay import analysis_process_of
+
+LOCKS = Path("/proc/locks")
+#: A line big enough that writing its frame record keeps the trace locked a while.
+BIG = b'{"jsonrpc":"2.0","id":"big","method":"ping","params":{"pad":"%s"}}\n' % (b"x" * (4 << 20))
+#: Big lines sent, at most, before the analysis process is caught holding the lock.
+ATTEMPTS = 60
+
+
+def line(number: int) -> bytes:
+    return b'{"jsonrpc":"2.0","id":%d,"method":"ping"}\n' % number
+
+
+def flock_holders(path: Path) -> set[int]:
+    """The processes ``/proc/locks`` says hold an ``flock`` on the file at ``path``.
+
+    A lock lists the process that took it, even once that process is dead
+    and the lock lives on with the open file description it belongs to.
+    """
+    info = os.stat(path)
+    inode = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+    holders = set()
+    for entry in LOCKS.read_text().splitlines():
+        fields = entry.split()
+        # "1: FLOCK ADVISORY WRITE PID MAJ:MIN:INODE 0 EOF"; a waiter has "->" after "1:".
+        if len(fields) >= 6 and fields[1] == "FLOCK" and fields[5] == inode:
+            holders.add(int(fields[4]))
+    return holders
+
+
+def analysis_of(r: Relay) -> int:
+    """The relay's analysis process, once it has one (it forks before spawning the server)."""
+    found: list[int] = []
+
+    def forked() -> bool:
+        with contextlib.suppress(AssertionError, OSError):
+            found.append(analysis_process_of(r.proc.pid))
+        return bool(found)
+
+    wait_until(forked, "the analysis process")
+    return found[0]
+
+
+def kill_at_start(r: Relay, trace: Path, sent: bytearray) -> None:
+    """Before the first byte of traffic reaches it."""
+    os.kill(analysis_of(r), signal.SIGKILL)
+
+
+def kill_holding_the_trace_lock(r: Relay, trace: Path, sent: bytearray) -> None:
+    """Between its ``flock`` of the trace and the unlock (the race CI once lost)."""
+    analysis = analysis_of(r)
+    for _ in range(ATTEMPTS):
+        # The echo server sends it back: the analysis writes both frames, one
+        # lock each. A thread writes it, so that a full pipe cannot block us.
+        writer = threading.Thread(target=r.send, args=(BIG,), daemon=True)
+        writer.start()
+        sent += BIG
+        deadline = time.monotonic() + TIMEOUT
+        while time.monotonic() < deadline and not r.stdout.data.endswith(bytes(sent)):
+            if analysis in flock_holders(trace):
+                os.kill(analysis, signal.SIGSTOP)
+                # Stopped: if it still holds the lock, it dies holding it.
+                if analysis in flock_holders(trace):
+                    os.kill(analysis, signal.SIGKILL)
+                    writer.join(TIMEOUT)
+                    return
+                os.kill(analysis, signal.SIGCONT)
+        writer.join(TIMEOUT)
+        r.wait_stdout(bytes(sent))
+    raise AssertionError(f"the analysis process never held the trace's lock in {ATTEMPTS} lines")
+
+
+def kill_with_the_pipe_full(r: Relay, trace: Path, sent: bytearray) -> None:
+    """While the relay has more for it than its pipe holds (a backlog waits to be written)."""
+    analysis = analysis_of(r)
+    os.kill(analysis, signal.SIGSTOP)
+    # Both directions of three 4 MiB lines: far more than the 1 MiB pipe.
+    for _ in range(3):
+        writer = threading.Thread(target=r.send, args=(BIG,), daemon=True)
+        writer.start()
+        sent += BIG
+        r.wait_stdout(bytes(sent))
+        writer.join(TIMEOUT)
+    os.kill(analysis, signal.SIGKILL)
+
+
+def kill_while_it_finishes(r: Relay, trace: Path, sent: bytearray) -> None:
+    """After the client is done: the relay is ending the capture and waits for the trace."""
+    analysis = analysis_of(r)
+    os.kill(analysis, signal.SIGSTOP)
+    writer = threading.Thread(target=r.send, args=(BIG,), daemon=True)
+    writer.start()
+    sent += BIG
+    r.wait_stdout(bytes(sent))
+    writer.join(TIMEOUT)
+    r.close_stdin()
+    # The server exits at EOF, and the relay then waits for the analysis
+    # process (stopped) to finish the trace. Not timed: a kill a little
+    # earlier or later is a death at another moment, with the same duties.
+    wait_until(lambda: server_gone(r), "the server to exit")
+    os.kill(analysis, signal.SIGKILL)
+
+
+def server_gone(r: Relay) -> bool:
+    """Whether the relay has no child left but its (stopped) analysis process."""
+    children = Path(f"/proc/{r.proc.pid}/task/{r.proc.pid}/children").read_text().split()
+    return len(children) <= 1
+
+
+MOMENTS: dict[str, Callable[[Relay, Path, bytearray], None]] = {
+    "at start": kill_at_start,
+    "holding the trace lock": kill_holding_the_trace_lock,
+    "with the pipe full": kill_with_the_pipe_full,
+    "while it finishes": kill_while_it_finishes,
+}
+
+
+def gaps(records: list[Record], direction: str) -> int:
+    """Bytes of ``direction`` the trace's capture-gaps account for."""
+    return sum(
+        e.data["lost_bytes"]
+        for e in events(records, "capture-gap")
+        if e.data.get("direction") == direction
+    )
+
+
+@pytest.mark.skipif(not LOCKS.exists(), reason="needs Linux's /proc/locks")
+@pytest.mark.parametrize("moment", list(MOMENTS))
+def test_a_killed_analysis_process_never_keeps_the_relay_from_exiting(
+    tmp_path: Path, moment: str
+) -> None:
+    trace = tmp_path / "t.jsonl"
+    sent = bytearray()
+    with relay(peer("echo"), "--trace", str(trace)) as r:
+        if moment != "at start":
+            r.send(line(0))
+            sent += line(0)
+            r.wait_stdout(bytes(sent))
+        MOMENTS[moment](r, trace, sent)
+        if moment != "while it finishes":
+            # Forwarding goes on after the death.
+            for number in range(1, 20):
+                r.send(line(number))
+                sent += line(number)
+            r.wait_stdout(bytes(sent))
+        # The relay exits once the client is done, whenever the analysis died.
+        assert r.finish() == 0
+    assert r.stdout.data == bytes(sent)
+    # No lock outlives the analysis process (the relay kept none of the trace open).
+    assert not flock_holders(trace)
+    deaths = [
+        text
+        for text in r.stderr_lines()
+        if "analysis process is gone" in text or "analysis process exited with status -9" in text
+    ]
+    assert len(deaths) == 1, r.stderr_lines()
+    # Completed by the salvage: every forwarded byte is a frame or in a gap.
+    records = read_trace(trace)
+    for direction in (C2S, S2C):
+        assert len(stream(records, direction)) + gaps(records, direction) == len(sent)
+    assert stream(records, C2S) == bytes(sent)[: len(stream(records, C2S))]
+    ends = events(records, "session-end")
+    assert len(ends) == 1 and isinstance(ends[0], EventRecord)
