@@ -8,7 +8,9 @@ forwarded bytes the file lacks, and never trust a line it reads back.
 from __future__ import annotations
 
 import base64
+import fcntl
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -529,3 +531,42 @@ def test_whole_derived_lines_nesting_a_record_start_are_not_counted_skipped(
     report = _stdio(place, len(PING), 0)
     assert report.lost_bytes == {}
     assert _events(_read(path)[0], "trace-salvaged") == []
+
+
+# --------------------------------------------------------------------------- the trace's lock
+
+
+def test_a_lock_nobody_releases_is_not_waited_for_forever(tmp_path: Path) -> None:
+    """A writer stopped while it held the trace's lock: the salvage gives up, file untouched."""
+    path = tmp_path / "t.jsonl"
+    place = _trace(path, [_frame(1, C2S, PING)])
+    before = path.read_bytes()
+    holder = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)
+        with pytest.raises(SalvageError) as caught:
+            _stdio(place, len(PING) * 2, 0, lock_wait=0.2)
+        assert str(caught.value) == f"{path} stayed locked by another process for 0.2 s"
+        assert path.read_bytes() == before
+    finally:
+        os.close(holder)
+    # Released: the salvage completes the trace.
+    assert _stdio(place, len(PING) * 2, 0).lost_bytes == {C2S: len(PING)}
+
+
+def test_a_lock_released_while_the_salvage_waits_is_taken(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    place = _trace(path, [_frame(1, C2S, PING)])
+    holder = os.open(path, os.O_RDONLY)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    # Held a moment into the salvage (however long that moment is, the
+    # salvage has a minute to take the lock), then let go of.
+    releaser = threading.Timer(0.2, os.close, (holder,))
+    releaser.start()
+    try:
+        report = _stdio(place, len(PING) * 3, 0, lock_wait=60.0)
+    finally:
+        releaser.join(10)
+    assert report.lost_bytes == {C2S: len(PING) * 2}
+    records, _ = _read(path)
+    assert _accounted(records, C2S) == len(PING) * 3
