@@ -25,7 +25,7 @@ from tests.relay.test_http import (  # noqa: F401  (fixtures)
     start_proxy,
     upstream,
 )
-from tests.relay.test_stdio_analysis_death import ATTEMPTS, LOCKS, flock_holders
+from tests.relay.test_stdio_analysis_death import ATTEMPTS, LOCKS, flock_holders, stop
 
 TIMEOUT = 60.0
 #: A body big enough that writing its records keeps the trace locked a while.
@@ -58,7 +58,7 @@ def test_an_analysis_process_killed_holding_the_trace_lock_never_hangs_the_proxy
         poster.start()
         while poster.is_alive() or analysis in flock_holders(trace):
             if analysis in flock_holders(trace):
-                os.kill(analysis, signal.SIGSTOP)
+                stop(analysis)
                 if analysis in flock_holders(trace):
                     os.kill(analysis, signal.SIGKILL)
                     caught = True

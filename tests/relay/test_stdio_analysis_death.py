@@ -64,6 +64,17 @@ def flock_holders(path: Path) -> set[int]:
     return holders
 
 
+def stop(pid: int) -> None:
+    """SIGSTOP ``pid`` and wait until it has stopped (a signal is delivered asynchronously)."""
+    os.kill(pid, signal.SIGSTOP)
+
+    def stopped() -> bool:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        return state in ("T", "t")
+
+    wait_until(stopped, f"process {pid} to stop")
+
+
 def analysis_of(r: Relay) -> int:
     """The relay's analysis process, once it has one (it forks before spawning the server)."""
     found: list[int] = []
@@ -94,7 +105,7 @@ def kill_holding_the_trace_lock(r: Relay, trace: Path, sent: bytearray) -> None:
         deadline = time.monotonic() + TIMEOUT
         while time.monotonic() < deadline and not r.stdout.data.endswith(bytes(sent)):
             if analysis in flock_holders(trace):
-                os.kill(analysis, signal.SIGSTOP)
+                stop(analysis)
                 # Stopped: if it still holds the lock, it dies holding it.
                 if analysis in flock_holders(trace):
                     os.kill(analysis, signal.SIGKILL)
@@ -109,7 +120,7 @@ def kill_holding_the_trace_lock(r: Relay, trace: Path, sent: bytearray) -> None:
 def kill_with_the_pipe_full(r: Relay, trace: Path, sent: bytearray) -> None:
     """While the relay has more for it than its pipe holds (a backlog waits to be written)."""
     analysis = analysis_of(r)
-    os.kill(analysis, signal.SIGSTOP)
+    stop(analysis)
     # Both directions of three 4 MiB lines: far more than the 1 MiB pipe.
     for _ in range(3):
         writer = threading.Thread(target=r.send, args=(BIG,), daemon=True)
@@ -123,7 +134,7 @@ def kill_with_the_pipe_full(r: Relay, trace: Path, sent: bytearray) -> None:
 def kill_while_it_finishes(r: Relay, trace: Path, sent: bytearray) -> None:
     """After the client is done: the relay is ending the capture and waits for the trace."""
     analysis = analysis_of(r)
-    os.kill(analysis, signal.SIGSTOP)
+    stop(analysis)
     writer = threading.Thread(target=r.send, args=(BIG,), daemon=True)
     writer.start()
     sent += BIG
