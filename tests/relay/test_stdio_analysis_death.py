@@ -93,28 +93,43 @@ def kill_at_start(r: Relay, trace: Path, sent: bytearray) -> None:
     os.kill(analysis_of(r), signal.SIGKILL)
 
 
-def kill_holding_the_trace_lock(r: Relay, trace: Path, sent: bytearray) -> None:
-    """Between its ``flock`` of the trace and the unlock (the race CI once lost)."""
-    analysis = analysis_of(r)
-    for _ in range(ATTEMPTS):
-        # The echo server sends it back: the analysis writes both frames, one
-        # lock each. A thread writes it, so that a full pipe cannot block us.
-        writer = threading.Thread(target=r.send, args=(BIG,), daemon=True)
-        writer.start()
-        sent += BIG
+def kill_when_it_holds_the_lock(
+    analysis: int, trace: Path, send: Callable[[], None], size: int
+) -> int:
+    """Send big messages (``send``: one, of ``size`` bytes) until ``analysis`` is caught
+    holding the trace's lock, then stop it there and kill it; the number of messages sent.
+
+    Writing a big message's records keeps the lock a while. A sender thread
+    each, so that a full pipe cannot block the watch.
+    """
+    start = trace.stat().st_size
+    for count in range(1, ATTEMPTS + 1):
+        sender = threading.Thread(target=send, daemon=True)
+        sender.start()
+        # Watched until it has written at least this message's bytes: it runs
+        # behind the traffic (at idle priority; on a busy machine, far behind).
+        written = start + count * size
         deadline = time.monotonic() + TIMEOUT
-        while time.monotonic() < deadline and not r.stdout.data.endswith(bytes(sent)):
+        while sender.is_alive() or trace.stat().st_size < written:
             if analysis in flock_holders(trace):
                 stop(analysis)
-                # Stopped: if it still holds the lock, it dies holding it.
+                # Stopped while it holds the lock: it dies holding it.
                 if analysis in flock_holders(trace):
                     os.kill(analysis, signal.SIGKILL)
-                    writer.join(TIMEOUT)
-                    return
+                    sender.join(TIMEOUT)
+                    return count
                 os.kill(analysis, signal.SIGCONT)
-        writer.join(TIMEOUT)
-        r.wait_stdout(bytes(sent))
-    raise AssertionError(f"the analysis process never held the trace's lock in {ATTEMPTS} lines")
+            assert time.monotonic() < deadline, "the analysis process recorded nothing"
+            # A pause, so as not to keep an idle-priority process off the CPU.
+            time.sleep(0.0005)
+        sender.join(TIMEOUT)
+    raise AssertionError(f"the analysis process never held the trace's lock in {ATTEMPTS} messages")
+
+
+def kill_holding_the_trace_lock(r: Relay, trace: Path, sent: bytearray) -> None:
+    """Between its ``flock`` of the trace and the unlock (the race CI once lost)."""
+    count = kill_when_it_holds_the_lock(analysis_of(r), trace, lambda: r.send(BIG), len(BIG))
+    sent += BIG * count
 
 
 def kill_with_the_pipe_full(r: Relay, trace: Path, sent: bytearray) -> None:
