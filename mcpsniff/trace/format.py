@@ -73,6 +73,8 @@ _FRAME_PREFIX = b'{"type":"frame"'
 _EVENT_PREFIX = b'{"type":"event"'
 #: The first 15 bytes of a message, finding and header line (a frame line's are
 #: _FRAME_PREFIX): TraceReader.inputs() tells a line's type by them.
+#: The keys of an embedded frame's fields, parsed by orjson to get its key objects.
+_FRAME_KEYS = b'{"seq":0,"t":0,"session":0,"dir":0,"transport":0,"len":0,"eol":0,"json":0,"meta":0}'
 _DERIVED_HEADS = frozenset({b'{"type":"messag', b'{"type":"findin', b'{"type":"header'})
 #: Containers nested deeper than this are cut when no encoder can write a record whole.
 _MAX_FALLBACK_DEPTH = 200
@@ -928,6 +930,22 @@ class TraceReader:
         new_frame = object.__new__
         init_frame = FrameRecord.__init__
         for block in self._line_blocks():
+            # orjson hands out one cached str object per key name: a field looked
+            # up by that very object matches by identity, without comparing
+            # strings (about 150 instructions per field). Taken afresh for each
+            # block, in case orjson's cache has replaced one (a lookup by an
+            # equal string finds the field all the same, only slower).
+            (
+                seq_key,
+                t_key,
+                session_key,
+                dir_key,
+                transport_key,
+                len_key,
+                eol_key,
+                json_key,
+                meta_key,
+            ) = loads(_FRAME_KEYS)
             for line in block:
                 number += 1
                 # A record line's first 15 bytes name its type (_DERIVED_HEADS):
@@ -956,15 +974,15 @@ class TraceReader:
                     # first: only a comparison that jumps gets CPython 3.11's
                     # specialized (cheaper) comparison.
                     try:
-                        seq = obj["seq"]
-                        t = obj["t"]
-                        session = obj["session"]
-                        direction = obj["dir"]
-                        transport = obj["transport"]
-                        size = obj["len"]
-                        eol = obj["eol"]
-                        value = obj["json"]
-                        meta = obj.get("meta")
+                        seq = obj[seq_key]
+                        t = obj[t_key]
+                        session = obj[session_key]
+                        direction = obj[dir_key]
+                        transport = obj[transport_key]
+                        size = obj[len_key]
+                        eol = obj[eol_key]
+                        value = obj[json_key]
+                        meta = obj.get(meta_key)
                     except KeyError:
                         seq = None  # fails the first check: frame_problem says what is missing
                     if (
