@@ -980,11 +980,13 @@ class TraceReader:
                         direction = obj[dir_key]
                         transport = obj[transport_key]
                         size = obj[len_key]
-                        eol = obj[eol_key]
+                        # Also KeyError for an eol that is not one of the three,
+                        # TypeError for one that cannot be a key (a list).
+                        tail = eols[obj[eol_key]]
                         value = obj[json_key]
                         meta = obj.get(meta_key)
-                    except KeyError:
-                        seq = None  # fails the first check: frame_problem says what is missing
+                    except (KeyError, TypeError):
+                        seq = None  # fails the first check: frame_problem says what is wrong
                     if (
                         type(seq) is int
                         and type(t) is float
@@ -996,8 +998,6 @@ class TraceReader:
                         and (meta is None or type(meta) is dict)
                         and type(size) is int
                         and size >= 0
-                        and type(eol) is str
-                        and eol in eols
                     ):
                         # The payload ends the line, right before its "}\n" (or
                         # "}" on a last line without its newline): its bounds
@@ -1015,7 +1015,7 @@ class TraceReader:
                                 session,
                                 direction,
                                 transport,
-                                line[cut:end] + eols[eol],
+                                line[cut:end] + tail,
                                 meta,
                                 value,
                             )
