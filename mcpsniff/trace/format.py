@@ -73,9 +73,9 @@ _FRAME_PREFIX = b'{"type":"frame"'
 _EVENT_PREFIX = b'{"type":"event"'
 #: The first 15 bytes of a message, finding and header line (a frame line's are
 #: _FRAME_PREFIX): TraceReader.inputs() tells a line's type by them.
+_DERIVED_HEADS = frozenset({b'{"type":"messag', b'{"type":"findin', b'{"type":"header'})
 #: The keys of an embedded frame's fields, parsed by orjson to get its key objects.
 _FRAME_KEYS = b'{"seq":0,"t":0,"session":0,"dir":0,"transport":0,"len":0,"eol":0,"json":0,"meta":0}'
-_DERIVED_HEADS = frozenset({b'{"type":"messag', b'{"type":"findin', b'{"type":"header'})
 #: Containers nested deeper than this are cut when no encoder can write a record whole.
 _MAX_FALLBACK_DEPTH = 200
 #: orjson reads integers outside [-2**63, 2**64) as floats; any float this large may be one.
@@ -799,7 +799,8 @@ class TraceReader:
         reported here, with its length, and stands as ``_READ_PAST`` (a
         derived record, which ``inputs()`` ignores, so its line numbers stay
         right). Lines come out of whole blocks of the file: iterating them is
-        C code, as ``for line in file`` was (``inputs()`` is check's hot loop).
+        C code, as ``for line in file`` was (``inputs()``, check's hot loop,
+        walks the blocks of ``_line_blocks`` itself).
         """
         return chain.from_iterable(self._line_blocks())
 
