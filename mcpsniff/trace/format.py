@@ -71,6 +71,11 @@ _READ_PAST = b'{"type":"read-past"}\n'
 HEADER_LIMIT = 1 << 20
 _FRAME_PREFIX = b'{"type":"frame"'
 _EVENT_PREFIX = b'{"type":"event"'
+#: The first 15 bytes of a message, finding and header line (a frame line's are
+#: _FRAME_PREFIX): TraceReader.inputs() tells a line's type by them.
+_DERIVED_HEADS = frozenset({b'{"type":"messag', b'{"type":"findin', b'{"type":"header'})
+#: The keys of an embedded frame's fields, parsed by orjson to get its key objects.
+_FRAME_KEYS = b'{"seq":0,"t":0,"session":0,"dir":0,"transport":0,"len":0,"eol":0,"json":0,"meta":0}'
 #: Containers nested deeper than this are cut when no encoder can write a record whole.
 _MAX_FALLBACK_DEPTH = 200
 #: orjson reads integers outside [-2**63, 2**64) as floats; any float this large may be one.
@@ -811,7 +816,8 @@ class TraceReader:
         reported here, with its length, and stands as ``_READ_PAST`` (a
         derived record, which ``inputs()`` ignores, so its line numbers stay
         right). Lines come out of whole blocks of the file: iterating them is
-        C code, as ``for line in file`` was (``inputs()`` is check's hot loop).
+        C code, as ``for line in file`` was (``inputs()``, check's hot loop,
+        walks the blocks of ``_line_blocks`` itself).
         """
         return chain.from_iterable(self._line_blocks())
 
@@ -934,127 +940,176 @@ class TraceReader:
         eols = _EOL_BYTES
         mark = _JSON_MARK
         marked = len(_JSON_MARK)
-        for line in self._bounded_lines():
-            number += 1
-            if line.startswith(_FRAME_PREFIX):
-                # The hot path of `mcpsniff check`: one parse, one record, no
-                # method call and no detour through decode_record. Frame lines
-                # carry no ids, so orjson's inexact big integers cannot matter.
-                try:
-                    obj = loads(line)
-                except decode_error:
-                    # Torn, a record glued after a torn frame line, or a line
-                    # only the stdlib parses: exact (big integers too), so
-                    # it is not parsed again below.
-                    obj = self._parse(number, line, not line.endswith(b"\n"))
-                    if obj is not None:
-                        record = self._input(number, obj, line)
-                        if record is not None:
-                            yield record
-                    continue
-                # The fields of a well-formed embedded frame, read once and checked
-                # inline (what frame_problem checks, for this shape); any other
-                # line is asked of frame_problem, whose reason names what is wrong.
-                try:
-                    seq, t, session = obj["seq"], obj["t"], obj["session"]
-                    direction, transport = obj["dir"], obj["transport"]
-                    size, eol, value = obj["len"], obj["eol"], obj["json"]
-                    meta = obj.get("meta")
-                    fast = (
+        frame_head = _FRAME_PREFIX
+        derived_heads = _DERIVED_HEADS
+        # A frame is made by calling __new__ and __init__ directly: the class
+        # call takes a detour through type_call and slot_tp_init (a C-level
+        # call of __init__) that costs about 400 instructions per frame.
+        new_frame = object.__new__
+        init_frame = FrameRecord.__init__
+        for block in self._line_blocks():
+            # orjson hands out one cached str object per key name: a field looked
+            # up by that very object matches by identity, without comparing
+            # strings (about 150 instructions per field). Taken afresh for each
+            # block, in case orjson's cache has replaced one (a lookup by an
+            # equal string finds the field all the same, only slower).
+            (
+                seq_key,
+                t_key,
+                session_key,
+                dir_key,
+                transport_key,
+                len_key,
+                eol_key,
+                json_key,
+                meta_key,
+            ) = loads(_FRAME_KEYS)
+            for line in block:
+                number += 1
+                # A record line's first 15 bytes name its type (_DERIVED_HEADS):
+                # one slice, compared, instead of a method call per prefix.
+                head = line[:15]
+                if head == frame_head:
+                    # The hot path of `mcpsniff check`: one parse, one record, no
+                    # detour through decode_record. Frame lines carry no ids, so
+                    # orjson's inexact big integers cannot matter.
+                    try:
+                        obj = loads(line)
+                    except decode_error:
+                        # Torn, a record glued after a torn frame line, or a line
+                        # only the stdlib parses: exact (big integers too), so
+                        # it is not parsed again below.
+                        obj = self._parse(number, line, not line.endswith(b"\n"))
+                        if obj is not None:
+                            record = self._input(number, obj, line)
+                            if record is not None:
+                                yield record
+                        continue
+                    # The fields of a well-formed embedded frame, read once and
+                    # checked inline (what frame_problem checks, for this shape);
+                    # any other line is asked of frame_problem, whose reason names
+                    # what is wrong. The checks are an if, not a boolean assigned
+                    # first: only a comparison that jumps gets CPython 3.11's
+                    # specialized (cheaper) comparison.
+                    try:
+                        seq = obj[seq_key]
+                        t = obj[t_key]
+                        session = obj[session_key]
+                        direction = obj[dir_key]
+                        transport = obj[transport_key]
+                        size = obj[len_key]
+                        # Also KeyError for an eol that is not one of the three,
+                        # TypeError for one that cannot be a key (a list).
+                        tail = eols[obj[eol_key]]
+                        value = obj[json_key]
+                        meta = obj.get(meta_key)
+                    except (KeyError, TypeError):
+                        seq = None  # fails the first check: frame_problem says what is wrong
+                    if (
                         type(seq) is int
                         and type(t) is float
-                        and 0.0 <= t < _MAX_TIME
+                        and t >= 0.0
+                        and t < _MAX_TIME
                         and type(session) is str
                         and (direction == "c2s" or direction == "s2c")
                         and type(transport) is str
                         and (meta is None or type(meta) is dict)
                         and type(size) is int
                         and size >= 0
-                        and type(eol) is str
-                        and eol in eols
-                    )
-                except KeyError:
-                    fast = False
-                if fast:
-                    end = len(line) - 2 if line[-1] == 10 else len(line) - 1
-                    start = end - size
-                    if start >= marked and line.startswith(mark, start - marked):
-                        yield FrameRecord(
-                            seq,
-                            t,
-                            session,
-                            direction,
-                            transport,
-                            line[start:end] + eols[eol],
-                            meta,
-                            value,
-                        )
-                        continue
-                    # len points elsewhere: the general path below says so.
-                else:
-                    # orjson reads an integer beyond 64 bits as a float, so a
-                    # seq or len of -2**63-1 would look "not an integer" here;
-                    # the verdict is given on the exact parse, as _input does.
-                    obj = _loads(line)
-                    reason = frame_problem(obj)
-                    if reason is not None:
-                        self._skip(number, reason)
-                        continue
-                try:
-                    if "json" in obj:
-                        # Trace v2: the frame's bytes end the line verbatim; slice them out.
-                        size = obj["len"]
-                        end = len(line) - 2 if line[-1:] == b"\n" else len(line) - 1
-                        start = end - size
-                        if type(size) is not int or line[start - marked : start] != mark:
-                            raise ValueError(
-                                "the embedded JSON does not end the line where len says"
+                    ):
+                        # The payload ends the line, right before its "}\n" (or
+                        # "}" on a last line without its newline): its bounds
+                        # are counted from the end, which needs no len(line),
+                        # and a slice that would start before the line is
+                        # short, so it cannot equal the mark.
+                        end = -2 if line[-1] == 10 else -1
+                        cut = end - size
+                        if line[cut - marked : cut] == mark:
+                            frame = new_frame(FrameRecord)
+                            init_frame(
+                                frame,
+                                seq,
+                                t,
+                                session,
+                                direction,
+                                transport,
+                                line[cut:end] + tail,
+                                meta,
+                                value,
                             )
-                        frame = FrameRecord(
-                            obj["seq"],
-                            obj["t"],
-                            obj["session"],
-                            obj["dir"],
-                            obj["transport"],
-                            line[start:end] + eols[obj["eol"]],
-                            obj.get("meta"),
-                            obj["json"],
-                        )
+                            yield frame
+                            continue
+                        # len points elsewhere: the general path below says so.
                     else:
-                        frame = _frame_from(obj, line)
-                except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                    self._skip(number, f"malformed frame record: {exc}")
+                        # orjson reads an integer beyond 64 bits as a float, so a
+                        # seq or len of -2**63-1 would look "not an integer" here;
+                        # the verdict is given on the exact parse, as _input does.
+                        obj = _loads(line)
+                        reason = frame_problem(obj)
+                        if reason is not None:
+                            self._skip(number, reason)
+                            continue
+                    try:
+                        if "json" in obj:
+                            # Trace v2: the frame's bytes end the line verbatim; slice them out.
+                            size = obj["len"]
+                            end = len(line) - 2 if line[-1:] == b"\n" else len(line) - 1
+                            start = end - size
+                            if type(size) is not int or line[start - marked : start] != mark:
+                                raise ValueError(
+                                    "the embedded JSON does not end the line where len says"
+                                )
+                            frame = FrameRecord(
+                                obj["seq"],
+                                obj["t"],
+                                obj["session"],
+                                obj["dir"],
+                                obj["transport"],
+                                line[start:end] + eols[obj["eol"]],
+                                obj.get("meta"),
+                                obj["json"],
+                            )
+                        else:
+                            frame = _frame_from(obj, line)
+                    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                        self._skip(number, f"malformed frame record: {exc}")
+                        continue
+                    yield frame
                     continue
-                yield frame
-                continue
-            if line[-1] == 10 and line.rfind(_TYPE_PREFIX) == 0 and line[9] != 101:
-                # A whole derived record (a message, the commonest, a finding,
-                # a header: its type does not start with "e"), with no other
-                # record start in it, so nothing glued after a torn piece of it.
-                continue
-            last = not line.endswith(b"\n")
-            if line.startswith(_TYPE_PREFIX) and not line.startswith(_EVENT_PREFIX):
-                # A derived record, known by its first key without parsing it.
-                # Unless a record may be glued after a torn piece of it (a
-                # writer died mid-line, another appended right after): a
-                # record start after the first byte. An intact derived line
-                # has one only inside a nested object (rare: a message's
-                # object id, a finding's data), so only then is it parsed.
-                if last or line.find(_TYPE_PREFIX, 1) >= 0:
-                    obj = self._parse(number, line, last)
-                    if obj is not None:
-                        record = self._input(number, obj, line)
-                        if record is not None:
-                            yield record
-                continue
-            # Events, and any line not in the compact form (another writer's
-            # spacing, a corrupt line): parse it rather than drop it.
-            obj = self._parse(number, line, last)
-            if obj is None:
-                continue
-            record = self._input(number, obj, line)
-            if record is not None:
-                yield record
+                if head in derived_heads and line[-1] == 10 and 123 not in line[1:]:
+                    # A whole message, finding or header line with no "{" after
+                    # its first byte: so no record glued after a torn piece of it
+                    # (the rule below, by one memchr: 123 is "{"; a nested
+                    # object, such as a finding's data, takes the rule below).
+                    continue
+                if line[-1] == 10 and line.rfind(_TYPE_PREFIX) == 0 and line[9] != 101:
+                    # A whole derived record (a message, the commonest, a finding,
+                    # a header: its type does not start with "e"), with no other
+                    # record start in it, so nothing glued after a torn piece of it.
+                    continue
+                last = not line.endswith(b"\n")
+                if line.startswith(_TYPE_PREFIX) and not line.startswith(_EVENT_PREFIX):
+                    # A derived record, known by its first key without parsing it.
+                    # Unless a record may be glued after a torn piece of it (a
+                    # writer died mid-line, another appended right after): a
+                    # record start after the first byte. An intact derived line
+                    # has one only inside a nested object (rare: a message's
+                    # object id, a finding's data), so only then is it parsed.
+                    if last or line.find(_TYPE_PREFIX, 1) >= 0:
+                        obj = self._parse(number, line, last)
+                        if obj is not None:
+                            record = self._input(number, obj, line)
+                            if record is not None:
+                                yield record
+                    continue
+                # Events, and any line not in the compact form (another writer's
+                # spacing, a corrupt line): parse it rather than drop it.
+                obj = self._parse(number, line, last)
+                if obj is None:
+                    continue
+                record = self._input(number, obj, line)
+                if record is not None:
+                    yield record
 
     def _input(
         self, number: int, obj: dict[str, Any], line: bytes

@@ -496,6 +496,71 @@ def test_inputs_reads_lines_written_with_other_spacing(tmp_path: Path) -> None:
     assert _read(path) == [_normalized(r) for r in records]
 
 
+_PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+
+
+def _embedded_line(eol: str = "\n") -> bytes:
+    """One embedded frame line of ``_PING``, newline included."""
+    frame = FrameRecord(
+        2, 1.5, "s", "c2s", "stdio", _PING + eol.encode(), value=orjson.loads(_PING)
+    )
+    line = encode_line(frame)
+    assert b'"json":' + _PING + b"}\n" in line
+    return line
+
+
+@pytest.mark.parametrize("eol", ["", "\n", "\r\n"])
+def test_inputs_reads_a_last_embedded_frame_without_its_newline(tmp_path: Path, eol: str) -> None:
+    # The payload is found from the line's end: "}" ends a last line without
+    # its newline, "}\n" every other line.
+    path = _write(tmp_path / "t.jsonl", [])
+    with path.open("ab") as f:
+        f.write(_embedded_line(eol) + _embedded_line(eol)[:-1])
+    warnings: list[str] = []
+    with TraceReader(path, on_skip=warnings.append) as reader:
+        frames = list(reader.inputs())
+        torn = reader.torn
+    assert [f.raw for f in frames] == [_PING + eol.encode()] * 2
+    assert [f.value for f in frames] == [orjson.loads(_PING)] * 2
+    assert warnings == [] and torn is None
+
+
+@pytest.mark.parametrize("after", [b" ", b"\t", b"\r"])
+def test_inputs_skips_an_embedded_frame_whose_len_misses_by_a_trailing_blank(
+    tmp_path: Path, after: bytes
+) -> None:
+    # Blank after the closing brace of a last line without its newline: the
+    # payload does not end where len says (read from the end, the "}" is
+    # taken for the payload's last byte), so the line is skipped with that
+    # reason, as the general reader does, and never read a byte off.
+    path = _write(tmp_path / "t.jsonl", [])
+    with path.open("ab") as f:
+        f.write(_embedded_line()[:-1] + after)
+    warnings: list[str] = []
+    with TraceReader(path, on_skip=warnings.append) as reader:
+        frames = list(reader.inputs())
+    assert frames == []
+    assert len(warnings) == 1 and "where len says" in warnings[0] and "line 2" in warnings[0]
+
+
+def test_inputs_reads_a_frame_glued_after_a_torn_message_with_a_nested_object(
+    tmp_path: Path,
+) -> None:
+    # A message line with a "{" after its first byte is not skipped unread: a
+    # record may be glued after a torn piece of it.
+    message = MessageRecord(2, "s", "c2s", "request", id={"k": 1}, has_id=True, method="ping")
+    torn = encode_line(message)[:-5]
+    assert b"{" in torn[1:]
+    path = _write(tmp_path / "t.jsonl", [])
+    with path.open("ab") as f:
+        f.write(encode_line(message) + torn + _embedded_line())
+    warnings: list[str] = []
+    with TraceReader(path, on_skip=warnings.append) as reader:
+        frames = list(reader.inputs())
+    assert [f.raw for f in frames] == [_PING + b"\n"]
+    assert len(warnings) == 1 and "line 3" in warnings[0] and "torn write" in warnings[0]
+
+
 # --------------------------------------------------------------------------- TraceTail
 
 
