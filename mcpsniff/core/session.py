@@ -525,27 +525,29 @@ class Session:
             error = obj["error"]
             if isinstance(error, dict):
                 error_code = error.get("code")
-        msg = MessageRecord(
-            seq,
-            self.key,
-            direction,
-            kind,
-            index,
-            ident,
-            has_id,
-            method,
-            None,
-            None,
-            None,
-            None,
-            None,
-            error_code,
-            target,
-            obj,
-            params,
-            frame,
-            frame.t,
-        )
+        # The record, built slot by slot (``_new_record``: every message pays this).
+        msg = _new_record(MessageRecord)
+        msg.frame = seq
+        msg.session = self.key
+        msg.direction = direction
+        msg.kind = kind
+        msg.index = index
+        msg.id = ident
+        msg.has_id = has_id
+        msg.method = method
+        msg.answers = None
+        msg.request_index = None
+        msg.latency_ms = None
+        msg.note = None
+        msg.size = None
+        msg.error_code = error_code
+        msg.target = target
+        msg.obj = obj
+        msg.params = params
+        msg.source = frame
+        msg.sent_at = frame.t
+        msg.request = None
+        msg.key = None
         self._out.append(msg)
 
         # The rules, by what the message is (registry.py). Each lookup below is
@@ -595,20 +597,21 @@ class Session:
                     this_print = hash(this_print)
             if seen or key in pending:
                 self._reused(msg, key, seen, this_print)
-            pending[key] = Pending(
-                seq,
-                index,
-                key,
-                ident,
-                method,
-                frame.t,
-                params,
-                None,
-                False,
-                None if index is None else seq,
-                False,
-                this_print,
-            )
+            # Pending(...), built slot by slot (``_new_record``).
+            request = _new_record(Pending)
+            request.seq = seq
+            request.index = index
+            request.key = key
+            request.id = ident
+            request.method = method
+            request.t = frame.t
+            request.params = params
+            request.progress_token = None
+            request.cancelled = False
+            request.batch_seq = None if index is None else seq
+            request.missing_reported = False
+            request.fingerprint = this_print
+            pending[key] = request
             handlers = _REQUEST_HANDLERS.get(method)
             if handlers is None:
                 handlers = registry.handlers(registry.REQUEST, method)
@@ -654,14 +657,15 @@ class Session:
                     key = request.key
                     if key in answered:
                         del answered[key]
-                    answered[key] = Answered(
-                        request.seq,
-                        request.index,
-                        request.method,
-                        seq,
-                        False,
-                        request.fingerprint,
-                    )
+                    # Answered(...), built slot by slot (``_new_record``).
+                    entry = _new_record(Answered)
+                    entry.seq = request.seq
+                    entry.index = request.index
+                    entry.method = request.method
+                    entry.response_seq = seq
+                    entry.cancelled = False
+                    entry.fingerprint = request.fingerprint
+                    answered[key] = entry
                     if len(answered) > answered.limit:
                         answered.popitem(False)
                 else:
@@ -1035,6 +1039,13 @@ _RESULT_HANDLERS = registry.TABLES[registry.RESULT]
 _FRAME_HANDLERS = registry.TABLES[FRAME]
 _PAIRING_HANDLERS = registry.TABLES[PAIRING]
 _EVENT_HANDLERS = registry.TABLES[registry.EVENT]
+#: A record without its ``__init__``, for ``_message`` to fill slot by slot: a
+#: dataclass's ``__init__`` is reached through ``type.__call__`` and
+#: ``slot_tp_init``, a call CPython 3.11 does not inline, which costs more than
+#: the slot stores themselves (about 40% of a MessageRecord's construction), and
+#: every message builds one to three records. ``_message`` sets every field of
+#: the dataclass (tests/core/test_fast_paths.py holds it to that).
+_new_record = object.__new__
 #: Error codes whose reply carries a null id when the request could not be read.
 _BAD_INPUT_CODES = frozenset({-32700, -32600})
 #: tasks/* requests answer with their own results, never a CreateTaskResult.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 
@@ -13,6 +14,7 @@ from mcpsniff.core import protocol
 from mcpsniff.core.ids import IdHistory, coerced_keys, id_key, id_value
 from mcpsniff.core.model import FindingRecord, MessageRecord
 from mcpsniff.core.session import round_ms
+from mcpsniff.core.state import Answered, Pending
 from tests.conftest import Conversation, error, notification, request, result
 
 # --------------------------------------------------------------------------- round_ms
@@ -268,3 +270,61 @@ def test_only_the_usual_reply_is_paired_inline(convo: Conversation) -> None:
     out = convo.server(result("10", {}))
     assert _replies(out) == [("id-type-mismatch", seq, 1.0)]
     assert [r.rule for r in out if isinstance(r, FindingRecord)] == ["JR-RESP-ID"]
+
+
+# ------------------------------------------------------------------- records built slot by slot
+
+
+def _all_fields(record: object) -> dict[str, object]:
+    # Every field, compared or not: reading one that _message forgot to set raises.
+    return {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}  # type: ignore[arg-type]
+
+
+def test_message_pending_and_answered_records_have_every_field(convo: Conversation) -> None:
+    convo.handshake()
+    params = {"name": "t", "arguments": {"a": 1}, "_meta": {"progressToken": 5}}
+    [frame, msg] = convo.client(request(4, "tools/call", params))
+    state = convo.session.state
+    pending = state.pending["c2s"][4]
+    assert _all_fields(msg) == _all_fields(
+        MessageRecord(
+            frame.seq,
+            "test",
+            "c2s",
+            "request",
+            None,
+            4,
+            True,
+            "tools/call",
+            target="t",
+            obj=frame.value,
+            params=params,
+            source=frame,
+            sent_at=frame.t,
+            key=4,
+        )
+    )
+    assert _all_fields(pending) == _all_fields(
+        Pending(frame.seq, None, 4, 4, "tools/call", frame.t, params, 5, fingerprint=frame.raw)
+    )
+    [reply_frame, reply] = convo.server(result(4, {"content": []}))
+    assert _all_fields(reply) == _all_fields(
+        MessageRecord(
+            reply_frame.seq,
+            "test",
+            "s2c",
+            "response",
+            None,
+            4,
+            True,
+            answers=frame.seq,
+            latency_ms=1.0,
+            obj=reply_frame.value,
+            source=reply_frame,
+            sent_at=reply_frame.t,
+            request=pending,
+        )
+    )
+    assert _all_fields(state.answered["c2s"][4]) == _all_fields(
+        Answered(frame.seq, None, "tools/call", reply_frame.seq, False, frame.raw)
+    )

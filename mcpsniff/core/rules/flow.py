@@ -74,7 +74,8 @@ def on_request(session: Session, msg: Msg) -> None:
         return
     else:
         key = id_key(token)
-    key = session.scoped(key, msg)  # per client in the stateless era, as ids are
+    if session.state.era == STATELESS:
+        key = session.scoped(key, msg)  # per client in the stateless era, as ids are
     active = session.state.progress[msg.direction]
     if key in active:
         session.report(
@@ -256,14 +257,20 @@ def _progress(session: Session, msg: Msg) -> None:
             "PROG-PARAMS", f"{sender} sent a progress notification without a token", [msg.frame]
         )
         return
-    key = session.scoped(id_key(token), msg)
+    key = id_key(token)
     request_direction = OPPOSITE[msg.direction]
-    key, ambiguous = session.rescope(state.progress[request_direction], key)
-    if ambiguous:
-        return  # several clients' requests carry this token: not whose
+    # Tokens are scoped per client only in the stateless era (``Session.scoped``);
+    # in the others the key is the token's own, and ``rescope`` has nothing to do.
+    scoped = state.era == STATELESS
+    if scoped:
+        key = session.scoped(key, msg)
+        key, ambiguous = session.rescope(state.progress[request_direction], key)
+        if ambiguous:
+            return  # several clients' requests carry this token: not whose
     active = state.progress[request_direction].get(key)
     if active is None:
-        key = session.rescope(state.finished_tokens[request_direction], key)[0]
+        if scoped:
+            key = session.rescope(state.finished_tokens[request_direction], key)[0]
         finished = state.finished_tokens[request_direction].get(key)
         if finished is not None and finished < 0:
             return  # progress racing a cancellation: expected (trap 6)
