@@ -130,6 +130,10 @@ def report(
     from mcpsniff.trace.spool import is_stream, rereadable
     from mcpsniff.ui.report import load_model, write_report
 
+    _check_window(fmt, from_seq, to_seq, session_key)
+    if fmt == "mermaid" and filter_expr is not None:
+        # The diagram draws a window of one session's messages, not a selection.
+        _fail("report", "--filter: only for --format html (the diagram takes --from and --to)")
     flt = parse_filter("report", filter_expr)
     if fmt == "html" and output is None and is_stream(trace):
         # TRACE.html next to /dev/fd/63 is no place for a page.
@@ -162,6 +166,36 @@ def report(
         f"({result.sessions} sessions, {result.rows} rows{cut})",
         err=True,
     )
+
+
+def _check_window(
+    fmt: str, from_seq: int | None, to_seq: int | None, session_key: str | None
+) -> None:
+    """Refuse options that would silently draw nothing, or be silently ignored.
+
+    The window is inclusive (``--from 5 --to 5`` draws seq 5), so only a start
+    after the end is empty; and the page (html) has every message of every
+    session, so the diagram's options would change nothing in it.
+    """
+    if from_seq is not None and to_seq is not None and from_seq > to_seq:
+        _fail(
+            "report",
+            f"--from {from_seq} is after --to {to_seq}: that window holds no message "
+            "(both bounds are included; swap them)",
+        )
+    if fmt != "mermaid":
+        given = [
+            name
+            for name, value in (("--from", from_seq), ("--to", to_seq), ("--session", session_key))
+            if value is not None
+        ]
+        if given:
+            names = ", ".join(given)
+            _fail(
+                "report",
+                f"{names}: only for --format mermaid (the HTML page holds every session "
+                "and message)",
+            )
 
 
 def _same_file(output: Path, trace: Path) -> bool:
