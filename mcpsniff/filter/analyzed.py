@@ -9,14 +9,18 @@ such a trace is analyzed instead, by the same code ``check`` runs over it
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from mcpsniff.core.analyzer import replay
 from mcpsniff.core.model import FrameRecord, MessageRecord, Record
 from mcpsniff.filter.reading import LazyTraceRecords
-from mcpsniff.trace.format import TornLine, TraceReader
+from mcpsniff.trace.format import TornLine, TraceReader, TraceWriter
+from mcpsniff.trace.validate import is_time
 
 
 def frames_only(path: str | os.PathLike[str]) -> bool:
@@ -53,6 +57,42 @@ class AnalyzedRecords:
         with TraceReader(self.path, on_skip=self._on_skip) as reader:
             yield from replay(reader.inputs())
             self.torn = reader.torn
+
+
+@contextlib.contextmanager
+def analyzed_copy(
+    path: str | os.PathLike[str], on_skip: Callable[[str], None] | None = None
+) -> Iterator[Path]:
+    """A private trace of ``path``'s frames and events with the records ``check``
+    derives from them, for a reader that reads a file (the UI's model, the
+    report); removed after. It keeps the original's file name, and its
+    header the original's meta and time.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="mcpsniff-"))  # mode 0700
+    try:
+        # The original's name: a page or a listing names the trace by it.
+        copy = folder / (Path(path).name or "analyzed.jsonl")
+        with TraceReader(path, on_skip=on_skip) as reader:
+            meta = reader.header.get("meta")
+            created = reader.header.get("created")
+            writer = TraceWriter.create(
+                copy,
+                meta=meta if isinstance(meta, dict) else None,
+                created=float(created) if is_time(created) else None,
+            )
+            try:
+                batch = []
+                for record in replay(reader.inputs()):
+                    batch.append(record)
+                    if len(batch) >= 4096:
+                        writer.write_all(batch)
+                        batch = []
+                writer.write_all(batch)
+            finally:
+                writer.close()
+        yield copy
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _quiet(message: str) -> None:

@@ -43,3 +43,19 @@ def test_a_torn_last_line_is_described(tmp_path: Path) -> None:
     frames = [r for r in records if isinstance(r, FrameRecord)]
     assert len(frames) == 8
     assert records.torn is not None and records.torn.line_number == 11
+
+
+def test_the_analyzed_copy_is_private_named_as_the_trace_and_removed(tmp_path: Path) -> None:
+    from mcpsniff.filter.analyzed import analyzed_copy
+    from mcpsniff.trace.format import TraceReader
+
+    frames = frames_copy(tmp_path)
+    with analyzed_copy(frames) as copy:
+        assert copy.name == frames.name and copy.parent != frames.parent
+        assert copy.stat().st_mode & 0o777 == 0o600
+        assert copy.parent.stat().st_mode & 0o777 == 0o700
+        with TraceReader(copy) as reader, TraceReader(FULL) as original:
+            assert reader.header["meta"] == original.header["meta"]
+            assert reader.header["created"] == original.header["created"]
+            assert list(reader.records()) == list(original.records())
+    assert not copy.exists() and not copy.parent.exists()
