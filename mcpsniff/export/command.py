@@ -18,7 +18,8 @@ from mcpsniff.export.otel_spans import ExportOptions, SpanDraft, spans_of
 from mcpsniff.filter import Filter
 from mcpsniff.filter.cli import filter_option, parse_filter
 from mcpsniff.filter.view import MessageView, ViewBuilder
-from mcpsniff.trace.format import FORMAT_NAME, TraceError, TraceReader
+from mcpsniff.output_target import holds_a_trace
+from mcpsniff.trace.format import TraceError, TraceReader
 
 EXIT_OK, EXIT_ERROR = 0, 2
 #: Frames a --filter remembers as matching, to judge the operations they belong to.
@@ -226,14 +227,7 @@ def _refuse_to_replace_a_trace(command: str, trace: Path, output: Path) -> None:
         same = False
     if same:
         _fail(command, f"{output} is the trace itself; choose another -o")
-    try:
-        if not output.is_file():  # never open a FIFO or a device to peek at it
-            return
-        with open(output, "rb") as handle:
-            first = handle.read(200)
-    except OSError:
-        return
-    if first.startswith(b'{"type":"header"') and FORMAT_NAME.encode() in first:
+    if holds_a_trace(output):
         _fail(command, f"{output} is an mcpsniff trace; it was left untouched (choose another -o)")
 
 

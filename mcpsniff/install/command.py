@@ -141,6 +141,14 @@ def _proxy_hint(entry: Entry) -> list[str]:
     ]
 
 
+def _one_selection(command: str, servers: tuple[str, ...], all_servers: bool) -> None:
+    """Refuse ``--all`` with ``--server``: which one was meant is anybody's guess, and
+    taking ``--all`` would change servers the user did not name."""
+    if all_servers and servers:
+        named = ", ".join(f"--server {terminal_safe(name)}" for name in servers)
+        _fail(command, f"--all and {named}: choose one (--all means every server)")
+
+
 def _check_names(command: str, plans: list[FilePlan], names: set[str] | None) -> None:
     if names is None:
         return
@@ -169,6 +177,7 @@ def install(
     Running it again changes nothing.
     """
     tolerate_surrogates()
+    _one_selection("install", servers, all_servers)
     if not servers and not all_servers:
         _list_servers(_targets("install", client_names, config_paths))
         _fail("install", "say which servers to wrap: --server NAME (repeatable) or --all")
@@ -267,7 +276,8 @@ def uninstall(
     back; otherwise only the mcpsniff wrapping is removed from each entry.
     """
     tolerate_surrogates()
-    names = set(servers) if servers and not all_servers else None
+    _one_selection("uninstall", servers, all_servers)
+    names = set(servers) if servers else None
     for title, path in _targets("uninstall", client_names, config_paths):
         try:
             _uninstall_file(title, path, names, dry_run)

@@ -2,7 +2,9 @@
 
 Only the cheap parts of a line are read: a message line is counted by its
 prefix, a frame's time and session come from its first 300 bytes, and only
-the small finding and event lines are parsed in full. A file that is not a
+the small finding and event lines are parsed in full; a line with a record
+start after its first byte is handed to ``glued_record``, as every reader
+does, so a record glued after a torn write counts. A file that is not a
 readable trace is skipped, never an error (a state folder may hold anything),
 but the caller is told which and why, so that a damaged trace is not lost
 without a word.
@@ -20,8 +22,9 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from mcpsniff.trace.format import TraceError, TraceReader
-from mcpsniff.trace.validate import is_time
+from mcpsniff.trace.format import TraceError, TraceReader, glued_record
+from mcpsniff.trace.longlines import PROBE, line_from
+from mcpsniff.trace.validate import is_time, problem
 
 _MESSAGE = b'{"type":"message"'
 _FINDING = b'{"type":"finding"'
@@ -31,6 +34,14 @@ _HEADER = b'{"type":"header"'
 _T = re.compile(rb'"t":(-?[0-9.eE+-]+)')
 _SESSION = re.compile(rb'"session":("(?:[^"\\]|\\.)*")')
 _BUFFER = 1 << 18
+#: A record start after a line's first byte: maybe a record glued after a torn
+#: write (``trace.format.glued_record`` decides). Content items such as
+#: ``{"type":"text"`` are no record start, so a frame rarely has one inside.
+_GLUED = re.compile(rb'\{"type":"(?:frame|event|header|message|finding)"')
+#: Bytes of a line's previous piece searched again with the next (a start cut in two).
+_OVERLAP = 32
+#: The head of a frame or event line, where its time, session and size are.
+_HEAD = 300
 #: The most of one line a summary reads (a finding line is far shorter; a frame's
 #: head is its first 300 bytes).
 LINE_HEAD = 1 << 20
@@ -112,6 +123,16 @@ def summarize(path: Path, skipped: list[Skipped] | None = None) -> TraceSummary 
             lines = _line_heads(handle)
             next(lines, None)  # the header, read above
             for line in lines:
+                if line.endswith(b"\n") and _GLUED.search(line, 1) is not None:
+                    # As every reader does: a torn piece is no record, and the
+                    # whole record glued after it is counted (None: an intact
+                    # line with a record start nested in it).
+                    glued = glued_record(line)
+                    if glued is not None:
+                        obj, at = glued
+                        if obj.get("type") == "header" or problem(obj) is None:
+                            _account(summary, line[at:])
+                        continue
                 _account(summary, line)
     except OSError as exc:
         return _skip(path, f"{path}: cannot read: {exc.strerror or exc}", skipped)
@@ -123,15 +144,35 @@ def _line_heads(handle: BinaryIO) -> Iterator[bytes]:
 
     A summary reads no more than a record's head (a finding's whole line is
     short), and a line may be anything: a 50 MB frame, or a crash's tail of
-    2 GB of NUL bytes, which ``for line in handle`` held whole (4.2 GB).
+    2 GB of NUL bytes, which ``for line in handle`` held whole (4.2 GB). A long
+    line with a record start after its first byte may hold a record glued after
+    a torn write: it is read again whole, as the other readers read it
+    (``trace.longlines``: within their limit, and only if it may be a record).
     """
+    position = 0
     while True:
         line = handle.readline(LINE_HEAD)
         if not line:
             return
+        start = position
+        position += len(line)
+        if len(line) == LINE_HEAD and not line.endswith(b"\n"):
+            suspect = _GLUED.search(line, 1) is not None
+            piece = line
+            while len(piece) == LINE_HEAD and not piece.endswith(b"\n"):
+                more = handle.readline(LINE_HEAD)  # the rest of a long line, unread
+                position += len(more)
+                if not suspect:
+                    seam = piece[-_OVERLAP:] + more[:_OVERLAP]
+                    suspect = _GLUED.search(seam) is not None or _GLUED.search(more) is not None
+                piece = more
+            if suspect and piece.endswith(b"\n"):
+                handle.seek(start)
+                whole = line_from(handle.readline, handle.readline(PROBE))
+                handle.seek(position)
+                if isinstance(whole, bytes):
+                    line = whole
         yield line
-        while len(line) == LINE_HEAD and not line.endswith(b"\n"):
-            line = handle.readline(LINE_HEAD)  # the rest of a long line, unread
 
 
 def _skip(path: Path, reason: str, skipped: list[Skipped] | None) -> None:
@@ -144,7 +185,7 @@ def _account(summary: TraceSummary, line: bytes) -> None:
     if line.startswith(_MESSAGE):
         summary.messages += 1
     elif line.startswith((_FRAME, _EVENT)):
-        head = line[:300]
+        head = line[:_HEAD]
         t = _T.search(head)
         if t is not None:
             try:

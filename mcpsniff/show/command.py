@@ -5,13 +5,16 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import click
 
 from mcpsniff.core.escape import terminal_safe
+from mcpsniff.core.model import Record
 from mcpsniff.filter import HELP as FILTER_HELP
 from mcpsniff.filter import Filter, ViewBuilder, index_findings
+from mcpsniff.filter.analyzed import AnalyzedRecords, frames_only
 from mcpsniff.filter.cli import filter_option, parse_filter
 from mcpsniff.filter.reading import LazyTraceRecords
 from mcpsniff.render import Style
@@ -122,16 +125,54 @@ def _show(
     except TraceError as exc:
         _fail(str(exc))
         return
+    try:
+        analyze = frames_only(trace)
+    except TraceError as exc:
+        _fail(str(exc))
+        return
+    if analyze:
+        where = terminal_safe(str(trace))
+        if follow:
+            click.echo(
+                f"mcpsniff show: warning: {where} holds frames but no message records, so "
+                "--follow shows only its events; without --follow its frames are analyzed",
+                err=True,
+            )
+        else:
+            click.echo(
+                f"mcpsniff show: {where} holds frames but no message records: "
+                "analyzing its frames with today's rules, as check does",
+                err=True,
+            )
     index = None
     if flt is not None and not follow:
         # Every finding beside the message it concerns, even one raised later.
         try:
-            index = index_findings(LazyTraceRecords(trace, on_skip=_quiet))
+            records: Iterable[Record] = (
+                AnalyzedRecords(trace, _quiet) if analyze else LazyTraceRecords(trace, _quiet)
+            )
+            index = index_findings(records)
         except TraceError as exc:
             _fail(str(exc))
             return
     builder = ViewBuilder(index)
     printer = ViewPrinter(Style(_colour(sys.stdout)), verbose=verbose, fmt=fmt, flt=flt)
+    if analyze and not follow:
+        analyzed = AnalyzedRecords(trace)
+        try:
+            printed = _print_all(analyzed, builder, printer)
+        except TraceError as exc:
+            _fail(str(exc))
+            return
+        except BrokenPipeError:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return
+        if analyzed.torn is not None:
+            where = terminal_safe(str(trace))
+            click.echo(f"mcpsniff show: warning: {where}: {analyzed.torn.describe()}", err=True)
+        if flt is not None and not printed:
+            click.echo("mcpsniff show: no message or event matched --filter", err=True)
+        return
     tail = TraceTail(trace)
     try:
         printed = _print(tail, builder, printer, follow, interval)
@@ -174,6 +215,21 @@ def _print(
             time.sleep(interval)
     except KeyboardInterrupt:
         pass
+    for line in [*printer.lines(builder.flush()), *printer.flush()]:
+        out.write(line + "\n")
+        printed += 1
+    out.flush()
+    return printed
+
+
+def _print_all(records: Iterable[Record], builder: ViewBuilder, printer: ViewPrinter) -> int:
+    """Print the views of ``records``; the number of lines printed."""
+    out = sys.stdout
+    printed = 0
+    for record in records:
+        for line in printer.lines(builder.feed(record)):
+            out.write(line + "\n")
+            printed += 1
     for line in [*printer.lines(builder.flush()), *printer.flush()]:
         out.write(line + "\n")
         printed += 1

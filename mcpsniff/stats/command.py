@@ -12,6 +12,7 @@ import orjson
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.filter import HELP as FILTER_HELP
 from mcpsniff.filter import Filter, build_views, index_findings
+from mcpsniff.filter.analyzed import AnalyzedRecords, frames_only
 from mcpsniff.filter.cli import filter_option, parse_filter
 from mcpsniff.filter.reading import LazyTraceRecords
 from mcpsniff.safe_output import terminal_json_line, tolerate_surrogates
@@ -33,7 +34,8 @@ def stats(trace: Path, fmt: str, filter_expr: str | None) -> None:
     """Per method and per tool: counts, errors, latency p50/p95/p99/max; errors by layer.
 
     Reads the messages and findings recorded in TRACE (no re-analysis), so it
-    is fast on long traces. With --filter, only matching messages count.
+    is fast on long traces; a trace of frames without messages is analyzed.
+    With --filter, only matching messages count.
     """
     flt: Filter | None = parse_filter("stats", filter_expr)
     tolerate_surrogates()
@@ -41,11 +43,22 @@ def stats(trace: Path, fmt: str, filter_expr: str | None) -> None:
     gc.set_threshold(100_000, 50, 100)
     try:
         with rereadable(trace) as readable:
+            # Frames without message records (cut by hand, written without
+            # analysis) would count nothing: they are analyzed, as check does.
+            analyze = frames_only(readable)
+            if analyze:
+                where = terminal_safe(str(trace))
+                click.echo(
+                    f"mcpsniff stats: {where} holds frames but no message records: "
+                    "analyzing its frames with today's rules, as check does",
+                    err=True,
+                )
+            reading = AnalyzedRecords if analyze else LazyTraceRecords
             index = None
             if flt is not None:
                 # A late finding (an unanswered request, at session end) belongs to its request.
-                index = index_findings(LazyTraceRecords(readable, on_skip=_quiet))
-            records = LazyTraceRecords(readable)
+                index = index_findings(reading(readable, on_skip=_quiet))
+            records = reading(readable)
             result = compute(build_views(records, index), flt)
             torn = records.torn
     except TraceError as exc:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import sys
 import webbrowser
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,6 +17,7 @@ from mcpsniff.core.escape import terminal_safe
 from mcpsniff.filter import HELP as FILTER_HELP
 from mcpsniff.filter.cli import filter_option, parse_filter
 from mcpsniff.listen_address import parse_listen_address
+from mcpsniff.output_target import holds_a_trace
 from mcpsniff.trace.paths import traces_dir
 
 if TYPE_CHECKING:
@@ -130,6 +133,10 @@ def report(
     from mcpsniff.trace.spool import is_stream, rereadable
     from mcpsniff.ui.report import load_model, write_report
 
+    _check_window(fmt, from_seq, to_seq, session_key)
+    if fmt == "mermaid" and filter_expr is not None:
+        # The diagram draws a window of one session's messages, not a selection.
+        _fail("report", "--filter: only for --format html (the diagram takes --from and --to)")
     flt = parse_filter("report", filter_expr)
     if fmt == "html" and output is None and is_stream(trace):
         # TRACE.html next to /dev/fd/63 is no place for a page.
@@ -138,17 +145,20 @@ def report(
     if output is not None and _same_file(output, trace):
         _fail("report", f"{output} is the trace itself; choose another -o")
         return
+    if output is not None and holds_a_trace(output):
+        _fail("report", f"{output} is an mcpsniff trace; it was left untouched (choose another -o)")
+        return
     out = output or trace.with_suffix(".html")
     if fmt == "html" and output is None:
         _check_default_output(out)
     try:
         # A pipe is read once; the report reads its trace more than once (and
         # seeks in it), so a pipe is first copied to a private file, as show does.
-        with rereadable(trace) as readable:
+        with rereadable(trace) as readable, _records_of(readable, trace) as analyzed:
             if fmt == "mermaid":
-                _mermaid(readable, output, from_seq, to_seq, session_key, load_model, trace)
+                _mermaid(analyzed, output, from_seq, to_seq, session_key, load_model, trace)
                 return
-            result = write_report(readable, out, flt)
+            result = write_report(analyzed, out, flt)
     except TraceError as exc:
         _fail("report", str(exc))
         return
@@ -162,6 +172,60 @@ def report(
         f"({result.sessions} sessions, {result.rows} rows{cut})",
         err=True,
     )
+
+
+def _check_window(
+    fmt: str, from_seq: int | None, to_seq: int | None, session_key: str | None
+) -> None:
+    """Refuse options that would silently draw nothing, or be silently ignored.
+
+    The window is inclusive (``--from 5 --to 5`` draws seq 5), so only a start
+    after the end is empty; and the page (html) has every message of every
+    session, so the diagram's options would change nothing in it.
+    """
+    if from_seq is not None and to_seq is not None and from_seq > to_seq:
+        _fail(
+            "report",
+            f"--from {from_seq} is after --to {to_seq}: that window holds no message "
+            "(both bounds are included; swap them)",
+        )
+    if fmt != "mermaid":
+        given = [
+            name
+            for name, value in (("--from", from_seq), ("--to", to_seq), ("--session", session_key))
+            if value is not None
+        ]
+        if given:
+            names = ", ".join(given)
+            _fail(
+                "report",
+                f"{names}: only for --format mermaid (the HTML page holds every session "
+                "and message)",
+            )
+
+
+@contextlib.contextmanager
+def _records_of(readable: Path, trace: Path) -> Iterator[Path]:
+    """``readable`` itself, or an analyzed copy when it holds frames but no messages.
+
+    The page and the diagram are built from message records; a trace of frames
+    alone (cut by hand, written without analysis) would show none of its
+    traffic, so its frames are analyzed as ``check`` analyzes them.
+    """
+    from mcpsniff.filter.analyzed import analyzed_copy, frames_only
+    from mcpsniff.trace.format import TraceReader
+
+    TraceReader(readable).close()  # the readers' one-line errors: empty, not JSON, version
+    if not frames_only(readable):
+        yield readable
+        return
+    click.echo(
+        f"mcpsniff report: {terminal_safe(str(trace))} holds frames but no message records: "
+        "analyzing its frames with today's rules, as check does",
+        err=True,
+    )
+    with analyzed_copy(readable) as copy:
+        yield copy
 
 
 def _same_file(output: Path, trace: Path) -> bool:
@@ -231,7 +295,10 @@ def _mermaid(
     if output is None:
         click.echo(text, nl=False)
     else:
-        output.write_text(text, encoding="utf-8")
+        # Mode 0600, as the page: the diagram quotes traffic (methods, names).
+        fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
     if left_out:
         click.echo(
             f"mcpsniff report: {left_out} messages outside the diagram's window "

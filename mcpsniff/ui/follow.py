@@ -27,15 +27,14 @@ from mcpsniff.trace.format import (
     glued_record,
     torn_piece_reason,
 )
+from mcpsniff.trace.longlines import LINE_LIMIT, NOT_A_RECORD, junk_reason
 from mcpsniff.trace.validate import message_problem, problem
 
 _FRAME = b'{"type":"frame"'
 _MESSAGE = b'{"type":"message"'
-#: Bytes read from one file per poll.
+#: Bytes read from one file per poll. (The longest line read is the readers'
+#: ``longlines.LINE_LIMIT``; the detail view's ``read_record_at`` reads no more.)
 READ_LIMIT = 8 << 20
-#: The longest line read: a longer one is skipped as it is read (the detail
-#: view's ``read_record_at`` reads no more of a record either).
-LINE_LIMIT = 256 << 20
 #: Skipped-record notes kept per trace (the count goes on).
 SKIP_NOTES = 20
 
@@ -54,9 +53,10 @@ class OffsetTail:
 
     Memory stays bounded on any file: the unfinished last line is kept as the
     pieces read so far (joined once, when its newline comes, not copied on
-    every poll), and a line that cannot be a record (it does not start with
-    ``{``: a tail of NUL bytes a crash left, binary junk) or that is longer
-    than ``LINE_LIMIT`` is skipped as it is read, not kept.
+    every poll), and a line the readers' rules (``trace.longlines.junk_reason``)
+    read past, one of ``PROBE`` bytes or more that does not start with ``{``
+    (a tail of NUL bytes a crash left, binary junk) or one longer than
+    ``LINE_LIMIT``, is skipped as it is read, not kept.
     """
 
     path: Path
@@ -129,11 +129,10 @@ class OffsetTail:
             )
         if self._line == 0:
             return  # the header: judged whole when its newline comes
-        head = self._pieces[0].lstrip() if len(self._pieces) == 1 else b"{"
-        if self._pending > LINE_LIMIT:
-            self._discarding = f"longer than {LINE_LIMIT >> 20} MiB, not read"
-        elif head and not head.startswith(b"{"):
-            self._discarding = "not a JSON record"
+        # The rules every reader shares (TraceTail, LazyTraceRecords): a short
+        # line is kept whatever it holds and judged whole (a record may be glued
+        # after a torn piece of it); a long one only while it may be a record.
+        self._discarding = junk_reason(self._pieces[0], self._pending)
         if self._discarding is not None:
             self._pieces = []
 
@@ -188,7 +187,7 @@ class OffsetTail:
                 self._skip(torn_piece_reason(at))
         if isinstance(obj, dict) and obj.get("type") == "header":
             return offset, Header(offset, obj)
-        reason = "not a JSON record" if obj is None else problem(obj)
+        reason = NOT_A_RECORD if obj is None else problem(obj)
         record: Any = None
         if reason is None:
             try:

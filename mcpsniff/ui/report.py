@@ -60,7 +60,9 @@ def load_model(path: Path) -> TraceModel:
             break
     model.flush()
     if tail.first_header is None:
-        raise TraceError(f"{path}: not an mcpsniff trace (it is empty)")
+        # The header is judged when its newline comes; a first line that never ends is none.
+        what = "it is empty" if tail.consumed == 0 else "its first line never ends"
+        raise TraceError(f"{path}: not an mcpsniff trace ({what})")
     return model
 
 

@@ -65,7 +65,8 @@ def test_cli_writes_mermaid_to_stdout_or_a_file(tmp_path: Path) -> None:
     assert result.exit_code == 0
     assert out.read_text().startswith("sequenceDiagram\n")
     missing = runner.invoke(main, ["report", str(tmp_path / "nope.jsonl")])
-    assert missing.exit_code == 2 and "No such file" in missing.output
+    assert missing.exit_code == 2
+    assert missing.output == f"mcpsniff report: {tmp_path / 'nope.jsonl'}: no such file\n"
 
 
 def test_report_never_overwrites_its_trace(tmp_path: Path) -> None:

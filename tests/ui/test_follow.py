@@ -1,0 +1,87 @@
+"""``OffsetTail`` on a followed trace (the file grows between polls): long lines.
+
+The UI follows traces being written; a line longer than ``longlines.PROBE``
+arrives over several polls. It is judged by the rules every reader shares
+(``trace/longlines.py``): kept while it may be a record, read past otherwise.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mcpsniff.core.model import C2S, EventRecord, FrameRecord
+from mcpsniff.trace.format import TraceReader, TraceWriter, encode_line
+from mcpsniff.trace.longlines import NOT_A_RECORD, PROBE
+from mcpsniff.ui.follow import Header, OffsetTail, read_record_at
+
+BIG = b'{"jsonrpc":"2.0","id":1,"result":{"blob":"' + b"x" * (3 * PROBE) + b'"}}\n'
+FRAME = FrameRecord(2, 2.0, "s", C2S, "stdio", BIG)
+AFTER = EventRecord(3, 3.0, "s", "stderr", {"line": "after"})
+
+
+def _start(tmp_path: Path) -> Path:
+    path = tmp_path / "t.jsonl"
+    writer = TraceWriter.create(path, meta={"source": "test"})
+    writer.write(EventRecord(1, 1.0, "s", "session-start", {}))
+    writer.close()
+    return path
+
+
+def _follow(tail: OffsetTail, path: Path, data: bytes, piece: int) -> list[tuple[int, object]]:
+    """Append ``data`` to ``path`` ``piece`` bytes at a time, polling after each."""
+    got: list[tuple[int, object]] = []
+    for start in range(0, len(data), piece):
+        with path.open("ab") as file:
+            file.write(data[start : start + piece])
+        more = True
+        while more:
+            items, more = tail.poll(limit=PROBE // 2)
+            got.extend(items)
+            # Never more of a line held than the rules allow (a record may be 3 MiB).
+            assert sum(map(len, tail._pieces)) <= len(data)
+    return [(offset, item) for offset, item in got if not isinstance(item, Header)]
+
+
+def test_a_frame_longer_than_the_probe_arrives_whole(tmp_path: Path) -> None:
+    path = _start(tmp_path)
+    tail = OffsetTail(path)
+    tail.poll()
+    before = path.stat().st_size
+    got = _follow(tail, path, encode_line(FRAME) + encode_line(AFTER), PROBE // 3)
+    assert [type(item) for _, item in got] == [FrameRecord, EventRecord]
+    offset, frame = got[0]
+    assert offset == before
+    assert read_record_at(path, offset) == frame
+    assert isinstance(frame, FrameRecord) and frame.raw == BIG
+    assert got[1][1] == AFTER
+    assert (tail.skipped, tail.notes) == (0, [])
+    with TraceReader(path) as reader:  # what every other reader reads
+        assert list(reader.records())[1:] == [frame, AFTER]
+
+
+def test_a_junk_line_longer_than_the_probe_is_read_past_not_held(tmp_path: Path) -> None:
+    path = _start(tmp_path)
+    tail = OffsetTail(path)
+    tail.poll()
+    junk = b"\x00" * (3 * PROBE) + b"\n"
+    got = _follow(tail, path, junk + encode_line(AFTER), PROBE // 3)
+    assert [item for _, item in got] == [AFTER]
+    assert tail.skipped == 1
+    assert tail.notes == [f"line 3: {NOT_A_RECORD}"]
+    assert tail._pieces == [] and tail._discarding is None
+
+
+@pytest.mark.parametrize("piece", [7, 1 << 20], ids=["many-polls", "one-poll"])
+def test_a_short_junk_line_is_judged_whole_however_it_arrives(tmp_path: Path, piece: int) -> None:
+    """A record glued after junk is read, whether the line came in one poll or many
+    (the readers' rule: only a line of PROBE bytes or more is read past unparsed)."""
+    path = _start(tmp_path)
+    tail = OffsetTail(path)
+    tail.poll()
+    glued = FrameRecord(2, 2.0, "s", C2S, "stdio", b'{"jsonrpc":"2.0","method":"x"}\n')
+    got = _follow(tail, path, b"garbage" + encode_line(glued) + encode_line(AFTER), piece)
+    assert [item for _, item in got] == [glued, AFTER]
+    assert tail.skipped == 1
+    assert tail.notes[0].startswith("line 3: not a JSON record: its first 7 bytes are a torn")
