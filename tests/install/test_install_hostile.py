@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from mcpsniff.cli import install as install_command
 from mcpsniff.cli import main
-from mcpsniff.install import command as install_command
 from mcpsniff.install import jsonc
 from mcpsniff.trace.paths import resolve_trace_path
 

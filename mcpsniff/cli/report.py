@@ -1,97 +1,23 @@
-"""The ``mcpsniff ui`` and ``mcpsniff report`` commands."""
+"""``mcpsniff report``: a trace as one self-contained HTML page, or as Mermaid."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
-import sys
-import webbrowser
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
+from mcpsniff.cli.filter_option import filter_option, parse_filter
+from mcpsniff.cli.shared import fail
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.filter import HELP as FILTER_HELP
-from mcpsniff.filter.cli import filter_option, parse_filter
-from mcpsniff.listen_address import parse_listen_address
 from mcpsniff.output_target import holds_a_trace
-from mcpsniff.trace.paths import traces_dir
 
 if TYPE_CHECKING:
     from mcpsniff.ui.model import TraceModel
-
-EXIT_ERROR = 2
-
-
-def _fail(command: str, reason: str) -> None:
-    # A reason may quote a file name or trace text: never raw on the terminal.
-    click.echo(f"mcpsniff {command}: {terminal_safe(reason)}", err=True)
-    sys.exit(EXIT_ERROR)
-
-
-def parse_listen(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` -> (host, port); port 0 picks a free port. One line when malformed."""
-    try:
-        return parse_listen_address(text, "--listen")
-    except ValueError as exc:
-        _fail("ui", str(exc))
-        raise  # not reached: _fail exits
-
-
-def wildcard_warning(host: str) -> str | None:
-    """The warning every mcpsniff listener gives on an address that is not loopback."""
-    from mcpsniff.relay.http import is_loopback
-
-    if is_loopback(host):
-        return None
-    return (
-        f"warning: listening on {host}, not loopback: anyone who can reach this address "
-        "can read every recorded trace the UI serves"
-    )
-
-
-@click.command()
-@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option(
-    "--listen",
-    default="127.0.0.1:6288",
-    show_default=True,
-    help="Address to serve the page on (port 0 picks a free one).",
-)
-@click.option("--open", "open_browser", is_flag=True, help="Open the page in a web browser.")
-def ui(paths: tuple[Path, ...], listen: str, open_browser: bool) -> None:
-    """Serve a live web UI over traces: sessions, sequence diagram, messages, findings.
-
-    PATHS are trace files or folders of traces (default: the state folder, where
-    relays record). Sessions recorded while the page is open appear as they happen.
-    """
-    from mcpsniff.ui.server import serve
-
-    host, port = parse_listen(listen)
-    roots = list(paths) or [traces_dir()]
-    for root in roots:
-        if not root.exists() and root != traces_dir():
-            _fail("ui", f"{root}: no such file or folder")
-    warning = wildcard_warning(host)
-    if warning:
-        click.echo(f"mcpsniff ui: {warning}", err=True)
-
-    def announce(line: str) -> None:
-        click.echo(line, err=True)
-
-    def ready(url: str) -> None:
-        if open_browser:
-            webbrowser.open(url)
-
-    try:
-        asyncio.run(serve(roots, host, port, announce, ready))
-    except KeyboardInterrupt:
-        pass
-    except OSError as exc:
-        _fail("ui", f"cannot serve on {listen}: {exc.strerror or exc}")
 
 
 @click.command(epilog=FILTER_HELP)
@@ -136,18 +62,15 @@ def report(
     _check_window(fmt, from_seq, to_seq, session_key)
     if fmt == "mermaid" and filter_expr is not None:
         # The diagram draws a window of one session's messages, not a selection.
-        _fail("report", "--filter: only for --format html (the diagram takes --from and --to)")
+        fail("report", "--filter: only for --format html (the diagram takes --from and --to)")
     flt = parse_filter("report", filter_expr)
     if fmt == "html" and output is None and is_stream(trace):
         # TRACE.html next to /dev/fd/63 is no place for a page.
-        _fail("report", "a trace from a pipe needs -o FILE for its page")
-        return
+        fail("report", "a trace from a pipe needs -o FILE for its page")
     if output is not None and _same_file(output, trace):
-        _fail("report", f"{output} is the trace itself; choose another -o")
-        return
+        fail("report", f"{output} is the trace itself; choose another -o")
     if output is not None and holds_a_trace(output):
-        _fail("report", f"{output} is an mcpsniff trace; it was left untouched (choose another -o)")
-        return
+        fail("report", f"{output} is an mcpsniff trace; it was left untouched (choose another -o)")
     out = output or trace.with_suffix(".html")
     if fmt == "html" and output is None:
         _check_default_output(out)
@@ -160,12 +83,10 @@ def report(
                 return
             result = write_report(analyzed, out, flt)
     except TraceError as exc:
-        _fail("report", str(exc))
-        return
+        fail("report", str(exc))
     except OSError as exc:
         where = out if fmt == "html" else output
-        _fail("report", f"cannot write {where}: {exc.strerror or exc}")
-        return
+        fail("report", f"cannot write {where}: {exc.strerror or exc}")
     cut = f", {result.cut} rows cut (narrow it with --filter)" if result.cut else ""
     click.echo(
         f"mcpsniff report: wrote {terminal_safe(str(out))} "
@@ -184,7 +105,7 @@ def _check_window(
     session, so the diagram's options would change nothing in it.
     """
     if from_seq is not None and to_seq is not None and from_seq > to_seq:
-        _fail(
+        fail(
             "report",
             f"--from {from_seq} is after --to {to_seq}: that window holds no message "
             "(both bounds are included; swap them)",
@@ -197,7 +118,7 @@ def _check_window(
         ]
         if given:
             names = ", ".join(given)
-            _fail(
+            fail(
                 "report",
                 f"{names}: only for --format mermaid (the HTML page holds every session "
                 "and message)",
@@ -245,7 +166,7 @@ def _check_default_output(out: Path) -> None:
     """
     if out.is_symlink() or (out.exists() and not out.is_file()):
         what = "a symlink" if out.is_symlink() else "not a regular file"
-        _fail("report", f"{out} is {what}; name the page with -o FILE")
+        fail("report", f"{out} is {what}; name the page with -o FILE")
 
 
 #: The most of a session key a message quotes (a peer's Mcp-Session-Id may be megabytes).
@@ -273,16 +194,14 @@ def _mermaid(
     model = load_model(trace)
     sessions = list(model.sessions.values())
     if not sessions:
-        _fail("report", f"{terminal_safe(str(shown or trace))} holds no session")
-        return
+        fail("report", f"{terminal_safe(str(shown or trace))} holds no session")
     chosen = sessions[0]
     if session_key is not None:
         found = model.sessions.get(session_key)
         if found is None:
             names = ", ".join(_key(s.key) for s in sessions[:20])
             where = terminal_safe(str(shown or trace))
-            _fail("report", f"no session {_key(session_key)!r} in {where} ({names})")
-            return
+            fail("report", f"no session {_key(session_key)!r} in {where} ({names})")
         chosen = found
     elif len(sessions) > 1:
         others = ", ".join(_key(s.key) for s in sessions[1:20])

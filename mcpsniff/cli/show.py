@@ -10,16 +10,16 @@ from pathlib import Path
 
 import click
 
+from mcpsniff.cli.filter_option import filter_option, parse_filter
+from mcpsniff.cli.seconds import Seconds
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.core.model import Record
 from mcpsniff.filter import HELP as FILTER_HELP
 from mcpsniff.filter import Filter, ViewBuilder, index_findings
 from mcpsniff.filter.analyzed import AnalyzedRecords, frames_only
-from mcpsniff.filter.cli import filter_option, parse_filter
 from mcpsniff.filter.reading import LazyTraceRecords
 from mcpsniff.render import Style
 from mcpsniff.safe_output import tolerate_surrogates
-from mcpsniff.seconds import Seconds
 from mcpsniff.show.printer import ViewPrinter
 from mcpsniff.trace.format import TraceError, TraceReader, TraceTail
 from mcpsniff.trace.spool import is_stream, rereadable

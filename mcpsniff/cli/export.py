@@ -11,12 +11,12 @@ from typing import Any
 
 import click
 
+from mcpsniff.cli.filter_option import filter_option, parse_filter
 from mcpsniff.core.analyzer import replay
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.core.model import Record
 from mcpsniff.export.otel_spans import ExportOptions, SpanDraft, spans_of
 from mcpsniff.filter import Filter
-from mcpsniff.filter.cli import filter_option, parse_filter
 from mcpsniff.filter.view import MessageView, ViewBuilder
 from mcpsniff.output_target import holds_a_trace
 from mcpsniff.trace.format import TraceError, TraceReader

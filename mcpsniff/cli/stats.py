@@ -9,11 +9,11 @@ from pathlib import Path
 import click
 import orjson
 
+from mcpsniff.cli.filter_option import filter_option, parse_filter
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.filter import HELP as FILTER_HELP
 from mcpsniff.filter import Filter, build_views, index_findings
 from mcpsniff.filter.analyzed import AnalyzedRecords, frames_only
-from mcpsniff.filter.cli import filter_option, parse_filter
 from mcpsniff.filter.reading import LazyTraceRecords
 from mcpsniff.safe_output import terminal_json_line, tolerate_surrogates
 from mcpsniff.stats.compute import compute
