@@ -57,8 +57,8 @@ from mcpsniff.core.analyzer import Analyzer, replay_notable
 from mcpsniff.core.model import SEVERITY_RANK, EventRecord, FindingRecord
 from mcpsniff.render import finding_json
 from mcpsniff.safe_output import json_line
-from mcpsniff.trace.format import TraceReader
 from mcpsniff.trace.gaps import GapTally
+from mcpsniff.trace.reader import TraceReader
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_trace import cached_trace

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcpsniff.trace.format import FORMAT_NAME
+from mcpsniff.trace.codec import FORMAT_NAME
 
 
 def holds_a_trace(output: Path) -> bool:

@@ -19,7 +19,8 @@ from mcpsniff.cli import main
 from mcpsniff.core.model import FindingRecord
 from mcpsniff.core.rules import IMPLEMENTED
 from mcpsniff.core.session import Session
-from mcpsniff.trace.format import TraceReader, TraceWriter
+from mcpsniff.trace.reader import TraceReader
+from mcpsniff.trace.writer import TraceWriter
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDINGS = ROOT / "recordings"
@@ -323,7 +324,7 @@ def test_check_counts_the_sessions_whose_state_was_dropped(tmp_path: Path) -> No
     """Past the analyzer's cap (MAX_SESSIONS) a session's state goes, not its count."""
     from mcpsniff.core.analyzer import MAX_SESSIONS
     from mcpsniff.core.model import FrameRecord
-    from mcpsniff.trace.format import TraceWriter
+    from mcpsniff.trace.writer import TraceWriter
 
     ping = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
     count = MAX_SESSIONS + 5

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from mcpsniff.cli import main
 from mcpsniff.core.analyzer import replay
 from mcpsniff.core.model import EventRecord, FrameRecord
-from mcpsniff.trace.format import TraceWriter
+from mcpsniff.trace.writer import TraceWriter
 
 #: What must never reach a terminal raw: C0 controls but tab and newline, DEL, C1, bidi.
 RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")

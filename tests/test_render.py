@@ -11,7 +11,7 @@ from mcpsniff.cli import main
 from mcpsniff.core.analyzer import replay
 from mcpsniff.core.model import FrameRecord
 from mcpsniff.render import MAX_PIECE
-from mcpsniff.trace.format import TraceWriter
+from mcpsniff.trace.writer import TraceWriter
 
 
 def _trace(path: Path, method: str) -> Path:

@@ -16,7 +16,7 @@ import pytest
 
 from mcpsniff.core.analyzer import replay
 from mcpsniff.core.model import FrameRecord
-from mcpsniff.trace.format import TraceWriter
+from mcpsniff.trace.writer import TraceWriter
 
 FRAMES = [
     ("c2s", r'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a\ud800"}}'),

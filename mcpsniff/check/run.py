@@ -20,8 +20,9 @@ from mcpsniff.filter import Filter
 from mcpsniff.filter.select import matching_findings
 from mcpsniff.render import Style, finding_json, report_lines
 from mcpsniff.safe_output import terminal_json_line
-from mcpsniff.trace.format import TraceError, TraceReader
+from mcpsniff.trace.codec import TraceError
 from mcpsniff.trace.gaps import GapTally
+from mcpsniff.trace.reader import TraceReader
 
 #: The report formats: ``text`` for a person, ``json`` a finding a line, and the
 #: two files a CI system reads (``export/check_report.py``).

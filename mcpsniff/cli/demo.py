@@ -13,7 +13,7 @@ from mcpsniff.check.run import CheckOptions
 from mcpsniff.cli.check import check_exit_status
 from mcpsniff.cli.shared import EXIT_ERROR, colour, fail
 from mcpsniff.render import Style, Timeline
-from mcpsniff.trace.format import TraceReader
+from mcpsniff.trace.reader import TraceReader
 
 
 @click.command()

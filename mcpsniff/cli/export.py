@@ -19,7 +19,8 @@ from mcpsniff.export.otel_spans import ExportOptions, SpanDraft, spans_of
 from mcpsniff.filter import Filter
 from mcpsniff.filter.view import MessageView, ViewBuilder
 from mcpsniff.output_target import holds_a_trace
-from mcpsniff.trace.format import TraceError, TraceReader
+from mcpsniff.trace.codec import TraceError
+from mcpsniff.trace.reader import TraceReader
 
 EXIT_OK, EXIT_ERROR = 0, 2
 #: Frames a --filter remembers as matching, to judge the operations they belong to.

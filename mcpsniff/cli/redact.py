@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from mcpsniff.core.escape import terminal_safe
-from mcpsniff.trace.format import TraceError
+from mcpsniff.trace.codec import TraceError
 from mcpsniff.trace.redact_trace import redact_trace
 
 

@@ -55,7 +55,7 @@ def report(
     stats) with its data inline, loads nothing from the network and works from
     file://; attach it to a bug report or keep it from a CI run.
     """
-    from mcpsniff.trace.format import TraceError
+    from mcpsniff.trace.codec import TraceError
     from mcpsniff.trace.spool import is_stream, rereadable
     from mcpsniff.ui.report import load_model, write_report
 
@@ -134,7 +134,7 @@ def _records_of(readable: Path, trace: Path) -> Iterator[Path]:
     traffic, so its frames are analyzed as ``check`` analyzes them.
     """
     from mcpsniff.filter.analyzed import analyzed_copy, frames_only
-    from mcpsniff.trace.format import TraceReader
+    from mcpsniff.trace.reader import TraceReader
 
     TraceReader(readable).close()  # the readers' one-line errors: empty, not JSON, version
     if not frames_only(readable):

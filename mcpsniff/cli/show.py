@@ -21,8 +21,10 @@ from mcpsniff.filter.reading import LazyTraceRecords
 from mcpsniff.render import Style
 from mcpsniff.safe_output import tolerate_surrogates
 from mcpsniff.show.printer import ViewPrinter
-from mcpsniff.trace.format import TraceError, TraceReader, TraceTail
+from mcpsniff.trace.codec import TraceError
+from mcpsniff.trace.reader import TraceReader
 from mcpsniff.trace.spool import is_stream, rereadable
+from mcpsniff.trace.tail import TraceTail
 
 EXIT_ERROR = 2
 

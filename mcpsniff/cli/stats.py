@@ -18,7 +18,7 @@ from mcpsniff.filter.reading import LazyTraceRecords
 from mcpsniff.safe_output import terminal_json_line, tolerate_surrogates
 from mcpsniff.stats.compute import compute
 from mcpsniff.stats.render import stats_lines
-from mcpsniff.trace.format import TraceError
+from mcpsniff.trace.codec import TraceError
 from mcpsniff.trace.spool import rereadable
 
 EXIT_ERROR = 2

@@ -17,7 +17,7 @@ from mcpsniff.cli.recording import (
 from mcpsniff.cli.shared import fail
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.relay.outputs import Outputs
-from mcpsniff.trace.format import TraceWriter
+from mcpsniff.trace.writer import TraceWriter
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})

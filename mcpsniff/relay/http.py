@@ -49,7 +49,6 @@ from mcpsniff.relay.outputs import Outputs, attach
 from mcpsniff.relay.recorder import Recorder
 from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver
 from mcpsniff.relay.worker import TRACE_INCOMPLETE, fork_analysis
-from mcpsniff.trace.format import TraceWriter
 from mcpsniff.trace.paths import TraceOpenError, open_trace_file
 from mcpsniff.trace.salvage import (
     SalvageReport,
@@ -57,6 +56,7 @@ from mcpsniff.trace.salvage import (
     exit_reason,
     salvage_once,
 )
+from mcpsniff.trace.writer import TraceWriter
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 6280

@@ -27,17 +27,17 @@ from hypothesis import strategies as st
 from mcpsniff.core.analyzer import replay
 from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, MessageRecord, Record
 from mcpsniff.core.session import Session
-from mcpsniff.trace.format import (
+from mcpsniff.trace.codec import (
     FORMAT_NAME,
     FORMAT_VERSION,
     TraceError,
-    TraceReader,
-    TraceTail,
-    TraceWriter,
     encode_line,
     encode_record,
     header,
 )
+from mcpsniff.trace.reader import TraceReader
+from mcpsniff.trace.tail import TraceTail
+from mcpsniff.trace.writer import TraceWriter
 
 # --------------------------------------------------------------------------- helpers
 
@@ -845,8 +845,8 @@ def test_parsed_frames_are_embedded_and_read_back_exactly(tmp_path: Path, raw: b
 def test_an_embedded_frame_line_is_what_the_generic_encoder_writes(
     session: str, t: float, seq: int, meta: dict[str, int] | None
 ) -> None:
-    """The cached-template fast path writes exactly the bytes ``_dumps`` of the object would."""
-    from mcpsniff.trace.format import _dumps
+    """The cached-template fast path writes exactly the bytes ``dump_line`` of the object would."""
+    from mcpsniff.trace.codec import dump_line
 
     for raw, end, eol in (
         (b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n', -1, "\n"),
@@ -870,19 +870,19 @@ def test_an_embedded_frame_line_is_what_the_generic_encoder_writes(
             obj["meta"] = meta
         obj["eol"] = eol
         obj["len"] = len(payload)
-        expected = _dumps(obj)[:-2] + b',"json":' + payload + b"}\n"
+        expected = dump_line(obj)[:-2] + b',"json":' + payload + b"}\n"
         assert encode_line(record) == expected
         assert encode_line(record) == expected  # and again, from the cache
 
 
 def test_the_frame_template_cache_is_bounded() -> None:
-    from mcpsniff.trace import format as trace_format
+    from mcpsniff.trace import codec as trace_codec
 
     raw = b'{"jsonrpc":"2.0","method":"x"}\n'
-    for i in range(3 * trace_format._FRAME_MIDDLES_LIMIT):
+    for i in range(3 * trace_codec._FRAME_MIDDLES_LIMIT):
         line = encode_line(FrameRecord(i, 1.5, f"session-{i}", "s2c", "http", raw, None, {}))
         assert b'"session":"session-%d"' % i in line
-        assert len(trace_format._FRAME_MIDDLES) <= trace_format._FRAME_MIDDLES_LIMIT
+        assert len(trace_codec._FRAME_MIDDLES) <= trace_codec._FRAME_MIDDLES_LIMIT
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from mcpsniff.core.model import EventRecord
-from mcpsniff.trace.format import TraceReader, TraceWriter
+from mcpsniff.trace.reader import TraceReader
+from mcpsniff.trace.writer import TraceWriter
 
 
 def _event(seq: int) -> EventRecord:

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from mcpsniff.cli import main
-from mcpsniff.trace.format import HEADER_LIMIT
+from mcpsniff.trace.reader import HEADER_LIMIT
 
 GALLERY = Path(__file__).resolve().parents[2] / "recordings" / "string-id-echo.jsonl"
 
