@@ -55,8 +55,8 @@ import orjson
 from mcpsniff.check.run import note_event
 from mcpsniff.core.analyzer import Analyzer, replay_notable
 from mcpsniff.core.model import SEVERITY_RANK, EventRecord, FindingRecord
-from mcpsniff.render import finding_json
-from mcpsniff.safe_output import json_line
+from mcpsniff.terminal.render import finding_json
+from mcpsniff.terminal.safe_output import json_line
 from mcpsniff.trace.gaps import GapTally
 from mcpsniff.trace.reader import TraceReader
 
@@ -70,7 +70,7 @@ CHECK_PATH_SOURCES = (
     "mcpsniff/trace",
     "mcpsniff/check",
     "mcpsniff/cli/check.py",
-    "mcpsniff/render.py",
+    "mcpsniff/terminal/render.py",
 )
 
 

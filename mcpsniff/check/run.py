@@ -18,8 +18,8 @@ from mcpsniff.core.explain import explain_lines
 from mcpsniff.core.model import SEVERITY_RANK, EventRecord, FindingRecord, Record
 from mcpsniff.filter import Filter
 from mcpsniff.filter.select import matching_findings
-from mcpsniff.render import Style, finding_json, report_lines
-from mcpsniff.safe_output import terminal_json_line
+from mcpsniff.terminal.render import Style, finding_json, report_lines
+from mcpsniff.terminal.safe_output import terminal_json_line
 from mcpsniff.trace.codec import TraceError
 from mcpsniff.trace.gaps import GapTally
 from mcpsniff.trace.reader import TraceReader

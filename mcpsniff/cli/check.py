@@ -13,7 +13,7 @@ from mcpsniff.cli.shared import EXIT_FINDINGS, EXIT_OK, colour, fail
 from mcpsniff.core import catalog
 from mcpsniff.core.explain import explain_lines
 from mcpsniff.filter import HELP as FILTER_HELP
-from mcpsniff.safe_output import tolerate_surrogates
+from mcpsniff.terminal.safe_output import tolerate_surrogates
 
 
 @click.command(epilog=FILTER_HELP)

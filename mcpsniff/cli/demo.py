@@ -12,7 +12,7 @@ import click
 from mcpsniff.check.run import CheckOptions
 from mcpsniff.cli.check import check_exit_status
 from mcpsniff.cli.shared import EXIT_ERROR, colour, fail
-from mcpsniff.render import Style, Timeline
+from mcpsniff.terminal.render import Style, Timeline
 from mcpsniff.trace.reader import TraceReader
 
 

@@ -18,8 +18,8 @@ from mcpsniff.core.model import Record
 from mcpsniff.export.otel_spans import ExportOptions, SpanDraft, spans_of
 from mcpsniff.filter import Filter
 from mcpsniff.filter.view import MessageView, ViewBuilder
-from mcpsniff.output_target import holds_a_trace
 from mcpsniff.trace.codec import TraceError
+from mcpsniff.trace.output_target import holds_a_trace
 from mcpsniff.trace.reader import TraceReader
 
 EXIT_OK, EXIT_ERROR = 0, 2

@@ -33,7 +33,7 @@ from mcpsniff.install.plan import (
     plan_unwrap,
     read_config,
 )
-from mcpsniff.safe_output import tolerate_surrogates
+from mcpsniff.terminal.safe_output import tolerate_surrogates
 from mcpsniff.trace.paths import safe_name, traces_dir
 
 EXIT_ERROR = 2

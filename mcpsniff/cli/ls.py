@@ -11,7 +11,7 @@ import click
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.listing.columns import pad
 from mcpsniff.listing.summary import Skipped, TraceSummary, list_traces
-from mcpsniff.safe_output import terminal_json_line, tolerate_surrogates
+from mcpsniff.terminal.safe_output import terminal_json_line, tolerate_surrogates
 from mcpsniff.trace.paths import traces_dir
 
 EXIT_ERROR = 2

@@ -8,8 +8,8 @@ from collections.abc import Callable
 
 from mcpsniff.cli.shared import colour, fail, warner
 from mcpsniff.core.model import EventRecord, Record
-from mcpsniff.render import Style, Timeline
 from mcpsniff.sinks import Sink
+from mcpsniff.terminal.render import Style, Timeline
 
 TRACE_HELP = (
     "Trace file: created, or a new session appended to it. May hold {name}, {pid} "

@@ -14,7 +14,7 @@ from mcpsniff.core.escape import terminal_safe, terminal_safe_lines
 from mcpsniff.replay.compare import PathPart, parse_path
 from mcpsniff.replay.matcher import AUTO, MODES, STRICT
 from mcpsniff.replay.script import ReplayError, load_script
-from mcpsniff.safe_output import tolerate_surrogates
+from mcpsniff.terminal.safe_output import tolerate_surrogates
 
 EXIT_OK, EXIT_DIFFERENT, EXIT_ERROR = 0, 1, 2
 

@@ -14,7 +14,7 @@ from mcpsniff.cli.filter_option import filter_option, parse_filter
 from mcpsniff.cli.shared import fail
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.filter import HELP as FILTER_HELP
-from mcpsniff.output_target import holds_a_trace
+from mcpsniff.trace.output_target import holds_a_trace
 
 if TYPE_CHECKING:
     from mcpsniff.ui.model import TraceModel

@@ -18,9 +18,9 @@ from mcpsniff.filter import HELP as FILTER_HELP
 from mcpsniff.filter import Filter, ViewBuilder, index_findings
 from mcpsniff.filter.analyzed import AnalyzedRecords, frames_only
 from mcpsniff.filter.reading import LazyTraceRecords
-from mcpsniff.render import Style
-from mcpsniff.safe_output import tolerate_surrogates
 from mcpsniff.show.printer import ViewPrinter
+from mcpsniff.terminal.render import Style
+from mcpsniff.terminal.safe_output import tolerate_surrogates
 from mcpsniff.trace.codec import TraceError
 from mcpsniff.trace.reader import TraceReader
 from mcpsniff.trace.spool import is_stream, rereadable

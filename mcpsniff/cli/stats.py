@@ -15,9 +15,9 @@ from mcpsniff.filter import HELP as FILTER_HELP
 from mcpsniff.filter import Filter, build_views, index_findings
 from mcpsniff.filter.analyzed import AnalyzedRecords, frames_only
 from mcpsniff.filter.reading import LazyTraceRecords
-from mcpsniff.safe_output import terminal_json_line, tolerate_surrogates
 from mcpsniff.stats.compute import compute
 from mcpsniff.stats.render import stats_lines
+from mcpsniff.terminal.safe_output import terminal_json_line, tolerate_surrogates
 from mcpsniff.trace.codec import TraceError
 from mcpsniff.trace.spool import rereadable
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from mcpsniff.cli.shared import fail
-from mcpsniff.listen_address import parse_listen_address
+from mcpsniff.net.listen_address import parse_listen_address
 from mcpsniff.trace.paths import traces_dir
 
 

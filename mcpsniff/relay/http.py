@@ -38,7 +38,7 @@ from mcpsniff.core.http_adapter import RELAY_SESSION, ObservationAdapter
 from mcpsniff.core.model import Record
 from mcpsniff.core.observations import TransportEvent
 from mcpsniff.core.redact import redact_query
-from mcpsniff.listen_address import parse_listen_address
+from mcpsniff.net.listen_address import parse_listen_address
 from mcpsniff.relay import event_loop
 from mcpsniff.relay.analysis_process import AnalysisProcess
 from mcpsniff.relay.channel import Capture, InProcess

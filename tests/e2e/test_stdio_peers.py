@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from mcpsniff.core.model import FindingRecord, FrameRecord, MessageRecord, Record
-from mcpsniff.render import finding_json
+from mcpsniff.terminal.render import finding_json
 from mcpsniff.trace.reader import TraceReader
 from tests.e2e.sdk_peers import client_result
 

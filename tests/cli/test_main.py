@@ -22,7 +22,7 @@ from mcpsniff.core.session import Session
 from mcpsniff.trace.reader import TraceReader
 from mcpsniff.trace.writer import TraceWriter
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RECORDINGS = ROOT / "recordings"
 MCPSNIFF = [sys.executable, "-m", "mcpsniff"]
 

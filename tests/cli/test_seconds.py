@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from mcpsniff.cli import main
 
-TRACE = Path(__file__).resolve().parents[1] / "recordings" / "string-id-echo.jsonl"
+TRACE = Path(__file__).resolve().parents[2] / "recordings" / "string-id-echo.jsonl"
 
 
 @pytest.mark.parametrize("value", ["-1", "0", "nan", "inf", "1e300", "soon"])

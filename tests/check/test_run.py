@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from mcpsniff.cli import main
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 RECORDINGS = ROOT / "recordings"
 
 # trace -> (exit code of `check`, sorted (severity, rule, cause) of `check --fail-on info`)

@@ -11,7 +11,7 @@ from mcpsniff.cli import main
 from mcpsniff.core import catalog
 from mcpsniff.core.rules import IMPLEMENTED
 
-RECORDINGS = Path(__file__).resolve().parent.parent / "recordings"
+RECORDINGS = Path(__file__).resolve().parents[2] / "recordings"
 
 
 def test_explain_a_rule_without_a_trace() -> None:
@@ -63,7 +63,7 @@ def test_rules_json_has_a_description_for_every_rule() -> None:
 
 def test_text_report_names_the_layer_of_an_error_code() -> None:
     from mcpsniff.core.model import FindingRecord
-    from mcpsniff.render import Style, report_lines
+    from mcpsniff.terminal.render import Style, report_lines
 
     findings = [
         FindingRecord("TASK-ERRORS", "error", "m", "s", [3], {"code": -32001}),

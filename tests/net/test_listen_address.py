@@ -1,10 +1,10 @@
-"""``HOST:PORT`` of a listener, checked whole (mcpsniff/listen_address.py)."""
+"""``HOST:PORT`` of a listener, checked whole (mcpsniff/net/listen_address.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from mcpsniff.listen_address import parse_listen_address
+from mcpsniff.net.listen_address import parse_listen_address
 
 
 @pytest.mark.parametrize(

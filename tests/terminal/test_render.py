@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from mcpsniff.cli import main
 from mcpsniff.core.analyzer import replay
 from mcpsniff.core.model import FrameRecord
-from mcpsniff.render import MAX_PIECE
+from mcpsniff.terminal.render import MAX_PIECE
 from mcpsniff.trace.writer import TraceWriter
 
 
