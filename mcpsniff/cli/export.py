@@ -5,15 +5,15 @@ from __future__ import annotations
 import os
 import sys
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import click
 
 from mcpsniff.cli.filter_option import filter_option, parse_filter
+from mcpsniff.cli.shared import fail, warner
 from mcpsniff.core.analyzer import replay
-from mcpsniff.core.escape import terminal_safe
 from mcpsniff.core.model import Record
 from mcpsniff.export.otel_spans import ExportOptions, SpanDraft, spans_of
 from mcpsniff.filter import Filter
@@ -22,21 +22,8 @@ from mcpsniff.trace.codec import TraceError
 from mcpsniff.trace.output_target import holds_a_trace
 from mcpsniff.trace.reader import TraceReader
 
-EXIT_OK, EXIT_ERROR = 0, 2
 #: Frames a --filter remembers as matching, to judge the operations they belong to.
 _MATCH_WINDOW = 200_000
-
-
-def _fail(command: str, reason: str) -> None:
-    click.echo(f"mcpsniff export {command}: {terminal_safe(reason)}", err=True)
-    sys.exit(EXIT_ERROR)
-
-
-def _warner(command: str) -> Callable[[str], None]:
-    def warn(text: str) -> None:
-        click.echo(f"mcpsniff export {command}: warning: {terminal_safe(text)}", err=True)
-
-    return warn
 
 
 @click.group("export")
@@ -133,13 +120,11 @@ def otlp(
         )
         exporter = OtlpExporter(settings)
     except (OtlpSettingsError, OtlpUnavailable) as exc:
-        _fail("otlp", str(exc))
-        return
+        fail("export otlp", str(exc))
     try:
-        reader = TraceReader(trace, on_skip=_warner("otlp"))
+        reader = TraceReader(trace, on_skip=warner("export otlp"))
     except TraceError as exc:
-        _fail("otlp", str(exc))
-        return
+        fail("export otlp", str(exc))
     options = ExportOptions(include_content=include_content)
     _upstream(reader.header, options)
     operations = 0
@@ -164,23 +149,21 @@ def otlp(
             ok = exporter.flush() and ok
     except TraceError as exc:
         exporter.shutdown()
-        _fail("otlp", str(exc))
-        return
+        fail("export otlp", str(exc))
     except OSError as exc:
         exporter.shutdown()
-        _fail("otlp", f"{trace}: read failed: {exc.strerror or exc}")
-        return
+        fail("export otlp", f"{trace}: read failed: {exc.strerror or exc}")
     exporter.shutdown()
     if reader.torn is not None:
-        _warner("otlp")(f"{trace}: {reader.torn.describe()}")
+        warner("export otlp")(f"{trace}: {reader.torn.describe()}")
     if exporter.unsampled:
-        _warner("otlp")(
+        warner("export otlp")(
             f"{exporter.unsampled} operation(s) left out: their traceparent says not sampled"
         )
     where = settings.describe()
     if not ok:
-        _fail(
-            "otlp",
+        fail(
+            "export otlp",
             f"the collector at {where} did not take the export "
             f"({exporter.spans_sent} span(s) sent, {exporter.spans_failed} not): "
             "is it running, and is --endpoint/--protocol right?",
@@ -227,9 +210,12 @@ def _refuse_to_replace_a_trace(command: str, trace: Path, output: Path) -> None:
     except OSError:
         same = False
     if same:
-        _fail(command, f"{output} is the trace itself; choose another -o")
+        fail(f"export {command}", f"{output} is the trace itself; choose another -o")
     if holds_a_trace(output):
-        _fail(command, f"{output} is an mcpsniff trace; it was left untouched (choose another -o)")
+        fail(
+            f"export {command}",
+            f"{output} is an mcpsniff trace; it was left untouched (choose another -o)",
+        )
 
 
 @export.command("har")
@@ -257,32 +243,28 @@ def har(trace: Path, output: Path | None, no_redact: bool) -> None:
     if output is not None:
         _refuse_to_replace_a_trace("har", trace, output)
     try:
-        reader = TraceReader(trace, on_skip=_warner("har"))
+        reader = TraceReader(trace, on_skip=warner("export har"))
     except TraceError as exc:
-        _fail("har", str(exc))
-        return
+        fail("export har", str(exc))
     try:
         with reader:
             result = write_har(reader, output, redact=not no_redact)
     except HarStdioOnly as exc:
-        _fail("har", str(exc))
-        return
+        fail("export har", str(exc))
     except TraceError as exc:
-        _fail("har", str(exc))
-        return
+        fail("export har", str(exc))
     except BrokenPipeError:
         # `export har TRACE | head`: the reader left; the trace is not at fault.
         # Keep the interpreter's final flush from failing on the closed pipe too.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return
     except OSError as exc:
-        _fail("har", f"{output or trace}: {exc.strerror or exc}")
-        return
+        fail("export har", f"{output or trace}: {exc.strerror or exc}")
     if result.stdio_sessions:
-        _warner("har")(
+        warner("export har")(
             f"left out {result.stdio_sessions} stdio session(s): HAR only describes HTTP"
         )
     if reader.torn is not None:
-        _warner("har")(f"{trace}: {reader.torn.describe()}")
+        warner("export har")(f"{trace}: {reader.torn.describe()}")
     if output is not None:
         click.echo(f"mcpsniff export har: wrote {result.entries} entries to {output}", err=True)

@@ -8,10 +8,10 @@ from typing import Any, TypeVar
 
 import click
 
+from mcpsniff.cli.shared import EXIT_ERROR
 from mcpsniff.filter import Filter, FilterError, compile_filter
 
 F = TypeVar("F", bound=Callable[..., Any])
-EXIT_ERROR = 2
 
 
 def filter_option(command: F) -> F:

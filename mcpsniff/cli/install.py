@@ -5,7 +5,6 @@ from __future__ import annotations
 import difflib
 import os
 import stat
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -13,6 +12,7 @@ from urllib.parse import urlsplit
 
 import click
 
+from mcpsniff.cli.shared import fail
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.install.clients import CLIENTS, config_files
 from mcpsniff.install.entries import Entry
@@ -36,7 +36,6 @@ from mcpsniff.install.plan import (
 from mcpsniff.terminal.safe_output import tolerate_surrogates
 from mcpsniff.trace.paths import safe_name, traces_dir
 
-EXIT_ERROR = 2
 UNINSTALL = "uninstall"
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -74,11 +73,6 @@ def _target_options(verb: str, all_help: str) -> Callable[[F], F]:
     return decorate
 
 
-def _fail(command: str, reason: str) -> None:
-    click.echo(f"mcpsniff {command}: {terminal_safe(reason)}", err=True)
-    sys.exit(EXIT_ERROR)
-
-
 def _literal(path: Path) -> str:
     """``path`` as the literal part of a ``--trace`` pattern: its braces doubled.
 
@@ -100,17 +94,17 @@ def _targets(
     targets = [("config", path) for path in config_paths]
     for path in config_paths:
         if not path.is_file():
-            _fail(command, f"{path}: no such file")
+            fail(command, f"{path}: no such file")
     wanted = client_names or (() if config_paths else tuple(CLIENTS))
     for name in wanted:
         client = CLIENTS[name]
         found = [p for p in config_files(client) if p.is_file()]
         if not found and client_names:
             looked = ", ".join(str(p) for p in config_files(client))
-            _fail(command, f"no {client.title} configuration found (looked for {looked})")
+            fail(command, f"no {client.title} configuration found (looked for {looked})")
         targets.extend((client.title, path) for path in found)
     if not targets:
-        _fail(command, "no MCP client configuration found; name one with --config PATH")
+        fail(command, "no MCP client configuration found; name one with --config PATH")
     return targets
 
 
@@ -146,7 +140,7 @@ def _one_selection(command: str, servers: tuple[str, ...], all_servers: bool) ->
     taking ``--all`` would change servers the user did not name."""
     if all_servers and servers:
         named = ", ".join(f"--server {terminal_safe(name)}" for name in servers)
-        _fail(command, f"--all and {named}: choose one (--all means every server)")
+        fail(command, f"--all and {named}: choose one (--all means every server)")
 
 
 def _check_names(command: str, plans: list[FilePlan], names: set[str] | None) -> None:
@@ -155,7 +149,7 @@ def _check_names(command: str, plans: list[FilePlan], names: set[str] | None) ->
     seen = {e.name for p in plans for e in (*p.changed, *p.unchanged, *p.http, *p.other)}
     missing = sorted(names - seen)
     if missing:
-        _fail(command, f"no server named {', '.join(map(repr, missing))} in the configuration")
+        fail(command, f"no server named {', '.join(map(repr, missing))} in the configuration")
 
 
 @click.command()
@@ -180,14 +174,13 @@ def install(
     _one_selection("install", servers, all_servers)
     if not servers and not all_servers:
         _list_servers(_targets("install", client_names, config_paths))
-        _fail("install", "say which servers to wrap: --server NAME (repeatable) or --all")
+        fail("install", "say which servers to wrap: --server NAME (repeatable) or --all")
     names = None if all_servers else set(servers)
     targets = _targets("install", client_names, config_paths)
     try:
         plans = [(title, plan_install(path, names, trace_pattern())) for title, path in targets]
     except ConfigError as exc:
-        _fail("install", str(exc))
-        return
+        fail("install", str(exc))
     _check_names("install", [p for _, p in plans], names)
     if not dry_run:
         # Before anything is written: one refused file must not leave the others half done.
@@ -219,16 +212,14 @@ def install(
                 _client_id(title), plan.path, plan.original, plan.new_bytes, plan.records
             )
         except OSError as exc:
-            _fail("install", f"{plan.path}: cannot write a backup: {exc.strerror or exc}")
-            return
+            fail("install", f"{plan.path}: cannot write a backup: {exc.strerror or exc}")
         try:
             write_atomically(plan.path, plan.new_bytes, expected=plan.original)
         except OSError as exc:
             backup.unlink()  # nothing was changed: a backup of it would only mislead uninstall
             if isinstance(exc, ChangedMeanwhile):
-                _fail("install", f"{plan.path}: changed while mcpsniff was editing it; run again")
-            _fail("install", f"{plan.path}: cannot write: {exc.strerror or exc}")
-            return
+                fail("install", f"{plan.path}: changed while mcpsniff was editing it; run again")
+            fail("install", f"{plan.path}: cannot write: {exc.strerror or exc}")
         click.echo(f"  backup: {terminal_safe(str(backup))}")
     if not dry_run and any(p.changed for _, p in plans):
         click.echo(f"traces will go to {traces_dir()}; restart the client to apply")
@@ -241,7 +232,7 @@ def _check_writable(command: str, path: Path) -> None:
     except OSError:
         return  # gone meanwhile: the write says so, in one line
     if not mode & stat.S_IWUSR:
-        _fail(command, f"{path}: the file is read-only; left untouched (chmod u+w it first)")
+        fail(command, f"{path}: the file is read-only; left untouched (chmod u+w it first)")
 
 
 def _client_id(title: str) -> str:
@@ -282,11 +273,11 @@ def uninstall(
         try:
             _uninstall_file(title, path, names, dry_run)
         except ConfigError as exc:
-            _fail("uninstall", str(exc))
+            fail("uninstall", str(exc))
         except ChangedMeanwhile:
-            _fail("uninstall", f"{path}: changed while mcpsniff was editing it; run again")
+            fail("uninstall", f"{path}: changed while mcpsniff was editing it; run again")
         except OSError as exc:
-            _fail("uninstall", f"{path}: cannot write: {exc.strerror or exc}")
+            fail("uninstall", f"{path}: cannot write: {exc.strerror or exc}")
 
 
 def _uninstall_file(title: str, path: Path, names: set[str] | None, dry_run: bool) -> None:

@@ -8,13 +8,12 @@ from pathlib import Path
 
 import click
 
+from mcpsniff.cli.shared import EXIT_ERROR
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.listing.columns import pad
 from mcpsniff.listing.summary import Skipped, TraceSummary, list_traces
 from mcpsniff.terminal.safe_output import terminal_json_line, tolerate_surrogates
 from mcpsniff.trace.paths import traces_dir
-
-EXIT_ERROR = 2
 
 
 def _duration(seconds: float | None) -> str:

@@ -10,13 +10,15 @@ from urllib.parse import urlsplit
 import click
 
 from mcpsniff.cli.seconds import Seconds
-from mcpsniff.core.escape import terminal_safe, terminal_safe_lines
+from mcpsniff.cli.shared import EXIT_OK, fail
+from mcpsniff.core.escape import terminal_safe_lines
 from mcpsniff.replay.compare import PathPart, parse_path
 from mcpsniff.replay.matcher import AUTO, MODES, STRICT
 from mcpsniff.replay.script import ReplayError, load_script
 from mcpsniff.terminal.safe_output import tolerate_surrogates
 
-EXIT_OK, EXIT_DIFFERENT, EXIT_ERROR = 0, 1, 2
+#: The replayed server or client behaved differently from the recording.
+EXIT_DIFFERENT = 1
 
 _TRACE_OPTION = click.option(
     "--trace",
@@ -33,11 +35,6 @@ def _warn(text: str) -> None:
     # Warnings quote traffic and traces (methods, tool names, values): made inert here,
     # line by line, so that a multi-line explanation still reads as lines.
     click.echo(f"mcpsniff replay: {_safe(text)}", err=True)
-
-
-def _fail(reason: str) -> None:
-    click.echo(f"mcpsniff replay: {terminal_safe(reason)}", err=True)
-    sys.exit(EXIT_ERROR)
 
 
 def _safe(text: str) -> str:
@@ -122,8 +119,7 @@ def serve(
         # and before the trace is read or a tap file created.
         address = _listen_address(listen) if listen else None
     except ValueError as exc:
-        _fail(str(exc))
-        return
+        fail("replay", str(exc))
     try:
         script = load_script(trace, session, _warn)
         tap = Tap(
@@ -132,8 +128,7 @@ def serve(
             meta={"source": "mcpsniff replay serve", "replayed": str(trace), "redacted": False},
         )
     except ReplayError as exc:
-        _fail(str(exc))
-        return
+        fail("replay", str(exc))
     misses: list[Unmatched] = []
 
     def unmatched(miss: Unmatched) -> None:
@@ -161,8 +156,7 @@ def serve(
         pass
     except (OSError, ValueError) as exc:
         tap.close()
-        _fail(f"cannot serve on {listen}: {getattr(exc, 'strerror', None) or exc}")
-        return
+        fail("replay", f"cannot serve on {listen}: {getattr(exc, 'strerror', None) or exc}")
     from mcpsniff.replay.run import warn_findings
 
     warn_findings(tap.close(), _warn)
@@ -218,26 +212,21 @@ def drive(
     from mcpsniff.replay.run import run_drive
 
     if bool(url) == bool(command):
-        _fail("drive needs either --url URL or -- COMMAND [ARGS]... (exactly one)")
-        return
+        fail("replay", "drive needs either --url URL or -- COMMAND [ARGS]... (exactly one)")
     if url and not url.startswith(("http://", "https://")):
-        _fail(f"--url must be an http:// or https:// URL, not {url!r}")
-        return
+        fail("replay", f"--url must be an http:// or https:// URL, not {url!r}")
     if url and (reason := _bad_url(url)) is not None:
         # Else every request "broke off" and the run looks like a server fault.
-        _fail(f"--url {url!r} is not a usable URL: {reason}")
-        return
+        fail("replay", f"--url {url!r} is not a usable URL: {reason}")
     try:
         paths = [_member_path("--ignore", p) for p in ignores]
     except ValueError as exc:
-        _fail(str(exc))
-        return
+        fail("replay", str(exc))
     try:
         script = load_script(trace, session, _warn)
         code = asyncio.run(
             run_drive(script, list(command), url, paths, timeout, trace_path, click.echo, _warn)
         )
     except ReplayError as exc:
-        _fail(str(exc))
-        return
+        fail("replay", str(exc))
     sys.exit(code)

@@ -12,6 +12,7 @@ import click
 
 from mcpsniff.cli.filter_option import filter_option, parse_filter
 from mcpsniff.cli.seconds import Seconds
+from mcpsniff.cli.shared import colour, fail
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.core.model import Record
 from mcpsniff.filter import HELP as FILTER_HELP
@@ -25,22 +26,6 @@ from mcpsniff.trace.codec import TraceError
 from mcpsniff.trace.reader import TraceReader
 from mcpsniff.trace.spool import is_stream, rereadable
 from mcpsniff.trace.tail import TraceTail
-
-EXIT_ERROR = 2
-
-
-def _colour(stream: object) -> bool:
-    """Colour only on a terminal, and never when NO_COLOR is set (no-color.org)."""
-    if os.environ.get("NO_COLOR"):
-        return False
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty())
-
-
-def _fail(reason: str) -> None:
-    # A reason quotes the file name, which may hold anything a file name can.
-    click.echo(f"mcpsniff show: {terminal_safe(reason)}", err=True)
-    sys.exit(EXIT_ERROR)
 
 
 def _wait_for(trace: Path, interval: float) -> None:
@@ -106,7 +91,7 @@ def show(
     flt = parse_filter("show", filter_expr)
     tolerate_surrogates()
     if follow and is_stream(trace):
-        _fail(f"{trace} is a pipe or device: --follow needs a trace file")
+        fail("show", f"{trace} is a pipe or device: --follow needs a trace file")
     if follow:
         try:
             _wait_for(trace, interval)
@@ -116,7 +101,7 @@ def show(
         with rereadable(trace) as readable:
             _show(readable, follow, interval, verbose, fmt, flt)
     except TraceError as exc:
-        _fail(str(exc))
+        fail("show", str(exc))
 
 
 def _show(
@@ -125,13 +110,11 @@ def _show(
     try:
         TraceReader(trace).close()
     except TraceError as exc:
-        _fail(str(exc))
-        return
+        fail("show", str(exc))
     try:
         analyze = frames_only(trace)
     except TraceError as exc:
-        _fail(str(exc))
-        return
+        fail("show", str(exc))
     if analyze:
         where = terminal_safe(str(trace))
         if follow:
@@ -155,17 +138,15 @@ def _show(
             )
             index = index_findings(records)
         except TraceError as exc:
-            _fail(str(exc))
-            return
+            fail("show", str(exc))
     builder = ViewBuilder(index)
-    printer = ViewPrinter(Style(_colour(sys.stdout)), verbose=verbose, fmt=fmt, flt=flt)
+    printer = ViewPrinter(Style(colour(sys.stdout)), verbose=verbose, fmt=fmt, flt=flt)
     if analyze and not follow:
         analyzed = AnalyzedRecords(trace)
         try:
             printed = _print_all(analyzed, builder, printer)
         except TraceError as exc:
-            _fail(str(exc))
-            return
+            fail("show", str(exc))
         except BrokenPipeError:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             return

@@ -10,6 +10,7 @@ import click
 import orjson
 
 from mcpsniff.cli.filter_option import filter_option, parse_filter
+from mcpsniff.cli.shared import EXIT_ERROR
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.filter import HELP as FILTER_HELP
 from mcpsniff.filter import Filter, build_views, index_findings
@@ -20,8 +21,6 @@ from mcpsniff.stats.render import stats_lines
 from mcpsniff.terminal.safe_output import terminal_json_line, tolerate_surrogates
 from mcpsniff.trace.codec import TraceError
 from mcpsniff.trace.spool import rereadable
-
-EXIT_ERROR = 2
 
 
 @click.command(epilog=FILTER_HELP)
