@@ -7,14 +7,7 @@ from pathlib import Path
 
 import click
 
-from mcpsniff.cli.recording import (
-    NO_REDACT_HELP,
-    OTLP_HELP,
-    SHOW_HELP,
-    TRACE_HELP,
-    live_display,
-    otlp_sink,
-)
+from mcpsniff.cli.recording import OTLP_HELP, live_display, otlp_sink, recording_options
 from mcpsniff.cli.seconds import Seconds
 from mcpsniff.cli.shared import fail
 from mcpsniff.core.escape import terminal_safe
@@ -31,9 +24,7 @@ from mcpsniff.relay.outputs import Outputs
     show_default=True,
     help="HOST:PORT to listen on. Anything but loopback must be asked for explicitly.",
 )
-@click.option("--trace", "trace_path", help=TRACE_HELP)
-@click.option("--show", is_flag=True, help=SHOW_HELP)
-@click.option("--no-redact", is_flag=True, help=NO_REDACT_HELP)
+@recording_options
 @click.option(
     "--keep-host",
     is_flag=True,

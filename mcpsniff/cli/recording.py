@@ -1,28 +1,43 @@
-"""What the recording commands (``stdio``, ``http``) share: ``--trace``, ``--otlp``, ``--show``."""
+"""What the recording commands (``stdio``, ``http``) share: their trace options, OTLP, --show."""
 
 from __future__ import annotations
 
 import sys
 import time
 from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
 
 from mcpsniff.cli.shared import colour, fail, warner
 from mcpsniff.core.model import EventRecord, Record
 from mcpsniff.sinks import Sink
 from mcpsniff.terminal.render import Style, Timeline
 
-TRACE_HELP = (
-    "Trace file: created, or a new session appended to it. May hold {name}, {pid} "
-    "and {time}; a directory means a new file in it "
-    "(default: a new file in ~/.local/state/mcpsniff/traces)."
-)
-SHOW_HELP = "Print a line per message on stderr as it happens."
-NO_REDACT_HELP = "Record credentials as they are (off by default)."
+F = TypeVar("F", bound=Callable[..., Any])
+
 OTLP_HELP = (
     "Also send MCP spans and metrics live to this OpenTelemetry collector (OTLP, e.g. "
     "http://127.0.0.1:4318; needs mcpsniff[otel]). OTEL_EXPORTER_OTLP_* apply. A collector "
     "that is down costs one warning, never the relay."
 )
+
+
+def recording_options(command: F) -> F:
+    """Adds ``--trace`` (parameter ``trace_path``), ``--show`` and ``--no-redact``, in order."""
+    command = click.option(
+        "--no-redact", is_flag=True, help="Record credentials as they are (off by default)."
+    )(command)
+    command = click.option(
+        "--show", is_flag=True, help="Print a line per message on stderr as it happens."
+    )(command)
+    return click.option(
+        "--trace",
+        "trace_path",
+        help="Trace file: created, or a new session appended to it. May hold {name}, {pid} "
+        "and {time}; a directory means a new file in it "
+        "(default: a new file in ~/.local/state/mcpsniff/traces).",
+    )(command)
 
 
 def otlp_sink(command: str, endpoint: str, upstream: str | None = None) -> Sink:

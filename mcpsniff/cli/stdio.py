@@ -6,14 +6,7 @@ import sys
 
 import click
 
-from mcpsniff.cli.recording import (
-    NO_REDACT_HELP,
-    OTLP_HELP,
-    SHOW_HELP,
-    TRACE_HELP,
-    live_display,
-    otlp_sink,
-)
+from mcpsniff.cli.recording import OTLP_HELP, live_display, otlp_sink, recording_options
 from mcpsniff.cli.shared import fail
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.relay.outputs import Outputs
@@ -21,9 +14,7 @@ from mcpsniff.trace.writer import TraceWriter
 
 
 @click.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
-@click.option("--trace", "trace_path", help=TRACE_HELP)
-@click.option("--show", is_flag=True, help=SHOW_HELP)
-@click.option("--no-redact", is_flag=True, help=NO_REDACT_HELP)
+@recording_options
 @click.option("--name", help="Label for the session and the default trace file name.")
 @click.option("--otlp", metavar="URL", help=OTLP_HELP)
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
