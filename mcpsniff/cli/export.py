@@ -4,56 +4,21 @@ from __future__ import annotations
 
 import os
 import sys
-from collections import OrderedDict
-from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
 
 import click
 
 from mcpsniff.cli.filter_option import filter_option, parse_filter
 from mcpsniff.cli.shared import fail, warner
-from mcpsniff.core.analyzer import replay
-from mcpsniff.core.model import Record
-from mcpsniff.export.otel_spans import ExportOptions, SpanDraft, spans_of
-from mcpsniff.filter import Filter
-from mcpsniff.filter.view import MessageView, ViewBuilder
+from mcpsniff.export.otlp_trace import send_trace
 from mcpsniff.trace.codec import TraceError
 from mcpsniff.trace.output_target import holds_a_trace
 from mcpsniff.trace.reader import TraceReader
-
-#: Frames a --filter remembers as matching, to judge the operations they belong to.
-_MATCH_WINDOW = 200_000
 
 
 @click.group("export")
 def export() -> None:
     """Export a recorded trace: OpenTelemetry (OTLP) spans and metrics, or HAR."""
-
-
-class _Matches:
-    """The (session, frame seq) pairs whose messages a filter selects (bounded)."""
-
-    def __init__(self, flt: Filter) -> None:
-        self.flt = flt
-        self.views = ViewBuilder()
-        self.seen: OrderedDict[tuple[str, int], None] = OrderedDict()
-
-    def watch(self, records: Iterable[Record]) -> Iterator[Record]:
-        for record in records:
-            self._judge(self.views.feed(record))
-            yield record
-        self._judge(self.views.flush())
-
-    def _judge(self, views: list[MessageView]) -> None:
-        for view in views:
-            if self.flt.matches(view):
-                self.seen[(view.session, view.seq)] = None
-                if len(self.seen) > _MATCH_WINDOW:
-                    self.seen.popitem(last=False)
-
-    def __contains__(self, key: tuple[str, int]) -> bool:
-        return key in self.seen
 
 
 @export.command("otlp")
@@ -125,28 +90,9 @@ def otlp(
         reader = TraceReader(trace, on_skip=warner("export otlp"))
     except TraceError as exc:
         fail("export otlp", str(exc))
-    options = ExportOptions(include_content=include_content)
-    _upstream(reader.header, options)
-    operations = 0
-    ok = True
     try:
         with reader:
-            records: Iterable[Record] = replay(reader.inputs())
-            matches = None
-            if flt is not None:
-                matches = _Matches(flt)
-                records = matches.watch(records)
-            for ops, lone, metrics in spans_of(iter(records), options):
-                if matches is not None:
-                    ops = [o for o in ops if any((o.session, f) in matches for f in o.frames)]
-                    lone = [s for s in lone if _lone_matches(s, matches)]
-                operations += len(ops)
-                exporter.emit(ops, lone, metrics)
-                if exporter.pending >= 2048:
-                    ok = exporter.flush(metrics=False) and ok
-                    if not ok:
-                        break
-            ok = exporter.flush() and ok
+            sent = send_trace(reader, exporter, include_content, flt)
     except TraceError as exc:
         exporter.shutdown()
         fail("export otlp", str(exc))
@@ -161,7 +107,7 @@ def otlp(
             f"{exporter.unsampled} operation(s) left out: their traceparent says not sampled"
         )
     where = settings.describe()
-    if not ok:
+    if not sent.ok:
         fail(
             "export otlp",
             f"the collector at {where} did not take the export "
@@ -170,32 +116,10 @@ def otlp(
         )
         return
     click.echo(
-        f"mcpsniff export otlp: sent {exporter.spans_sent} span(s) for {operations} MCP "
+        f"mcpsniff export otlp: sent {exporter.spans_sent} span(s) for {sent.operations} MCP "
         f"operation(s) to {where}",
         err=True,
     )
-
-
-def _lone_matches(span: SpanDraft, matches: _Matches) -> bool:
-    return any((span.session, seq) in matches for seq in span.frames)
-
-
-def _upstream(header: dict[str, Any], options: ExportOptions) -> None:
-    """``server.address``/``server.port`` from the upstream an HTTP trace names."""
-    from urllib.parse import urlsplit
-
-    meta = header.get("meta") if isinstance(header, dict) else None
-    upstream = meta.get("upstream") if isinstance(meta, dict) else None
-    if not isinstance(upstream, str):
-        return
-    try:
-        parts = urlsplit(upstream)
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-    except ValueError:
-        return
-    if parts.hostname:
-        options.server_address = parts.hostname
-        options.server_port = port
 
 
 def _refuse_to_replace_a_trace(command: str, trace: Path, output: Path) -> None:
