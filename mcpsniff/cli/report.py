@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-import os
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
@@ -15,9 +11,6 @@ from mcpsniff.cli.shared import fail
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.filter import HELP as FILTER_HELP
 from mcpsniff.trace.output_target import holds_a_trace
-
-if TYPE_CHECKING:
-    from mcpsniff.ui.model import TraceModel
 
 
 @click.command(epilog=FILTER_HELP)
@@ -55,9 +48,8 @@ def report(
     stats) with its data inline, loads nothing from the network and works from
     file://; attach it to a bug report or keep it from a CI run.
     """
-    from mcpsniff.trace.codec import TraceError
-    from mcpsniff.trace.spool import is_stream, rereadable
-    from mcpsniff.ui.report import load_model, write_report
+    from mcpsniff.trace.spool import is_stream
+    from mcpsniff.ui.report_run import ReportError, ReportOptions, run_report
 
     _check_window(fmt, from_seq, to_seq, session_key)
     if fmt == "mermaid" and filter_expr is not None:
@@ -74,19 +66,16 @@ def report(
     out = output or trace.with_suffix(".html")
     if fmt == "html" and output is None:
         _check_default_output(out)
+    options = ReportOptions(trace, output, fmt, flt, from_seq, to_seq, session_key)
     try:
-        # A pipe is read once; the report reads its trace more than once (and
-        # seeks in it), so a pipe is first copied to a private file, as show does.
-        with rereadable(trace) as readable, _records_of(readable, trace) as analyzed:
-            if fmt == "mermaid":
-                _mermaid(analyzed, output, from_seq, to_seq, session_key, load_model, trace)
-                return
-            result = write_report(analyzed, out, flt)
-    except TraceError as exc:
+        result = run_report(options, _stdout, _note)
+    except ReportError as exc:
         fail("report", str(exc))
     except OSError as exc:
         where = out if fmt == "html" else output
         fail("report", f"cannot write {where}: {exc.strerror or exc}")
+    if result is None:
+        return  # the diagram: its notes said all there is
     cut = f", {result.cut} rows cut (narrow it with --filter)" if result.cut else ""
     click.echo(
         f"mcpsniff report: wrote {terminal_safe(str(out))} "
@@ -125,30 +114,6 @@ def _check_window(
             )
 
 
-@contextlib.contextmanager
-def _records_of(readable: Path, trace: Path) -> Iterator[Path]:
-    """``readable`` itself, or an analyzed copy when it holds frames but no messages.
-
-    The page and the diagram are built from message records; a trace of frames
-    alone (cut by hand, written without analysis) would show none of its
-    traffic, so its frames are analyzed as ``check`` analyzes them.
-    """
-    from mcpsniff.filter.analyzed import analyzed_copy, frames_only
-    from mcpsniff.trace.reader import TraceReader
-
-    TraceReader(readable).close()  # the readers' one-line errors: empty, not JSON, version
-    if not frames_only(readable):
-        yield readable
-        return
-    click.echo(
-        f"mcpsniff report: {terminal_safe(str(trace))} holds frames but no message records: "
-        "analyzing its frames with today's rules, as check does",
-        err=True,
-    )
-    with analyzed_copy(readable) as copy:
-        yield copy
-
-
 def _same_file(output: Path, trace: Path) -> bool:
     """Whether writing ``output`` would write over ``trace`` (a link to it, a hard link)."""
     try:
@@ -169,58 +134,9 @@ def _check_default_output(out: Path) -> None:
         fail("report", f"{out} is {what}; name the page with -o FILE")
 
 
-#: The most of a session key a message quotes (a peer's Mcp-Session-Id may be megabytes).
-KEY_LIMIT = 80
+def _stdout(text: str) -> None:
+    click.echo(text, nl=False)
 
 
-def _key(key: str) -> str:
-    """A session key for a one-line message: terminal-safe and cut to ``KEY_LIMIT``."""
-    cut = key if len(key) <= KEY_LIMIT else key[: KEY_LIMIT - 1] + "…"
-    return terminal_safe(cut)
-
-
-def _mermaid(
-    trace: Path,
-    output: Path | None,
-    from_seq: int | None,
-    to_seq: int | None,
-    session_key: str | None,
-    load_model: Callable[[Path], TraceModel],
-    shown: Path | None = None,
-) -> None:
-    """The Mermaid diagram of one session of ``trace``; ``shown`` names it in messages."""
-    from mcpsniff.ui.mermaid import session_diagram
-
-    model = load_model(trace)
-    sessions = list(model.sessions.values())
-    if not sessions:
-        fail("report", f"{terminal_safe(str(shown or trace))} holds no session")
-    chosen = sessions[0]
-    if session_key is not None:
-        found = model.sessions.get(session_key)
-        if found is None:
-            names = ", ".join(_key(s.key) for s in sessions[:20])
-            where = terminal_safe(str(shown or trace))
-            fail("report", f"no session {_key(session_key)!r} in {where} ({names})")
-        chosen = found
-    elif len(sessions) > 1:
-        others = ", ".join(_key(s.key) for s in sessions[1:20])
-        click.echo(
-            f"mcpsniff report: drawing session {_key(chosen.key)}; "
-            f"--session picks another ({others})",
-            err=True,
-        )
-    text, left_out = session_diagram(chosen, from_seq, to_seq)
-    if output is None:
-        click.echo(text, nl=False)
-    else:
-        # Mode 0600, as the page: the diagram quotes traffic (methods, names).
-        fd = os.open(output, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-    if left_out:
-        click.echo(
-            f"mcpsniff report: {left_out} messages outside the diagram's window "
-            "(--from SEQ --to SEQ choose it)",
-            err=True,
-        )
+def _note(text: str) -> None:
+    click.echo(f"mcpsniff report: {text}", err=True)
