@@ -13,7 +13,7 @@ from mcpsniff.cli.seconds import Seconds
 from mcpsniff.cli.shared import EXIT_OK, fail
 from mcpsniff.core.escape import terminal_safe_lines
 from mcpsniff.replay.compare import PathPart, parse_path
-from mcpsniff.replay.matcher import AUTO, MODES, STRICT
+from mcpsniff.replay.matcher import AUTO, MODES
 from mcpsniff.replay.script import ReplayError, load_script
 from mcpsniff.terminal.safe_output import tolerate_surrogates
 
@@ -110,7 +110,7 @@ def serve(
 ) -> None:
     """Act as the server recorded in TRACE, over stdio (default) or HTTP."""
     tolerate_surrogates()
-    from mcpsniff.replay.serve import ReplayServer, Unmatched
+    from mcpsniff.replay.run import CannotServe, serve_script
     from mcpsniff.replay.tap import Tap
 
     try:
@@ -129,41 +129,11 @@ def serve(
         )
     except ReplayError as exc:
         fail("replay", str(exc))
-    misses: list[Unmatched] = []
-
-    def unmatched(miss: Unmatched) -> None:
-        misses.append(miss)
-        tap.event("replay-unmatched", {"method": miss.method, "id": miss.id, "target": miss.target})
-        _warn("\n".join(miss.lines).removeprefix("replay: "))
-
-    def make_server() -> ReplayServer:
-        return ReplayServer(script, mode, _warn, unmatched, allow)
-
     try:
-        if address is not None:
-            from mcpsniff.replay.http_serve import serve_http, wildcard_warning
-
-            host, port = address
-            warning = wildcard_warning(host)
-            if warning:
-                _warn(warning)
-            asyncio.run(serve_http(make_server, tap, host, port, announce=_warn))
-        else:
-            from mcpsniff.replay.stdio_serve import serve_stdio
-
-            asyncio.run(serve_stdio(make_server(), tap))
-    except KeyboardInterrupt:
-        pass
-    except (OSError, ValueError) as exc:
-        tap.close()
-        fail("replay", f"cannot serve on {listen}: {getattr(exc, 'strerror', None) or exc}")
-    from mcpsniff.replay.run import warn_findings
-
-    warn_findings(tap.close(), _warn)
-    if mode == STRICT and misses:
-        _warn(f"{len(misses)} request(s) had no recorded counterpart")
-        sys.exit(EXIT_DIFFERENT)
-    sys.exit(EXIT_OK)
+        different = serve_script(script, tap, mode, allow, address, _warn)
+    except CannotServe as exc:
+        fail("replay", f"cannot serve on {listen}: {exc}")
+    sys.exit(EXIT_DIFFERENT if different else EXIT_OK)
 
 
 def _listen_address(listen: str) -> tuple[str, int]:
