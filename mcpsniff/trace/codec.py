@@ -68,7 +68,7 @@ def encode_record(record: Record) -> dict[str, Any]:
         try:
             obj["text"] = record.raw.decode("utf-8")
         except UnicodeDecodeError:
-            # Not UTF-8: keep the exact bytes recoverable (DESIGN.md, "The trace").
+            # Not UTF-8: keep the exact bytes recoverable (docs/architecture.md, invariant 4).
             obj["b64"] = base64.b64encode(record.raw).decode("ascii")
         if record.meta:
             obj["meta"] = record.meta

@@ -18,7 +18,7 @@ from mcpsniff.trace.codec import dump_line, encode_line, header
 class TraceWriter:
     """Writes a trace: the header, then one whole line per record.
 
-    Files are created with mode 0600 (DESIGN.md invariant 5) and an existing
+    Files are created with mode 0600 (docs/architecture.md, invariant 5) and an existing
     file is never overwritten unless ``overwrite`` is set, so a typo in
     ``--trace`` cannot destroy a user's file. ``mcpsniff.trace.paths`` opens an
     existing trace to append a new session to it.
