@@ -24,11 +24,11 @@ from mcpsniff.core.rules import IMPLEMENTED
 from mcpsniff.filter import HELP as FILTER_HELP
 from mcpsniff.filter.cli import filter_option, parse_filter
 from mcpsniff.filter.select import matching_findings
-from mcpsniff.relay.outputs import Outputs
+from mcpsniff.capture.outputs import Outputs
 from mcpsniff.render import Style, Timeline, finding_json, report_lines
 from mcpsniff.safe_output import terminal_json_line, tolerate_surrogates
 from mcpsniff.seconds import Seconds
-from mcpsniff.sinks import Sink
+from mcpsniff.capture.sinks import Sink
 from mcpsniff.trace.format import TraceError, TraceReader, TraceWriter
 from mcpsniff.trace.gaps import GapTally
 

@@ -4,7 +4,7 @@ Both peers are child processes (``python -m mcpsniff.demo.client`` and
 ``python -m mcpsniff.demo.server``). The runner is the relay: it copies the
 client's stdout to the server's stdin and the server's stdout to the client's
 stdin byte for byte, in the chunks it reads them, and hands a copy of every
-chunk to a :class:`~mcpsniff.relay.recorder.Recorder` *after* forwarding it
+chunk to a :class:`~mcpsniff.capture.recorder.Recorder` *after* forwarding it
 (forward first, observe second: DESIGN.md invariant 2). The result is an
 ordinary trace that ``mcpsniff show`` and ``mcpsniff check`` can read.
 """
@@ -22,7 +22,7 @@ from pathlib import Path
 
 import mcpsniff
 from mcpsniff.core.model import C2S, S2C, FindingRecord, FrameRecord, Record
-from mcpsniff.relay.recorder import Recorder
+from mcpsniff.capture.recorder import Recorder
 from mcpsniff.trace.format import TraceWriter
 
 #: The session key of the single stdio session the demo records.

@@ -40,15 +40,15 @@ from mcpsniff.core.observations import TransportEvent
 from mcpsniff.core.redact import redact_query
 from mcpsniff.listen_address import parse_listen_address
 from mcpsniff.relay import event_loop
-from mcpsniff.relay.analysis_process import AnalysisProcess
-from mcpsniff.relay.channel import Capture, InProcess
+from mcpsniff.capture.analysis_process import AnalysisProcess
+from mcpsniff.capture.channel import Capture, InProcess
 from mcpsniff.relay.event_loop import Spinner
 from mcpsniff.relay.http1 import RequestHead
 from mcpsniff.relay.http_wire import ClientSide
-from mcpsniff.relay.outputs import Outputs, attach
-from mcpsniff.relay.recorder import Recorder
+from mcpsniff.capture.outputs import Outputs, attach
+from mcpsniff.capture.recorder import Recorder
 from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver
-from mcpsniff.relay.worker import TRACE_INCOMPLETE, fork_analysis
+from mcpsniff.capture.worker import TRACE_INCOMPLETE, fork_analysis
 from mcpsniff.trace.format import TraceWriter
 from mcpsniff.trace.paths import TraceOpenError, open_trace_file
 from mcpsniff.trace.salvage import (
@@ -103,7 +103,7 @@ class HttpOptions:
     busy_poll: bool = True
     #: Forward the Host field as the client sent it, even when it names the proxy.
     keep_host: bool = False
-    #: What the analysis feeds besides the trace (``mcpsniff.relay.outputs``).
+    #: What the analysis feeds besides the trace (``mcpsniff.capture.outputs``).
     outputs: Outputs = field(default_factory=Outputs)
     head_timeout: float = HEAD_TIMEOUT
     idle_timeout: float = IDLE_TIMEOUT

@@ -29,9 +29,9 @@ from mcpsniff.core.model import C2S, S2C, Record
 from mcpsniff.core.observations import Stderr, StreamEnd, TransportEvent
 from mcpsniff.core.redact import recorded_argv
 from mcpsniff.core.stdio_adapter import SESSION, StdioAdapter
-from mcpsniff.relay.analysis_process import AnalysisProcess
-from mcpsniff.relay.channel import Channel
-from mcpsniff.relay.outputs import Outputs
+from mcpsniff.capture.analysis_process import AnalysisProcess
+from mcpsniff.capture.channel import Channel
+from mcpsniff.capture.outputs import Outputs
 from mcpsniff.relay.stdio_io import (
     CHUNK,
     Input,
@@ -40,7 +40,7 @@ from mcpsniff.relay.stdio_io import (
     restore_blocking,
     write_through,
 )
-from mcpsniff.relay.worker import TRACE_INCOMPLETE, fork_analysis
+from mcpsniff.capture.worker import TRACE_INCOMPLETE, fork_analysis
 from mcpsniff.trace.format import TraceWriter
 from mcpsniff.trace.paths import TraceOpenError, open_trace_file
 from mcpsniff.trace.salvage import (
@@ -70,7 +70,7 @@ class StdioOptions:
     name: str | None = None
     grace: float = 5.0
     backlog_limit: int = DEFAULT_BACKLOG_LIMIT
-    #: What the analysis process feeds besides the trace (``mcpsniff.relay.outputs``).
+    #: What the analysis process feeds besides the trace (``mcpsniff.capture.outputs``).
     outputs: Outputs = field(default_factory=Outputs)
 
 

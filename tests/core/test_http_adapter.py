@@ -26,7 +26,7 @@ from mcpsniff.core.observations import (
     ResponseBody,
     ResponseHead,
 )
-from mcpsniff.relay.recorder import Recorder
+from mcpsniff.capture.recorder import Recorder
 
 INIT = {
     "jsonrpc": "2.0",

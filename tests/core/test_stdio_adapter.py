@@ -14,7 +14,7 @@ from mcpsniff.core.observations import (
     TransportEvent,
 )
 from mcpsniff.core.stdio_adapter import STDERR_EVENT_LIMIT, StdioAdapter
-from mcpsniff.relay.recorder import Recorder
+from mcpsniff.capture.recorder import Recorder
 
 PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
 PONG = b'{"jsonrpc":"2.0","id":1,"result":{}}\n'

@@ -39,7 +39,7 @@ import pytest
 
 from mcpsniff.core.model import EventRecord, MessageRecord
 from mcpsniff.trace.format import TraceReader
-from tests.addons.support import Mitmdump, mitmdump_path, require_peers
+from tests.mitm.support import Mitmdump, mitmdump_path, require_peers
 from tests.e2e.test_http_peers import EVERYTHING_JS, REPO, Relay, Server, stop_process
 
 #: Headers of every POST (Streamable HTTP: the server answers JSON or SSE).

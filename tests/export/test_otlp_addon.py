@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.addons.support import (
+from tests.mitm.support import (
     EVERYTHING_JS,
     SDK2_PYTHON,
     Everything,

@@ -12,10 +12,10 @@ import pytest
 from mcpsniff.core.http_adapter import ObservationAdapter
 from mcpsniff.core.model import EventRecord, FrameRecord
 from mcpsniff.core.observations import ExchangeEnd, RequestBegin, RequestBody
-from mcpsniff.relay.analysis_process import AnalysisProcess
-from mcpsniff.relay.recorder import Recorder
+from mcpsniff.capture.analysis_process import AnalysisProcess
+from mcpsniff.capture.recorder import Recorder
 from mcpsniff.relay.remote_exchange import RemoteObserver
-from mcpsniff.relay.worker import Worker
+from mcpsniff.capture.worker import Worker
 from mcpsniff.trace.format import TraceReader, TraceWriter
 
 EVENTS = 200

@@ -609,7 +609,7 @@ def test_analysis_process_dying_keeps_mitmdump_proxying(upstream: Upstream, tmp_
 def test_a_stalled_analysis_process_delays_flows_at_most_sync_timeout(
     upstream: Upstream, tmp_path: Path, hold: str
 ) -> None:
-    from mcpsniff.relay.addon_link import SYNC_TIMEOUT
+    from mcpsniff.mitm.link import SYNC_TIMEOUT
 
     mitm = Mitmdump(
         tmp_path,

@@ -20,8 +20,8 @@ from typing import Any
 import orjson
 
 from mcpsniff.core.escape import terminal_safe
-from mcpsniff.relay.recorder import Recorder
-from mcpsniff.sinks import Sink
+from mcpsniff.capture.recorder import Recorder
+from mcpsniff.capture.sinks import Sink
 
 
 @dataclass(frozen=True)

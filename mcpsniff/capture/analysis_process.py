@@ -1,10 +1,10 @@
 """The one launcher of analysis processes: a fork, or (the addon) a fresh interpreter.
 
 ``mcpsniff stdio`` and ``mcpsniff http`` fork before their event loop or any
-thread exists; the child runs the worker (``mcpsniff.relay.worker``) on the
+thread exists; the child runs the worker (``mcpsniff.capture.worker``) on the
 read end of the channel's pipe. mitmproxy may run threads, and a fork copies
 none of them but every lock they hold, so the addon spawns ``python -m
-mcpsniff.relay.worker`` instead, which runs the same worker. Either way the
+mcpsniff.capture.worker`` instead, which runs the same worker. Either way the
 parent gets an ``AnalysisProcess``: the ``Channel`` to feed, and a way to
 wait for the trace to be complete.
 """
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from mcpsniff.relay.channel import Channel, big_pipe
+from mcpsniff.capture.channel import Channel, big_pipe
 
 #: How much lower a forked analysis process's CPU priority is than the relay's.
 ANALYSIS_NICENESS = 10
@@ -76,7 +76,7 @@ class AnalysisProcess:
     def spawn(
         cls, arguments: Sequence[str], limit: int, *, pass_fds: Sequence[int], delay: float = 0.0
     ) -> AnalysisProcess:
-        """Start ``python -m mcpsniff.relay.worker --fd N ARGUMENTS`` (closes ``pass_fds`` here).
+        """Start ``python -m mcpsniff.capture.worker --fd N ARGUMENTS`` (closes ``pass_fds`` here).
 
         The package this process imported comes first on its path: the addon
         may run from a checkout with no mcpsniff installed. Its folder is the
@@ -89,7 +89,7 @@ class AnalysisProcess:
         root = str(Path(mcpsniff.__file__).resolve().parents[1])
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-        argv = [sys.executable, "-m", "mcpsniff.relay.worker", "--fd", str(read_fd), *arguments]
+        argv = [sys.executable, "-m", "mcpsniff.capture.worker", "--fd", str(read_fd), *arguments]
         try:
             proc = subprocess.Popen(
                 argv,

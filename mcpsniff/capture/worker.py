@@ -9,7 +9,7 @@ every session; the end of the pipe ends the worker. A pipe that ends without
 ``CaptureEnd`` means the shell died: the worker ends the sessions itself, so
 that the trace still says what was unanswered.
 
-Run as ``python -m mcpsniff.relay.worker`` it is the mitmproxy addon's
+Run as ``python -m mcpsniff.capture.worker`` it is the mitmproxy addon's
 analysis process (see ``main``).
 """
 
@@ -23,10 +23,10 @@ from typing import Any
 from mcpsniff.core.model import Record
 from mcpsniff.core.observation_codec import CodecError
 from mcpsniff.core.observations import CaptureEnd
-from mcpsniff.relay.analysis_process import AnalysisProcess
-from mcpsniff.relay.channel import read_batches
-from mcpsniff.relay.outputs import Outputs, attach
-from mcpsniff.relay.recorder import Recorder
+from mcpsniff.capture.analysis_process import AnalysisProcess
+from mcpsniff.capture.channel import read_batches
+from mcpsniff.capture.outputs import Outputs, attach
+from mcpsniff.capture.recorder import Recorder
 from mcpsniff.trace.format import TraceWriter
 
 #: Exit status of an analysis process whose trace could not be written in full.
@@ -166,10 +166,10 @@ def main(argv: list[str] | None = None) -> int:
     import orjson
 
     from mcpsniff.core.http_adapter import ObservationAdapter
-    from mcpsniff.relay.addon_link import FlowReplies
-    from mcpsniff.relay.analysis_process import become_analysis_process
+    from mcpsniff.mitm.link import FlowReplies
+    from mcpsniff.capture.analysis_process import become_analysis_process
 
-    parser = argparse.ArgumentParser(prog="mcpsniff.relay.worker")
+    parser = argparse.ArgumentParser(prog="mcpsniff.capture.worker")
     parser.add_argument("--fd", type=int, required=True, help="the channel's read end")
     parser.add_argument("--trace-fd", type=int, required=True)
     parser.add_argument("--trace-path", default="")
@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-redact", action="store_true")
     parser.add_argument("--replies-fd", type=int, help="findings back to the addon")
     parser.add_argument("--show", action="store_true")
-    parser.add_argument("--outputs", default="", help="Outputs as JSON (mcpsniff.relay.outputs)")
+    parser.add_argument("--outputs", default="", help="Outputs as JSON (mcpsniff.capture.outputs)")
     ns = parser.parse_args(argv)
     # Normal priority: unlike a relay's, the addon's hooks wait for this process
     # (findings must be on a flow before the later addons see it).
@@ -205,6 +205,6 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     # Run as the module's real name, not ``__main__``: one copy of its classes.
-    from mcpsniff.relay.worker import main as _main
+    from mcpsniff.capture.worker import main as _main
 
     sys.exit(_main())

@@ -9,8 +9,8 @@ import pytest
 
 from mcpsniff.core.http_adapter import ObservationAdapter
 from mcpsniff.core.observations import ExchangeEnd, RequestBegin, ResponseBody, ResponseHead
-from mcpsniff.relay.addon_link import FlowFinding, FlowReplies, Reply, Show, Sync
-from mcpsniff.relay.recorder import Recorder
+from mcpsniff.mitm.link import FlowFinding, FlowReplies, Reply, Show, Sync
+from mcpsniff.capture.recorder import Recorder
 
 JSON = (("Content-Type", "application/json"),)
 

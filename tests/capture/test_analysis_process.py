@@ -9,8 +9,8 @@ import orjson
 
 from mcpsniff.core.model import C2S, S2C
 from mcpsniff.core.observations import CaptureEnd, StreamData, StreamEnd
-from mcpsniff.relay.analysis_process import AnalysisProcess
-from mcpsniff.relay.channel import read_batches
+from mcpsniff.capture.analysis_process import AnalysisProcess
+from mcpsniff.capture.channel import read_batches
 
 
 def test_the_forked_process_gets_everything_and_its_exit_status_comes_back(
@@ -53,7 +53,7 @@ def test_a_spawned_worker_records_what_the_channel_carries(tmp_path: Path) -> No
     """The addon's way: a fresh interpreter runs the same worker on the channel."""
     from mcpsniff.core.model import EventRecord, FrameRecord
     from mcpsniff.core.observations import ExchangeEnd, RequestBegin, ResponseBody, ResponseHead
-    from mcpsniff.relay.addon_link import create_trace
+    from mcpsniff.mitm.link import create_trace
     from mcpsniff.trace.format import TraceReader
 
     trace = tmp_path / "t.jsonl"

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from mcpsniff.core.model import FrameRecord, Record
-from mcpsniff.relay.recorder import Recorder
-from mcpsniff.sinks import Sink
+from mcpsniff.capture.recorder import Recorder
+from mcpsniff.capture.sinks import Sink
 
 
 class Collecting:

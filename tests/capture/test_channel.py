@@ -24,8 +24,8 @@ from mcpsniff.core.observations import (
     StreamGap,
     TransportEvent,
 )
-from mcpsniff.relay import channel as channel_module
-from mcpsniff.relay.channel import Channel, InProcess, read_batches
+from mcpsniff.capture import channel as channel_module
+from mcpsniff.capture.channel import Channel, InProcess, read_batches
 
 
 def drain_all(fd: int) -> list[Any]:
@@ -219,7 +219,7 @@ def test_read_batches_gives_every_observation_whatever_the_reads_cut(
     import random
 
     from mcpsniff.core.observation_codec import decode_all, encode_bytes
-    from mcpsniff.relay import channel
+    from mcpsniff.capture import channel
 
     rng = random.Random(seed)
     sizes = [rng.choice([0, 5, 1000, 70_000]) for _ in range(200)] + [600_000, 3_000_000]

@@ -13,7 +13,7 @@ attached to their flows (comment and marker), so mitmweb shows them.
 The addon only observes: it notes what happens to each MCP exchange
 (``mcpsniff.relay.remote_exchange``) and sends the observations down the
 same capture channel as ``mcpsniff http`` to an analysis process beside
-mitmdump (``mcpsniff.relay.addon_link``, running ``mcpsniff.relay.worker``),
+mitmdump (``mcpsniff.mitm.link``, running ``mcpsniff.capture.worker``),
 which analyzes them and writes the trace, so the analysis costs mitmdump no
 request rate. A flow's findings come back moments after its response has gone
 on; they are put on the flow then, with an ``update`` event so that mitmweb's
@@ -59,10 +59,10 @@ def _import_package() -> str | None:
         del sys.modules["mcpsniff"]
     try:
         try:
-            import mcpsniff.relay.addon_link
+            import mcpsniff.mitm.link
         except ImportError:
             sys.path.insert(0, str(here.parent))
-            import mcpsniff.relay.addon_link  # noqa: F401
+            import mcpsniff.mitm.link  # noqa: F401
     except ImportError as exc:
         return (
             f"mcpsniff is not importable from mitmproxy's Python ({sys.executable}): {exc}. "
@@ -76,9 +76,9 @@ def _import_package() -> str | None:
 IMPORT_ERROR = _import_package()
 if IMPORT_ERROR is None:
     from mcpsniff.core.http_adapter import client_address, is_mcp_request, lowered
-    from mcpsniff.relay.addon_link import AnalysisClient, Reply, create_trace
-    from mcpsniff.relay.flow_findings import FlowBook
-    from mcpsniff.relay.outputs import Outputs
+    from mcpsniff.mitm.link import AnalysisClient, Reply, create_trace
+    from mcpsniff.mitm.flow_findings import FlowBook
+    from mcpsniff.capture.outputs import Outputs
     from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver
     from mcpsniff.trace.format import header as trace_header
     from mcpsniff.trace.salvage import TracePlace, exit_reason, salvage_once

@@ -16,7 +16,7 @@ from typing import Any
 from mcpsniff.core.analyzer import Analyzer
 from mcpsniff.core.model import FindingRecord, Record
 from mcpsniff.core.redact import redact_frame
-from mcpsniff.sinks import Sink
+from mcpsniff.capture.sinks import Sink
 from mcpsniff.trace.format import TraceWriter
 
 Listener = Callable[[Record], None]
@@ -41,7 +41,7 @@ class Recorder:
         self.listeners: list[Listener] = []
         #: Called after each batch of records (one feed call), e.g. to flush a display.
         self.batch_listeners: list[Callable[[], None]] = []
-        #: Further outputs (OTLP, a live view): see mcpsniff.sinks.
+        #: Further outputs (OTLP, a live view): see mcpsniff.capture.sinks.
         self.sinks: list[Sink] = []
         self.findings = 0
 

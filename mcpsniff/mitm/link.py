@@ -34,10 +34,10 @@ import orjson
 from mcpsniff.core.model import FindingRecord, FrameRecord, Record
 from mcpsniff.core.observation_codec import register
 from mcpsniff.core.observations import Observation
-from mcpsniff.relay.analysis_process import AnalysisProcess
-from mcpsniff.relay.channel import big_pipe
-from mcpsniff.relay.outputs import Outputs
-from mcpsniff.relay.recorder import Recorder
+from mcpsniff.capture.analysis_process import AnalysisProcess
+from mcpsniff.capture.channel import big_pipe
+from mcpsniff.capture.outputs import Outputs
+from mcpsniff.capture.recorder import Recorder
 from mcpsniff.render import Style, Timeline
 
 #: Bytes of observations the addon may queue while the pipe is full.

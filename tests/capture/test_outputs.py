@@ -1,4 +1,4 @@
-"""The one place the analysis side's sinks are built: ``mcpsniff.relay.outputs``."""
+"""The one place the analysis side's sinks are built: ``mcpsniff.capture.outputs``."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from mcpsniff.core.model import EventRecord, Record
-from mcpsniff.relay import outputs
+from mcpsniff.capture import outputs
 from mcpsniff.relay.http import HttpOptions, HttpRelay
-from mcpsniff.relay.outputs import Outputs, attach
-from mcpsniff.relay.recorder import Recorder
+from mcpsniff.capture.outputs import Outputs, attach
+from mcpsniff.capture.recorder import Recorder
 from tests.relay.hostile_peers import AiohttpUpstream, exchange_raw
 
 
