@@ -15,6 +15,8 @@ import click
 import orjson
 
 from mcpsniff import __version__
+from mcpsniff.capture.outputs import Outputs
+from mcpsniff.capture.sinks import Sink
 from mcpsniff.core import catalog
 from mcpsniff.core.analyzer import Analyzer, dropped_id, replay_batches, replay_notable
 from mcpsniff.core.escape import terminal_safe
@@ -24,11 +26,9 @@ from mcpsniff.core.rules import IMPLEMENTED
 from mcpsniff.filter import HELP as FILTER_HELP
 from mcpsniff.filter.cli import filter_option, parse_filter
 from mcpsniff.filter.select import matching_findings
-from mcpsniff.capture.outputs import Outputs
 from mcpsniff.render import Style, Timeline, finding_json, report_lines
 from mcpsniff.safe_output import terminal_json_line, tolerate_surrogates
 from mcpsniff.seconds import Seconds
-from mcpsniff.capture.sinks import Sink
 from mcpsniff.trace.format import TraceError, TraceReader, TraceWriter
 from mcpsniff.trace.gaps import GapTally
 

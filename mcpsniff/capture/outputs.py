@@ -19,9 +19,9 @@ from typing import Any
 
 import orjson
 
-from mcpsniff.core.escape import terminal_safe
 from mcpsniff.capture.recorder import Recorder
 from mcpsniff.capture.sinks import Sink
+from mcpsniff.core.escape import terminal_safe
 
 
 @dataclass(frozen=True)

@@ -13,10 +13,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from mcpsniff.capture.sinks import Sink
 from mcpsniff.core.analyzer import Analyzer
 from mcpsniff.core.model import FindingRecord, Record
 from mcpsniff.core.redact import redact_frame
-from mcpsniff.capture.sinks import Sink
 from mcpsniff.trace.format import TraceWriter
 
 Listener = Callable[[Record], None]

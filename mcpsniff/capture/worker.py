@@ -20,13 +20,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from mcpsniff.core.model import Record
-from mcpsniff.core.observation_codec import CodecError
-from mcpsniff.core.observations import CaptureEnd
 from mcpsniff.capture.analysis_process import AnalysisProcess
 from mcpsniff.capture.channel import read_batches
 from mcpsniff.capture.outputs import Outputs, attach
 from mcpsniff.capture.recorder import Recorder
+from mcpsniff.core.model import Record
+from mcpsniff.core.observation_codec import CodecError
+from mcpsniff.core.observations import CaptureEnd
 from mcpsniff.trace.format import TraceWriter
 
 #: Exit status of an analysis process whose trace could not be written in full.
@@ -165,9 +165,9 @@ def main(argv: list[str] | None = None) -> int:
 
     import orjson
 
+    from mcpsniff.capture.analysis_process import become_analysis_process
     from mcpsniff.core.http_adapter import ObservationAdapter
     from mcpsniff.mitm.link import FlowReplies
-    from mcpsniff.capture.analysis_process import become_analysis_process
 
     parser = argparse.ArgumentParser(prog="mcpsniff.capture.worker")
     parser.add_argument("--fd", type=int, required=True, help="the channel's read end")

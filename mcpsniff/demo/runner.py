@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import mcpsniff
-from mcpsniff.core.model import C2S, S2C, FindingRecord, FrameRecord, Record
 from mcpsniff.capture.recorder import Recorder
+from mcpsniff.core.model import C2S, S2C, FindingRecord, FrameRecord, Record
 from mcpsniff.trace.format import TraceWriter
 
 #: The session key of the single stdio session the demo records.

@@ -35,7 +35,6 @@ import functools
 import logging
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -43,55 +42,21 @@ from typing import Any
 from mitmproxy import ctx, exceptions, flowfilter, hooks, http
 from mitmproxy.net.http import url
 
-
-def _import_package() -> str | None:
-    """Import the mcpsniff package; return a clear error message if it cannot be found.
-
-    mitmproxy puts this file's folder first on sys.path, where this very file
-    would shadow the package of the same name: look past it. A checkout's
-    package, next to this folder, is the fallback when none is installed.
-    """
-    here = Path(__file__).resolve().parent
-    saved = list(sys.path)
-    sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != here]
-    shadow = sys.modules.get("mcpsniff")
-    if shadow is not None and not hasattr(shadow, "__path__"):
-        del sys.modules["mcpsniff"]
-    try:
-        try:
-            import mcpsniff.mitm.link
-        except ImportError:
-            sys.path.insert(0, str(here.parent))
-            import mcpsniff.mitm.link  # noqa: F401
-    except ImportError as exc:
-        return (
-            f"mcpsniff is not importable from mitmproxy's Python ({sys.executable}): {exc}. "
-            "Install it into that environment (pip install mcpsniff) and load the addon again."
-        )
-    finally:
-        sys.path[:] = saved
-    return None
-
-
-IMPORT_ERROR = _import_package()
-if IMPORT_ERROR is None:
-    from mcpsniff.core.http_adapter import client_address, is_mcp_request, lowered
-    from mcpsniff.mitm.link import AnalysisClient, Reply, create_trace
-    from mcpsniff.mitm.flow_findings import FlowBook
-    from mcpsniff.capture.outputs import Outputs
-    from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver
-    from mcpsniff.trace.format import header as trace_header
-    from mcpsniff.trace.salvage import TracePlace, exit_reason, salvage_once
+from mcpsniff.capture.outputs import Outputs
+from mcpsniff.core.escape import terminal_safe
+from mcpsniff.core.http_adapter import client_address, is_mcp_request, lowered
+from mcpsniff.mitm.flow_findings import FlowBook
+from mcpsniff.mitm.link import AnalysisClient, Reply, create_trace
+from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver
+from mcpsniff.trace.format import header as trace_header
+from mcpsniff.trace.salvage import TracePlace, exit_reason, salvage_once
 
 
 class _InertLog(logging.Filter):
     """Every event-log line is escaped: it quotes URLs, methods and findings from traffic."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        if IMPORT_ERROR is None:
-            from mcpsniff.core.escape import terminal_safe
-
-            record.msg, record.args = terminal_safe(record.getMessage()), None
+        record.msg, record.args = terminal_safe(record.getMessage()), None
         return True
 
 
@@ -124,11 +89,8 @@ class McpSniff:
         self.filter: flowfilter.TFilter | None = None
         self.exchanges: dict[str, RemoteExchange] = {}
         #: The flows of the exchanges whose findings are not back yet (held or
-        #: not): a new book per analysis process. None without the package, which
-        #: leaves the addon inert (it never records, so never needs one).
-        self.book: FlowBook[http.HTTPFlow] = (
-            FlowBook() if IMPORT_ERROR is None else None  # type: ignore[assignment]
-        )
+        #: not): a new book per analysis process.
+        self.book: FlowBook[http.HTTPFlow] = FlowBook()
         #: Hold MCP responses until their findings are on the flow (``mcpsniff_hold``).
         self.hold = False
         #: ``update`` events under way, announcing findings put on flows already gone on.
@@ -189,8 +151,6 @@ class McpSniff:
             "Also send MCP spans and metrics live to this OpenTelemetry collector (OTLP URL, "
             "e.g. http://127.0.0.1:4318; needs mcpsniff[otel]). Set with mcpsniff_trace.",
         )
-        if IMPORT_ERROR is not None:
-            log.error(IMPORT_ERROR)
 
     def running(self) -> None:
         self.is_running = True
@@ -211,8 +171,6 @@ class McpSniff:
         log.error(message)
 
     def configure(self, updated: set[str]) -> None:
-        if IMPORT_ERROR is not None:
-            return
         if "mcpsniff_hold" in updated or "save_stream_file" in updated:
             mode = ctx.options.mcpsniff_hold
             saving = bool(getattr(ctx.options, "save_stream_file", None))
@@ -615,6 +573,3 @@ def _salvage(
 def _log_salvage(line: str | None) -> None:
     if line is not None:
         log.warning(line)
-
-
-addons = [McpSniff()]

@@ -31,13 +31,13 @@ from typing import Any
 
 import orjson
 
-from mcpsniff.core.model import FindingRecord, FrameRecord, Record
-from mcpsniff.core.observation_codec import register
-from mcpsniff.core.observations import Observation
 from mcpsniff.capture.analysis_process import AnalysisProcess
 from mcpsniff.capture.channel import big_pipe
 from mcpsniff.capture.outputs import Outputs
 from mcpsniff.capture.recorder import Recorder
+from mcpsniff.core.model import FindingRecord, FrameRecord, Record
+from mcpsniff.core.observation_codec import register
+from mcpsniff.core.observations import Observation
 from mcpsniff.render import Style, Timeline
 
 #: Bytes of observations the addon may queue while the pipe is full.

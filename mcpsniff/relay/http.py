@@ -34,21 +34,21 @@ from pathlib import Path
 
 from yarl import URL
 
+from mcpsniff.capture.analysis_process import AnalysisProcess
+from mcpsniff.capture.channel import Capture, InProcess
+from mcpsniff.capture.outputs import Outputs, attach
+from mcpsniff.capture.recorder import Recorder
+from mcpsniff.capture.worker import TRACE_INCOMPLETE, fork_analysis
 from mcpsniff.core.http_adapter import RELAY_SESSION, ObservationAdapter
 from mcpsniff.core.model import Record
 from mcpsniff.core.observations import TransportEvent
 from mcpsniff.core.redact import redact_query
 from mcpsniff.listen_address import parse_listen_address
 from mcpsniff.relay import event_loop
-from mcpsniff.capture.analysis_process import AnalysisProcess
-from mcpsniff.capture.channel import Capture, InProcess
 from mcpsniff.relay.event_loop import Spinner
 from mcpsniff.relay.http1 import RequestHead
 from mcpsniff.relay.http_wire import ClientSide
-from mcpsniff.capture.outputs import Outputs, attach
-from mcpsniff.capture.recorder import Recorder
 from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver
-from mcpsniff.capture.worker import TRACE_INCOMPLETE, fork_analysis
 from mcpsniff.trace.format import TraceWriter
 from mcpsniff.trace.paths import TraceOpenError, open_trace_file
 from mcpsniff.trace.salvage import (

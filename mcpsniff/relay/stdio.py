@@ -25,13 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcpsniff.capture.analysis_process import AnalysisProcess
+from mcpsniff.capture.channel import Channel
+from mcpsniff.capture.outputs import Outputs
+from mcpsniff.capture.worker import TRACE_INCOMPLETE, fork_analysis
 from mcpsniff.core.model import C2S, S2C, Record
 from mcpsniff.core.observations import Stderr, StreamEnd, TransportEvent
 from mcpsniff.core.redact import recorded_argv
 from mcpsniff.core.stdio_adapter import SESSION, StdioAdapter
-from mcpsniff.capture.analysis_process import AnalysisProcess
-from mcpsniff.capture.channel import Channel
-from mcpsniff.capture.outputs import Outputs
 from mcpsniff.relay.stdio_io import (
     CHUNK,
     Input,
@@ -40,7 +41,6 @@ from mcpsniff.relay.stdio_io import (
     restore_blocking,
     write_through,
 )
-from mcpsniff.capture.worker import TRACE_INCOMPLETE, fork_analysis
 from mcpsniff.trace.format import TraceWriter
 from mcpsniff.trace.paths import TraceOpenError, open_trace_file
 from mcpsniff.trace.salvage import (

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcpsniff.core.model import FindingRecord, Record
 from mcpsniff.capture.recorder import Recorder
+from mcpsniff.core.model import FindingRecord, Record
 from mcpsniff.replay.script import ReplayError
 from mcpsniff.trace.format import TraceWriter
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import orjson
 
-from mcpsniff.core.model import C2S, S2C
-from mcpsniff.core.observations import CaptureEnd, StreamData, StreamEnd
 from mcpsniff.capture.analysis_process import AnalysisProcess
 from mcpsniff.capture.channel import read_batches
+from mcpsniff.core.model import C2S, S2C
+from mcpsniff.core.observations import CaptureEnd, StreamData, StreamEnd
 
 
 def test_the_forked_process_gets_everything_and_its_exit_status_comes_back(

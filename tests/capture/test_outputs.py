@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from mcpsniff.core.model import EventRecord, Record
 from mcpsniff.capture import outputs
-from mcpsniff.relay.http import HttpOptions, HttpRelay
 from mcpsniff.capture.outputs import Outputs, attach
 from mcpsniff.capture.recorder import Recorder
+from mcpsniff.core.model import EventRecord, Record
+from mcpsniff.relay.http import HttpOptions, HttpRelay
 from tests.relay.hostile_peers import AiohttpUpstream, exchange_raw
 
 

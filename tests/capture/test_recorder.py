@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from mcpsniff.core.model import C2S, S2C, EventRecord, FindingRecord, FrameRecord
 from mcpsniff.capture.recorder import Recorder
+from mcpsniff.core.model import C2S, S2C, EventRecord, FindingRecord, FrameRecord
 from mcpsniff.trace.format import TraceReader, TraceWriter
 
 INIT = b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n'

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from mcpsniff.core.model import FrameRecord, Record
 from mcpsniff.capture.recorder import Recorder
 from mcpsniff.capture.sinks import Sink
+from mcpsniff.core.model import FrameRecord, Record
 
 
 class Collecting:

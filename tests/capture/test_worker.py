@@ -6,12 +6,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+from mcpsniff.capture.recorder import Recorder
+from mcpsniff.capture.worker import TRACE_INCOMPLETE, Worker
 from mcpsniff.core.model import C2S, S2C, EventRecord, FrameRecord
 from mcpsniff.core.observation_codec import encode_bytes
 from mcpsniff.core.observations import CaptureEnd, StreamData
 from mcpsniff.core.stdio_adapter import StdioAdapter
-from mcpsniff.capture.recorder import Recorder
-from mcpsniff.capture.worker import TRACE_INCOMPLETE, Worker
 from mcpsniff.trace.format import TraceReader, TraceWriter
 
 PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from mcpsniff.capture.recorder import Recorder
 from mcpsniff.core.http_adapter import ObservationAdapter
 from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, MessageRecord, Record
 from mcpsniff.core.observations import (
@@ -26,7 +27,6 @@ from mcpsniff.core.observations import (
     ResponseBody,
     ResponseHead,
 )
-from mcpsniff.capture.recorder import Recorder
 
 INIT = {
     "jsonrpc": "2.0",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcpsniff.capture.recorder import Recorder
 from mcpsniff.core.model import C2S, S2C, EventRecord, FrameRecord, Record
 from mcpsniff.core.observations import (
     CaptureEnd,
@@ -14,7 +15,6 @@ from mcpsniff.core.observations import (
     TransportEvent,
 )
 from mcpsniff.core.stdio_adapter import STDERR_EVENT_LIMIT, StdioAdapter
-from mcpsniff.capture.recorder import Recorder
 
 PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
 PONG = b'{"jsonrpc":"2.0","id":1,"result":{}}\n'

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.sdk_peers import client_result
 from tests.mitm.support import (
     EVERYTHING_JS,
     SDK2_PYTHON,
@@ -15,7 +16,6 @@ from tests.mitm.support import (
     require_peers,
     sdk_client,
 )
-from tests.e2e.sdk_peers import client_result
 
 from .collector import Collector, start_collector
 

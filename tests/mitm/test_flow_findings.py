@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcpsniff.mitm.link import FlowFinding, Reply
 from mcpsniff.mitm.flow_findings import FLOW_MEMORY, MARKERS, FlowBook, attach
+from mcpsniff.mitm.link import FlowFinding, Reply
 
 
 @dataclass

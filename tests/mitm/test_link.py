@@ -7,10 +7,10 @@ import struct
 
 import pytest
 
+from mcpsniff.capture.recorder import Recorder
 from mcpsniff.core.http_adapter import ObservationAdapter
 from mcpsniff.core.observations import ExchangeEnd, RequestBegin, ResponseBody, ResponseHead
 from mcpsniff.mitm.link import FlowFinding, FlowReplies, Reply, Show, Sync
-from mcpsniff.capture.recorder import Recorder
 
 JSON = (("Content-Type", "application/json"),)
 

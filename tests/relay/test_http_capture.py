@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
+from mcpsniff.capture.analysis_process import AnalysisProcess
+from mcpsniff.capture.recorder import Recorder
+from mcpsniff.capture.worker import Worker
 from mcpsniff.core.http_adapter import ObservationAdapter
 from mcpsniff.core.model import EventRecord, FrameRecord
 from mcpsniff.core.observations import ExchangeEnd, RequestBegin, RequestBody
-from mcpsniff.capture.analysis_process import AnalysisProcess
-from mcpsniff.capture.recorder import Recorder
 from mcpsniff.relay.remote_exchange import RemoteObserver
-from mcpsniff.capture.worker import Worker
 from mcpsniff.trace.format import TraceReader, TraceWriter
 
 EVENTS = 200

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from mcpsniff.capture.recorder import Recorder
 from mcpsniff.core.model import S2C, EventRecord, FrameRecord, Record
 from mcpsniff.core.observations import CaptureEnd, StreamData, StreamGap
 from mcpsniff.core.stdio_adapter import StdioAdapter
-from mcpsniff.capture.recorder import Recorder
 
 PONG = b'{"jsonrpc":"2.0","id":1,"result":{}}\n'
 BEFORE = b'{"jsonrpc":"2.0","id":1,"res'  # the line the gap cuts
