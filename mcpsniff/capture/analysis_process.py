@@ -4,7 +4,7 @@
 thread exists; the child runs the worker (``mcpsniff.capture.worker``) on the
 read end of the channel's pipe. mitmproxy may run threads, and a fork copies
 none of them but every lock they hold, so the addon spawns ``python -m
-mcpsniff.capture.worker`` instead, which runs the same worker. Either way the
+mcpsniff.mitm.worker`` instead, which runs the same worker. Either way the
 parent gets an ``AnalysisProcess``: the ``Channel`` to feed, and a way to
 wait for the trace to be complete.
 """
@@ -74,9 +74,15 @@ class AnalysisProcess:
 
     @classmethod
     def spawn(
-        cls, arguments: Sequence[str], limit: int, *, pass_fds: Sequence[int], delay: float = 0.0
+        cls,
+        module: str,
+        arguments: Sequence[str],
+        limit: int,
+        *,
+        pass_fds: Sequence[int],
+        delay: float = 0.0,
     ) -> AnalysisProcess:
-        """Start ``python -m mcpsniff.capture.worker --fd N ARGUMENTS`` (closes ``pass_fds`` here).
+        """Start ``python -m MODULE --fd N ARGUMENTS`` (closes ``pass_fds`` here).
 
         The package this process imported comes first on its path: the addon
         may run from a checkout with no mcpsniff installed. Its folder is the
@@ -89,7 +95,7 @@ class AnalysisProcess:
         root = str(Path(mcpsniff.__file__).resolve().parents[1])
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-        argv = [sys.executable, "-m", "mcpsniff.capture.worker", "--fd", str(read_fd), *arguments]
+        argv = [sys.executable, "-m", module, "--fd", str(read_fd), *arguments]
         try:
             proc = subprocess.Popen(
                 argv,

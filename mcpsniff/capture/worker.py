@@ -9,8 +9,9 @@ every session; the end of the pipe ends the worker. A pipe that ends without
 ``CaptureEnd`` means the shell died: the worker ends the sessions itself, so
 that the trace still says what was unanswered.
 
-Run as ``python -m mcpsniff.capture.worker`` it is the mitmproxy addon's
-analysis process (see ``main``).
+The relays fork their analysis process and run a ``Worker`` in it
+(``fork_analysis``); the mitmproxy addon spawns ``python -m
+mcpsniff.mitm.worker``, which runs one too.
 """
 
 from __future__ import annotations
@@ -155,56 +156,3 @@ def fork_analysis(
 
 def _stderr(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """The spawned analysis process (``AnalysisProcess.spawn``, the mitmproxy addon's)."""
-    import argparse
-    import os
-    from pathlib import Path
-
-    import orjson
-
-    from mcpsniff.capture.analysis_process import become_analysis_process
-    from mcpsniff.core.http_adapter import ObservationAdapter
-    from mcpsniff.mitm.link import FlowReplies
-
-    parser = argparse.ArgumentParser(prog="mcpsniff.capture.worker")
-    parser.add_argument("--fd", type=int, required=True, help="the channel's read end")
-    parser.add_argument("--trace-fd", type=int, required=True)
-    parser.add_argument("--trace-path", default="")
-    parser.add_argument("--meta", default="{}", help="the trace header's meta (JSON)")
-    parser.add_argument("--created", type=float, required=True)
-    parser.add_argument("--no-redact", action="store_true")
-    parser.add_argument("--replies-fd", type=int, help="findings back to the addon")
-    parser.add_argument("--show", action="store_true")
-    parser.add_argument("--outputs", default="", help="Outputs as JSON (mcpsniff.capture.outputs)")
-    ns = parser.parse_args(argv)
-    # Normal priority: unlike a relay's, the addon's hooks wait for this process
-    # (findings must be on a flow before the later addons see it).
-    become_analysis_process(niceness=0)
-    stream = os.fdopen(ns.trace_fd, "wb", buffering=1 << 16)
-    writer = TraceWriter(stream, Path(ns.trace_path) if ns.trace_path else None)
-    writer.write_header(orjson.loads(ns.meta), ns.created)
-    writer.flush()
-    recorder = Recorder(writer, "http", redact=not ns.no_redact, autoflush=False)
-    attach(recorder, Outputs.from_json(ns.outputs))
-    # Sessions are keyed by the server's host too: mitmproxy sees many servers.
-    adapter = ObservationAdapter(recorder, redact=not ns.no_redact, key_by_host=True)
-    if ns.replies_fd is None:
-        return Worker(recorder, adapter.apply).run(ns.fd)
-    replies = FlowReplies(recorder, adapter.apply, ns.replies_fd, ns.show)
-    worker = Worker(
-        recorder,
-        replies.apply,
-        after_batch=replies.send_reply,
-        after_close=replies.send_reply,
-    )
-    return worker.run(ns.fd)
-
-
-if __name__ == "__main__":
-    # Run as the module's real name, not ``__main__``: one copy of its classes.
-    from mcpsniff.capture.worker import main as _main
-
-    sys.exit(_main())

@@ -13,7 +13,7 @@ attached to their flows (comment and marker), so mitmweb shows them.
 The addon only observes: it notes what happens to each MCP exchange
 (``mcpsniff.relay.remote_exchange``) and sends the observations down the
 same capture channel as ``mcpsniff http`` to an analysis process beside
-mitmdump (``mcpsniff.mitm.link``, running ``mcpsniff.capture.worker``),
+mitmdump (``mcpsniff.mitm.link``, running ``mcpsniff.mitm.worker``),
 which analyzes them and writes the trace, so the analysis costs mitmdump no
 request rate. A flow's findings come back moments after its response has gone
 on; they are put on the flow then, with an ``update`` event so that mitmweb's

@@ -47,38 +47,3 @@ def test_the_status_of_a_reaped_process_stays_known() -> None:
         return first, process.poll()
 
     assert asyncio.run(scenario()) == (7, 7)
-
-
-def test_a_spawned_worker_records_what_the_channel_carries(tmp_path: Path) -> None:
-    """The addon's way: a fresh interpreter runs the same worker on the channel."""
-    from mcpsniff.core.model import EventRecord, FrameRecord
-    from mcpsniff.core.observations import ExchangeEnd, RequestBegin, ResponseBody, ResponseHead
-    from mcpsniff.mitm.link import create_trace
-    from mcpsniff.trace.format import TraceReader
-
-    trace = tmp_path / "t.jsonl"
-    fd = create_trace(str(trace))
-    headers = (("Content-Type", "application/json"),)
-    body = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
-
-    async def scenario() -> int:
-        arguments = ["--trace-fd", str(fd), "--trace-path", str(trace), "--created", "1.0"]
-        process = AnalysisProcess.spawn(arguments, 1 << 20, pass_fds=(fd,))
-        channel = process.channel
-        channel.attach(asyncio.get_running_loop())
-        channel.send(RequestBegin(1, 2.0, "POST", "/mcp", headers, "h:1", None, len(body), body))
-        channel.send(ResponseHead(1, 3.0, 200, headers))
-        channel.send(ResponseBody(1, 3.5, True, b'{"jsonrpc":"2.0","id":1,"result":{}}'))
-        channel.send(ExchangeEnd(1, 4.0, "complete", True))
-        channel.end(5.0)
-        return await process.finish()
-
-    assert asyncio.run(scenario()) == 0
-    with TraceReader(trace) as reader:
-        records = list(reader.records())
-    assert [r.raw for r in records if isinstance(r, FrameRecord)] == [
-        body,
-        b'{"jsonrpc":"2.0","id":1,"result":{}}',
-    ]
-    events = [r.event for r in records if isinstance(r, EventRecord)]
-    assert "http-request" in events and events[-1] == "session-end"
