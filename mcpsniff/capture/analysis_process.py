@@ -19,6 +19,7 @@ import select
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,9 @@ from mcpsniff.capture.channel import Channel, big_pipe
 
 #: How much lower a forked analysis process's CPU priority is than the relay's.
 ANALYSIS_NICENESS = 10
+#: Exit status of an analysis process whose trace could not be written in full
+#: (it says why itself).
+TRACE_INCOMPLETE = 3
 #: Seconds ``finish`` waits in silence before it says what it is waiting for.
 FINISH_NOTICE_SECONDS = 1.0
 _M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter number
@@ -124,6 +128,17 @@ class AnalysisProcess:
             if pid:  # reaped: waitpid would not know it again
                 self.status = os.waitstatus_to_exitcode(status)
         return self.status
+
+    def wait_blocking(self, timeout: float) -> int | None:
+        """``wait`` without an event loop, ``timeout`` seconds at most (None: still running)."""
+        if self.proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                return self.proc.wait(timeout)
+            return None
+        deadline = time.monotonic() + timeout
+        while (status := self.poll()) is None and time.monotonic() < deadline:
+            time.sleep(0.002)
+        return status
 
     async def wait(self) -> int:
         """Wait for the analysis process to exit; its exit status."""

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from mcpsniff.capture.analysis_process import AnalysisProcess
+from mcpsniff.capture.analysis_process import TRACE_INCOMPLETE, AnalysisProcess
 from mcpsniff.capture.channel import read_batches
 from mcpsniff.capture.outputs import Outputs, attach
 from mcpsniff.capture.recorder import Recorder
@@ -29,9 +29,6 @@ from mcpsniff.core.model import Record
 from mcpsniff.core.observation_codec import CodecError
 from mcpsniff.core.observations import CaptureEnd
 from mcpsniff.trace.format import TraceWriter
-
-#: Exit status of an analysis process whose trace could not be written in full.
-TRACE_INCOMPLETE = 3
 
 
 class Worker:

@@ -34,7 +34,6 @@ import contextlib
 import functools
 import logging
 import os
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -43,13 +42,14 @@ from mitmproxy import ctx, exceptions, flowfilter, hooks, http
 from mitmproxy.net.http import url
 
 from mcpsniff.capture.outputs import Outputs
+from mcpsniff.capture.supervisor import Forwarded, Supervisor
 from mcpsniff.core.escape import terminal_safe
-from mcpsniff.core.http_adapter import client_address, is_mcp_request, lowered
+from mcpsniff.core.http_adapter import RELAY_SESSION, client_address, is_mcp_request, lowered
 from mcpsniff.mitm.flow_findings import FlowBook
 from mcpsniff.mitm.link import AnalysisClient, Reply, create_trace
 from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver
 from mcpsniff.trace.format import header as trace_header
-from mcpsniff.trace.salvage import TracePlace, exit_reason, salvage_once
+from mcpsniff.trace.salvage import TracePlace
 
 
 class _InertLog(logging.Filter):
@@ -105,12 +105,8 @@ class McpSniff:
         self.retiring: set[asyncio.Task[Any]] = set()
         #: Host header -> the host it names (``Request.pretty_host``), parsed once.
         self.hosts: dict[str, str] = {}
-        #: Where each open trace's records are, to complete it should its process die.
-        self.places: dict[int, TracePlace] = {}
-        #: Per analysis client: the refusals to complete its trace already logged
-        #: (the salvage at its death and the one when its trace closes meet the
-        #: same refusal when the path no longer names its file): said once.
-        self.refusals: dict[int, set[str]] = {}
+        #: Per analysis client: what completes its trace should its process die.
+        self.supervisors: dict[int, Supervisor] = {}
 
     # ------------------------------------------------------------------ options
 
@@ -238,17 +234,28 @@ class McpSniff:
             return
         self._close()
         self.analysis = analysis
-        # The analysis process writes the header: this run's records are the whole
-        # file, and should it die before the header, salvaging writes that first.
-        self.places[id(analysis)] = TracePlace(
-            Path(path), 0, inode=(info.st_dev, info.st_ino), header=trace_header(meta, created)
-        )
         self.book = book
         self.opened = (path, redact)
         with contextlib.suppress(RuntimeError):  # no loop yet: running() attaches it
             analysis.attach(asyncio.get_running_loop())
         # The analysis process keys sessions by the server's host and Mcp-Session-Id.
-        self.observer = RemoteObserver(analysis.sink)
+        observer = self.observer = RemoteObserver(analysis.sink)
+        # The analysis process writes the header: this run's records are the whole
+        # file, and should it die before the header, salvaging writes that first.
+        place = TracePlace(
+            Path(path), 0, inode=(info.st_dev, info.st_ino), header=trace_header(meta, created)
+        )
+        # Should it die, the MCP exchanges it missed are the gap. mitmproxy may run
+        # for days after: each salvage is told when it is made.
+        self.supervisors[id(analysis)] = Supervisor(
+            analysis.analysis,
+            place,
+            Forwarded(RELAY_SESSION, lambda: {"exchanges": observer.numbered}),
+            _log_warning,
+            alarm=_log_error,
+            activity="proxying",
+            tell_each_salvage=True,
+        )
         log.info(f"mcpsniff: recording MCP traffic to {path}")
 
     def _close(self) -> None:
@@ -259,31 +266,25 @@ class McpSniff:
         analysis = self.analysis
         if analysis is not None:
             analysis.close_sessions(time.time())
-            self._retire(analysis, self.observer.numbered if self.observer is not None else 0)
+            self._retire(analysis)
         self.analysis = self.observer = None
         self.opened = None
 
-    def _retire(self, analysis: AnalysisClient, numbered: int) -> None:
+    def _retire(self, analysis: AnalysisClient) -> None:
         """Let ``analysis`` finish its trace, in the background while mitmproxy runs.
 
-        If it died first, its trace is completed here (``_salvage``) once it has exited.
+        If it died first, its supervisor completes the trace once it has exited.
         """
-        place = self.places.pop(id(analysis), None)
-        refusals = self.refusals.pop(id(analysis), set())
+        supervisor = self.supervisors.pop(id(analysis))
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:  # mitmproxy's loop is gone: wait here
-            status = analysis.finish_now()
-            _log_salvage(_salvage(place, status, numbered, end=True, refusals=refusals))
+            supervisor.settle_blocking(analysis.finish_now())
             return
         analysis.attach(loop)
 
         async def retire() -> None:
-            status = await analysis.finish()
-            line = await asyncio.to_thread(
-                _salvage, place, status, numbered, end=True, refusals=refusals
-            )
-            _log_salvage(line)
+            await supervisor.settle(await analysis.finish())
 
         task = loop.create_task(retire())
         self.retiring.add(task)
@@ -302,47 +303,19 @@ class McpSniff:
         return None
 
     def _on_gone(self, reason: str) -> None:
-        """The analysis process died: say so once, and go on proxying, unrecorded.
+        """The analysis process died: its supervisor says so once; proxying goes on, unrecorded.
 
         The observer stays: its observations go nowhere now, but it goes on
         numbering the MCP exchanges, so that the trace can say how many it
         lacks. What the process never recorded is accounted for in the trace
-        at once (``_salvage``), and the rest when the trace is closed.
+        at once, and the rest when the trace is closed.
         """
-        log.error(
-            f"mcpsniff: {reason}; proxying continues, unrecorded (the trace will say what it lacks)"
-        )
         self.exchanges.clear()
         self.drains.clear()
         self.book.clear()
-        analysis, observer = self.analysis, self.observer
-        if analysis is None or observer is None:
-            return
-        place = self.places.get(id(analysis))
-        refusals = self.refusals.setdefault(id(analysis), set())
-        proc = analysis.analysis.proc
-        numbered = observer.numbered
-
-        def salvage_now() -> str | None:
-            try:
-                # It closed its pipe as it died: it must have exited before the
-                # file is touched (a live one could still be writing).
-                status = proc.wait(5.0) if proc is not None else None
-            except subprocess.TimeoutExpired:
-                return None  # completed when the trace closes instead
-            return _salvage(place, status, numbered, end=False, refusals=refusals)
-
-        async def salvage_soon() -> None:
-            _log_salvage(await asyncio.to_thread(salvage_now))
-
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            _log_salvage(salvage_now())
-            return
-        task = loop.create_task(salvage_soon())
-        self.retiring.add(task)
-        task.add_done_callback(self.retiring.discard)
+        analysis = self.analysis
+        if analysis is not None:
+            self.supervisors[id(analysis)].lost(reason)
 
     # ------------------------------------------------------------------ flows
 
@@ -541,35 +514,9 @@ class McpSniff:
         task.add_done_callback(self.updates.discard)
 
 
-def _salvage(
-    place: TracePlace | None,
-    status: int | None,
-    numbered: int,
-    end: bool,
-    refusals: set[str],
-) -> str | None:
-    """Account in the trace for the MCP exchanges a dead analysis process never recorded.
-
-    Blocking (file I/O: run on a thread while mitmproxy runs); returns the
-    line to log, if any (logged by the caller, on mitmproxy's loop).
-    ``refusals``: the refusals already logged for this trace (each is said once).
-    """
-    if place is None or status in (0, 3):  # 3: the process said why itself
-        return None
-    report, refused = salvage_once(
-        place,
-        refusals,
-        reason=exit_reason(status),
-        t=time.time(),
-        key="http",
-        exchanges=numbered,
-        end=end,
-    )
-    if report is None:
-        return None if refused is None else f"mcpsniff: {refused}"
-    return f"mcpsniff: {report.describe()}" if report.records else None
+def _log_warning(text: str) -> None:
+    log.warning(f"mcpsniff: {text}")
 
 
-def _log_salvage(line: str | None) -> None:
-    if line is not None:
-        log.warning(line)
+def _log_error(text: str) -> None:
+    log.error(f"mcpsniff: {text}")

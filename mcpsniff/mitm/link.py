@@ -133,7 +133,7 @@ class AnalysisClient:
     """The addon's end: a sink for observations, syncs to await, replies to hand on.
 
     ``on_reply`` gets every reply (before the synced hooks go on); ``on_gone``
-    is told once, with a reason, when the analysis process dies or stops answering;
+    is told once, with how, when the analysis process dies or stops answering;
     ``on_late`` once, the first time hooks go on without their findings (it lags).
     """
 
@@ -327,7 +327,7 @@ class AnalysisClient:
         self._close_reader()
         self._release(list(self.waiting))
         if not self.stopping:
-            self.on_gone(f"the analysis process is gone ({reason})")
+            self.on_gone(reason)
 
     def _close_reader(self) -> None:
         if self.loop is not None:

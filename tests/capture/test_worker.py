@@ -6,8 +6,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from mcpsniff.capture.analysis_process import TRACE_INCOMPLETE
 from mcpsniff.capture.recorder import Recorder
-from mcpsniff.capture.worker import TRACE_INCOMPLETE, Worker
+from mcpsniff.capture.worker import Worker
 from mcpsniff.core.model import C2S, S2C, EventRecord, FrameRecord
 from mcpsniff.core.observation_codec import encode_bytes
 from mcpsniff.core.observations import CaptureEnd, StreamData

@@ -9,7 +9,7 @@ import signal
 from pathlib import Path
 
 from tests.mitm.support import Mitmdump
-from tests.mitm.test_mitmproxy_addon import GONE, INITIALIZE, analysis_processes, post
+from tests.mitm.test_addon import GONE, INITIALIZE, analysis_processes, post
 from tests.mitm.upstreams import Upstream as AddonUpstream
 from tests.relay.http_upstreams import Upstream
 from tests.relay.stdio_support import peer, relay, wait_until
