@@ -15,8 +15,7 @@ import click
 import orjson
 
 from mcpsniff import __version__
-from mcpsniff.capture.outputs import Outputs
-from mcpsniff.capture.sinks import Sink
+from mcpsniff.capture.sinks import Outputs, Sink
 from mcpsniff.core import catalog
 from mcpsniff.core.analyzer import Analyzer, dropped_id, replay_batches, replay_notable
 from mcpsniff.core.escape import terminal_safe

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from mcpsniff.capture.sinks import Sink
+from mcpsniff.capture.sinks import Outputs, Sink, build_sinks
 from mcpsniff.core.analyzer import Analyzer
 from mcpsniff.core.model import FindingRecord, Record
 from mcpsniff.core.redact import redact_frame
@@ -44,6 +44,12 @@ class Recorder:
         #: Further outputs (OTLP, a live view): see mcpsniff.capture.sinks.
         self.sinks: list[Sink] = []
         self.findings = 0
+
+    def attach_sinks(self, outputs: Outputs | None) -> Recorder:
+        """Add the sinks ``outputs`` asks for (call in the analysis process); this recorder."""
+        if outputs is not None:
+            self.sinks.extend(build_sinks(outputs))
+        return self
 
     def _emit(self, records: list[Record]) -> list[Record]:
         if self.analyzer.drops:

@@ -23,8 +23,8 @@ from typing import Any
 
 from mcpsniff.capture.analysis_process import TRACE_INCOMPLETE, AnalysisProcess
 from mcpsniff.capture.channel import read_batches
-from mcpsniff.capture.outputs import Outputs, attach
 from mcpsniff.capture.recorder import Recorder
+from mcpsniff.capture.sinks import Outputs
 from mcpsniff.core.model import Record
 from mcpsniff.core.observation_codec import CodecError
 from mcpsniff.core.observations import CaptureEnd
@@ -143,7 +143,7 @@ def fork_analysis(
     def work(fd: int) -> int:
         if in_child is not None:
             in_child()
-        attach(recorder, outputs)
+        recorder.attach_sinks(outputs)
         return worker.run(fd)
 
     process = AnalysisProcess.fork(work, limit, idle=idle)

@@ -41,7 +41,7 @@ from typing import Any
 from mitmproxy import ctx, exceptions, flowfilter, hooks, http
 from mitmproxy.net.http import url
 
-from mcpsniff.capture.outputs import Outputs
+from mcpsniff.capture.sinks import Outputs
 from mcpsniff.capture.supervisor import Forwarded, Supervisor
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.core.http_adapter import RELAY_SESSION, client_address, is_mcp_request, lowered

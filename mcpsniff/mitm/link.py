@@ -36,7 +36,7 @@ import orjson
 
 from mcpsniff.capture.analysis_process import AnalysisProcess
 from mcpsniff.capture.channel import big_pipe
-from mcpsniff.capture.outputs import Outputs
+from mcpsniff.capture.sinks import Outputs
 from mcpsniff.core.observation_codec import register
 from mcpsniff.core.observations import Observation
 

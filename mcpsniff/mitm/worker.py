@@ -21,8 +21,8 @@ from typing import Any
 import orjson
 
 from mcpsniff.capture.analysis_process import become_analysis_process
-from mcpsniff.capture.outputs import Outputs, attach
 from mcpsniff.capture.recorder import Recorder
+from mcpsniff.capture.sinks import Outputs
 from mcpsniff.capture.worker import Worker
 from mcpsniff.core.http_adapter import ObservationAdapter
 from mcpsniff.core.model import FindingRecord, FrameRecord, Record
@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-redact", action="store_true")
     parser.add_argument("--replies-fd", type=int, help="findings back to the addon")
     parser.add_argument("--show", action="store_true")
-    parser.add_argument("--outputs", default="", help="Outputs as JSON (mcpsniff.capture.outputs)")
+    parser.add_argument("--outputs", default="", help="Outputs as JSON (mcpsniff.capture.sinks)")
     ns = parser.parse_args(argv)
     # Normal priority: unlike a relay's, the addon's hooks wait for this process
     # (findings must be on a flow before the later addons see it).
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     writer.write_header(orjson.loads(ns.meta), ns.created)
     writer.flush()
     recorder = Recorder(writer, "http", redact=not ns.no_redact, autoflush=False)
-    attach(recorder, Outputs.from_json(ns.outputs))
+    recorder.attach_sinks(Outputs.from_json(ns.outputs))
     # Sessions are keyed by the server's host too: mitmproxy sees many servers.
     adapter = ObservationAdapter(recorder, redact=not ns.no_redact, key_by_host=True)
     if ns.replies_fd is None:

@@ -36,8 +36,8 @@ from yarl import URL
 
 from mcpsniff.capture.analysis_process import TRACE_INCOMPLETE, AnalysisProcess
 from mcpsniff.capture.channel import Capture, InProcess
-from mcpsniff.capture.outputs import Outputs, attach
 from mcpsniff.capture.recorder import Recorder
+from mcpsniff.capture.sinks import Outputs
 from mcpsniff.capture.supervisor import Forwarded, Supervisor
 from mcpsniff.capture.worker import fork_analysis
 from mcpsniff.core.http_adapter import RELAY_SESSION, ObservationAdapter
@@ -97,7 +97,7 @@ class HttpOptions:
     busy_poll: bool = True
     #: Forward the Host field as the client sent it, even when it names the proxy.
     keep_host: bool = False
-    #: What the analysis feeds besides the trace (``mcpsniff.capture.outputs``).
+    #: What the analysis feeds besides the trace (``mcpsniff.capture.sinks``).
     outputs: Outputs = field(default_factory=Outputs)
     head_timeout: float = HEAD_TIMEOUT
     idle_timeout: float = IDLE_TIMEOUT
@@ -219,7 +219,7 @@ class HttpRelay:
         #: ``run_http`` uses), or a replay in this process.
         self.capture: Capture
         if capture is None:
-            recorder = attach(Recorder(writer, "http", redact=options.redact), options.outputs)
+            recorder = Recorder(writer, "http", redact=options.redact).attach_sinks(options.outputs)
             if show is not None:
                 recorder.listeners.append(show)
             if show_flush is not None:

@@ -27,7 +27,7 @@ from typing import Any
 
 from mcpsniff.capture.analysis_process import AnalysisProcess
 from mcpsniff.capture.channel import Channel
-from mcpsniff.capture.outputs import Outputs
+from mcpsniff.capture.sinks import Outputs
 from mcpsniff.capture.supervisor import Forwarded, Supervisor
 from mcpsniff.capture.worker import fork_analysis
 from mcpsniff.core.model import C2S, S2C, Record
@@ -64,7 +64,7 @@ class StdioOptions:
     name: str | None = None
     grace: float = 5.0
     backlog_limit: int = DEFAULT_BACKLOG_LIMIT
-    #: What the analysis process feeds besides the trace (``mcpsniff.capture.outputs``).
+    #: What the analysis process feeds besides the trace (``mcpsniff.capture.sinks``).
     outputs: Outputs = field(default_factory=Outputs)
 
 

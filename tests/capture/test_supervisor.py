@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from mcpsniff.capture.analysis_process import TRACE_INCOMPLETE, AnalysisProcess
-from mcpsniff.capture.outputs import Outputs
+from mcpsniff.capture.sinks import Outputs
 from mcpsniff.capture.supervisor import Forwarded, Supervisor
 from mcpsniff.capture.worker import fork_analysis
 from mcpsniff.core.model import C2S, EventRecord, FrameRecord
