@@ -15,7 +15,7 @@ Usage::
 Cases: ``redact`` (``redact_frame`` on bench_redact's frames and the stdio
 bench's echo frames), ``encode`` (a frame line, a message line), ``decode``
 (``decode_prefix`` over the stdio bench's observations), ``feed`` (a
-``Recorder`` fed like ``prof_feed``: 16 requests, then 16 responses per call),
+``TraceRecorder`` fed like ``prof_feed``: 16 requests, then 16 responses per call),
 ``inputs`` (``TraceReader.inputs()`` over bench_check's 10,000-message trace:
 check's reading loop).
 Prints each case's median time per operation for both versions and their
@@ -115,7 +115,7 @@ def _cases(package: str, only: str | None) -> dict[str, tuple[Callable[[], objec
 def _feeder(package: str) -> Callable[[], None]:
     recorder = _module(package, "relay.recorder")
     writer = _module(package, "trace.format").TraceWriter(io.BytesIO())
-    target = recorder.Recorder(writer, "stdio", redact=True, autoflush=False)
+    target = recorder.TraceRecorder(writer, "stdio", redact=True, autoflush=False)
     ids = iter(range(10, 1 << 62))
 
     def feed() -> None:

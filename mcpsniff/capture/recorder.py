@@ -22,7 +22,7 @@ from mcpsniff.trace.format import TraceWriter
 Listener = Callable[[Record], None]
 
 
-class Recorder:
+class TraceRecorder:
     """Feeds one capture's traffic through the analyzer into a trace writer."""
 
     def __init__(
@@ -45,7 +45,7 @@ class Recorder:
         self.sinks: list[Sink] = []
         self.findings = 0
 
-    def attach_sinks(self, outputs: Outputs | None) -> Recorder:
+    def attach_sinks(self, outputs: Outputs | None) -> TraceRecorder:
         """Add the sinks ``outputs`` asks for (call in the analysis process); this recorder."""
         if outputs is not None:
             self.sinks.extend(build_sinks(outputs))

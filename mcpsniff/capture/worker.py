@@ -3,7 +3,7 @@
 Every analysis process runs one ``Worker``: it decodes the observations the
 shell sent (``channel.read_batches``), replays each on its adapter
 (``mcpsniff.core.stdio_adapter`` or ``mcpsniff.core.http_adapter``), which
-drives the ``Session`` through a ``Recorder`` into the trace writer and the
+drives the ``Session`` through a ``TraceRecorder`` into the trace writer and the
 sinks, and flushes the trace whenever the shell pauses. ``CaptureEnd`` ends
 every session; the end of the pipe ends the worker. A pipe that ends without
 ``CaptureEnd`` means the shell died: the worker ends the sessions itself, so
@@ -23,7 +23,7 @@ from typing import Any
 
 from mcpsniff.capture.analysis_process import TRACE_INCOMPLETE, AnalysisProcess
 from mcpsniff.capture.channel import read_batches
-from mcpsniff.capture.recorder import Recorder
+from mcpsniff.capture.recorder import TraceRecorder
 from mcpsniff.capture.sinks import Outputs
 from mcpsniff.core.model import Record
 from mcpsniff.core.observation_codec import CodecError
@@ -36,7 +36,7 @@ class Worker:
 
     def __init__(
         self,
-        recorder: Recorder,
+        recorder: TraceRecorder,
         apply: Callable[[Any], None],
         *,
         lost: Callable[[float], None] | None = None,
@@ -104,7 +104,7 @@ class Worker:
 def fork_analysis(
     writer: TraceWriter,
     transport: str,
-    make_adapter: Callable[[Recorder], Any],
+    make_adapter: Callable[[TraceRecorder], Any],
     *,
     limit: int,
     redact: bool,
@@ -130,7 +130,7 @@ def fork_analysis(
     relay's salvage of the trace would wait for that lock.
     """
     # Flushed once per batch of observations (the worker does it).
-    recorder = Recorder(writer, transport, redact=redact, autoflush=False)
+    recorder = TraceRecorder(writer, transport, redact=redact, autoflush=False)
     if show is not None:
         recorder.listeners.append(show)
     if show_flush is not None:

@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from mcpsniff.capture.analysis_process import become_analysis_process
-from mcpsniff.capture.recorder import Recorder
+from mcpsniff.capture.recorder import TraceRecorder
 from mcpsniff.capture.sinks import Outputs
 from mcpsniff.capture.worker import Worker
 from mcpsniff.core.http_adapter import ObservationAdapter
@@ -39,7 +39,7 @@ class FlowReplies:
     """In the worker: answers ``Sync`` and ``Show``, and sends findings and lines back."""
 
     def __init__(
-        self, recorder: Recorder, apply: Callable[[Any], None], replies_fd: int, show: bool
+        self, recorder: TraceRecorder, apply: Callable[[Any], None], replies_fd: int, show: bool
     ) -> None:
         self.replay_apply = apply
         self.replies_fd = replies_fd
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     writer = TraceWriter(stream, Path(ns.trace_path) if ns.trace_path else None)
     writer.write_header(orjson.loads(ns.meta), ns.created)
     writer.flush()
-    recorder = Recorder(writer, "http", redact=not ns.no_redact, autoflush=False)
+    recorder = TraceRecorder(writer, "http", redact=not ns.no_redact, autoflush=False)
     recorder.attach_sinks(Outputs.from_json(ns.outputs))
     # Sessions are keyed by the server's host too: mitmproxy sees many servers.
     adapter = ObservationAdapter(recorder, redact=not ns.no_redact, key_by_host=True)

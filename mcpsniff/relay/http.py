@@ -36,7 +36,7 @@ from yarl import URL
 
 from mcpsniff.capture.analysis_process import TRACE_INCOMPLETE, AnalysisProcess
 from mcpsniff.capture.channel import Capture, InProcess
-from mcpsniff.capture.recorder import Recorder
+from mcpsniff.capture.recorder import TraceRecorder
 from mcpsniff.capture.sinks import Outputs
 from mcpsniff.capture.supervisor import Forwarded, Supervisor
 from mcpsniff.capture.worker import fork_analysis
@@ -219,7 +219,9 @@ class HttpRelay:
         #: ``run_http`` uses), or a replay in this process.
         self.capture: Capture
         if capture is None:
-            recorder = Recorder(writer, "http", redact=options.redact).attach_sinks(options.outputs)
+            recorder = TraceRecorder(writer, "http", redact=options.redact).attach_sinks(
+                options.outputs
+            )
             if show is not None:
                 recorder.listeners.append(show)
             if show_flush is not None:
@@ -404,7 +406,7 @@ class HttpRelay:
         return held.replace(endpoint.encode(), rewritten.encode(), 1)
 
 
-def adapter(recorder: Recorder, options: HttpOptions) -> ObservationAdapter:
+def adapter(recorder: TraceRecorder, options: HttpOptions) -> ObservationAdapter:
     """The HTTP-to-MCP adapter that replays this relay's observations into ``recorder``."""
     return ObservationAdapter(
         recorder,

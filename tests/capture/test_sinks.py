@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from mcpsniff.capture import recorder as recorder_module
-from mcpsniff.capture.recorder import Recorder
+from mcpsniff.capture.recorder import TraceRecorder
 from mcpsniff.capture.sinks import Outputs, Sink
 from mcpsniff.core.model import EventRecord, FrameRecord, Record
 from mcpsniff.relay.http import HttpOptions, HttpRelay
@@ -34,7 +34,7 @@ class Collecting:
 def test_a_sink_sees_every_record_each_batch_and_the_close() -> None:
     sink = Collecting()
     assert isinstance(sink, Sink)
-    recorder = Recorder(None)
+    recorder = TraceRecorder(None)
     recorder.sinks.append(sink)
     line = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
     fed = recorder.feed("s1", "c2s", line, 1.0)
@@ -56,9 +56,9 @@ def test_outputs_travel_as_json_and_ignore_unknown_keys() -> None:
 def test_attach_sinks_adds_the_built_sinks(monkeypatch: pytest.MonkeyPatch) -> None:
     sink = Collecting()
     monkeypatch.setattr(recorder_module, "build_sinks", lambda o: [sink])
-    recorder = Recorder(None, "http").attach_sinks(Outputs())
+    recorder = TraceRecorder(None, "http").attach_sinks(Outputs())
     assert recorder.sinks == [sink]
-    assert Recorder(None, "http").attach_sinks(None).sinks == []
+    assert TraceRecorder(None, "http").attach_sinks(None).sinks == []
 
 
 def test_the_http_relay_feeds_the_built_sinks(monkeypatch: pytest.MonkeyPatch) -> None:

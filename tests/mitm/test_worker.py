@@ -8,7 +8,7 @@ import struct
 from pathlib import Path
 
 from mcpsniff.capture.analysis_process import AnalysisProcess
-from mcpsniff.capture.recorder import Recorder
+from mcpsniff.capture.recorder import TraceRecorder
 from mcpsniff.core.http_adapter import ObservationAdapter
 from mcpsniff.core.model import EventRecord, FrameRecord
 from mcpsniff.core.observations import ExchangeEnd, RequestBegin, ResponseBody, ResponseHead
@@ -20,7 +20,7 @@ JSON = (("Content-Type", "application/json"),)
 
 
 def test_a_sync_is_answered_with_the_findings_of_its_exchange() -> None:
-    recorder = Recorder(None, "http")
+    recorder = TraceRecorder(None, "http")
     adapter = ObservationAdapter(recorder, key_by_host=True)
     read_fd, write_fd = os.pipe()
     replies = FlowReplies(recorder, adapter.apply, write_fd, show=False)
