@@ -8,10 +8,11 @@ Compressed bodies are forwarded compressed; the analyzer gets a decoded copy.
 
 The shell only moves bytes (``http_wire``) and notes what happens to each
 exchange (``remote_exchange``), as observations sent down the capture channel
-(``channel``); what that means to the analyzer is worked out in its analysis
-process (``worker``) by ``mcpsniff/core/http_adapter.py``, shared with the
-mitmproxy addon (the transport events are documented in
-``mcpsniff/core/rules/http.py``). It never answers in the server's place,
+(``mcpsniff.capture.channel``); what that means to the analyzer is worked out
+in its analysis process (``mcpsniff.capture.worker``) by
+``mcpsniff/core/http_adapter.py``, shared with the mitmproxy addon (the
+transport events are documented in ``mcpsniff/core/rules/http.py``). It
+never answers in the server's place,
 except with 502 when the upstream cannot be reached.
 The one deliberate change to forwarded bytes is the legacy ``endpoint`` event:
 an absolute URL pointing at the upstream is rewritten to the proxy's own

@@ -5,10 +5,12 @@ child's stdout to our stdout, the child's stderr to our stderr. Each chunk is
 written first and only then observed (DESIGN.md invariant 2, "forward first,
 observe second"): the forwarding tasks never run protocol code, they only
 send a ``StreamData`` (or ``Stderr``) observation down the capture channel
-(``channel``) to the analysis process forked at start (``worker``, with
-``mcpsniff.core.stdio_adapter``). The channel's backlog is bounded by bytes;
-when the analysis falls that far behind, the relay keeps forwarding and the
-trace records exactly how many bytes it lost.
+(``mcpsniff.capture.channel``) to the analysis process forked at start
+(``mcpsniff.capture.worker``, with ``mcpsniff.core.stdio_adapter``). The
+channel's backlog is bounded by bytes; when the analysis falls that far
+behind, the relay keeps forwarding and the trace records exactly how many
+bytes it lost. Should the analysis process die, the relay forwards on and
+its ``Supervisor`` completes the trace (``mcpsniff.capture.supervisor``).
 """
 
 from __future__ import annotations
