@@ -47,3 +47,18 @@ def test_the_status_of_a_reaped_process_stays_known() -> None:
         return first, process.poll()
 
     assert asyncio.run(scenario()) == (7, 7)
+
+
+def test_wait_blocking_gives_up_on_a_live_process_and_reaps_a_finished_one() -> None:
+    """Without an event loop: None while the process still reads its pipe, its status after."""
+
+    def work(fd: int) -> int:
+        for _ in read_batches(fd):
+            pass
+        return 9
+
+    process = AnalysisProcess.fork(work, limit=1 << 20)
+    assert process.wait_blocking(0.05) is None  # its pipe is open: it goes on
+    process.channel.close_blocking()
+    assert process.wait_blocking(10) == 9
+    assert process.poll() == 9
