@@ -221,7 +221,9 @@ class McpSniff:
                 redact=redact,
                 show=self.show,
                 on_reply=functools.partial(self._on_reply, book),
-                on_gone=self._on_gone,
+                # Bound late: ``analysis`` is this call's result, told apart from a
+                # newer trace's by the time it can die.
+                on_gone=lambda reason: self._on_gone(analysis, reason),
                 on_late=lambda message: log.warning(f"mcpsniff: {message}"),
                 outputs=Outputs(otlp=getattr(ctx.options, "mcpsniff_otlp", "") or ""),
             )
@@ -302,20 +304,22 @@ class McpSniff:
             return asyncio.gather(*self.retiring)
         return None
 
-    def _on_gone(self, reason: str) -> None:
-        """The analysis process died: its supervisor says so once; proxying goes on, unrecorded.
+    def _on_gone(self, analysis: AnalysisClient, reason: str) -> None:
+        """An analysis process died: its supervisor says so once; proxying goes on, unrecorded.
 
         The observer stays: its observations go nowhere now, but it goes on
         numbering the MCP exchanges, so that the trace can say how many it
         lacks. What the process never recorded is accounted for in the trace
-        at once, and the rest when the trace is closed.
+        at once, and the rest when the trace is closed. A retired one (its
+        trace closed, not finished yet) is left to its retirement.
         """
-        self.exchanges.clear()
-        self.drains.clear()
-        self.book.clear()
-        analysis = self.analysis
-        if analysis is not None:
-            self.supervisors[id(analysis)].lost(reason)
+        if analysis is self.analysis:
+            self.exchanges.clear()
+            self.drains.clear()
+            self.book.clear()
+        supervisor = self.supervisors.get(id(analysis))
+        if supervisor is not None:
+            supervisor.lost(reason)
 
     # ------------------------------------------------------------------ flows
 
