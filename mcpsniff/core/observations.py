@@ -3,7 +3,7 @@
 A shell (``mcpsniff stdio``, ``mcpsniff http``, the mitmproxy addon) forwards
 bytes and emits these observations, each with the wall-clock time it saw the
 thing happen; the analysis side replays them on an adapter (stdio:
-``mcpsniff.core.stdio_adapter``; HTTP: ``mcpsniff.core.http_adapter``) and
+``mcpsniff.core.stdio_adapter``; HTTP: ``mcpsniff.core.http.adapter``) and
 the ``Session``. They travel between processes with ``observation_codec``
 (no pickle).
 

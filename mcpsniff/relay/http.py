@@ -9,7 +9,7 @@ Compressed bodies are forwarded compressed; the analyzer gets a decoded copy.
 The shell only moves bytes (``http_wire``) and notes what happens to each
 exchange (``remote_exchange``), as observations sent down the capture channel
 (``channel``); what that means to the analyzer is worked out in its analysis
-process (``worker``) by ``mcpsniff/core/http_adapter.py``, shared with the
+process (``worker``) by ``mcpsniff/core/http/``, shared with the
 mitmproxy addon (the transport events are documented in
 ``mcpsniff/core/rules/http.py``). It never answers in the server's place,
 except with 502 when the upstream cannot be reached.
@@ -34,7 +34,7 @@ from pathlib import Path
 
 from yarl import URL
 
-from mcpsniff.core.http_adapter import RELAY_SESSION, ObservationAdapter
+from mcpsniff.core.http.adapter import RELAY_SESSION, ObservationAdapter
 from mcpsniff.core.model import Record
 from mcpsniff.core.observations import TransportEvent
 from mcpsniff.core.redact import redact_query
@@ -43,7 +43,7 @@ from mcpsniff.relay import event_loop
 from mcpsniff.relay.analysis_process import AnalysisProcess
 from mcpsniff.relay.channel import Capture, InProcess
 from mcpsniff.relay.event_loop import Spinner
-from mcpsniff.relay.http1 import RequestHead
+from mcpsniff.http1.parser import RequestHead
 from mcpsniff.relay.http_wire import ClientSide
 from mcpsniff.relay.outputs import Outputs, attach
 from mcpsniff.relay.recorder import Recorder

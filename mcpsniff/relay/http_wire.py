@@ -21,8 +21,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mcpsniff.core.http_adapter import HOP_BY_HOP, client_address
-from mcpsniff.relay.http1 import (
+from mcpsniff.core.http.adapter import HOP_BY_HOP, client_address
+from mcpsniff.http1.parser import (
     Body,
     End,
     Malformed,

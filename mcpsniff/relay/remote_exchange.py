@@ -4,7 +4,7 @@ Both HTTP shells (``mcpsniff http`` and the mitmproxy addon) only *observe*
 what happens to an exchange (``RemoteExchange``: the request, the response
 head, each body piece, the end, each with its time), as the typed
 observations of ``mcpsniff.core.observations``, handed to a sink (the
-capture channel). Where the analysis runs, ``mcpsniff.core.http_adapter``'s
+capture channel). Where the analysis runs, ``mcpsniff.core.http.adapter``'s
 ``ObservationAdapter`` replays them on an ``HttpObserver``.
 
 The one thing a shell must still decide itself is whether a session-less GET
@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcpsniff.core.framing import SseParser
-from mcpsniff.core.http_adapter import (
+from mcpsniff.core.http.adapter import (
     comment_only,
     end_to_end,
     header,
@@ -200,5 +200,5 @@ class RemoteExchange:
 
 
 def _text(headers: Headers) -> list[tuple[str, str]]:
-    """Header pairs as text (``mcpsniff.core.http_adapter.text_headers``)."""
+    """Header pairs as text (``mcpsniff.core.http.adapter.text_headers``)."""
     return text_headers(headers)

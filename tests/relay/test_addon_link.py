@@ -7,7 +7,7 @@ import struct
 
 import pytest
 
-from mcpsniff.core.http_adapter import ObservationAdapter
+from mcpsniff.core.http.adapter import ObservationAdapter
 from mcpsniff.core.observations import ExchangeEnd, RequestBegin, ResponseBody, ResponseHead
 from mcpsniff.relay.addon_link import FlowFinding, FlowReplies, Reply, Show, Sync
 from mcpsniff.relay.recorder import Recorder

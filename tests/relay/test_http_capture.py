@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mcpsniff.core.http_adapter import ObservationAdapter
+from mcpsniff.core.http.adapter import ObservationAdapter
 from mcpsniff.core.model import EventRecord, FrameRecord
 from mcpsniff.core.observations import ExchangeEnd, RequestBegin, RequestBody
 from mcpsniff.relay.analysis_process import AnalysisProcess

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from mcpsniff.relay.http1 import RequestHead, RequestParser, ResponseHead, ResponseParser
+from mcpsniff.http1.parser import RequestHead, RequestParser, ResponseHead, ResponseParser
 from mcpsniff.relay.http_wire import (
     bad_gateway,
     chunk,

@@ -1,4 +1,4 @@
-"""The relay's HTTP/1.1 framing (``mcpsniff/relay/http1.py``), sans I/O.
+"""The relay's HTTP/1.1 framing (``mcpsniff/http1/``), sans I/O.
 
 Every message is also fed in every possible two-piece split and one byte at a
 time: framing must not depend on how the bytes arrive.
@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcpsniff.relay.http1 import (
+from mcpsniff.http1.parser import (
     Body,
     End,
     Event,

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from mcpsniff.core.http_adapter import ObservationAdapter
+from mcpsniff.core.http.adapter import ObservationAdapter
 from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, MessageRecord, Record
 from mcpsniff.core.observations import (
     CaptureEnd,
