@@ -38,12 +38,12 @@ from mcpsniff.core.http.adapter import RELAY_SESSION, ObservationAdapter
 from mcpsniff.core.model import Record
 from mcpsniff.core.observations import TransportEvent
 from mcpsniff.core.redact import redact_query
+from mcpsniff.http1.parser import RequestHead
 from mcpsniff.listen_address import parse_listen_address
 from mcpsniff.relay import event_loop
 from mcpsniff.relay.analysis_process import AnalysisProcess
 from mcpsniff.relay.channel import Capture, InProcess
 from mcpsniff.relay.event_loop import Spinner
-from mcpsniff.http1.parser import RequestHead
 from mcpsniff.relay.http_wire import ClientSide
 from mcpsniff.relay.outputs import Outputs, attach
 from mcpsniff.relay.recorder import Recorder
