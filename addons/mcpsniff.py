@@ -75,7 +75,8 @@ def _import_package() -> str | None:
 
 IMPORT_ERROR = _import_package()
 if IMPORT_ERROR is None:
-    from mcpsniff.core.http.adapter import client_address, is_mcp_request, lowered
+    from mcpsniff.core.http.classify import is_mcp_request
+    from mcpsniff.core.http.headers import client_address, lowered
     from mcpsniff.relay.addon_link import AnalysisClient, Reply, create_trace
     from mcpsniff.relay.flow_findings import FlowBook
     from mcpsniff.relay.outputs import Outputs

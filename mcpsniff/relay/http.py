@@ -34,7 +34,8 @@ from pathlib import Path
 
 from yarl import URL
 
-from mcpsniff.core.http.adapter import RELAY_SESSION, ObservationAdapter
+from mcpsniff.core.http.adapter import ObservationAdapter
+from mcpsniff.core.http.session_keys import RELAY_SESSION
 from mcpsniff.core.model import Record
 from mcpsniff.core.observations import TransportEvent
 from mcpsniff.core.redact import redact_query
@@ -406,7 +407,7 @@ class HttpRelay:
         if not absolute.is_absolute() or absolute.origin() != self.origin:
             return held
         rewritten = self.public_origin + absolute.raw_path_qs
-        exchange.note("endpoint-rewrite", {"from": endpoint, "to": rewritten})
+        exchange.endpoint_rewritten(endpoint, rewritten)
         return held.replace(endpoint.encode(), rewritten.encode(), 1)
 
 

@@ -21,7 +21,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mcpsniff.core.http.adapter import HOP_BY_HOP, client_address
+from mcpsniff.core.http.headers import HOP_BY_HOP, client_address
 from mcpsniff.http1.parser import (
     Body,
     End,
@@ -378,7 +378,7 @@ class ClientSide(asyncio.Protocol):
         self._begin(exchange)
         if forwarded and exchange.recorder is not None:
             # Its head and ``body_bytes`` of its body reached the upstream.
-            exchange.recorder.note("http-request-cut", {"body_bytes": exchange.body_bytes})
+            exchange.recorder.request_cut(exchange.body_bytes)
         self._finish(exchange, outcome, whole=False)
 
     def _send_upstream(self, out: list[bytes]) -> None:
@@ -793,7 +793,7 @@ class ClientSide(asyncio.Protocol):
         exchange.holding = False
         if recorder.waiting_for_first_event:
             # No event within the hold limit (comments only): not held any longer.
-            recorder.first_event(None)
+            recorder.no_first_event()
         held = self.relay.rewrite_endpoint(recorder, bytes(exchange.held))
         exchange.held = bytearray()
         if exchange.chunked:

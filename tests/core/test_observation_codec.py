@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mcpsniff.core.http.events import EndpointRewritten, RequestCut
 from mcpsniff.core.observation_codec import (
     HEADER_SIZE,
     CodecError,
@@ -19,14 +20,13 @@ from mcpsniff.core.observations import (
     CaptureEnd,
     CaptureGap,
     ExchangeEnd,
-    ExchangeNote,
     NoFirstEvent,
     RequestBegin,
     RequestBody,
     RequestGap,
+    ResponseBegin,
     ResponseBody,
     ResponseGap,
-    ResponseHead,
     Stderr,
     StreamData,
     StreamEnd,
@@ -43,13 +43,14 @@ EXAMPLES = [
     RequestBegin(2, 1.5, "GET", "/sse", BYTES_HEADERS, None, None, 0, b""),
     RequestBody(3, 2.0, 262144, b"\x00\xff" * 10),
     RequestGap(3, 2.5, 1 << 40),
-    ResponseHead(1, 3.0, 200, TEXT_HEADERS),
-    ResponseHead(2, 3.0, 404, BYTES_HEADERS),
+    ResponseBegin(1, 3.0, 200, TEXT_HEADERS),
+    ResponseBegin(2, 3.0, 404, BYTES_HEADERS),
     ResponseBody(1, 3.5, False, b"data: {}\n\n"),
     ResponseBody(1, 3.5, True, b""),
     ResponseGap(1, 4.0, 12345),
     NoFirstEvent(2, 4.5),
-    ExchangeNote(1, 5.0, "endpoint-rewrite", {"from": "a", "to": "b", "n": [1, None]}),
+    EndpointRewritten(1, 5.0, "http://up:1/m?sessionId=a", "http://127.0.0.1:6280/m?sessionId=a"),
+    RequestCut(1, 5.2, 1 << 20),
     ExchangeEnd(1, 5.5, "complete", True),
     Unreachable(4, 6.0, "http://x/mcp", "Connection refused"),
     TransportEvent("http", "http-refused", 6.5, {"kind": "bad-request", "reason": "bare LF"}),

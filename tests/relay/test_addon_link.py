@@ -8,7 +8,7 @@ import struct
 import pytest
 
 from mcpsniff.core.http.adapter import ObservationAdapter
-from mcpsniff.core.observations import ExchangeEnd, RequestBegin, ResponseBody, ResponseHead
+from mcpsniff.core.observations import ExchangeEnd, RequestBegin, ResponseBegin, ResponseBody
 from mcpsniff.relay.addon_link import FlowFinding, FlowReplies, Reply, Show, Sync
 from mcpsniff.relay.recorder import Recorder
 
@@ -33,7 +33,7 @@ def test_a_sync_is_answered_with_the_findings_of_its_exchange() -> None:
     for observation in (
         Show(True),
         RequestBegin(1, 1.0, "POST", "/mcp", JSON, "h:80", None, len(body), body),
-        ResponseHead(1, 2.0, 200, JSON),
+        ResponseBegin(1, 2.0, 200, JSON),
         ResponseBody(
             1,
             2.5,

@@ -52,7 +52,7 @@ def test_the_status_of_a_reaped_process_stays_known() -> None:
 def test_a_spawned_worker_records_what_the_channel_carries(tmp_path: Path) -> None:
     """The addon's way: a fresh interpreter runs the same worker on the channel."""
     from mcpsniff.core.model import EventRecord, FrameRecord
-    from mcpsniff.core.observations import ExchangeEnd, RequestBegin, ResponseBody, ResponseHead
+    from mcpsniff.core.observations import ExchangeEnd, RequestBegin, ResponseBegin, ResponseBody
     from mcpsniff.relay.addon_link import create_trace
     from mcpsniff.trace.format import TraceReader
 
@@ -67,7 +67,7 @@ def test_a_spawned_worker_records_what_the_channel_carries(tmp_path: Path) -> No
         channel = process.channel
         channel.attach(asyncio.get_running_loop())
         channel.send(RequestBegin(1, 2.0, "POST", "/mcp", headers, "h:1", None, len(body), body))
-        channel.send(ResponseHead(1, 3.0, 200, headers))
+        channel.send(ResponseBegin(1, 3.0, 200, headers))
         channel.send(ResponseBody(1, 3.5, True, b'{"jsonrpc":"2.0","id":1,"result":{}}'))
         channel.send(ExchangeEnd(1, 4.0, "complete", True))
         channel.end(5.0)

@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
+from mcpsniff.core.http.events import EndpointRewritten, RequestCut
 from mcpsniff.core.observations import (
     ExchangeEnd,
-    ExchangeNote,
     NoFirstEvent,
     RequestBegin,
     RequestBody,
+    ResponseBegin,
     ResponseBody,
-    ResponseHead,
     Unreachable,
 )
 from mcpsniff.relay.remote_exchange import RemoteObserver
@@ -36,7 +36,8 @@ def test_an_exchange_is_numbered_and_each_step_is_one_observation() -> None:
     )
     exchange.response(200, [("Content-Type", "application/json")])
     exchange.whole_body(b"{}")
-    exchange.note("endpoint-rewrite", {"from": "a", "to": "b"})
+    exchange.endpoint_rewritten("a", "b")
+    exchange.request_cut(3)
     exchange.finish()
     other = remote.begin("GET", "/x", [], b"")
     other.unreachable("http://u/x", "refused")
@@ -44,14 +45,16 @@ def test_an_exchange_is_numbered_and_each_step_is_one_observation() -> None:
     assert kinds == [
         RequestBody,
         RequestBegin,
-        ResponseHead,
+        ResponseBegin,
         ResponseBody,
-        ExchangeNote,
+        EndpointRewritten,
+        RequestCut,
         ExchangeEnd,
         RequestBegin,
         Unreachable,
     ]
-    assert {o.exchange for o in seen[:6]} == {number} and seen[-1].exchange == number + 1
+    assert {o.exchange for o in seen[:7]} == {number} and seen[-1].exchange == number + 1
+    assert (seen[4].old, seen[4].new, seen[5].body_bytes) == ("a", "b", 3)
     assert seen[1].size == 7 and seen[1].body == b"1}"
     assert seen[3].whole is True and exchange.status == 200 and not exchange.is_sse
 
@@ -84,7 +87,7 @@ def test_no_first_event_in_time_is_observed_once() -> None:
     remote, seen = observer()
     exchange = remote.begin("GET", "/sse", [], b"")
     exchange.response(200, SSE)
-    exchange.first_event(None)
-    exchange.first_event(None)
+    exchange.no_first_event()
+    exchange.no_first_event()
     assert [type(o) for o in seen].count(NoFirstEvent) == 1
     assert exchange.endpoint is None and not exchange.endpoint_editable

@@ -23,8 +23,8 @@ from mcpsniff.core.observations import (
     Observation,
     RequestBegin,
     RequestBody,
+    ResponseBegin,
     ResponseBody,
-    ResponseHead,
 )
 from mcpsniff.relay.recorder import Recorder
 
@@ -82,7 +82,7 @@ def halves(at: int) -> Cut:
 
 
 def response(number: int, status: int, headers: Any, body: bytes, cut: Cut) -> list[Observation]:
-    out: list[Observation] = [ResponseHead(number, 2.0, status, headers)]
+    out: list[Observation] = [ResponseBegin(number, 2.0, status, headers)]
     out += [ResponseBody(number, 2.5, False, piece) for piece in cut(body) if piece]
     out.append(ExchangeEnd(number, 3.0, "complete", True))
     return out
@@ -214,7 +214,7 @@ def _answer_after_a_lost_begin(gap: list[Observation]) -> list[Any]:
                 1, 200, (("Content-Type", "application/json"), *sid), _json(INIT_RESULT), whole
             ),
             RequestBegin(2, 1.0, "GET", "/mcp", get_headers, None, "c:1", 0, b""),
-            ResponseHead(2, 2.0, 200, stream_headers),
+            ResponseBegin(2, 2.0, 200, stream_headers),
             *gap,  # here the channel dropped exchange 3's begin (a tools/list, id 5)
             ResponseBody(2, 2.5, False, sse(answer)),
             ExchangeEnd(2, 3.0, "complete", True),
