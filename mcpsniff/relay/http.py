@@ -235,7 +235,7 @@ class HttpRelay:
         else:
             self.capture = capture
         # The relay only notes what happens to each exchange (``remote_exchange``).
-        self.observer = RemoteObserver(self.capture.send)
+        self.observer = RemoteObserver(self.capture.send, mcp_path(options.upstream))
         self.server: asyncio.Server | None = None
         self.port: int | None = None
         self.connections: set[ClientSide] = set()

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 
 from mcpsniff.core.framing import SseParser
-from mcpsniff.core.http.classify import stream_verdict, undecided_stream
+from mcpsniff.core.http.classify import is_plain_request, stream_verdict, undecided_stream
 from mcpsniff.core.http.events import EndpointRewritten, RequestCut
 from mcpsniff.core.http.headers import end_to_end, header, lowered, text_headers
 from mcpsniff.core.observations import (
@@ -44,8 +44,10 @@ Headers = list[tuple[str, str]] | list[tuple[bytes, bytes]] | tuple[tuple[bytes,
 class RemoteObserver:
     """The shell's half of ``ObservationAdapter``: hands out ``RemoteExchange``s, numbered."""
 
-    def __init__(self, sink: Sink) -> None:
+    def __init__(self, sink: Sink, mcp_path: str | None = None) -> None:
         self.sink = sink
+        #: The MCP endpoint's path, as the analysis is given it (``is_plain_request``).
+        self.mcp_path = mcp_path
         self._exchanges = 0
 
     @property
@@ -93,13 +95,14 @@ class RemoteObserver:
         self.sink(
             RequestBegin(number, when, method, path, tuple(headers), host, client, whole, body)  # type: ignore[arg-type]
         )
-        return RemoteExchange(self.sink, number, method, path, headers)
+        return RemoteExchange(self.sink, number, method, path, headers, self.mcp_path)
 
 
 class RemoteExchange:
     """One exchange as a shell sees it: each step becomes an observation for its sink."""
 
     __slots__ = (
+        "_mcp_path",
         "_parser",
         "_request_headers",
         "_sink",
@@ -113,9 +116,16 @@ class RemoteExchange:
     )
 
     def __init__(
-        self, sink: Sink, number: int, method: str, path: str, request_headers: Headers
+        self,
+        sink: Sink,
+        number: int,
+        method: str,
+        path: str,
+        request_headers: Headers,
+        mcp_path: str | None = None,
     ) -> None:
         self._sink = sink
+        self._mcp_path = mcp_path
         self.number = number
         self.method = method
         self.path = path
@@ -143,9 +153,11 @@ class RemoteExchange:
         if self.is_sse and self.method == "GET":
             # Only a GET stream needs more of its head here (the analysis reads the rest).
             first = lowered(text)
-            request_sid = lowered(end_to_end(_text(self._request_headers))).get("mcp-session-id")
+            request_names = lowered(end_to_end(_text(self._request_headers)))
+            # A GET's body plays no part in telling it plain.
+            plain = is_plain_request(self.method, self.path, request_names, b"", self._mcp_path)
             self.waiting_for_first_event = undecided_stream(
-                self.method, self.path, request_sid, first.get("mcp-session-id"), True
+                self.method, request_names.get("mcp-session-id"), True, plain
             )
             encoding = (first.get("content-encoding") or "").strip().lower()
             if self.waiting_for_first_event and encoding in ("", "identity"):

@@ -82,22 +82,15 @@ def is_mcp_request(
     return method == "DELETE" and sid is not None
 
 
-def undecided_stream(
-    method: str, path: str, request_sid: str | None, response_sid: str | None, is_sse: bool
-) -> bool:
-    """Whether only its first event can tell an exchange's session and transport.
+def undecided_stream(method: str, request_sid: str | None, is_sse: bool, plain: bool) -> bool:
+    """Whether only its first event can tell a response stream's transport (and session).
 
-    An event stream answering a GET that names no session (no Mcp-Session-Id
-    either way, no ``sessionId`` in its URL) is a legacy HTTP+SSE stream if
-    its first event is an ``endpoint``, else a Streamable HTTP listening stream.
+    An event stream answering a GET of MCP traffic (not ``plain``) that sent no
+    Mcp-Session-Id is a legacy HTTP+SSE stream if its first event is an
+    ``endpoint`` (2024-11-05: "the server MUST send an endpoint event" first),
+    else a Streamable HTTP listening stream.
     """
-    return (
-        is_sse
-        and method == "GET"
-        and not request_sid
-        and not response_sid
-        and legacy_session(path) is None
-    )
+    return is_sse and method == "GET" and not request_sid and not plain
 
 
 @dataclass(frozen=True, slots=True)

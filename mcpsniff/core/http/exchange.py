@@ -212,13 +212,8 @@ class AnalyzedExchange:
         self.is_sse = content_type == "text/event-stream"
         self.content_encoding = first.get("content-encoding")
         response_sid = first.get("mcp-session-id")
-        undecided = not self.plain and undecided_stream(
-            self.method,
-            self.path,
-            self.request_names.get("mcp-session-id"),
-            response_sid,
-            self.is_sse,
-        )
+        request_sid = self.request_names.get("mcp-session-id")
+        undecided = undecided_stream(self.method, request_sid, self.is_sse, self.plain)
         if self.transport == PENDING and not undecided:
             self.transport = STREAMABLE
         self._record_request()
