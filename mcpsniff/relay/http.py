@@ -39,7 +39,7 @@ from mcpsniff.core.http.session_keys import RELAY_SESSION
 from mcpsniff.core.model import Record
 from mcpsniff.core.observations import TransportEvent
 from mcpsniff.core.redact import redact_query
-from mcpsniff.http1.parser import RequestHead
+from mcpsniff.http1.events import RequestHead
 from mcpsniff.listen_address import parse_listen_address
 from mcpsniff.relay import event_loop
 from mcpsniff.relay.analysis_process import AnalysisProcess

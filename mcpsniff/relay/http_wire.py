@@ -22,17 +22,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mcpsniff.core.http.headers import HOP_BY_HOP, client_address
-from mcpsniff.http1.parser import (
-    Body,
-    End,
-    Malformed,
-    RequestHead,
-    RequestParser,
-    ResponseHead,
-    ResponseParser,
-    field_tokens,
-    wants_close,
-)
+from mcpsniff.http1.events import Body, End, Malformed, RequestHead, ResponseHead
+from mcpsniff.http1.fields import field_tokens, wants_close
+from mcpsniff.http1.parser import RequestParser, ResponseParser
 
 if TYPE_CHECKING:
     from mcpsniff.relay.http import HttpRelay

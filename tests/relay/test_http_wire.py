@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from mcpsniff.http1.parser import RequestHead, RequestParser, ResponseHead, ResponseParser
+from mcpsniff.http1.events import RequestHead, ResponseHead
+from mcpsniff.http1.parser import RequestParser, ResponseParser
 from mcpsniff.relay.http_wire import (
     bad_gateway,
     chunk,
