@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from mcpsniff.core.http.events import EndpointRewritten, RequestCut
+from mcpsniff.core.http.exchange import HttpSettings, begin_exchange
 from mcpsniff.core.observations import (
     ExchangeEnd,
     NoFirstEvent,
@@ -91,3 +92,51 @@ def test_no_first_event_in_time_is_observed_once() -> None:
     exchange.no_first_event()
     assert [type(o) for o in seen].count(NoFirstEvent) == 1
     assert exchange.endpoint is None and not exchange.endpoint_editable
+
+
+HEADS = [
+    ("GET", "/mcp", [], SSE),
+    ("GET", "/mcp", [], [*SSE, ("Mcp-Session-Id", "from-the-server")]),
+    ("GET", "/mcp?sessionId=abc", [], SSE),
+    ("GET", "/mcp", [("Mcp-Session-Id", "s1")], SSE),
+    ("GET", "/mcp", [("Connection", "Mcp-Session-Id"), ("Mcp-Session-Id", "s1")], SSE),
+    ("GET", "/health", [], SSE),
+    ("GET", "/events", [("Accept", "text/event-stream")], SSE),
+    ("GET", "/mcp", [], [("Content-Type", "application/json")]),
+    ("POST", "/mcp", [], SSE),
+    ("GET", "/mcp", [], [("content-type", "Text/Event-Stream; charset=utf-8")]),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "request_headers", "response_headers"), HEADS)
+def test_the_shell_and_the_analysis_decide_the_same_streams_undecided(
+    method: str,
+    path: str,
+    request_headers: list[tuple[str, str]],
+    response_headers: list[tuple[str, str]],
+) -> None:
+    """Both processes call ``classify.undecided_stream``: a stream the analysis waits on
+    is one the relay holds, and the other way round."""
+    remote = RemoteObserver(lambda o: None, "/mcp").begin(method, path, request_headers, b"")
+    remote.response(200, response_headers)
+    analyzed, _ = begin_exchange(
+        HttpSettings(mcp_path="/mcp"), 1, 1.0, method, path, request_headers, b""
+    )
+    analyzed.response(200, response_headers, 2.0)
+    assert remote.waiting_for_first_event == analyzed.waiting_for_first_event
+    assert remote.endpoint_editable == analyzed.endpoint_editable
+
+
+def test_a_stream_whose_response_names_a_session_is_still_decided_by_its_first_event() -> None:
+    """The request named none, so only the first event tells legacy from Streamable HTTP."""
+    remote, _ = observer()
+    exchange = remote.begin("GET", "/mcp", [], b"")
+    exchange.response(200, [*SSE, ("Mcp-Session-Id", "s9")])
+    assert exchange.waiting_for_first_event and exchange.endpoint_editable
+
+
+def test_a_plain_stream_is_not_held() -> None:
+    """Off the MCP path and not asking for an event stream: no MCP traffic, nothing to rewrite."""
+    exchange = RemoteObserver(lambda o: None, "/mcp").begin("GET", "/feed", [], b"")
+    exchange.response(200, SSE)
+    assert not exchange.waiting_for_first_event
