@@ -291,17 +291,19 @@ class ClientSide(asyncio.Protocol):
         out: list[bytes] = []
         ended: list[RelayedExchange] = []
         for event in self.parser.feed(data):
+            # Class patterns only (no keyword sub-patterns): each of those is an
+            # attribute look-up the relay would pay on every piece of every body.
             match event:
-                case Body(raw=raw, payload=payload):
-                    out.append(raw)
+                case Body():
+                    out.append(event.raw)
                     incoming = self.incoming
                     assert incoming is not None  # a body follows its head
-                    if payload and incoming.keep(payload):
+                    if event.payload and incoming.keep(event.payload):
                         self._stream_body(incoming)
                 case RequestHead():
                     self._request_head(event, out)
-                case End(raw=raw):
-                    out.append(raw)
+                case End():
+                    out.append(event.raw)
                     exchange = self.incoming
                     assert exchange is not None
                     exchange.request_done = True
@@ -639,25 +641,25 @@ class ClientSide(asyncio.Protocol):
                 return
             exchange = self.exchanges[0]
             match event:
-                case ResponseHead(status=101):
-                    # This relay forwards no Upgrade, so no 101 was asked for: what
-                    # follows it is no HTTP, and no trace could frame it.
-                    self._write(out)
-                    self._run(observe)
-                    self._upstream_broke(
-                        upstream, "upstream-error: unrequested 101 Switching Protocols"
-                    )
-                    return
-                case Body(raw=raw, payload=payload):
+                case Body():  # the commonest first
                     if exchange.holding or exchange.rechunk:
                         self._write(out)
                         self._run(observe)
-                        self._held_body(exchange, payload)
+                        self._held_body(exchange, event.payload)
                         continue
-                    out.append(raw)
-                    if payload:
-                        observe.append((exchange, "body", payload))
+                    out.append(event.raw)
+                    if event.payload:
+                        observe.append((exchange, "body", event.payload))
                 case ResponseHead():
+                    if event.status == 101:
+                        # This relay forwards no Upgrade, so no 101 was asked for: what
+                        # follows it is no HTTP, and no trace could frame it.
+                        self._write(out)
+                        self._run(observe)
+                        self._upstream_broke(
+                            upstream, "upstream-error: unrequested 101 Switching Protocols"
+                        )
+                        return
                     forwarded = forwarded_head(event)
                     if exchange.head.version == "HTTP/1.0" and keep_alive_line(exchange.head):
                         # The client persists only if told so; the relay may keep the
@@ -680,7 +682,7 @@ class ClientSide(asyncio.Protocol):
                         self._start_holding(exchange, event)
                     else:
                         observe.append((exchange, "response", event))
-                case End(raw=raw):
+                case End():
                     ended = True
                     self.exchanges.popleft()
                     if exchange.holding or exchange.rechunk:
@@ -688,17 +690,17 @@ class ClientSide(asyncio.Protocol):
                         self._run(observe)
                         self._held_end(exchange)
                     else:
-                        out.append(raw)
+                        out.append(event.raw)
                     observe.append((exchange, "end", "complete"))
                     if eof:
                         # A body delimited by the close: the client learns its end the same way.
                         self.last_request = True
                     elif exchange.upstream_closes:
                         drop = True
-                case Malformed(reason=reason):
+                case Malformed():
                     self._write(out)
                     self._run(observe)
-                    self._upstream_broke(upstream, f"upstream-error: {reason}")
+                    self._upstream_broke(upstream, f"upstream-error: {event.reason}")
                     return
         self._write(out)
         self._run(observe)

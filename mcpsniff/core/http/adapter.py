@@ -114,7 +114,9 @@ class ObservationAdapter:
             return
         exchange = self.open.get(observation.exchange)  # type: ignore[union-attr]
         if exchange is not None:  # else already finished (or begun before a new trace)
-            self._deliver(self._exchange_handlers[kind](exchange, observation))
+            routed = self._exchange_handlers[kind](exchange, observation)
+            if routed:
+                self._deliver(routed)
 
     #: A ``Sink`` replaying at once, in this process (a shell with no analysis process).
     sink = apply

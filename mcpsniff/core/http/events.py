@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class HttpRequest:
     """A request went to the server (its frame, if any, follows it)."""
 
@@ -47,7 +47,7 @@ class HttpRequest:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class HttpResponse:
     """The response head came back."""
 
@@ -61,7 +61,7 @@ class HttpResponse:
         return {"exchange": self.exchange, "status": self.status, "headers": self.headers}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SseEventSeen:
     """One event (or comment-only block) of a response's event stream."""
 
@@ -95,7 +95,7 @@ class SseEventSeen:
         return data
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class HttpEnd:
     """The exchange is over (``body_bytes``: the response body's size; None: no response)."""
 
@@ -111,7 +111,7 @@ class HttpEnd:
         return {"exchange": self.exchange, "outcome": self.outcome, "body_bytes": self.body_bytes}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class UpstreamUnreachable:
     """The upstream could not be reached; the shell answered 502."""
 
@@ -125,7 +125,7 @@ class UpstreamUnreachable:
         return {"exchange": self.exchange, "url": self.url, "error": self.error}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class HttpErrorBody:
     """The start of an HTTP error's body that is no JSON-RPC (an HTML 404 page, say)."""
 
@@ -138,7 +138,7 @@ class HttpErrorBody:
         return {"exchange": self.exchange, "excerpt": self.excerpt}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class BodyNotAnalyzed:
     """A body passed, but could not be decoded for the analyzer: no frame."""
 
@@ -153,7 +153,7 @@ class BodyNotAnalyzed:
         return {"exchange": self.exchange, "dir": self.direction, "reason": self.reason}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class ExchangeGap:
     """Bytes of an exchange's body never reached the analysis: forwarded, not analyzed."""
 
@@ -176,7 +176,7 @@ class ExchangeGap:
         return data
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class EndpointRewritten:
     """The shell rewrote a legacy endpoint event's URL to point at itself."""
 
@@ -190,7 +190,7 @@ class EndpointRewritten:
         return {"exchange": self.exchange, "from": self.old, "to": self.new}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class RequestCut:
     """A request ended before its end; ``body_bytes`` of its body reached the upstream."""
 
@@ -203,7 +203,7 @@ class RequestCut:
         return {"exchange": self.exchange, "body_bytes": self.body_bytes}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Frame:
     """A message body for the analyzer, with the meta its frame record carries."""
 

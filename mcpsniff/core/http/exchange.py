@@ -242,13 +242,37 @@ class AnalyzedExchange:
             self.received += len(body)
             self.copy = body
         else:
-            self._body(body, t)
-        return self._handed()
+            return self.body_chunk(body, t)
+        return []
 
     def body_chunk(self, chunk: bytes, t: float) -> list[Routed]:
-        """A piece of the response body, forwarded or held by the shell."""
-        self._body(chunk, t)
-        return self._handed()
+        """A piece of the response body, forwarded or held by the shell.
+
+        Performance: a stream's every piece comes here, so it does its work
+        itself (no helper calls but the parser's) and hands its events back.
+        """
+        self.received += len(chunk)
+        if self.lost:
+            return []
+        if self.parser is not None:
+            decode = self.decode
+            for event in self.parser.feed(chunk if decode is None else decode(chunk)):
+                self._sse_event(event, t)
+            if decode is not None:
+                self._note_stream_problem(t)
+            out = self.out
+            if out:
+                self.out = []
+            return out
+        if self.plain:
+            self._keep_excerpt(chunk)
+        elif len(self.copy) + len(chunk) <= ANALYZE_LIMIT:
+            if isinstance(self.copy, bytes):  # kept whole by whole_body
+                self.copy = bytearray(self.copy)
+            self.copy += chunk
+        else:
+            self.truncated = True
+        return []
 
     def first_event(self, t: float) -> list[Routed]:
         """An undecided stream sent no event in time: a Streamable HTTP stream (BODY)."""
@@ -362,26 +386,6 @@ class AnalyzedExchange:
             self.phase = ExchangePhase.BODY
         self._bind(key)
 
-    def _body(self, chunk: bytes, t: float) -> None:
-        self.received += len(chunk)
-        if self.lost:
-            return
-        if self.parser is not None:
-            decode = self.decode
-            for event in self.parser.feed(chunk if decode is None else decode(chunk)):
-                self._sse_event(event, t)
-            self._note_stream_problem(t)
-            return
-        if self.plain:
-            self._keep_excerpt(chunk)
-            return
-        if len(self.copy) + len(chunk) <= ANALYZE_LIMIT:
-            if isinstance(self.copy, bytes):  # kept whole by whole_body
-                self.copy = bytearray(self.copy)
-            self.copy += chunk
-        else:
-            self.truncated = True
-
     def _note_stream_problem(self, t: float) -> None:
         """The stream cannot be decoded: said once, then it passes unanalyzed."""
         decode = self.decode
@@ -423,24 +427,29 @@ class AnalyzedExchange:
             # The POST URI a legacy stream names (SSE-POST-TARGET compares the
             # client's POSTs with it), redacted as request paths are, and bounded.
             endpoint = self.settings.shown_url(event.data.strip()[:ENDPOINT_LIMIT])
-        self._emit(
-            SseEventSeen(
-                self.number,
-                t,
-                self.events,
-                event.id,
-                event.event,
-                event.retry,
-                event.incomplete,
-                comments,
-                endpoint,
-            )
+        seen = SseEventSeen(
+            self.number,
+            t,
+            self.events,
+            event.id,
+            event.event,
+            event.retry,
+            event.incomplete,
+            comments,
+            endpoint,
         )
+        # Performance (every event of every stream): _emit and _frame inlined.
+        key = self.key
+        if key is None:
+            self.deferred.append(seen)
+        else:
+            self.out.append((key, seen))
         if event.data and event.event != "endpoint":
-            meta: dict[str, Any] = {"sse_index": self.events}
+            meta: dict[str, Any] = {"exchange": self.number, "sse_index": self.events}
             if event.id is not None:
                 meta["sse_id"] = event.id
-            self._frame(S2C, event.data.encode("utf-8"), t, meta, transport="sse")
+            frame = Frame(S2C, t, event.data.encode("utf-8"), "sse", meta)
+            self.out.append((key or RELAY_SESSION, frame))
         elif event.event == "endpoint" and event.data and self._late_endpoint():
             # A legacy stream that sent something before its endpoint event (the
             # rules report SSE-ENDPOINT-EVENT on this sse-event, in the session the
