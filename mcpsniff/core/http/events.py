@@ -1,4 +1,4 @@
-"""What the HTTP layer tells the analysis about an exchange: small frozen events.
+"""What the HTTP layer tells the analysis about an exchange: small typed events.
 
 ``AnalyzedExchange`` returns these, each routed to a session
 (``Routed``); the adapter hands them to the recorder, which writes them to
@@ -9,6 +9,12 @@ event into that object, so the trace stays as it always was (the rules in
 
 A ``Frame`` is no event but a message body for the analyzer (a POST body, a
 JSON reply, an SSE event's data).
+
+Performance: slotted dataclasses, not frozen ones (a frozen dataclass sets
+each field through ``object.__setattr__``, six times the cost, and the adapter
+makes an event and a frame for every SSE event); nothing changes them once
+made. ``EndpointRewritten`` and ``RequestCut`` are observations too: the shell
+sends them as they are (``mcpsniff.core.observations``).
 """
 
 from __future__ import annotations
