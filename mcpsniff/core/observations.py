@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from mcpsniff.core.http.events import EndpointRewritten, RequestCut
+from mcpsniff.core.http.events import EndpointRewritten, HttpRefused, RequestCut
 
 #: Header pairs as text, or the bytes pairs mitmproxy holds (decoded on the analysis side).
 Headers = tuple[tuple[str, str], ...] | tuple[tuple[bytes, bytes], ...]
@@ -198,6 +198,7 @@ Observation = (
     | NoFirstEvent
     | EndpointRewritten
     | RequestCut
+    | HttpRefused
     | ExchangeEnd
     | Unreachable
     | TransportEvent
@@ -226,4 +227,5 @@ KINDS: tuple[type, ...] = (
     StreamGap,
     Stderr,
     RequestCut,
+    HttpRefused,
 )

@@ -35,9 +35,9 @@ from pathlib import Path
 from yarl import URL
 
 from mcpsniff.core.http.adapter import ObservationAdapter
+from mcpsniff.core.http.events import HttpRefused
 from mcpsniff.core.http.session_keys import RELAY_SESSION
 from mcpsniff.core.model import Record
-from mcpsniff.core.observations import TransportEvent
 from mcpsniff.core.redact import redact_query
 from mcpsniff.http1.events import RequestHead
 from mcpsniff.listen_address import parse_listen_address
@@ -330,8 +330,7 @@ class HttpRelay:
 
     def refused(self, client: str | None, kind: str, reason: str) -> None:
         """Record what the relay refused or cut that belongs to no exchange."""
-        data = {"kind": kind, "reason": reason, **({"client": client} if client else {})}
-        self.observer.sink(TransportEvent(RELAY_SESSION, "http-refused", time.time(), data))
+        self.observer.sink(HttpRefused(time.time(), kind, reason, client))
 
     async def stop(self) -> None:
         """Stop listening, let open exchanges finish (for a while), end every session."""

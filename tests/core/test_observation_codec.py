@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcpsniff.core.http.events import EndpointRewritten, RequestCut
+from mcpsniff.core.http.events import EndpointRewritten, HttpRefused, RequestCut
 from mcpsniff.core.observation_codec import (
     HEADER_SIZE,
     CodecError,
@@ -53,7 +53,9 @@ EXAMPLES = [
     RequestCut(1, 5.2, 1 << 20),
     ExchangeEnd(1, 5.5, "complete", True),
     Unreachable(4, 6.0, "http://x/mcp", "Connection refused"),
-    TransportEvent("http", "http-refused", 6.5, {"kind": "bad-request", "reason": "bare LF"}),
+    TransportEvent("stdio", "spawned", 6.5, {"child_pid": 7, "argv0": "/bin/x", "n": [1, None]}),
+    HttpRefused(6.6, "bad-request", "bare LF", "127.0.0.1:5"),
+    HttpRefused(6.7, "head-timeout", "no whole head in 30s", None),
     CaptureGap(7.0, 3, 300),
     CaptureEnd(7.5),
     StreamData("c2s", 8.0, b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'),

@@ -17,7 +17,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from mcpsniff.core.http.events import EndpointRewritten, ExchangeGap, Frame, RequestCut, Routed
+from mcpsniff.core.http.events import (
+    EndpointRewritten,
+    ExchangeGap,
+    Frame,
+    HttpRefused,
+    RequestCut,
+    Routed,
+)
 from mcpsniff.core.http.exchange import AnalyzedExchange, HttpSettings, begin_exchange
 from mcpsniff.core.http.headers import text_headers
 from mcpsniff.core.http.session_keys import RELAY_SESSION
@@ -91,6 +98,7 @@ class ObservationAdapter:
             RequestBody: self._request_body,
             RequestGap: self._request_gap,
             TransportEvent: self._event,
+            HttpRefused: self._refused,
             CaptureGap: self._capture_gap,
             CaptureEnd: self._end,
         }
@@ -139,6 +147,9 @@ class ObservationAdapter:
 
     def _event(self, o: TransportEvent) -> None:
         self.recorder.event(o.session, o.name, o.t, o.data)
+
+    def _refused(self, o: HttpRefused) -> None:
+        self.recorder.event(RELAY_SESSION, o.name, o.t, o.data())
 
     def _capture_gap(self, o: CaptureGap) -> None:
         # Dropped body pieces are also told as a gap of their exchange

@@ -13,8 +13,9 @@ JSON reply, an SSE event's data).
 Performance: slotted dataclasses, not frozen ones (a frozen dataclass sets
 each field through ``object.__setattr__``, six times the cost, and the adapter
 makes an event and a frame for every SSE event); nothing changes them once
-made. ``EndpointRewritten`` and ``RequestCut`` are observations too: the shell
-sends them as they are (``mcpsniff.core.observations``).
+made. ``EndpointRewritten``, ``RequestCut`` and ``HttpRefused`` are
+observations too: the shell sends them as they are
+(``mcpsniff.core.observations``).
 """
 
 from __future__ import annotations
@@ -210,6 +211,24 @@ class RequestCut:
 
 
 @dataclass(slots=True)
+class HttpRefused:
+    """What the relay refused or cut that belongs to no exchange (a bad head, a slow one)."""
+
+    name: ClassVar[str] = "http-refused"
+    t: float
+    kind: str
+    reason: str
+    #: The client's address, when known.
+    client: str | None
+
+    def data(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"kind": self.kind, "reason": self.reason}
+        if self.client:
+            data["client"] = self.client
+        return data
+
+
+@dataclass(slots=True)
 class Frame:
     """A message body for the analyzer, with the meta its frame record carries."""
 
@@ -232,6 +251,7 @@ HttpEvent = (
     | ExchangeGap
     | EndpointRewritten
     | RequestCut
+    | HttpRefused
 )
 
 #: An event or frame, and the session it belongs to.

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from mcpsniff.core.http.adapter import ObservationAdapter
+from mcpsniff.core.http.events import EndpointRewritten, HttpRefused, RequestCut
 from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, MessageRecord, Record
 from mcpsniff.core.observations import (
     CaptureEnd,
@@ -228,3 +229,33 @@ def test_an_answer_after_the_channel_dropped_its_request_is_not_judged_unknown()
     assert len(unknown) == 1  # without the gap: an id nobody sent
     records = _answer_after_a_lost_begin([CaptureGap(2.2, 1, 0)])
     assert [r for r in records if r[:2] == ("finding", "JR-RESP-ID")] == []
+
+
+def test_what_the_shell_tells_itself_is_recorded_as_the_trace_always_had_it() -> None:
+    """Typed observations (a refusal, an endpoint rewrite, a cut request) become the
+    same transport events they were when they travelled as a name and a dict."""
+    begin = RequestBegin(1, 1.0, "GET", "/sse", (), None, None, 0, b"")
+    records = run(
+        [
+            HttpRefused(0.5, "bad-request", "bare LF", "127.0.0.1:9"),
+            begin,
+            ResponseBegin(1, 2.0, 200, (("Content-Type", "text/event-stream"),)),
+            EndpointRewritten(1, 2.1, "http://up/m?sessionId=1", "http://me/m?sessionId=1"),
+            RequestCut(1, 2.2, 0),
+            ExchangeEnd(1, 3.0, "client-disconnected", False),
+        ]
+    )
+    events = [(r[2], r[3], json.loads(r[4])) for r in records if r[0] == "event"]
+    assert events[0] == (
+        "http",
+        "http-refused",
+        {"kind": "bad-request", "reason": "bare LF", "client": "127.0.0.1:9"},
+    )
+    names = [name for _, name, _ in events]
+    assert names.index("endpoint-rewrite") < names.index("http-request-cut")
+    rewrite = next(data for _, name, data in events if name == "endpoint-rewrite")
+    assert rewrite == {
+        "exchange": 1,
+        "from": "http://up/m?sessionId=1",
+        "to": "http://me/m?sessionId=1",
+    }

@@ -8,6 +8,7 @@ from mcpsniff.core.http.events import (
     ExchangeGap,
     HttpEnd,
     HttpErrorBody,
+    HttpRefused,
     HttpRequest,
     HttpResponse,
     RequestCut,
@@ -87,3 +88,14 @@ def test_the_other_events_names_and_fields() -> None:
         "http-request-cut",
         {"exchange": 1, "body_bytes": 9},
     )
+
+
+def test_a_refusal_names_its_client_only_when_known() -> None:
+    assert record_data(HttpRefused(1.0, "bad-request", "bare LF", "127.0.0.1:5")) == (
+        "http-refused",
+        {"kind": "bad-request", "reason": "bare LF", "client": "127.0.0.1:5"},
+    )
+    assert HttpRefused(1.0, "head-timeout", "slow", None).data() == {
+        "kind": "head-timeout",
+        "reason": "slow",
+    }
