@@ -25,94 +25,26 @@ import asyncio
 import ssl
 import time
 from collections import deque
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from mcpsniff.core.http.headers import HOP_BY_HOP, client_address
+from mcpsniff.core.http.headers import client_address
 from mcpsniff.http1.events import Body, End, Event, Malformed, RequestHead, ResponseHead
 from mcpsniff.http1.fields import field_tokens, wants_close
 from mcpsniff.http1.parser import RequestParser, ResponseParser
+from mcpsniff.relay.http_messages import (
+    LAST_CHUNK,
+    bad_gateway,
+    chunk,
+    forwarded_head,
+    is_event_stream,
+    keep_alive_line,
+    refusal,
+)
+from mcpsniff.relay.relayed_exchange import RelayedExchange
 from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver
 
-#: Hop-by-hop fields a relay drops; the framing fields stay, since each body is
-#: forwarded with the framing it came with.
-_DROP = HOP_BY_HOP - {"transfer-encoding"}
-_FRAMING = frozenset({"transfer-encoding", "content-length"})
 #: Seconds to wait for a connection to the upstream.
 CONNECT_TIMEOUT = 15.0
-#: Request body bytes held before they are streamed on to the observer: a body
-#: is never held whole here, whatever its size (the analysis side bounds it).
-STREAM_AT = 256 << 10
-_LAST_CHUNK = b"0\r\n\r\n"
-
-
-def forwarded_head(
-    head: RequestHead | ResponseHead, replace: tuple[int, bytes] | None = None
-) -> bytes:
-    """The head to forward: as received, minus hop-by-hop fields (RFC 9110 §7.6.1).
-
-    Those are the HOP_BY_HOP fields and every field a Connection field names;
-    the framing fields are kept (the body keeps its framing). ``replace``:
-    the index of a field line and the line to send instead (the Host field).
-    """
-    names = head.names
-    drop = _DROP
-    if "connection" in names:
-        drop = _DROP | (set(field_tokens(head.headers, "connection")) - _FRAMING)
-    if drop.isdisjoint(names):
-        if replace is None:
-            return head.raw  # the usual case: the exact bytes received
-        # One line swapped in the received bytes (field lines sit between CRLFs).
-        line = b"\r\n" + head.lines[replace[0]] + b"\r\n"
-        return head.raw.replace(line, b"\r\n" + replace[1] + b"\r\n", 1)
-    start = head.raw.split(b"\r\n", 1)[0]
-    lines = head.lines
-    if replace is not None:
-        lines = list(lines)
-        lines[replace[0]] = replace[1]
-    kept = [line for name, line in zip(names, lines, strict=True) if name not in drop]
-    return b"\r\n".join([start, *kept]) + b"\r\n\r\n"
-
-
-def bad_gateway(target: str, reason: str) -> bytes:
-    """The 502 the relay answers with when the upstream cannot be reached."""
-    body = f"mcpsniff: the upstream server {target} is unreachable: {reason}\n".encode()
-    return (
-        b"HTTP/1.1 502 Bad Gateway\r\n"
-        b"Content-Type: text/plain; charset=utf-8\r\n"
-        b"X-Mcpsniff: upstream-unreachable\r\n"
-        b"Content-Length: %d\r\n\r\n" % len(body)
-    ) + body
-
-
-def refusal(status: int, reason: str) -> bytes:
-    """What the relay answers a request it cannot frame or waited too long for, then closes."""
-    phrase = {400: b"Bad Request", 408: b"Request Timeout"}.get(status, b"Error")
-    body = f"mcpsniff: {reason}\n".encode()
-    return (
-        b"HTTP/1.1 %d %s\r\n"
-        b"Content-Type: text/plain; charset=utf-8\r\n"
-        b"X-Mcpsniff: refused\r\n"
-        b"Connection: close\r\n"
-        b"Content-Length: %d\r\n\r\n" % (status, phrase, len(body))
-    ) + body
-
-
-def keep_alive_line(head: RequestHead | ResponseHead) -> bytes:
-    """``Connection: keep-alive`` for an HTTP/1.0 message that asked for it, else b"".
-
-    Connection is hop-by-hop and dropped, but an HTTP/1.0 peer persists only
-    with "keep-alive" (RFC 9112 §9.3): without it the upstream closes after one
-    response while the client, told nothing, sends its next request.
-    """
-    if head.version == "HTTP/1.0" and "keep-alive" in field_tokens(head.headers, "connection"):
-        return b"Connection: keep-alive\r\n"
-    return b""
-
-
-def chunk(data: bytes) -> bytes:
-    """One chunk of chunked framing (RFC 9112 §7.1)."""
-    return b"%x\r\n%s\r\n" % (len(data), data)
 
 
 class Relay(Protocol):
@@ -141,55 +73,6 @@ class Relay(Protocol):
     def target(self, path: str) -> str: ...
 
     def rewrite_endpoint(self, exchange: RemoteExchange, held: bytes) -> bytes: ...
-
-
-@dataclass(slots=True, eq=False)
-class RelayedExchange:
-    """One request and its response, as this connection moves their bytes."""
-
-    head: RequestHead
-    t: float
-    pieces: list[bytes] = field(default_factory=list)
-    #: Bytes in ``pieces``.
-    kept: int = 0
-    #: What notes the exchange for the analysis, once its request is in.
-    remote: RemoteExchange | None = None
-    #: Observer calls made before ``remote`` existed (a response that came
-    #: before the end of its request): replayed once it does.
-    deferred: list[tuple[str, Any]] = field(default_factory=list)
-    request_done: bool = False
-    response_started: bool = False
-    #: Why the upstream could not be reached (a 502 answers once the request is in).
-    unreachable: str | None = None
-    finished: bool = False
-    #: Holding a session-less GET stream's bytes until its first event.
-    holding: bool = False
-    held: bytearray = field(default_factory=bytearray)
-    #: The response is chunked (held bytes go out as a chunk).
-    chunked: bool = False
-    #: Held bytes went out re-chunked: the rest of the stream is re-chunked too.
-    rechunk: bool = False
-    #: The response said the upstream closes the connection after it.
-    upstream_closes: bool = False
-    #: Body bytes forwarded.
-    body_bytes: int = 0
-    #: The observer's number for it, reserved once its body started streaming.
-    number: int | None = None
-
-    def keep(self, payload: bytes) -> bool:
-        """Hold a piece of the request body for the observer; whether to stream it on now."""
-        self.body_bytes += len(payload)
-        self.pieces.append(payload)
-        self.kept += len(payload)
-        return self.kept >= STREAM_AT
-
-    def take(self) -> bytes:
-        """The body held so far (and hold nothing)."""
-        pieces = self.pieces
-        body = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-        self.pieces = []
-        self.kept = 0
-        return body
 
 
 class UpstreamSide(asyncio.Protocol):
@@ -673,7 +556,7 @@ class ClientSide(asyncio.Protocol):
                     exchange.upstream_closes = wants_close(
                         event.version, event.headers, event.names
                     )
-                    if exchange.head.method == "GET" and _is_event_stream(event):
+                    if exchange.head.method == "GET" and is_event_stream(event):
                         # Maybe a legacy stream whose endpoint is to be rewritten: the
                         # observer must see the head now, to tell.
                         self._write(out)
@@ -840,7 +723,7 @@ class ClientSide(asyncio.Protocol):
         exchange.held = bytearray()
         exchange.holding = False
         if exchange.chunked:
-            self._send_client((chunk(held) if held else b"") + _LAST_CHUNK)
+            self._send_client((chunk(held) if held else b"") + LAST_CHUNK)
         elif held:
             self._send_client(held)
 
@@ -905,10 +788,3 @@ class ClientSide(asyncio.Protocol):
         if self.transport is not None and not self.closed:
             self.transport.close()
         return True
-
-
-def _is_event_stream(head: ResponseHead) -> bool:
-    for name, value in head.headers:
-        if name.lower() == "content-type":
-            return value.split(";")[0].strip().lower() == "text/event-stream"
-    return False
