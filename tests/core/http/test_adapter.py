@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -28,6 +29,9 @@ from mcpsniff.core.observations import (
     ResponseBody,
 )
 from mcpsniff.relay.recorder import Recorder
+from tests.core.http.adapter_streams import observations, stream
+
+DATA = Path(__file__).parents[2] / "data"
 
 INIT = {
     "jsonrpc": "2.0",
@@ -259,3 +263,51 @@ def test_what_the_shell_tells_itself_is_recorded_as_the_trace_always_had_it() ->
         "from": "http://up/m?sessionId=1",
         "to": "http://me/m?sessionId=1",
     }
+
+
+class _Log:
+    """A recorder that keeps every call, as the recorded outputs have them."""
+
+    def __init__(self) -> None:
+        self.out: list[Any] = []
+
+    def event(self, session: str, name: str, t: float, data: Any = None) -> None:
+        self.out.append(["event", session, name, t, data])
+
+    def feed_frame(
+        self,
+        session: str,
+        direction: str,
+        raw: bytes,
+        t: float,
+        transport: str | None = None,
+        meta: Any = None,
+    ) -> None:
+        self.out.append(["frame", session, direction, raw.decode("latin-1"), t, transport, meta])
+
+    def close(self, t: float) -> None:
+        self.out.append(["close", t])
+
+
+def test_the_adapter_records_what_it_recorded_before_the_sweep() -> None:
+    """A differential test against recorded outputs: 400 random captures (each with
+    redaction on and off), replayed now, give the very records the adapter gave before
+    issue 24's split (``tests/data/http_adapter_records.jsonl.gz``)."""
+    recorded = gzip.decompress((DATA / "http_adapter_records.jsonl.gz").read_bytes())
+    lines = recorded.decode().splitlines()
+    assert len(lines) == 800
+    for on, off in zip(lines[::2], lines[1::2], strict=True):
+        seed = json.loads(on)[0]
+        plain, rng = stream(seed)
+        # The generator picked each mode's settings after the stream, redaction on first.
+        for line in (on, off):
+            line_seed, redact, expected = json.loads(line)
+            assert line_seed == seed and redact is (line is on)
+            key_by_host, mcp_path = rng.random() < 0.3, rng.choice([None, "/mcp"])
+            log = _Log()
+            adapter = ObservationAdapter(
+                log, redact=redact, key_by_host=key_by_host, mcp_path=mcp_path
+            )
+            for observation in observations(plain):
+                adapter.apply(observation)
+            assert json.loads(json.dumps(log.out, default=repr)) == expected, (seed, redact)
