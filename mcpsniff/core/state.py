@@ -183,7 +183,7 @@ def run_of(key: str) -> str:
     return match.group() if match else ""
 
 
-#: The session key of the HTTP relay's own events (``core.http_adapter.RELAY_SESSION``).
+#: The session key of the HTTP relay's own events (``core.http.session_keys.RELAY_SESSION``).
 RELAY_KEY = "http"
 
 

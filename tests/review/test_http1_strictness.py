@@ -11,7 +11,8 @@ from __future__ import annotations
 import h11
 import pytest
 
-from mcpsniff.relay.http1 import Malformed, RequestHead, RequestParser
+from mcpsniff.http1.events import Malformed, RequestHead
+from mcpsniff.http1.parser import RequestParser
 
 HEADS = {
     # RFC 9112 §3.2: "A server MUST respond with a 400 (Bad Request) status code to any

@@ -76,7 +76,7 @@ EVENT_ID_WINDOW = 65536
 
 
 @dataclass(slots=True)
-class Exchange:
+class ExchangeFacts:
     """One HTTP request/response pair as the rules see it."""
 
     number: int
@@ -105,7 +105,7 @@ class Exchange:
 class HttpState:
     """HTTP facts about one session."""
 
-    exchanges: dict[int, Exchange] = field(default_factory=dict)
+    exchanges: dict[int, ExchangeFacts] = field(default_factory=dict)
     event_ids: BoundedMap = field(default_factory=lambda: BoundedMap(EVENT_ID_WINDOW))
 
 
@@ -186,7 +186,7 @@ def on_event(session: Session, record: EventRecord) -> None:
             # No MCP traffic (OAuth metadata, a health check) that a reverse proxy
             # forwarded too: the MCP transport's rules do not apply to it.
             return
-        state.exchanges[number] = Exchange(
+        state.exchanges[number] = ExchangeFacts(
             number,
             record.seq,
             str(data.get("method", "")),
@@ -252,7 +252,7 @@ def request_of_exchange(session: Session, msg: Any) -> Any:
     return session.state.pending["c2s"].get(requests[0].key)
 
 
-def _answered_by_status(session: Session, exchange: Exchange, record: EventRecord) -> None:
+def _answered_by_status(session: Session, exchange: ExchangeFacts, record: EventRecord) -> None:
     """A request rejected with an HTTP error and no JSON-RPC body was still answered.
 
     The transports let a server refuse a POST with a 4xx whose body "MAY"
@@ -287,7 +287,7 @@ def _answered_by_status(session: Session, exchange: Exchange, record: EventRecor
 # --------------------------------------------------------------------------- requests
 
 
-def _request(session: Session, exchange: Exchange) -> None:
+def _request(session: Session, exchange: ExchangeFacts) -> None:
     if exchange.transport != STREAMABLE:
         return
     headers = exchange.headers
@@ -357,7 +357,7 @@ def _request(session: Session, exchange: Exchange) -> None:
                 )
 
 
-def _auth(session: Session, exchange: Exchange) -> None:
+def _auth(session: Session, exchange: ExchangeFacts) -> None:
     """Bearer tokens go in the Authorization header of every request, never in the URI."""
     query = exchange.path.partition("?")[2]
     keys = {part.partition("=")[0].lower() for part in query.split("&") if part}
@@ -385,7 +385,7 @@ def _auth(session: Session, exchange: Exchange) -> None:
         )
 
 
-def _stateless_headers(session: Session, exchange: Exchange, frame: FrameRecord) -> None:
+def _stateless_headers(session: Session, exchange: ExchangeFacts, frame: FrameRecord) -> None:
     """2026-07-28 mirrors the method and name in headers (streamable-http.mdx)."""
     headers = exchange.headers
     for message in exchange.methods:
@@ -425,7 +425,7 @@ def _stateless_headers(session: Session, exchange: Exchange, frame: FrameRecord)
 # --------------------------------------------------------------------------- responses
 
 
-def _response(session: Session, exchange: Exchange, record: EventRecord) -> None:
+def _response(session: Session, exchange: ExchangeFacts, record: EventRecord) -> None:
     status = exchange.status
     if status is None:
         return
@@ -538,7 +538,9 @@ def _response(session: Session, exchange: Exchange, record: EventRecord) -> None
             )
 
 
-def _sse_event(session: Session, state: HttpState, exchange: Exchange, record: EventRecord) -> None:
+def _sse_event(
+    session: Session, state: HttpState, exchange: ExchangeFacts, record: EventRecord
+) -> None:
     data = record.data
     if data.get("comment_only"):
         # Comments (e.g. padding against buffering proxies) are not events; one
