@@ -53,7 +53,7 @@ def test_the_session_reports_nothing_itself() -> None:
     import re
     from pathlib import Path
 
-    import mcpsniff.core.session as session_module
+    import mcpsniff.core.session.session as session_module
 
     source = Path(session_module.__file__).read_text()
     assert re.findall(r'self\.report\(\s*"', source) == []
