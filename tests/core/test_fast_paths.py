@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from mcpsniff.core import protocol
 from mcpsniff.core.ids import IdHistory, coerced_keys, id_key, id_value
 from mcpsniff.core.model import FindingRecord, MessageRecord
-from mcpsniff.core.session.session import round_ms
+from mcpsniff.core.session.correlation import round_ms
 from mcpsniff.core.state import Answered, Pending
 from tests.conftest import Conversation, error, notification, request, result
 

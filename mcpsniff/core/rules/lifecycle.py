@@ -197,7 +197,7 @@ def on_request(session: Session, msg: Msg) -> None:
             _first_message(session, msg)
         state.first_c2s_seen = True
         if state.era == STATELESS:
-            # The era is already decided (Session._note_era); only its rules read _meta.
+            # The era is already decided (core/session/scoping.py); only its rules read _meta.
             _stateless_request(session, msg, _meta(msg))
         else:
             # Once initialize has an answer and initialized came, only the

@@ -10,7 +10,7 @@ thing for the events that are not messages) limits it to some dispatch keys
 (None: every key). The events and what their handlers are called with:
 
 * ``MESSAGE``: every parsed JSON-RPC object whose envelope is not the plain one
-  of its kind (``Session._message``: exactly the members the kind needs, well
+  of its kind (``core/session/classification.py``: exactly the members the kind needs, well
   typed, ``"jsonrpc": "2.0"``), ``(session, msg)``; key ``""``.
 * ``REQUEST``, ``NOTIFICATION``: ``(session, msg)``; key: the method.
 * ``RESPONSE``: every reply (result or error) once correlation has paired it

@@ -7,8 +7,11 @@ A new rule without a proof fails here.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import pkgutil
+import re
+from pathlib import Path
 
 import tests.core.rules as proofs_package
 from mcpsniff.core.rules import IMPLEMENTED
@@ -48,15 +51,35 @@ def test_every_rule_module_declares_its_rules_through_the_registry() -> None:
     assert {m.__name__ for m in MODULES} <= registered_modules
 
 
+def _session_modules() -> list[Path]:
+    import mcpsniff.core.session as session_package
+
+    return sorted(Path(session_package.__file__).parent.glob("*.py"))
+
+
 def test_the_session_reports_nothing_itself() -> None:
-    """Findings come from rule modules: session.py names no catalogue id."""
-    import re
-    from pathlib import Path
+    """Findings come from rule modules: no module of core/session/ names a catalogue id."""
+    modules = _session_modules()
+    assert len(modules) >= 7
+    for module in modules:
+        source = module.read_text()
+        assert re.findall(r'(self|session)\.report\(\s*"', source) == [], module.name
 
-    import mcpsniff.core.session.session as session_module
 
-    source = Path(session_module.__file__).read_text()
-    assert re.findall(r'self\.report\(\s*"', source) == []
+def test_the_session_imports_no_rule_module_but_the_registry() -> None:
+    """Rules reach the session through the registry only (no cycle session <-> rules)."""
+    for module in _session_modules():
+        tree = ast.parse(module.read_text())
+        imported: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "mcpsniff.core.rules":
+                imported.update(f"{node.module}.{alias.name}" for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                imported.add(node.module)
+            elif isinstance(node, ast.Import):
+                imported.update(alias.name for alias in node.names)
+        rules = {name for name in imported if name.startswith("mcpsniff.core.rules")}
+        assert rules <= {"mcpsniff.core.rules.registry"}, module.name
 
 
 def test_frame_claims_stop_later_rules() -> None:
