@@ -61,6 +61,7 @@ usual message needs; tests/core/test_fast_paths.py holds each shortcut to the
 plain code it replaces.
 """
 
-from mcpsniff.core.session.session import END_EVENTS, SeqCounter, Session
+from mcpsniff.core.session.base import SeqCounter
+from mcpsniff.core.session.session import END_EVENTS, Session
 
 __all__ = ["END_EVENTS", "SeqCounter", "Session"]

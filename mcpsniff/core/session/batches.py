@@ -31,11 +31,11 @@ from mcpsniff.core.state import BAD_EMPTY_BATCH, BAD_INVALID, BatchInfo
 
 if TYPE_CHECKING:
     from mcpsniff.core.model import FrameRecord
-    from mcpsniff.core.session.session import Session
+    from mcpsniff.core.session.base import SessionBase
     from mcpsniff.core.state import Msg
 
 
-def batch(session: Session, items: list[Any], frame: FrameRecord) -> None:
+def batch(session: SessionBase, items: list[Any], frame: FrameRecord) -> None:
     """Classify each element of an array, then remember it or match it to its batch."""
     direction = frame.direction
     session.emit(MessageRecord(frame.seq, session.key, direction, BATCH, size=len(frame.raw)))
@@ -87,7 +87,7 @@ def batch(session: Session, items: list[Any], frame: FrameRecord) -> None:
     frame_rules(session, "batch-done", frame, msgs)
 
 
-def _not_object(session: Session, obj: Any, frame: FrameRecord, index: int) -> Msg:
+def _not_object(session: SessionBase, obj: Any, frame: FrameRecord, index: int) -> Msg:
     """A batch element that is not an object: an invalid message."""
     direction = frame.direction
     seq = frame.seq
@@ -100,7 +100,7 @@ def _not_object(session: Session, obj: Any, frame: FrameRecord, index: int) -> M
     return record
 
 
-def _batch_reply(session: Session, msgs: list[Msg], frame: FrameRecord) -> None:
+def _batch_reply(session: SessionBase, msgs: list[Msg], frame: FrameRecord) -> None:
     """Check a reply array against the batch it answers (JSON-RPC §6)."""
     state = session.state
     request_direction = OPPOSITE[frame.direction]

@@ -50,7 +50,7 @@ from mcpsniff.core.state import BAD_INVALID, INLINE_PRINT, Answered, Pending
 
 if TYPE_CHECKING:
     from mcpsniff.core.model import FrameRecord
-    from mcpsniff.core.session.session import Session
+    from mcpsniff.core.session.base import SessionBase
     from mcpsniff.core.state import Msg
 
 #: A record without its ``__init__``, for ``message`` to fill slot by slot: a
@@ -69,7 +69,9 @@ _TASK_RESULT_FREE = frozenset({"tasks/get", "tasks/list", "tasks/cancel"})
 _TOKEN = (int, str)
 
 
-def message(session: Session, obj: dict[str, Any], frame: FrameRecord, index: int | None) -> Msg:
+def message(
+    session: SessionBase, obj: dict[str, Any], frame: FrameRecord, index: int | None
+) -> Msg:
     """Classify, record, correlate and check one JSON-RPC object."""
     direction = frame.direction
     seq = frame.seq
@@ -314,7 +316,7 @@ def message(session: Session, obj: dict[str, Any], frame: FrameRecord, index: in
     return msg
 
 
-def reply(session: Session, msg: Msg, request: Pending, obj: dict[str, Any]) -> None:
+def reply(session: SessionBase, msg: Msg, request: Pending, obj: dict[str, Any]) -> None:
     """The rules for a paired reply, by the method of the request it answers."""
     method = request.method
     result = obj.get("result")
@@ -349,7 +351,7 @@ def reply(session: Session, msg: Msg, request: Pending, obj: dict[str, Any]) -> 
             handler(session, msg, result)
 
 
-def invalid(session: Session, msg: Msg) -> None:
+def invalid(session: SessionBase, msg: Msg) -> None:
     """A message no rule below the JSON-RPC layer can use."""
     msg.kind = INVALID
     note_bad(session, msg.direction, msg.frame, BAD_INVALID)

@@ -23,7 +23,7 @@ from mcpsniff.core.session.scoping import ScopedKey, pairing_key, rescope, scope
 from mcpsniff.core.state import Answered, Pending
 
 if TYPE_CHECKING:
-    from mcpsniff.core.session.session import Session
+    from mcpsniff.core.session.base import SessionBase
     from mcpsniff.core.state import Fingerprint, Msg
 
 #: Error codes whose reply carries a null id when the request could not be read.
@@ -56,12 +56,12 @@ RESULT_MEMBER = {
 # --------------------------------------------------------------------------- bad input
 
 
-def note_bad(session: Session, direction: str, seq: int, kind: str) -> None:
+def note_bad(session: SessionBase, direction: str, seq: int, kind: str) -> None:
     """Remember frame ``seq`` as bad input waiting for its error reply (rules/replies.py)."""
     session.state.bad_frames[direction].append((seq, kind))
 
 
-def link_bad_input(session: Session, msg: Msg) -> tuple[int, str] | None:
+def link_bad_input(session: SessionBase, msg: Msg) -> tuple[int, str] | None:
     """The oldest bad frame of the other side that the -32700/-32600 ``msg`` answers."""
     bad = session.state.bad_frames[OPPOSITE[msg.direction]]
     if not bad:
@@ -76,7 +76,7 @@ def link_bad_input(session: Session, msg: Msg) -> tuple[int, str] | None:
 
 
 def reused(
-    session: Session, msg: Msg, key: Any, seen: bool, this_print: Fingerprint | None
+    session: SessionBase, msg: Msg, key: Any, seen: bool, this_print: Fingerprint | None
 ) -> None:
     """A request whose id was used before (``message`` registers it after this)."""
     direction = msg.direction
@@ -100,7 +100,7 @@ def reused(
 # --------------------------------------------------------------------------- replies
 
 
-def match_response(session: Session, msg: Msg) -> None:
+def match_response(session: SessionBase, msg: Msg) -> None:
     """Pair a reply that is not the usual one (``message`` pairs that inline)."""
     state = session.state
     request_direction = OPPOSITE[msg.direction]
@@ -208,7 +208,7 @@ def match_response(session: Session, msg: Msg) -> None:
     pairing_rules(session, "orphan", msg)
 
 
-def _request_of_exchange(session: Session, msg: Msg) -> Pending | None:
+def _request_of_exchange(session: SessionBase, msg: Msg) -> Pending | None:
     """The pending request an id-less HTTP error body answers, if there is exactly one.
 
     The HTTP rules keep the exchanges (``state.http``, rules/http.py); an
@@ -228,7 +228,7 @@ def _request_of_exchange(session: Session, msg: Msg) -> Pending | None:
     return session.state.pending[C2S].get(request.key)
 
 
-def lost_precision(session: Session, msg: Msg, pending: dict[Any, Pending]) -> bool:
+def lost_precision(session: SessionBase, msg: Msg, pending: dict[Any, Pending]) -> bool:
     """A reply whose integer id lost digits: 2**53 + 1 echoed as 2**53.
 
     A peer that keeps JSON numbers as IEEE doubles (JavaScript) cannot echo
@@ -255,7 +255,7 @@ def lost_precision(session: Session, msg: Msg, pending: dict[Any, Pending]) -> b
     return False
 
 
-def take_pending(session: Session, msg: Msg, key: Any, request: Pending) -> Pending:
+def take_pending(session: SessionBase, msg: Msg, key: Any, request: Pending) -> Pending:
     """Which of the requests in flight under one id ``msg`` answers.
 
     JSON-RPC gives no way to tell (the id is the only link), so the
@@ -294,7 +294,7 @@ def by_result_shape(msg: Msg, candidates: list[Pending]) -> Pending | None:
     return fits[0] if len(fits) == 1 else None
 
 
-def pair(session: Session, msg: Msg, request: Pending) -> None:
+def pair(session: SessionBase, msg: Msg, request: Pending) -> None:
     """Record ``msg`` as the reply to ``request``, and ``request`` as answered."""
     msg.answers = request.seq
     msg.request_index = request.index

@@ -21,7 +21,7 @@ from mcpsniff.core.rules.registry import EVENT, FRAME, PAIRING, handlers
 
 if TYPE_CHECKING:
     from mcpsniff.core.model import EventRecord, FrameRecord
-    from mcpsniff.core.session.session import Session
+    from mcpsniff.core.session.base import SessionBase
     from mcpsniff.core.state import Msg
 
 #: The registry's per-key handler tables, read directly on the hot path.
@@ -36,7 +36,7 @@ PAIRING_HANDLERS = registry.TABLES[PAIRING]
 EVENT_HANDLERS = registry.TABLES[EVENT]
 
 
-def frame_rules(session: Session, shape: str, frame: FrameRecord, *details: Any) -> bool:
+def frame_rules(session: SessionBase, shape: str, frame: FrameRecord, *details: Any) -> bool:
     """Run the FRAME rules for ``shape`` until one claims the frame; whether one did."""
     found = FRAME_HANDLERS.get(shape)
     if found is None:
@@ -44,7 +44,7 @@ def frame_rules(session: Session, shape: str, frame: FrameRecord, *details: Any)
     return any(handler(session, frame, *details) for handler in found)
 
 
-def pairing_rules(session: Session, outcome: str, msg: Msg, *details: Any) -> None:
+def pairing_rules(session: SessionBase, outcome: str, msg: Msg, *details: Any) -> None:
     """Run the PAIRING rules for what correlation found (``registry.OUTCOMES``)."""
     found = PAIRING_HANDLERS.get(outcome)
     if found is None:
@@ -53,7 +53,7 @@ def pairing_rules(session: Session, outcome: str, msg: Msg, *details: Any) -> No
         handler(session, msg, *details)
 
 
-def event_rules(session: Session, record: EventRecord) -> None:
+def event_rules(session: SessionBase, record: EventRecord) -> None:
     """Run the EVENT rules for a transport event, by its name."""
     name = record.event
     found = EVENT_HANDLERS.get(name)

@@ -23,13 +23,13 @@ from mcpsniff.core.state import BAD_BATCH_PARSE, BAD_INVALID, BAD_PARSE
 
 if TYPE_CHECKING:
     from mcpsniff.core.model import FrameRecord
-    from mcpsniff.core.session.session import Session
+    from mcpsniff.core.session.base import SessionBase
 
 #: What ``fallback_parse`` returns for bytes that are no JSON.
 NOT_JSON = object()
 
 
-def analyze_unusual(session: Session, frame: FrameRecord, value: Any, offset: int) -> None:
+def analyze_unusual(session: SessionBase, frame: FrameRecord, value: Any, offset: int) -> None:
     """Everything but an already parsed single message: parse, batches, big ids."""
     raw = frame.raw
     if value is UNPARSED:
@@ -60,7 +60,7 @@ def analyze_unusual(session: Session, frame: FrameRecord, value: Any, offset: in
         frame_rules(session, "not-object", frame, value)
 
 
-def _unparseable(session: Session, frame: FrameRecord, offset: int) -> None:
+def _unparseable(session: SessionBase, frame: FrameRecord, offset: int) -> None:
     raw = frame.raw
     if frame.transport == "stdio" and not raw.strip():
         # A blank line between messages: not a message, nor bad input to answer.

@@ -17,7 +17,7 @@ from mcpsniff.core.model import C2S
 from mcpsniff.core.protocol import META_VERSION, STATELESS, V5, is_known_version
 
 if TYPE_CHECKING:
-    from mcpsniff.core.session.session import Session
+    from mcpsniff.core.session.base import SessionBase
     from mcpsniff.core.state import Msg, SessionState
 
 
@@ -44,12 +44,12 @@ def note_era(state: SessionState, msg: Msg) -> None:
         state.version = requested if is_known_version(requested) else V5
 
 
-def pairing_key(session: Session, ident: Any, msg: Msg) -> Any:
+def pairing_key(session: SessionBase, ident: Any, msg: Msg) -> Any:
     """The key request id ``ident`` is paired by, for ``msg`` (see ``scope_of``)."""
     return scoped(session, ident if type(ident) is int else id_key(ident), msg)
 
 
-def scoped(session: Session, key: Any, msg: Msg) -> Any:
+def scoped(session: SessionBase, key: Any, msg: Msg) -> Any:
     """``key`` (an id's or a progress token's) within ``msg``'s client, when scoped."""
     scope = scope_of(session, msg)
     return key if scope is None else ScopedKey(scope, key)
@@ -75,7 +75,7 @@ def rescope(mapping: Any, key: Any) -> tuple[Any, bool]:
     return key, len(found) > 1
 
 
-def scope_of(session: Session, msg: Msg) -> str | None:
+def scope_of(session: SessionBase, msg: Msg) -> str | None:
     """The client connection of a stateless HTTP message, when ids are paired per client.
 
     (Progress tokens, which clients make up too, are kept per client alike.)
