@@ -89,3 +89,28 @@ def test_frame_claims_stop_later_rules() -> None:
     chain = registry.handlers(registry.FRAME, "not-object")
     names = [fn.__module__.rsplit(".", 1)[1] + "." + fn.__name__ for fn in chain]
     assert names == ["stdio.continues_run", "jsonrpc.not_an_object"]
+
+
+def test_every_reported_rule_is_in_the_catalogue_and_registry() -> None:
+    import re
+    from pathlib import Path
+
+    from mcpsniff.core import catalog
+    from mcpsniff.core.rules import IMPLEMENTED
+
+    root = Path(__file__).resolve().parents[3] / "mcpsniff" / "core"
+    source = "\n".join(p.read_text() for p in root.rglob("*.py"))
+    assert "def report(" in source  # the sources were found
+    used = set(
+        re.findall(
+            r'"((?:JR|MSG|LC|CAP|MOD|TOOL|RES|PROMPT|LOG|COMPL|PAGE|PING|ROOTS|'
+            r'SAMP|ELIC|CANCEL|PROG|STDIO|HTTP|SSE)-[A-Z0-9-]+)"',
+            source,
+        )
+    )
+    assert used <= set(IMPLEMENTED) | {"MOD-STDIO-PROBE"}
+    for rule in IMPLEMENTED:
+        catalog.get(rule)
+    families = ("JR-", "MSG-", "LC-", "CAP-")
+    assert len(IMPLEMENTED) >= 80
+    assert len([r for r in IMPLEMENTED if r.startswith(families)]) >= 50
