@@ -285,7 +285,7 @@ class SessionState:
         default_factory=lambda: {C2S: BoundedMap(RECENT_WINDOW), S2C: BoundedMap(RECENT_WINDOW)}
     )
     #: Requests in flight under an id another in-flight request already has
-    #: (MSG-ID-REUSE), per direction and id key, oldest first (session.py).
+    #: (MSG-ID-REUSE), per direction and id key, oldest first (core/session/correlation.py).
     shadowed: dict[str, dict[IdKey, list[Pending]]] = field(
         default_factory=lambda: {C2S: {}, S2C: {}}
     )

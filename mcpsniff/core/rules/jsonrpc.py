@@ -493,7 +493,7 @@ def notification_batch_answered(session: Session, frame: FrameRecord, batch_seq:
 
 
 # --------------------------------------------------------------------------- correlation
-# The session pairs replies with requests (session.py); these rules say what
+# The session pairs replies with requests (core/session/correlation.py); these rules say what
 # was wrong when the pairing found something (registry.OUTCOMES).
 
 
