@@ -32,7 +32,8 @@ class SeqCounter:
 
 
 class SessionBase:
-    """One MCP session's key, state and output, and how rules add findings to it."""
+    """A session's attributes (key, state, framers, seq counter) and its output, where rules
+    add findings (``report``) and records (``emit``)."""
 
     def __init__(
         self,
