@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mcpsniff.core.rules import registry
-from mcpsniff.core.rules.registry import EVENT, FRAME, PAIRING, handlers
+from mcpsniff.core.rules.registry import EVENT, FRAME, PAIRING, dispatch_table, handlers
 
 if TYPE_CHECKING:
     from mcpsniff.core.model import EventRecord, FrameRecord
@@ -25,15 +25,15 @@ if TYPE_CHECKING:
     from mcpsniff.core.state import Msg
 
 #: The registry's per-key handler tables, read directly on the hot path.
-MESSAGE_HANDLERS = registry.TABLES[registry.MESSAGE]
-REQUEST_HANDLERS = registry.TABLES[registry.REQUEST]
-NOTIFICATION_HANDLERS = registry.TABLES[registry.NOTIFICATION]
-RESPONSE_HANDLERS = registry.TABLES[registry.RESPONSE]
-REPLY_HANDLERS = registry.TABLES[registry.REPLY]
-RESULT_HANDLERS = registry.TABLES[registry.RESULT]
-FRAME_HANDLERS = registry.TABLES[FRAME]
-PAIRING_HANDLERS = registry.TABLES[PAIRING]
-EVENT_HANDLERS = registry.TABLES[EVENT]
+MESSAGE_HANDLERS = dispatch_table(registry.MESSAGE)
+REQUEST_HANDLERS = dispatch_table(registry.REQUEST)
+NOTIFICATION_HANDLERS = dispatch_table(registry.NOTIFICATION)
+RESPONSE_HANDLERS = dispatch_table(registry.RESPONSE)
+REPLY_HANDLERS = dispatch_table(registry.REPLY)
+RESULT_HANDLERS = dispatch_table(registry.RESULT)
+FRAME_HANDLERS = dispatch_table(FRAME)
+PAIRING_HANDLERS = dispatch_table(PAIRING)
+EVENT_HANDLERS = dispatch_table(EVENT)
 
 
 def frame_rules(session: SessionBase, shape: str, frame: FrameRecord, *details: Any) -> bool:

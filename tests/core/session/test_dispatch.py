@@ -44,3 +44,15 @@ def test_pairing_rules_all_run_with_the_details(monkeypatch: pytest.MonkeyPatch)
     )
     pairing_rules(Session("k"), "orphan", "msg", 1, 2)  # type: ignore[arg-type]
     assert seen == [("a", "msg", (1, 2)), ("b", "msg", (1, 2))]
+
+
+def test_the_hot_path_reads_the_registry_s_own_tables() -> None:
+    # A registration clears the registry's tables in place: the session must
+    # hold those very dicts, or it would keep dispatching to stale tuples.
+    from mcpsniff.core.session import dispatch
+
+    for name in ("MESSAGE", "REQUEST", "NOTIFICATION", "RESPONSE", "REPLY", "RESULT"):
+        table = getattr(dispatch, f"{name}_HANDLERS")
+        assert table is registry.dispatch_table(getattr(registry, name)), name
+    for on in (registry.FRAME, registry.PAIRING, registry.EVENT):
+        assert getattr(dispatch, f"{on.upper()}_HANDLERS") is registry.dispatch_table(on)
