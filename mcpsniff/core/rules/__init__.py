@@ -5,7 +5,6 @@
 * ``reuse``: request ids used twice, retry or conflict (MSG-ID-REUSE, MSG-ID-INFLIGHT)
 * ``replies``: the replies to bad input (JR-BATCH-EMPTY, JR-RESP-ID-NULL, JR-ERROR-SEMANTICS)
 * ``lifecycle``: eras, handshake, capabilities, stateless era (LC-*, CAP-*, MOD-*)
-* ``stateless_era``: the 2026-07-28 checks ``lifecycle``'s rules call (MOD-*)
 * ``flow``: cancellation, progress, unanswered requests (CANCEL-*, PROG-*)
 * ``methods``: per-method parameters and results (TOOL-*, RES-*, PROMPT-*, ...)
 * ``tasks``: task-augmented requests and tasks/* (TASK-*, 2025-11-25)
@@ -19,6 +18,7 @@
 * ``sse_legacy``: the legacy transport's two endpoints (SSE-POST-TARGET, SSE-TWO-ENDPOINTS)
 * ``http_stateless``: 2026-07-28 HTTP has no sessions (MOD-HTTP-POST-ONLY)
 * ``subscriptions``: 2026-07-28 subscriptions/listen (MOD-SUBS-*)
+* ``stateless_era``: the 2026-07-28 checks ``lifecycle``'s rules call (MOD-*)
 
 Every module registers its rules with ``@rule``; ``Session`` only dispatches.
 """

@@ -264,6 +264,10 @@ def on_frame(session: Session, frame: FrameRecord, messages: list[MessageRecord]
         _stateless_headers(session, exchange, frame)
 
 
+# An id-less error in an exchange's HTTP error response answers the one request
+# its POST carried: ``HttpState.sole_request`` names it, core/session/correlation.py pairs it.
+
+
 def _answered_by_status(session: Session, exchange: Exchange, record: EventRecord) -> None:
     """A request rejected with an HTTP error and no JSON-RPC body was still answered.
 
