@@ -18,7 +18,6 @@
 * ``sse_legacy``: the legacy transport's two endpoints (SSE-POST-TARGET, SSE-TWO-ENDPOINTS)
 * ``http_stateless``: 2026-07-28 HTTP has no sessions (MOD-HTTP-POST-ONLY)
 * ``subscriptions``: 2026-07-28 subscriptions/listen (MOD-SUBS-*)
-* ``stateless_era``: the 2026-07-28 checks ``lifecycle``'s rules call (MOD-*)
 
 Every module registers its rules with ``@rule``; ``Session`` only dispatches.
 """

@@ -5,7 +5,9 @@ capabilities and client info in ``_meta``, every result says its
 ``resultType`` and carries the server info, cacheable results carry cache
 hints, and the error codes the era removed or added are checked here.
 ``lifecycle.py``'s rules, which decide the era, call these for a stateless
-session's requests, results and errors.
+session's requests, results and errors: this module registers no rule of its
+own (so it is not in ``rules.MODULES``), and the rules run where lifecycle.py
+registers them.
 """
 
 from __future__ import annotations
