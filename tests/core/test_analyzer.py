@@ -14,6 +14,7 @@ from mcpsniff.core.model import (
     EventRecord,
     FindingRecord,
     FrameRecord,
+    MessageRecord,
     Record,
 )
 
@@ -149,3 +150,14 @@ def test_replay_notable_keeps_analyzer_errors_and_skips_only_quiet_batches(
     notable = list(analyzer.replay_notable(_fresh(inputs)))
     assert _shown(notable) == _notable(flat)
     assert [r.seq for r in notable if getattr(r, "event", None) == "analyzer-error"] == [40]
+
+
+def test_a_record_emitted_by_a_rule_that_is_not_a_message_counts_as_notable() -> None:
+    from mcpsniff.core.session import Session
+
+    session = Session("s")
+    session.output = []
+    session.emit(EventRecord(1, 0.0, "s", "something", {}))
+    assert session.notable == 1
+    session.emit(MessageRecord(2, "s", C2S, "request"))
+    assert session.notable == 1
