@@ -16,7 +16,9 @@ The state of one session is one ``SessionState`` (core/state.py): the era and
 version, the requests in flight and recently answered per direction, the id
 history, the handshake, the bad frames waiting for their error reply. The
 modules of this package each do one job on it, and none reports a finding: what
-they find goes to the rules registered for it (``rules/registry.py``).
+they find goes to the rules registered for it (``rules/registry.py``). They
+work on a ``base.SessionBase`` (the state, the output, ``report`` and ``emit``
+for the rules); ``session.Session`` adds the ways in.
 
 The flow of one frame:
 
