@@ -23,7 +23,7 @@ from mcpsniff.cli import main
 from mcpsniff.core.analyzer import replay
 from mcpsniff.core.model import EventRecord
 from mcpsniff.core.session import Session
-from mcpsniff.trace.format import TraceReader
+from mcpsniff.trace.reader import TraceReader
 
 HEADER = {
     "type": "header",

@@ -11,7 +11,7 @@ import time
 import aiohttp
 
 from mcpsniff.core.model import EventRecord
-from mcpsniff.trace.format import TraceReader
+from mcpsniff.trace.reader import TraceReader
 from tests.relay.http_upstreams import Upstream
 from tests.relay.test_http import (  # noqa: F401  (fixtures)
     Proxy,

@@ -2,7 +2,7 @@
 
 A relay's analysis process killed mid-write leaves a partial line; a relay
 sharing the trace appends right after it. Salvage reads the glued record
-(``mcpsniff.trace.format.glued_record``); the reader skips the whole line, so the
+(``mcpsniff.trace.codec.glued_record``); the reader skips the whole line, so the
 other relay's frame is lost to ``check`` and ``show``.
 """
 
@@ -11,7 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from mcpsniff.core.model import C2S, FrameRecord
-from mcpsniff.trace.format import TraceReader, TraceWriter, encode_line
+from mcpsniff.trace.codec import encode_line
+from mcpsniff.trace.reader import TraceReader
+from mcpsniff.trace.writer import TraceWriter
 
 PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
 

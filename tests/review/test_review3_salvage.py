@@ -14,8 +14,10 @@ from pathlib import Path
 import orjson
 
 from mcpsniff.core.model import C2S, S2C, EventRecord, FrameRecord, Record
-from mcpsniff.trace.format import TraceReader, TraceWriter, encode_line, header
+from mcpsniff.trace.codec import encode_line, header
+from mcpsniff.trace.reader import TraceReader
 from mcpsniff.trace.salvage import TracePlace, salvage
+from mcpsniff.trace.writer import TraceWriter
 
 PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
 OTHER = "stdio@4242.1700000000"

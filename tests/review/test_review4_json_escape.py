@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from mcpsniff.cli import main
 from mcpsniff.core.analyzer import replay
 from mcpsniff.core.model import EventRecord, FrameRecord
-from mcpsniff.trace.format import TraceWriter
+from mcpsniff.trace.writer import TraceWriter
 
 HOSTILE = "\x1b]0;PWN\x07\u202eRLO\u2066\x9b31m\u2028\x7f"
 #: What must never appear raw on the terminal (C0 is escaped by JSON itself).

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from mcpsniff.trace.format import TraceReader, TraceTail
+from mcpsniff.trace.reader import TraceReader
+from mcpsniff.trace.tail import TraceTail
 
 GALLERY = Path(__file__).resolve().parents[2] / "recordings" / "clean-2025-11-25.jsonl"
 JUNK = 48 << 20

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from mcpsniff.cli import main
-from mcpsniff.trace.format import TraceError
+from mcpsniff.trace.codec import TraceError
 from mcpsniff.ui.follow import OffsetTail
 
 GALLERY = Path(__file__).resolve().parents[2] / "recordings" / "clean-2025-11-25.jsonl"
@@ -148,7 +148,7 @@ def _long_keys_trace(tmp_path: Path) -> Path:
 
     from mcpsniff.core.analyzer import replay
     from mcpsniff.core.model import FrameRecord
-    from mcpsniff.trace.format import TraceWriter
+    from mcpsniff.trace.writer import TraceWriter
 
     ping = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
     pong = json.dumps({"jsonrpc": "2.0", "id": 1, "result": {}}).encode() + b"\n"
@@ -186,7 +186,7 @@ def test_replay_drive_cuts_long_session_keys_in_its_error(tmp_path: Path) -> Non
 def test_replay_drive_lists_twenty_sessions_and_counts_the_rest(tmp_path: Path) -> None:
     from mcpsniff.core.analyzer import replay
     from mcpsniff.core.model import FrameRecord
-    from mcpsniff.trace.format import TraceWriter
+    from mcpsniff.trace.writer import TraceWriter
 
     ping = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
     pong = b'{"jsonrpc":"2.0","id":1,"result":{}}\n'

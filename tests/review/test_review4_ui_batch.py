@@ -20,7 +20,7 @@ from click.testing import CliRunner
 from mcpsniff.cli import main
 from mcpsniff.core.analyzer import replay
 from mcpsniff.core.model import EventRecord, FrameRecord
-from mcpsniff.trace.format import TraceWriter
+from mcpsniff.trace.writer import TraceWriter
 from mcpsniff.ui.library import Library
 from mcpsniff.ui.report import load_model
 

@@ -13,8 +13,10 @@ import pytest
 
 from mcpsniff.core.model import EventRecord, FrameRecord
 from mcpsniff.trace import longlines
-from mcpsniff.trace.format import TraceReader, TraceTail, TraceWriter
 from mcpsniff.trace.longlines import NOT_A_RECORD, PROBE, TOO_LONG, ReadPast, line_from
+from mcpsniff.trace.reader import TraceReader
+from mcpsniff.trace.tail import TraceTail
+from mcpsniff.trace.writer import TraceWriter
 
 
 def _frame(seq: int, size: int = 10) -> FrameRecord:

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from mcpsniff.core.model import FrameRecord, MessageRecord
-from mcpsniff.trace.format import TraceError, TraceReader
+from mcpsniff.trace.codec import TraceError
+from mcpsniff.trace.reader import TraceReader
 from mcpsniff.ui.details import json_safe, message_detail
 from mcpsniff.ui.follow import OffsetTail, read_record_at
 from mcpsniff.ui.model import TEXT_LIMIT, bounded
@@ -126,7 +127,7 @@ def test_traffic_strings_are_bounded_and_json_safe() -> None:
 
 def test_rows_carry_the_annotations_show_prints(tmp_path: Path) -> None:
     from mcpsniff.core.model import FrameRecord as Frame
-    from mcpsniff.trace.format import TraceWriter
+    from mcpsniff.trace.writer import TraceWriter
 
     path = tmp_path / "notes.jsonl"
     writer = TraceWriter.create(path, meta={}, created=1.0)
