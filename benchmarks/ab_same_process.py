@@ -118,7 +118,7 @@ def _cases(package: str, only: str | None) -> dict[str, tuple[Callable[[], objec
 
         cases["inputs 10k-message trace"] = (read_inputs, 3)
     if only in (None, "check"):
-        reader = _module(package, "trace.format").TraceReader
+        reader = _module(package, "trace.reader", "trace.format").TraceReader
         replay_notable = _module(package, "core.analyzer").replay_notable
         path = cached_trace(10_000, quiet=True)
 
