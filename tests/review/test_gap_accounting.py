@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
+from mcpsniff.capture.recorder import TraceRecorder
 from mcpsniff.core.model import S2C, EventRecord, FrameRecord, Record
 from mcpsniff.core.observations import CaptureEnd, StreamData, StreamGap
 from mcpsniff.core.stdio_adapter import StdioAdapter
-from mcpsniff.relay.recorder import Recorder
 
 PONG = b'{"jsonrpc":"2.0","id":1,"result":{}}\n'
 BEFORE = b'{"jsonrpc":"2.0","id":1,"res'  # the line the gap cuts
@@ -25,7 +25,7 @@ AFTER = b'ult":{}}\n'  # its rest, after the gap
 
 
 def _run(observations: list[Any]) -> list[Record]:
-    recorder = Recorder(None, "stdio", redact=True)
+    recorder = TraceRecorder(None, "stdio", redact=True)
     records: list[Record] = []
     recorder.listeners.append(records.append)
     adapter = StdioAdapter(recorder, redact=True)

@@ -8,9 +8,9 @@ import os
 import signal
 from pathlib import Path
 
-from tests.addons.support import Mitmdump
-from tests.addons.test_mitmproxy_addon import GONE, INITIALIZE, analysis_processes, post
-from tests.addons.upstreams import Upstream as AddonUpstream
+from tests.mitm.support import Mitmdump
+from tests.mitm.test_addon import GONE, INITIALIZE, analysis_processes, post
+from tests.mitm.upstreams import Upstream as AddonUpstream
 from tests.relay.http_upstreams import Upstream
 from tests.relay.stdio_support import peer, relay, wait_until
 from tests.relay.test_http import (  # noqa: F401  (fixtures)
