@@ -108,6 +108,36 @@ class HttpState:
     exchanges: dict[int, ExchangeFacts] = field(default_factory=dict)
     event_ids: BoundedMap = field(default_factory=lambda: BoundedMap(EVENT_ID_WINDOW))
 
+    # What the session's correlation asks of the exchanges (core/session/).
+
+    def sessionless_client(self, number: int) -> str | None:
+        """The client connection of exchange ``number`` if it is session-less Streamable HTTP.
+
+        Such an exchange carries no ``Mcp-Session-Id``: the stateless era pairs
+        its request ids per client connection (core/session/scoping.py). None
+        for any other exchange, or when the shell did not say the client.
+        """
+        exchange = self.exchanges.get(number)
+        if (
+            exchange is None
+            or exchange.transport != STREAMABLE
+            or "mcp-session-id" in exchange.headers
+        ):
+            return None
+        return exchange.client
+
+    def sole_request(self, number: int) -> MessageRecord | None:
+        """The one request the POST of exchange ``number`` carried; None if not exactly one.
+
+        An id-less error in that exchange's HTTP error response answers it
+        (core/session/correlation.py).
+        """
+        exchange = self.exchanges.get(number)
+        if exchange is None:
+            return None
+        requests = [m for m in exchange.methods if m.kind == REQUEST]
+        return requests[0] if len(requests) == 1 else None
+
 
 #: What a header pair may be: a list in a trace, a tuple from a live shell.
 _PAIR_TYPES = (list, tuple)
@@ -234,22 +264,8 @@ def on_frame(session: Session, frame: FrameRecord, messages: list[MessageRecord]
         _stateless_headers(session, exchange, frame)
 
 
-def request_of_exchange(session: Session, msg: Any) -> Any:
-    """The pending request an id-less HTTP error body answers, if there is exactly one."""
-    meta = msg.frame.meta
-    if msg.kind != "error" or not meta or not isinstance(meta.get("exchange"), int):
-        return None
-    status = meta.get("status")
-    if not isinstance(status, int) or status < 400:
-        return None
-    state = session.state.http
-    exchange = state.exchanges.get(meta["exchange"]) if state is not None else None
-    if exchange is None:
-        return None
-    requests = [m for m in exchange.methods if m.kind == REQUEST]
-    if len(requests) != 1:
-        return None
-    return session.state.pending["c2s"].get(requests[0].key)
+# An id-less error in an exchange's HTTP error response answers the one request
+# its POST carried: ``HttpState.sole_request`` names it, core/session/correlation.py pairs it.
 
 
 def _answered_by_status(session: Session, exchange: ExchangeFacts, record: EventRecord) -> None:
