@@ -19,6 +19,8 @@
 * ``http_stateless``: 2026-07-28 HTTP has no sessions (MOD-HTTP-POST-ONLY)
 * ``subscriptions``: 2026-07-28 subscriptions/listen (MOD-SUBS-*)
 * ``http_2026``: 2026-07-28 request metadata headers (MOD-HTTP-*-HEADER(S), MOD-HTTP-BASE64)
+* ``http_status_2026``: the HTTP status of 2026-07-28 replies (MOD-HTTP-404-METHOD, ...)
+* ``negotiation``: 2026-07-28 unsupported versions and required _meta, the server's side
 
 Every module registers its rules with ``@rule``; ``Session`` only dispatches.
 """
@@ -50,12 +52,14 @@ from mcpsniff.core.rules import sse_legacy
 from mcpsniff.core.rules import http_stateless
 from mcpsniff.core.rules import subscriptions
 from mcpsniff.core.rules import http_2026
+from mcpsniff.core.rules import http_status_2026
+from mcpsniff.core.rules import negotiation
 # isort: on
 
 #: The rule modules, in the order they register (and so run).
 MODULES = (replies, stdio, jsonrpc, reuse, lifecycle, methods, flow, tasks)
 MODULES += (client_features, content, utilities, http, http_bodies, http_origin, sse_legacy)
-MODULES += (subscriptions, http_stateless, http_2026)
+MODULES += (subscriptions, http_stateless, http_2026, http_status_2026, negotiation)
 
 #: Every catalogue id the analyzer can report (the ids the registered rules
 #: declare), in catalogue order.

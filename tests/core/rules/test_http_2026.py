@@ -172,6 +172,7 @@ def test_a_value_that_looks_like_the_sentinel_must_be_encoded() -> None:
     name = "=?base64?eA==?="  # decodes to "x": the server would read "x"
     convo = run(*post(1, v5(1, "tools/call", {"name": name}), mcp_name=name))
     assert convo.rules() == ["MOD-HTTP-STD-HEADERS"]
+    assert "'x' (decoded)" in convo.findings[0].message
 
 
 def test_missing_mcp_name_and_method() -> None:
@@ -251,8 +252,10 @@ def test_correct_param_headers_stay_clean(arguments: dict, headers: dict) -> Non
 def test_param_header_faults(arguments: dict, headers: dict, rule: str, words: str) -> None:
     convo = run(*listed(REGION_TOOL), *call(1, arguments, **headers))
     found = [f for f in convo.findings if f.rule != "TOOL-ARGS-SCHEMA"]
-    assert [f.rule for f in found] == [rule], [f.message for f in convo.findings]
-    assert words in found[0].message
+    client, server = found[0], found[1:]
+    assert client.rule == rule and words in client.message, [f.message for f in found]
+    # The server answered with a result: it did not validate the headers.
+    assert [(f.rule, "with a result although" in f.message) for f in server] == [(rule, True)]
 
 
 def test_nested_properties_are_mirrored() -> None:
@@ -271,7 +274,7 @@ def test_nested_properties_are_mirrored() -> None:
     clean = run(*listed(tool), *call(1, {"where": {"zone": True}}, "t", mcp_param_zone="true"))
     assert clean.findings == []
     wrong = run(*listed(tool), *call(1, {"where": {"zone": True}}, "t", mcp_param_zone="True"))
-    assert wrong.rules() == ["MOD-HTTP-PARAM-HEADERS"]
+    assert wrong.rules() == ["MOD-HTTP-PARAM-HEADERS"] * 2  # the client's, the server's
 
 
 def test_a_tool_not_listed_is_not_judged() -> None:
