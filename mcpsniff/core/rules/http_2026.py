@@ -67,6 +67,14 @@ def faults(session: Session) -> BoundedMap:
     return found  # type: ignore[no-any-return]
 
 
+def encoded(session: Session) -> BoundedMap:
+    """Request seq -> the headers that matched the body only once Base64-decoded."""
+    found = session.state.rule_state.get("header_encoded")
+    if found is None:
+        found = session.state.rule_state["header_encoded"] = BoundedMap(FAULT_WINDOW)
+    return found  # type: ignore[no-any-return]
+
+
 def _redacted(*values: Any) -> bool:
     """A credential was cut out of one side: the two cannot be compared."""
     return any(isinstance(v, str) and MARK in v for v in values)
@@ -124,13 +132,19 @@ def _judge(session: Session, exchange: http.Exchange, message: MessageRecord) ->
                 else f"Mcp-Method {method_header[:60]!r} but the body's method is {method[:60]!r}",
             )
         )
+    decoded: list[str] = []
     member = NAMED.get(method)
     if member is not None and isinstance(params.get(member), str):
-        problem = _mirrored(headers.get("mcp-name"), params[member], "Mcp-Name", f"params.{member}")
+        raw = headers.get("mcp-name")
+        problem = _mirrored(raw, params[member], "Mcp-Name", f"params.{member}")
         if problem is not None:
             found.append(problem)
+        elif raw is not None and mcp_headers.is_sentinel(raw):
+            decoded.append("Mcp-Name")
     if method == "tools/call" and isinstance(params.get("name"), str):
-        found.extend(_tool_parameters(session, headers, params))
+        found.extend(_tool_parameters(session, headers, params, decoded))
+    if decoded and not found:
+        encoded(session).put(message.frame, decoded)
     for rule_id, what in found:
         session.report(
             rule_id,
@@ -188,7 +202,7 @@ def _mirrored(raw: str | None, value: Any, header: str, source: str) -> tuple[st
 
 
 def _tool_parameters(
-    session: Session, headers: dict[str, str], params: dict[str, Any]
+    session: Session, headers: dict[str, str], params: dict[str, Any], decoded: list[str]
 ) -> list[tuple[str, str]]:
     """The ``Mcp-Param-*`` headers of a tools/call against the tool's annotations."""
     tools = session.state.tools
@@ -226,6 +240,8 @@ def _tool_parameters(
         problem = _mirrored(raw, value, header, source[:80])
         if problem is not None:
             found.append(problem)
+        elif raw is not None and mcp_headers.is_sentinel(raw):
+            decoded.append(header)
     return found
 
 

@@ -22,6 +22,9 @@
   its ``MCP-Protocol-Version`` header (a dual-era server serves the others).
 
 The status of a reply to a notification (202) is HTTP-202 (rules/http.py).
+A -32020 for headers that match the body once decoded is MOD-HTTP-BASE64:
+"servers **MUST** decode an encoded ``Mcp-Name`` or ``Mcp-Param-{Name}`` value
+before comparing it to the corresponding request body value".
 And a server that answers a request whose headers failed validation
 (rules/http_2026.py) with a result: "Servers **MUST** reject requests where the
 values specified in the headers do not match the corresponding values in the
@@ -113,6 +116,17 @@ def _error_status(
     status: int | None,
 ) -> None:
     code = message.error_code
+    decoded = http_2026.encoded(session).pop(request.seq, None)
+    if code == -32020 and decoded:
+        session.report(
+            "MOD-HTTP-BASE64",
+            f"the server refused {request.method[:60]} with -32020 (HeaderMismatch), but its "
+            f"{', '.join(decoded[:4])} match the body once their =?base64?...?= form is decoded; "
+            "servers must decode these values before comparing",
+            [request.seq, message.frame],
+            headers=decoded[:8],
+            blame="server",
+        )
     expected = STATUS_OF_CODE.get(code) if isinstance(code, int) else None
     if expected is None and code == -32602 and lacks_meta(request):
         expected = (400, "MOD-META-REQUIRED", "Invalid params for a request lacking _meta")
@@ -137,6 +151,7 @@ def _accepted(
     session: Session, exchange: http.Exchange, message: MessageRecord, request: Pending
 ) -> None:
     """A result to a request whose headers failed validation: the server did not validate."""
+    http_2026.encoded(session).pop(request.seq, None)
     found = http_2026.faults(session).pop(request.seq, None)
     if not found:
         return

@@ -134,3 +134,19 @@ def test_a_notification_post_gets_202() -> None:
     wrong = run(*steps, http_response(2, 200, content_type=JSON))
     assert wrong.find("HTTP-202")
     assert run(*steps, http_response(2, 202)).find("HTTP-202") == []
+
+
+def test_a_server_that_does_not_decode_base64_is_reported() -> None:
+    """The server side of issue 25's false alarm: -32020 for a correctly encoded name."""
+    from tests.core.rules.test_http_2026 import b64
+
+    named = v5(1, "tools/call", {"name": "天気"})
+    wrong = run(*post(1, named, err(1, -32020), status=400, mcp_name=b64("天気")))
+    (finding,) = wrong.find("MOD-HTTP-BASE64")
+    assert "Mcp-Name match the body once" in finding.message
+    plain = run(
+        *post(1, v5(1, "tools/call", {"name": "a"}), err(1, -32020), status=400, mcp_name="a")
+    )
+    assert plain.find("MOD-HTTP-BASE64") == []
+    served = run(*post(1, named, complete(1, {"content": []}), mcp_name=b64("天気")))
+    assert served.findings == []
