@@ -252,34 +252,40 @@ def _is_null(arguments: Any, path: tuple[str, ...]) -> bool:
 
 def annotations_of(session: Session, name: str, schema: Any) -> mcp_headers.ToolHeaders:
     """A tool's ``x-mcp-header`` annotations, read once per schema (the listings repeat)."""
+    return _annotations(session, name, schema)[0]
+
+
+def _annotations(session: Session, name: str, schema: Any) -> tuple[mcp_headers.ToolHeaders, bool]:
+    """``(annotations, whether they were read now)``: cached by the schema object."""
     cache = session.state.rule_state.get("tool_headers")
     if cache is None:
         cache = session.state.rule_state["tool_headers"] = BoundedMap(TOOL_WINDOW)
     known = cache.get(name)
     if known is not None and known[0] is schema:
-        return known[1]  # type: ignore[no-any-return]
+        return known[1], False
     found = mcp_headers.tool_headers(schema)
     cache.put(name, (schema, found))
-    return found
+    return found, True
 
 
 @rule("MOD-HTTP-PARAM-HEADERS", on=RESULT, methods=("tools/list",))
 def tool_annotations(session: Session, msg: MessageRecord, result: dict[str, Any]) -> None:
-    """A 2026-07-28 server's tools: their ``x-mcp-header`` annotations must be valid."""
-    if session.state.version != V5:
+    """A 2026-07-28 server's tools: their ``x-mcp-header`` annotations must be valid.
+
+    Read from the complete listing rules/methods.py kept (``state.tools``): a
+    listing sent again byte for byte keeps its schema objects, so it is
+    neither walked nor reported again.
+    """
+    tools = session.state.tools
+    if session.state.version != V5 or isinstance(result.get("nextCursor"), str) or not tools:
         return
-    tools = result.get("tools")
-    if not isinstance(tools, list):
-        return
-    for tool in tools:
-        if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
-            continue
-        annotations = annotations_of(session, tool["name"], tool.get("inputSchema"))
-        if annotations.problem is not None:
+    for name, tool in tools.items():
+        annotations, fresh = _annotations(session, name, tool.input_schema)
+        if fresh and annotations.problem is not None:
             session.report(
                 "MOD-HTTP-PARAM-HEADERS",
-                f"the server's tool {tool['name'][:60]!r} is invalid: {annotations.problem}; "
+                f"the server's tool {name[:60]!r} is invalid: {annotations.problem}; "
                 "Streamable HTTP clients must drop it",
                 [msg.frame],
-                tool=tool["name"][:200],
+                tool=name[:200],
             )

@@ -79,7 +79,7 @@ def log_opt_in(session: Session, msg: Msg) -> None:
         asked = [_asked(request.params)]
     else:
         asked = [_asked(p.params) for p in state.pending[C2S].values()]
-    levels = [a for a in asked if a is not None]
+    levels = [a for a in asked if a is not None]  # (MOD-LOGLEVEL-INVALID judges the values)
     if not levels:
         session.report(
             "MOD-LOG-OPTIN",
@@ -90,9 +90,9 @@ def log_opt_in(session: Session, msg: Msg) -> None:
             cause="no-opt-in",
         )
         return
-    floors = [LOG_LEVEL_ORDER[a] for a in levels if a in LOG_LEVEL_ORDER]
-    if rank is not None and floors and rank < min(floors):
-        lowest = min((a for a in levels if a in LOG_LEVEL_ORDER), key=LOG_LEVEL_ORDER.__getitem__)
+    known = [a for a in levels if isinstance(a, str) and a in LOG_LEVEL_ORDER]
+    if rank is not None and known and rank < min(LOG_LEVEL_ORDER[a] for a in known):
+        lowest = min(known, key=LOG_LEVEL_ORDER.__getitem__)
         session.report(
             "MOD-LOG-OPTIN",
             f"the server sent a {level} log message, below the level {lowest} the client asked "
@@ -172,6 +172,11 @@ def _resources(session: Session) -> _Resources:
     return found  # type: ignore[no-any-return]
 
 
+def _listed(result: dict[str, Any], member: str) -> list[Any]:
+    items = result.get(member)
+    return items if isinstance(items, list) else []
+
+
 def _template_pattern(template: str) -> re.Pattern[str]:
     """A lenient matcher for an RFC 6570 template: any text may fill any expression."""
     parts = _EXPRESSION.split(template[:2048])
@@ -191,7 +196,7 @@ def resource_listing(session: Session, msg: Msg, result: dict[str, Any]) -> None
     method = msg.request.method
     last_page = not isinstance(result.get("nextCursor"), str)
     if method == "resources/list":
-        for item in result.get("resources") or ():
+        for item in _listed(result, "resources"):
             if isinstance(item, dict) and isinstance(item.get("uri"), str):
                 if len(known.uris) >= URI_LIMIT:
                     known.overflow = True
@@ -199,7 +204,7 @@ def resource_listing(session: Session, msg: Msg, result: dict[str, Any]) -> None
                 known.uris.add(item["uri"])
         known.listed = known.listed or last_page
     elif method == "resources/templates/list":
-        for item in result.get("resourceTemplates") or ():
+        for item in _listed(result, "resourceTemplates"):
             if isinstance(item, dict) and isinstance(item.get("uriTemplate"), str):
                 if len(known.templates) >= TEMPLATE_LIMIT:
                     known.overflow = True

@@ -225,3 +225,32 @@ def test_a_different_tool_set_may_come_in_any_order() -> None:
 def test_the_order_finding_is_info() -> None:
     (finding,) = play(PROOFS[1], PROOFS[1].fire).find("MOD-LIST-STABLE")
     assert finding.severity == "info" and "position 0: 'b' instead of 'a'" in finding.message
+
+
+def test_hostile_values_give_findings_not_tracebacks() -> None:
+    convo = stdio(
+        c(v5(1, "tools/call", CALL, **{LEVEL: {"not": "a level"}})),
+        s(log("debug")),
+        c(v5(2, "resources/list")),
+        s(complete(2, {"resources": 5, **CACHE})),
+        c(v5(3, "resources/templates/list")),
+        s(complete(3, {"resourceTemplates": "x", **CACHE})),
+        c(v5(4, "resources/read", {"uri": "file:///x"})),
+        s(complete(4, {"contents": [], **CACHE})),
+    )
+    assert convo.session is not None  # no exception; a missing URI with empty listings fires
+    assert len(convo.find("MOD-RES-NOT-FOUND")) == 1
+
+
+def test_a_repeated_listing_reports_an_invalid_tool_once() -> None:
+    from tests.core.rules.test_http_2026 import listed
+
+    bad = {
+        "name": "bad",
+        "inputSchema": {
+            "type": "object",
+            "properties": {"a": {"type": "number", "x-mcp-header": "A"}},
+        },
+    }
+    convo = http_run(*listed(bad), *listed(bad))
+    assert len(convo.find("MOD-HTTP-PARAM-HEADERS")) == 1
