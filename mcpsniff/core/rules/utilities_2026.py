@@ -7,6 +7,8 @@
   the response stream of that request", and "the server **MUST NOT** deliver
   it on a ``subscriptions/listen`` stream". On HTTP the stream names the
   request; on stdio the requests in flight do.
+* MOD-LOGLEVEL-INVALID (§ Error Handling): an unrecognized ``logLevel`` "**SHOULD**"
+  be rejected with -32602.
 * MSG-META-KEYS (``basic/index.mdx`` § _meta > OpenTelemetry trace context):
   the keys ``traceparent``, ``tracestate`` and ``baggage`` are the exception to
   the key grammar, and "When present, their values MUST follow W3C Trace
@@ -28,15 +30,21 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from mcpsniff.core import trace_context
-from mcpsniff.core.model import C2S, S2C, SENDER
+from mcpsniff.core.model import C2S, ERROR, S2C, SENDER
 from mcpsniff.core.protocol import LOG_LEVEL_ORDER, META_VERSION, STATELESS, V5
-from mcpsniff.core.rules.registry import MESSAGE, NOTIFICATION, RESULT, rule
+from mcpsniff.core.rules.registry import MESSAGE, NOTIFICATION, RESPONSE, RESULT, rule
 
 if TYPE_CHECKING:
     from mcpsniff.core.session import Session
     from mcpsniff.core.state import Msg
 
-RULES = ("MOD-LOG-OPTIN", "MSG-META-KEYS", "MOD-RES-NOT-FOUND", "MOD-LIST-STABLE")
+RULES = (
+    "MOD-LOG-OPTIN",
+    "MOD-LOGLEVEL-INVALID",
+    "MSG-META-KEYS",
+    "MOD-RES-NOT-FOUND",
+    "MOD-LIST-STABLE",
+)
 LOG_LEVEL_META = "io.modelcontextprotocol/logLevel"
 #: Listed resource URIs remembered (beyond it, no verdict on empty contents).
 URI_LIMIT = 65536
@@ -102,6 +110,28 @@ def log_opt_in(session: Session, msg: Msg) -> None:
             level=level,
             asked=lowest,
         )
+
+
+@rule("MOD-LOGLEVEL-INVALID", on=RESPONSE)
+def log_level_refused(session: Session, msg: Msg) -> None:
+    """An unrecognized _meta logLevel: "the server **SHOULD** reject that request with
+    a standard JSON-RPC error", -32602 (logging.mdx § Error Handling)."""
+    request = msg.request
+    if request is None or msg.direction != S2C or session.state.era != STATELESS:
+        return
+    asked = _asked(request.params)
+    if asked is None or (isinstance(asked, str) and asked in LOG_LEVEL_ORDER):
+        return
+    if msg.error_code == -32602:
+        return
+    answer = f"error {msg.error_code}" if msg.kind == ERROR else "a result"
+    session.report(
+        "MOD-LOGLEVEL-INVALID",
+        f"the server answered {request.method[:60]} with {answer} although its _meta "
+        f"{LOG_LEVEL_META} is {str(asked)[:40]!r}, no log level; it should reject it with -32602",
+        [request.seq, msg.frame],
+        level=str(asked)[:100],
+    )
 
 
 def _asked(params: Any) -> Any:

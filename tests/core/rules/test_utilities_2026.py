@@ -13,6 +13,7 @@ from tests.core.rules.dsl import (
     assert_proof,
     body,
     c,
+    err,
     http_response,
     note,
     play,
@@ -39,6 +40,12 @@ PROOFS = [
         "MOD-LOG-OPTIN",
         fire=[c(v5(1, "tools/call", CALL)), s(log())],
         miss=[c(v5(1, "tools/call", CALL, **{LEVEL: "info"})), s(log())],
+        version=None,
+    ),
+    Proof(
+        "MOD-LOGLEVEL-INVALID",
+        fire=[c(v5(1, "tools/list", **{LEVEL: "verbose"})), s(complete(1, tools("a")))],
+        miss=[c(v5(1, "tools/list", **{LEVEL: "verbose"})), s(err(1, -32602))],
         version=None,
     ),
     Proof(
@@ -223,7 +230,8 @@ def test_a_different_tool_set_may_come_in_any_order() -> None:
 
 
 def test_the_order_finding_is_info() -> None:
-    (finding,) = play(PROOFS[1], PROOFS[1].fire).find("MOD-LIST-STABLE")
+    (proof,) = [p for p in PROOFS if p.rule == "MOD-LIST-STABLE"]
+    (finding,) = play(proof, proof.fire).find("MOD-LIST-STABLE")
     assert finding.severity == "info" and "position 0: 'b' instead of 'a'" in finding.message
 
 
@@ -254,3 +262,9 @@ def test_a_repeated_listing_reports_an_invalid_tool_once() -> None:
     }
     convo = http_run(*listed(bad), *listed(bad))
     assert len(convo.find("MOD-HTTP-PARAM-HEADERS")) == 1
+
+
+def test_an_unrecognized_log_level_should_be_refused() -> None:
+    (proof,) = [p for p in PROOFS if p.rule == "MOD-LOGLEVEL-INVALID"]
+    (finding,) = play(proof, proof.fire).find("MOD-LOGLEVEL-INVALID")
+    assert "'verbose'" in finding.message and finding.severity == "warning"
