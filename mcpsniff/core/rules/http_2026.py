@@ -101,7 +101,8 @@ def request_headers(session: Session, frame: FrameRecord, messages: list[Message
 def _judge(session: Session, exchange: http.Exchange, message: MessageRecord) -> None:
     headers = exchange.headers
     params = message.params or {}
-    found: list[tuple[str, str]] = []
+    # (rule, what is wrong, the header's value as sent)
+    found: list[tuple[str, str, str | None]] = []
     seq = [message.frame]
     body_meta = params.get("_meta")
     body_version = body_meta.get(META_VERSION) if isinstance(body_meta, dict) else None
@@ -111,6 +112,7 @@ def _judge(session: Session, exchange: http.Exchange, message: MessageRecord) ->
             (
                 "MOD-HTTP-PROTO-HEADER",
                 "no MCP-Protocol-Version header; every 2026-07-28 POST must carry one",
+                None,
             )
         )
     elif isinstance(body_version, str) and version != body_version:
@@ -119,6 +121,7 @@ def _judge(session: Session, exchange: http.Exchange, message: MessageRecord) ->
                 "MOD-HTTP-PROTO-HEADER",
                 f"MCP-Protocol-Version {version[:40]!r} but _meta {META_VERSION} "
                 f"{body_version[:40]!r}; the header must match the body",
+                version,
             )
         )
     method = message.method or ""
@@ -130,6 +133,7 @@ def _judge(session: Session, exchange: http.Exchange, message: MessageRecord) ->
                 "no Mcp-Method header (every request needs one)"
                 if method_header is None
                 else f"Mcp-Method {method_header[:60]!r} but the body's method is {method[:60]!r}",
+                method_header,
             )
         )
     decoded: list[str] = []
@@ -138,22 +142,23 @@ def _judge(session: Session, exchange: http.Exchange, message: MessageRecord) ->
         raw = headers.get("mcp-name")
         problem = _mirrored(raw, params[member], "Mcp-Name", f"params.{member}")
         if problem is not None:
-            found.append(problem)
+            found.append((*problem, raw))
         elif raw is not None and mcp_headers.is_sentinel(raw):
             decoded.append("Mcp-Name")
     if method == "tools/call" and isinstance(params.get("name"), str):
         found.extend(_tool_parameters(session, headers, params, decoded))
     if decoded and not found:
         encoded(session).put(message.frame, decoded)
-    for rule_id, what in found:
+    for rule_id, what, value in found:
         session.report(
             rule_id,
             f"the client's {method[:60]} POST: {what}",
             seq,
+            header=None if value is None else value[:200],
             header_fault=what,
         )
     if found:
-        faults(session).put(message.frame, found)
+        faults(session).put(message.frame, [(rule_id, what) for rule_id, what, _ in found])
 
 
 def _mirrored(raw: str | None, value: Any, header: str, source: str) -> tuple[str, str] | None:
@@ -203,7 +208,7 @@ def _mirrored(raw: str | None, value: Any, header: str, source: str) -> tuple[st
 
 def _tool_parameters(
     session: Session, headers: dict[str, str], params: dict[str, Any], decoded: list[str]
-) -> list[tuple[str, str]]:
+) -> list[tuple[str, str, str | None]]:
     """The ``Mcp-Param-*`` headers of a tools/call against the tool's annotations."""
     tools = session.state.tools
     name = params["name"]
@@ -217,10 +222,11 @@ def _tool_parameters(
                 "MOD-HTTP-PARAM-HEADERS",
                 f"it calls tool {name[:60]!r}, whose definition is invalid "
                 f"({annotations.problem}); a client must drop such a tool",
+                None,
             )
         ]
     arguments = params.get("arguments")
-    found = []
+    found: list[tuple[str, str, str | None]] = []
     for annotation in annotations.annotations:
         header = f"Mcp-Param-{annotation.name}"
         raw = headers.get(mcp_headers.PARAM_HEADER + annotation.name.lower())
@@ -234,12 +240,13 @@ def _tool_parameters(
                         f"{header} although {source[:80]} is "
                         + ("null" if _is_null(arguments, annotation.path) else "absent")
                         + " (the header must then be omitted)",
+                        raw,
                     )
                 )
             continue
         problem = _mirrored(raw, value, header, source[:80])
         if problem is not None:
-            found.append(problem)
+            found.append((*problem, raw))
         elif raw is not None and mcp_headers.is_sentinel(raw):
             decoded.append(header)
     return found
