@@ -143,6 +143,7 @@ def _error(session: Session, msg: Msg, request: Pending) -> None:
             f"the -32022 error's data.supported is {_shown(listed)}; it must list the versions "
             "the server supports as an array of strings",
             [msg.frame],
+            cause="supported",
         )
         return
     if isinstance(version, str) and version in listed:
@@ -152,6 +153,7 @@ def _error(session: Session, msg: Msg, request: Pending) -> None:
             "data.supported lists it",
             [request.seq, msg.frame],
             requested=version[:100],
+            cause="listed",
         )
         return
     retries = session.state.rule_state.get("version_retries")
