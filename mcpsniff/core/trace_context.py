@@ -33,6 +33,7 @@ from typing import Any, Final
 
 TRACEPARENT: Final = "traceparent"
 TRACESTATE: Final = "tracestate"
+BAGGAGE: Final = "baggage"
 #: Longest ``traceparent`` kept as text; a longer one is cut (and is invalid anyway
 #: unless a future version really is that long: still bounded in memory).
 MAX_TRACEPARENT: Final = 512
@@ -51,6 +52,14 @@ _STATE_KEY = re.compile(rf"(?:{_SIMPLE_KEY}|{_TENANT_KEY})")
 # W3C §3.3.1.3.2: value = 0*255(chr) nblk-chr; chr = %x20 / nblk-chr;
 # nblk-chr = %x21-2B / %x2D-3C / %x3E-7E (printable ASCII except "," and "=").
 _STATE_VALUE = re.compile(r"[\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,255}[\x21-\x2b\x2d-\x3c\x3e-\x7e]")
+# W3C Baggage §3.3.1: key = token (RFC 7230 § 3.2.6); value = *baggage-octet, where
+# baggage-octet = %x21 / %x23-2B / %x2D-3A / %x3C-5B / %x5D-7E (no space, '"', ',',
+# ';' or '\\'); a property is key [OWS "=" OWS value].
+_BAGGAGE_KEY = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_BAGGAGE_VALUE = re.compile(r"[\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]*")
+#: W3C Baggage §3.3.2: "a maximum of 64 list-members" and "8192 bytes" per baggage-string.
+MAX_BAGGAGE_MEMBERS: Final = 64
+MAX_BAGGAGE_BYTES: Final = 8192
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,6 +222,40 @@ def _tracestate(value: Any) -> tuple[str | None, str | None]:
             return text, f"key {key!r} appears twice (W3C §3.3.1.1)"
         seen.add(key)
     return text, None
+
+
+def baggage_problem(value: Any) -> str | None:
+    """Why a ``baggage`` value is not W3C Baggage (§3.3.1 grammar), or None when it is.
+
+    ``baggage-string = list-member 0*179( OWS "," OWS list-member )``, each
+    ``key OWS "=" OWS value *( OWS ";" OWS property )``.
+    """
+    if not isinstance(value, str):
+        return f"baggage is {_json_type(value)}, not a string"
+    if len(value.encode("utf-8", "replace")) > MAX_BAGGAGE_BYTES:
+        return f"baggage is longer than the {MAX_BAGGAGE_BYTES} bytes W3C Baggage allows"
+    members = value.split(",")
+    if len(members) > MAX_BAGGAGE_MEMBERS:
+        return f"{len(members)} list-members; W3C Baggage allows {MAX_BAGGAGE_MEMBERS}"
+    for member in members:
+        pair, *properties = member.split(";")
+        key, sep, val = pair.partition("=")
+        key, val = key.strip(" \t"), val.strip(" \t")
+        if not sep or _BAGGAGE_KEY.fullmatch(key) is None:
+            return "a list-member is not key=value with a token key (W3C Baggage §3.3.1)"
+        if _BAGGAGE_VALUE.fullmatch(val) is None:
+            return (
+                f"the value of {key[:40]!r} has characters W3C Baggage does not allow "
+                "(spaces, quotes, commas, semicolons, backslashes and non-ASCII are "
+                "percent-encoded)"
+            )
+        for prop in properties:
+            name, _, pval = prop.partition("=")
+            if _BAGGAGE_KEY.fullmatch(name.strip(" \t")) is None or (
+                _BAGGAGE_VALUE.fullmatch(pval.strip(" \t")) is None
+            ):
+                return f"a property of {key[:40]!r} is not key or key=value (W3C Baggage §3.3.1)"
+    return None
 
 
 def _hex_problem(name: str, field: str, size: int) -> str:

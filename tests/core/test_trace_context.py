@@ -127,3 +127,39 @@ def test_slim_keeps_ids_and_problem_only() -> None:
     )
     bad = slim(parse("z" * 500))
     assert bad.problem == "version is not 2 lowercase hex digits" and bad.text == ""
+
+
+# --------------------------------------------------------------------------- W3C Baggage
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "userId=alice,serverNode=DF%2028,isProduction=false",
+        "key1 = value1 , key2=v;prop;prop2=x",
+        "k=",
+    ],
+)
+def test_valid_baggage(value: str) -> None:
+    from mcpsniff.core.trace_context import baggage_problem
+
+    assert baggage_problem(value) is None
+
+
+@pytest.mark.parametrize(
+    ("value", "words"),
+    [
+        ("", "not key=value"),
+        ("user name=alice", "token key"),
+        ("k=a b", "does not allow"),
+        ("k=é", "does not allow"),
+        ("k=v;bad prop", "property"),
+        (",".join(f"k{i}=v" for i in range(65)), "65 list-members"),
+        ("k=" + "v" * 9000, "8192 bytes"),
+        (["k=v"], "not a string"),
+    ],
+)
+def test_invalid_baggage(value: object, words: str) -> None:
+    from mcpsniff.core.trace_context import baggage_problem
+
+    assert words in (baggage_problem(value) or "")

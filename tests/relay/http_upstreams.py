@@ -349,6 +349,8 @@ class Upstream:
             if "sse" not in flavors:
                 return web.json_response(answers if batch else answers[0])
             response = self._sse_response()
+            # "servers SHOULD include the X-Accel-Buffering: no header" (2026-07-28).
+            response.headers["X-Accel-Buffering"] = "no"
             await response.prepare(request)
             # A call to the "wait" tool is answered once the test sets the flag its
             # arguments name; the head goes first (aiohttp sends it with the first

@@ -46,7 +46,7 @@ from mcpsniff.core.observations import (
 
 
 class Recorder(Protocol):
-    """Where the adapter's output goes (``mcpsniff.relay.recorder.Recorder``)."""
+    """Where the adapter's output goes (``mcpsniff.capture.recorder.TraceRecorder``)."""
 
     def event(
         self, session: str, name: str, t: float, data: dict[str, Any] | None = None

@@ -18,6 +18,11 @@
 * ``sse_legacy``: the legacy transport's two endpoints (SSE-POST-TARGET, SSE-TWO-ENDPOINTS)
 * ``http_stateless``: 2026-07-28 HTTP has no sessions (MOD-HTTP-POST-ONLY)
 * ``subscriptions``: 2026-07-28 subscriptions/listen (MOD-SUBS-*)
+* ``http_2026``: 2026-07-28 request metadata headers (MOD-HTTP-*-HEADER(S), MOD-HTTP-BASE64)
+* ``http_status_2026``: the HTTP status of 2026-07-28 replies (MOD-HTTP-404-METHOD, ...)
+* ``negotiation``: 2026-07-28 unsupported versions and required _meta, the server's side
+* ``utilities_2026``: per-request log levels, trace context values, missing resources, tool order
+* ``http_sse_2026``: a 2026-07-28 request's SSE stream (MOD-HTTP-SSE)
 
 Every module registers its rules with ``@rule``; ``Session`` only dispatches.
 """
@@ -48,12 +53,18 @@ from mcpsniff.core.rules import http_origin
 from mcpsniff.core.rules import sse_legacy
 from mcpsniff.core.rules import http_stateless
 from mcpsniff.core.rules import subscriptions
+from mcpsniff.core.rules import http_2026
+from mcpsniff.core.rules import http_status_2026
+from mcpsniff.core.rules import negotiation
+from mcpsniff.core.rules import utilities_2026
+from mcpsniff.core.rules import http_sse_2026
 # isort: on
 
 #: The rule modules, in the order they register (and so run).
 MODULES = (replies, stdio, jsonrpc, reuse, lifecycle, methods, flow, tasks)
 MODULES += (client_features, content, utilities, http, http_bodies, http_origin, sse_legacy)
-MODULES += (subscriptions, http_stateless)
+MODULES += (subscriptions, http_stateless, http_2026, http_status_2026, negotiation)
+MODULES += (utilities_2026, http_sse_2026)
 
 #: Every catalogue id the analyzer can report (the ids the registered rules
 #: declare), in catalogue order.

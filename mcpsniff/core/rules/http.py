@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 from mcpsniff.core.ids import BoundedMap
 from mcpsniff.core.model import NOTIFICATION, REQUEST, MessageRecord
 from mcpsniff.core.protocol import (
-    META_VERSION,
     STATELESS,
     V2,
     V3,
@@ -58,8 +57,6 @@ RULES = (
     "HTTP-PROTO-HEADER-VALUE",
     "HTTP-EVENT-ID-UNIQUE",
     "SSE-ENDPOINT-EVENT",
-    "MOD-HTTP-STD-HEADERS",
-    "MOD-HTTP-PROTO-HEADER",
     "HTTP-SESSION-REINIT",
     "HTTP-PROTO-HEADER-400",
     "AUTH-NO-QUERY-TOKEN",
@@ -247,9 +244,9 @@ def on_event(session: Session, record: EventRecord) -> None:
             exchange.unreadable = True
 
 
-@rule("MOD-HTTP-PROTO-HEADER", "MOD-HTTP-STD-HEADERS", on=FRAME, keys=("parsed",))
+@rule("HTTP-202", on=FRAME, keys=("parsed",))
 def on_frame(session: Session, frame: FrameRecord, messages: list[MessageRecord]) -> None:
-    """A request body: remember what it carried and check its headers."""
+    """A request body: remember what it carried (its headers: rules/http_2026.py)."""
     meta = frame.meta or {}
     number = meta.get("exchange")
     if frame.direction != "c2s" or not isinstance(number, int):
@@ -260,8 +257,6 @@ def on_frame(session: Session, frame: FrameRecord, messages: list[MessageRecord]
     top = [m for m in messages if m.index is None or m.kind != "batch"]
     exchange.kinds = [m.kind for m in top if m.kind != "batch"]
     exchange.methods = [m for m in top if m.kind in (REQUEST, NOTIFICATION)]
-    if session.state.era == STATELESS and exchange.transport == STREAMABLE:
-        _stateless_headers(session, exchange, frame)
 
 
 # An id-less error in an exchange's HTTP error response answers the one request
@@ -399,43 +394,6 @@ def _auth(session: Session, exchange: ExchangeFacts) -> None:
             "earlier requests carried a bearer token; every request must carry it",
             seq,
         )
-
-
-def _stateless_headers(session: Session, exchange: ExchangeFacts, frame: FrameRecord) -> None:
-    """2026-07-28 mirrors the method and name in headers (streamable-http.mdx)."""
-    headers = exchange.headers
-    for message in exchange.methods:
-        if message.kind != REQUEST:
-            continue
-        method_header = headers.get("mcp-method")
-        if method_header != message.method:
-            session.report(
-                "MOD-HTTP-STD-HEADERS",
-                f"the Mcp-Method header is {method_header!r} but the body's method is "
-                f"{message.method!r}",
-                [frame.seq],
-                header=method_header,
-                method=message.method,
-            )
-        if message.method in ("tools/call", "prompts/get", "resources/read"):
-            name_header = headers.get("mcp-name")
-            if message.target is not None and name_header != message.target:
-                session.report(
-                    "MOD-HTTP-STD-HEADERS",
-                    f"the Mcp-Name header is {name_header!r} but the body names {message.target!r}",
-                    [frame.seq],
-                    header=name_header,
-                    name=message.target,
-                )
-        version = headers.get("mcp-protocol-version")
-        if version is None or version != session.state.version:
-            session.report(
-                "MOD-HTTP-PROTO-HEADER",
-                f"the POST's MCP-Protocol-Version header is {version!r}, but its body's _meta "
-                f"{META_VERSION} is {session.state.version!r}",
-                [frame.seq],
-                header=version,
-            )
 
 
 # --------------------------------------------------------------------------- responses

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mcpsniff.core.ids import BoundedMap, id_key
-from mcpsniff.core.model import C2S
 from mcpsniff.core.protocol import LOG_LEVELS, PAGINATED, STATELESS
 from mcpsniff.core.rules.registry import ERROR, NOTIFICATION, REQUEST, RESULT, rule
 
@@ -26,7 +25,6 @@ RULES = (
     "TASK-ERRORS",
     "MOD-MRTR-RETRY-ID",
     "MOD-MRTR-STATE-ECHO",
-    "MOD-LOG-OPTIN",
     "MOD-MISSING-CLIENT-CAP",
     "CANCEL-TASK",
 )
@@ -35,7 +33,6 @@ RULES = (
 PROMPT_WINDOW = 4096
 #: How many input_required results a session remembers for their retries.
 MRTR_WINDOW = 1024
-LOG_LEVEL_META = "io.modelcontextprotocol/logLevel"
 _MRTR = ("prompts/get", "resources/read", "tools/call")
 
 
@@ -260,24 +257,6 @@ def retry(session: Session, msg: Msg) -> None:
             + (" (the server returned none)" if state is None else ""),
             [msg.frame],
         )
-
-
-@rule("MOD-LOG-OPTIN", on=NOTIFICATION, methods=("notifications/message",))
-def log_opt_in(session: Session, msg: Msg) -> None:
-    """2026-07-28 servers log only for requests whose _meta asked for a log level."""
-    state = session.state
-    if state.era != STATELESS:
-        return
-    for request in state.pending[C2S].values():
-        meta = (request.params or {}).get("_meta")
-        if isinstance(meta, dict) and LOG_LEVEL_META in meta:
-            return
-    session.report(
-        "MOD-LOG-OPTIN",
-        "the server sent notifications/message, but no request in flight asked for logs "
-        f"(_meta {LOG_LEVEL_META})",
-        [msg.frame],
-    )
 
 
 @rule("MOD-MISSING-CLIENT-CAP", on=ERROR)

@@ -147,18 +147,6 @@ PROOFS = [
         miss=[http(1, "GET", "/sse", "legacy-sse", accept=STREAM), sse(1, event="endpoint")],
         version=None,
     ),
-    proof(
-        "MOD-HTTP-STD-HEADERS",
-        fire=post(1, v5(1, "tools/list"), mcp_method="tools/call", mcp_protocol_version=V5),
-        miss=post(1, v5(1, "tools/list"), mcp_method="tools/list", mcp_protocol_version=V5),
-        version=None,
-    ),
-    proof(
-        "MOD-HTTP-PROTO-HEADER",
-        fire=post(1, v5(1, "tools/list"), mcp_method="tools/list", mcp_protocol_version=V4),
-        miss=post(1, v5(1, "tools/list"), mcp_method="tools/list", mcp_protocol_version=V5),
-        version=None,
-    ),
 ]
 
 

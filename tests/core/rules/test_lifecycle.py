@@ -324,7 +324,13 @@ PROOFS = [
         "MOD-UNSUPPORTED-VERSION",
         fire=[c(v5(1, "tools/list")), s(v5_error(1, -32022))],
         miss=[
-            c(v5(1, "tools/list")),
+            c(
+                v5(
+                    1,
+                    "tools/list",
+                    meta={**META, "io.modelcontextprotocol/protocolVersion": "2099-01-01"},
+                )
+            ),
             s(v5_error(1, -32022, {"supported": [V5], "requested": "2099-01-01"})),
         ],
     ),

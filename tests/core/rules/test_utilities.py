@@ -202,18 +202,6 @@ PROOFS = [
         version=None,
     ),
     Proof(
-        "MOD-LOG-OPTIN",
-        fire=[
-            c(v5(1, "tools/call", CALL_PARAMS)),
-            s(note("notifications/message", {"level": "info", "data": "x"})),
-        ],
-        miss=[
-            c(v5(1, "tools/call", CALL_PARAMS, **{"io.modelcontextprotocol/logLevel": "info"})),
-            s(note("notifications/message", {"level": "info", "data": "x"})),
-        ],
-        version=None,
-    ),
-    Proof(
         "MOD-MISSING-CLIENT-CAP",
         fire=[c(v5(1, "tools/call", CALL_PARAMS)), s(failure(1, -32021))],
         miss=[
