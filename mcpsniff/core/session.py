@@ -681,7 +681,12 @@ class Session:
                 handler(self, msg)
             if request is not None:
                 result = obj.get("result")
-                if kind == RESPONSE and type(result) is dict and "task" not in result:
+                if (
+                    kind == RESPONSE
+                    and type(result) is dict
+                    and "task" not in result
+                    and "taskId" not in result
+                ):
                     # The method's own result (``_reply``, inlined for the usual one).
                     handlers = _REPLY_HANDLERS.get(answered_method)
                     if handlers is None:
@@ -712,6 +717,16 @@ class Session:
         ):
             # A CreateTaskResult answers an accepted task-augmented request instead
             # of the method's result, and keeps its progress token alive (tasks.mdx).
+            for handler in registry.handlers(registry.TASK_CREATED, method):
+                handler(self, msg, result)
+            return
+        if (
+            msg.kind == RESPONSE
+            and type(result) is dict
+            and result.get("resultType") == "task"
+            and self.state.era == STATELESS
+        ):
+            # The tasks extension's CreateTaskResult (rules/tasks_extension.py).
             for handler in registry.handlers(registry.TASK_CREATED, method):
                 handler(self, msg, result)
             return

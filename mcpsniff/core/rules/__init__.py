@@ -18,6 +18,7 @@
 * ``sse_legacy``: the legacy transport's two endpoints (SSE-POST-TARGET, SSE-TWO-ENDPOINTS)
 * ``http_stateless``: 2026-07-28 HTTP has no sessions (MOD-HTTP-POST-ONLY)
 * ``subscriptions``: 2026-07-28 subscriptions/listen (MOD-SUBS-*)
+* ``tasks_extension``: the 2026-07-28 tasks extension (EXT-TASKS-*)
 
 Every module registers its rules with ``@rule``; ``Session`` only dispatches.
 """
@@ -48,12 +49,13 @@ from mcpsniff.core.rules import http_origin
 from mcpsniff.core.rules import sse_legacy
 from mcpsniff.core.rules import http_stateless
 from mcpsniff.core.rules import subscriptions
+from mcpsniff.core.rules import tasks_extension
 # isort: on
 
 #: The rule modules, in the order they register (and so run).
 MODULES = (replies, stdio, jsonrpc, reuse, lifecycle, methods, flow, tasks)
 MODULES += (client_features, content, utilities, http, http_bodies, http_origin, sse_legacy)
-MODULES += (subscriptions, http_stateless)
+MODULES += (subscriptions, http_stateless, tasks_extension)
 
 #: Every catalogue id the analyzer can report (the ids the registered rules
 #: declare), in catalogue order.

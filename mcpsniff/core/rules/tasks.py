@@ -337,8 +337,8 @@ def on_response(session: Session, msg: Msg) -> None:
 def created(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     """An accepted task-augmented request: its answer is a CreateTaskResult."""
     request = msg.request
-    if request is None:
-        return
+    if request is None or session.state.era == STATELESS:
+        return  # the tasks extension's (rules/tasks_extension.py)
     receiver = msg.direction
     caps = _receiver_caps(session, OPPOSITE[receiver])
     path = CAPABILITY_PATH.get(request.method)
