@@ -19,6 +19,7 @@
 * ``http_stateless``: 2026-07-28 HTTP has no sessions (MOD-HTTP-POST-ONLY)
 * ``subscriptions``: 2026-07-28 subscriptions/listen (MOD-SUBS-*)
 * ``tasks_extension``: the 2026-07-28 tasks extension (EXT-TASKS-*)
+* ``removed``: what 2026-07-28 removed or deprecated, in every position (MOD-REMOVED, ...)
 
 Every module registers its rules with ``@rule``; ``Session`` only dispatches.
 """
@@ -50,12 +51,13 @@ from mcpsniff.core.rules import sse_legacy
 from mcpsniff.core.rules import http_stateless
 from mcpsniff.core.rules import subscriptions
 from mcpsniff.core.rules import tasks_extension
+from mcpsniff.core.rules import removed
 # isort: on
 
 #: The rule modules, in the order they register (and so run).
 MODULES = (replies, stdio, jsonrpc, reuse, lifecycle, methods, flow, tasks)
 MODULES += (client_features, content, utilities, http, http_bodies, http_origin, sse_legacy)
-MODULES += (subscriptions, http_stateless, tasks_extension)
+MODULES += (subscriptions, http_stateless, tasks_extension, removed)
 
 #: Every catalogue id the analyzer can report (the ids the registered rules
 #: declare), in catalogue order.
