@@ -21,6 +21,7 @@
 * ``tasks_extension``: the 2026-07-28 tasks extension (EXT-TASKS-*)
 * ``removed``: what 2026-07-28 removed or deprecated, in every position (MOD-REMOVED, ...)
 * ``mrtr``: what inputRequests may ask, where a requestState may go (MOD-MRTR-*)
+* ``apps_extension``: MCP Apps, tools with a ui:// view (EXT-APPS-*)
 
 Every module registers its rules with ``@rule``; ``Session`` only dispatches.
 """
@@ -54,12 +55,13 @@ from mcpsniff.core.rules import subscriptions
 from mcpsniff.core.rules import tasks_extension
 from mcpsniff.core.rules import removed
 from mcpsniff.core.rules import mrtr
+from mcpsniff.core.rules import apps_extension
 # isort: on
 
 #: The rule modules, in the order they register (and so run).
 MODULES = (replies, stdio, jsonrpc, reuse, lifecycle, methods, flow, tasks)
 MODULES += (client_features, content, utilities, http, http_bodies, http_origin, sse_legacy)
-MODULES += (subscriptions, http_stateless, tasks_extension, removed, mrtr)
+MODULES += (subscriptions, http_stateless, tasks_extension, removed, mrtr, apps_extension)
 
 #: Every catalogue id the analyzer can report (the ids the registered rules
 #: declare), in catalogue order.
