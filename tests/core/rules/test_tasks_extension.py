@@ -15,7 +15,9 @@ SUB = "io.modelcontextprotocol/subscriptionId"
 
 
 def meta(declared: bool = True) -> dict[str, Any]:
-    caps = {"extensions": {EXT: {}}} if declared else {}
+    caps: dict[str, Any] = {"elicitation": {}}
+    if declared:
+        caps["extensions"] = {EXT: {}}
     return {
         "io.modelcontextprotocol/protocolVersion": V5,
         "io.modelcontextprotocol/clientCapabilities": caps,
