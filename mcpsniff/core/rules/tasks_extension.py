@@ -24,6 +24,8 @@ is not a CallToolResult).
 
 from __future__ import annotations
 
+import base64
+import binascii
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -32,9 +34,17 @@ from mcpsniff.core.ids import BoundedMap, id_key
 from mcpsniff.core.model import C2S, ERROR, S2C
 from mcpsniff.core.protocol import STATELESS
 from mcpsniff.core.rules.registry import ERROR as ERROR_EVENT
-from mcpsniff.core.rules.registry import NOTIFICATION, REQUEST, RESULT, TASK_CREATED, rule
+from mcpsniff.core.rules.registry import (
+    FRAME,
+    NOTIFICATION,
+    REQUEST,
+    RESULT,
+    TASK_CREATED,
+    rule,
+)
 
 if TYPE_CHECKING:
+    from mcpsniff.core.model import FrameRecord, MessageRecord
     from mcpsniff.core.session import Session
     from mcpsniff.core.state import Msg, Pending
 
@@ -46,6 +56,7 @@ RULES = (
     "EXT-TASKS-UNKNOWN",
     "EXT-TASKS-ACK",
     "EXT-TASKS-CANCEL",
+    "EXT-TASKS-HEADER",
 )
 
 STATUSES = frozenset({"working", "input_required", "completed", "failed", "cancelled"})
@@ -415,3 +426,50 @@ def cancelled_task(session: Session, msg: Msg) -> None:
             [msg.frame],
             task_id=task_id,
         )
+
+
+# --------------------------------------------------------------------------- HTTP
+
+
+@rule("EXT-TASKS-HEADER", on=FRAME, keys=("parsed",))
+def routing_header(session: Session, frame: FrameRecord, messages: list[MessageRecord]) -> None:
+    """Over Streamable HTTP, a tasks/* request names its task in the Mcp-Name header.
+
+    "When tasks/get, tasks/update, or tasks/cancel is sent over the Streamable
+    HTTP transport, the client MUST set the Mcp-Name header to the value of
+    params.taskId" (§ Streamable HTTP: Routing Headers).
+    """
+    http = session.state.http
+    number = frame.meta.get("exchange") if frame.meta else None
+    if http is None or frame.direction != C2S or session.state.era != STATELESS:
+        return
+    exchange = http.exchanges.get(number) if isinstance(number, int) else None
+    if exchange is None or exchange.transport != "streamable":
+        return
+    for message in messages:
+        if message.method not in METHODS or message.kind != "request":
+            continue
+        task_id = (message.params or {}).get("taskId")
+        header = exchange.headers.get("mcp-name")
+        if isinstance(task_id, str) and _decoded(header) != task_id:
+            session.report(
+                "EXT-TASKS-HEADER",
+                f"the {message.method} POST's Mcp-Name header is {header!r}, but it must be "
+                f"the task's id {_short(task_id)}",
+                [frame.seq],
+                header=header,
+                task_id=task_id,
+            )
+
+
+def _decoded(value: str | None) -> str | None:
+    """A header value with its ``=?base64?...?=`` form decoded.
+
+    (``S/2026-07-28/basic/transports/streamable-http.mdx § Value Encoding``.)
+    """
+    if value is None or not (value.startswith("=?base64?") and value.endswith("?=")):
+        return value
+    try:
+        return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return value
