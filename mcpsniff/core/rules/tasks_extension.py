@@ -139,6 +139,17 @@ def created(session: Session, msg: Msg, result: dict[str, Any]) -> None:
             [request.seq, msg.frame],
             method=method,
         )
+    elif declares(session.state.server_caps, TASKS) is False:
+        # "The server advertises the same extension in its own server/discover
+        # capabilities" (docs/extensions/tasks/overview.mdx § How Tasks work 1).
+        session.report(
+            "EXT-TASKS-NEGOTIATED",
+            f"the server answered {method} with a task, but its server/discover capabilities "
+            f"do not advertise the {TASKS} extension",
+            [request.seq, msg.frame],
+            method=method,
+            side="server",
+        )
     if method not in SUPPORTED:
         # "Servers MUST NOT set resultType to "task" on result types other than
         # CreateTaskResult"; only tools/call may be answered with one.

@@ -313,3 +313,14 @@ def test_the_routing_header_may_be_base64_encoded() -> None:
     assert finding.message == (
         "the tasks/cancel POST's Mcp-Name header is 'other', but it must be the task's id 'tâche 1'"
     )
+
+
+def test_a_task_from_a_server_that_did_not_advertise_the_extension() -> None:
+    def discover(capabilities: dict[str, Any]) -> list:
+        body = {"supportedVersions": [V5], "capabilities": capabilities}
+        return [c(v5(1, "server/discover")), s(answer(1, **body, ttlMs=0, cacheScope="private"))]
+
+    unadvertised = [*discover({"tools": {}}), *CREATED]
+    assert rules_of(unadvertised) == ["EXT-TASKS-NEGOTIATED"]
+    advertised = [*discover({"tools": {}, "extensions": {EXT: {}}}), *CREATED]
+    assert rules_of(advertised) == []
