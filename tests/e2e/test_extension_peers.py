@@ -34,7 +34,8 @@ def meta(declared: bool = True) -> dict[str, Any]:
 
 
 def session(client: Client) -> None:
-    """Discover, list, read the view, call a tool as a task, poll it to the end, cancel."""
+    """Discover, list, read the view, call a tool as a task, poll it to the end, cancel;
+    then a tool that asks for input first (MRTR) and its retry."""
     client.request(1, "server/discover", {"_meta": meta()})
     client.request(2, "tools/list", {"_meta": meta()})
     client.request(3, "resources/read", {"uri": "ui://weather/dashboard", "_meta": meta()})
@@ -48,6 +49,9 @@ def session(client: Client) -> None:
     client.request(7, "tasks/get", {"taskId": "task-1", "_meta": meta()})
     client.request(8, "tasks/get", {"taskId": "task-1", "_meta": meta()})
     client.request(9, "tasks/cancel", {"taskId": "task-1", "_meta": meta()})
+    asked = client.request(10, "tools/call", {"name": "book", "arguments": {}, "_meta": meta()})
+    retry = {"name": "book", "arguments": {}, "_meta": meta(), "inputResponses": {"ask": {}}}
+    client.request(11, "tools/call", {**retry, "requestState": asked["result"]["requestState"]})
 
 
 def run(tmp_path: Path, mode: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -82,6 +86,8 @@ def test_a_broken_extension_session_is_caught_live_and_by_check(tmp_path: Path) 
         ("EXT-TASKS-ACK", "error"),
         ("EXT-TASKS-RESULTTYPE", "error"),
         ("EXT-TASKS-TRANSITION", "error"),
+        ("MOD-DEPRECATED", "info"),
+        ("MOD-MRTR-CONTENT", "error"),
         ("MOD-REMOVED", "warning"),
     ]
 

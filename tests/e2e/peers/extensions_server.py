@@ -12,7 +12,9 @@ No SDK ships these extensions yet, so this server plays them by the book
   (``bad``: ``tasks/cancel`` returns the task);
 * ``tools/list`` offers ``weather`` with a ``ui://`` view, served by
   ``resources/read`` as ``text/html;profile=mcp-app`` (``bad``: as ``text/html``),
-  and ``bad`` sends ``notifications/elicitation/complete``, removed in 2026-07-28.
+  and ``bad`` sends ``notifications/elicitation/complete``, removed in 2026-07-28;
+* ``tools/call`` of ``book`` first asks for input (MRTR) with an elicitation
+  (``bad``: with ``roots/list``, which the client did not declare).
 
 Run as ``python extensions_server.py good|bad``; it exits 0 at stdin EOF.
 """
@@ -78,13 +80,18 @@ class Server:
                 "_meta": {"ui": {"resourceUri": VIEW}},
             }
             slow = {"name": "slow", "inputSchema": {"type": "object"}}
-            return "complete", {"tools": [tool, slow], **CACHE}
+            book = {"name": "book", "inputSchema": {"type": "object"}}
+            return "complete", {"tools": [tool, slow, book], **CACHE}
         if method == "resources/read":
             mime = "text/html" if self.bad else "text/html;profile=mcp-app"
             content = {"uri": VIEW, "mimeType": mime, "text": "<!DOCTYPE html><html></html>"}
             return "complete", {"contents": [content], **CACHE}
         if method == "tools/call" and params.get("name") == "slow" and (declared or self.bad):
             return "task", self.task("working")
+        if method == "tools/call" and params.get("name") == "book" and "requestState" not in params:
+            # MRTR: ask the client first (bad: for roots, which it did not declare).
+            wanted = {"method": "roots/list"} if self.bad else ELICIT
+            return "input_required", {"inputRequests": {"ask": wanted}, "requestState": "r1"}
         if method == "tools/call":
             return "complete", {"content": [{"type": "text", "text": "sunny"}]}
         if method == "tasks/get":
