@@ -12,6 +12,9 @@ module covers the other directions and positions the changelog names
   ``tasks/result``, ...), besides MOD-NO-SERVER-REQUESTS;
 * "the ``elicitationId`` field of URL mode elicitation requests" (§ Minor
   changes 11), inside an ``inputRequests`` entry;
+* a ``Last-Event-ID`` header on a 2026-07-28 POST: "Remove SSE stream
+  resumability and message redelivery (the ``Last-Event-ID`` header and SSE
+  event IDs)" (§ Major changes 9);
 * the 2025-11-25 per-request task augmentation (``params.task``): the tasks
   extension has the server decide, and "clients do not signal task preference
   on the request itself" (ext-tasks ``tasks.md § Capability Negotiation``).
@@ -30,9 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 from mcpsniff.core.model import S2C, SENDER
 from mcpsniff.core.protocol import REMOVED_IN_V5, STATELESS
-from mcpsniff.core.rules.registry import NOTIFICATION, REQUEST, RESULT, rule
+from mcpsniff.core.rules.registry import FRAME, NOTIFICATION, REQUEST, RESULT, rule
 
 if TYPE_CHECKING:
+    from mcpsniff.core.model import FrameRecord, MessageRecord
     from mcpsniff.core.session import Session
     from mcpsniff.core.state import Msg
 
@@ -188,3 +192,25 @@ def input_requests(session: Session, msg: Msg, result: dict[str, Any]) -> None:
                 field="elicitationId",
                 severity="warning",
             )
+
+
+@rule("MOD-REMOVED", on=FRAME, keys=("parsed",))
+def resumption(session: Session, frame: FrameRecord, messages: list[MessageRecord]) -> None:
+    """A 2026-07-28 POST that asks to resume a stream (``Last-Event-ID``)."""
+    http = session.state.http
+    if http is None or frame.direction == S2C or session.state.era != STATELESS:
+        return
+    number = frame.meta.get("exchange") if frame.meta else None
+    exchange = http.exchanges.get(number) if isinstance(number, int) else None
+    if exchange is None or exchange.transport != "streamable":
+        return
+    last = exchange.headers.get("last-event-id")
+    if last is not None and any(m.kind == "request" for m in messages):
+        session.report(
+            "MOD-REMOVED",
+            f"the client's POST carries Last-Event-ID {last[:60]!r}; 2026-07-28 removed stream "
+            "resumption (a broken stream loses its request, which is re-issued with a new id)",
+            [frame.seq],
+            header="Last-Event-ID",
+            severity="warning",
+        )

@@ -199,3 +199,16 @@ def test_handshake_sessions_are_not_judged() -> None:
         steps,
     )
     assert [f.rule for f in convo.findings if f.rule.startswith("MOD-")] == []
+
+
+def test_last_event_id_on_a_2026_07_28_post() -> None:
+    def post(**headers: str) -> list:
+        return [
+            http(1, "POST", accept=ACCEPT_BOTH, mcp_protocol_version=V5, **headers),
+            body(1, v5(1, "tools/list")),
+        ]
+
+    proof = Proof("MOD-REMOVED", [], [], version=None, transport="http")
+    fired = play(proof, post(mcp_method="tools/list", last_event_id="7")).find("MOD-REMOVED")
+    assert [f.data.get("header") for f in fired] == ["Last-Event-ID"]
+    assert play(proof, post(mcp_method="tools/list")).find("MOD-REMOVED") == []
