@@ -29,6 +29,8 @@ import binascii
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from mcpsniff.core.extensions import TASKS, client_caps_for, declares
 from mcpsniff.core.ids import BoundedMap, id_key
 from mcpsniff.core.model import C2S, ERROR, S2C
@@ -57,6 +59,7 @@ RULES = (
     "EXT-TASKS-ACK",
     "EXT-TASKS-CANCEL",
     "EXT-TASKS-HEADER",
+    "EXT-TASKS-INPUT-KEYS",
 )
 
 STATUSES = frozenset({"working", "input_required", "completed", "failed", "cancelled"})
@@ -73,6 +76,8 @@ STATUS_PAYLOAD = {"input_required": "inputRequests", "completed": "result", "fai
 OTHER_REFUSALS = frozenset({-32603, -32021, -32020, -32022, -32600, -32700})
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 TASK_WINDOW = 4096
+#: inputRequests keys remembered per task.
+KEY_WINDOW = 256
 _STATE = "ext_tasks"
 
 
@@ -87,6 +92,8 @@ class ExtTask:
     status: str
     status_seq: int
     result_checked: bool = False
+    #: inputRequests key -> a fingerprint of the request it named (None: none seen).
+    inputs: dict[str, int] | None = None
 
 
 @dataclass(slots=True)
@@ -219,7 +226,12 @@ def _is_datetime(value: Any) -> bool:
 # --------------------------------------------------------------------------- requests
 
 
-@rule("EXT-TASKS-NEGOTIATED", on=REQUEST, methods=(*METHODS, "subscriptions/listen"))
+@rule(
+    "EXT-TASKS-INPUT-KEYS",
+    "EXT-TASKS-NEGOTIATED",
+    on=REQUEST,
+    methods=(*METHODS, "subscriptions/listen"),
+)
 def task_request(session: Session, msg: Msg) -> None:
     """tasks/* and task subscriptions come only from a client that declares the extension."""
     if session.state.era != STATELESS or msg.direction != C2S:
@@ -237,6 +249,8 @@ def task_request(session: Session, msg: Msg) -> None:
         what = "asked subscriptions/listen for task notifications (taskIds)"
     else:
         what = f"sent {msg.method}"
+        if msg.method == "tasks/update":
+            _answered_keys(session, msg, params)
     if declared is False:
         # "Servers MUST return this error [-32021] for non-declaring clients
         # issuing tasks/get, tasks/update, and tasks/cancel requests" (and
@@ -256,6 +270,7 @@ def task_request(session: Session, msg: Msg) -> None:
 @rule(
     "EXT-TASKS-ACK",
     "EXT-TASKS-FIELDS",
+    "EXT-TASKS-INPUT-KEYS",
     "EXT-TASKS-RESULTTYPE",
     "EXT-TASKS-TRANSITION",
     "EXT-TASKS-UNKNOWN",
@@ -305,6 +320,7 @@ def task_result(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     task = _memory(session).tasks.get(task_id)
     if task is not None:
         _observe(session, msg, task, result.get("status"), request.seq, "tasks/get result")
+        _input_keys(session, msg, task, result)
         _completed_result(session, msg, task, result)
 
 
@@ -344,6 +360,67 @@ def _completed_result(session: Session, msg: Msg, task: ExtTask, found: dict[str
     methods.check_result(session, msg, result, task.origin)
 
 
+def _input_keys(session: Session, msg: Msg, task: ExtTask, found: dict[str, Any]) -> None:
+    """An inputRequests key names one request over the task's lifetime.
+
+    "Each request key in inputRequests MUST be unique over the lifetime of a
+    single task. A server ... MUST NOT use the same key to refer to two
+    distinct requests over a task's lifetime" (§ Task Update Requests). The
+    same request under the same key on later polls is expected ("the server
+    includes the same request again").
+    """
+    requests = found.get("inputRequests")
+    if found.get("status") != "input_required" or type(requests) is not dict:
+        return
+    if task.inputs is None:
+        task.inputs = {}
+    for key, entry in list(requests.items())[:100]:
+        try:
+            fingerprint = hash(orjson.dumps(entry, option=orjson.OPT_SORT_KEYS))
+        except TypeError:
+            continue
+        seen = task.inputs.get(key)
+        if seen is None:
+            if len(task.inputs) < KEY_WINDOW:
+                task.inputs[key] = fingerprint
+        elif seen != fingerprint:
+            task.inputs[key] = fingerprint
+            session.report(
+                "EXT-TASKS-INPUT-KEYS",
+                f"task {_short(task.task_id)} reuses the inputRequests key {str(key)[:40]!r} for "
+                "a different request; a key names one request over the task's lifetime",
+                [msg.frame],
+                task_id=task.task_id,
+                key=str(key)[:200],
+            )
+
+
+def _answered_keys(session: Session, msg: Msg, params: dict[str, Any]) -> None:
+    """tasks/update answers only keys the task's inputRequests named.
+
+    "Each key MUST correspond to a currently-outstanding inputRequest key"
+    (UpdateTaskRequest.inputResponses). Judged only once the task's input
+    requests have been seen.
+    """
+    task_id = params.get("taskId")
+    responses = params.get("inputResponses")
+    memory = session.state.rule_state.get(_STATE)
+    task = memory.tasks.get(task_id) if memory is not None and isinstance(task_id, str) else None
+    if task is None or task.inputs is None or type(responses) is not dict:
+        return
+    unknown = [str(k)[:40] for k in responses if k not in task.inputs]
+    if unknown:
+        session.report(
+            "EXT-TASKS-INPUT-KEYS",
+            f"the client's tasks/update for task {_short(task_id)} answers "
+            + ", ".join(repr(k) for k in unknown[:5])
+            + ", which the task's inputRequests never asked",
+            [msg.frame],
+            task_id=task_id,
+            keys=unknown[:20],
+        )
+
+
 @rule("EXT-TASKS-UNKNOWN", on=ERROR_EVENT, methods=METHODS)
 def task_refused(session: Session, msg: Msg) -> None:
     """An unknown or expired taskId is refused with -32602 (Invalid params)."""
@@ -375,6 +452,7 @@ def task_refused(session: Session, msg: Msg) -> None:
 
 @rule(
     "EXT-TASKS-FIELDS",
+    "EXT-TASKS-INPUT-KEYS",
     "EXT-TASKS-TRANSITION",
     "EXT-TASKS-UNKNOWN",
     on=NOTIFICATION,
@@ -417,6 +495,7 @@ def task_notification(session: Session, msg: Msg) -> None:
     task = memory.tasks.get(task_id)
     if task is not None:
         _observe(session, msg, task, params.get("status"), msg.frame, NOTIFICATION_METHOD)
+        _input_keys(session, msg, task, params)
 
 
 @rule("EXT-TASKS-CANCEL", on=NOTIFICATION, methods=("notifications/cancelled",))

@@ -169,6 +169,28 @@ PROOFS = [
         transport="http",
     ),
     proof(
+        "EXT-TASKS-INPUT-KEYS",
+        # The key "name" names another request on a later poll.
+        fire=[
+            *CREATED,
+            get(3),
+            s(answer(3, **task("input_required", inputRequests=INPUT))),
+            get(4),
+            s(
+                answer(
+                    4, **task("input_required", inputRequests={"name": {"method": "roots/list"}})
+                )
+            ),
+        ],
+        miss=[
+            *CREATED,
+            get(3),
+            s(answer(3, **task("input_required", inputRequests=INPUT))),
+            get(4),
+            s(answer(4, **task("input_required", inputRequests=INPUT))),
+        ],
+    ),
+    proof(
         "EXT-TASKS-CANCEL",
         # The client cancels the task's request with notifications/cancelled.
         fire=[*CREATED, c(note("notifications/cancelled", {"requestId": 2}))],
@@ -324,3 +346,14 @@ def test_a_task_from_a_server_that_did_not_advertise_the_extension() -> None:
     assert rules_of(unadvertised) == ["EXT-TASKS-NEGOTIATED"]
     advertised = [*discover({"tools": {}, "extensions": {EXT: {}}}), *CREATED]
     assert rules_of(advertised) == []
+
+
+def test_a_tasks_update_answering_a_key_never_asked() -> None:
+    def update(id_: int, key: str) -> Any:
+        return c(v5(id_, "tasks/update", taskId="t1", inputResponses={key: {"action": "accept"}}))
+
+    asked = [*CREATED, get(3), s(answer(3, **task("input_required", inputRequests=INPUT)))]
+    assert rules_of([*asked, update(4, "age"), s(answer(4))]) == ["EXT-TASKS-INPUT-KEYS"]
+    assert rules_of([*asked, update(4, "name"), s(answer(4))]) == []
+    # Before any inputRequests was seen there is nothing to judge by.
+    assert rules_of([*CREATED, update(4, "age"), s(answer(4))]) == []
