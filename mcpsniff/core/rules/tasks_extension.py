@@ -44,6 +44,7 @@ from mcpsniff.core.rules.registry import (
     TASK_CREATED,
     rule,
 )
+from mcpsniff.core.rules.tasks import _ISO8601 as ISO8601
 
 if TYPE_CHECKING:
     from mcpsniff.core.model import FrameRecord, MessageRecord
@@ -217,10 +218,8 @@ def _is_integer(value: Any) -> bool:
 
 
 def _is_datetime(value: Any) -> bool:
-    # Reuse the 2025-11-25 Task's ISO 8601 profile (rules/tasks.py).
-    from mcpsniff.core.rules.tasks import _ISO8601
-
-    return isinstance(value, str) and _ISO8601.match(value) is not None
+    # The same ISO 8601 profile as the 2025-11-25 Task's (rules/tasks.py).
+    return isinstance(value, str) and ISO8601.match(value) is not None
 
 
 # --------------------------------------------------------------------------- requests
