@@ -454,6 +454,8 @@ def task_refused(session: Session, msg: Msg) -> None:
     "EXT-TASKS-INPUT-KEYS",
     "EXT-TASKS-TRANSITION",
     "EXT-TASKS-UNKNOWN",
+    "MOD-SUBS-FILTER",
+    "MOD-SUBS-ID",
     on=NOTIFICATION,
     methods=(NOTIFICATION_METHOD, "notifications/subscriptions/acknowledged"),
 )
@@ -475,10 +477,33 @@ def task_notification(session: Session, msg: Msg) -> None:
         # agreed to send task status notifications for, if any".
         agreed = params.get("notifications")
         task_ids = agreed.get("taskIds") if type(agreed) is dict else None
-        if listen_key is not None and listen_key in memory.listens:
+        asked = memory.listens.get(listen_key) if listen_key is not None else None
+        if asked is not None:
             ids = task_ids if isinstance(task_ids, list) else []
-            memory.listens.put(listen_key, frozenset(t for t in ids if type(t) is str))
+            acknowledged = frozenset(t for t in ids if type(t) is str)
+            memory.listens.put(listen_key, acknowledged)
+            extra = sorted(acknowledged - asked)
+            if extra:
+                # It "includes the list of task IDs it has agreed to send task
+                # status notifications for": a subset of those asked for.
+                session.report(
+                    "MOD-SUBS-FILTER",
+                    f"the server acknowledged subscription {str(subscription)[:40]} for tasks "
+                    f"{', '.join(_short(t) for t in extra[:3])}, which the client did not ask for",
+                    [msg.frame],
+                    extra=extra[:20],
+                )
         return
+    if subscription is None:
+        # Task notifications travel only on a listen stream, and "every
+        # notification on a listen stream carries subscriptionId".
+        session.report(
+            "MOD-SUBS-ID",
+            f'the server sent notifications/tasks without _meta["{SUBSCRIPTION_ID}"]; task '
+            "notifications belong to the subscriptions/listen stream that asked for them",
+            [msg.frame],
+            method=NOTIFICATION_METHOD,
+        )
     task_id = _fields(session, msg, params, NOTIFICATION_METHOD)
     if task_id is None:
         return

@@ -357,3 +357,13 @@ def test_a_tasks_update_answering_a_key_never_asked() -> None:
     assert rules_of([*asked, update(4, "name"), s(answer(4))]) == []
     # Before any inputRequests was seen there is nothing to judge by.
     assert rules_of([*CREATED, update(4, "age"), s(answer(4))]) == []
+
+
+def test_task_notifications_carry_their_subscription_id() -> None:
+    bare = s(note("notifications/tasks", task()))
+    assert rules_of([*CREATED, listen(5, "t1"), ack(5, "t1"), bare]) == ["MOD-SUBS-ID"]
+
+
+def test_an_acknowledgement_agrees_to_a_subset_of_the_tasks_asked() -> None:
+    assert rules_of([*CREATED, listen(5, "t1"), ack(5, "t1", "t9")]) == ["MOD-SUBS-FILTER"]
+    assert rules_of([*CREATED, listen(5, "t1", "t2"), ack(5, "t1")]) == []
