@@ -12,6 +12,10 @@ original method's result.
 
 Tasks belong to their receiver: a client's task ids and a server's are two
 namespaces, so a task is keyed by the direction its owner sends in and its id.
+
+2026-07-28 moved tasks into the ``io.modelcontextprotocol/tasks`` extension,
+with other methods and shapes: ``rules/tasks_extension.py`` judges those, and
+these rules keep to the handshake era.
 """
 
 from __future__ import annotations
