@@ -19,6 +19,7 @@
 * ``http_stateless``: 2026-07-28 HTTP has no sessions (MOD-HTTP-POST-ONLY)
 * ``subscriptions``: 2026-07-28 subscriptions/listen (MOD-SUBS-*)
 * ``tasks_extension``: the 2026-07-28 tasks extension (EXT-TASKS-*)
+* ``tasks_routing``: its Mcp-Name routing header over Streamable HTTP (EXT-TASKS-HEADER)
 * ``removed``: what 2026-07-28 removed or deprecated, in every position (MOD-REMOVED, ...)
 * ``mrtr``: what inputRequests may ask, where a requestState may go (MOD-MRTR-*)
 * ``apps_extension``: MCP Apps, tools with a ui:// view (EXT-APPS-*)
@@ -53,6 +54,7 @@ from mcpsniff.core.rules import sse_legacy
 from mcpsniff.core.rules import http_stateless
 from mcpsniff.core.rules import subscriptions
 from mcpsniff.core.rules import tasks_extension
+from mcpsniff.core.rules import tasks_routing
 from mcpsniff.core.rules import removed
 from mcpsniff.core.rules import mrtr
 from mcpsniff.core.rules import apps_extension
@@ -61,7 +63,8 @@ from mcpsniff.core.rules import apps_extension
 #: The rule modules, in the order they register (and so run).
 MODULES = (replies, stdio, jsonrpc, reuse, lifecycle, methods, flow, tasks)
 MODULES += (client_features, content, utilities, http, http_bodies, http_origin, sse_legacy)
-MODULES += (subscriptions, http_stateless, tasks_extension, removed, mrtr, apps_extension)
+MODULES += (subscriptions, http_stateless, tasks_extension, tasks_routing, removed, mrtr)
+MODULES += (apps_extension,)
 
 #: Every catalogue id the analyzer can report (the ids the registered rules
 #: declare), in catalogue order.

@@ -24,8 +24,6 @@ is not a CallToolResult).
 
 from __future__ import annotations
 
-import base64
-import binascii
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +35,6 @@ from mcpsniff.core.model import C2S, ERROR, S2C
 from mcpsniff.core.protocol import STATELESS
 from mcpsniff.core.rules.registry import ERROR as ERROR_EVENT
 from mcpsniff.core.rules.registry import (
-    FRAME,
     NOTIFICATION,
     REQUEST,
     RESULT,
@@ -47,7 +44,6 @@ from mcpsniff.core.rules.registry import (
 from mcpsniff.core.rules.tasks import _ISO8601 as ISO8601
 
 if TYPE_CHECKING:
-    from mcpsniff.core.model import FrameRecord, MessageRecord
     from mcpsniff.core.session import Session
     from mcpsniff.core.state import Msg, Pending
 
@@ -59,7 +55,6 @@ RULES = (
     "EXT-TASKS-UNKNOWN",
     "EXT-TASKS-ACK",
     "EXT-TASKS-CANCEL",
-    "EXT-TASKS-HEADER",
     "EXT-TASKS-INPUT-KEYS",
 )
 
@@ -540,50 +535,3 @@ def cancelled_task(session: Session, msg: Msg) -> None:
             [msg.frame],
             task_id=task_id,
         )
-
-
-# --------------------------------------------------------------------------- HTTP
-
-
-@rule("EXT-TASKS-HEADER", on=FRAME, keys=("parsed",))
-def routing_header(session: Session, frame: FrameRecord, messages: list[MessageRecord]) -> None:
-    """Over Streamable HTTP, a tasks/* request names its task in the Mcp-Name header.
-
-    "When tasks/get, tasks/update, or tasks/cancel is sent over the Streamable
-    HTTP transport, the client MUST set the Mcp-Name header to the value of
-    params.taskId" (§ Streamable HTTP: Routing Headers).
-    """
-    http = session.state.http
-    number = frame.meta.get("exchange") if frame.meta else None
-    if http is None or frame.direction != C2S or session.state.era != STATELESS:
-        return
-    exchange = http.exchanges.get(number) if isinstance(number, int) else None
-    if exchange is None or exchange.transport != "streamable":
-        return
-    for message in messages:
-        if message.method not in METHODS or message.kind != "request":
-            continue
-        task_id = (message.params or {}).get("taskId")
-        header = exchange.headers.get("mcp-name")
-        if isinstance(task_id, str) and _decoded(header) != task_id:
-            session.report(
-                "EXT-TASKS-HEADER",
-                f"the {message.method} POST's Mcp-Name header is {header!r}, but it must be "
-                f"the task's id {_short(task_id)}",
-                [frame.seq],
-                header=header,
-                task_id=task_id,
-            )
-
-
-def _decoded(value: str | None) -> str | None:
-    """A header value with its ``=?base64?...?=`` form decoded.
-
-    (``S/2026-07-28/basic/transports/streamable-http.mdx § Value Encoding``.)
-    """
-    if value is None or not (value.startswith("=?base64?") and value.endswith("?=")):
-        return value
-    try:
-        return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError):
-        return value

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
 import pytest
 
 from tests.core.rules.dsl import (
-    ACCEPT_BOTH,
     Proof,
     assert_proof,
-    body,
     c,
     err,
-    http,
     note,
     play,
     req,
@@ -95,17 +91,6 @@ def proof(rule: str, fire: list, miss: list) -> Proof:
     return Proof(rule, fire, miss, version=None)
 
 
-def post(number: int, payload: dict[str, Any], **headers: str) -> list:
-    """A 2026-07-28 Streamable HTTP POST of ``payload`` with its standard headers."""
-    headers = {
-        "accept": ACCEPT_BOTH,
-        "mcp_protocol_version": V5,
-        "mcp_method": payload["method"],
-        **headers,
-    }
-    return [http(number, "POST", **headers), body(number, payload)]
-
-
 PROOFS = [
     proof(
         "EXT-TASKS-NEGOTIATED",
@@ -159,14 +144,6 @@ PROOFS = [
         # tasks/cancel acknowledged with the task instead of an empty result.
         fire=[*CREATED, c(v5(3, "tasks/cancel", taskId="t1")), s(answer(3, **task("cancelled")))],
         miss=[*CREATED, c(v5(3, "tasks/cancel", taskId="t1")), s(answer(3))],
-    ),
-    Proof(
-        "EXT-TASKS-HEADER",
-        # tasks/get over HTTP without the task's id in Mcp-Name.
-        fire=post(1, v5(1, "tasks/get", taskId="t1")),
-        miss=post(1, v5(1, "tasks/get", taskId="t1"), mcp_name="t1"),
-        version=None,
-        transport="http",
     ),
     proof(
         "EXT-TASKS-INPUT-KEYS",
@@ -321,20 +298,6 @@ def test_fields_name_every_problem() -> None:
 def test_2025_11_25_tasks_are_still_removed_in_2026_07_28() -> None:
     found = rules_of([c(v5(3, "tasks/list")), c(v5(4, "tasks/result", taskId="t1"))])
     assert found == ["MOD-REMOVED", "MOD-REMOVED"]
-
-
-def test_the_routing_header_may_be_base64_encoded() -> None:
-    task_id = "tâche 1"
-    encoded = "=?base64?" + base64.b64encode(task_id.encode()).decode() + "?="
-    steps = post(1, v5(1, "tasks/cancel", taskId=task_id), mcp_name=encoded)
-    convo = play(Proof("EXT-TASKS-HEADER", [], [], version=None, transport="http"), steps)
-    assert convo.find("EXT-TASKS-HEADER") == []
-    steps = post(1, v5(1, "tasks/cancel", taskId=task_id), mcp_name="other")
-    convo = play(Proof("EXT-TASKS-HEADER", [], [], version=None, transport="http"), steps)
-    (finding,) = convo.find("EXT-TASKS-HEADER")
-    assert finding.message == (
-        "the tasks/cancel POST's Mcp-Name header is 'other', but it must be the task's id 'tâche 1'"
-    )
 
 
 def test_a_task_from_a_server_that_did_not_advertise_the_extension() -> None:
