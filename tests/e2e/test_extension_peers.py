@@ -1,20 +1,28 @@
-"""End to end over stdio: the 2026-07-28 extensions through a real ``mcpsniff stdio``.
+"""End to end: the 2026-07-28 extensions through a real ``mcpsniff stdio`` and ``mcpsniff http``.
 
 ``peers/extensions_server.py`` plays the tasks extension and MCP Apps by the
-book or breaks them; a scripted client drives it through the real relay, and
-``mcpsniff check`` on the trace must find exactly what the live relay found.
+book or breaks them; a scripted client drives it through the real relays (over
+HTTP the same server sits behind a small aiohttp app), and ``mcpsniff check``
+on each trace must find exactly what the live relay found.
 """
 
 from __future__ import annotations
 
+import asyncio
+import importlib.util
 import json
 import subprocess
 import sys
+import threading
+import urllib.request
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from mcpsniff.render import finding_json
 from tests.relay.stdio_support import Client, findings, read_trace, relay
+from tests.relay.test_http import ProxyFactory, start_proxy  # noqa: F401  (fixture)
 
 SERVER = Path(__file__).resolve().parent / "peers" / "extensions_server.py"
 REPO = Path(__file__).resolve().parents[2]
@@ -33,7 +41,7 @@ def meta(declared: bool = True) -> dict[str, Any]:
     }
 
 
-def session(client: Client) -> None:
+def session(client: Client | HttpClient) -> None:
     """Discover, list, read the view, call a tool as a task, poll it to the end, cancel;
     then a tool that asks for input first (MRTR) and its retry."""
     client.request(1, "server/discover", {"_meta": meta()})
@@ -62,14 +70,18 @@ def run(tmp_path: Path, mode: str) -> tuple[list[dict[str, Any]], list[dict[str,
         r.close_stdin()
         assert r.wait() == 0
     live = [finding_json(f) for f in findings(read_trace(trace))]
+    return live, check(trace)
+
+
+def check(trace: Path) -> list[dict[str, Any]]:
+    """What ``mcpsniff check --format json`` finds in ``trace``."""
     proc = subprocess.run(
         [sys.executable, "-m", "mcpsniff", "check", "--format", "json", str(trace)],
         cwd=REPO,
         capture_output=True,
         timeout=60,
     )
-    checked = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
-    return live, checked
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
 
 
 def test_a_by_the_book_extension_session_is_clean(tmp_path: Path) -> None:
@@ -102,3 +114,98 @@ def test_a_task_for_an_undeclared_client(tmp_path: Path) -> None:
         assert r.wait() == 0
     rules = [f.rule for f in findings(read_trace(trace))]
     assert rules == ["EXT-TASKS-NEGOTIATED"]
+
+
+# --------------------------------------------------------------------------- HTTP
+
+
+class HttpUpstream:
+    """``peers/extensions_server.py``'s server behind Streamable HTTP (2026-07-28, POST only)."""
+
+    def __init__(self, mode: str) -> None:
+        from aiohttp import web
+
+        spec = importlib.util.spec_from_file_location("extensions_server", SERVER)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        self.server = module.Server(bad=mode == "bad")
+        self.loop = asyncio.new_event_loop()
+        app = web.Application()
+        app.router.add_post("/mcp", self.post)
+        self.runner = web.AppRunner(app)
+        self.loop.run_until_complete(self.runner.setup())
+        site = web.TCPSite(self.runner, "127.0.0.1", 0)
+        self.loop.run_until_complete(site.start())
+        self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    async def post(self, request: Any) -> Any:
+        from aiohttp import web
+
+        replies = self.server.handle(await request.json())
+        answer = [r for r in replies if "id" in r]
+        if not answer:
+            return web.Response(status=202)
+        # Extra notifications (the bad server's) go first on an SSE stream.
+        if len(replies) > 1:
+            stream = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+            await stream.prepare(request)
+            for reply in replies:
+                await stream.write(b"data: " + json.dumps(reply).encode() + b"\n\n")
+            await stream.write_eof()
+            return stream
+        return web.json_response(answer[0])
+
+    def stop(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.runner.cleanup(), self.loop).result(30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(30)
+
+
+class HttpClient:
+    """Posts 2026-07-28 requests with their standard headers through the proxy."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def request(self, id_: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": "2026-07-28",
+            "Mcp-Method": method,
+        }
+        name = params.get("name") or params.get("uri") or params.get("taskId")
+        if name is not None:
+            headers["Mcp-Name"] = name
+        body = json.dumps({"jsonrpc": "2.0", "id": id_, "method": method, "params": params})
+        request = urllib.request.Request(self.url, body.encode(), headers, method="POST")
+        with urllib.request.urlopen(request, timeout=30) as response:
+            text = response.read().decode()
+        if text.startswith("data: "):
+            events = [
+                json.loads(line[6:]) for line in text.splitlines() if line.startswith("data: ")
+            ]
+            return next(e for e in events if e.get("id") == id_)
+        return json.loads(text)
+
+
+@pytest.mark.parametrize("mode", ["good", "bad"])
+def test_the_http_relay_judges_the_extensions_as_the_stdio_relay_does(
+    tmp_path: Path,
+    mode: str,
+    start_proxy: ProxyFactory,  # noqa: F811
+) -> None:
+    upstream = HttpUpstream(mode)
+    try:
+        proxy = start_proxy(f"http://127.0.0.1:{upstream.port}/mcp")
+        session(HttpClient(proxy.url))
+        trace = proxy.stop()
+    finally:
+        upstream.stop()
+    live = sorted({(f.rule, f.severity) for f in trace.findings})
+    stdio_live, _ = run(tmp_path, mode)
+    assert live == sorted({(f["rule"], f["severity"]) for f in stdio_live})
+    assert check(trace.path) == [finding_json(f) for f in trace.findings]
