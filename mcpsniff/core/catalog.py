@@ -2,7 +2,8 @@
 
 The data lives in ``catalog.json`` next to this module. It is generated from the
 Markdown catalogue (``mcp-rules.md``) by ``tools/gen_catalog.py`` and committed; this
-module only reads it (once, lazily).
+module only reads it (once, lazily). The rules the repository adds beyond that
+catalogue (the official extensions) are kept by hand in ``catalog_added.json``.
 
 Severities follow the checker's three levels:
 
@@ -153,17 +154,35 @@ def _resolve_severity(sev: str, version: str | None) -> Severity:
     return best if best is not None else "info"
 
 
+#: The rules this repository adds to the reference catalogue (extensions the
+#: frozen snapshot of ``mcp-rules.md`` predates), in the same format; they come
+#: after the generated ones, and may not reuse their ids.
+ADDED_FILE = "catalog_added.json"
+
+
 @functools.cache
 def _catalog() -> Mapping[str, CatalogEntry]:
-    """Load ``catalog.json`` (once) into an ordered, read-only id -> entry mapping."""
-    text = resources.files("mcpsniff.core").joinpath("catalog.json").read_text(encoding="utf-8")
-    raw: dict[str, dict[str, Any]] = json.loads(text)
+    """Load ``catalog.json`` and ``catalog_added.json`` (once) into an ordered, read-only
+    id -> entry mapping."""
     entries: dict[str, CatalogEntry] = {}
+    for name in ("catalog.json", ADDED_FILE):
+        text = resources.files("mcpsniff.core").joinpath(name).read_text(encoding="utf-8")
+        raw: dict[str, dict[str, Any]] = json.loads(text)
+        for rule_id in raw:
+            if rule_id in entries:
+                raise ValueError(f"{name}: {rule_id} is already in the catalogue")
+        _load_entries(name, raw, entries)
+    return MappingProxyType(entries)
+
+
+def _load_entries(
+    name: str, raw: dict[str, dict[str, Any]], entries: dict[str, CatalogEntry]
+) -> None:
     for rule_id, data in raw.items():
         versions = tuple(str(v) for v in data["versions"])
         unknown = [v for v in versions if v not in VERSIONS]
         if unknown:
-            raise ValueError(f"catalog.json: {rule_id} lists unknown versions {unknown}")
+            raise ValueError(f"{name}: {rule_id} lists unknown versions {unknown}")
         entries[rule_id] = CatalogEntry(
             id=rule_id,
             sev=str(data["sev"]),
@@ -172,7 +191,6 @@ def _catalog() -> Mapping[str, CatalogEntry]:
             source=str(data["source"]),
             section=str(data["section"]),
         )
-    return MappingProxyType(entries)
 
 
 def get(rule_id: str) -> CatalogEntry:

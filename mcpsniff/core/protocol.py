@@ -72,8 +72,16 @@ _add("roots/list", S, _ALL4)
 _add("sampling/createMessage", S, _ALL4)
 _add("server/discover", C, (), C)
 _add("subscriptions/listen", C, (), C)
-for _m in ("tasks/cancel", "tasks/get", "tasks/list", "tasks/result"):
+for _m in ("tasks/list", "tasks/result"):
     _add(_m, BOTH, (V4,))
+# 2026-07-28 moved tasks into the io.modelcontextprotocol/tasks extension
+# (changelog § Major changes 6): tasks/get and tasks/cancel stay, sent by the
+# client only, tasks/update and notifications/tasks are new; the extension's
+# rules (rules/tasks_extension.py) judge whether it was negotiated.
+for _m in ("tasks/cancel", "tasks/get"):
+    _add(_m, BOTH, (V4,), C)
+_add("tasks/update", C, (), C)
+_add("notifications/tasks", S, (), S)
 _add("tools/call", C, _ALL4, C)
 _add("tools/list", C, _ALL4, C)
 

@@ -63,19 +63,42 @@ def test_version_constants() -> None:
     assert STATELESS_VERSIONS == ("2026-07-28",)
 
 
+ADDED_JSON = REPO_ROOT / "mcpsniff" / "core" / "catalog_added.json"
+
+
+def _added() -> dict[str, dict[str, object]]:
+    return json.loads(ADDED_JSON.read_text(encoding="utf-8"))
+
+
 def test_count_and_order() -> None:
+    """The reference catalogue's 297 rules, then the ones this repository adds."""
     entries = all_entries()
-    assert len(entries) == 297
-    assert len({e.id for e in entries}) == 297
+    added = list(_added())
+    assert len(entries) == 297 + len(added)
+    assert len({e.id for e in entries}) == len(entries)
     assert entries[0].id == "JR-PARSE"
-    assert entries[-1].id == "MOD-DEPRECATED"
+    assert entries[296].id == "MOD-DEPRECATED"
+    assert [e.id for e in entries[297:]] == added
     assert all(isinstance(e, CatalogEntry) for e in entries)
+
+
+def test_added_rules_are_whole_entries() -> None:
+    """catalog_added.json: the catalogue's fields, known versions, a real source."""
+    for rule_id, data in _added().items():
+        entry = get(rule_id)
+        assert set(data) == {"sev", "versions", "check", "source", "section"}, rule_id
+        assert entry.versions and set(entry.versions) <= set(VERSIONS), rule_id
+        assert entry.check.startswith("[") and entry.source, rule_id
+        assert "<v>" not in entry.source and "S5/" not in entry.source, rule_id
+        assert entry.section == "16. Extensions (EXT-*)", rule_id
+    assert get("EXT-TASKS-NEGOTIATED").default_severity == "error"
+    assert get("EXT-APPS-NEGOTIATED").default_severity == "warning"
 
 
 def test_all_entries_returns_a_copy() -> None:
     entries = all_entries()
     entries.clear()
-    assert len(all_entries()) == 297
+    assert len(all_entries()) == 297 + len(_added())
 
 
 def test_jr_parse() -> None:

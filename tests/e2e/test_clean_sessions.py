@@ -233,5 +233,8 @@ def test_sdk2_client_sessions_give_no_finding_at_any_level(case: str, tmp_path: 
     with TraceReader(trace) as reader:
         records = list(reader.records())
     findings = [finding_json(r) for r in records if isinstance(r, FindingRecord)]
-    assert findings == []
+    # The one notice a correct 2026-07-28 session may get: it uses Logging, which
+    # that version deprecates (an info notice, not a fault).
+    expected = [("MOD-DEPRECATED", "info", "Logging")] if version == "2026-07-28" else []
+    assert [(f["rule"], f["severity"], f["data"].get("feature")) for f in findings] == expected
     assert_check_finds_what_the_relay_found(Trace(trace, records))

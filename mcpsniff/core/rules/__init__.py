@@ -23,6 +23,11 @@
 * ``negotiation``: 2026-07-28 unsupported versions and required _meta, the server's side
 * ``utilities_2026``: per-request log levels, trace context values, missing resources, tool order
 * ``http_sse_2026``: a 2026-07-28 request's SSE stream (MOD-HTTP-SSE)
+* ``tasks_extension``: the 2026-07-28 tasks extension (EXT-TASKS-*)
+* ``tasks_routing``: its Mcp-Name routing header over Streamable HTTP (EXT-TASKS-HEADER)
+* ``removed``: what 2026-07-28 removed or deprecated, in every position (MOD-REMOVED, ...)
+* ``mrtr``: what inputRequests may ask, where a requestState may go (MOD-MRTR-*)
+* ``apps_extension``: MCP Apps, tools with a ui:// view (EXT-APPS-*)
 
 Every module registers its rules with ``@rule``; ``Session`` only dispatches.
 """
@@ -58,6 +63,11 @@ from mcpsniff.core.rules import http_status_2026
 from mcpsniff.core.rules import negotiation
 from mcpsniff.core.rules import utilities_2026
 from mcpsniff.core.rules import http_sse_2026
+from mcpsniff.core.rules import tasks_extension
+from mcpsniff.core.rules import tasks_routing
+from mcpsniff.core.rules import removed
+from mcpsniff.core.rules import mrtr
+from mcpsniff.core.rules import apps_extension
 # isort: on
 
 #: The rule modules, in the order they register (and so run).
@@ -65,6 +75,7 @@ MODULES = (replies, stdio, jsonrpc, reuse, lifecycle, methods, flow, tasks)
 MODULES += (client_features, content, utilities, http, http_bodies, http_origin, sse_legacy)
 MODULES += (subscriptions, http_stateless, http_2026, http_status_2026, negotiation)
 MODULES += (utilities_2026, http_sse_2026)
+MODULES += (tasks_extension, tasks_routing, removed, mrtr, apps_extension)
 
 #: Every catalogue id the analyzer can report (the ids the registered rules
 #: declare), in catalogue order.

@@ -20,8 +20,9 @@ thing for the events that are not messages) limits it to some dispatch keys
   CreateTaskResult of a task-augmented request), ``(session, msg)``; key: method.
 * ``RESULT``: the result object of such a reply, ``(session, msg, result)``;
   ``ERROR``: such an error reply, ``(session, msg)``; key: the method.
-* ``TASK_CREATED``: the CreateTaskResult answering a task-augmented request,
-  ``(session, msg, result)``; key: the method.
+* ``TASK_CREATED``: the CreateTaskResult answering a task-augmented request
+  (2025-11-25), or a stateless result with ``resultType: "task"`` (the tasks
+  extension), ``(session, msg, result)``; key: the method.
 * ``PAIRING``: what correlation found wrong or special about a message, key: the
   outcome (``OUTCOMES``), ``(session, msg, *details)``.
 * ``FRAME``: what a frame turned out to be, key: the shape (``SHAPES``),

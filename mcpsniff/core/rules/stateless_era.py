@@ -78,7 +78,8 @@ def v5_result(session: Session, msg: Msg, method: str) -> None:
     if not isinstance(result, dict):
         return
     result_type = result.get("resultType")
-    if result_type not in ("complete", "input_required"):
+    # "task" is the tasks extension's (rules/tasks_extension.py judges it).
+    if result_type not in ("complete", "input_required", "task"):
         session.report(
             "MOD-RESULTTYPE",
             f'the result of "{method}" has resultType {result_type!r}; 2026-07-28 results '

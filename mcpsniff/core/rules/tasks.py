@@ -12,6 +12,10 @@ original method's result.
 
 Tasks belong to their receiver: a client's task ids and a server's are two
 namespaces, so a task is keyed by the direction its owner sends in and its id.
+
+2026-07-28 moved tasks into the ``io.modelcontextprotocol/tasks`` extension,
+with other methods and shapes: ``rules/tasks_extension.py`` judges those, and
+these rules keep to the handshake era.
 """
 
 from __future__ import annotations
@@ -88,6 +92,9 @@ class TaskInfo:
     last_poll_t: float | None = None
     #: The original request's progress token, active until the task ends.
     progress_token: Any = None
+    #: The tasks/result answer with ``isError: true`` that came before the task
+    #: was terminal: the status that ends it is judged then (TASK-FAILED-ISERROR).
+    error_result_seq: int | None = None
 
 
 def is_augmented(params: dict[str, Any] | None) -> bool:
@@ -337,8 +344,8 @@ def on_response(session: Session, msg: Msg) -> None:
 def created(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     """An accepted task-augmented request: its answer is a CreateTaskResult."""
     request = msg.request
-    if request is None:
-        return
+    if request is None or session.state.era == STATELESS:
+        return  # the tasks extension's (rules/tasks_extension.py)
     receiver = msg.direction
     caps = _receiver_caps(session, OPPOSITE[receiver])
     path = CAPABILITY_PATH.get(request.method)
@@ -481,7 +488,24 @@ def _observe(
     info.status_seq = msg.frame
     if status in TERMINAL:
         _end_progress(session, info, msg.frame)
+        if status == "completed" and info.error_result_seq is not None:
+            _completed_with_error(session, info, info.error_result_seq, msg.frame)
     return info
+
+
+def _completed_with_error(session: Session, info: TaskInfo, first: int, last: int) -> None:
+    """A tool task whose result has ``isError: true`` ended 'completed'.
+
+    "For tasks that wrap tool call requests, when the tool result has isError
+    set to true, the task should reach failed status" (§ Task Execution Errors).
+    """
+    session.report(
+        "TASK-FAILED-ISERROR",
+        f"tool task {info.task_id[:60]!r} ended 'completed' but its result has isError: true; "
+        "a failed tool call should end the task 'failed'",
+        sorted((first, last)),
+        task_id=info.task_id,
+    )
 
 
 def _end_progress(session: Session, info: TaskInfo, seq: int) -> None:
@@ -535,14 +559,13 @@ def _payload(session: Session, msg: Msg, request: Pending, result: dict[str, Any
     info = _tasks(session).get((msg.direction, task_id))
     if info is None:
         return
-    if info.method == "tools/call" and result.get("isError") is True and info.status == "completed":
-        session.report(
-            "TASK-FAILED-ISERROR",
-            f"tool task {task_id[:60]!r} ended 'completed' but its result has isError: true; "
-            "a failed tool call should end the task 'failed'",
-            [info.status_seq, msg.frame],
-            task_id=task_id,
-        )
+    if info.method == "tools/call" and result.get("isError") is True:
+        if info.status == "completed":
+            _completed_with_error(session, info, info.status_seq, msg.frame)
+        elif info.status not in TERMINAL:
+            # The status that ends the task may come after its result (a
+            # notification or a poll answered later): judge it then.
+            info.error_result_seq = msg.frame
     # The payload is "exactly" what the original request would have returned.
     from mcpsniff.core.rules import methods  # local: methods imports nothing from here
 

@@ -299,7 +299,12 @@ def message(
             handler(session, msg)
         if request is not None:
             result = obj.get("result")
-            if kind == RESPONSE and type(result) is dict and "task" not in result:
+            if (
+                kind == RESPONSE
+                and type(result) is dict
+                and "task" not in result
+                and "taskId" not in result
+            ):
                 # The method's own result (``reply``, inlined for the usual one).
                 handlers = REPLY_HANDLERS.get(answered_method)
                 if handlers is None:
@@ -331,6 +336,16 @@ def reply(session: SessionBase, msg: Msg, request: Pending, obj: dict[str, Any])
     ):
         # A CreateTaskResult answers an accepted task-augmented request instead
         # of the method's result, and keeps its progress token alive (tasks.mdx).
+        for handler in registry.handlers(registry.TASK_CREATED, method):
+            handler(session, msg, result)
+        return
+    if (
+        msg.kind == RESPONSE
+        and type(result) is dict
+        and result.get("resultType") == "task"
+        and session.state.era == STATELESS
+    ):
+        # The tasks extension's CreateTaskResult (rules/tasks_extension.py).
         for handler in registry.handlers(registry.TASK_CREATED, method):
             handler(session, msg, result)
         return

@@ -304,3 +304,31 @@ def test_progress_token_lives_until_the_task_ends() -> None:
     )
     assert [f.rule for f in convo.findings] == ["PROG-TASK-TOKEN"]
     assert convo.findings[0].seq[-1] == convo.messages[-1].frame
+
+
+@pytest.mark.parametrize(("final", "fired"), [("completed", True), ("failed", False)])
+def test_failed_iserror_judged_when_the_status_comes_after_the_result(
+    final: str, fired: bool
+) -> None:
+    """The tool's isError result first, the task's terminal status after it."""
+    steps = [
+        *CREATED,
+        c(req(3, "tasks/result", {"taskId": "t1"})),
+        s(payload(3, isError=True)),
+        s(status("t1", final)),
+    ]
+    found = play(proof("TASK-FAILED-ISERROR", [], []), steps).find("TASK-FAILED-ISERROR")
+    assert len(found) == (1 if fired else 0)
+    if fired:
+        assert found[0].seq[0] < found[0].seq[1]
+        assert "ended 'completed' but its result has isError: true" in found[0].message
+
+
+def test_failed_iserror_not_judged_for_a_result_without_iserror() -> None:
+    steps = [
+        *CREATED,
+        c(req(3, "tasks/result", {"taskId": "t1"})),
+        s(payload(3, isError=False)),
+        s(status("t1", "completed")),
+    ]
+    assert not play(proof("TASK-FAILED-ISERROR", [], []), steps).find("TASK-FAILED-ISERROR")
