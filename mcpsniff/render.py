@@ -357,7 +357,11 @@ def report_lines(
             )
             yield _line("      ", finding.message)
             if group.repeated:
-                yield _line("      (the first of ", str(group.count), "; the others are alike)")
+                yield _line(
+                    "      (the first of ",
+                    str(group.count),
+                    "; the others differ only in ids and numbers)",
+                )
             for dependent in group.dependents:
                 yield _line("      ↳ so also ", s("bold", dependent.rule), ": ", dependent.message)
             data = {k: v for k, v in finding.data.items() if k not in ("explanation",)}
