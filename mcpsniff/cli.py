@@ -201,6 +201,8 @@ def check(
     gaps.add_unjudged(analyzer.sessions.values(), analyzer.dropped_excused)
     if (lacking := gaps.warning()) is not None:
         notes.append(f"{terminal_safe(str(trace))}: {lacking}")
+    if (growing := gaps.still_recording()) is not None:
+        notes.append(f"{terminal_safe(str(trace))}: {growing}")
     if analyzer_errors:
         # The rules after the failing one never ran on those records: a clean
         # verdict would claim more than was checked.
@@ -243,6 +245,8 @@ def _note_event(record: EventRecord, errors: list[EventRecord], gaps: GapTally) 
         gaps.note(record)
     elif record.event == "session-state-dropped":
         gaps.note_dropped()
+    elif record.event == "session-end":
+        gaps.note_unended(record)
 
 
 def _explain_only(rule_id: str | None) -> None:

@@ -37,6 +37,7 @@ from mcpsniff.core.model import (
     MessageRecord,
     Record,
 )
+from mcpsniff.core.rules.interruption import interruption_reason
 from mcpsniff.filter import MessageView, ViewBuilder, cancelled_request_id, progress_values
 from mcpsniff.filter.view import CANCELLED, EVENT, PROGRESS
 from mcpsniff.listing.summary import server_name
@@ -119,6 +120,8 @@ class SessionModel:
     start: float | None = None
     last: float | None = None
     ended: bool = False
+    #: Why the session was stopped (a forwarded signal, a killed server), if it was.
+    interrupted: str | None = None
     messages: int = 0
     dropped_rows: int = 0
     #: One compact JSON object per row (about a quarter of a dict's memory); a row is
@@ -148,6 +151,7 @@ class SessionModel:
             "start": self.start,
             "last": self.last,
             "ended": self.ended,
+            "interrupted": bounded(self.interrupted),
             "messages": self.messages,
             "rows": len(self.rows),
             "dropped": self.dropped_rows,
@@ -357,6 +361,8 @@ class TraceModel:
             session.transport = data["transport"]
         if event.event == "session-end":
             session.ended = True
+        if session.interrupted is None:
+            session.interrupted = interruption_reason(event.event, data)
         part = HTTP_HEAD_EVENTS.get(event.event)
         exchange = data.get("exchange")
         if part is not None and isinstance(exchange, int):
@@ -435,6 +441,8 @@ class TraceModel:
 
     def _finding(self, finding: FindingRecord) -> None:
         session = self._session(finding.session, None)
+        if session.interrupted is not None:
+            finding = _interrupted(finding, session.interrupted)
         session.severities[finding.severity] += 1
         if self._findings >= FINDING_LIMIT:
             return
@@ -457,6 +465,17 @@ class TraceModel:
             if session.number == number:
                 return session
         return None
+
+
+def _interrupted(finding: FindingRecord, reason: str) -> FindingRecord:
+    """A recorder older than the interruption verdict called a request in flight at
+    Ctrl-C unanswered (an error): show it as the info ``check`` now gives."""
+    data = finding.data if isinstance(finding.data, dict) else {}
+    if finding.rule != "JR-RESP-REQUIRED" or finding.severity != "error" or "cause" in data:
+        return finding
+    data = {**data, "cause": "interrupted", "reason": reason}
+    message = f"{finding.message} (in flight when the session was stopped: {reason})"
+    return FindingRecord(finding.rule, "info", message, finding.session, finding.seq, data)
 
 
 def annotation(view: MessageView) -> str | None:
