@@ -21,6 +21,7 @@ from mcpsniff.core.escape import terminal_safe
 from mcpsniff.core.explain import explain_lines
 from mcpsniff.core.model import SEVERITY_RANK, EventRecord, FindingRecord, Record
 from mcpsniff.core.rules import IMPLEMENTED
+from mcpsniff.core.spec_links import session_version, spec_link
 from mcpsniff.filter import HELP as FILTER_HELP
 from mcpsniff.filter.cli import filter_option, parse_filter
 from mcpsniff.filter.select import matching_findings
@@ -170,7 +171,8 @@ def check(
                 if SEVERITY_RANK.get(record.severity, 0) >= threshold:
                     failing += 1
                 if fmt == "json":
-                    out.write(terminal_json_line(finding_json(record)) + "\n")
+                    version = session_version(analyzer, record.session)
+                    out.write(terminal_json_line(finding_json(record, version)) + "\n")
                 else:
                     by_session[record.session].append(record)
         # "0 finding(s) in 1 session(s)": every session counts, clean or not
@@ -216,7 +218,8 @@ def check(
         click.echo(f"mcpsniff check: warning: {note}", err=True)
     if fmt == "text":
         style = Style(_colour(out))
-        for line in report_lines(dict(by_session), style):
+        versions = {key: session_version(analyzer, key) for key in by_session}
+        for line in report_lines(dict(by_session), style, versions):
             click.echo(line)
         total = sum(len(v) for v in by_session.values())
         verdict = (
@@ -233,7 +236,8 @@ def check(
     elif fmt in ("sarif", "junit"):
         from mcpsniff.export.check_report import write_check_report
 
-        write_check_report(fmt, trace, dict(by_session), sessions, fail_on, out, notes)
+        versions = {key: session_version(analyzer, key) for key in by_session}
+        write_check_report(fmt, trace, dict(by_session), sessions, fail_on, out, notes, versions)
     sys.exit(EXIT_FINDINGS if failing else EXIT_OK)
 
 
@@ -288,6 +292,7 @@ def rules(fmt: str) -> None:
                         "keyword": entry.sev,
                         "versions": list(entry.versions),
                         "source": catalog.plain_source(entry),
+                        "spec": spec_link(rule_id),
                         "description": catalog.description(rule_id),
                     }
                 ).decode()

@@ -89,7 +89,7 @@ def test_check_json_lines_have_exactly_the_documented_keys() -> None:
     lines = [orjson.loads(line) for line in result.output.splitlines()]
     assert len(lines) == 2
     for finding in lines:
-        assert set(finding) == {"rule", "severity", "message", "session", "seq", "data"}
+        assert set(finding) == {"rule", "severity", "message", "session", "seq", "data", "spec"}
     assert lines[0]["rule"] == "JR-PARSE"
     assert lines[0]["data"]["excerpt"] == "Loading model..."
     assert lines[0]["session"] == "stdout-pollution"
@@ -100,7 +100,7 @@ def test_check_text_groups_by_session_with_cause_and_spec() -> None:
     out = result.output
     assert "session string-id-echo: 1 error" in out
     assert "cause: id-type" in out
-    assert "spec: JSON-RPC §5" in out
+    assert "spec: https://www.jsonrpc.org/specification#response_object" in out
     assert out.strip().endswith("1 finding(s) at or above error")
 
 
@@ -132,6 +132,8 @@ def test_live_findings_equal_check_findings(trace: Path) -> None:
         main, ["check", "--format", "json", "--fail-on", "info", str(trace)]
     )
     checked = [orjson.loads(line) for line in result.output.splitlines()]
+    # check adds the link into the specification of the session's version.
+    assert all(c.pop("spec").startswith("https://") for c in checked)
     assert checked == live
 
 

@@ -38,6 +38,7 @@ from mcpsniff.core.model import (
     Record,
 )
 from mcpsniff.core.rules.interruption import interruption_reason
+from mcpsniff.core.spec_links import spec_link
 from mcpsniff.filter import MessageView, ViewBuilder, cancelled_request_id, progress_values
 from mcpsniff.filter.view import CANCELLED, EVENT, PROGRESS
 from mcpsniff.listing.summary import server_name
@@ -450,7 +451,7 @@ class TraceModel:
         rows: list[int] = []
         for seq in finding.seq[:FINDING_SEQ_LIMIT]:
             rows.extend(session.rows_of(seq))
-        entry = finding_entry(finding, len(session.findings), rows)
+        entry = finding_entry(finding, len(session.findings), rows, session.version)
         session.findings.append(entry)
 
     # ------------------------------------------------------------------ output
@@ -504,8 +505,11 @@ def annotation(view: MessageView) -> str | None:
     return None
 
 
-def finding_entry(finding: FindingRecord, n: int, rows: list[int]) -> dict[str, Any]:
-    """A finding as the page shows it, with its rule's description and spec reference."""
+def finding_entry(
+    finding: FindingRecord, n: int, rows: list[int], version: str | None = None
+) -> dict[str, Any]:
+    """A finding as the page shows it, with its rule's description and spec reference
+    (``spec``: the rule's page in the session's ``version``)."""
     rule = bounded(finding.rule, 80) or "?"
     try:
         # Markdown emphasis (**MUST NOT**) reads as noise in a page that shows it as text.
@@ -524,6 +528,7 @@ def finding_entry(finding: FindingRecord, n: int, rows: list[int]) -> dict[str, 
         "cause": bounded(cause) if cause is not None else None,
         "description": catalog.description(finding.rule),
         "source": source,
+        "spec": spec_link(finding.rule, version if isinstance(version, str) else None),
     }
 
 

@@ -211,7 +211,8 @@ def test_unknown_id() -> None:
 def test_plain_source() -> None:
     text = plain_source(get("MSG-ID-TYPE"))
     assert "`" not in text
-    assert "schema/<v>/schema.ts (RequestId = string | number)" in text
+    assert "schema.ts (RequestId = string | number)" in text
+    assert "<v>" not in text and ".mdx" not in text
 
 
 def test_entries_are_frozen() -> None:
