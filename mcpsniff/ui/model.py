@@ -159,6 +159,14 @@ class SessionModel:
             "findings": {s: self.severities[s] for s in ("error", "warning", "info")},
         }
 
+    def set_version(self, version: str) -> None:
+        """The session's protocol version; the findings seen before it link its pages too."""
+        if version == self.version:
+            return
+        self.version = version
+        for entry in self.findings:
+            entry["spec"] = spec_link(entry["rule"], version)
+
     def row(self, n: int) -> dict[str, Any]:
         """Row ``n`` as a dict."""
         value = self.rows[n]
@@ -411,7 +419,7 @@ class TraceModel:
                 return
             version = part.get("protocolVersion")
             if isinstance(version, str) and (kind == RESPONSE or session.version is None):
-                session.version = version
+                session.set_version(version)
             info = part.get("serverInfo" if kind == RESPONSE else "clientInfo")
             if isinstance(info, dict) and isinstance(info.get("name"), str):
                 if kind == RESPONSE:
@@ -424,7 +432,7 @@ class TraceModel:
             meta = params.get("_meta") if isinstance(params, dict) else None
             version = meta.get(STATELESS_VERSION_KEY) if isinstance(meta, dict) else None
             if isinstance(version, str):
-                session.version = version
+                session.set_version(version)
             if method == "server/discover" and isinstance(meta, dict):
                 info = meta.get("io.modelcontextprotocol/clientInfo")
                 if isinstance(info, dict) and isinstance(info.get("name"), str):
