@@ -99,8 +99,10 @@ PLAIN: dict[str, str] = {
     "CAP-LISTCHANGED-SERVER": "The server sent a list_changed notification for tools, prompts "
     "or resources without declaring listChanged as true for that feature. Declare it or stop "
     "sending the notification.",
-    "CAP-RES-UPDATED": "The server sent notifications/resources/updated without declaring "
-    "resources.subscribe, or for a resource the client had not subscribed to.",
+    "CAP-RES-UPDATED": (
+        "The server sent notifications/resources/updated without declaring "
+        "resources.subscribe as true. Declare it or stop sending the notification."
+    ),
     "CAP-SAMPLING": "The server asked for sampling/createMessage although the client did not "
     "declare the sampling capability.",
     "CAP-ROOTS": "The server sent roots/list although the client did not declare the roots "
@@ -207,8 +209,10 @@ PLAIN: dict[str, str] = {
     "PROMPT-LIST-SHAPE": "Each prompt in prompts/list needs a name; its arguments, if any, "
     "each have a name.",
     "PROMPT-GET-ARGS": "The argument values of prompts/get must be strings.",
-    "PROMPT-REQUIRED-ARGS": "An unknown prompt or a missing required argument is answered with "
-    "-32602 Invalid params; a client should pass every required argument it was told about.",
+    "PROMPT-REQUIRED-ARGS": (
+        "The client called prompts/get without an argument that prompts/list marked as "
+        "required; the server will refuse it with -32602. Pass every required argument."
+    ),
     "PROMPT-MESSAGES": "Each prompt message has a role of user or assistant and one content "
     "block of a type the protocol version allows.",
     "PROMPT-EMBEDDED": "An embedded resource in a prompt needs a valid URI, its MIME type and "
@@ -238,8 +242,10 @@ PLAIN: dict[str, str] = {
     "an earlier URL-mode elicitation on the same connection.",
     "ELIC-URL-REQUIRED-ERR": 'Error -32042 is only for "URL elicitation required", and its '
     "data lists URL-mode elicitations, each with an elicitationId.",
-    "ELIC-URL-SAFE": "An elicitation URL must not carry credentials, tokens or personal data "
-    "and should use https.",
+    "ELIC-URL-SAFE": (
+        "An elicitation URL must not carry credentials: no token, password or session in its "
+        "query and no user:password; it should use https outside local development."
+    ),
     "ELIC-FORM-NO-LINKS": "Form-mode elicitations must not contain clickable links; use URL "
     "mode to send the user to a page.",
     # Tasks (2025-11-25)
@@ -326,14 +332,18 @@ PLAIN: dict[str, str] = {
     "declared in that request.",
     "MOD-MRTR-RETRY-ID": "The client's retry of a request that needed input uses a new "
     "JSON-RPC id.",
-    "MOD-MRTR-STATE-ECHO": "The client echoes requestState unchanged in its retry, invents none, "
-    "and never reuses it on another request.",
-    "MOD-LOG-OPTIN": "In 2026-07-28 the server sends log messages only for a request whose "
-    "_meta asked for them (io.modelcontextprotocol/logLevel), at or above that level, on that "
-    "request's response stream.",
-    "MOD-CACHE": "Complete results of server/discover and the list and read methods carry "
-    'ttlMs (an integer of 0 or more) and cacheScope ("public" or "private"), the same '
-    "cacheScope on every page.",
+    "MOD-MRTR-STATE-ECHO": (
+        "The client echoes requestState unchanged in its retry of a request that needed "
+        "input, and invents none when the server gave none."
+    ),
+    "MOD-LOG-OPTIN": (
+        "In 2026-07-28 the server sends log messages only while a request whose _meta asked "
+        "for them (io.modelcontextprotocol/logLevel) is in flight."
+    ),
+    "MOD-CACHE": (
+        "Complete results of server/discover and the list and read methods carry ttlMs (an "
+        'integer of 0 or more) and cacheScope ("public" or "private").'
+    ),
     "MOD-ERRCODES": "2026-07-28 allows only -32020, -32021 and -32022 between -32020 and "
     "-32099, and never -32002 or -32042. Use the codes the specification defines.",
     "MOD-RES-NOT-FOUND": "In 2026-07-28 a missing resource is answered with -32602, not with "
