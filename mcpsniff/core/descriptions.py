@@ -308,9 +308,11 @@ PLAIN: dict[str, str] = {
     "ICON-SAFE-SCHEME": "Icon sources must be https: or data: URIs; clients reject javascript:, "
     "file: and other schemes.",
     # 2026-07-28 (MOD-*)
-    "MOD-META-REQUIRED": "In 2026-07-28 every client request carries _meta "
-    "io.modelcontextprotocol/protocolVersion and io.modelcontextprotocol/clientCapabilities, "
-    "and a server rejects a request without them with -32602 (HTTP 400).",
+    "MOD-META-REQUIRED": (
+        "In 2026-07-28 every client request carries _meta io.modelcontextprotocol/"
+        "protocolVersion and io.modelcontextprotocol/clientCapabilities; servers reject a "
+        "request without them. Add both to every request."
+    ),
     "MOD-CLIENTINFO": "In 2026-07-28 requests should carry _meta io.modelcontextprotocol/"
     "clientInfo naming the client.",
     "MOD-SERVERINFO": "In 2026-07-28 every result should carry _meta io.modelcontextprotocol/"
@@ -346,8 +348,10 @@ PLAIN: dict[str, str] = {
     ),
     "MOD-ERRCODES": "2026-07-28 allows only -32020, -32021 and -32022 between -32020 and "
     "-32099, and never -32002 or -32042. Use the codes the specification defines.",
-    "MOD-RES-NOT-FOUND": "In 2026-07-28 a missing resource is answered with -32602, not with "
-    "-32002 or an empty contents list.",
+    "MOD-RES-NOT-FOUND": (
+        "In 2026-07-28 a missing resource is answered with -32602 Invalid params, not with "
+        "the older -32002."
+    ),
     "MOD-REMOVED": "2026-07-28 removed initialize, notifications/initialized, ping, "
     "logging/setLevel, resource subscriptions, notifications/roots/list_changed, the tasks "
     "methods and URL elicitation completion. Stop sending them in 2026-07-28 sessions.",
