@@ -339,3 +339,15 @@ def test_check_counts_the_sessions_whose_state_was_dropped(tmp_path: Path) -> No
     assert result.exit_code in (0, 1), result.output
     assert f"in {count} session(s)" in result.output
     assert "state" in result.stderr and "dropped" in result.stderr
+
+
+def test_rules_json_has_a_link_and_no_placeholder_for_every_rule() -> None:
+    result = CliRunner().invoke(main, ["rules", "--format", "json"])
+    rows = [orjson.loads(line) for line in result.output.splitlines()]
+    assert len(rows) >= 215
+    for row in rows:
+        assert row["spec"].startswith(
+            ("https://modelcontextprotocol.io/", "https://www.jsonrpc.org/")
+        )
+        assert "<v>" not in row["source"] and ".mdx" not in row["source"], row["rule"]
+        assert "⇒" not in row["description"] and "[Snd]" not in row["description"], row["rule"]
