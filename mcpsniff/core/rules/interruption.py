@@ -12,10 +12,9 @@ The transport events record how the session ended (``docs/trace-format.md``):
 ``signal`` (a signal mcpsniff forwarded to the server's process group),
 ``exit`` (the server's exit status, and the signal that ended it), ``http-end``
 with the outcome ``proxy-stopped``, and a ``session-end`` the analyzer made up
-because the trace has none (``synthetic``) or that the relay wrote for a
-salvaged trace. The first reason found is kept in ``state.rule_state`` and
-``flow.end_of_session`` reports what was in flight as an info finding with that
-reason instead of a JR-RESP-REQUIRED error.
+because the trace has none (``synthetic``). The first reason found is kept in
+``state.rule_state`` and ``flow.end_of_session`` reports what was in flight as an
+info finding with that reason instead of a JR-RESP-REQUIRED error.
 """
 
 from __future__ import annotations
@@ -83,8 +82,9 @@ def interruption(session: Session, end: EventRecord) -> tuple[str, str] | None:
             "the trace has no session-end: it is still being recorded, or its recorder "
             "stopped before it could end it",
         )
-    if data.get("salvaged") is True:
-        return "interrupted", _text(data.get("reason"), "the relay salvaged the trace")
+    # A session-end the relay wrote for a salvaged trace (``salvaged``) is no
+    # interruption: the relay kept forwarding, and the capture gaps it recorded
+    # already excuse what their lost bytes may have answered.
     return None
 
 

@@ -79,3 +79,12 @@ def test_hostile_event_fields_give_a_plain_reason() -> None:
     assert severity == "info" and message.endswith("mcpsniff forwarded a signal to the server")
     steps = [c(CALL), event("exit", returncode="-9", signal=None), end()]
     assert _unanswered(steps)[0][0] == "error"
+
+
+def test_near_miss_a_salvaged_end_is_no_interruption() -> None:
+    """The relay completed a trace whose analysis died: it kept forwarding, so a request
+    no capture gap can answer is still unanswered."""
+    salvaged = {"reason": "the analysis process was killed; the relay ended the session"}
+    steps = [c(CALL), ("event", ("session-end", {**salvaged, "salvaged": True}))]
+    ((severity, _, message),) = _unanswered(steps)
+    assert severity == "error" and "was never answered" in message
