@@ -333,7 +333,17 @@ def built_description(entry: catalog.CatalogEntry) -> str:
 
 _MARK_RE = re.compile(r"\[(?:C|S|Snd|Rcv|Req|Any)\]")
 _VCODE_RE = re.compile(r"\bV([1-5])(?:\s*[\u2013-]\s*V([1-5])|(\+))?\b")
-_SYMBOLS = {" ⇒ ": ": ", "⇒": ":", " ≡ ": " means ", " ∈ ": " is one of ", " ≤ ": " at most "}
+_SYMBOLS = {
+    " ⇒ ": ": ",
+    "⇒": ":",
+    " ≡ ": " means ",
+    " ∈ ": " is one of ",
+    " ≤ ": " at most ",
+    "serverCaps.": "the server capability ",
+    "clientCaps.": "the client capability ",
+    "serverCaps": "the server's capabilities",
+    "clientCaps": "the client's capabilities",
+}
 
 
 def _version_words(match: re.Match[str]) -> str:

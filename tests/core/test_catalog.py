@@ -335,3 +335,11 @@ def test_every_description_is_plain_sentences_a_server_author_reads() -> None:
         assert (text[:1].isupper() or text[:1].isdigit()) and text.endswith("."), entry.id
         assert "⇒" not in text and "S/<v>" not in text, (entry.id, text)
         assert not re.search(r"\[(?:C|S|Snd|Rcv|Req|Any)\]", text), (entry.id, text)
+
+
+def test_a_built_description_spells_capability_shorthand_out() -> None:
+    from mcpsniff.core import catalog as cat
+    from mcpsniff.core.explain import built_description
+
+    text = built_description(cat.get("CAP-PROMPTS"))
+    assert "serverCaps" not in text and "the server capability prompts" in text
