@@ -16,6 +16,7 @@ from mcpsniff.core.analyzer import Analyzer, dropped_id, replay_batches, replay_
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.core.explain import explain_lines
 from mcpsniff.core.model import SEVERITY_RANK, EventRecord, FindingRecord, Record
+from mcpsniff.core.spec_links import session_version
 from mcpsniff.filter import Filter
 from mcpsniff.filter.select import matching_findings
 from mcpsniff.terminal.render import Style, finding_json, report_lines
@@ -96,7 +97,8 @@ def run_check(
                 if SEVERITY_RANK.get(record.severity, 0) >= threshold:
                     failing += 1
                 if fmt == "json":
-                    out.write(terminal_json_line(finding_json(record)) + "\n")
+                    version = session_version(analyzer, record.session)
+                    out.write(terminal_json_line(finding_json(record, version)) + "\n")
                 else:
                     by_session[record.session].append(record)
         # "0 finding(s) in 1 session(s)": every session counts, clean or not
@@ -125,6 +127,8 @@ def run_check(
     gaps.add_unjudged(analyzer.sessions.values(), analyzer.dropped_excused)
     if (lacking := gaps.warning()) is not None:
         notes.append(f"{terminal_safe(str(trace))}: {lacking}")
+    if (growing := gaps.still_recording()) is not None:
+        notes.append(f"{terminal_safe(str(trace))}: {growing}")
     if analyzer_errors:
         # The rules after the failing one never ran on those records: a clean
         # verdict would claim more than was checked.
@@ -137,7 +141,8 @@ def run_check(
     for note in notes:
         warn(note)
     if fmt == "text":
-        for line in report_lines(dict(by_session), Style(options.colour)):
+        versions = {key: session_version(analyzer, key) for key in by_session}
+        for line in report_lines(dict(by_session), Style(options.colour), versions):
             say(line)
         total = sum(len(v) for v in by_session.values())
         verdict = (
@@ -154,7 +159,8 @@ def run_check(
     elif fmt in ("sarif", "junit"):
         from mcpsniff.export.check_report import write_check_report
 
-        write_check_report(fmt, trace, dict(by_session), sessions, fail_on, out, notes)
+        versions = {key: session_version(analyzer, key) for key in by_session}
+        write_check_report(fmt, trace, dict(by_session), sessions, fail_on, out, notes, versions)
     return failing
 
 
@@ -166,3 +172,5 @@ def note_event(record: EventRecord, errors: list[EventRecord], gaps: GapTally) -
         gaps.note(record)
     elif record.event == "session-state-dropped":
         gaps.note_dropped()
+    elif record.event == "session-end":
+        gaps.note_unended(record)

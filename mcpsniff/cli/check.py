@@ -40,12 +40,20 @@ from mcpsniff.terminal.safe_output import tolerate_surrogates
     help="Explain RULE (what it means, how to fix it; no TRACE needed), or after the text "
     "report every rule it found ('all').",
 )
+@click.option(
+    "--as",
+    "as_version",
+    type=click.Choice(catalog.VERSIONS),
+    help="Judge the sessions by the rules of this protocol version: what would break if "
+    "client and server moved to it (docs/upgrade.md).",
+)
 def check(
     trace: Path | None,
     fmt: str,
     fail_on: str,
     filter_expr: str | None = None,
     explain: str | None = None,
+    as_version: str | None = None,
 ) -> None:
     """Re-analyze the raw frames of TRACE with today's rules and report findings.
 
@@ -59,6 +67,10 @@ def check(
     if trace is None:
         _explain_only(explain)
         return
+    if as_version is not None:
+        from mcpsniff.check.upgrade import upgrade_check
+
+        sys.exit(upgrade_check(trace, as_version, fmt, fail_on))
     if explain and explain != "all":
         try:
             catalog.get(explain)

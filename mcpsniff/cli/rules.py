@@ -7,6 +7,7 @@ import orjson
 
 from mcpsniff.core import catalog
 from mcpsniff.core.rules import IMPLEMENTED
+from mcpsniff.core.spec_links import spec_link
 
 
 @click.command()
@@ -27,6 +28,7 @@ def rules(fmt: str) -> None:
                         "keyword": entry.sev,
                         "versions": list(entry.versions),
                         "source": catalog.plain_source(entry),
+                        "spec": spec_link(rule_id),
                         "description": catalog.description(rule_id),
                     }
                 ).decode()

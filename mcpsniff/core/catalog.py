@@ -222,8 +222,11 @@ def applies_to(rule_id: str, version: str | None) -> bool:
 
 
 def plain_source(entry: CatalogEntry) -> str:
-    """The entry's source with Markdown backticks removed, for terminal display."""
-    return entry.source.replace("`", "")
+    """The entry's source for people: backticks and the catalogue's shorthand
+    (``S/<v>/``, ``S5/``, ``…/``, ``.mdx``) removed."""
+    from mcpsniff.core.spec_links import readable_source  # spec_links reads this module
+
+    return readable_source(entry.source).replace("`", "")
 
 
 def description(rule_id: str) -> str:

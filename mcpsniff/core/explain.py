@@ -2,8 +2,10 @@
 
 ``catalog.description(rule_id)`` returns it (the UI, reports, ``mcpsniff rules
 --format json`` and ``mcpsniff check --explain``). The rules people meet most
-have a paragraph written for them; every other rule gets one built from its
-catalogue row: the check in words, who is at fault, and where the spec says so.
+have a paragraph written for them (``WRITTEN``), the others a plain description
+(``descriptions.PLAIN``); a rule in neither gets one built from its catalogue
+row: the check in words, who is at fault, and where the spec says so, with the
+catalogue's shorthand (``[C]``, ``⇒``, ``V4+``) spelled out.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import re
 import textwrap
 
 from mcpsniff.core import catalog
+from mcpsniff.core.descriptions import PLAIN
 
 #: Hand-written paragraphs: the meaning first, then the fix.
 WRITTEN: dict[str, str] = {
@@ -297,27 +300,67 @@ _BLAME_RE = re.compile(r"^\s*(\[(?:C|S|Snd|Rcv|Req|Any)\])\s*")
 
 def explanation(rule_id: str) -> str:
     """The paragraph for ``rule_id``; empty for an id the catalogue does not have."""
-    written = WRITTEN.get(rule_id)
+    written = WRITTEN.get(rule_id) or PLAIN.get(rule_id)
     if written is not None:
         return written
     try:
         entry = catalog.get(rule_id)
     except KeyError:
         return ""
+    return built_description(entry)
+
+
+def built_description(entry: catalog.CatalogEntry) -> str:
+    """A paragraph built from the catalogue row of a rule nobody described by hand."""
     check = _plain(entry.check)
     match = _BLAME_RE.match(check)
     who = "the peer that sent it"
     if match is not None:
         who = _BLAME[match.group(1)]
         check = check[match.end() :]
+    check = _spelled_out(check)
+    if not check[:1].isalnum():
+        check = f"The rule covers {check}"  # a cell that opens with code: [] or -32602
     check = check[:1].upper() + check[1:]
     if not check.endswith("."):
         check += "."
     level = {"error": "a MUST", "warning": "a SHOULD", "info": "a heuristic"}[
         entry.default_severity
     ]
-    source = _plain(catalog.plain_source(entry)).rstrip(".")
+    source = _spelled_out(_plain(catalog.plain_source(entry))).rstrip(".")
     return f"{check} This is {level} of the spec, and {who} is the one to fix: see {source}."
+
+
+_MARK_RE = re.compile(r"\[(?:C|S|Snd|Rcv|Req|Any)\]")
+_VCODE_RE = re.compile(r"\bV([1-5])(?:\s*[\u2013-]\s*V([1-5])|(\+))?\b")
+_SYMBOLS = {
+    " ⇒ ": ": ",
+    "⇒": ":",
+    " ≡ ": " means ",
+    " ∈ ": " is one of ",
+    " ≤ ": " at most ",
+    "serverCaps.": "the server capability ",
+    "clientCaps.": "the client capability ",
+    "serverCaps": "the server's capabilities",
+    "clientCaps": "the client's capabilities",
+}
+
+
+def _version_words(match: re.Match[str]) -> str:
+    low = catalog.VERSIONS[int(match.group(1)) - 1]
+    if match.group(3):
+        return f"from {low} on"
+    if match.group(2):
+        return f"{low} to {catalog.VERSIONS[int(match.group(2)) - 1]}"
+    return low
+
+
+def _spelled_out(text: str) -> str:
+    """The catalogue's shorthand in words: who ([C]), implications (⇒), versions (V4+)."""
+    text = _MARK_RE.sub(lambda m: _BLAME[m.group(0)], text)
+    for symbol, words in _SYMBOLS.items():
+        text = text.replace(symbol, words)
+    return _VCODE_RE.sub(_version_words, text)
 
 
 def _plain(text: str) -> str:

@@ -2,7 +2,11 @@
 
 A server that echoes every id as a string breaks JR-RESP-ID once per
 response; a reader needs the mistake once, with how often and where
-("11 times, seq 5..27"), not a wall of identical lines. A finding whose
+("11 times, seq 5..27"), not a wall of identical lines. Only the same finding
+folds: same rule, severity and cause, same target (the method, tool, resource
+or prompt it concerns) and the same message once ids, numbers and durations are
+set aside. Two tools failing in two ways stay two lines, so a fold never hides
+a different mistake behind "the others are alike". A finding whose
 ``data.caused_by`` names another finding (its rule and first seq) follows
 from it (a pretty-printed reply that is not valid JSON also breaks
 STDIO-FRAMING), and is shown under that root instead of as a cause of its own.
@@ -13,6 +17,7 @@ tools that count or filter findings see them all.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,10 +49,41 @@ class FindingGroup:
         return f"seq {self.first_seq}..{self.last_seq}"
 
 
+# What varies between repeats of one mistake: numbers standing alone (ids, seqs,
+# sizes, milliseconds; not the 2 of a tool named "get_v2") and UUID-like ids.
+_VARIABLE = re.compile(
+    r"\b[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b"
+    r"|(?<![\w.])-?\d+(?:\.\d+)?(?![\w])"
+)
+
+#: ``data`` members that name what a finding is about.
+_TARGET_KEYS = ("method", "request_method", "tool", "name", "uri", "prompt", "task", "header")
+
+
+def message_template(message: str) -> str:
+    """``message`` with its ids and numbers replaced by ``#``: what repeats share."""
+    return _VARIABLE.sub("#", message)
+
+
+def _target(finding: FindingRecord) -> tuple[Any, ...]:
+    data = finding.data
+    return tuple(
+        value
+        for key in _TARGET_KEYS
+        if isinstance(value := data.get(key), str | int | float | bool)
+    )
+
+
 def _repeat_key(finding: FindingRecord) -> tuple[Any, ...]:
-    """Findings with the same rule, severity and cause are repeats of one mistake."""
+    """Same rule, severity, cause, target and message template: repeats of one mistake."""
     cause = finding.data.get("cause")
-    return (finding.rule, finding.severity, cause if isinstance(cause, str) else None)
+    return (
+        finding.rule,
+        finding.severity,
+        cause if isinstance(cause, str) else None,
+        _target(finding),
+        message_template(finding.message),
+    )
 
 
 def _root_of(finding: FindingRecord) -> tuple[str, int] | None:

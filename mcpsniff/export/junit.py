@@ -14,12 +14,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from mcpsniff.core.model import SEVERITY_RANK, FindingRecord
+from mcpsniff.core.spec_links import spec_link
 from mcpsniff.export.safe_text import export_text, shared_text
 
 
-def _finding_line(finding: FindingRecord) -> str:
+def _finding_line(finding: FindingRecord, version: str | None) -> str:
     seqs = ",".join(str(s) for s in finding.seq[:10])
-    return f"{finding.severity} {finding.rule} (seq {seqs}): {finding.message}"
+    link = spec_link(finding.rule, version)
+    return f"{finding.severity} {finding.rule} (seq {seqs}): {finding.message}\n  spec: {link}"
 
 
 def junit_xml(
@@ -28,11 +30,13 @@ def junit_xml(
     fail_on: str,
     trace: Path,
     notes: Sequence[str] = (),
+    versions: Mapping[str, str | None] | None = None,
 ) -> str:
     """The JUnit XML document (a ``<testsuites>`` root) for one checked trace.
 
     ``notes``: what the check warned of (capture gaps, a torn last line), in
     the suite's ``<system-err>``: a passing suite says what it could not check.
+    ``versions``: each session's protocol version, for the links into the specification.
     """
     threshold = SEVERITY_RANK[fail_on]
     suite_name = export_text(f"mcpsniff check {trace.name}", 1000)
@@ -52,7 +56,7 @@ def junit_xml(
         quiet: list[str] = []
         failed = False
         for finding in findings.get(session, []):
-            line = shared_text(_finding_line(finding))
+            line = shared_text(_finding_line(finding, (versions or {}).get(session)))
             if SEVERITY_RANK.get(finding.severity, 0) >= threshold:
                 failed = True
                 failure = ET.SubElement(

@@ -9,7 +9,6 @@ concerns (OASIS SARIF 2.1.0, §3.27 result, §3.28 location).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -18,75 +17,19 @@ from urllib.parse import quote
 from mcpsniff import __version__
 from mcpsniff.core import catalog
 from mcpsniff.core.model import FindingRecord
+from mcpsniff.core.spec_links import spec_link
 from mcpsniff.export.safe_text import export_text, shared_text
 
 SCHEMA_URI = (
     "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 )
-SPEC_SITE = "https://modelcontextprotocol.io/specification"
-JSONRPC_SPEC = "https://www.jsonrpc.org/specification"
-
 #: SARIF's result levels (§3.27.10) for mcpsniff's severities.
 LEVELS = {"error": "error", "warning": "warning", "info": "note"}
 
-# "S/2025-06-18/basic/lifecycle.mdx", "S/<v>/server/tools.mdx", "S5/basic/patterns/x.mdx".
-_SPEC_PATH = re.compile(r"\bS(?:/(<v>|\d{4}-\d{2}-\d{2})|5)/([\w/.-]+?)\.mdx")
 
-
-# Where a family's rules live when the Source cell names only a section
-# ("§ stdio"): the catalogue groups rules by spec page (mcp-rules.md §1-§11).
-_FAMILY_PAGES = {
-    "MSG": "basic",
-    "SCHEMA": "basic",
-    "ICON": "basic",
-    "LC": "basic/lifecycle",
-    "CAP": "basic/lifecycle",
-    "STDIO": "basic/transports",
-    "HTTP": "basic/transports",
-    "SSE": "basic/transports",
-    "AUTH": "basic/authorization",
-    "PROG": "basic/utilities/progress",
-    "CANCEL": "basic/utilities/cancellation",
-    "PING": "basic/utilities/ping",
-    "TASK": "basic/utilities/tasks",
-    "TOOL": "server/tools",
-    "RES": "server/resources",
-    "PROMPT": "server/prompts",
-    "LOG": "server/utilities/logging",
-    "COMPL": "server/utilities/completion",
-    "PAGE": "server/utilities/pagination",
-    "ELIC": "client/elicitation",
-    "SAMP": "client/sampling",
-    "ROOTS": "client/roots",
-}
-
-
-def help_uri(rule_id: str) -> str:
-    """Where a person reads the specification text behind ``rule_id``.
-
-    The catalogue's *Source* cell names a spec file (``S/<v>/basic/lifecycle.mdx``);
-    ``<v>`` is the newest version the rule applies to. Rules citing JSON-RPC 2.0
-    only point at that specification; anything else at the MCP specification.
-    """
-    try:
-        entry = catalog.get(rule_id)
-    except KeyError:
-        return SPEC_SITE
-    newest = entry.versions[-1] if entry.versions else catalog.VERSIONS[-1]
-    match = _SPEC_PATH.search(entry.source)
-    if match is not None:
-        version = match.group(1)
-        if version is None:
-            version = catalog.STATELESS_VERSIONS[-1]
-        elif version == "<v>":
-            version = newest
-        return f"{SPEC_SITE}/{version}/{match.group(2)}"
-    if entry.source.startswith("JSON-RPC") or entry.family == "JR":
-        return JSONRPC_SPEC
-    page = _FAMILY_PAGES.get(entry.family)
-    if page is None:
-        return f"{SPEC_SITE}/{newest}"
-    return f"{SPEC_SITE}/{newest}/{page}"
+def help_uri(rule_id: str, version: str | None = None) -> str:
+    """Where a person reads the specification text behind ``rule_id`` (in ``version``)."""
+    return spec_link(rule_id, version)
 
 
 def artifact_uri(trace: Path) -> str:
@@ -96,13 +39,13 @@ def artifact_uri(trace: Path) -> str:
     return quote(trace.as_posix())
 
 
-def _rule(rule_id: str) -> dict[str, Any]:
+def _rule(rule_id: str, version: str | None) -> dict[str, Any]:
     description = catalog.description(rule_id) or rule_id
     rule: dict[str, Any] = {
         "id": export_text(rule_id, 200),
         "shortDescription": {"text": export_text(_first_sentence(description), 1000)},
         "fullDescription": {"text": export_text(description)},
-        "helpUri": help_uri(rule_id),
+        "helpUri": help_uri(rule_id, version),
     }
     try:
         entry = catalog.get(rule_id)
@@ -129,6 +72,7 @@ def sarif_log(
     trace: Path,
     lines: Mapping[int, int],
     notes: Sequence[str] = (),
+    versions: Mapping[str, str | None] | None = None,
 ) -> dict[str, Any]:
     """The SARIF log object for ``findings`` read from ``trace``.
 
@@ -137,6 +81,8 @@ def sarif_log(
     line is located at the file alone. ``notes``: what the check warned of
     (capture gaps, a torn last line), as the run's tool execution
     notifications, so that a clean log does not claim more than was checked.
+    ``versions``: each session's protocol version, for the links into the
+    specification (a rule's help links the version of the first session it fired in).
     """
     rules: list[dict[str, Any]] = []
     index: dict[str, int] = {}
@@ -146,7 +92,7 @@ def sarif_log(
         rule_id = finding.rule
         if rule_id not in index:
             index[rule_id] = len(rules)
-            rules.append(_rule(rule_id))
+            rules.append(_rule(rule_id, (versions or {}).get(finding.session)))
         physical: dict[str, Any] = {"artifactLocation": {"uri": uri}}
         line = next((lines[s] for s in finding.seq if s in lines), None)
         if line is not None:
@@ -161,6 +107,7 @@ def sarif_log(
                 "properties": {
                     "session": export_text(finding.session, 500),
                     "seq": list(finding.seq[:100]),
+                    "spec": spec_link(rule_id, (versions or {}).get(finding.session)),
                 },
             }
         )

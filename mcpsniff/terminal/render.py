@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +42,7 @@ from mcpsniff.core.model import (
     MessageRecord,
     Record,
 )
+from mcpsniff.core.spec_links import spec_link, spec_quote
 
 _RESET = "\x1b[0m"
 _STYLES = {
@@ -317,8 +318,8 @@ class FindingSummary:
         return sum(self.by_severity.values())
 
 
-def finding_json(finding: FindingRecord) -> dict[str, Any]:
-    """The ``check --format json`` object for one finding."""
+def finding_json(finding: FindingRecord, version: str | None = None) -> dict[str, Any]:
+    """The ``check --format json`` object for one finding; ``version``: its session's."""
     return {
         "rule": finding.rule,
         "severity": finding.severity,
@@ -326,15 +327,22 @@ def finding_json(finding: FindingRecord) -> dict[str, Any]:
         "session": finding.session,
         "seq": finding.seq,
         "data": finding.data,
+        "spec": spec_link(finding.rule, version),
     }
 
 
 def report_lines(
-    findings_by_session: dict[str, list[FindingRecord]], style: Style
+    findings_by_session: dict[str, list[FindingRecord]],
+    style: Style,
+    versions: Mapping[str, str | None] | None = None,
 ) -> Iterator[str]:
-    """The text report of ``mcpsniff check``: findings grouped by session."""
+    """The text report of ``mcpsniff check``: findings grouped by session.
+
+    ``versions``: each session's protocol version, for the spec links.
+    """
     s = style
     for session, findings in findings_by_session.items():
+        version = versions.get(session) if versions is not None else None
         counts = _counts(findings)
         yield _line(s("bold", _line("session ", session)), ": ", counts)
         # Repeats fold into one entry and dependents sit under their root
@@ -357,7 +365,11 @@ def report_lines(
             )
             yield _line("      ", finding.message)
             if group.repeated:
-                yield _line("      (the first of ", str(group.count), "; the others are alike)")
+                yield _line(
+                    "      (the first of ",
+                    str(group.count),
+                    "; the others differ only in ids and numbers)",
+                )
             for dependent in group.dependents:
                 yield _line("      ↳ so also ", s("bold", dependent.rule), ": ", dependent.message)
             data = {k: v for k, v in finding.data.items() if k not in ("explanation",)}
@@ -374,7 +386,9 @@ def report_lines(
                 entry = catalog.get(finding.rule)
             except KeyError:
                 continue
-            yield s("dim", _line("      spec: ", catalog.plain_source(entry)[:240]))
+            yield s("dim", _line("      spec: ", spec_link(finding.rule, version)))
+            if quote := spec_quote(entry.source):
+                yield s("dim", _line("            ", quote[:240]))
 
 
 def _counts(findings: Iterable[FindingRecord]) -> str:

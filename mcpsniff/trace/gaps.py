@@ -38,6 +38,8 @@ class GapTally:
     unjudged: dict[str, int] = field(default_factory=dict)
     #: Sessions whose state the analyzer dropped at its cap (``session-state-dropped``).
     dropped_sessions: int = 0
+    #: Sessions the trace never ended (the analyzer made up their session-end).
+    unended: list[str] = field(default_factory=list)
 
     def note(self, event: EventRecord) -> None:
         """Count one capture-gap event (fields of the wrong type count as nothing)."""
@@ -70,6 +72,23 @@ class GapTally:
                 continue
             for rule, count in gaps.excused.items():
                 self.unjudged[rule] = self.unjudged.get(rule, 0) + count
+
+    def note_unended(self, event: EventRecord) -> None:
+        """Count a session-end the analyzer made up: the trace did not end that session."""
+        if event.data.get("synthetic") is True and len(self.unended) < 1000:
+            self.unended.append(event.session)
+
+    def still_recording(self) -> str | None:
+        """One line when some session has no session-end (the trace may still grow), or None."""
+        if not self.unended:
+            return None
+        shown = ", ".join(terminal_safe(key[:80]) for key in self.unended[:3])
+        more = f" and {len(self.unended) - 3} more" if len(self.unended) > 3 else ""
+        return (
+            f"session {shown}{more} has no session-end: the trace may still be being recorded "
+            "(or its recorder stopped); requests in flight at its end are reported as in "
+            "flight (info), not as unanswered"
+        )
 
     def warning(self) -> str | None:
         """One line for the user, or None when the trace has no gap."""

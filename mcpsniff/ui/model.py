@@ -37,6 +37,8 @@ from mcpsniff.core.model import (
     MessageRecord,
     Record,
 )
+from mcpsniff.core.rules.interruption import interruption_reason
+from mcpsniff.core.spec_links import spec_link
 from mcpsniff.filter import MessageView, ViewBuilder, cancelled_request_id, progress_values
 from mcpsniff.filter.view import CANCELLED, EVENT, PROGRESS
 from mcpsniff.listing.summary import server_name
@@ -119,6 +121,8 @@ class SessionModel:
     start: float | None = None
     last: float | None = None
     ended: bool = False
+    #: Why the session was stopped (a forwarded signal, a killed server), if it was.
+    interrupted: str | None = None
     messages: int = 0
     dropped_rows: int = 0
     #: One compact JSON object per row (about a quarter of a dict's memory); a row is
@@ -148,11 +152,20 @@ class SessionModel:
             "start": self.start,
             "last": self.last,
             "ended": self.ended,
+            "interrupted": bounded(self.interrupted),
             "messages": self.messages,
             "rows": len(self.rows),
             "dropped": self.dropped_rows,
             "findings": {s: self.severities[s] for s in ("error", "warning", "info")},
         }
+
+    def set_version(self, version: str) -> None:
+        """The session's protocol version; the findings seen before it link its pages too."""
+        if version == self.version:
+            return
+        self.version = version
+        for entry in self.findings:
+            entry["spec"] = spec_link(entry["rule"], version)
 
     def row(self, n: int) -> dict[str, Any]:
         """Row ``n`` as a dict."""
@@ -357,6 +370,8 @@ class TraceModel:
             session.transport = data["transport"]
         if event.event == "session-end":
             session.ended = True
+        if session.interrupted is None:
+            session.interrupted = interruption_reason(event.event, data)
         part = HTTP_HEAD_EVENTS.get(event.event)
         exchange = data.get("exchange")
         if part is not None and isinstance(exchange, int):
@@ -404,7 +419,7 @@ class TraceModel:
                 return
             version = part.get("protocolVersion")
             if isinstance(version, str) and (kind == RESPONSE or session.version is None):
-                session.version = version
+                session.set_version(version)
             info = part.get("serverInfo" if kind == RESPONSE else "clientInfo")
             if isinstance(info, dict) and isinstance(info.get("name"), str):
                 if kind == RESPONSE:
@@ -417,7 +432,7 @@ class TraceModel:
             meta = params.get("_meta") if isinstance(params, dict) else None
             version = meta.get(STATELESS_VERSION_KEY) if isinstance(meta, dict) else None
             if isinstance(version, str):
-                session.version = version
+                session.set_version(version)
             if method == "server/discover" and isinstance(meta, dict):
                 info = meta.get("io.modelcontextprotocol/clientInfo")
                 if isinstance(info, dict) and isinstance(info.get("name"), str):
@@ -435,6 +450,8 @@ class TraceModel:
 
     def _finding(self, finding: FindingRecord) -> None:
         session = self._session(finding.session, None)
+        if session.interrupted is not None:
+            finding = _interrupted(finding, session.interrupted)
         session.severities[finding.severity] += 1
         if self._findings >= FINDING_LIMIT:
             return
@@ -442,7 +459,7 @@ class TraceModel:
         rows: list[int] = []
         for seq in finding.seq[:FINDING_SEQ_LIMIT]:
             rows.extend(session.rows_of(seq))
-        entry = finding_entry(finding, len(session.findings), rows)
+        entry = finding_entry(finding, len(session.findings), rows, session.version)
         session.findings.append(entry)
 
     # ------------------------------------------------------------------ output
@@ -457,6 +474,17 @@ class TraceModel:
             if session.number == number:
                 return session
         return None
+
+
+def _interrupted(finding: FindingRecord, reason: str) -> FindingRecord:
+    """A recorder older than the interruption verdict called a request in flight at
+    Ctrl-C unanswered (an error): show it as the info ``check`` now gives."""
+    data = finding.data if isinstance(finding.data, dict) else {}
+    if finding.rule != "JR-RESP-REQUIRED" or finding.severity != "error" or "cause" in data:
+        return finding
+    data = {**data, "cause": "interrupted", "reason": reason}
+    message = f"{finding.message} (in flight when the session was stopped: {reason})"
+    return FindingRecord(finding.rule, "info", message, finding.session, finding.seq, data)
 
 
 def annotation(view: MessageView) -> str | None:
@@ -485,8 +513,11 @@ def annotation(view: MessageView) -> str | None:
     return None
 
 
-def finding_entry(finding: FindingRecord, n: int, rows: list[int]) -> dict[str, Any]:
-    """A finding as the page shows it, with its rule's description and spec reference."""
+def finding_entry(
+    finding: FindingRecord, n: int, rows: list[int], version: str | None = None
+) -> dict[str, Any]:
+    """A finding as the page shows it, with its rule's description and spec reference
+    (``spec``: the rule's page in the session's ``version``)."""
     rule = bounded(finding.rule, 80) or "?"
     try:
         # Markdown emphasis (**MUST NOT**) reads as noise in a page that shows it as text.
@@ -505,6 +536,7 @@ def finding_entry(finding: FindingRecord, n: int, rows: list[int]) -> dict[str, 
         "cause": bounded(cause) if cause is not None else None,
         "description": catalog.description(finding.rule),
         "source": source,
+        "spec": spec_link(finding.rule, version if isinstance(version, str) else None),
     }
 
 

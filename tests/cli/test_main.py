@@ -90,7 +90,7 @@ def test_check_json_lines_have_exactly_the_documented_keys() -> None:
     lines = [orjson.loads(line) for line in result.output.splitlines()]
     assert len(lines) == 2
     for finding in lines:
-        assert set(finding) == {"rule", "severity", "message", "session", "seq", "data"}
+        assert set(finding) == {"rule", "severity", "message", "session", "seq", "data", "spec"}
     assert lines[0]["rule"] == "JR-PARSE"
     assert lines[0]["data"]["excerpt"] == "Loading model..."
     assert lines[0]["session"] == "stdout-pollution"
@@ -101,7 +101,7 @@ def test_check_text_groups_by_session_with_cause_and_spec() -> None:
     out = result.output
     assert "session string-id-echo: 1 error" in out
     assert "cause: id-type" in out
-    assert "spec: JSON-RPC §5" in out
+    assert "spec: https://www.jsonrpc.org/specification#response_object" in out
     assert out.strip().endswith("1 finding(s) at or above error")
 
 
@@ -133,6 +133,8 @@ def test_live_findings_equal_check_findings(trace: Path) -> None:
         main, ["check", "--format", "json", "--fail-on", "info", str(trace)]
     )
     checked = [orjson.loads(line) for line in result.output.splitlines()]
+    # check adds the link into the specification of the session's version.
+    assert all(c.pop("spec").startswith("https://") for c in checked)
     assert checked == live
 
 
@@ -338,3 +340,15 @@ def test_check_counts_the_sessions_whose_state_was_dropped(tmp_path: Path) -> No
     assert result.exit_code in (0, 1), result.output
     assert f"in {count} session(s)" in result.output
     assert "state" in result.stderr and "dropped" in result.stderr
+
+
+def test_rules_json_has_a_link_and_no_placeholder_for_every_rule() -> None:
+    result = CliRunner().invoke(main, ["rules", "--format", "json"])
+    rows = [orjson.loads(line) for line in result.output.splitlines()]
+    assert len(rows) >= 215
+    for row in rows:
+        assert row["spec"].startswith(
+            ("https://modelcontextprotocol.io/", "https://www.jsonrpc.org/")
+        )
+        assert "<v>" not in row["source"] and ".mdx" not in row["source"], row["rule"]
+        assert "⇒" not in row["description"] and "[Snd]" not in row["description"], row["rule"]

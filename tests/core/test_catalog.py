@@ -234,7 +234,8 @@ def test_unknown_id() -> None:
 def test_plain_source() -> None:
     text = plain_source(get("MSG-ID-TYPE"))
     assert "`" not in text
-    assert "schema/<v>/schema.ts (RequestId = string | number)" in text
+    assert "schema.ts (RequestId = string | number)" in text
+    assert "<v>" not in text and ".mdx" not in text
 
 
 def test_entries_are_frozen() -> None:
@@ -312,7 +313,56 @@ def test_description_is_a_plain_paragraph_and_empty_for_unknown_ids() -> None:
     for rule in IMPLEMENTED:
         text = cat.description(rule)
         assert text and "`" not in text and text.endswith("."), rule
-    # built from the catalogue row: who is at fault, and where the spec says so
-    built = cat.description("PING-EMPTY-RESULT")
+    # built from the catalogue row (a rule described nowhere else): who is at fault,
+    # and where the spec says so
+    from mcpsniff.core.explain import built_description
+
+    built = built_description(cat.get("PING-EMPTY-RESULT"))
     assert "the receiver is the one to fix" in built and "**" not in built
     assert '§ Behavior Requirements 1 ("The receiver MUST respond promptly' in built
+
+
+_SHORTHAND = (
+    "⇒",
+    "[Snd]",
+    "[Rcv]",
+    "[C]",
+    "[S]",
+    "[Req]",
+    "[Any]",
+    "S/<v>",
+    "serverCaps",
+    "clientCaps",
+)
+
+
+def test_every_description_is_plain_sentences_a_server_author_reads() -> None:
+    """Capital first, period last, none of the catalogue's shorthand, no placeholder."""
+    import re
+
+    from mcpsniff.core import catalog as cat
+    from mcpsniff.core.explain import built_description
+    from mcpsniff.core.rules import IMPLEMENTED
+
+    for rule in IMPLEMENTED:
+        text = cat.description(rule)
+        # A sentence: capital first (or a version: "2026-07-28 removed ..."), period last.
+        assert (text[:1].isupper() or text[:1].isdigit()) and text.endswith("."), (rule, text)
+        assert not any(mark in text for mark in _SHORTHAND), (rule, text)
+        assert not re.search(r"(?<![-\w])V[1-5](?![-\w])", text), (rule, text)
+    # "Prompts/list, prompts/get only with serverCaps.prompts" was the jargon before.
+    assert cat.description("CAP-PROMPTS").startswith("The client called prompts/list")
+    # Every catalogue row, even one no description covers yet, builds a clean paragraph.
+    for entry in cat.all_entries():
+        text = built_description(entry)
+        assert (text[:1].isupper() or text[:1].isdigit()) and text.endswith("."), entry.id
+        assert "⇒" not in text and "S/<v>" not in text, (entry.id, text)
+        assert not re.search(r"\[(?:C|S|Snd|Rcv|Req|Any)\]", text), (entry.id, text)
+
+
+def test_a_built_description_spells_capability_shorthand_out() -> None:
+    from mcpsniff.core import catalog as cat
+    from mcpsniff.core.explain import built_description
+
+    text = built_description(cat.get("CAP-PROMPTS"))
+    assert "serverCaps" not in text and "the server capability prompts" in text

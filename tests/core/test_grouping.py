@@ -56,3 +56,41 @@ def test_text_report_of_a_server_that_echoes_every_id_as_a_string() -> None:
     first, last = findings[0].seq[0], findings[-1].seq[-1]
     assert any(f"JR-RESP-ID  11 times, seq {first}..{last}" in line for line in lines)
     assert sum("JR-RESP-ID" in line for line in lines) == 1
+
+
+def test_different_tools_with_different_errors_do_not_fold() -> None:
+    """Regression: "the others are alike" hid a second tool's other mistake."""
+    convo = Conversation()
+    convo.handshake(server_caps={"tools": {}})
+    convo.client(request(2, "tools/list"))
+    tools = [
+        {"name": "search", "inputSchema": {"type": "object"}, "annotations": {"readOnlyHint": 1}},
+        {"name": "delete", "inputSchema": {"type": "object"}, "annotations": {"title": 7}},
+    ]
+    convo.server(result(2, {"tools": tools}))
+    findings = convo.find("TOOL-ANNOTATIONS-SHAPE")
+    assert len(findings) == 2
+    groups = group_findings(findings)
+    assert [g.count for g in groups] == [1, 1]
+    lines = [str(line) for line in report_lines({"s": findings}, Style(False))]
+    assert any("'search'" in line and "readOnlyHint" in line for line in lines)
+    assert any("'delete'" in line and "title" in line for line in lines)
+    assert not any("the others" in line for line in lines)
+
+
+def test_same_message_about_two_targets_does_not_fold() -> None:
+    one = FindingRecord("TOOL-X", "error", "the tool failed", "s", [3], {"tool": "a"})
+    two = FindingRecord("TOOL-X", "error", "the tool failed", "s", [5], {"tool": "b"})
+    again = FindingRecord("TOOL-X", "error", "the tool failed", "s", [7], {"tool": "a"})
+    groups = group_findings([one, two, again])
+    assert [(g.first.data["tool"], g.count) for g in groups] == [("a", 2), ("b", 1)]
+
+
+def test_messages_differing_only_in_ids_and_numbers_fold() -> None:
+    items = [
+        FindingRecord("R", "error", f'request {i} waited {i * 10} ms for id "{i}"', "s", [i])
+        for i in range(1, 5)
+    ]
+    items.append(FindingRecord("R", "error", "request 9 waited for tool 'get_v2'", "s", [9]))
+    items.append(FindingRecord("R", "error", "request 9 waited for tool 'get_v3'", "s", [10]))
+    assert [g.count for g in group_findings(items)] == [4, 1, 1]

@@ -45,8 +45,11 @@ def test_sarif_rules_results_and_locations_point_at_the_trace_line() -> None:
     run = json.loads(out)["runs"][0]
     rules = run["tool"]["driver"]["rules"]
     assert [r["id"] for r in rules] == ["JR-PARSE", "STDIO-STDOUT-CLEAN"]
-    assert rules[0]["helpUri"] == "https://www.jsonrpc.org/specification"
-    assert rules[1]["helpUri"].endswith("/basic/transports")
+    assert rules[0]["helpUri"] == "https://www.jsonrpc.org/specification#response_object"
+    # The page of the session's version (2025-11-25), at the section the rule cites.
+    assert rules[1]["helpUri"] == (
+        "https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#stdio"
+    )
     assert "not valid JSON" in rules[0]["fullDescription"]["text"]
     assert rules[0]["defaultConfiguration"]["level"] == "error"
     results = run["results"]
@@ -72,9 +75,12 @@ def test_sarif_of_a_clean_trace_has_no_results() -> None:
 
 def test_help_uri_resolves_version_placeholders() -> None:
     assert help_uri("CAP-RES-UPDATED") == (
-        "https://modelcontextprotocol.io/specification/2025-11-25/server/resources"
+        "https://modelcontextprotocol.io/specification/2025-11-25/server/resources#subscriptions"
     )
-    assert help_uri("NO-SUCH-RULE") == "https://modelcontextprotocol.io/specification"
+    assert help_uri("CAP-RES-UPDATED", "2024-11-05") == (
+        "https://modelcontextprotocol.io/specification/2024-11-05/server/resources#subscriptions"
+    )
+    assert help_uri("NO-SUCH-RULE") == "https://modelcontextprotocol.io/specification/2026-07-28"
 
 
 @pytest.mark.parametrize(
@@ -229,3 +235,16 @@ def test_a_clean_trace_has_no_notes() -> None:
     assert "invocations" not in json.loads(out)["runs"][0]
     _, out = check("--format", "junit", str(RECORDINGS / "clean-2025-11-25.jsonl"))
     assert ET.fromstring(out).find("./testsuite/system-err") is None
+
+
+def test_text_json_and_junit_link_the_page_of_the_session_version() -> None:
+    trace = RECORDINGS / "missing-initialized.jsonl"  # a 2025-11-25 session
+    page = "https://modelcontextprotocol.io/specification/2025-11-25/basic/lifecycle#initialization"
+    _, text = check(str(trace))
+    assert f"spec: {page}" in text
+    assert "S/<v>" not in text and ".mdx" not in text
+    _, out = check("--format", "json", str(trace))
+    links = {json.loads(line)["rule"]: json.loads(line)["spec"] for line in out.splitlines()}
+    assert links["LC-INITIALIZED-MISSING"] == page
+    _, xml = check("--format", "junit", str(trace))
+    assert f"spec: {page}" in xml

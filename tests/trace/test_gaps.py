@@ -182,3 +182,47 @@ def test_check_says_which_sessions_a_capped_relay_dropped(tmp_path: Path) -> Non
     # The one finding: s1's ping, never answered; nothing about s0's reply.
     assert "1 finding(s) in 3 session(s)" in result.output
     assert "JR-RESP-REQUIRED  seq" in result.output
+
+
+def _growing(path: Path, *, ended: bool) -> None:
+    """A handshake and a ping in flight; with or without the session-end."""
+    writer = TraceWriter.create(path)
+    frames = [*HANDSHAKE, ("c2s", PING)]
+    records: list = [
+        FrameRecord(i + 1, 1.0 + i, "stdio", d, "stdio", raw) for i, (d, raw) in enumerate(frames)
+    ]
+    if ended:
+        records.append(EventRecord(len(frames) + 1, 9.0, "stdio", "session-end", {}))
+    writer.write_all(records)
+    writer.close()
+
+
+def test_check_of_a_trace_still_being_recorded_says_so(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    _growing(path, ended=False)
+    result = CliRunner().invoke(main, ["check", str(path)])
+    assert result.exit_code == 0, result.stdout
+    assert "session stdio has no session-end: the trace may still be being recorded" in (
+        result.stderr
+    )
+    assert "info    JR-RESP-REQUIRED" in result.stdout
+    assert "request 1 (ping, seq 4) was still in flight" in result.stdout
+
+
+def test_near_miss_an_ended_trace_with_a_request_unanswered_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    _growing(path, ended=True)
+    result = CliRunner().invoke(main, ["check", str(path)])
+    assert result.exit_code == 1
+    assert "no session-end" not in result.stderr
+    assert "error   JR-RESP-REQUIRED" in result.stdout
+
+
+def test_still_recording_names_at_most_three_sessions() -> None:
+    tally = GapTally()
+    for key in ("a", "b", "c", "d", "e"):
+        tally.note_unended(EventRecord(1, 1.0, key, "session-end", {"synthetic": True}))
+    tally.note_unended(EventRecord(2, 1.0, "f", "session-end", {}))
+    line = tally.still_recording() or ""
+    assert line.startswith("session a, b, c and 2 more has no session-end")
+    assert GapTally().still_recording() is None

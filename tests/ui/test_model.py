@@ -187,3 +187,51 @@ def test_rows_carry_the_annotations_show_prints(tmp_path: Path) -> None:
         "cancels requestId=7, unanswered after 2.00 s",
     ]
     assert rows[2]["cancels"] == 0 and rows[2]["tool"] == "slow"
+
+
+def _stopped_trace(path: Path, *, signal: bool) -> None:
+    """What a recorder older than the interruption verdict wrote for Ctrl-C mid-call."""
+    from mcpsniff.core.model import EventRecord, FindingRecord
+    from mcpsniff.trace.writer import TraceWriter
+
+    call = b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow"}}\n'
+    records: list = [FrameRecord(1, 1.0, "stdio", "c2s", "stdio", call)]
+    if signal:
+        records.append(EventRecord(2, 2.0, "stdio", "signal", {"signal": "SIGINT"}))
+    records += [
+        EventRecord(3, 3.0, "stdio", "exit", {"returncode": 0, "status": 0}),
+        EventRecord(4, 3.0, "stdio", "session-end", {}),
+        FindingRecord(
+            "JR-RESP-REQUIRED",
+            "error",
+            "client request 2 (tools/call, seq 1) was never answered before the session ended",
+            "stdio",
+            [1],
+            {"id": 2, "method": "tools/call"},
+        ),
+    ]
+    writer = TraceWriter.create(path)
+    writer.write_all(records)
+    writer.close()
+
+
+def test_a_session_stopped_by_ctrl_c_is_not_painted_red(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    _stopped_trace(trace, signal=True)
+    (session,) = load_model(trace).sessions.values()
+    summary = session.summary()
+    assert summary["findings"] == {"error": 0, "warning": 0, "info": 1}
+    assert summary["interrupted"] == "mcpsniff forwarded SIGINT (Ctrl-C) to the server"
+    (finding,) = session.findings
+    assert finding["severity"] == "info" and finding["cause"] == "interrupted"
+    assert "in flight when the session was stopped" in finding["message"]
+
+
+def test_near_miss_a_session_that_ended_by_itself_keeps_its_unanswered_error(
+    tmp_path: Path,
+) -> None:
+    trace = tmp_path / "t.jsonl"
+    _stopped_trace(trace, signal=False)
+    (session,) = load_model(trace).sessions.values()
+    assert session.summary()["findings"]["error"] == 1
+    assert session.summary()["interrupted"] is None

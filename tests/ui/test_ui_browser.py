@@ -167,12 +167,20 @@ def test_findings_show_rule_description_and_spec(
     detail = page.locator("#detail").inner_text()
     assert catalog.description("JR-PARSE") in detail
     assert catalog.plain_source(catalog.get("JR-PARSE")) in detail
+    # The spec line links the rule's page (JSON-RPC's section for JR-PARSE).
+    link = page.locator("#detail .finding[data-rule=JR-PARSE] .src a")
+    assert link.get_attribute("href") == "https://www.jsonrpc.org/specification#response_object"
+    assert link.get_attribute("rel") == "noopener noreferrer"
     assert "Loading model..." in page.locator("#raw").inner_text()
     page.locator("[data-tab=findings]").click()
     groups = page.locator("#tab-findings section.group")
     assert groups.count() == len({f.rule for f in findings})
     group = page.locator("#tab-findings section.group[data-rule=STDIO-STDOUT-CLEAN]")
     assert catalog.description("STDIO-STDOUT-CLEAN") in group.inner_text()
+    # The session speaks 2025-11-25: its page in that version, not a placeholder.
+    assert group.locator(".src a").get_attribute("href") == (
+        "https://modelcontextprotocol.io/specification/2025-11-25/basic/transports#stdio"
+    )
     group.locator("button.link").first.click()
     page.wait_for_selector("#tab-timeline:not([hidden]) .row.selected", timeout=WAIT_MS)
     assert page.locator(".row.selected").get_attribute("data-kind") == "unparseable"

@@ -5,6 +5,7 @@
 * ``reuse``: request ids used twice, retry or conflict (MSG-ID-REUSE, MSG-ID-INFLIGHT)
 * ``replies``: the replies to bad input (JR-BATCH-EMPTY, JR-RESP-ID-NULL, JR-ERROR-SEMANTICS)
 * ``lifecycle``: eras, handshake, capabilities, stateless era (LC-*, CAP-*, MOD-*)
+* ``interruption``: why a session ended with requests in flight (signal, kill, no end)
 * ``flow``: cancellation, progress, unanswered requests (CANCEL-*, PROG-*)
 * ``methods``: per-method parameters and results (TOOL-*, RES-*, PROMPT-*, ...)
 * ``tasks``: task-augmented requests and tasks/* (TASK-*, 2025-11-25)
@@ -47,6 +48,7 @@ from mcpsniff.core.rules import jsonrpc
 from mcpsniff.core.rules import reuse
 from mcpsniff.core.rules import lifecycle
 from mcpsniff.core.rules import methods
+from mcpsniff.core.rules import interruption
 from mcpsniff.core.rules import flow
 from mcpsniff.core.rules import tasks
 from mcpsniff.core.rules import client_features
@@ -71,7 +73,7 @@ from mcpsniff.core.rules import apps_extension
 # isort: on
 
 #: The rule modules, in the order they register (and so run).
-MODULES = (replies, stdio, jsonrpc, reuse, lifecycle, methods, flow, tasks)
+MODULES = (replies, stdio, jsonrpc, reuse, lifecycle, methods, interruption, flow, tasks)
 MODULES += (client_features, content, utilities, http, http_bodies, http_origin, sse_legacy)
 MODULES += (subscriptions, http_stateless, http_2026, http_status_2026, negotiation)
 MODULES += (utilities_2026, http_sse_2026)

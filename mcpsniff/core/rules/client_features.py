@@ -42,6 +42,8 @@ _LINK = re.compile(r"https?://", re.IGNORECASE)
 _SECRET_KEYS = {"token", "access_token", "id_token", "password", "passwd", "session", "api_key"}
 #: URL-mode elicitation ids remembered per session (ELIC-COMPLETE-NOTIF).
 ELICITATION_WINDOW = 4096
+#: Hosts where a plain-http elicitation URL is local development, not a leak.
+_LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
 
 def _caps(session: Session) -> dict[str, Any]:
@@ -120,6 +122,22 @@ def tool_choice(session: Session, msg: Msg) -> None:
             "SAMP-TOOLCHOICE",
             f"toolChoice.mode is {mode!r}; it must be auto, required or none",
             [msg.frame],
+        )
+
+
+@rule("SAMP-TOOLCHOICE", on=RESULT, methods=SAMPLE)
+def tool_choice_none_result(session: Session, msg: Msg, result: dict[str, Any]) -> None:
+    """ToolChoice mode "none": the "Model MUST NOT use any tools" (schema.ts, ToolChoice)."""
+    request = msg.request
+    choice = _params(request).get("toolChoice") if request is not None else None
+    if not (isinstance(choice, dict) and choice.get("mode") == "none"):
+        return
+    if any(block.get("type") == "tool_use" for block in _content(result)):
+        session.report(
+            "SAMP-TOOLCHOICE",
+            'the sampling result uses a tool although the request set toolChoice mode "none"',
+            [msg.frame],
+            severity="info",  # the [C] part of the rule is a heuristic
         )
 
 
@@ -288,6 +306,18 @@ def url_safe(session: Session, msg: Msg) -> None:
     except ValueError:
         return
     leaked = sorted(keys & _SECRET_KEYS) + (["user:password"] if parts.password else [])
+    if not leaked and parts.scheme.lower() == "http" and parts.hostname not in _LOCAL_HOSTS:
+        # "Servers SHOULD use HTTPS URLs for non-development environments"
+        # (client/elicitation.mdx, Safe URL Handling).
+        session.report(
+            "ELIC-URL-SAFE",
+            f"the elicitation URL uses plain http on {str(parts.hostname)[:80]!r}; it should "
+            "use https outside local development",
+            [msg.frame],
+            scheme="http",
+            severity="warning",
+        )
+        return
     if leaked:
         session.report(
             "ELIC-URL-SAFE",

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from mcpsniff.core.ids import IdKey, id_key, show_id
 from mcpsniff.core.model import C2S, OPPOSITE, S2C, SENDER
 from mcpsniff.core.protocol import STATELESS, V4
+from mcpsniff.core.rules.interruption import interruption
 from mcpsniff.core.rules.registry import EVENT, NOTIFICATION, REPLY, REQUEST, rule
 from mcpsniff.core.state import (
     CAPTURE_GAP,
@@ -461,8 +462,11 @@ def end_of_session(session: Session, event: EventRecord) -> None:
 
     Unless their answer may be in a capture gap: a request in flight when the
     answering direction lost bytes is not judged (``capture_gap``), only counted.
+    And unless the session was interrupted (``interruption.py``): a request in
+    flight when the server was stopped is reported as such, as info.
     """
     state = session.state
+    stopped = interruption(session, event)
     reported = 0
     overflow = 0
     shared = session.shared
@@ -497,6 +501,21 @@ def end_of_session(session: Session, event: EventRecord) -> None:
                 overflow += 1
                 continue
             reported += 1
+            if stopped is not None:
+                cause, reason = stopped
+                session.report(
+                    "JR-RESP-REQUIRED",
+                    f"{SENDER[direction]} request {show_id(request.id)} ({request.method}, "
+                    f"seq {request.seq}) was still in flight when the session ended: {reason}",
+                    [request.seq],
+                    severity="info",
+                    cause=cause,
+                    reason=reason,
+                    id=request.id,
+                    method=request.method,
+                    waited_ms=round((event.t - request.t) * 1000.0, 3),
+                )
+                continue
             session.report(
                 "JR-RESP-REQUIRED",
                 f"{SENDER[direction]} request {show_id(request.id)} ({request.method}, seq "
@@ -508,7 +527,18 @@ def end_of_session(session: Session, event: EventRecord) -> None:
             )
         pending.clear()
         state.shadowed[direction].clear()
-    if overflow:
+    if overflow and stopped is not None:
+        session.report(
+            "JR-RESP-REQUIRED",
+            f"{overflow} more requests were still in flight when the session ended "
+            f"(not listed one by one): {stopped[1]}",
+            [event.seq],
+            severity="info",
+            cause=stopped[0],
+            reason=stopped[1],
+            count=overflow,
+        )
+    elif overflow:
         session.report(
             "JR-RESP-REQUIRED",
             f"{overflow} more requests were never answered (not listed one by one)",

@@ -570,6 +570,24 @@
     return el("pre", "http", lines.join("\n"));
   }
 
+  // The rule's page in the session's version; only links into the two specifications.
+  const SPEC_SITES = ["https://modelcontextprotocol.io/", "https://www.jsonrpc.org/"];
+  function specLine(f, cls) {
+    const line = el("div", cls);
+    if (typeof f.spec === "string" && SPEC_SITES.some((site) => f.spec.startsWith(site))) {
+      line.appendChild(document.createTextNode("spec: "));
+      const link = el("a", null, f.spec);
+      link.href = f.spec;
+      link.target = "_blank";
+      link.rel = "noopener noreferrer";
+      line.appendChild(link);
+      if (f.source) line.appendChild(el("div", null, f.source));
+    } else if (f.source) {
+      line.textContent = visible(`spec: ${f.source}`);
+    }
+    return line;
+  }
+
   function findingBlock(f) {
     const box = el("div", `finding sev-${f.severity}`);
     box.dataset.rule = f.rule;
@@ -580,7 +598,7 @@
     box.appendChild(el("div", "msg", f.message));
     if (f.cause) box.appendChild(el("div", "desc", `cause: ${f.cause}`));
     if (f.description) box.appendChild(el("div", "desc", f.description));
-    if (f.source) box.appendChild(el("div", "src", `spec: ${f.source}`));
+    if (f.source || f.spec) box.appendChild(specLine(f, "src"));
     return box;
   }
 
@@ -713,7 +731,7 @@
       head.appendChild(document.createTextNode(visible(` ${rule} × ${list.length}`)));
       group.appendChild(head);
       if (list[0].description) group.appendChild(el("div", "desc muted", list[0].description));
-      if (list[0].source) group.appendChild(el("div", "src muted", `spec: ${list[0].source}`));
+      if (list[0].source || list[0].spec) group.appendChild(specLine(list[0], "src muted"));
       for (const f of list.slice(0, 500)) {
         const line = el("div", `finding sev-${f.severity}`);
         line.appendChild(el("div", "msg", f.message));

@@ -164,3 +164,29 @@ PROOFS = [
 @pytest.mark.parametrize("p", PROOFS, ids=[p.rule for p in PROOFS])
 def test_rule_fires_and_near_miss_does_not(p: Proof) -> None:
     assert_proof(p)
+
+
+def _findings_of(steps: list, rule: str) -> list:
+    from tests.core.rules.dsl import play
+
+    return play(proof(rule, steps, []), steps).find(rule)
+
+
+def test_a_tool_used_although_tool_choice_was_none() -> None:
+    use = {"role": "assistant", "content": [USE], "model": "m", "stopReason": "toolUse"}
+    steps = [*sample(tools=[TOOL], toolChoice={"mode": "none"}), c(res(5, use))]
+    (finding,) = _findings_of(steps, "SAMP-TOOLCHOICE")
+    assert finding.severity == "info" and 'toolChoice mode "none"' in finding.message
+    # Near miss: the same reply to mode "auto", or a text reply to mode "none".
+    steps = [*sample(tools=[TOOL], toolChoice={"mode": "auto"}), c(res(5, use))]
+    assert _findings_of(steps, "SAMP-TOOLCHOICE") == []
+    text = {"role": "assistant", "content": TEXT, "model": "m"}
+    steps = [*sample(tools=[TOOL], toolChoice={"mode": "none"}), c(res(5, text))]
+    assert _findings_of(steps, "SAMP-TOOLCHOICE") == []
+
+
+def test_a_plain_http_elicitation_url_outside_development() -> None:
+    (finding,) = _findings_of(elicit({**URL, "url": "http://example.com/consent"}), "ELIC-URL-SAFE")
+    assert finding.severity == "warning" and "plain http" in finding.message
+    for url in ("http://localhost:8080/consent", "http://127.0.0.1/x", "https://example.com/a"):
+        assert _findings_of(elicit({**URL, "url": url}), "ELIC-URL-SAFE") == [], url

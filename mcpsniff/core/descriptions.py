@@ -1,0 +1,363 @@
+"""Plain descriptions of the rules ``explain.WRITTEN`` does not cover: what is wrong, who fixes it.
+
+The catalogue's *Check* cells are written for the checker's authors
+(``[C] prompts/list, prompts/get only with serverCaps.prompts``). A server
+author reads these instead: whole sentences, no shorthand, the fix last.
+``explain.explanation`` prefers ``explain.WRITTEN``, then these, and builds a
+sentence from the catalogue row only for a rule in neither.
+"""
+
+from __future__ import annotations
+
+PLAIN: dict[str, str] = {
+    # JSON-RPC 2.0 (JR-*)
+    "JR-METHOD-TYPE": "A request's method must be a string. A receiver answers any other value "
+    "with -32600 Invalid Request; fix the sender to put the method name in quotes.",
+    "JR-METHOD-RPC-RESERVED": 'Method names that begin with "rpc." are reserved by JSON-RPC '
+    "for its own extensions. Rename the method.",
+    "JR-PARAMS-STRUCTURED": "When a message has params, they must be an object or an array, "
+    "never a number, string, boolean or null. Leave params out instead of sending null.",
+    "JR-ID-TYPE": "A request id must be a string or a number. Booleans, objects and arrays "
+    "are not ids; fix the sender's id generator.",
+    "JR-RESULT-XOR-ERROR": "A response carries either result or error, never both and never "
+    "neither. Fix the responder to send exactly one of them.",
+    "JR-ERROR-OBJECT": "An error must be an object with an integer code and a string message "
+    "(data is optional). Fix the responder's error serializer.",
+    "JR-ERROR-CODE-INT": "An error code must be an integer, not a string or a fraction. Send "
+    "the number itself, for example -32602.",
+    "JR-ERROR-MSG-SHORT": "An error message should be one short sentence. Put details such as "
+    "stack traces in error.data instead of the message.",
+    "JR-ERROR-RESERVED": "Error codes from -32768 to -32000 are reserved by JSON-RPC; only the "
+    "five predefined codes and the server-error block (-32099 to -32000) may be used. Use an "
+    "application code outside that range.",
+    "JR-MEMBER-CASE": 'JSON-RPC member names are case-sensitive: "Jsonrpc", "ID" or '
+    '"Method" are unknown members, not the protocol\'s. Spell them in lower case.',
+    "JR-BATCH-BAD-JSON": "A batch that is not valid JSON gets a single -32700 Parse error "
+    "response with id null, not one response per element.",
+    "JR-BATCH-ELEMENT": "Each invalid element of a batch gets its own -32600 Invalid Request "
+    "response (id null) inside the reply array.",
+    "JR-BATCH-RESP-COUNT": "The reply to a batch is an array with one response per request "
+    "that had an id and none for notifications. Fix the responder to answer each request once.",
+    "JR-BATCH-ALL-NOTIF": "A batch of notifications only gets no reply at all, not an empty "
+    "array (over HTTP: 202 Accepted with no body).",
+    # MCP messages (MSG-*)
+    "MSG-PARAMS-OBJECT": "MCP params are always a JSON object; MCP has no positional "
+    "parameters. Send named parameters in an object.",
+    "MSG-RESULT-OBJECT": "An MCP result is always a JSON object, never an array, a primitive "
+    "or null. Return an object, even an empty one.",
+    "MSG-RESP-XOR": "A response must not carry both result and error: a success has result, "
+    "a failure has error with code and message. Send exactly one.",
+    "MSG-ERR-FIELDS": "An error needs at least an integer code and a string message. Fix the "
+    "responder's error objects.",
+    "MSG-ERR-ID": "An error response carries the id of the request it answers; only when the "
+    "request was too malformed to read its id may the id be null or missing.",
+    "MSG-NOTIF-NO-ID": "A notification has no id member; with an id it is a request that "
+    "expects an answer. Drop the id from notifications.",
+    "MSG-METHOD-DIRECTION": "This method does not exist in the session's protocol version, or "
+    "this side may not send it (initialize goes from client to server, sampling requests from "
+    "server to client). Send it only where the specification allows.",
+    "MSG-METHOD-UNKNOWN": "The method is not part of the protocol version in use and no "
+    "negotiated extension covers it, so the receiver will answer -32601 Method not found.",
+    "MSG-BATCH-V1": "Protocol version 2024-11-05 has no JSON-RPC batches. Send each message on "
+    "its own.",
+    "MSG-BATCH-V2-SHAPE": "A batch holds either only requests and notifications or only "
+    "responses, never both kinds. Split it.",
+    "MSG-BATCH-V2-INIT": "The initialize request must not be sent inside a batch. Send it on "
+    "its own first.",
+    "MSG-BATCH-REMOVED": "Batches were removed in 2025-06-18: every stdio line and every HTTP "
+    "POST body holds exactly one message. Send each message on its own.",
+    "MSG-META-KEYS": "Every _meta key is an optional prefix (dot-separated labels ending in /) "
+    "and a name made of letters, digits, dots, dashes and underscores. Rename the key.",
+    "MSG-META-PROGRESS": "A progress token in _meta must be a string or an integer. Fix the "
+    "requester's token.",
+    # Lifecycle (LC-*)
+    "LC-INIT-PARAMS": "The initialize request needs protocolVersion (a string), capabilities "
+    "(an object) and clientInfo with a name and a version. Fix the client's initialize.",
+    "LC-INIT-RESULT": "A successful initialize result needs protocolVersion, capabilities and "
+    "serverInfo with a name and a version; instructions, if present, is a string.",
+    "LC-INITIALIZED-ORDER": "The client sent requests after the initialize result but before "
+    "notifications/initialized. Send the notification first: it tells the server the client "
+    "is ready.",
+    "LC-VERSION-CLIENT": "The client should request a published protocol version, the latest "
+    "it supports. Update the client's version string.",
+    "LC-VERSION-CLIENT-DISCONNECT": "The server answered with another protocol version than "
+    "the client asked for and the client kept going. A client that does not support the "
+    "server's version should disconnect; check that it really supports it.",
+    "LC-INIT-REPEAT": "The client sent initialize twice in one session. Start a new session "
+    "(a new process or a new session id) instead.",
+    # Capability gating (CAP-*)
+    "CAP-PROMPTS": "The client called prompts/list or prompts/get although the server did not "
+    "declare the prompts capability. Check the server's capabilities before calling.",
+    "CAP-RESOURCES": "The client called resources/list, resources/read or "
+    "resources/templates/list although the server did not declare the resources capability.",
+    "CAP-RES-SUBSCRIBE": "The client subscribed to a resource although the server did not "
+    "declare resources.subscribe as true.",
+    "CAP-LOGGING-SETLEVEL": "The client sent logging/setLevel although the server did not "
+    "declare the logging capability.",
+    "CAP-COMPLETIONS": "The client sent completion/complete although the server did not "
+    "declare the completions capability.",
+    "CAP-LISTCHANGED-SERVER": "The server sent a list_changed notification for tools, prompts "
+    "or resources without declaring listChanged as true for that feature. Declare it or stop "
+    "sending the notification.",
+    "CAP-RES-UPDATED": (
+        "The server sent notifications/resources/updated without declaring "
+        "resources.subscribe as true. Declare it or stop sending the notification."
+    ),
+    "CAP-SAMPLING": "The server asked for sampling/createMessage although the client did not "
+    "declare the sampling capability.",
+    "CAP-ROOTS": "The server sent roots/list although the client did not declare the roots "
+    "capability.",
+    "CAP-ROOTS-LISTCHANGED": "The client sent notifications/roots/list_changed without "
+    "declaring roots.listChanged as true.",
+    "CAP-ELICITATION": "The server sent elicitation/create although the client did not declare "
+    "the elicitation capability.",
+    "CAP-ELICIT-MODE": "The server asked for an elicitation mode the client did not declare "
+    "(an empty elicitation capability means form mode only; URL mode needs elicitation.url).",
+    "CAP-SAMPLING-TOOLS": "The server sent tools or toolChoice in a sampling request although "
+    "the client did not declare sampling.tools.",
+    "CAP-SAMPLING-CONTEXT": "The server asked for includeContext thisServer or allServers "
+    "although the client did not declare sampling.context.",
+    "CAP-SHAPE": "Capability values are objects, listChanged and subscribe are booleans, and "
+    "experimental maps names to objects. Fix the declared capabilities.",
+    # Cancellation and progress
+    "CANCEL-SHAPE": "A notifications/cancelled needs the requestId of the request to cancel and "
+    "may carry a string reason.",
+    "CANCEL-SAME-DIRECTION": "A cancellation may only name a request its own sender issued; "
+    "this one names an unknown request or one the other side sent.",
+    "CANCEL-IN-PROGRESS": "The sender cancelled a request it had already received the answer "
+    "to. Only cancel requests that are still in flight.",
+    "CANCEL-TASK": "A task-augmented request is cancelled with tasks/cancel, not with "
+    "notifications/cancelled.",
+    "PROG-TOKEN-TYPE": "A progress token must be a string or an integer.",
+    "PROG-TOKEN-UNIQUE": "Progress tokens must be unique among the sender's requests in "
+    "flight; this one is already used by another active request.",
+    "PROG-ACTIVE-TOKEN": "A progress notification must name the token of a request still in "
+    "flight that the other side sent; this token is unknown or its request has finished.",
+    "PROG-TASK-TOKEN": "For a task-augmented request the original progress token stays valid "
+    "until the task ends and must be the one used for its progress.",
+    "PROG-PARAMS": "A progress notification needs a numeric progress and may carry a numeric "
+    "total and a string message.",
+    "PROG-TOTAL": "The progress value is larger than the total, which usually means the total "
+    "is wrong.",
+    "PROG-DIRECTION-V5": "In 2026-07-28 only the server sends progress, and only about a "
+    "client's request.",
+    "PING-EMPTY-RESULT": "The answer to ping is an empty result object ({}); only _meta may be "
+    "in it.",
+    "PING-NO-PARAMS": "A ping request has no parameters (only _meta is tolerated).",
+    # Logging
+    "LOG-LEVEL-ENUM": "Log levels are debug, info, notice, warning, error, critical, alert and "
+    "emergency; this level is none of them.",
+    "LOG-SETLEVEL-INVALID": "The server should answer an invalid level in logging/setLevel "
+    "with -32602 Invalid params.",
+    "LOG-SETLEVEL-RESULT": "A successful logging/setLevel result is empty.",
+    "LOG-FILTER": "After the client set a log level, the server sent a log message below it. "
+    "Filter messages by the level the client asked for.",
+    "LOG-MESSAGE-PARAMS": "A notifications/message needs a level and data, and may name a string "
+    "logger.",
+    # Completion and pagination
+    "COMPL-MAX-100": "A completion result lists at most 100 values. Return the first 100 and "
+    "set hasMore.",
+    "COMPL-RESULT-SHAPE": "A completion result has values (strings), and optionally an integer "
+    "total and a boolean hasMore.",
+    "COMPL-REF": "A completion request names a ref of type ref/prompt (with a name) or "
+    "ref/resource (with a uri), and an argument with a string name and value.",
+    "COMPL-CONTEXT": "The completion context's arguments map names to strings.",
+    "COMPL-REF-KNOWN": "The completion request names a prompt or resource template the server "
+    "never listed.",
+    "PAGE-SHAPE": "Paginated list requests take an optional string cursor, and their results "
+    "an optional string nextCursor.",
+    "PAGE-CURSOR-OPAQUE": "A cursor must be sent back exactly as the server gave it in "
+    "nextCursor for the same method; clients must not build or change cursors.",
+    "PAGE-CURSOR-SESSION": "The client reused a cursor from another session. Cursors are only "
+    "valid in the session that issued them.",
+    "PAGE-INVALID-CURSOR": "The server should answer an invalid cursor with -32602 Invalid params.",
+    # Tools
+    "TOOL-LIST-SHAPE": "Each tool in tools/list needs a name and an inputSchema object whose "
+    'root type is "object"; the other fields have fixed types. Fix the tool definitions.',
+    "TOOL-INPUTSCHEMA-VALID": "A tool's inputSchema must be a valid JSON Schema (2020-12 "
+    "unless $schema says otherwise). A tool without arguments can use "
+    '{"type": "object", "additionalProperties": false}.',
+    "TOOL-NAME-UNIQUE": "Two tools in tools/list have the same name, so a client cannot tell "
+    "which one it calls. Rename one.",
+    "TOOL-NAME-FORMAT": "Tool names should be 1 to 128 characters of letters, digits, "
+    "underscores, dots and dashes, without spaces or commas.",
+    "TOOL-CALL-ARGS-OBJECT": "The arguments of tools/call must be an object mapping argument "
+    "names to values.",
+    "TOOL-STRUCTURED-TYPE": "A tool result's structuredContent must be a JSON object in this "
+    "protocol version.",
+    "TOOL-STRUCTURED-TEXT": "A tool result with structuredContent should also carry the same "
+    "JSON as text, for clients that do not read structured output.",
+    "TOOL-BINARY-BASE64": "Image and audio content and embedded blobs carry base64 data and a "
+    "valid MIME type.",
+    "TOOL-EMBEDDED-RES-CAP": "The tool result embeds a resource, but the server does not "
+    "declare the resources capability. Declare it.",
+    "TOOL-RESOURCE-LINK-SHAPE": "A resource_link content block needs a uri and a name.",
+    "TOOL-ANNOTATIONS-SHAPE": "Tool annotations (readOnlyHint, destructiveHint, "
+    "idempotentHint, openWorldHint) are booleans and title is a string.",
+    # Resources
+    "RES-LIST-SHAPE": "Each resource in resources/list needs a uri and a name; the other "
+    "fields have fixed types.",
+    "RES-READ-SHAPE": "Each item of a resources/read result has a uri and exactly one of text "
+    "or blob (base64).",
+    "RES-BLOB-BASE64": "A resource blob must be valid base64.",
+    "RES-URI": "A resource uri must be a valid URI (RFC 3986), custom schemes included.",
+    "RES-TEMPLATE-SHAPE": "Each resource template needs a uriTemplate (RFC 6570) and a name.",
+    "RES-SUB-RESULT": "A successful resources/subscribe or resources/unsubscribe result is empty.",
+    "RES-ANNOTATIONS": 'Resource annotations: audience lists "user" or "assistant", '
+    "priority is between 0 and 1, and lastModified is an ISO 8601 date.",
+    # Prompts
+    "PROMPT-LIST-SHAPE": "Each prompt in prompts/list needs a name; its arguments, if any, "
+    "each have a name.",
+    "PROMPT-GET-ARGS": "The argument values of prompts/get must be strings.",
+    "PROMPT-REQUIRED-ARGS": (
+        "The client called prompts/get without an argument that prompts/list marked as "
+        "required; the server will refuse it with -32602. Pass every required argument."
+    ),
+    "PROMPT-MESSAGES": "Each prompt message has a role of user or assistant and one content "
+    "block of a type the protocol version allows.",
+    "PROMPT-EMBEDDED": "An embedded resource in a prompt needs a valid URI, its MIME type and "
+    "text or a base64 blob.",
+    # Sampling, roots, elicitation
+    "SAMP-REQ-SHAPE": "A sampling request needs messages (each with a role and content) and an "
+    "integer maxTokens; the optional fields have fixed types.",
+    "SAMP-PRIORITIES": "The cost, speed and intelligence priorities of modelPreferences are "
+    "numbers between 0 and 1.",
+    "SAMP-RESULT-SHAPE": "A sampling result needs a role, content and the model's name.",
+    "SAMP-TOOLRESULT-ONLY": "A user message that contains tool results contains nothing else.",
+    "SAMP-TOOL-BALANCE": "Every assistant message with tool_use blocks must be followed by a "
+    "user message of tool_result blocks, one for each tool_use id.",
+    "SAMP-TOOLCHOICE": "The mode of toolChoice is auto, required or none, and with none the result "
+    "must not use a tool.",
+    "ROOTS-FILE-URI": "Every root's uri must be a file:// URI.",
+    "ROOTS-RESULT-SHAPE": "A roots/list result lists roots, each with a uri and an optional name.",
+    "ELIC-SCHEMA-FLAT": "An elicitation's requestedSchema is a flat object of simple "
+    "properties (strings, numbers, booleans, enums); nested objects are not allowed.",
+    "ELIC-RESULT-ACTION": "An elicitation result's action is accept, decline or cancel; "
+    "content comes only with accept in form mode.",
+    "ELIC-CONTENT-SCHEMA": "The content the client accepted must match the requestedSchema it "
+    "was asked for.",
+    "ELIC-MODE-FIELDS": "Form mode needs a requestedSchema; URL mode needs a valid url and a "
+    "message (and in 2025-11-25 an elicitationId).",
+    "ELIC-COMPLETE-NOTIF": "A notifications/elicitation/complete must name the elicitationId of "
+    "an earlier URL-mode elicitation on the same connection.",
+    "ELIC-URL-REQUIRED-ERR": 'Error -32042 is only for "URL elicitation required", and its '
+    "data lists URL-mode elicitations, each with an elicitationId.",
+    "ELIC-URL-SAFE": (
+        "An elicitation URL must not carry credentials: no token, password or session in its "
+        "query and no user:password; it should use https outside local development."
+    ),
+    "ELIC-FORM-NO-LINKS": "Form-mode elicitations must not contain clickable links; use URL "
+    "mode to send the user to a page.",
+    # Tasks (2025-11-25)
+    "TASK-CAP-REQUESTOR": "A request may only be task-augmented when the receiver declared "
+    "task support for that kind of request in capabilities.tasks.",
+    "TASK-LIST-CANCEL-CAP": "The requests tasks/list and tasks/cancel may only be sent when "
+    "the receiver declared tasks.list or tasks.cancel.",
+    "TASK-TOOL-NO-CAP": "The client called a tool as a task although the server did not "
+    "declare tasks.requests.tools.call.",
+    "TASK-TOOL-FORBIDDEN": "The client called a tool as a task although the tool does not "
+    "support tasks (execution.taskSupport absent or forbidden).",
+    "TASK-TOOL-REQUIRED": "A tool whose execution.taskSupport is required must be called as a "
+    "task; the server answers any other call with -32601.",
+    "TASK-UNDECLARED-RECEIVER": "A receiver that never declared task support answered a "
+    "task-augmented request with a task. It should process the request normally.",
+    "TASK-ID": "A taskId is a string the receiver generates, unique among its tasks.",
+    "TASK-FIELDS": "Every task carries ISO 8601 createdAt and lastUpdatedAt; tasks/get also "
+    "carries ttl (a number or null).",
+    "TASK-RELATED-META": "Messages about a task carry _meta io.modelcontextprotocol/"
+    "related-task with its taskId, and tasks/get, tasks/list, tasks/cancel and status "
+    "notifications do not.",
+    "TASK-CANCEL-TERMINAL": "Cancelling a task that already ended is answered with -32602.",
+    "TASK-CANCEL-RESULT": 'A successful tasks/cancel shows status "cancelled", and the task '
+    "stays cancelled.",
+    "TASK-ERRORS": "An unknown taskId or an invalid tasks/list cursor is answered with -32602, "
+    "an internal failure with -32603.",
+    "TASK-POLL-INTERVAL": "The requester polled tasks/get faster than the pollInterval the "
+    "receiver asked for.",
+    "TASK-FAILED-ISERROR": "A tool task whose result has isError true should end with status "
+    "failed.",
+    # Transports
+    "SSE-ENDPOINT-EVENT": "On the legacy HTTP+SSE transport the server's first event is "
+    '"endpoint", whose data is the URI to POST messages to.',
+    "HTTP-202": "A POST holding only responses or notifications is answered 202 Accepted with "
+    "no body when accepted, or with an HTTP error status when not.",
+    "HTTP-REQ-CONTENT-TYPE": "A POST holding a request is answered with Content-Type "
+    "application/json or text/event-stream; 202 is not an answer to a request.",
+    "HTTP-GET-ACCEPT": "The client's GET must accept text/event-stream.",
+    "HTTP-GET-REPLY": "A GET on the MCP endpoint is answered with an event stream or with "
+    "405 Method Not Allowed.",
+    "HTTP-EVENT-ID-UNIQUE": "SSE event ids must be unique across all streams of a session, so "
+    "a client can resume from the right place.",
+    "HTTP-SESSION-CHARS": "A session id may only use visible ASCII characters (0x21 to 0x7E).",
+    "HTTP-SESSION-404": "Once the server ended a session, requests with its id get 404 Not Found.",
+    "HTTP-SESSION-REINIT": "After a 404 for its session id, the client must start over with a "
+    "new initialize without a session id instead of reusing the dead one.",
+    "HTTP-PROTO-HEADER-VALUE": "The MCP-Protocol-Version header must name the protocol version "
+    "the session negotiated.",
+    "HTTP-PROTO-HEADER-400": "The server should answer an invalid or unsupported "
+    "MCP-Protocol-Version header with 400 Bad Request.",
+    "AUTH-BEARER-EVERY": "Once authorized, the client sends Authorization: Bearer with every "
+    "HTTP request, not only the first.",
+    "AUTH-NO-QUERY-TOKEN": "Access tokens must never travel in the URL's query string; send "
+    "them in the Authorization header.",
+    "AUTH-401-WWW-AUTH": "A 401 response carries a WWW-Authenticate header that points to the "
+    "protected resource metadata, so the client can find the authorization server.",
+    # General fields
+    "ICON-SHAPE": "Each icon needs a src URI and may carry a mimeType, sizes and a theme of "
+    "light or dark.",
+    "ICON-SAFE-SCHEME": "Icon sources must be https: or data: URIs; clients reject javascript:, "
+    "file: and other schemes.",
+    # 2026-07-28 (MOD-*)
+    "MOD-META-REQUIRED": (
+        "In 2026-07-28 every client request carries _meta io.modelcontextprotocol/"
+        "protocolVersion and io.modelcontextprotocol/clientCapabilities; servers reject a "
+        "request without them. Add both to every request."
+    ),
+    "MOD-CLIENTINFO": "In 2026-07-28 requests should carry _meta io.modelcontextprotocol/"
+    "clientInfo naming the client.",
+    "MOD-SERVERINFO": "In 2026-07-28 every result should carry _meta io.modelcontextprotocol/"
+    "serverInfo naming the server.",
+    "MOD-UNSUPPORTED-VERSION": "A server that does not support the requested protocol version "
+    "answers -32022 with data.supported (the versions it speaks) and data.requested (HTTP 400).",
+    "MOD-MISSING-CLIENT-CAP": "A request that needs a client capability the client did not "
+    "declare is answered with -32021 and data.requiredCapabilities (HTTP 400).",
+    "MOD-DISCOVER": "The server/discover request must be implemented: its result has resultType, "
+    "supportedVersions, capabilities and the cache hints ttlMs and cacheScope.",
+    "MOD-RESULTTYPE": 'In 2026-07-28 every result carries resultType "complete" or '
+    '"input_required" (or a value an advertised extension defines).',
+    "MOD-NO-SERVER-REQUESTS": "In 2026-07-28 the server sends no JSON-RPC requests (sampling, "
+    "elicitation and roots travel inside inputRequests) and the client sends no responses.",
+    "MOD-MRTR-METHODS": 'A resultType of "input_required" may only answer prompts/get, '
+    "resources/read and tools/call.",
+    "MOD-MRTR-CONTENT": "An input_required result carries inputRequests or requestState; each "
+    "input request is an elicitation, sampling or roots request for a feature the client "
+    "declared in that request.",
+    "MOD-MRTR-RETRY-ID": "The client's retry of a request that needed input uses a new "
+    "JSON-RPC id.",
+    "MOD-MRTR-STATE-ECHO": (
+        "The client echoes requestState unchanged in its retry of a request that needed "
+        "input, and invents none when the server gave none."
+    ),
+    "MOD-LOG-OPTIN": (
+        "In 2026-07-28 the server sends log messages only while a request whose _meta asked "
+        "for them (io.modelcontextprotocol/logLevel) is in flight."
+    ),
+    "MOD-CACHE": (
+        "Complete results of server/discover and the list and read methods carry ttlMs (an "
+        'integer of 0 or more) and cacheScope ("public" or "private").'
+    ),
+    "MOD-ERRCODES": "2026-07-28 allows only -32020, -32021 and -32022 between -32020 and "
+    "-32099, and never -32002 or -32042. Use the codes the specification defines.",
+    "MOD-RES-NOT-FOUND": (
+        "In 2026-07-28 a missing resource is answered with -32602 Invalid params, not with "
+        "the older -32002."
+    ),
+    "MOD-REMOVED": "2026-07-28 removed initialize, notifications/initialized, ping, "
+    "logging/setLevel, resource subscriptions, notifications/roots/list_changed, the tasks "
+    "methods and URL elicitation completion. Stop sending them in 2026-07-28 sessions.",
+    "MOD-HTTP-PROTO-HEADER": "Every 2026-07-28 POST carries an MCP-Protocol-Version header equal "
+    "to the body's _meta protocol version; a server answers a mismatch with 400 and -32020.",
+    "MOD-HTTP-STD-HEADERS": "Every 2026-07-28 POST carries Mcp-Method equal to the body's "
+    "method, and Mcp-Name equal to the tool or prompt name or the resource URI; a server "
+    "answers a missing or different header with 400 and -32020.",
+}
