@@ -196,7 +196,7 @@ def on_request(session: Session, msg: Msg) -> None:
         elif not state.first_c2s_seen:
             _first_message(session, msg)
         state.first_c2s_seen = True
-        if state.era == STATELESS:
+        if state.era == STATELESS and not _legacy_offer(session, msg):
             # The era is already decided (Session._note_era); only its rules read _meta.
             _stateless_request(session, msg, _meta(msg))
         else:
@@ -241,6 +241,12 @@ def on_request(session: Session, msg: Msg) -> None:
     _method_direction(session, msg)
 
 
+def _legacy_offer(session: Session, msg: Msg) -> bool:
+    """Whether ``msg`` is an initialize offered on a stateless connection (no _meta due)."""
+    lc = session.state.lifecycle
+    return lc.offered_from_stateless and msg.frame == lc.init_seq
+
+
 def _first_message(session: Session, msg: Msg) -> None:
     state = session.state
     if state.era == STATELESS:
@@ -264,11 +270,15 @@ def _initialize_request(session: Session, msg: Msg) -> None:
     state = session.state
     lc = state.lifecycle
     if state.era == STATELESS:
-        # initialize selects legacy semantics for this connection (S/2026-07-28/
-        # basic/versioning.mdx § Backward Compatibility with Initialization-Based
-        # Versions).
-        state.version = None
-    state.era = HANDSHAKE
+        # "A server that wishes to support both legacy clients [...] and modern
+        # clients [...] MAY implement both behaviors" (2026-07-28 basic/versioning.mdx
+        # § Backward Compatibility with Initialization-Based Versions); a modern-only
+        # one answers initialize with 404 and -32601. So the server's answer, not the
+        # request, decides whether this connection turns to the handshake era: until
+        # then its ids still pair as stateless ones (_initialize_response).
+        lc.offered_from_stateless = True
+    else:
+        state.era = HANDSHAKE
     if lc.init_seq is not None:
         session.report(
             "LC-INIT-REPEAT",
@@ -521,7 +531,7 @@ def on_notification(session: Session, msg: Msg) -> None:
                     method=method,
                 )
             state.first_c2s_seen = True
-        if state.era == STATELESS:
+        if state.era == STATELESS and not _legacy_offer(session, msg):
             _method_direction(session, msg)
             return
         if method == "notifications/initialized":
@@ -639,6 +649,15 @@ def late_initialize_response(session: Session, msg: Msg) -> None:
 def _initialize_response(session: Session, msg: Msg) -> None:
     state = session.state
     lc = state.lifecycle
+    if lc.offered_from_stateless:
+        lc.offered_from_stateless = False
+        if msg.kind == ERROR or not isinstance(msg.obj.get("result"), dict):
+            # A modern server refused the legacy handshake: the connection stays
+            # stateless, and no handshake is pending (nothing waits for initialized).
+            lc.init_seq = lc.init_key = lc.requested_version = None
+            return
+        state.era = HANDSHAKE
+        state.version = None
     lc.init_response_seq = msg.frame
     if msg.kind == ERROR:
         lc.init_ok = False
