@@ -15,7 +15,7 @@ import click
 import orjson
 
 from mcpsniff import __version__
-from mcpsniff.core import catalog
+from mcpsniff.core import catalog, conformance
 from mcpsniff.core.analyzer import Analyzer, dropped_id, replay_batches, replay_notable
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.core.explain import explain_lines
@@ -285,6 +285,7 @@ def rules(fmt: str) -> None:
                         "versions": list(entry.versions),
                         "source": catalog.plain_source(entry),
                         "description": catalog.description(rule_id),
+                        "conformance": list(conformance.checks_for(rule_id)),
                     }
                 ).decode()
             )
