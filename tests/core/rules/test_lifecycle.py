@@ -388,3 +388,16 @@ def test_an_accepted_initialize_turns_the_connection_to_the_handshake_era() -> N
     # Now a handshake session: tools/list before notifications/initialized, and the
     # answered id 500 used again.
     assert {"LC-INITIALIZED-ORDER", "MSG-ID-REUSE"} <= rules
+
+
+def test_a_server_info_without_a_version_does_not_identify_the_server() -> None:
+    """The SDK 2.x's MCPServer(name) says version "" (the conformance suite warns too)."""
+    anonymous = v5_result(1, {"content": []})
+    anonymous["result"]["_meta"] = {
+        "io.modelcontextprotocol/serverInfo": {"name": "s", "version": ""}
+    }
+    steps = [c(v5(1, "tools/call", {"name": "a"})), s(anonymous)]
+    assert [rule for rule, _ in _findings(steps)] == ["MOD-SERVERINFO"]
+    assert (
+        _findings([c(v5(1, "tools/call", {"name": "a"})), s(v5_result(1, {"content": []}))]) == []
+    )
