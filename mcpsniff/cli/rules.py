@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 import orjson
 
-from mcpsniff.core import catalog
+from mcpsniff.core import catalog, conformance
 from mcpsniff.core.rules import IMPLEMENTED
 from mcpsniff.core.spec_links import spec_link
 
@@ -30,6 +30,7 @@ def rules(fmt: str) -> None:
                         "source": catalog.plain_source(entry),
                         "spec": spec_link(rule_id),
                         "description": catalog.description(rule_id),
+                        "conformance": list(conformance.checks_for(rule_id)),
                     }
                 ).decode()
             )

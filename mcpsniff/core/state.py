@@ -140,6 +140,11 @@ class Lifecycle:
     initialized_seq: int | None = None
     order_reported: bool = False
     probe_seen: bool = False
+    #: The initialize at ``init_seq`` came on a connection already speaking the
+    #: stateless era; the server's answer decides whether it switches.
+    offered_from_stateless: bool = False
+    #: The server has answered a 2026-07-28 request with a result: it speaks that era.
+    modern_answered: bool = False
 
 
 @dataclass(slots=True)

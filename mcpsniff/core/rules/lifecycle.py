@@ -36,6 +36,7 @@ from mcpsniff.core.rules.registry import (
 )
 
 # The stateless era's checks, under the names this module's rules call them by.
+from mcpsniff.core.rules.stateless_era import removed_request as _removed_request
 from mcpsniff.core.rules.stateless_era import stateless_request as _stateless_request
 from mcpsniff.core.rules.stateless_era import v5_error as _v5_error
 from mcpsniff.core.rules.stateless_era import v5_result as _v5_result
@@ -183,7 +184,13 @@ def on_request(session: Session, msg: Msg) -> None:
         elif not state.first_c2s_seen:
             _first_message(session, msg)
         state.first_c2s_seen = True
-        if state.era == STATELESS:
+        if state.era == STATELESS and _legacy_offer(session, msg):
+            # A legacy initialize carries no 2026-07-28 _meta. After a modern request
+            # failed it is the fallback streamable-http.mdx § Backward Compatibility
+            # describes; to a server that already answered one, a removed method.
+            if state.lifecycle.modern_answered:
+                _removed_request(session, msg)
+        elif state.era == STATELESS:
             # The era is already decided (core/session/scoping.py); only its rules read _meta.
             _stateless_request(session, msg, _meta(msg))
         else:
@@ -228,6 +235,12 @@ def on_request(session: Session, msg: Msg) -> None:
     _method_direction(session, msg)
 
 
+def _legacy_offer(session: Session, msg: Msg) -> bool:
+    """Whether ``msg`` is an initialize offered on a stateless connection (no _meta due)."""
+    lc = session.state.lifecycle
+    return lc.offered_from_stateless and msg.frame == lc.init_seq
+
+
 def _first_message(session: Session, msg: Msg) -> None:
     state = session.state
     if state.era == STATELESS:
@@ -251,11 +264,15 @@ def _initialize_request(session: Session, msg: Msg) -> None:
     state = session.state
     lc = state.lifecycle
     if state.era == STATELESS:
-        # initialize selects legacy semantics for this connection (S/2026-07-28/
-        # basic/versioning.mdx § Backward Compatibility with Initialization-Based
-        # Versions).
-        state.version = None
-    state.era = HANDSHAKE
+        # "A server that wishes to support both legacy clients [...] and modern
+        # clients [...] MAY implement both behaviors" (2026-07-28 basic/versioning.mdx
+        # § Backward Compatibility with Initialization-Based Versions); a modern-only
+        # one answers initialize with 404 and -32601. So the server's answer, not the
+        # request, decides whether this connection turns to the handshake era: until
+        # then its ids still pair as stateless ones (_initialize_response).
+        lc.offered_from_stateless = True
+    else:
+        state.era = HANDSHAKE
     if lc.init_seq is not None:
         session.report(
             "LC-INIT-REPEAT",
@@ -576,6 +593,7 @@ def on_response(session: Session, msg: Msg) -> None:
         if msg.kind == ERROR:
             _v5_error(session, msg)
         else:
+            state.lifecycle.modern_answered = True
             _v5_result(session, msg, request.method)
 
 
@@ -594,6 +612,15 @@ def late_initialize_response(session: Session, msg: Msg) -> None:
 def _initialize_response(session: Session, msg: Msg) -> None:
     state = session.state
     lc = state.lifecycle
+    if lc.offered_from_stateless:
+        lc.offered_from_stateless = False
+        if msg.kind == ERROR or not isinstance(msg.obj.get("result"), dict):
+            # A modern server refused the legacy handshake: the connection stays
+            # stateless, and no handshake is pending (nothing waits for initialized).
+            lc.init_seq = lc.init_key = lc.requested_version = None
+            return
+        state.era = HANDSHAKE
+        state.version = None
     lc.init_response_seq = msg.frame
     if msg.kind == ERROR:
         lc.init_ok = False

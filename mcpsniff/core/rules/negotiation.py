@@ -88,7 +88,10 @@ def answer(session: Session, msg: Msg) -> None:
             listed = result.get("supportedVersions")
             if isinstance(listed, list) and all(isinstance(v, str) for v in listed):
                 session.state.rule_state["supported_versions"] = frozenset(listed[:64])
-        _result(session, msg, request)
+        if request.method != "initialize":
+            # A server that accepts the legacy handshake implements both eras
+            # (basic/versioning.mdx § Backward Compatibility): no _meta is due on it.
+            _result(session, msg, request)
     elif msg.kind == ERROR:
         _error(session, msg, request)
 

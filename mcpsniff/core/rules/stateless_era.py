@@ -63,6 +63,12 @@ def stateless_request(session: Session, msg: Msg, meta: dict[str, Any] | None) -
             f'the client request "{method}" carries no _meta {META_CLIENT_INFO}',
             [msg.frame],
         )
+    removed_request(session, msg)
+
+
+def removed_request(session: Session, msg: Msg) -> None:
+    """MOD-REMOVED for a client request 2026-07-28 no longer has."""
+    method = msg.method or ""
     if method in REMOVED_IN_V5:
         session.report(
             "MOD-REMOVED",
@@ -89,10 +95,21 @@ def v5_result(session: Session, msg: Msg, method: str) -> None:
             result_type=result_type,
         )
     meta = result.get("_meta")
-    if not (isinstance(meta, dict) and META_SERVER_INFO in meta):
+    info = meta.get(META_SERVER_INFO) if isinstance(meta, dict) else None
+    if info is None:
         session.report(
             "MOD-SERVERINFO",
             f'the result of "{method}" carries no _meta {META_SERVER_INFO}',
+            [msg.frame],
+            method=method,
+        )
+    elif not (isinstance(info, dict) and info.get("name") and info.get("version")):
+        # "Servers SHOULD identify themselves" (basic/index.mdx): an Implementation
+        # with an empty name or version (a server built without one) names nothing.
+        session.report(
+            "MOD-SERVERINFO",
+            f'the result of "{method}" carries _meta {META_SERVER_INFO} without a name '
+            "and a version that identify the server",
             [msg.frame],
             method=method,
         )

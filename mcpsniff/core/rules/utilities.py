@@ -238,7 +238,10 @@ def retry(session: Session, msg: Msg) -> None:
         return
     pending = session.state.rule_state.get("mrtr")
     target = params.get("name") or params.get("uri")
-    entry = pending.get((msg.method, str(target))) if pending is not None else None
+    # A retry answers its input_required once: the next request of the same
+    # method and target that carries inputResponses is another call (on a
+    # stateless server, maybe another client's), not this retry again.
+    entry = pending.pop((msg.method, str(target)), None) if pending is not None else None
     if entry is None:
         return
     original_id, state = entry

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Conversation, error, notification, request, result
-from tests.core.rules.dsl import Proof, assert_proof, c, end, note, req, res, s
+from tests.core.rules.dsl import Proof, assert_proof, c, end, note, play, req, res, s
 
 V4, V5 = "2025-11-25", "2026-07-28"
 INFO = {"name": "x", "version": "1"}
@@ -482,3 +482,57 @@ def test_logging_notification_needs_logging_capability(convo: Conversation) -> N
 @pytest.mark.parametrize("p", PROOFS, ids=[p.rule for p in PROOFS])
 def test_rule_fires_and_near_miss_does_not(p: Proof) -> None:
     assert_proof(p)
+
+
+def _stateless_offer(answer: dict[str, Any]) -> list:
+    """A 2026-07-28 connection on which the client offers initialize, then goes on."""
+    return [
+        c(v5(1, "tools/list")),
+        s(v5_result(1, {"tools": []}, **CACHE)),
+        c(init(id_=500)),
+        s(answer),
+        c(v5(500, "tools/list")),
+        s(v5_result(500, {"tools": []}, **CACHE)),
+        c(v5(2, "tools/list")),
+        s(v5_result(2, {"tools": []}, **CACHE)),
+        end(),
+    ]
+
+
+def _findings(steps: list) -> list[tuple[str, str]]:
+    convo = play(Proof("-", steps, [], version=None), steps)
+    return [(f.rule, f.message) for f in convo.findings]
+
+
+def test_a_refused_initialize_leaves_a_stateless_connection_stateless() -> None:
+    """A modern server answers initialize with -32601 (the conformance suite's probe).
+
+    The refusal pairs with its request, the ids after it still pair as stateless ones
+    (500 reused after its answer is no MSG-ID-REUSE there), and no handshake rule waits
+    for an initialize result or notifications/initialized. Sending a removed method to
+    a connection already speaking 2026-07-28 is the one thing said.
+    """
+    findings = _findings(_stateless_offer(v5_error(500, -32601)))
+    assert findings == [("MOD-REMOVED", 'the client sent "initialize", which 2026-07-28 removed')]
+
+
+def test_an_accepted_initialize_turns_the_connection_to_the_handshake_era() -> None:
+    accepted = init_result()
+    accepted["id"] = 500
+    rules = {rule for rule, _ in _findings(_stateless_offer(accepted))}
+    # Now a handshake session: tools/list before notifications/initialized, and the
+    # answered id 500 used again.
+    assert {"LC-INITIALIZED-ORDER", "MSG-ID-REUSE"} <= rules
+
+
+def test_a_server_info_without_a_version_does_not_identify_the_server() -> None:
+    """The SDK 2.x's MCPServer(name) says version "" (the conformance suite warns too)."""
+    anonymous = v5_result(1, {"content": []})
+    anonymous["result"]["_meta"] = {
+        "io.modelcontextprotocol/serverInfo": {"name": "s", "version": ""}
+    }
+    steps = [c(v5(1, "tools/call", {"name": "a"})), s(anonymous)]
+    assert [rule for rule, _ in _findings(steps)] == ["MOD-SERVERINFO"]
+    assert (
+        _findings([c(v5(1, "tools/call", {"name": "a"})), s(v5_result(1, {"content": []}))]) == []
+    )

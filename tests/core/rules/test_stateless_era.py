@@ -61,7 +61,7 @@ def _result(method: str, **result: Any) -> list[str]:
 
 
 def test_v5_result() -> None:
-    info = {META_SERVER_INFO: {"name": "s"}}
+    info = {META_SERVER_INFO: {"name": "s", "version": "1"}}
     hints = {"ttlMs": 0, "cacheScope": "public"}
     assert _result("tools/list", resultType="complete", _meta=info, tools=[], **hints) == []
     assert _result("tools/list", resultType="complete", _meta=info, tools=[]) == ["MOD-CACHE"]

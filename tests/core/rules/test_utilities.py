@@ -16,6 +16,7 @@ from tests.core.rules.dsl import (
     http_response,
     in_other_session,
     note,
+    play,
     req,
     res,
     s,
@@ -278,3 +279,20 @@ PROOFS = [
 @pytest.mark.parametrize("p", PROOFS, ids=[p.rule for p in PROOFS])
 def test_rule_fires_and_near_miss_does_not(p: Proof) -> None:
     assert_proof(p)
+
+
+def test_a_retry_answers_its_input_required_once() -> None:
+    """After the retry (id 2), a later call under id 1 with inputResponses is no retry of it.
+
+    On a stateless server the later call may come from another client that numbers its
+    requests from 1 too (the conformance runner does, one process a scenario).
+    """
+    steps = [
+        c(v5(1, "tools/call", CALL_PARAMS)),
+        s(INPUT_REQUIRED),
+        c(v5(2, "tools/call", {**CALL_PARAMS, "inputResponses": {}, "requestState": "s1"})),
+        s(v5_result(2, {"content": []})),
+        c(v5(1, "tools/call", {**CALL_PARAMS, "inputResponses": {}})),
+    ]
+    convo = play(Proof("-", steps, [], version=None), steps)
+    assert [f.rule for f in convo.findings if f.rule.startswith("MOD-MRTR")] == []

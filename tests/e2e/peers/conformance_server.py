@@ -23,6 +23,7 @@ import base64
 import json
 from typing import Any
 
+from fixture_media import PNG, WAV
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.prompts.base import Message, UserMessage
 from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
@@ -44,12 +45,6 @@ from mcp.types import (
 )
 from pydantic import AnyUrl
 
-#: A 1x1 PNG and a WAV file with one silent sample.
-PNG = (
-    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAF"
-    "BQIAX8jx0gAAAABJRU5ErkJggg=="
-)
-WAV = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA="
 JSON_SCHEMA_2020_12 = "https://json-schema.org/draft/2020-12/schema"
 
 
