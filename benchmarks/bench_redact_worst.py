@@ -1,6 +1,6 @@
 """Worst-case inputs of redaction: does the cost stay linear in the frame size?
 
-Every frame is hostile (DESIGN.md invariant 6). Each row is a frame made of one
+Every frame is hostile (docs/architecture.md, invariant 6). Each row is a frame made of one
 short unit repeated (a hint, a name=value pair, an escaped quote ...), timed at
 ``--size`` bytes and at 8x that; a linear algorithm takes about 8x the time,
 a quadratic one about 64x. Best of ``--repeat`` runs each. ``--module`` times

@@ -4,7 +4,7 @@ A ``Session`` is the sans-I/O heart of mcpsniff (the h11 model). A shell hands
 it ``(direction, transport, bytes, timestamp)``; it frames, parses, classifies
 and correlates the traffic, runs the conformance rules for the protocol
 version in force, and returns records. It never reads a clock, never does I/O
-and never raises on traffic: a bad frame is data (DESIGN.md invariant 3).
+and never raises on traffic: a bad frame is data (docs/architecture.md, invariant 3).
 
 The state machine lives here, in one place: framing, parsing, classification,
 the pairing of replies with requests (and with the bad input they answer), the

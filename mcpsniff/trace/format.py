@@ -104,7 +104,7 @@ def encode_record(record: Record) -> dict[str, Any]:
         try:
             obj["text"] = record.raw.decode("utf-8")
         except UnicodeDecodeError:
-            # Not UTF-8: keep the exact bytes recoverable (DESIGN.md, "The trace").
+            # Not UTF-8: keep the exact bytes recoverable (docs/architecture.md, invariant 4).
             obj["b64"] = base64.b64encode(record.raw).decode("ascii")
         if record.meta:
             obj["meta"] = record.meta
@@ -457,7 +457,7 @@ def header(meta: dict[str, Any] | None = None, created: float | None = None) -> 
 class TraceWriter:
     """Writes a trace: the header, then one whole line per record.
 
-    Files are created with mode 0600 (DESIGN.md invariant 5) and an existing
+    Files are created with mode 0600 (docs/architecture.md, invariant 5) and an existing
     file is never overwritten unless ``overwrite`` is set, so a typo in
     ``--trace`` cannot destroy a user's file. ``mcpsniff.trace.paths`` opens an
     existing trace to append a new session to it.

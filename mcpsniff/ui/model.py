@@ -9,7 +9,7 @@ pane reads it back. Rows are built by the filter package's ``ViewBuilder``,
 so a response carries its request's method and tool exactly as in ``show``.
 
 Every string in a row came from traffic: it is cut to a bounded length here
-and shown by the page with ``textContent`` only (DESIGN.md invariant 6).
+and shown by the page with ``textContent`` only (docs/architecture.md, invariant 6).
 """
 
 from __future__ import annotations

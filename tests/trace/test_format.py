@@ -1,6 +1,6 @@
 """The JSONL trace format: round trips, file safety, torn lines, tailing, replay.
 
-The trace is the one source of truth ``mcpsniff check`` works from (DESIGN.md
+The trace is the one source of truth ``mcpsniff check`` works from (docs/architecture.md,
 invariant 4), so these tests pin down that every record survives a round
 trip, that raw bytes come back byte for byte, that a crash can cost at most
 the last line, and that replaying the stored frames and events reproduces the
