@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import orjson
+import pytest
 
 from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, MessageRecord
 from tests.conftest import Conversation, error, notification, request, result
+from tests.core import session_reference
 
 
 def _response_for(convo: Conversation, frame_seq: int) -> MessageRecord:
@@ -492,3 +494,18 @@ def test_ids_beyond_64_bits_compare_exactly(convo: Conversation) -> None:
     # Not equal (ids compare exactly), and 2**64 + 1 as a double is 2**64: the
     # id lost its last digit on the way, a cause of its own (not "unknown-id").
     assert finding.data["cause"] == "id-precision"
+
+
+@pytest.mark.parametrize("kind", sorted(session_reference.GENERATORS))
+def test_fast_paths_find_what_the_general_path_found(kind: str) -> None:
+    """The plain-envelope and inline-pairing shortcuts find exactly what the general path
+    of ``1c5b6d6`` found (see ``session_reference``) on ids of every JSON type, duplicates,
+    batches, out-of-order and unknown replies, cancellations and hostile envelopes."""
+    expected = session_reference.expected()[kind]
+    generate = session_reference.GENERATORS[kind]
+    differing = [
+        seed
+        for seed in session_reference.SEEDS
+        if session_reference.digest(generate(seed)) != expected[seed]
+    ]
+    assert differing == [], f"{kind} seeds whose findings differ from 1c5b6d6: {differing[:20]}"
