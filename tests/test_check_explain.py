@@ -74,3 +74,39 @@ def test_text_report_names_the_layer_of_an_error_code() -> None:
     assert "error -32001: implementation-defined server error (-32099..-32000)" in text
     assert "error -32700 Parse error: JSON-RPC protocol error (-32768..-32600)" in text
     assert "error 7: application error" in text
+
+
+# ------------------------------------------------------------ as a new user types it
+
+# ``mcpsniff check --explain`` as a new user types it.
+
+
+CLEAN_TRACE = str(Path(__file__).resolve().parents[1] / "recordings" / "clean-2025-11-25.jsonl")
+
+
+def test_an_unknown_rule_without_a_trace_is_refused() -> None:
+    """The near-miss: without TRACE, a typo is named."""
+    result = CliRunner().invoke(main, ["check", "--explain", "JR-PARES"])
+    assert result.exit_code == 2
+    assert "unknown rule id 'JR-PARES'" in result.output
+
+
+def test_an_unknown_rule_with_a_trace_is_named_too() -> None:
+    """A typo in the rule id prints the report and no explanation, and no word why."""
+    result = CliRunner().invoke(main, ["check", "--explain", "JR-PARES", CLEAN_TRACE])
+    assert "JR-PARES" in result.output, result.output
+
+
+def test_check_explain_takes_a_rule_id_in_any_case() -> None:
+    lower = CliRunner().invoke(main, ["check", "--explain", "jr-resp-id"])
+    upper = CliRunner().invoke(main, ["check", "--explain", "JR-RESP-ID"])
+    assert lower.exit_code == 0, lower.output
+    assert lower.output == upper.output
+    assert lower.output.startswith("JR-RESP-ID (error)")
+
+
+def test_check_explain_all_without_a_trace_says_what_all_means() -> None:
+    result = CliRunner().invoke(main, ["check", "--explain", "all"])
+    assert result.exit_code == 2
+    assert "--explain all explains the rules a TRACE's report found" in result.output
+    assert "mcpsniff rules --format json" in result.output
