@@ -80,7 +80,7 @@ if IMPORT_ERROR is None:
     from mcpsniff.relay.flow_findings import FlowBook
     from mcpsniff.relay.outputs import Outputs
     from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver
-    from mcpsniff.trace.format import header as trace_header
+    from mcpsniff.trace.codec import header as trace_header
     from mcpsniff.trace.salvage import TracePlace, exit_reason, salvage_once
 
 

@@ -65,8 +65,15 @@ def _copy_of(revision: str, folder: Path) -> str:
     return "mcpsniff_base"
 
 
-def _module(package: str, name: str) -> ModuleType:
-    return importlib.import_module(f"{package}.{name}")
+def _module(package: str, name: str, *older: str) -> ModuleType:
+    """``package.name``; a base revision from before a move has it as one of ``older``."""
+    for candidate in (name, *older):
+        try:
+            return importlib.import_module(f"{package}.{candidate}")
+        except ModuleNotFoundError:
+            if candidate == (older[-1] if older else name):
+                raise
+    raise AssertionError("not reached")
 
 
 def _cases(package: str, only: str | None) -> dict[str, tuple[Callable[[], object], int]]:
@@ -80,7 +87,7 @@ def _cases(package: str, only: str | None) -> dict[str, tuple[Callable[[], objec
         for name, frame in frames.items():
             cases[f"redact {name}"] = (lambda frame=frame: redact(frame), 2000)
     if only in (None, "encode"):
-        model, fmt = _module(package, "core.model"), _module(package, "trace.format")
+        model, fmt = _module(package, "core.model"), _module(package, "trace.codec", "trace.format")
         raw = response_line(12345, ECHO_RESULT)
         frame = model.FrameRecord(
             7, 1764638000.5, "s", "s2c", "stdio", raw, None, orjson.loads(raw)
@@ -100,7 +107,7 @@ def _cases(package: str, only: str | None) -> dict[str, tuple[Callable[[], objec
     if only in (None, "feed"):
         cases["feed 32 calls"] = (_feeder(package), 20)
     if only in (None, "inputs"):
-        reader = _module(package, "trace.format").TraceReader
+        reader = _module(package, "trace.reader", "trace.format").TraceReader
         path = cached_trace(10_000, quiet=True)
 
         def read_inputs() -> None:
@@ -114,7 +121,7 @@ def _cases(package: str, only: str | None) -> dict[str, tuple[Callable[[], objec
 
 def _feeder(package: str) -> Callable[[], None]:
     recorder = _module(package, "relay.recorder")
-    writer = _module(package, "trace.format").TraceWriter(io.BytesIO())
+    writer = _module(package, "trace.writer", "trace.format").TraceWriter(io.BytesIO())
     target = recorder.Recorder(writer, "stdio", redact=True, autoflush=False)
     ids = iter(range(10, 1 << 62))
 

@@ -52,20 +52,26 @@ from pathlib import Path
 
 import orjson
 
-from mcpsniff.cli import _note_event
+from mcpsniff.check.run import note_event
 from mcpsniff.core.analyzer import Analyzer, replay_notable
 from mcpsniff.core.model import SEVERITY_RANK, EventRecord, FindingRecord
-from mcpsniff.render import finding_json
-from mcpsniff.safe_output import json_line
-from mcpsniff.trace.format import TraceReader
+from mcpsniff.terminal.render import finding_json
+from mcpsniff.terminal.safe_output import json_line
 from mcpsniff.trace.gaps import GapTally
+from mcpsniff.trace.reader import TraceReader
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gen_trace import cached_trace
 
 TARGET_RATIO = 0.3
 #: The sources ``mcpsniff check`` runs (relative to the repository root).
-CHECK_PATH_SOURCES = ("mcpsniff/core", "mcpsniff/trace", "mcpsniff/cli.py", "mcpsniff/render.py")
+CHECK_PATH_SOURCES = (
+    "mcpsniff/core",
+    "mcpsniff/trace",
+    "mcpsniff/check",
+    "mcpsniff/cli/check.py",
+    "mcpsniff/terminal/render.py",
+)
 
 
 def mcpsniff_command() -> list[str]:
@@ -137,7 +143,7 @@ def read_inputs(path: Path) -> int:
 def check(path: Path, fail_on: str = "error") -> int:
     """What ``mcpsniff check --format json`` does, in-process. Returns the finding count.
 
-    The loop of the ``check`` command in ``mcpsniff/cli.py``, step for step:
+    The loop of the ``check`` command in ``mcpsniff/check/run.py``, step for step:
     its collector settings (restored afterwards, so the other loops run with
     the defaults), the findings and events of ``replay_notable`` walked,
     analyzer errors and capture gaps noted, each finding written as a JSON
@@ -158,7 +164,7 @@ def check(path: Path, fail_on: str = "error") -> int:
             for record in replay_notable(reader.inputs(), analyzer):
                 if not isinstance(record, FindingRecord):
                     if type(record) is EventRecord:
-                        _note_event(record, analyzer_errors, gaps)
+                        note_event(record, analyzer_errors, gaps)
                     continue
                 if SEVERITY_RANK.get(record.severity, 0) >= threshold:
                     failing += 1

@@ -963,7 +963,7 @@ def summarize_pyspy(raw: Path, top: int = 20) -> str:
         total += count
         own[frames[-1]] += count
         for frame in set(frames):
-            if ("(mcpsniff/" in frame and "(mcpsniff/cli.py" not in frame) or "(aiohttp/" in frame:
+            if ("(mcpsniff/" in frame and "(mcpsniff/cli/" not in frame) or "(aiohttp/" in frame:
                 inclusive[frame] += count
     if not total:
         return "py-spy recorded no samples"

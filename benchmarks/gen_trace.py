@@ -46,7 +46,7 @@ import orjson
 
 from mcpsniff.core.model import C2S, S2C, FindingRecord, Record
 from mcpsniff.core.session import Session
-from mcpsniff.trace.format import TraceWriter
+from mcpsniff.trace.writer import TraceWriter
 
 #: Where the benchmarks keep generated traces (gitignored).
 CACHE_DIR = Path(__file__).resolve().parent / ".cache"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from mcpsniff.core.analyzer import replay
 from mcpsniff.core.model import EventRecord, FrameRecord
-from mcpsniff.trace.format import TraceWriter
+from mcpsniff.trace.writer import TraceWriter
 
 #: Terminal controls, bidi marks and C1 controls, as a hostile peer sends them.
 HOSTILE = "\x1b]0;PWN\x07\u202eRLO\u2066\x9b31m\u2028\x7f"

@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from mcpsniff.core.session import Session
-from mcpsniff.trace.format import TraceWriter
+from mcpsniff.trace.writer import TraceWriter
 
 START = 1_767_225_600.0  # 2026-01-01T00:00:00Z: fixed, so traces are reproducible
 V4 = "2025-11-25"

@@ -23,7 +23,7 @@ from pathlib import Path
 import mcpsniff
 from mcpsniff.core.model import C2S, S2C, FindingRecord, FrameRecord, Record
 from mcpsniff.relay.recorder import Recorder
-from mcpsniff.trace.format import TraceWriter
+from mcpsniff.trace.writer import TraceWriter
 
 #: The session key of the single stdio session the demo records.
 SESSION = "demo"

@@ -6,7 +6,7 @@
   proxy tools;
 * :mod:`.otel_spans` (pure: records in, span descriptions out) and
   :mod:`.otlp` (the OpenTelemetry SDK, an optional extra): ``mcpsniff export
-  otlp`` and the live ``--otlp`` sink.
+  otlp`` (:mod:`.otlp_trace` sends a recorded trace) and the live ``--otlp`` sink.
 
 Everything here reads records; nothing here sits on a relay's forwarding path.
 """

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from mcpsniff.export.har import HarBuilder, har_document_head
-from mcpsniff.trace.format import TraceReader
+from mcpsniff.trace.reader import TraceReader
 from mcpsniff.trace.redact_trace import redact_record
 
 

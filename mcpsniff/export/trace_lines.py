@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-# Frames and events are written compact, "type" first, "seq" second (trace/format.py).
+# Frames and events are written compact, "type" first, "seq" second (trace/codec.py).
 _SEQ_PREFIX = re.compile(rb'\{"type":"(?:frame|event)","seq":(\d{1,19})[,}]')
 
 

@@ -104,9 +104,9 @@ def compile_filter(expression: str) -> Filter:
 def load_views(path: str | Path) -> Iterator[MessageView]:
     """Every view of the trace at ``path``, each with all its findings (two passes).
 
-    Raises ``mcpsniff.trace.format.TraceError`` when the file is not a readable trace.
+    Raises ``mcpsniff.trace.codec.TraceError`` when the file is not a readable trace.
     """
-    from mcpsniff.trace.format import TraceReader
+    from mcpsniff.trace.reader import TraceReader
 
     with TraceReader(path) as reader:
         index = index_findings(reader.records())

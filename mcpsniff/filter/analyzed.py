@@ -19,8 +19,9 @@ from pathlib import Path
 from mcpsniff.core.analyzer import replay
 from mcpsniff.core.model import FrameRecord, MessageRecord, Record
 from mcpsniff.filter.reading import LazyTraceRecords
-from mcpsniff.trace.format import TornLine, TraceReader, TraceWriter
+from mcpsniff.trace.reader import TornLine, TraceReader
 from mcpsniff.trace.validate import is_time
+from mcpsniff.trace.writer import TraceWriter
 
 
 def frames_only(path: str | os.PathLike[str]) -> bool:

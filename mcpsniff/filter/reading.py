@@ -17,18 +17,15 @@ from pathlib import Path
 import orjson
 
 from mcpsniff.core.model import FrameRecord, Record
-from mcpsniff.trace.format import (
+from mcpsniff.trace.codec import TraceError, decode_record, exact_loads, glued_record
+from mcpsniff.trace.longlines import PROBE, ReadPast, line_from
+from mcpsniff.trace.reader import (
     TornLine,
-    TraceError,
     TraceReader,
-    _loads,
-    decode_record,
-    glued_record,
     skip_message,
     torn_piece_reason,
     warn_skipped,
 )
-from mcpsniff.trace.longlines import PROBE, ReadPast, line_from
 from mcpsniff.trace.validate import frame_problem, problem
 
 _FRAME = b'{"type":"frame"'
@@ -90,7 +87,7 @@ class LazyTraceRecords:
                 obj = _message(line) if line.startswith(_MESSAGE) else None
                 if obj is None:
                     try:
-                        obj = _loads(line)
+                        obj = exact_loads(line)
                     except ValueError:
                         obj = None
                 if not isinstance(obj, dict):

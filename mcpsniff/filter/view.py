@@ -30,7 +30,7 @@ from mcpsniff.core.model import (
     Record,
 )
 from mcpsniff.core.trace_context import TRACEPARENT, TraceContext, extract, slim
-from mcpsniff.trace.format import _loads as exact_loads
+from mcpsniff.trace.codec import exact_loads
 
 #: ``kind`` of a view made from a transport event.
 EVENT = "event"

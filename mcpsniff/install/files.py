@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from mcpsniff.safe_output import json_line
+from mcpsniff.terminal.safe_output import json_line
 from mcpsniff.trace.paths import make_private_dirs, state_dir
 
 BACKUP_SUFFIX = ".json"

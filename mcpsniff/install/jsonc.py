@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcpsniff.safe_output import escape_surrogates
+from mcpsniff.terminal.safe_output import escape_surrogates
 
 
 class JsoncError(ValueError):

@@ -22,8 +22,9 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from mcpsniff.trace.format import TraceError, TraceReader, glued_record
+from mcpsniff.trace.codec import TraceError, glued_record
 from mcpsniff.trace.longlines import PROBE, line_from
+from mcpsniff.trace.reader import TraceReader
 from mcpsniff.trace.validate import is_time, problem
 
 _MESSAGE = b'{"type":"message"'
@@ -35,7 +36,7 @@ _T = re.compile(rb'"t":(-?[0-9.eE+-]+)')
 _SESSION = re.compile(rb'"session":("(?:[^"\\]|\\.)*")')
 _BUFFER = 1 << 18
 #: A record start after a line's first byte: maybe a record glued after a torn
-#: write (``trace.format.glued_record`` decides). Content items such as
+#: write (``trace.codec.glued_record`` decides). Content items such as
 #: ``{"type":"text"`` are no record start, so a frame rarely has one inside.
 _GLUED = re.compile(rb'\{"type":"(?:frame|event|header|message|finding)"')
 #: Bytes of a line's previous piece searched again with the next (a start cut in two).

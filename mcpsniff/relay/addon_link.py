@@ -38,7 +38,7 @@ from mcpsniff.relay.analysis_process import AnalysisProcess
 from mcpsniff.relay.channel import big_pipe
 from mcpsniff.relay.outputs import Outputs
 from mcpsniff.relay.recorder import Recorder
-from mcpsniff.render import Style, Timeline
+from mcpsniff.terminal.render import Style, Timeline
 
 #: Bytes of observations the addon may queue while the pipe is full.
 BACKLOG_LIMIT = 64 << 20

@@ -38,7 +38,7 @@ from mcpsniff.core.http_adapter import RELAY_SESSION, ObservationAdapter
 from mcpsniff.core.model import Record
 from mcpsniff.core.observations import TransportEvent
 from mcpsniff.core.redact import redact_query
-from mcpsniff.listen_address import parse_listen_address
+from mcpsniff.net.listen_address import parse_listen_address
 from mcpsniff.relay import event_loop
 from mcpsniff.relay.analysis_process import AnalysisProcess
 from mcpsniff.relay.channel import Capture, InProcess
@@ -49,7 +49,6 @@ from mcpsniff.relay.outputs import Outputs, attach
 from mcpsniff.relay.recorder import Recorder
 from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver
 from mcpsniff.relay.worker import TRACE_INCOMPLETE, fork_analysis
-from mcpsniff.trace.format import TraceWriter
 from mcpsniff.trace.paths import TraceOpenError, open_trace_file
 from mcpsniff.trace.salvage import (
     SalvageReport,
@@ -57,6 +56,7 @@ from mcpsniff.trace.salvage import (
     exit_reason,
     salvage_once,
 )
+from mcpsniff.trace.writer import TraceWriter
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 6280

@@ -17,7 +17,7 @@ from mcpsniff.core.analyzer import Analyzer
 from mcpsniff.core.model import FindingRecord, Record
 from mcpsniff.core.redact import redact_frame
 from mcpsniff.sinks import Sink
-from mcpsniff.trace.format import TraceWriter
+from mcpsniff.trace.writer import TraceWriter
 
 Listener = Callable[[Record], None]
 

@@ -41,7 +41,6 @@ from mcpsniff.relay.stdio_io import (
     write_through,
 )
 from mcpsniff.relay.worker import TRACE_INCOMPLETE, fork_analysis
-from mcpsniff.trace.format import TraceWriter
 from mcpsniff.trace.paths import TraceOpenError, open_trace_file
 from mcpsniff.trace.salvage import (
     SalvageReport,
@@ -49,6 +48,7 @@ from mcpsniff.trace.salvage import (
     exit_reason,
     salvage_once,
 )
+from mcpsniff.trace.writer import TraceWriter
 
 #: How far (in bytes) the analyzer may fall behind before the relay stops
 #: queueing copies for it. Forwarding never waits for the analyzer.

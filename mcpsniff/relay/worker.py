@@ -27,7 +27,7 @@ from mcpsniff.relay.analysis_process import AnalysisProcess
 from mcpsniff.relay.channel import read_batches
 from mcpsniff.relay.outputs import Outputs, attach
 from mcpsniff.relay.recorder import Recorder
-from mcpsniff.trace.format import TraceWriter
+from mcpsniff.trace.writer import TraceWriter
 
 #: Exit status of an analysis process whose trace could not be written in full.
 TRACE_INCOMPLETE = 3

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from aiohttp import web
 
 from mcpsniff.core.model import C2S, S2C
-from mcpsniff.listen_address import parse_listen_address
+from mcpsniff.net.listen_address import parse_listen_address
 from mcpsniff.replay import safejson
 from mcpsniff.replay.plan import Exchange
 from mcpsniff.replay.script import Frame

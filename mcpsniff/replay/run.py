@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 
@@ -9,8 +10,10 @@ from mcpsniff.core.model import FindingRecord
 from mcpsniff.replay.compare import PathPart
 from mcpsniff.replay.drive import Driver, Link, LinkSink
 from mcpsniff.replay.links import HttpLink, StdioLink
+from mcpsniff.replay.matcher import STRICT
 from mcpsniff.replay.report import result_lines
 from mcpsniff.replay.script import ReplayError, Script
+from mcpsniff.replay.serve import ReplayServer, Unmatched
 from mcpsniff.replay.tap import Tap
 
 EXIT_OK, EXIT_DIFFERENT, EXIT_ERROR = 0, 1, 2
@@ -77,3 +80,57 @@ def warn_findings(findings: list[FindingRecord], warn: Callable[[str], None]) ->
     if errors:
         rules = ", ".join(sorted({f.rule for f in errors}))
         warn(f"check: {len(errors)} error finding(s) in the replayed session: {rules}")
+
+
+class CannotServe(Exception):
+    """Serving failed to start or broke off (an address in use, a bad host): the reason."""
+
+
+def serve_script(
+    script: Script,
+    tap: Tap,
+    mode: str,
+    allow: list[tuple[PathPart, ...]],
+    address: tuple[str, int] | None,
+    warn: Callable[[str], None],
+) -> bool:
+    """Act as ``script``'s server over HTTP at ``address``, or over stdio; until interrupted.
+
+    Every request without a recorded counterpart is warned about and noted in
+    the tap's trace. Returns whether the run differs from the recording (in
+    strict mode: a request had no counterpart). :class:`CannotServe` when the
+    address cannot be served (the tap is closed first).
+    """
+    misses: list[Unmatched] = []
+
+    def unmatched(miss: Unmatched) -> None:
+        misses.append(miss)
+        tap.event("replay-unmatched", {"method": miss.method, "id": miss.id, "target": miss.target})
+        warn("\n".join(miss.lines).removeprefix("replay: "))
+
+    def make_server() -> ReplayServer:
+        return ReplayServer(script, mode, warn, unmatched, allow)
+
+    try:
+        if address is not None:
+            from mcpsniff.replay.http_serve import serve_http, wildcard_warning
+
+            host, port = address
+            warning = wildcard_warning(host)
+            if warning:
+                warn(warning)
+            asyncio.run(serve_http(make_server, tap, host, port, announce=warn))
+        else:
+            from mcpsniff.replay.stdio_serve import serve_stdio
+
+            asyncio.run(serve_stdio(make_server(), tap))
+    except KeyboardInterrupt:
+        pass
+    except (OSError, ValueError) as exc:
+        tap.close()
+        raise CannotServe(str(getattr(exc, "strerror", None) or exc)) from exc
+    warn_findings(tap.close(), warn)
+    if mode == STRICT and misses:
+        warn(f"{len(misses)} request(s) had no recorded counterpart")
+        return True
+    return False

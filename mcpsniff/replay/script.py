@@ -19,7 +19,8 @@ from mcpsniff.core.escape import terminal_safe
 from mcpsniff.core.model import C2S, S2C, EventRecord, FrameRecord
 from mcpsniff.core.redact import MARK as REDACTED
 from mcpsniff.replay import safejson
-from mcpsniff.trace.format import TraceError, TraceReader
+from mcpsniff.trace.codec import TraceError
+from mcpsniff.trace.reader import TraceReader
 
 REQUEST = "request"
 NOTIFICATION = "notification"

@@ -37,7 +37,7 @@ from mcpsniff.replay.script import (
     contains_redacted,
     id_key,
 )
-from mcpsniff.safe_output import escape_surrogates
+from mcpsniff.terminal.safe_output import escape_surrogates
 
 Emit = Callable[[bytes], Awaitable[None]]
 #: JSON-RPC "method not found": the replay has no answer for the request.

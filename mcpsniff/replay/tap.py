@@ -10,7 +10,7 @@ from typing import Any
 from mcpsniff.core.model import FindingRecord, Record
 from mcpsniff.relay.recorder import Recorder
 from mcpsniff.replay.script import ReplayError
-from mcpsniff.trace.format import TraceWriter
+from mcpsniff.trace.writer import TraceWriter
 
 
 @dataclass

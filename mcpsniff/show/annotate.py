@@ -18,7 +18,7 @@ from mcpsniff.core.ids import show_id
 from mcpsniff.core.trace_context import TraceContext
 from mcpsniff.filter import MessageView, cancelled_request_id, progress_values
 from mcpsniff.filter.view import CANCELLED, PROGRESS
-from mcpsniff.render import Style
+from mcpsniff.terminal.render import Style
 
 INDENT = "      "
 

@@ -14,8 +14,8 @@ from mcpsniff.core.error_layers import TOOL_ERROR, error_layer
 from mcpsniff.core.model import ERROR
 from mcpsniff.filter import MessageView, cancelled_request_id, progress_values
 from mcpsniff.filter.view import CANCELLED, PROGRESS
-from mcpsniff.render import finding_json
-from mcpsniff.safe_output import terminal_json_line
+from mcpsniff.terminal.render import finding_json
+from mcpsniff.terminal.safe_output import terminal_json_line
 
 
 def view_json(view: MessageView, raw: bool = False) -> dict[str, Any]:

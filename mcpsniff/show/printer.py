@@ -14,11 +14,11 @@ from collections.abc import Iterable, Iterator
 from mcpsniff.core.model import FindingRecord
 from mcpsniff.filter import Filter, MessageView
 from mcpsniff.filter.view import EVENT, FINDING
-from mcpsniff.render import Style, Timeline
 from mcpsniff.show.annotate import INDENT, annotation_lines
 from mcpsniff.show.bodies import body_lines, raw_line
 from mcpsniff.show.json_output import dumps_line, view_json
 from mcpsniff.show.safe import safe_event, safe_finding, safe_message
+from mcpsniff.terminal.render import Style, Timeline
 
 
 class ViewPrinter:

@@ -26,15 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcpsniff.trace.format import (
-    _FRAME_PREFIX,
+from mcpsniff.trace.codec import (
     FORMAT_NAME,
     FORMAT_VERSION,
-    HEADER_LIMIT,
-    TraceWriter,
-    _loads,
+    FRAME_PREFIX,
+    exact_loads,
     glued_record,
 )
+from mcpsniff.trace.reader import HEADER_LIMIT
+from mcpsniff.trace.writer import TraceWriter
 
 #: The longest header line an appender reads (a header holds the server's argv).
 _HEADER_LIMIT = HEADER_LIMIT
@@ -297,7 +297,7 @@ def _check_header(fd: int, path: Path) -> None:
     if not newline:
         raise not_trace
     try:
-        obj = _loads(line)
+        obj = exact_loads(line)
     except ValueError:
         raise not_trace from None
     if not isinstance(obj, dict) or obj.get("format") != FORMAT_NAME:
@@ -325,7 +325,7 @@ def _last_seq(fd: int) -> int:
         carry = lines[0] if start > 0 else b""
         best = 0
         for line in lines[1 if start > 0 else 0 :]:
-            if line.startswith((_FRAME_PREFIX, _EVENT_PREFIX)):
+            if line.startswith((FRAME_PREFIX, _EVENT_PREFIX)):
                 match = _SEQ.search(line, 0, 200)
                 if match is not None:
                     best = max(best, int(match.group(1)))

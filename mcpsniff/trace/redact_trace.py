@@ -39,7 +39,8 @@ from mcpsniff.core.redact import (
     redact_text,
     redact_url,
 )
-from mcpsniff.trace.format import TraceReader, TraceWriter
+from mcpsniff.trace.reader import TraceReader
+from mcpsniff.trace.writer import TraceWriter
 
 
 @dataclass

@@ -45,14 +45,9 @@ from typing import Any
 import orjson
 
 from mcpsniff.core.model import C2S, S2C, EventRecord, FrameRecord
-from mcpsniff.trace.format import (
-    TraceError,
-    TraceWriter,
-    decode_record,
-    encode_line,
-    glued_record,
-)
+from mcpsniff.trace.codec import TraceError, decode_record, encode_line, glued_record
 from mcpsniff.trace.validate import event_problem, frame_problem
+from mcpsniff.trace.writer import TraceWriter
 
 #: Bytes of a cut torn line kept (base64) in the ``trace-salvaged`` event.
 TORN_KEEP = 64 << 10

@@ -21,7 +21,8 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from mcpsniff.trace.format import FORMAT_NAME, HEADER_LIMIT, TraceError
+from mcpsniff.trace.codec import FORMAT_NAME, TraceError
+from mcpsniff.trace.reader import HEADER_LIMIT
 
 
 def is_stream(path: Path) -> bool:

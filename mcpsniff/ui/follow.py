@@ -1,6 +1,6 @@
 """Reading a trace that may still grow, remembering where each record starts.
 
-``TraceTail`` (mcpsniff/trace/format.py) returns records; the UI also needs
+``TraceTail`` (mcpsniff/trace/tail.py) returns records; the UI also needs
 each frame's byte offset, so that a message's body and raw bytes can be read
 back when someone clicks it instead of being held in memory for every
 message of every trace. Reads are bounded per call (``limit``), so one huge
@@ -17,17 +17,16 @@ from typing import Any
 
 from mcpsniff.core.model import EventRecord, FrameRecord, Record
 from mcpsniff.filter.reading import _frame_head, _message
-from mcpsniff.trace.format import (
+from mcpsniff.trace.codec import (
     FORMAT_NAME,
-    HEADER_LIMIT,
     READABLE_VERSIONS,
     TraceError,
-    _loads,
     decode_record,
+    exact_loads,
     glued_record,
-    torn_piece_reason,
 )
 from mcpsniff.trace.longlines import LINE_LIMIT, NOT_A_RECORD, junk_reason
+from mcpsniff.trace.reader import HEADER_LIMIT, torn_piece_reason
 from mcpsniff.trace.validate import message_problem, problem
 
 _FRAME = b'{"type":"frame"'
@@ -161,7 +160,7 @@ class OffsetTail:
                 except TraceError:
                     pass  # counted as skipped below, with the full checks' reason
         try:
-            obj = _loads(line)
+            obj = exact_loads(line)
         except ValueError:
             obj = None
         if self._line == 1:
@@ -237,7 +236,7 @@ def read_record_at(path: Path, offset: int, limit: int = LINE_LIMIT) -> Record |
     except OSError:
         return None
     try:
-        obj = _loads(line)
+        obj = exact_loads(line)
         if problem(obj) is not None:
             return None
         record = decode_record(obj, line)

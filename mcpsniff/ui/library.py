@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcpsniff.trace.format import TraceError
+from mcpsniff.trace.codec import TraceError
 from mcpsniff.ui.follow import READ_LIMIT, OffsetTail, file_size
 from mcpsniff.ui.model import RowBudget, SessionModel, TraceModel, bounded
 

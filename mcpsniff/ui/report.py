@@ -24,7 +24,7 @@ from typing import Any
 from mcpsniff.core.error_layers import LAYER_TITLES
 from mcpsniff.filter import Filter
 from mcpsniff.stats.compute import TraceStats
-from mcpsniff.trace.format import TraceError
+from mcpsniff.trace.codec import TraceError
 from mcpsniff.ui.details import json_safe, message_detail
 from mcpsniff.ui.follow import OffsetTail
 from mcpsniff.ui.model import SessionModel, TraceModel, bounded

@@ -28,8 +28,8 @@ import aiohttp
 import pytest
 
 from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, MessageRecord, Record
-from mcpsniff.render import finding_json
-from mcpsniff.trace.format import TraceReader
+from mcpsniff.terminal.render import finding_json
+from mcpsniff.trace.reader import TraceReader
 
 REPO = Path(__file__).resolve().parents[2]
 ADDON = REPO / "addons" / "mcpsniff.py"

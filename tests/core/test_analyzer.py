@@ -26,7 +26,7 @@ from mcpsniff.core.model import (
     Record,
 )
 from mcpsniff.core.session import Session
-from mcpsniff.trace.format import TraceReader
+from mcpsniff.trace.reader import TraceReader
 
 
 def _inputs() -> list[FrameRecord | EventRecord]:

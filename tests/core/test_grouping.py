@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mcpsniff.core.grouping import group_findings
 from mcpsniff.core.model import FindingRecord
-from mcpsniff.render import Style, report_lines
+from mcpsniff.terminal.render import Style, report_lines
 from tests.conftest import Conversation, request, result
 
 

@@ -12,7 +12,7 @@ from mcpsniff.core.analyzer import replay
 from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, MessageRecord, Record
 from mcpsniff.demo.runner import DemoResult, run_demo
 from mcpsniff.demo.server import ServerOptions
-from mcpsniff.trace.format import TraceReader
+from mcpsniff.trace.reader import TraceReader
 from tests.demo.loopback import loopback_session
 
 #: initialize, tools/list, add, slow_count, resources/list, resources/read,

@@ -33,8 +33,8 @@ from typing import Any
 import pytest
 
 from mcpsniff.core.model import FindingRecord, MessageRecord, Record
-from mcpsniff.render import finding_json
-from mcpsniff.trace.format import TraceReader
+from mcpsniff.terminal.render import finding_json
+from mcpsniff.trace.reader import TraceReader
 from tests.e2e.test_http_peers import (
     EVERYTHING_JS,
     PEER_SCRIPTS,

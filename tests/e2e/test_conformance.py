@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from mcpsniff.core.model import FrameRecord
-from mcpsniff.render import finding_json
+from mcpsniff.terminal.render import finding_json
 from tests.e2e.test_http_peers import (
     EVERYTHING_JS,
     NODE_MODULES,

@@ -38,7 +38,7 @@ import aiohttp
 import pytest
 
 from mcpsniff.core.model import EventRecord, MessageRecord
-from mcpsniff.trace.format import TraceReader
+from mcpsniff.trace.reader import TraceReader
 from tests.addons.support import Mitmdump, mitmdump_path, require_peers
 from tests.e2e.test_http_peers import EVERYTHING_JS, REPO, Relay, Server, stop_process
 

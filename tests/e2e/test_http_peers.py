@@ -40,8 +40,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, MessageRecord, Record
-from mcpsniff.render import finding_json
-from mcpsniff.trace.format import TraceReader
+from mcpsniff.terminal.render import finding_json
+from mcpsniff.trace.reader import TraceReader
 from tests.e2e.sdk_peers import client_result
 
 REPO = Path(__file__).resolve().parents[2]

@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 
 from mcpsniff.core.model import FindingRecord, FrameRecord, MessageRecord, Record
-from mcpsniff.render import finding_json
-from mcpsniff.trace.format import TraceReader
+from mcpsniff.terminal.render import finding_json
+from mcpsniff.trace.reader import TraceReader
 from tests.e2e.sdk_peers import client_result
 
 REPO = Path(__file__).resolve().parents[2]

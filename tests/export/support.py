@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpsniff.core.model import EventRecord, FrameRecord
-from mcpsniff.trace.format import TraceWriter
+from mcpsniff.trace.writer import TraceWriter
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDINGS = ROOT / "recordings"

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from mcpsniff.cli import main
 from mcpsniff.core.model import EventRecord
-from mcpsniff.trace.format import TraceReader
+from mcpsniff.trace.reader import TraceReader
 
 from .har_schema import HAR_1_2
 from .http_session import record_http_session

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from mcpsniff.cli import main
 from mcpsniff.core.model import EventRecord, FrameRecord
-from mcpsniff.trace.format import TraceWriter
+from mcpsniff.trace.writer import TraceWriter
 
 BEARER = "Bearer eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhZG1pbiJ9.c2lnbmF0dXJlLXNlY3JldC12YWx1ZQ"
 QUERY_KEY = "q5Ecr3t-Query-Key"

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from mcpsniff.core.model import MessageRecord
-from mcpsniff.trace.format import TraceReader
+from mcpsniff.trace.reader import TraceReader
 from tests.e2e.sdk_peers import SDK2_PYTHON, SDK_CLIENT, client_result
 
 from .collector import Collector, free_port, start_collector

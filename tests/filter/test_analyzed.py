@@ -25,7 +25,7 @@ def test_a_trace_without_frames_is_not_frames_only(tmp_path: Path) -> None:
 
 def test_the_analysis_derives_what_was_recorded(tmp_path: Path) -> None:
     """The gallery trace was recorded by the analyzer: its messages and findings come back."""
-    from mcpsniff.trace.format import TraceReader
+    from mcpsniff.trace.reader import TraceReader
 
     with TraceReader(FULL) as reader:
         recorded = [r for r in reader.records() if isinstance(r, MessageRecord | FindingRecord)]
@@ -47,7 +47,7 @@ def test_a_torn_last_line_is_described(tmp_path: Path) -> None:
 
 def test_the_analyzed_copy_is_private_named_as_the_trace_and_removed(tmp_path: Path) -> None:
     from mcpsniff.filter.analyzed import analyzed_copy
-    from mcpsniff.trace.format import TraceReader
+    from mcpsniff.trace.reader import TraceReader
 
     frames = frames_copy(tmp_path)
     with analyzed_copy(frames) as copy:

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from mcpsniff.cli import main
 from mcpsniff.core.analyzer import replay
 from mcpsniff.core.model import EventRecord, FrameRecord
-from mcpsniff.trace.format import TraceWriter
+from mcpsniff.trace.writer import TraceWriter
 
 _INIT = {
     "jsonrpc": "2.0",

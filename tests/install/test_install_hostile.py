@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from mcpsniff.cli import main
-from mcpsniff.install import command as install_command
 from mcpsniff.install import jsonc
+from mcpsniff.install import run as install_run
 from mcpsniff.trace.paths import resolve_trace_path
 
 
@@ -90,14 +90,14 @@ def test_a_change_saved_by_the_client_meanwhile_is_not_clobbered(
 ) -> None:
     path, _ = config(home, {"fs": {"command": "fs-server"}})
     saved_by_client = json.dumps({"mcpServers": {"fs": {"command": "fs-server"}, "new": {}}})
-    real_backup = install_command.write_backup
+    real_backup = install_run.write_backup
 
     def backup_then_client_saves(*args: object, **kwargs: object) -> Path:
         backup = real_backup(*args, **kwargs)  # type: ignore[arg-type]
         path.write_text(saved_by_client)  # the client writes its config right now
         return backup
 
-    monkeypatch.setattr(install_command, "write_backup", backup_then_client_saves)
+    monkeypatch.setattr(install_run, "write_backup", backup_then_client_saves)
     result = run("install", "--config", str(path), "--all")
     assert result.exit_code == 2
     assert "changed while mcpsniff was editing it; run again" in result.output

@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from mcpsniff.cli import main
-from mcpsniff.trace.format import TraceWriter
 from mcpsniff.trace.paths import open_trace_file
+from mcpsniff.trace.writer import TraceWriter
 from tests.conftest import Conversation, request
 
 

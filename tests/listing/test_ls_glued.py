@@ -1,7 +1,7 @@
 """``mcpsniff ls`` counts a record glued after a torn write as the other readers do.
 
 A writer killed mid-line leaves a torn piece without its newline; another
-writer sharing the trace appends right after it (``trace.format.glued_record``).
+writer sharing the trace appends right after it (``trace.codec.glued_record``).
 The torn piece is no record and is not counted; the whole record after it is.
 """
 
@@ -17,7 +17,8 @@ import pytest
 
 from mcpsniff.core.model import C2S, EventRecord, FindingRecord, FrameRecord, MessageRecord
 from mcpsniff.filter.reading import LazyTraceRecords
-from mcpsniff.trace.format import TraceWriter, encode_line, header
+from mcpsniff.trace.codec import encode_line, header
+from mcpsniff.trace.writer import TraceWriter
 
 PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
 FRAME = FrameRecord(1, 2.0, "first", C2S, "stdio", PING)

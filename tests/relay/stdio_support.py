@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, MessageRecord, Record
-from mcpsniff.trace.format import TraceReader
+from mcpsniff.trace.reader import TraceReader
 
 REPO = Path(__file__).resolve().parents[2]
 HERE = Path(__file__).resolve().parent

@@ -54,7 +54,7 @@ def test_a_spawned_worker_records_what_the_channel_carries(tmp_path: Path) -> No
     from mcpsniff.core.model import EventRecord, FrameRecord
     from mcpsniff.core.observations import ExchangeEnd, RequestBegin, ResponseBody, ResponseHead
     from mcpsniff.relay.addon_link import create_trace
-    from mcpsniff.trace.format import TraceReader
+    from mcpsniff.trace.reader import TraceReader
 
     trace = tmp_path / "t.jsonl"
     fd = create_trace(str(trace))

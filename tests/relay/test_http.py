@@ -42,8 +42,8 @@ from mcpsniff.cli import main as cli_main
 from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, MessageRecord, Record
 from mcpsniff.core.protocol import META_CLIENT_CAPS, META_CLIENT_INFO, META_VERSION
 from mcpsniff.relay.http import DEFAULT_HOST, DEFAULT_PORT, HttpOptions, is_loopback, parse_listen
-from mcpsniff.render import finding_json
-from mcpsniff.trace.format import TraceReader
+from mcpsniff.terminal.render import finding_json
+from mcpsniff.trace.reader import TraceReader
 from tests.relay.http_upstreams import (
     ECHO_HEADER,
     REFUSED_TOKEN,

@@ -16,7 +16,8 @@ from mcpsniff.relay.analysis_process import AnalysisProcess
 from mcpsniff.relay.recorder import Recorder
 from mcpsniff.relay.remote_exchange import RemoteObserver
 from mcpsniff.relay.worker import Worker
-from mcpsniff.trace.format import TraceReader, TraceWriter
+from mcpsniff.trace.reader import TraceReader
+from mcpsniff.trace.writer import TraceWriter
 
 EVENTS = 200
 EVENT = (

@@ -26,7 +26,8 @@ from click.testing import CliRunner
 from mcpsniff.cli import main as cli_main
 from mcpsniff.core.model import EventRecord, Record
 from mcpsniff.relay.http import HttpOptions, HttpRelay, bind, parse_listen
-from mcpsniff.trace.format import TraceReader, TraceWriter
+from mcpsniff.trace.reader import TraceReader
+from mcpsniff.trace.writer import TraceWriter
 from tests.relay.hostile_peers import (
     BOUND,
     AiohttpUpstream,

@@ -7,7 +7,8 @@ from typing import Any
 
 from mcpsniff.core.model import C2S, S2C, EventRecord, FindingRecord, FrameRecord
 from mcpsniff.relay.recorder import Recorder
-from mcpsniff.trace.format import TraceReader, TraceWriter
+from mcpsniff.trace.reader import TraceReader
+from mcpsniff.trace.writer import TraceWriter
 
 INIT = b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n'
 

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from mcpsniff.core.model import C2S, S2C, EventRecord, FrameRecord
-from mcpsniff.trace.format import TraceReader
+from mcpsniff.trace.reader import TraceReader
 from tests.relay.stdio_support import (
     MCPSNIFF,
     TIMEOUT,

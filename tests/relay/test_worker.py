@@ -12,7 +12,8 @@ from mcpsniff.core.observations import CaptureEnd, StreamData
 from mcpsniff.core.stdio_adapter import StdioAdapter
 from mcpsniff.relay.recorder import Recorder
 from mcpsniff.relay.worker import TRACE_INCOMPLETE, Worker
-from mcpsniff.trace.format import TraceReader, TraceWriter
+from mcpsniff.trace.reader import TraceReader
+from mcpsniff.trace.writer import TraceWriter
 
 PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
 

@@ -146,7 +146,7 @@ def recorded_answers(trace: Path) -> int:
     against an independent number.
     """
     from mcpsniff.core.model import MessageRecord
-    from mcpsniff.trace.format import TraceReader
+    from mcpsniff.trace.reader import TraceReader
 
     with TraceReader(trace) as reader:
         return sum(

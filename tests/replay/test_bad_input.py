@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from mcpsniff.core.model import FrameRecord
-from mcpsniff.trace.format import TraceWriter
+from mcpsniff.trace.writer import TraceWriter
 from tests.replay.support import MCPSNIFF, REPO, TIMEOUT, run
 
 CLEAN = REPO / "recordings" / "clean-2025-11-25.jsonl"

@@ -18,7 +18,7 @@ from mcpsniff.core.model import MessageRecord
 from mcpsniff.replay import serve as serve_module
 from mcpsniff.replay.script import load_script
 from mcpsniff.replay.serve import NOT_ANSWERED_CODE, ReplayServer
-from mcpsniff.trace.format import TraceReader
+from mcpsniff.trace.reader import TraceReader
 from tests.replay.support import (
     EVERYTHING,
     EVERYTHING_JS,

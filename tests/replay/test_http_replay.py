@@ -12,7 +12,7 @@ from pathlib import Path
 
 from mcpsniff.core.model import FrameRecord
 from mcpsniff.replay.fixture import ReplayServers
-from mcpsniff.trace.format import TraceReader
+from mcpsniff.trace.reader import TraceReader
 from tests.replay.support import (
     MCPSNIFF,
     Recording,

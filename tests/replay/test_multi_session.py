@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from mcpsniff.core.model import FrameRecord, MessageRecord
-from mcpsniff.trace.format import TraceReader
+from mcpsniff.trace.reader import TraceReader
 from tests.replay.support import (
     CHANGED_HTTP_SERVER,
     EVERYTHING_JS,

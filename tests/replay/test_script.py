@@ -28,7 +28,7 @@ def test_replay_drive_cuts_long_session_keys_in_its_error(tmp_path: Path) -> Non
 def test_replay_drive_lists_twenty_sessions_and_counts_the_rest(tmp_path: Path) -> None:
     from mcpsniff.core.analyzer import replay
     from mcpsniff.core.model import FrameRecord
-    from mcpsniff.trace.format import TraceWriter
+    from mcpsniff.trace.writer import TraceWriter
 
     ping = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
     pong = b'{"jsonrpc":"2.0","id":1,"result":{}}\n'

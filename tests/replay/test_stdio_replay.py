@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord
-from mcpsniff.trace.format import TraceReader
+from mcpsniff.trace.reader import TraceReader
 from tests.replay.support import (
     CHANGED_SERVER,
     EVERYTHING,

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from mcpsniff.cli import main
-from mcpsniff.trace.format import TraceWriter
+from mcpsniff.trace.writer import TraceWriter
 from tests.conftest import Conversation, error, request, result
 
 

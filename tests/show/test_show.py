@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from mcpsniff.cli import main
-from mcpsniff.trace.format import TraceWriter
+from mcpsniff.trace.writer import TraceWriter
 from tests.conftest import Conversation, notification, request, result
 from tests.relay.stdio_support import relay_env, wait_until
 

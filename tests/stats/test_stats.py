@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from mcpsniff.cli import main
 from mcpsniff.core.model import FrameRecord, MessageRecord
 from mcpsniff.stats.compute import percentile
-from mcpsniff.trace.format import TraceReader
+from mcpsniff.trace.reader import TraceReader
 from tests.support import hostile_trace
 
 ROOT = Path(__file__).resolve().parents[2]

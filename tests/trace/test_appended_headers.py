@@ -18,8 +18,9 @@ from click.testing import CliRunner
 
 from mcpsniff.cli import main
 from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, MessageRecord
-from mcpsniff.trace.format import TraceReader, TraceTail
 from mcpsniff.trace.paths import open_trace_file
+from mcpsniff.trace.reader import TraceReader
+from mcpsniff.trace.tail import TraceTail
 from tests.relay.stdio_support import relay_env
 
 SECRET = "ghp_" + "a1B2c3D4e5" * 4

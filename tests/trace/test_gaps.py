@@ -9,8 +9,8 @@ from click.testing import CliRunner
 
 from mcpsniff.cli import main
 from mcpsniff.core.model import EventRecord, FrameRecord
-from mcpsniff.trace.format import TraceWriter
 from mcpsniff.trace.gaps import GapTally
+from mcpsniff.trace.writer import TraceWriter
 
 PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
 HANDSHAKE = [

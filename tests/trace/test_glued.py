@@ -17,15 +17,11 @@ from click.testing import CliRunner
 from mcpsniff.cli import main
 from mcpsniff.core.model import C2S, S2C, EventRecord, FindingRecord, FrameRecord, MessageRecord
 from mcpsniff.filter.reading import LazyTraceRecords
-from mcpsniff.trace import format as trace_format
-from mcpsniff.trace.format import (
-    GLUE_TRIES,
-    TraceReader,
-    TraceTail,
-    TraceWriter,
-    encode_line,
-    glued_record,
-)
+from mcpsniff.trace import codec as trace_codec
+from mcpsniff.trace.codec import GLUE_TRIES, encode_line, glued_record
+from mcpsniff.trace.reader import TraceReader
+from mcpsniff.trace.tail import TraceTail
+from mcpsniff.trace.writer import TraceWriter
 from mcpsniff.ui.follow import Header, OffsetTail, read_record_at
 
 PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
@@ -107,7 +103,7 @@ def test_the_work_on_a_hostile_line_is_bounded(monkeypatch: pytest.MonkeyPatch) 
             calls.append(len(data))
             return real(data)
 
-    monkeypatch.setattr(trace_format, "orjson", CountingOrjson)
+    monkeypatch.setattr(trace_codec, "orjson", CountingOrjson)
     assert glued_record(line) is None
     assert len(calls) == GLUE_TRIES
 

@@ -14,8 +14,10 @@ import pytest
 
 from mcpsniff.core.model import EventRecord, FrameRecord
 from mcpsniff.trace import longlines
-from mcpsniff.trace.format import TraceReader, TraceTail, TraceWriter
 from mcpsniff.trace.longlines import NOT_A_RECORD, PROBE, TOO_LONG, ReadPast, line_from
+from mcpsniff.trace.reader import TraceReader
+from mcpsniff.trace.tail import TraceTail
+from mcpsniff.trace.writer import TraceWriter
 
 
 def _frame(seq: int, size: int = 10) -> FrameRecord:
@@ -201,7 +203,7 @@ def test_trace_reader_reads_past_a_junk_line_from_a_pipe(tmp_path: Path) -> None
 
 # ------------------------------------------------------------ memory: a junk line is never held
 
-# The trace readers of trace/format.py hold a junk line whole in memory.
+# The trace readers (trace/reader.py, trace/tail.py) held a junk line whole in memory.
 #
 # A file system can leave a crashed writer's file with a tail of NUL bytes (the
 # size was extended, the data never written), and a sparse or binary file may

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, MessageRecord
-from mcpsniff.trace.format import TraceReader, TraceWriter, encode_line
+from mcpsniff.trace.codec import encode_line
 from mcpsniff.trace.paths import (
     TraceOpenError,
     expand_pattern,
@@ -18,6 +18,8 @@ from mcpsniff.trace.paths import (
     open_trace_file,
     resolve_trace_path,
 )
+from mcpsniff.trace.reader import TraceReader
+from mcpsniff.trace.writer import TraceWriter
 
 NOW = 1767225600.0  # 2026-01-01 00:00:00 UTC
 

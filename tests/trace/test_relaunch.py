@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from mcpsniff.cli import main
 from mcpsniff.core.model import FrameRecord
-from mcpsniff.trace.format import TraceReader
+from mcpsniff.trace.reader import TraceReader
 from tests.relay.stdio_support import relay_env
 
 SERVER = [sys.executable, "-m", "mcpsniff.demo.server"]

@@ -18,7 +18,8 @@ import orjson
 import pytest
 
 from mcpsniff.core.model import C2S, S2C, EventRecord, FrameRecord, Record
-from mcpsniff.trace.format import TraceReader, TraceWriter, encode_line, header
+from mcpsniff.trace.codec import encode_line, header
+from mcpsniff.trace.reader import TraceReader
 from mcpsniff.trace.salvage import (
     RANGES_KEPT,
     TORN_KEEP,
@@ -29,6 +30,7 @@ from mcpsniff.trace.salvage import (
     salvage,
     salvage_once,
 )
+from mcpsniff.trace.writer import TraceWriter
 
 PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
 PONG = b'{"jsonrpc":"2.0","id":1,"result":{}}\n'

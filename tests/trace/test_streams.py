@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from mcpsniff.cli import main
-from mcpsniff.trace.format import HEADER_LIMIT
+from mcpsniff.trace.reader import HEADER_LIMIT
 
 GALLERY = Path(__file__).resolve().parents[2] / "recordings" / "string-id-echo.jsonl"
 
@@ -119,9 +119,9 @@ def _long_trace(path: Path, pairs: int) -> Path:
 def test_show_holds_a_chunk_of_a_long_trace_not_all_of_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from mcpsniff.show import command
+    from mcpsniff.show import run as show_run
 
-    monkeypatch.setattr(command, "_CHUNK", 256 << 10, raising=False)  # a smaller test
+    monkeypatch.setattr(show_run, "_CHUNK", 256 << 10, raising=False)  # a smaller test
     trace = _long_trace(tmp_path / "long.jsonl", 6000)
     size = trace.stat().st_size
     assert size > 15_000_000

@@ -23,8 +23,10 @@ from mcpsniff.cli import main
 from mcpsniff.core.analyzer import replay
 from mcpsniff.core.model import KINDS, SEVERITIES, EventRecord, FindingRecord, FrameRecord
 from mcpsniff.core.model import MessageRecord as Message
-from mcpsniff.render import Style, Timeline, report_lines
-from mcpsniff.trace.format import TraceReader, TraceTail, header
+from mcpsniff.terminal.render import Style, Timeline, report_lines
+from mcpsniff.trace.codec import header
+from mcpsniff.trace.reader import TraceReader
+from mcpsniff.trace.tail import TraceTail
 from mcpsniff.trace.validate import problem
 
 GOOD: dict[str, dict[str, Any]] = {

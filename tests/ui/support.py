@@ -17,7 +17,7 @@ import pytest
 
 from mcpsniff.core.analyzer import replay
 from mcpsniff.core.model import EventRecord, FrameRecord
-from mcpsniff.trace.format import TraceWriter
+from mcpsniff.trace.writer import TraceWriter
 
 REPO = Path(__file__).resolve().parents[2]
 GALLERY = REPO / "recordings"
@@ -134,7 +134,7 @@ def write_long_trace(path: Path, calls: int) -> None:
     import json as _json
 
     from mcpsniff.core.model import FrameRecord, MessageRecord
-    from mcpsniff.trace.format import TraceWriter
+    from mcpsniff.trace.writer import TraceWriter
 
     writer = TraceWriter.create(path, meta={"label": "long"}, created=1767225600.0)
     seq = 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcpsniff.trace.format import TraceWriter
+from mcpsniff.trace.writer import TraceWriter
 from mcpsniff.ui.details import message_detail
 from mcpsniff.ui.report import load_model
 from tests.conftest import Conversation, request, result

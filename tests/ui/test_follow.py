@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 
 from mcpsniff.core.model import C2S, EventRecord, FrameRecord
-from mcpsniff.trace.format import TraceError, TraceReader, TraceWriter, encode_line
+from mcpsniff.trace.codec import TraceError, encode_line
 from mcpsniff.trace.longlines import NOT_A_RECORD, PROBE
+from mcpsniff.trace.reader import TraceReader
+from mcpsniff.trace.writer import TraceWriter
 from mcpsniff.ui.follow import Header, OffsetTail, read_record_at
 
 BIG = b'{"jsonrpc":"2.0","id":1,"result":{"blob":"' + b"x" * (3 * PROBE) + b'"}}\n'

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from mcpsniff.core.model import EventRecord, FrameRecord, MessageRecord
-from mcpsniff.trace.format import TraceReader
+from mcpsniff.trace.reader import TraceReader
 from tests.e2e.test_http_peers import (
     SDK1_PYTHON,
     SDK1_SERVER,

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 
 from mcpsniff.core.model import FrameRecord, MessageRecord
-from mcpsniff.trace.format import TraceError, TraceReader, TraceWriter
+from mcpsniff.trace.codec import TraceError
+from mcpsniff.trace.reader import TraceReader
+from mcpsniff.trace.writer import TraceWriter
 from mcpsniff.ui.details import json_safe, message_detail
 from mcpsniff.ui.follow import OffsetTail, read_record_at
 from mcpsniff.ui.model import TEXT_LIMIT, bounded

@@ -19,7 +19,7 @@ import pytest
 
 from mcpsniff.core.model import MessageRecord
 from mcpsniff.filter import compile_filter, load_views
-from mcpsniff.trace.format import TraceReader
+from mcpsniff.trace.reader import TraceReader
 from tests.ui.support import (
     GALLERY,
     HOSTILE_SERVER,

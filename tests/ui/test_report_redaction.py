@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from mcpsniff.cli import main
 from mcpsniff.core.model import FrameRecord, MessageRecord
-from mcpsniff.trace.format import TraceWriter
+from mcpsniff.trace.writer import TraceWriter
 
 SECRET = "sk-live-4f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"
 

@@ -20,7 +20,8 @@ from mcpsniff.core import catalog
 from mcpsniff.core.analyzer import replay
 from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, MessageRecord
 from mcpsniff.filter import compile_filter, load_views
-from mcpsniff.trace.format import TraceReader, TraceWriter
+from mcpsniff.trace.reader import TraceReader
+from mcpsniff.trace.writer import TraceWriter
 from tests.ui.support import (
     HOSTILE_SERVER,
     SDK2_PYTHON,
@@ -400,7 +401,7 @@ def test_with_no_paths_the_ui_shows_what_relays_record_by_default(
 
 
 def test_error_layer_in_the_detail_and_trace_id_in_the_filter(page: object, tmp_path: Path) -> None:
-    from mcpsniff.trace.format import TraceWriter
+    from mcpsniff.trace.writer import TraceWriter
     from tests.conftest import Conversation, error, request, result
 
     trace_id = "4bf92f3577b34da6a3ce929d0e0e4736"

@@ -1,0 +1,119 @@
+"""``mcpsniff http``: reverse-proxy and record an MCP server over HTTP."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from mcpsniff.cli.recording import OTLP_HELP, live_display, otlp_sink, recording_options
+from mcpsniff.cli.seconds import Seconds
+from mcpsniff.cli.shared import fail
+from mcpsniff.core.escape import terminal_safe
+from mcpsniff.relay.outputs import Outputs
+
+
+@click.command()
+@click.option(
+    "--upstream", required=True, help="The MCP server's URL, e.g. http://127.0.0.1:3001/mcp."
+)
+@click.option(
+    "--listen",
+    default="127.0.0.1:6280",
+    show_default=True,
+    help="HOST:PORT to listen on. Anything but loopback must be asked for explicitly.",
+)
+@recording_options
+@click.option(
+    "--keep-host",
+    is_flag=True,
+    help="Forward the Host header as the client sent it. By default a Host naming the proxy "
+    "(what a client using the printed URL sends) becomes the upstream's; any other passes.",
+)
+@click.option(
+    "--no-busy-poll",
+    is_flag=True,
+    help="Never poll instead of sleeping. By default the proxy polls for 0.2 ms after "
+    "forwarding while one client talks alone, which saves a wake-up per hop (mostly on VMs).",
+)
+@click.option("--otlp", metavar="URL", help=OTLP_HELP)
+@click.option(
+    "--head-timeout",
+    type=Seconds(maximum=1e7),
+    default=30.0,
+    show_default=True,
+    help="Seconds a client has to send a whole request head (then 408 and close).",
+)
+@click.option(
+    "--idle-timeout",
+    type=Seconds(maximum=1e7),
+    default=75.0,
+    show_default=True,
+    help="Seconds a client may stay silent between requests or mid-body (then close).",
+)
+@click.option(
+    "--capture-limit",
+    type=click.IntRange(min=0),
+    default=64 << 20,
+    show_default=True,
+    help="Most bytes of one request body kept for analysis; a bigger one is forwarded "
+    "whole and recorded as a capture gap.",
+)
+def http(
+    upstream: str,
+    listen: str,
+    trace_path: str | None,
+    show: bool,
+    no_redact: bool,
+    keep_host: bool,
+    no_busy_poll: bool,
+    head_timeout: float,
+    idle_timeout: float,
+    capture_limit: int,
+    otlp: str | None = None,
+) -> None:
+    """Reverse-proxy and record an MCP server over Streamable HTTP or HTTP+SSE.
+
+    Runs until SIGINT or SIGTERM. Exit status: 0 when the trace is complete,
+    3 when it could not be written in full (a warning says why), 2 when the
+    proxy cannot start.
+    """
+    from mcpsniff.relay.http import HttpOptions, StartError, parse_listen, run_http
+
+    try:
+        host, port = parse_listen(listen)
+    except ValueError as exc:
+        fail("http", str(exc))
+    options = HttpOptions(
+        upstream=upstream,
+        host=host,
+        port=port,
+        trace=trace_path,
+        show=show,
+        redact=not no_redact,
+        busy_poll=not no_busy_poll,
+        keep_host=keep_host,
+        head_timeout=head_timeout,
+        idle_timeout=idle_timeout,
+        capture_limit=capture_limit,
+    )
+    if otlp:
+        otlp_sink("http", otlp, upstream)  # a bad endpoint or a missing extra: exit 2 now
+        options.outputs = Outputs(otlp=otlp, otlp_upstream=upstream)
+
+    def announce(relay: object, path: Path) -> None:
+        click.echo(
+            f"mcpsniff: proxying {relay.client_url} -> {upstream}; recording to {path}",  # type: ignore[attr-defined]
+            err=True,
+        )
+
+    def warn(text: str) -> None:
+        click.echo(terminal_safe(text), err=True)
+
+    listener, flush = live_display(show)
+    try:
+        status = run_http(options, announce=announce, warn=warn, show=listener, show_flush=flush)
+    except StartError as exc:
+        fail("http", str(exc))
+    sys.exit(status)

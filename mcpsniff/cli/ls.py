@@ -1,0 +1,86 @@
+"""The ``mcpsniff ls`` command."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from mcpsniff.cli.shared import EXIT_ERROR
+from mcpsniff.core.escape import terminal_safe
+from mcpsniff.listing.columns import pad
+from mcpsniff.listing.summary import Skipped, TraceSummary, list_traces
+from mcpsniff.terminal.safe_output import terminal_json_line, tolerate_surrogates
+from mcpsniff.trace.paths import traces_dir
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    minutes, secs = divmod(int(seconds), 60)
+    if minutes < 60:
+        return f"{minutes}m{secs:02d}s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m"
+
+
+def _size(size: int) -> str:
+    value = float(size)
+    for unit in ("B", "kB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    return f"{size} B"
+
+
+def _row(row: TraceSummary) -> str:
+    started = (
+        time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(row.started)) if row.started else "-"
+    )
+    f = row.findings
+    findings = f"{f['error']}/{f['warning']}/{f['info']}"
+    return (
+        f"{pad(row.name, 24)} {started:<19} {_duration(row.duration):>8} {len(row.sessions):>8} "
+        f"{row.messages:>10,} {findings:>12} {_size(row.size):>9}  {terminal_safe(row.path.name)}"
+    )
+
+
+@click.command(name="ls")
+@click.argument("folder", required=False, type=click.Path(path_type=Path))
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+def ls(folder: Path | None, fmt: str) -> None:
+    """List the traces in the state folder (or FOLDER), newest first.
+
+    For each: server name, start time, duration, sessions, messages, findings
+    (errors/warnings/info), size and file name.
+    """
+    tolerate_surrogates()
+    folder = folder if folder is not None else traces_dir()
+    if not folder.is_dir():
+        if folder == traces_dir() and not folder.exists():
+            click.echo(f"no traces yet ({terminal_safe(str(folder))} does not exist)", err=True)
+            return
+        click.echo(f"mcpsniff ls: {terminal_safe(str(folder))}: not a folder", err=True)
+        sys.exit(EXIT_ERROR)
+    skipped: list[Skipped] = []
+    rows = list_traces(folder, skipped)
+    if fmt == "json":
+        for row in rows:
+            click.echo(terminal_json_line(row.to_json()))
+    else:
+        click.echo(
+            f"{'SERVER':<24} {'STARTED':<19} {'DURATION':>8} {'SESSIONS':>8} {'MESSAGES':>10} "
+            f"{'ERR/WARN/INFO':>12} {'SIZE':>9}  FILE"
+        )
+        for row in rows:
+            click.echo(_row(row))
+    # A *.jsonl file that is no readable trace is no row, but not a silent one:
+    # a damaged trace must not simply vanish from the list.
+    for skip in skipped:
+        click.echo(f"mcpsniff ls: skipped {terminal_safe(skip.reason)}", err=True)

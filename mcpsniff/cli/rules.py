@@ -1,0 +1,46 @@
+"""``mcpsniff rules``: every rule mcpsniff checks."""
+
+from __future__ import annotations
+
+import click
+import orjson
+
+from mcpsniff.core import catalog
+from mcpsniff.core.rules import IMPLEMENTED
+
+
+@click.command()
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+def rules(fmt: str) -> None:
+    """List every rule mcpsniff checks, with severity, versions and spec source."""
+    for rule_id in IMPLEMENTED:
+        entry = catalog.get(rule_id)
+        versions = _versions_label(entry.versions)
+        if fmt == "json":
+            click.echo(
+                orjson.dumps(
+                    {
+                        "rule": rule_id,
+                        "severity": entry.default_severity,
+                        "keyword": entry.sev,
+                        "versions": list(entry.versions),
+                        "source": catalog.plain_source(entry),
+                        "description": catalog.description(rule_id),
+                    }
+                ).decode()
+            )
+        else:
+            click.echo(f"{rule_id:<28} {entry.default_severity:<8} {versions:<24} {entry.sev}")
+            click.echo(f"    {catalog.plain_source(entry)[:200]}")
+    if fmt == "text":
+        click.echo(f"{len(IMPLEMENTED)} rules implemented")
+
+
+def _versions_label(versions: tuple[str, ...]) -> str:
+    if tuple(versions) == catalog.VERSIONS:
+        return "all versions"
+    if len(versions) == 1:
+        return versions[0]
+    return f"{versions[0]} … {versions[-1]}"

@@ -1,0 +1,1 @@
+"""Records and traffic text as a person reads them: the timeline, the report, safe output."""

@@ -1,0 +1,36 @@
+"""The timeline and the findings report bound each piece of traffic text they show."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from mcpsniff.cli import main
+from mcpsniff.core.analyzer import replay
+from mcpsniff.core.model import FrameRecord
+from mcpsniff.terminal.render import MAX_PIECE
+from mcpsniff.trace.writer import TraceWriter
+
+
+def _trace(path: Path, method: str) -> Path:
+    raw = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method}).encode() + b"\n"
+    writer = TraceWriter.create(path, meta={})
+    writer.write_all(list(replay([FrameRecord(1, 1767225600.0, "s", "c2s", "stdio", raw)])))
+    writer.close()
+    return path
+
+
+def test_a_two_megabyte_method_name_is_not_a_two_megabyte_line(tmp_path: Path) -> None:
+    method = "x" * 2_000_000
+    trace = _trace(tmp_path / "t.jsonl", method)
+    for args in (["show"], ["check"]):
+        result = CliRunner().invoke(main, [*args, str(trace)])
+        assert result.exit_code in (0, 1), result.output
+        longest = max(len(line) for line in result.output.splitlines())
+        assert longest < 3 * MAX_PIECE, args
+        assert " more characters)" in result.output, args
+    # The body itself, asked for with -v, is shown whole.
+    verbose = CliRunner().invoke(main, ["show", "-v", str(trace)])
+    assert method in verbose.output
