@@ -120,9 +120,12 @@ def _cases(package: str, only: str | None) -> dict[str, tuple[Callable[[], objec
 
 
 def _feeder(package: str) -> Callable[[], None]:
-    recorder = _module(package, "relay.recorder")
+    try:
+        recorder_class = _module(package, "capture.recorder").TraceRecorder
+    except ImportError:  # a base revision from before the capture package (issue 24)
+        recorder_class = _module(package, "relay.recorder").Recorder
     writer = _module(package, "trace.writer", "trace.format").TraceWriter(io.BytesIO())
-    target = recorder.Recorder(writer, "stdio", redact=True, autoflush=False)
+    target = recorder_class(writer, "stdio", redact=True, autoflush=False)
     ids = iter(range(10, 1 << 62))
 
     def feed() -> None:

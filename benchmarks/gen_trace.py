@@ -3,7 +3,7 @@
 The trace is *real*: a scripted stdio MCP conversation is fed, line by line, to a
 ``Session`` (the same sans-I/O core a live relay runs) and every record it returns
 (frames, messages, the occasional finding, transport events) is written with
-``TraceWriter``, exactly as ``Recorder`` does for a live stdio relay.
+``TraceWriter``, exactly as ``TraceRecorder`` does for a live stdio relay.
 
 The conversation:
 
@@ -20,7 +20,7 @@ The conversation:
   call whose arguments break the schema (a real TOOL-ARGS-SCHEMA finding);
 * around it, the transport events ``mcpsniff stdio`` records: ``session-start``,
   ``spawned``, the odd ``stderr`` line, ``exit``, then end of file on both pipes
-  and ``Session.close`` (the ``session-end`` event), as ``Recorder.close`` does.
+  and ``Session.close`` (the ``session-end`` event), as ``TraceRecorder.close`` does.
 
 Everything is driven by ``random.Random(seed)``, timestamps included, so one
 ``(messages, in_flight, payload, seed)`` always yields the same conversation

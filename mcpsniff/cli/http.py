@@ -7,11 +7,11 @@ from pathlib import Path
 
 import click
 
+from mcpsniff.capture.sinks import Outputs
 from mcpsniff.cli.recording import OTLP_HELP, live_display, otlp_sink, recording_options
 from mcpsniff.cli.seconds import Seconds
 from mcpsniff.cli.shared import fail
 from mcpsniff.core.escape import terminal_safe
-from mcpsniff.relay.outputs import Outputs
 
 
 @click.command()

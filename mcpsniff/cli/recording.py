@@ -9,9 +9,9 @@ from typing import Any, TypeVar
 
 import click
 
+from mcpsniff.capture.sinks import Sink
 from mcpsniff.cli.shared import colour, fail, warner
 from mcpsniff.core.model import EventRecord, Record
-from mcpsniff.sinks import Sink
 from mcpsniff.terminal.render import Style, Timeline
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -6,10 +6,10 @@ import sys
 
 import click
 
+from mcpsniff.capture.sinks import Outputs
 from mcpsniff.cli.recording import OTLP_HELP, live_display, otlp_sink, recording_options
 from mcpsniff.cli.shared import fail
 from mcpsniff.core.escape import terminal_safe
-from mcpsniff.relay.outputs import Outputs
 from mcpsniff.trace.writer import TraceWriter
 
 

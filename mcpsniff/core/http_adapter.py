@@ -56,7 +56,7 @@ from mcpsniff.core.redact import redact_frame, redact_header_pairs, redact_query
 
 
 class Recorder(Protocol):
-    """Where the adapter's output goes (``mcpsniff.relay.recorder.Recorder``)."""
+    """Where the adapter's output goes (``mcpsniff.capture.recorder.TraceRecorder``)."""
 
     def event(
         self, session: str, name: str, t: float, data: dict[str, Any] | None = None

@@ -2,7 +2,7 @@
 
 A stdio relay sees two byte streams, the child's stderr and transport
 events (``mcpsniff.core.observations``). This adapter turns them into calls
-on a recorder (``mcpsniff.relay.recorder.Recorder``): bytes per direction,
+on a recorder (``mcpsniff.capture.recorder.TraceRecorder``): bytes per direction,
 the child's stderr split into one ``stderr`` event per line (redacted like
 frames), transport events, capture gaps, and the end of the trace.
 
@@ -33,7 +33,7 @@ STDERR_EVENT_LIMIT = 8192
 
 
 class StreamRecorder(Protocol):
-    """Where the adapter's output goes (``mcpsniff.relay.recorder.Recorder``)."""
+    """Where the adapter's output goes (``mcpsniff.capture.recorder.TraceRecorder``)."""
 
     analyzer: Any
 

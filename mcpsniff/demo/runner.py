@@ -4,7 +4,7 @@ Both peers are child processes (``python -m mcpsniff.demo.client`` and
 ``python -m mcpsniff.demo.server``). The runner is the relay: it copies the
 client's stdout to the server's stdin and the server's stdout to the client's
 stdin byte for byte, in the chunks it reads them, and hands a copy of every
-chunk to a :class:`~mcpsniff.relay.recorder.Recorder` *after* forwarding it
+chunk to a :class:`~mcpsniff.capture.recorder.TraceRecorder` *after* forwarding it
 (forward first, observe second: docs/architecture.md, invariant 2). The result is an
 ordinary trace that ``mcpsniff show`` and ``mcpsniff check`` can read.
 """
@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import mcpsniff
+from mcpsniff.capture.recorder import TraceRecorder
 from mcpsniff.core.model import C2S, S2C, FindingRecord, FrameRecord, Record
-from mcpsniff.relay.recorder import Recorder
 from mcpsniff.trace.writer import TraceWriter
 
 #: The session key of the single stdio session the demo records.
@@ -81,7 +81,7 @@ def run_demo(
         "client_command": client_cmd,
     }
     writer = TraceWriter.create(trace_path, meta=meta, created=time.time())
-    relay = _Relay(Recorder(writer, transport="stdio"), server_cmd, client_cmd, timeout)
+    relay = _Relay(TraceRecorder(writer, transport="stdio"), server_cmd, client_cmd, timeout)
     try:
         asyncio.run(relay.run())
     finally:
@@ -112,7 +112,7 @@ class _Relay:
     """The asyncio relay between the two children, feeding one recorder."""
 
     def __init__(
-        self, recorder: Recorder, server_cmd: list[str], client_cmd: list[str], timeout: float
+        self, recorder: TraceRecorder, server_cmd: list[str], client_cmd: list[str], timeout: float
     ) -> None:
         self.recorder = recorder
         self.server_cmd = server_cmd

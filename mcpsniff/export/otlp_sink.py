@@ -7,7 +7,7 @@ It turns records into span drafts as they arrive (pure and cheap, see
 through a bounded queue; the worker makes the SDK spans and sends them. When
 the queue is full the batch is dropped and counted, and a collector that is
 down costs one warning: nothing here ever raises into the recorder or waits
-on the network in its thread (the Sink contract, ``mcpsniff/sinks.py``).
+on the network in its thread (the Sink contract, ``mcpsniff/capture/sinks.py``).
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class _Budget:
 
 
 class OtlpSink:
-    """A :class:`mcpsniff.sinks.Sink` that exports MCP spans and metrics over OTLP."""
+    """A :class:`mcpsniff.capture.sinks.Sink` that exports MCP spans and metrics over OTLP."""
 
     def __init__(
         self,

@@ -8,10 +8,11 @@ Compressed bodies are forwarded compressed; the analyzer gets a decoded copy.
 
 The shell only moves bytes (``http_wire``) and notes what happens to each
 exchange (``remote_exchange``), as observations sent down the capture channel
-(``channel``); what that means to the analyzer is worked out in its analysis
-process (``worker``) by ``mcpsniff/core/http_adapter.py``, shared with the
-mitmproxy addon (the transport events are documented in
-``mcpsniff/core/rules/http.py``). It never answers in the server's place,
+(``mcpsniff.capture.channel``); what that means to the analyzer is worked out
+in its analysis process (``mcpsniff.capture.worker``) by
+``mcpsniff/core/http_adapter.py``, shared with the mitmproxy addon (the
+transport events are documented in ``mcpsniff/core/rules/http.py``). It
+never answers in the server's place,
 except with 502 when the upstream cannot be reached.
 The one deliberate change to forwarded bytes is the legacy ``endpoint`` event:
 an absolute URL pointing at the upstream is rewritten to the proxy's own
@@ -34,28 +35,24 @@ from pathlib import Path
 
 from yarl import URL
 
+from mcpsniff.capture.analysis_process import TRACE_INCOMPLETE, AnalysisProcess
+from mcpsniff.capture.channel import Capture, InProcess
+from mcpsniff.capture.recorder import TraceRecorder
+from mcpsniff.capture.sinks import Outputs
+from mcpsniff.capture.supervisor import Forwarded, Supervisor
+from mcpsniff.capture.worker import fork_analysis
 from mcpsniff.core.http_adapter import RELAY_SESSION, ObservationAdapter
 from mcpsniff.core.model import Record
 from mcpsniff.core.observations import TransportEvent
 from mcpsniff.core.redact import redact_query
 from mcpsniff.net.listen_address import parse_listen_address
 from mcpsniff.relay import event_loop
-from mcpsniff.relay.analysis_process import AnalysisProcess
-from mcpsniff.relay.channel import Capture, InProcess
 from mcpsniff.relay.event_loop import Spinner
 from mcpsniff.relay.http1 import RequestHead
 from mcpsniff.relay.http_wire import ClientSide
-from mcpsniff.relay.outputs import Outputs, attach
-from mcpsniff.relay.recorder import Recorder
 from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver
-from mcpsniff.relay.worker import TRACE_INCOMPLETE, fork_analysis
 from mcpsniff.trace.paths import TraceOpenError, open_trace_file
-from mcpsniff.trace.salvage import (
-    SalvageReport,
-    TracePlace,
-    exit_reason,
-    salvage_once,
-)
+from mcpsniff.trace.salvage import TracePlace
 from mcpsniff.trace.writer import TraceWriter
 
 DEFAULT_HOST = "127.0.0.1"
@@ -84,8 +81,6 @@ CAPTURE_LIMIT = 64 << 20
 #: drops copies (and the trace records a capture gap): with the capture limit,
 #: what bounds the proxy's memory, whatever the traffic.
 BACKLOG_LIMIT = 64 << 20
-#: Seconds the proxy waits for an analysis process whose pipe broke to exit.
-SALVAGE_WAIT = 5.0
 
 
 @dataclass
@@ -103,7 +98,7 @@ class HttpOptions:
     busy_poll: bool = True
     #: Forward the Host field as the client sent it, even when it names the proxy.
     keep_host: bool = False
-    #: What the analysis feeds besides the trace (``mcpsniff.relay.outputs``).
+    #: What the analysis feeds besides the trace (``mcpsniff.capture.sinks``).
     outputs: Outputs = field(default_factory=Outputs)
     head_timeout: float = HEAD_TIMEOUT
     idle_timeout: float = IDLE_TIMEOUT
@@ -225,7 +220,9 @@ class HttpRelay:
         #: ``run_http`` uses), or a replay in this process.
         self.capture: Capture
         if capture is None:
-            recorder = attach(Recorder(writer, "http", redact=options.redact), options.outputs)
+            recorder = TraceRecorder(writer, "http", redact=options.redact).attach_sinks(
+                options.outputs
+            )
             if show is not None:
                 recorder.listeners.append(show)
             if show_flush is not None:
@@ -410,7 +407,7 @@ class HttpRelay:
         return held.replace(endpoint.encode(), rewritten.encode(), 1)
 
 
-def adapter(recorder: Recorder, options: HttpOptions) -> ObservationAdapter:
+def adapter(recorder: TraceRecorder, options: HttpOptions) -> ObservationAdapter:
     """The HTTP-to-MCP adapter that replays this relay's observations into ``recorder``."""
     return ObservationAdapter(
         recorder,
@@ -443,34 +440,21 @@ async def serve(
     capture = None
     relay: HttpRelay | None = None
     status = 0
-    #: Completing the trace as soon as the analysis process is known dead.
-    salvaging: list[asyncio.Task[SalvageReport | None]] = []
-    #: Refusals already reported: the salvage at the death and the one at the
-    #: end meet the same refusal (the path no longer names this run's file).
-    refusals: set[str] = set()
-    #: Whether the user was told the analysis process is gone (told once).
-    loss_told = False
+    supervisor: Supervisor | None = None
     if analysis is not None:
         capture = analysis.channel
         capture.attach(asyncio.get_running_loop())
-
-        def analysis_lost(exc: OSError) -> None:
-            nonlocal loss_told
-            loss_told = True
-            if warn is not None:
-                warn(
-                    f"mcpsniff: warning: the analysis process is gone ({exc.strerror or exc}); "
-                    "relaying continues unrecorded (the trace will say what it lacks)"
-                )
-            if place is not None and analysis is not None:
-                numbered = relay.observer.numbered if relay is not None else 0
-                salvaging.append(
-                    asyncio.get_running_loop().create_task(
-                        _salvage_when_reaped(analysis, place, numbered, warn, refusals)
-                    )
-                )
-
-        capture.on_broken = analysis_lost
+        # Should the analysis process die, the exchanges it missed are the gap.
+        supervisor = Supervisor(
+            analysis,
+            place,
+            Forwarded(
+                RELAY_SESSION,
+                lambda: {"exchanges": relay.observer.numbered if relay is not None else 0},
+            ),
+            lambda text: _tell(warn, f"mcpsniff http: warning: {text}"),
+        )
+        capture.on_broken = supervisor.pipe_broke
     try:
         relay = HttpRelay(options, writer, show, show_flush, capture)
         await relay.start(sock)
@@ -486,88 +470,19 @@ async def serve(
         finally:
             await relay.stop()
     finally:
-        if analysis is not None:
+        if analysis is not None and supervisor is not None:
             status = await analysis.finish(warn)
             # The analysis process warns itself when the trace is incomplete (3);
-            # any other failure would otherwise pass in silence. Said once: the
-            # pipe may have broken (and said so) before the end or while the end
-            # was written.
-            if status not in (0, TRACE_INCOMPLETE):
-                if not loss_told and warn is not None:
-                    how = (
-                        f"was killed by signal {-status}"
-                        if status < 0
-                        else f"exited with status {status}"
-                    )
-                    warn(
-                        f"mcpsniff http: warning: the analysis process {how}; "
-                        "the trace may be incomplete"
-                    )
-                if place is not None:
-                    # It died before it ended the trace: only this process can now.
-                    earlier = None
-                    for task in salvaging:
-                        with contextlib.suppress(Exception):
-                            earlier = await task
-                    numbered = relay.observer.numbered if relay is not None else 0
-                    report = await _salvage(place, status, numbered, True, warn, earlier, refusals)
-                    if report is not None and warn is not None:
-                        total = report if earlier is None else earlier.add(report)
-                        warn(f"mcpsniff http: warning: {total.describe()}")
-                # Whatever went wrong there, what the command reports is the trace's state.
+            # had it died, the supervisor completes the trace: either way, what
+            # the command reports is the trace's state.
+            if await supervisor.settle(status):
                 status = TRACE_INCOMPLETE
     return status
 
 
-async def _salvage_when_reaped(
-    analysis: AnalysisProcess,
-    place: TracePlace,
-    exchanges: int,
-    warn: Callable[[str], None] | None,
-    refusals: set[str],
-) -> SalvageReport | None:
-    """Once the dead process is reaped, account for the exchanges it missed so far.
-
-    A reader of the trace learns of the loss now, not only when the proxy
-    stops; the end accounts for the rest.
-    """
-    try:
-        status = await asyncio.wait_for(analysis.wait(), SALVAGE_WAIT)
-    except TimeoutError:
-        return None  # its pipe closed but it lives on: the end salvages
-    return await _salvage(place, status, exchanges, False, warn, None, refusals)
-
-
-async def _salvage(
-    place: TracePlace,
-    status: int,
-    exchanges: int,
-    end: bool,
-    warn: Callable[[str], None] | None,
-    after: SalvageReport | None,
-    refusals: set[str],
-) -> SalvageReport | None:
-    """Account in the trace for the exchanges the dead analysis process never recorded.
-
-    The file work runs on a thread, the warnings here; ``end``: the proxy has
-    stopped, end every session too; ``after``: the salvage made when the
-    death was noticed, if any (read on from it); ``refusals``: the refusals
-    already warned of (each is said once).
-    """
-    report, refused = await asyncio.to_thread(
-        salvage_once,
-        place,
-        refusals,
-        reason=exit_reason(status),
-        t=time.time(),
-        key=RELAY_SESSION,
-        exchanges=exchanges,
-        end=end,
-        after=after,
-    )
-    if refused is not None and warn is not None:
-        warn(f"mcpsniff http: warning: {refused}")
-    return report
+def _tell(warn: Callable[[str], None] | None, text: str) -> None:
+    if warn is not None:
+        warn(text)
 
 
 class StartError(Exception):

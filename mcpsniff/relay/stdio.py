@@ -5,10 +5,12 @@ child's stdout to our stdout, the child's stderr to our stderr. Each chunk is
 written first and only then observed (docs/architecture.md, invariant 2, "forward first,
 observe second"): the forwarding tasks never run protocol code, they only
 send a ``StreamData`` (or ``Stderr``) observation down the capture channel
-(``channel``) to the analysis process forked at start (``worker``, with
-``mcpsniff.core.stdio_adapter``). The channel's backlog is bounded by bytes;
-when the analysis falls that far behind, the relay keeps forwarding and the
-trace records exactly how many bytes it lost.
+(``mcpsniff.capture.channel``) to the analysis process forked at start
+(``mcpsniff.capture.worker``, with ``mcpsniff.core.stdio_adapter``). The
+channel's backlog is bounded by bytes; when the analysis falls that far
+behind, the relay keeps forwarding and the trace records exactly how many
+bytes it lost. Should the analysis process die, the relay forwards on and
+its ``Supervisor`` completes the trace (``mcpsniff.capture.supervisor``).
 """
 
 from __future__ import annotations
@@ -25,13 +27,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcpsniff.capture.analysis_process import AnalysisProcess
+from mcpsniff.capture.channel import Channel
+from mcpsniff.capture.sinks import Outputs
+from mcpsniff.capture.supervisor import Forwarded, Supervisor
+from mcpsniff.capture.worker import fork_analysis
 from mcpsniff.core.model import C2S, S2C, Record
 from mcpsniff.core.observations import Stderr, StreamEnd, TransportEvent
 from mcpsniff.core.redact import recorded_argv
 from mcpsniff.core.stdio_adapter import SESSION, StdioAdapter
-from mcpsniff.relay.analysis_process import AnalysisProcess
-from mcpsniff.relay.channel import Channel
-from mcpsniff.relay.outputs import Outputs
 from mcpsniff.relay.stdio_io import (
     CHUNK,
     Input,
@@ -40,21 +44,13 @@ from mcpsniff.relay.stdio_io import (
     restore_blocking,
     write_through,
 )
-from mcpsniff.relay.worker import TRACE_INCOMPLETE, fork_analysis
 from mcpsniff.trace.paths import TraceOpenError, open_trace_file
-from mcpsniff.trace.salvage import (
-    SalvageReport,
-    TracePlace,
-    exit_reason,
-    salvage_once,
-)
+from mcpsniff.trace.salvage import TracePlace
 from mcpsniff.trace.writer import TraceWriter
 
 #: How far (in bytes) the analyzer may fall behind before the relay stops
 #: queueing copies for it. Forwarding never waits for the analyzer.
 DEFAULT_BACKLOG_LIMIT = 256 << 20
-#: Seconds the relay waits for an analysis process whose pipe broke to exit.
-SALVAGE_WAIT = 5.0
 EXIT_NOT_STARTED = 127
 
 
@@ -70,7 +66,7 @@ class StdioOptions:
     name: str | None = None
     grace: float = 5.0
     backlog_limit: int = DEFAULT_BACKLOG_LIMIT
-    #: What the analysis process feeds besides the trace (``mcpsniff.relay.outputs``).
+    #: What the analysis process feeds besides the trace (``mcpsniff.capture.sinks``).
     outputs: Outputs = field(default_factory=Outputs)
 
 
@@ -120,25 +116,25 @@ class StdioRelay:
         place: TracePlace | None = None,
     ) -> None:
         self.options = options
-        #: Where this run's records are in the trace, for ``_salvage``.
-        self.place = place
         #: Bytes forwarded (and handed to the channel) per direction.
         self.forwarded = {C2S: 0, S2C: 0}
         #: Bytes of the child's stderr forwarded (and handed to the channel).
         self.stderr_forwarded = 0
-        #: Completing the trace as soon as the analysis process is known dead.
-        self._salvaging: asyncio.Task[SalvageReport | None] | None = None
-        #: Whether the user was told the analysis process is gone (told once).
-        self._loss_told = False
-        #: Refusals to complete the trace already reported: the salvage made at
-        #: the death and the one at the end of the run meet the same refusal
-        #: (the path no longer names this run's file), said once.
-        self._refusals: set[str] = set()
         #: The forked analysis process (it owns the trace) and the channel to it.
         self.analysis = analysis
         self.channel: Channel = analysis.channel
         self.warn = warn or (lambda text: None)
-        self.channel.on_broken = self._analysis_lost
+        #: Should the analysis process die, the stream bytes it missed are the gap.
+        self.supervisor = Supervisor(
+            analysis,
+            place,
+            Forwarded(
+                SESSION,
+                lambda: {"forwarded": dict(self.forwarded), "stderr": self.stderr_forwarded},
+            ),
+            lambda text: self.warn(f"mcpsniff stdio: warning: {text}"),
+        )
+        self.channel.on_broken = self.supervisor.pipe_broke
         self.proc: asyncio.subprocess.Process | None = None
         self._signals: list[int] = []
         self._first_signal_at: float | None = None
@@ -275,76 +271,8 @@ class StdioRelay:
         The analysis process reports its own warnings (trace incomplete).
         """
         self.channel.end(time.time())
-        status = await self.analysis.finish()
-        if status not in (0, TRACE_INCOMPLETE):
-            # Said once: the pipe may have broken (and said so) before the end,
-            # or while the end was written, or not at all.
-            if not self._loss_told:
-                self.warn(
-                    f"mcpsniff stdio: warning: the analysis process exited with status "
-                    f"{status}; the trace may be incomplete"
-                )
-            # It died before it ended the trace: only this process can now.
-            earlier = None
-            if self._salvaging is not None:
-                with contextlib.suppress(Exception):
-                    earlier = await self._salvaging
-            report = await self._salvage(status, end=True, after=earlier)
-            if report is not None:
-                total = report if earlier is None else earlier.add(report)
-                self.warn(f"mcpsniff stdio: warning: {total.describe()}")
-
-    async def _salvage(
-        self, status: int, *, end: bool, after: SalvageReport | None = None
-    ) -> SalvageReport | None:
-        """Account in the trace for what the dead analysis process never recorded.
-
-        The file work runs on a thread; warnings are written here, on the
-        loop (while the relay runs, stderr is one of its transports).
-        ``end``: the relay is done, end the session too; ``after``: the
-        salvage made when the death was noticed, if any (read on from it).
-        """
-        if self.place is None:
-            return None
-        report, refused = await asyncio.to_thread(
-            salvage_once,
-            self.place,
-            self._refusals,
-            reason=exit_reason(status),
-            t=time.time(),
-            key=SESSION,
-            # Copies: the relay goes on counting meanwhile.
-            forwarded=dict(self.forwarded),
-            stderr=self.stderr_forwarded,
-            end=end,
-            after=after,
-        )
-        if refused is not None:
-            self.warn(f"mcpsniff stdio: warning: {refused}")
-        return report
-
-    def _analysis_lost(self, exc: OSError) -> None:
-        """The analysis process is gone: keep relaying, and complete the trace at once."""
-        self._loss_told = True
-        self.warn(
-            f"mcpsniff stdio: warning: the analysis process is gone ({exc.strerror or exc}); "
-            "relaying continues unrecorded (the trace will say what it lacks)"
-        )
-        with contextlib.suppress(RuntimeError):  # no loop: the end of the run salvages
-            loop = asyncio.get_running_loop()
-            self._salvaging = loop.create_task(self._salvage_when_reaped())
-
-    async def _salvage_when_reaped(self) -> SalvageReport | None:
-        """Once the dead process is reaped, account for what it missed so far.
-
-        A reader of the trace (``show --follow``) learns of the loss now, not
-        only when the session ends; the end of the run accounts for the rest.
-        """
-        try:
-            status = await asyncio.wait_for(self.analysis.wait(), SALVAGE_WAIT)
-        except TimeoutError:
-            return None  # its pipe closed but it lives on: the end of the run salvages
-        return await self._salvage(status, end=False)
+        # The supervisor completes the trace if the process died before it could.
+        await self.supervisor.settle(await self.analysis.finish())
 
     # ------------------------------------------------------------------ pumps
 

@@ -7,15 +7,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcpsniff.capture.recorder import TraceRecorder
 from mcpsniff.core.model import FindingRecord, Record
-from mcpsniff.relay.recorder import Recorder
 from mcpsniff.replay.script import ReplayError
 from mcpsniff.trace.writer import TraceWriter
 
 
 @dataclass
 class Tap:
-    """Feeds what the replay sent and received into a Recorder (and a trace, if asked).
+    """Feeds what the replay sent and received into a TraceRecorder (and a trace, if asked).
 
     Without a trace file the traffic is still analyzed, so the replay can
     report the findings its own run produced.
@@ -41,7 +41,7 @@ class Tap:
                     f"cannot write trace {self.path}: {exc.strerror or exc}"
                 ) from None
         # The replay serves what was already recorded (and redacted): nothing new to hide.
-        self.recorder = Recorder(writer, self.transport, redact=False)
+        self.recorder = TraceRecorder(writer, self.transport, redact=False)
         self.recorder.listeners.append(self._keep)
 
     def _keep(self, record: Record) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from mcpsniff.capture.recorder import TraceRecorder
 from mcpsniff.core.http_adapter import ObservationAdapter
 from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, MessageRecord, Record
 from mcpsniff.core.observations import (
@@ -26,7 +27,6 @@ from mcpsniff.core.observations import (
     ResponseBody,
     ResponseHead,
 )
-from mcpsniff.relay.recorder import Recorder
 
 INIT = {
     "jsonrpc": "2.0",
@@ -104,7 +104,7 @@ def request(number: int, body: bytes, cut: Cut, headers: Any = POST_HEADERS) -> 
 
 def run(observations: list[Observation]) -> list[Any]:
     records: list[Record] = []
-    recorder = Recorder(None, "http")
+    recorder = TraceRecorder(None, "http")
     recorder.listeners.append(records.append)
     adapter = ObservationAdapter(recorder, mcp_path="/mcp")
     for observation in [*observations, CaptureEnd(9.0)]:

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from mcpsniff.capture.recorder import TraceRecorder
 from mcpsniff.core.model import C2S, S2C, EventRecord, FrameRecord, Record
 from mcpsniff.core.observations import (
     CaptureEnd,
@@ -16,14 +17,13 @@ from mcpsniff.core.observations import (
     TransportEvent,
 )
 from mcpsniff.core.stdio_adapter import STDERR_EVENT_LIMIT, StdioAdapter
-from mcpsniff.relay.recorder import Recorder
 
 PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
 PONG = b'{"jsonrpc":"2.0","id":1,"result":{}}\n'
 
 
 def run(observations: list[Any], *, redact: bool = True) -> list[Record]:
-    recorder = Recorder(None, "stdio", redact=redact)
+    recorder = TraceRecorder(None, "stdio", redact=redact)
     records: list[Record] = []
     recorder.listeners.append(records.append)
     adapter = StdioAdapter(recorder, redact=redact)
@@ -95,7 +95,7 @@ def test_transport_events_and_eof_pass_through() -> None:
 
 
 def test_a_relay_that_died_ends_the_session_with_its_unframed_bytes() -> None:
-    recorder = Recorder(None, "stdio")
+    recorder = TraceRecorder(None, "stdio")
     records: list[Record] = []
     recorder.listeners.append(records.append)
     adapter = StdioAdapter(recorder)

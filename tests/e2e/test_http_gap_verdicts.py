@@ -39,8 +39,8 @@ import pytest
 
 from mcpsniff.core.model import EventRecord, MessageRecord
 from mcpsniff.trace.reader import TraceReader
-from tests.addons.support import Mitmdump, mitmdump_path, require_peers
 from tests.e2e.test_http_peers import EVERYTHING_JS, REPO, Relay, Server, stop_process
+from tests.mitm.support import Mitmdump, mitmdump_path, require_peers
 
 #: Headers of every POST (Streamable HTTP: the server answers JSON or SSE).
 POST_HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}

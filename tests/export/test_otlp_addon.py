@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.addons.support import (
+from tests.e2e.sdk_peers import client_result
+from tests.mitm.support import (
     EVERYTHING_JS,
     SDK2_PYTHON,
     Everything,
@@ -15,7 +16,6 @@ from tests.addons.support import (
     require_peers,
     sdk_client,
 )
-from tests.e2e.sdk_peers import client_result
 
 from .collector import Collector, start_collector
 

@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 
+from mcpsniff.capture.analysis_process import AnalysisProcess
+from mcpsniff.capture.recorder import TraceRecorder
+from mcpsniff.capture.worker import Worker
 from mcpsniff.core.http_adapter import ObservationAdapter
 from mcpsniff.core.model import EventRecord, FrameRecord
 from mcpsniff.core.observations import ExchangeEnd, RequestBegin, RequestBody
-from mcpsniff.relay.analysis_process import AnalysisProcess
-from mcpsniff.relay.recorder import Recorder
 from mcpsniff.relay.remote_exchange import RemoteObserver
-from mcpsniff.relay.worker import Worker
 from mcpsniff.trace.reader import TraceReader
 from mcpsniff.trace.writer import TraceWriter
 
@@ -31,7 +31,7 @@ EVENT = (
 def flood(trace: Path, *, limit: int, pause: float) -> list[EventRecord]:
     """One SSE stream of EVENTS big events to an analysis process that starts after ``pause``."""
     writer = TraceWriter.create(trace)
-    recorder = Recorder(writer, "http", autoflush=False)
+    recorder = TraceRecorder(writer, "http", autoflush=False)
     worker = Worker(recorder, ObservationAdapter(recorder).apply)
 
     def analyze(fd: int) -> int:
@@ -101,7 +101,7 @@ def replay_streamed(
     """Replay RequestBody pieces then RequestBegin on a real in-process recorder; its records."""
     size = len(BODY) if size is None else size
     records: list[Any] = []
-    recorder = Recorder(None, "http")
+    recorder = TraceRecorder(None, "http")
     recorder.listeners.append(records.append)
     replay = ObservationAdapter(recorder, capture_limit=limit)
     for chunk, offset in pieces:

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
-from tests.addons.upstreams import Certificates, make_certificates
+from tests.mitm.upstreams import Certificates, make_certificates
 from tests.relay.test_http import (
     V_2025_11,
     McpClient,

@@ -163,11 +163,11 @@ def test_dropped_sessions_are_told_with_or_without_a_capture_gap() -> None:
 def test_check_says_which_sessions_a_capped_relay_dropped(tmp_path: Path) -> None:
     # A relay that kept at most 2 sessions: its trace says it dropped "s0",
     # and check, replaying it, excuses the reply to s0's forgotten request.
-    from mcpsniff.relay.recorder import Recorder
+    from mcpsniff.capture.recorder import TraceRecorder
 
     path = tmp_path / "t.jsonl"
     writer = TraceWriter.create(path)
-    recorder = Recorder(writer, "stdio", redact=False)
+    recorder = TraceRecorder(writer, "stdio", redact=False)
     recorder.analyzer.max_sessions = 2
     for key in ("s0", "s1", "s2"):
         for direction, raw in HANDSHAKE:

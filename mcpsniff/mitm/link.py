@@ -1,11 +1,14 @@
 """The mitmproxy addon's link to its analysis process: observations out, findings back.
 
-The addon sends its observations down the capture channel (``channel``) to
-an analysis process (``worker``, spawned as a fresh interpreter by
-``analysis_process``), like ``mcpsniff http``. Unlike the HTTP relay, the
-addon needs results back: findings go on their flows (comment, marker,
-metadata), and ``mcpsniff_show`` lines belong in mitmproxy's event log. So
-the worker answers on a second pipe (``FlowReplies``). After finishing an
+The addon sends its observations down the capture channel
+(``mcpsniff.capture.channel``) to an analysis process (``mcpsniff.mitm.worker``,
+spawned as a fresh interpreter by ``mcpsniff.capture.analysis_process``), like
+``mcpsniff http``. Unlike the HTTP relay, the addon needs results back:
+findings go on their flows (comment, marker, metadata), and ``mcpsniff_show``
+lines belong in mitmproxy's event log. So the worker answers on a second pipe
+(``mcpsniff.mitm.worker.FlowReplies``). This module runs in mitmproxy's
+process: the messages both sides share, and the addon's end
+(``AnalysisClient``). After finishing an
 exchange the addon may send a ``Sync`` with the exchange's number; when the
 worker reaches it, every finding of that exchange has been made, and it says
 so (``Reply.synced``) together with the findings and lines made since its
@@ -31,14 +34,11 @@ from typing import Any
 
 import orjson
 
-from mcpsniff.core.model import FindingRecord, FrameRecord, Record
+from mcpsniff.capture.analysis_process import AnalysisProcess
+from mcpsniff.capture.channel import big_pipe
+from mcpsniff.capture.sinks import Outputs
 from mcpsniff.core.observation_codec import register
 from mcpsniff.core.observations import Observation
-from mcpsniff.relay.analysis_process import AnalysisProcess
-from mcpsniff.relay.channel import big_pipe
-from mcpsniff.relay.outputs import Outputs
-from mcpsniff.relay.recorder import Recorder
-from mcpsniff.terminal.render import Style, Timeline
 
 #: Bytes of observations the addon may queue while the pipe is full.
 BACKLOG_LIMIT = 64 << 20
@@ -46,9 +46,8 @@ BACKLOG_LIMIT = 64 << 20
 BATCH_DELAY = 0.005
 #: Seconds a hook waits for its exchange's findings before going on without them.
 SYNC_TIMEOUT = 5.0
-#: Frames remembered with their exchange (findings name frames, flows are exchanges).
-FRAME_MEMORY = 100_000
-_LENGTH = struct.Struct("<I")
+#: The length before each reply on the replies pipe.
+REPLY_LENGTH = struct.Struct("<I")
 
 
 # --------------------------------------------------------------------------- messages
@@ -119,78 +118,6 @@ class Reply:
         return cls(findings, lines, [int(n) for n in value["synced"]])
 
 
-# --------------------------------------------------------------------------- analysis side
-
-
-class FlowReplies:
-    """In the worker: answers ``Sync`` and ``Show``, and sends findings and lines back."""
-
-    def __init__(
-        self, recorder: Recorder, apply: Callable[[Any], None], replies_fd: int, show: bool
-    ) -> None:
-        self.replay_apply = apply
-        self.replies_fd = replies_fd
-        self.replies_broken = False
-        self.timeline: Timeline | None = Timeline(Style(False)) if show else None
-        self.reply = Reply()
-        #: Frame seq -> exchange number.
-        self.frame_exchange: dict[int, int] = {}
-        recorder.listeners.append(self._record)
-
-    def _record(self, record: Record) -> None:
-        if isinstance(record, FrameRecord):
-            meta = record.meta or {}
-            number = meta.get("exchange")
-            if isinstance(number, int):
-                if len(self.frame_exchange) >= FRAME_MEMORY:
-                    self.frame_exchange.clear()
-                self.frame_exchange[record.seq] = number
-        elif isinstance(record, FindingRecord):
-            # A finding naming two frames of one exchange goes on its flow once.
-            exchanges = tuple(dict.fromkeys(self.frame_exchange.get(s, -1) for s in record.seq))
-            self.reply.findings.append(
-                FlowFinding(exchanges, record.rule, record.severity, record.message)
-            )
-        if self.timeline is not None:
-            self.reply.lines.extend(self.timeline.feed(record))
-
-    def apply(self, message: Observation | Sync | Show) -> None:
-        """Replay one observation, or act on a control message."""
-        kind = type(message)
-        if kind is Sync:
-            self.reply.synced.append(message.exchange)  # type: ignore[union-attr]
-        elif kind is Show:
-            if message.on and self.timeline is None:  # type: ignore[union-attr]
-                self.timeline = Timeline(Style(False))
-            elif not message.on and self.timeline is not None:  # type: ignore[union-attr]
-                self.reply.lines.extend(self.timeline.flush())
-                self.timeline = None
-        else:
-            self.replay_apply(message)
-
-    def send_reply(self) -> None:
-        """After a batch: what was found since the last reply, to the addon."""
-        if self.timeline is not None:
-            # A frame's lines wait for the next frame; no later record of the batch belongs
-            # to it, so show them now rather than one message late.
-            self.reply.lines.extend(self.timeline.flush())
-        reply, self.reply = self.reply, Reply()
-        if not reply or self.replies_broken:
-            return
-        payload = reply.encode()
-        try:
-            _write_all(self.replies_fd, _LENGTH.pack(len(payload)) + payload)
-        except OSError:
-            # The addon is gone; the trace is still worth finishing.
-            self.replies_broken = True
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
 # --------------------------------------------------------------------------- addon side
 
 
@@ -206,7 +133,7 @@ class AnalysisClient:
     """The addon's end: a sink for observations, syncs to await, replies to hand on.
 
     ``on_reply`` gets every reply (before the synced hooks go on); ``on_gone``
-    is told once, with a reason, when the analysis process dies or stops answering;
+    is told once, with how, when the analysis process dies or stops answering;
     ``on_late`` once, the first time hooks go on without their findings (it lags).
     """
 
@@ -262,7 +189,11 @@ class AnalysisClient:
         arguments += ["--outputs", outputs.to_json()] if outputs is not None else []
         try:
             analysis = AnalysisProcess.spawn(
-                arguments, BACKLOG_LIMIT, pass_fds=(replies_write, trace_fd), delay=BATCH_DELAY
+                "mcpsniff.mitm.worker",
+                arguments,
+                BACKLOG_LIMIT,
+                pass_fds=(replies_write, trace_fd),
+                delay=BATCH_DELAY,
             )
         except BaseException:
             os.close(replies_read)
@@ -328,9 +259,9 @@ class AnalysisClient:
         buffer = self.buffer
         buffer += chunk
         position = 0
-        size = _LENGTH.size
+        size = REPLY_LENGTH.size
         while len(buffer) - position >= size:
-            (length,) = _LENGTH.unpack_from(buffer, position)
+            (length,) = REPLY_LENGTH.unpack_from(buffer, position)
             end = position + size + length
             if end > len(buffer):
                 break
@@ -396,7 +327,7 @@ class AnalysisClient:
         self._close_reader()
         self._release(list(self.waiting))
         if not self.stopping:
-            self.on_gone(f"the analysis process is gone ({reason})")
+            self.on_gone(reason)
 
     def _close_reader(self) -> None:
         if self.loop is not None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Generic, Protocol, TypeVar
 
-from mcpsniff.relay.addon_link import FlowFinding, Reply
+from mcpsniff.mitm.link import FlowFinding, Reply
 
 #: mitmproxy markers for the worst finding on a flow.
 MARKERS = {"error": ":red_circle:", "warning": ":warning:", "info": ":information_source:"}

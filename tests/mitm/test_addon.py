@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -24,16 +23,16 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import mitmproxy
 import pytest
 from mitmproxy import io as mitmio
 from mitmproxy.http import HTTPFlow
 
-from tests.relay.stdio_support import wait_until
-
-from .support import (
+from tests.mitm.support import (
+    ACCEPT,
+    CLIENT_TIMEOUT,
     HERE_PEERS,
-    REPO,
+    INITIALIZE,
+    LATE_OPTIONS,
     RUN_TIMEOUT,
     Mitmdump,
     Relay,
@@ -41,45 +40,17 @@ from .support import (
     assert_check_agrees,
     free_port,
     legacy_session,
+    post,
     read_trace,
 )
-from .upstreams import CUT_EVENT, WHOLE_EVENT, Upstream, whole_event
-
-ACCEPT = "application/json, text/event-stream"
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "addon-test", "version": "0"},
-    },
-}
-LATE_OPTIONS = HERE_PEERS / "late_options.py"
-CLIENT_TIMEOUT = aiohttp.ClientTimeout(total=15)
+from tests.mitm.upstreams import CUT_EVENT, WHOLE_EVENT, Upstream, whole_event
+from tests.relay.stdio_support import wait_until
 
 
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[Upstream]:
     with Upstream() as server:
         yield server
-
-
-async def post(
-    url: str, body: bytes | dict[str, Any], session: str | None = None, proxy: str | None = None
-) -> tuple[int, dict[str, str], bytes]:
-    """POST ``body`` (JSON unless bytes) on ``session``; the status, headers and whole body."""
-    data = body if isinstance(body, bytes) else json.dumps(body).encode()
-    headers = {"Content-Type": "application/json", "Accept": ACCEPT}
-    if session is not None:
-        headers["Mcp-Session-Id"] = session
-        headers["MCP-Protocol-Version"] = "2025-11-25"
-    async with (
-        aiohttp.ClientSession(timeout=CLIENT_TIMEOUT) as http,
-        http.post(url, data=data, headers=headers, proxy=proxy) as response,
-    ):
-        return response.status, dict(response.headers), await response.read()
 
 
 async def post_until_broken(url: str, body: dict[str, Any]) -> bytes:
@@ -335,89 +306,6 @@ def test_rejected_change_at_run_time_keeps_recording(upstream: Upstream, tmp_pat
     assert [m.method for m in trace.messages] == ["initialize", None]
 
 
-# --------------------------------------------------------------------------- no mcpsniff
-
-
-def _python_without_mcpsniff(folder: Path) -> tuple[list[str], Path]:
-    """A mitmdump command whose Python has mitmproxy but no mcpsniff; the addon's copy.
-
-    ``-S`` skips site initialization, so the venv's .pth files (among them the one
-    that makes the editable mcpsniff importable) are not read; mitmproxy's folder
-    is put back on sys.path by hand. The addon is copied outside the checkout,
-    so its fallback (the checkout next to it) finds nothing either.
-    """
-    site = Path(mitmproxy.__file__).resolve().parents[1]
-    code = (
-        f"import sys; sys.path.append({str(site)!r}); "
-        "from mitmproxy.tools.main import mitmdump; sys.exit(mitmdump())"
-    )
-    copy = folder / "elsewhere" / "addons" / "mcpsniff.py"
-    copy.parent.mkdir(parents=True)
-    shutil.copy(REPO / "addons" / "mcpsniff.py", copy)
-    return [sys.executable, "-S", "-c", code], copy
-
-
-#: PYTHONPATH would still be read under ``-S`` (the tests may run with the checkout on it).
-NO_PYTHONPATH = {"PYTHONPATH": ""}
-
-
-NOT_IMPORTABLE = "mcpsniff is not importable from mitmproxy's Python"
-
-
-def test_addon_without_mcpsniff_refuses_to_start_clearly(tmp_path: Path) -> None:
-    python, copy = _python_without_mcpsniff(tmp_path)
-    mitm = Mitmdump(
-        tmp_path,
-        addon=False,
-        extra=["-s", str(copy), "--set", f"mcpsniff_trace={tmp_path / 't.jsonl'}"],
-        python=python,
-        cwd=copy.parent,
-        env=NO_PYTHONPATH,
-    )
-    try:
-        code = mitm.proc.wait(30)
-    except Exception:
-        mitm.stop(signal.SIGKILL)
-        raise
-    assert code == 1, mitm.output
-    (line,) = [line for line in mitm.output.splitlines() if NOT_IMPORTABLE in line]
-    assert "No module named 'mcpsniff'" in line
-    assert "pip install mcpsniff" in line
-    assert "Traceback" not in mitm.output
-    assert not (tmp_path / "t.jsonl").exists()
-
-
-def test_addon_loaded_at_run_time_without_mcpsniff_leaves_flows_alone(
-    upstream: Upstream, tmp_path: Path
-) -> None:
-    python, copy = _python_without_mcpsniff(tmp_path)
-    mitm = Mitmdump(
-        tmp_path,
-        mode=f"reverse:{upstream.origin}/",
-        addon=False,
-        extra=["-s", str(LATE_OPTIONS)],
-        python=python,
-        cwd=copy.parent,
-        env={"MCPSNIFF_TEST_LATE_OPTIONS": json.dumps({"scripts": [str(copy)]}), **NO_PYTHONPATH},
-    ).started()
-    try:
-        mitm.wait_for(NOT_IMPORTABLE)
-        # MCP traffic of every kind passes, with no error per flow
-        for _ in range(2):
-            assert asyncio.run(post(mitm.url("/mcp"), INITIALIZE))[0] == 200
-            ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
-            status, _, body = asyncio.run(post(mitm.url("/truncated"), ping, "s"))
-            assert status == 200 and body == whole_event(2) + CUT_EVENT
-            assert asyncio.run(post(mitm.url("/mcp"), b"not json", "s"))[0] == 400
-        assert mitm.proc.poll() is None
-    finally:
-        code = mitm.stop(signal.SIGINT)
-    assert code == 0, mitm.output
-    assert mitm.output.count(NOT_IMPORTABLE) == 1
-    assert "Traceback" not in mitm.output
-    assert "mcpsniff:" not in mitm.output
-
-
 # --------------------------------------------------------------------------- legacy ordering
 
 EXPECTED_LEGACY = [
@@ -611,7 +499,7 @@ def test_analysis_process_dying_keeps_mitmdump_proxying(upstream: Upstream, tmp_
 def test_a_stalled_analysis_process_delays_flows_at_most_sync_timeout(
     upstream: Upstream, tmp_path: Path, hold: str
 ) -> None:
-    from mcpsniff.relay.addon_link import SYNC_TIMEOUT
+    from mcpsniff.mitm.link import SYNC_TIMEOUT
 
     mitm = Mitmdump(
         tmp_path,

@@ -2,7 +2,7 @@
 
 Run it with the SDK 2.x venv, never with mcpsniff's own interpreter::
 
-    .peers/sdk2/bin/python tests/addons/peers/sdk2_tls_server.py PORT CERT KEY
+    .peers/sdk2/bin/python tests/mitm/peers/sdk2_tls_server.py PORT CERT KEY
 
 It serves ``https://127.0.0.1:PORT/mcp`` with the certificate CERT and its key
 KEY (the tests make both, signed by a CA of their own), and declares the

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from mcpsniff.capture.recorder import TraceRecorder
 from mcpsniff.core.model import C2S, S2C, EventRecord, FindingRecord, FrameRecord
-from mcpsniff.relay.recorder import Recorder
 from mcpsniff.trace.reader import TraceReader
 from mcpsniff.trace.writer import TraceWriter
 
@@ -15,7 +15,7 @@ INIT = b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}\n'
 
 def test_records_reach_the_trace_listeners_and_batch_hooks_in_order(tmp_path: Path) -> None:
     writer = TraceWriter.create(tmp_path / "t.jsonl")
-    recorder = Recorder(writer, "stdio")
+    recorder = TraceRecorder(writer, "stdio")
     seen: list[Any] = []
     batches: list[int] = []
     recorder.listeners.append(seen.append)
@@ -36,7 +36,7 @@ def test_records_reach_the_trace_listeners_and_batch_hooks_in_order(tmp_path: Pa
 
 
 def test_feed_frame_takes_a_whole_frame_and_its_meta() -> None:
-    recorder = Recorder(None, "http", redact=False)
+    recorder = TraceRecorder(None, "http", redact=False)
     records = recorder.feed_frame("s", C2S, INIT.rstrip(b"\n"), 1.0, meta={"exchange": 3})
     (frame,) = [r for r in records if isinstance(r, FrameRecord)]
     assert frame.meta == {"exchange": 3} and frame.transport == "http"
@@ -58,7 +58,7 @@ def test_close_ends_every_session_once_and_closes_the_sinks() -> None:
         def close(self) -> None:
             self.closed += 1
 
-    recorder = Recorder(None, "stdio")
+    recorder = TraceRecorder(None, "stdio")
     sink = Sink()
     recorder.sinks.append(sink)
     recorder.event("a", "session-start", 1.0)
@@ -78,7 +78,7 @@ def test_a_session_dropped_at_the_cap_is_written_to_the_trace_and_check_agrees(
 
     path = tmp_path / "t.jsonl"
     writer = TraceWriter.create(path)
-    recorder = Recorder(writer, "http", redact=False)
+    recorder = TraceRecorder(writer, "http", redact=False)
     recorder.analyzer.max_sessions = 3
     call = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}'
     reply = b'{"jsonrpc":"2.0","id":1,"result":{"content":[]}}'

@@ -4,7 +4,7 @@ docs/architecture.md, invariant 2 says recording and analysis never sit between 
 and its write. In one Python process they would still share the
 interpreter, so every shell (``mcpsniff stdio``, ``mcpsniff http``, the
 mitmproxy addon) runs its analysis in an analysis process
-(``mcpsniff.relay.worker``) and only hands it copies of what it forwarded,
+(``mcpsniff.capture.worker``) and only hands it copies of what it forwarded,
 as observations (``mcpsniff.core.observations``) encoded with
 ``mcpsniff.core.observation_codec`` into a pipe.
 

@@ -1,27 +1,45 @@
-"""The analysis side's outputs besides the trace: the one place a command's options become sinks.
+"""Where the records of a capture go besides the trace: the sinks, and the one place they are built.
+
+Every output of a recording besides the trace file and ``--show`` (an OTLP
+export, a live view) is a :class:`Sink`. The recorder hands each record to
+every sink in order, tells them when a batch of records (one read from the
+wire) is complete, and closes them when the capture ends.
 
 Every relay command (``mcpsniff stdio``, ``mcpsniff http``, the mitmproxy
-addon) records in an analysis process; what that process feeds besides the
-trace writer and ``--show`` is built here, from an ``Outputs`` the command
-filled in from its options. Sinks are built *in* the analysis process (after
-the fork, or in the addon's fresh interpreter), so that an exporter's threads
-and sockets belong to the process that uses them.
+addon) records in an analysis process; which sinks that process feeds is an
+``Outputs``, filled in by the command from its options and built into sinks
+by ``build_sinks``. Sinks are built *in* the analysis process (after the fork,
+or in the addon's fresh interpreter), so that an exporter's threads and
+sockets belong to the process that uses them.
 
-Adding an output (OTLP, a live view) is: a field here, its sink class, and a
-line in ``build_sinks``.
+Adding an output (OTLP, a live view) is: a field of ``Outputs``, its sink
+class, and a line in ``build_sinks``.
 """
 
 from __future__ import annotations
 
 import sys
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import orjson
 
 from mcpsniff.core.escape import terminal_safe
-from mcpsniff.relay.recorder import Recorder
-from mcpsniff.sinks import Sink
+from mcpsniff.core.model import Record
+
+
+@runtime_checkable
+class Sink(Protocol):
+    """A consumer of a capture's records. Methods must not raise into the relay."""
+
+    def record(self, record: Record) -> None:
+        """Take one record (frame, finding, event, session end, ...)."""
+
+    def batch_end(self) -> None:
+        """The records of one read are all delivered: a good moment to flush."""
+
+    def close(self) -> None:
+        """The capture ended; release what the sink holds."""
 
 
 @dataclass(frozen=True)
@@ -58,10 +76,3 @@ def build_sinks(outputs: Outputs) -> list[Sink]:
 def _warn(text: str) -> None:
     """A sink's warning, on the analysis process's stderr (the user's), escaped."""
     print(terminal_safe(text), file=sys.stderr, flush=True)
-
-
-def attach(recorder: Recorder, outputs: Outputs | None) -> Recorder:
-    """Add the sinks ``outputs`` asks for to ``recorder`` (call in the analysis process)."""
-    if outputs is not None:
-        recorder.sinks.extend(build_sinks(outputs))
-    return recorder

@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from mcpsniff.capture import channel as channel_module
+from mcpsniff.capture.channel import Channel, InProcess, read_batches
 from mcpsniff.core.model import C2S, S2C
 from mcpsniff.core.observations import (
     CaptureEnd,
@@ -24,8 +26,6 @@ from mcpsniff.core.observations import (
     StreamGap,
     TransportEvent,
 )
-from mcpsniff.relay import channel as channel_module
-from mcpsniff.relay.channel import Channel, InProcess, read_batches
 
 
 def drain_all(fd: int) -> list[Any]:
@@ -218,8 +218,8 @@ def test_read_batches_gives_every_observation_whatever_the_reads_cut(
     """Reads cut frames anywhere (small rests kept as bytes, big ones appended to)."""
     import random
 
+    from mcpsniff.capture import channel
     from mcpsniff.core.observation_codec import decode_all, encode_bytes
-    from mcpsniff.relay import channel
 
     rng = random.Random(seed)
     sizes = [rng.choice([0, 5, 1000, 70_000]) for _ in range(200)] + [600_000, 3_000_000]

@@ -3,14 +3,15 @@
 Every analysis process runs one ``Worker``: it decodes the observations the
 shell sent (``channel.read_batches``), replays each on its adapter
 (``mcpsniff.core.stdio_adapter`` or ``mcpsniff.core.http_adapter``), which
-drives the ``Session`` through a ``Recorder`` into the trace writer and the
+drives the ``Session`` through a ``TraceRecorder`` into the trace writer and the
 sinks, and flushes the trace whenever the shell pauses. ``CaptureEnd`` ends
 every session; the end of the pipe ends the worker. A pipe that ends without
 ``CaptureEnd`` means the shell died: the worker ends the sessions itself, so
 that the trace still says what was unanswered.
 
-Run as ``python -m mcpsniff.relay.worker`` it is the mitmproxy addon's
-analysis process (see ``main``).
+The relays fork their analysis process and run a ``Worker`` in it
+(``fork_analysis``); the mitmproxy addon spawns ``python -m
+mcpsniff.mitm.worker``, which runs one too.
 """
 
 from __future__ import annotations
@@ -20,17 +21,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from mcpsniff.capture.analysis_process import TRACE_INCOMPLETE, AnalysisProcess
+from mcpsniff.capture.channel import read_batches
+from mcpsniff.capture.recorder import TraceRecorder
+from mcpsniff.capture.sinks import Outputs
 from mcpsniff.core.model import Record
 from mcpsniff.core.observation_codec import CodecError
 from mcpsniff.core.observations import CaptureEnd
-from mcpsniff.relay.analysis_process import AnalysisProcess
-from mcpsniff.relay.channel import read_batches
-from mcpsniff.relay.outputs import Outputs, attach
-from mcpsniff.relay.recorder import Recorder
 from mcpsniff.trace.writer import TraceWriter
-
-#: Exit status of an analysis process whose trace could not be written in full.
-TRACE_INCOMPLETE = 3
 
 
 class Worker:
@@ -38,7 +36,7 @@ class Worker:
 
     def __init__(
         self,
-        recorder: Recorder,
+        recorder: TraceRecorder,
         apply: Callable[[Any], None],
         *,
         lost: Callable[[float], None] | None = None,
@@ -106,7 +104,7 @@ class Worker:
 def fork_analysis(
     writer: TraceWriter,
     transport: str,
-    make_adapter: Callable[[Recorder], Any],
+    make_adapter: Callable[[TraceRecorder], Any],
     *,
     limit: int,
     redact: bool,
@@ -132,7 +130,7 @@ def fork_analysis(
     relay's salvage of the trace would wait for that lock.
     """
     # Flushed once per batch of observations (the worker does it).
-    recorder = Recorder(writer, transport, redact=redact, autoflush=False)
+    recorder = TraceRecorder(writer, transport, redact=redact, autoflush=False)
     if show is not None:
         recorder.listeners.append(show)
     if show_flush is not None:
@@ -145,7 +143,7 @@ def fork_analysis(
     def work(fd: int) -> int:
         if in_child is not None:
             in_child()
-        attach(recorder, outputs)
+        recorder.attach_sinks(outputs)
         return worker.run(fd)
 
     process = AnalysisProcess.fork(work, limit, idle=idle)
@@ -155,56 +153,3 @@ def fork_analysis(
 
 def _stderr(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
-
-
-def main(argv: list[str] | None = None) -> int:
-    """The spawned analysis process (``AnalysisProcess.spawn``, the mitmproxy addon's)."""
-    import argparse
-    import os
-    from pathlib import Path
-
-    import orjson
-
-    from mcpsniff.core.http_adapter import ObservationAdapter
-    from mcpsniff.relay.addon_link import FlowReplies
-    from mcpsniff.relay.analysis_process import become_analysis_process
-
-    parser = argparse.ArgumentParser(prog="mcpsniff.relay.worker")
-    parser.add_argument("--fd", type=int, required=True, help="the channel's read end")
-    parser.add_argument("--trace-fd", type=int, required=True)
-    parser.add_argument("--trace-path", default="")
-    parser.add_argument("--meta", default="{}", help="the trace header's meta (JSON)")
-    parser.add_argument("--created", type=float, required=True)
-    parser.add_argument("--no-redact", action="store_true")
-    parser.add_argument("--replies-fd", type=int, help="findings back to the addon")
-    parser.add_argument("--show", action="store_true")
-    parser.add_argument("--outputs", default="", help="Outputs as JSON (mcpsniff.relay.outputs)")
-    ns = parser.parse_args(argv)
-    # Normal priority: unlike a relay's, the addon's hooks wait for this process
-    # (findings must be on a flow before the later addons see it).
-    become_analysis_process(niceness=0)
-    stream = os.fdopen(ns.trace_fd, "wb", buffering=1 << 16)
-    writer = TraceWriter(stream, Path(ns.trace_path) if ns.trace_path else None)
-    writer.write_header(orjson.loads(ns.meta), ns.created)
-    writer.flush()
-    recorder = Recorder(writer, "http", redact=not ns.no_redact, autoflush=False)
-    attach(recorder, Outputs.from_json(ns.outputs))
-    # Sessions are keyed by the server's host too: mitmproxy sees many servers.
-    adapter = ObservationAdapter(recorder, redact=not ns.no_redact, key_by_host=True)
-    if ns.replies_fd is None:
-        return Worker(recorder, adapter.apply).run(ns.fd)
-    replies = FlowReplies(recorder, adapter.apply, ns.replies_fd, ns.show)
-    worker = Worker(
-        recorder,
-        replies.apply,
-        after_batch=replies.send_reply,
-        after_close=replies.send_reply,
-    )
-    return worker.run(ns.fd)
-
-
-if __name__ == "__main__":
-    # Run as the module's real name, not ``__main__``: one copy of its classes.
-    from mcpsniff.relay.worker import main as _main
-
-    sys.exit(_main())

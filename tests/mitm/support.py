@@ -41,6 +41,8 @@ EVERYTHING_JS = (
 SDK_CLIENT = REPO / "tests" / "e2e" / "peers" / "sdk_client.py"
 E2E_PEERS = REPO / "tests" / "e2e" / "peers"
 HERE_PEERS = Path(__file__).resolve().parent / "peers"
+#: A script that sets options once mitmdump runs (``MCPSNIFF_TEST_LATE_OPTIONS``).
+LATE_OPTIONS = HERE_PEERS / "late_options.py"
 
 START_TIMEOUT = 30.0
 RUN_TIMEOUT = 60.0
@@ -419,3 +421,35 @@ def assert_check_agrees(trace: Trace) -> list[dict[str, Any]]:
     assert checked == [finding_json(f) for f in trace.findings]
     assert code == (1 if any(f.severity == "error" for f in trace.findings) else 0)
     return checked
+
+
+# --------------------------------------------------------------------------- MCP over HTTP
+
+ACCEPT = "application/json, text/event-stream"
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "addon-test", "version": "0"},
+    },
+}
+CLIENT_TIMEOUT = aiohttp.ClientTimeout(total=15)
+
+
+async def post(
+    url: str, body: bytes | dict[str, Any], session: str | None = None, proxy: str | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    """POST ``body`` (JSON unless bytes) on ``session``; the status, headers and whole body."""
+    data = body if isinstance(body, bytes) else json.dumps(body).encode()
+    headers = {"Content-Type": "application/json", "Accept": ACCEPT}
+    if session is not None:
+        headers["Mcp-Session-Id"] = session
+        headers["MCP-Protocol-Version"] = "2025-11-25"
+    async with (
+        aiohttp.ClientSession(timeout=CLIENT_TIMEOUT) as http,
+        http.post(url, data=data, headers=headers, proxy=proxy) as response,
+    ):
+        return response.status, dict(response.headers), await response.read()

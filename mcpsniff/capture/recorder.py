@@ -13,16 +13,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from mcpsniff.capture.sinks import Outputs, Sink, build_sinks
 from mcpsniff.core.analyzer import Analyzer
 from mcpsniff.core.model import FindingRecord, Record
 from mcpsniff.core.redact import redact_frame
-from mcpsniff.sinks import Sink
 from mcpsniff.trace.writer import TraceWriter
 
 Listener = Callable[[Record], None]
 
 
-class Recorder:
+class TraceRecorder:
     """Feeds one capture's traffic through the analyzer into a trace writer."""
 
     def __init__(
@@ -41,9 +41,15 @@ class Recorder:
         self.listeners: list[Listener] = []
         #: Called after each batch of records (one feed call), e.g. to flush a display.
         self.batch_listeners: list[Callable[[], None]] = []
-        #: Further outputs (OTLP, a live view): see mcpsniff.sinks.
+        #: Further outputs (OTLP, a live view): see mcpsniff.capture.sinks.
         self.sinks: list[Sink] = []
         self.findings = 0
+
+    def attach_sinks(self, outputs: Outputs | None) -> TraceRecorder:
+        """Add the sinks ``outputs`` asks for (call in the analysis process); this recorder."""
+        if outputs is not None:
+            self.sinks.extend(build_sinks(outputs))
+        return self
 
     def _emit(self, records: list[Record]) -> list[Record]:
         if self.analyzer.drops:

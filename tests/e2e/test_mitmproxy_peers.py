@@ -28,8 +28,7 @@ import pytest
 from mitmproxy import io as mitmio
 
 from tests.e2e.sdk_peers import client_result
-
-from .support import (
+from tests.mitm.support import (
     EVERYTHING_JS,
     HERE_PEERS,
     SDK2_PYTHON,
@@ -46,7 +45,7 @@ from .support import (
     sdk_client,
     wait_for_port,
 )
-from .upstreams import PAGE, Upstream, make_certificates
+from tests.mitm.upstreams import PAGE, Upstream, make_certificates
 
 STREAMABLE = "streamable-http"
 SSE = "sse"

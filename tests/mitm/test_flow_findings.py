@@ -1,12 +1,12 @@
-"""relay/flow_findings.py: findings onto flows, and the bounded book of flows awaiting them."""
+"""mitm/flow_findings.py: findings onto flows, and the bounded book of flows awaiting them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcpsniff.relay.addon_link import FlowFinding, Reply
-from mcpsniff.relay.flow_findings import FLOW_MEMORY, MARKERS, FlowBook, attach
+from mcpsniff.mitm.flow_findings import FLOW_MEMORY, MARKERS, FlowBook, attach
+from mcpsniff.mitm.link import FlowFinding, Reply
 
 
 @dataclass

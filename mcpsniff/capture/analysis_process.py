@@ -1,10 +1,10 @@
 """The one launcher of analysis processes: a fork, or (the addon) a fresh interpreter.
 
 ``mcpsniff stdio`` and ``mcpsniff http`` fork before their event loop or any
-thread exists; the child runs the worker (``mcpsniff.relay.worker``) on the
+thread exists; the child runs the worker (``mcpsniff.capture.worker``) on the
 read end of the channel's pipe. mitmproxy may run threads, and a fork copies
 none of them but every lock they hold, so the addon spawns ``python -m
-mcpsniff.relay.worker`` instead, which runs the same worker. Either way the
+mcpsniff.mitm.worker`` instead, which runs the same worker. Either way the
 parent gets an ``AnalysisProcess``: the ``Channel`` to feed, and a way to
 wait for the trace to be complete.
 """
@@ -19,15 +19,19 @@ import select
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from mcpsniff.relay.channel import Channel, big_pipe
+from mcpsniff.capture.channel import Channel, big_pipe
 
 #: How much lower a forked analysis process's CPU priority is than the relay's.
 ANALYSIS_NICENESS = 10
+#: Exit status of an analysis process whose trace could not be written in full
+#: (it says why itself).
+TRACE_INCOMPLETE = 3
 #: Seconds ``finish`` waits in silence before it says what it is waiting for.
 FINISH_NOTICE_SECONDS = 1.0
 _M_MMAP_THRESHOLD = -3  # glibc's mallopt parameter number
@@ -74,9 +78,15 @@ class AnalysisProcess:
 
     @classmethod
     def spawn(
-        cls, arguments: Sequence[str], limit: int, *, pass_fds: Sequence[int], delay: float = 0.0
+        cls,
+        module: str,
+        arguments: Sequence[str],
+        limit: int,
+        *,
+        pass_fds: Sequence[int],
+        delay: float = 0.0,
     ) -> AnalysisProcess:
-        """Start ``python -m mcpsniff.relay.worker --fd N ARGUMENTS`` (closes ``pass_fds`` here).
+        """Start ``python -m MODULE --fd N ARGUMENTS`` (closes ``pass_fds`` here).
 
         The package this process imported comes first on its path: the addon
         may run from a checkout with no mcpsniff installed. Its folder is the
@@ -89,7 +99,7 @@ class AnalysisProcess:
         root = str(Path(mcpsniff.__file__).resolve().parents[1])
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
-        argv = [sys.executable, "-m", "mcpsniff.relay.worker", "--fd", str(read_fd), *arguments]
+        argv = [sys.executable, "-m", module, "--fd", str(read_fd), *arguments]
         try:
             proc = subprocess.Popen(
                 argv,
@@ -118,6 +128,17 @@ class AnalysisProcess:
             if pid:  # reaped: waitpid would not know it again
                 self.status = os.waitstatus_to_exitcode(status)
         return self.status
+
+    def wait_blocking(self, timeout: float) -> int | None:
+        """``wait`` without an event loop, ``timeout`` seconds at most (None: still running)."""
+        if self.proc is not None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                return self.proc.wait(timeout)
+            return None
+        deadline = time.monotonic() + timeout
+        while (status := self.poll()) is None and time.monotonic() < deadline:
+            time.sleep(0.002)
+        return status
 
     async def wait(self) -> int:
         """Wait for the analysis process to exit; its exit status."""

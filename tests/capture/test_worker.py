@@ -6,12 +6,13 @@ import os
 from pathlib import Path
 from typing import Any
 
+from mcpsniff.capture.analysis_process import TRACE_INCOMPLETE
+from mcpsniff.capture.recorder import TraceRecorder
+from mcpsniff.capture.worker import Worker
 from mcpsniff.core.model import C2S, S2C, EventRecord, FrameRecord
 from mcpsniff.core.observation_codec import encode_bytes
 from mcpsniff.core.observations import CaptureEnd, StreamData
 from mcpsniff.core.stdio_adapter import StdioAdapter
-from mcpsniff.relay.recorder import Recorder
-from mcpsniff.relay.worker import TRACE_INCOMPLETE, Worker
 from mcpsniff.trace.reader import TraceReader
 from mcpsniff.trace.writer import TraceWriter
 
@@ -21,7 +22,7 @@ PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
 def run_worker(trace: Path, data: bytes, sink: Any = None) -> tuple[int, list[str], list[Any]]:
     """A worker on a pipe holding ``data``; its status, warnings and the trace's records."""
     writer = TraceWriter.create(trace)
-    recorder = Recorder(writer, "stdio", autoflush=False)
+    recorder = TraceRecorder(writer, "stdio", autoflush=False)
     if sink is not None:
         recorder.sinks.append(sink)
     adapter = StdioAdapter(recorder)
@@ -79,7 +80,7 @@ def test_bytes_that_are_no_observations_are_one_warning_not_a_traceback(tmp_path
 
 def test_an_adapter_error_is_a_warning_and_recording_goes_on(tmp_path: Path) -> None:
     writer = TraceWriter.create(tmp_path / "t.jsonl")
-    recorder = Recorder(writer, "stdio", autoflush=False)
+    recorder = TraceRecorder(writer, "stdio", autoflush=False)
     adapter = StdioAdapter(recorder)
     seen: list[Any] = []
 
@@ -103,7 +104,7 @@ def test_an_adapter_error_is_a_warning_and_recording_goes_on(tmp_path: Path) -> 
 def test_a_trace_that_cannot_be_written_says_so_and_exits_3(tmp_path: Path) -> None:
     full = open("/dev/full", "wb")  # noqa: SIM115 - the writer owns it
     writer = TraceWriter(full, None)
-    recorder = Recorder(writer, "stdio", autoflush=False)
+    recorder = TraceRecorder(writer, "stdio", autoflush=False)
     adapter = StdioAdapter(recorder)
     warnings: list[str] = []
     worker = Worker(recorder, adapter.apply, warn=warnings.append)

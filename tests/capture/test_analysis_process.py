@@ -1,0 +1,64 @@
+"""The one launcher: a forked analysis process gets every observation and its status comes back."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import orjson
+
+from mcpsniff.capture.analysis_process import AnalysisProcess
+from mcpsniff.capture.channel import read_batches
+from mcpsniff.core.model import C2S, S2C
+from mcpsniff.core.observations import CaptureEnd, StreamData, StreamEnd
+
+
+def test_the_forked_process_gets_everything_and_its_exit_status_comes_back(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "seen.json"
+
+    def work(fd: int) -> int:
+        seen = [repr(o) for batch in read_batches(fd) for o in batch]
+        out.write_bytes(orjson.dumps(seen))
+        return 5
+
+    async def scenario() -> int:
+        process = AnalysisProcess.fork(work, limit=1 << 20)
+        process.channel.attach(asyncio.get_running_loop())
+        process.channel.send(StreamData(C2S, 1.0, b"hello\n"))
+        process.channel.send(StreamEnd(S2C, 2.0))
+        process.channel.end(3.0)
+        return await process.finish()
+
+    assert asyncio.run(scenario()) == 5
+    assert orjson.loads(out.read_bytes()) == [
+        repr(StreamData(C2S, 1.0, b"hello\n")),
+        repr(StreamEnd(S2C, 2.0)),
+        repr(CaptureEnd(3.0)),
+    ]
+
+
+def test_the_status_of_a_reaped_process_stays_known() -> None:
+    async def scenario() -> tuple[int, int | None]:
+        process = AnalysisProcess.fork(lambda fd: 7, limit=1 << 20)
+        process.channel.attach(asyncio.get_running_loop())
+        first = await process.finish()
+        return first, process.poll()
+
+    assert asyncio.run(scenario()) == (7, 7)
+
+
+def test_wait_blocking_gives_up_on_a_live_process_and_reaps_a_finished_one() -> None:
+    """Without an event loop: None while the process still reads its pipe, its status after."""
+
+    def work(fd: int) -> int:
+        for _ in read_batches(fd):
+            pass
+        return 9
+
+    process = AnalysisProcess.fork(work, limit=1 << 20)
+    assert process.wait_blocking(0.05) is None  # its pipe is open: it goes on
+    process.channel.close_blocking()
+    assert process.wait_blocking(10) == 9
+    assert process.poll() == 9
