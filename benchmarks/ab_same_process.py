@@ -17,7 +17,8 @@ bench's echo frames), ``encode`` (a frame line, a message line), ``decode``
 (``decode_prefix`` over the stdio bench's observations), ``feed`` (a
 ``Recorder`` fed like ``prof_feed``: 16 requests, then 16 responses per call),
 ``inputs`` (``TraceReader.inputs()`` over bench_check's 10,000-message trace:
-check's reading loop).
+check's reading loop), ``check`` (the same trace read and analyzed as ``check``
+does it: ``replay_notable`` over ``inputs()``).
 Prints each case's median time per operation for both versions and their
 ratio (branch / base: below 1 is faster). Exit status 0.
 """
@@ -116,6 +117,17 @@ def _cases(package: str, only: str | None) -> dict[str, tuple[Callable[[], objec
                     pass
 
         cases["inputs 10k-message trace"] = (read_inputs, 3)
+    if only in (None, "check"):
+        reader = _module(package, "trace.reader", "trace.format").TraceReader
+        replay_notable = _module(package, "core.analyzer").replay_notable
+        path = cached_trace(10_000, quiet=True)
+
+        def check() -> None:
+            with reader(path) as trace:
+                for _ in replay_notable(trace.inputs()):
+                    pass
+
+        cases["check 10k-message trace"] = (check, 1)
     return cases
 
 
@@ -143,7 +155,7 @@ def _feeder(package: str) -> Callable[[], None]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--base", default="main", help="git revision to compare against")
-    parser.add_argument("--only", choices=["redact", "encode", "decode", "feed", "inputs"])
+    parser.add_argument("--only", choices=["redact", "encode", "decode", "feed", "inputs", "check"])
     parser.add_argument("--repeat", type=int, default=9)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:

@@ -93,7 +93,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 from yarl import URL
 
-from mcpsniff.core.http_adapter import HOP_BY_HOP
+from mcpsniff.core.http.headers import HOP_BY_HOP
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_stdio_relay import (

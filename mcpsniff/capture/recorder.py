@@ -1,6 +1,6 @@
 """The recorder every capture ends in: analyzer in, trace out.
 
-An adapter (``mcpsniff.core.stdio_adapter``, ``mcpsniff.core.http_adapter``)
+An adapter (``mcpsniff.core.stdio_adapter``, ``mcpsniff.core.http.adapter``)
 replaying a shell's observations calls ``feed`` with bytes the shell has
 *already forwarded* (forward first, observe second: docs/architecture.md, invariant 2)
 and the wall-clock time it read them; the recorder runs the sans-I/O session

@@ -2,7 +2,7 @@
 
 Every analysis process runs one ``Worker``: it decodes the observations the
 shell sent (``channel.read_batches``), replays each on its adapter
-(``mcpsniff.core.stdio_adapter`` or ``mcpsniff.core.http_adapter``), which
+(``mcpsniff.core.stdio_adapter`` or ``mcpsniff.core.http.adapter``), which
 drives the ``Session`` through a ``TraceRecorder`` into the trace writer and the
 sinks, and flushes the trace whenever the shell pauses. ``CaptureEnd`` ends
 every session; the end of the pipe ends the worker. A pipe that ends without

@@ -3,13 +3,15 @@
 A shell (``mcpsniff stdio``, ``mcpsniff http``, the mitmproxy addon) forwards
 bytes and emits these observations, each with the wall-clock time it saw the
 thing happen; the analysis side replays them on an adapter (stdio:
-``mcpsniff.core.stdio_adapter``; HTTP: ``mcpsniff.core.http_adapter``) and
+``mcpsniff.core.stdio_adapter``; HTTP: ``mcpsniff.core.http.adapter``) and
 the ``Session``. They travel between processes with ``observation_codec``
 (no pickle).
 
 A stdio shell sees two byte streams (``StreamData``, ``StreamEnd``), the
 child's stderr (``Stderr``) and transport events (``TransportEvent``). An
-HTTP shell sees exchanges, numbered by the shell (``exchange``). Bytes a full
+HTTP shell sees exchanges, numbered by the shell (``exchange``), and tells
+what it did to one itself with the adapter's own typed events
+(``EndpointRewritten``, ``RequestCut``). Bytes a full
 backlog dropped are never silent: ``StreamGap``, ``RequestGap``,
 ``ResponseGap`` and ``CaptureGap`` say how many, so that the trace accounts
 for every byte forwarded. ``CaptureEnd`` ends every session: the one way a
@@ -20,6 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
+
+from mcpsniff.core.http.events import EndpointRewritten, HttpRefused, RequestCut
 
 #: Header pairs as text, or the bytes pairs mitmproxy holds (decoded on the analysis side).
 Headers = tuple[tuple[str, str], ...] | tuple[tuple[bytes, bytes], ...]
@@ -98,7 +102,7 @@ class RequestGap:
 
 
 @dataclass(frozen=True, slots=True)
-class ResponseHead:
+class ResponseBegin:
     """The response's status and headers went on."""
 
     exchange: int
@@ -132,16 +136,6 @@ class NoFirstEvent:
 
     exchange: int
     t: float
-
-
-@dataclass(frozen=True, slots=True)
-class ExchangeNote:
-    """Another transport event about an exchange (an endpoint rewrite, a cut request)."""
-
-    exchange: int
-    t: float
-    name: str
-    data: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,11 +192,13 @@ Observation = (
     | RequestBegin
     | RequestBody
     | RequestGap
-    | ResponseHead
+    | ResponseBegin
     | ResponseBody
     | ResponseGap
     | NoFirstEvent
-    | ExchangeNote
+    | EndpointRewritten
+    | RequestCut
+    | HttpRefused
     | ExchangeEnd
     | Unreachable
     | TransportEvent
@@ -215,11 +211,11 @@ KINDS: tuple[type, ...] = (
     RequestBegin,
     RequestBody,
     RequestGap,
-    ResponseHead,
+    ResponseBegin,
     ResponseBody,
     ResponseGap,
     NoFirstEvent,
-    ExchangeNote,
+    EndpointRewritten,
     ExchangeEnd,
     Unreachable,
     TransportEvent,
@@ -230,4 +226,6 @@ KINDS: tuple[type, ...] = (
     StreamEnd,
     StreamGap,
     Stderr,
+    RequestCut,
+    HttpRefused,
 )

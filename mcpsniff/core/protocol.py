@@ -24,6 +24,12 @@ META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 
 VERSION_PATTERN = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
+#: JSON-RPC 2.0 §4: "Method names that begin with the word rpc followed by a
+#: period character (U+002E or ASCII 46) are reserved for rpc-internal methods".
+RESERVED_PREFIX = "rpc."
+#: What the name of every MCP notification begins with (schema.ts).
+NOTIFICATION_PREFIX = "notifications/"
+
 C, S, BOTH = "c2s", "s2c", "both"
 _ALL4 = (V1, V2, V3, V4)
 

@@ -28,6 +28,18 @@ BAD_INVALID = "invalid"  # JSON, but not a request: -32600
 BAD_EMPTY_BATCH = "empty-batch"  # `[]`: one -32600 object, never an array
 
 
+#: A request's fingerprint: its frame's bytes themselves up to ``INLINE_PRINT``
+#: bytes, their hash beyond (``fingerprint``).
+Fingerprint: TypeAlias = bytes | int
+
+#: Frames up to this size are their own fingerprint, kept by reference and
+#: compared byte for byte: hashing a 1 KiB frame costs about 0.4 us, which
+#: every request would pay for the rare reuse. Longer frames are hashed, so a
+#: request keeps at most this much (the answered window holds 2,048 per
+#: direction: at most 8 MiB).
+INLINE_PRINT = 4096
+
+
 @dataclass(slots=True)
 class Pending:
     """A request that has not been answered yet."""
@@ -43,8 +55,8 @@ class Pending:
     cancelled: bool = False
     batch_seq: int | None = None
     missing_reported: bool = False
-    #: rules/reuse.fingerprint of the request (its frame's bytes, or their hash when
-    #: long), to tell an identical retry from a conflict.
+    #: ``fingerprint`` of the request (its frame's bytes, or their hash when
+    #: long), to tell an identical retry from a conflict (rules/reuse.py).
     fingerprint: bytes | int | None = None
 
 
@@ -64,6 +76,22 @@ class Answered:
 #: whose non-stored fields (obj, params, source, sent_at, request, key) hold
 #: what the rules need; ``msg.frame`` is the frame's seq.
 Msg: TypeAlias = MessageRecord
+
+
+def fingerprint(msg: Msg) -> Fingerprint | None:
+    """What makes two requests the same request: the bytes of a single-message frame.
+
+    A retry re-sends the same serialized request (same id, method and params);
+    a batch element has no frame of its own, so it gets None (then only the
+    method is compared). Two fingerprints are equal when the frames are (a
+    short frame and a long one never are). The session computes it inline
+    for every request (core/session/classification.py).
+    """
+    frame = msg.source
+    if msg.index is not None or frame is None:
+        return None
+    raw = frame.raw
+    return raw if len(raw) <= INLINE_PRINT else hash(raw)
 
 
 @dataclass(slots=True)
@@ -183,7 +211,7 @@ def run_of(key: str) -> str:
     return match.group() if match else ""
 
 
-#: The session key of the HTTP relay's own events (``core.http_adapter.RELAY_SESSION``).
+#: The session key of the HTTP relay's own events (``core.http.session_keys.RELAY_SESSION``).
 RELAY_KEY = "http"
 
 
@@ -257,7 +285,7 @@ class SessionState:
         default_factory=lambda: {C2S: BoundedMap(RECENT_WINDOW), S2C: BoundedMap(RECENT_WINDOW)}
     )
     #: Requests in flight under an id another in-flight request already has
-    #: (MSG-ID-REUSE), per direction and id key, oldest first (session.py).
+    #: (MSG-ID-REUSE), per direction and id key, oldest first (core/session/correlation.py).
     shadowed: dict[str, dict[IdKey, list[Pending]]] = field(
         default_factory=lambda: {C2S: {}, S2C: {}}
     )
@@ -281,7 +309,8 @@ class SessionState:
     stream_offset: dict[str, int] = field(default_factory=lambda: {C2S: 0, S2C: 0})
     log_level: str | None = None
     ended: bool = False
-    #: HTTP exchange state (rules/http.py), created on the first HTTP event.
+    #: HTTP exchange state (rules/http.py ``HttpState``), created on the first HTTP
+    #: event; correlation asks it ``sessionless_client`` and ``sole_request``.
     http: Any = None
     #: The open pretty-printed line run per direction (rules/stdio.py).
     line_runs: dict[str, Any] = field(default_factory=dict)

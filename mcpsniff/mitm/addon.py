@@ -44,7 +44,9 @@ from mitmproxy.net.http import url
 from mcpsniff.capture.sinks import Outputs
 from mcpsniff.capture.supervisor import Forwarded, Supervisor
 from mcpsniff.core.escape import terminal_safe
-from mcpsniff.core.http_adapter import RELAY_SESSION, client_address, is_mcp_request, lowered
+from mcpsniff.core.http.classify import is_mcp_request
+from mcpsniff.core.http.headers import client_address, lowered
+from mcpsniff.core.http.session_keys import RELAY_SESSION
 from mcpsniff.mitm.flow_findings import FlowBook
 from mcpsniff.mitm.link import AnalysisClient, Reply, create_trace
 from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver

@@ -24,7 +24,7 @@ from mcpsniff.capture.analysis_process import become_analysis_process
 from mcpsniff.capture.recorder import TraceRecorder
 from mcpsniff.capture.sinks import Outputs
 from mcpsniff.capture.worker import Worker
-from mcpsniff.core.http_adapter import ObservationAdapter
+from mcpsniff.core.http.adapter import ObservationAdapter
 from mcpsniff.core.model import FindingRecord, FrameRecord, Record
 from mcpsniff.core.observations import Observation
 from mcpsniff.mitm.link import REPLY_LENGTH, FlowFinding, Reply, Show, Sync

@@ -10,7 +10,7 @@ The shell only moves bytes (``http_wire``) and notes what happens to each
 exchange (``remote_exchange``), as observations sent down the capture channel
 (``mcpsniff.capture.channel``); what that means to the analyzer is worked out
 in its analysis process (``mcpsniff.capture.worker``) by
-``mcpsniff/core/http_adapter.py``, shared with the mitmproxy addon (the
+``mcpsniff/core/http/``, shared with the mitmproxy addon (the
 transport events are documented in ``mcpsniff/core/rules/http.py``). It
 never answers in the server's place,
 except with 502 when the upstream cannot be reached.
@@ -41,14 +41,15 @@ from mcpsniff.capture.recorder import TraceRecorder
 from mcpsniff.capture.sinks import Outputs
 from mcpsniff.capture.supervisor import Forwarded, Supervisor
 from mcpsniff.capture.worker import fork_analysis
-from mcpsniff.core.http_adapter import RELAY_SESSION, ObservationAdapter
+from mcpsniff.core.http.adapter import ObservationAdapter
+from mcpsniff.core.http.events import HttpRefused
+from mcpsniff.core.http.session_keys import RELAY_SESSION
 from mcpsniff.core.model import Record
-from mcpsniff.core.observations import TransportEvent
 from mcpsniff.core.redact import redact_query
+from mcpsniff.http1.events import RequestHead
 from mcpsniff.net.listen_address import parse_listen_address
 from mcpsniff.relay import event_loop
 from mcpsniff.relay.event_loop import Spinner
-from mcpsniff.relay.http1 import RequestHead
 from mcpsniff.relay.http_wire import ClientSide
 from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver
 from mcpsniff.trace.paths import TraceOpenError, open_trace_file
@@ -231,7 +232,7 @@ class HttpRelay:
         else:
             self.capture = capture
         # The relay only notes what happens to each exchange (``remote_exchange``).
-        self.observer = RemoteObserver(self.capture.send)
+        self.observer = RemoteObserver(self.capture.send, mcp_path(options.upstream))
         self.server: asyncio.Server | None = None
         self.port: int | None = None
         self.connections: set[ClientSide] = set()
@@ -326,8 +327,7 @@ class HttpRelay:
 
     def refused(self, client: str | None, kind: str, reason: str) -> None:
         """Record what the relay refused or cut that belongs to no exchange."""
-        data = {"kind": kind, "reason": reason, **({"client": client} if client else {})}
-        self.observer.sink(TransportEvent(RELAY_SESSION, "http-refused", time.time(), data))
+        self.observer.sink(HttpRefused(time.time(), kind, reason, client))
 
     async def stop(self) -> None:
         """Stop listening, let open exchanges finish (for a while), end every session."""
@@ -403,7 +403,7 @@ class HttpRelay:
         if not absolute.is_absolute() or absolute.origin() != self.origin:
             return held
         rewritten = self.public_origin + absolute.raw_path_qs
-        exchange.note("endpoint-rewrite", {"from": endpoint, "to": rewritten})
+        exchange.endpoint_rewritten(endpoint, rewritten)
         return held.replace(endpoint.encode(), rewritten.encode(), 1)
 
 

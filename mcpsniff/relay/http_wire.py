@@ -8,6 +8,12 @@ by ``http1`` and forwarded with their own framing, as received, minus
 hop-by-hop fields; bytes go to the other side first, and only then to the
 observer (``remote_exchange.RemoteExchange``).
 
+The connection code matches on the framer's events (``mcpsniff.http1.events``)
+and keeps one ``RelayedExchange`` per request: the bytes side of an exchange
+(what is held, what is forwarded), beside the ``RemoteExchange`` that notes
+it for the analysis. What it needs of the proxy it belongs to is ``Relay``
+(``mcpsniff.relay.http.HttpRelay``), so that this module imports no shell.
+
 Why not aiohttp's server and client: a relay built from them (the benchmark's
 "aiohttp relay") cannot get under 2x the direct latency; parsing every
 message into objects and writing it out again costs more than moving bytes.
@@ -16,155 +22,57 @@ message into objects and writing it out again costs more than moving bytes.
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
 from collections import deque
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from mcpsniff.core.http_adapter import HOP_BY_HOP, client_address
-from mcpsniff.relay.http1 import (
-    Body,
-    End,
-    Malformed,
-    RequestHead,
-    RequestParser,
-    ResponseHead,
-    ResponseParser,
-    field_tokens,
-    wants_close,
+from mcpsniff.core.http.headers import client_address
+from mcpsniff.http1.events import Body, End, Event, Malformed, RequestHead, ResponseHead
+from mcpsniff.http1.fields import field_tokens, wants_close
+from mcpsniff.http1.parser import RequestParser, ResponseParser
+from mcpsniff.relay.http_messages import (
+    LAST_CHUNK,
+    bad_gateway,
+    chunk,
+    forwarded_head,
+    is_event_stream,
+    keep_alive_line,
+    refusal,
 )
+from mcpsniff.relay.relayed_exchange import RelayedExchange
+from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver
 
-if TYPE_CHECKING:
-    from mcpsniff.relay.http import HttpRelay
-    from mcpsniff.relay.remote_exchange import RemoteExchange
-
-#: Hop-by-hop fields a relay drops; the framing fields stay, since each body is
-#: forwarded with the framing it came with.
-_DROP = HOP_BY_HOP - {"transfer-encoding"}
-_FRAMING = frozenset({"transfer-encoding", "content-length"})
 #: Seconds to wait for a connection to the upstream.
 CONNECT_TIMEOUT = 15.0
-#: Request body bytes held before they are streamed on to the observer: a body
-#: is never held whole here, whatever its size (the analysis side bounds it).
-STREAM_AT = 256 << 10
-_LAST_CHUNK = b"0\r\n\r\n"
 
 
-def forwarded_head(
-    head: RequestHead | ResponseHead, replace: tuple[int, bytes] | None = None
-) -> bytes:
-    """The head to forward: as received, minus hop-by-hop fields (RFC 9110 §7.6.1).
+class Relay(Protocol):
+    """What a client connection needs of the proxy it belongs to."""
 
-    Those are the HOP_BY_HOP fields and every field a Connection field names;
-    the framing fields are kept (the body keeps its framing). ``replace``:
-    the index of a field line and the line to send instead (the Host field).
-    """
-    names = head.names
-    drop = _DROP
-    if "connection" in names:
-        drop = _DROP | (set(field_tokens(head.headers, "connection")) - _FRAMING)
-    if drop.isdisjoint(names):
-        if replace is None:
-            return head.raw  # the usual case: the exact bytes received
-        # One line swapped in the received bytes (field lines sit between CRLFs).
-        line = b"\r\n" + head.lines[replace[0]] + b"\r\n"
-        return head.raw.replace(line, b"\r\n" + replace[1] + b"\r\n", 1)
-    start = head.raw.split(b"\r\n", 1)[0]
-    lines = head.lines
-    if replace is not None:
-        lines = list(lines)
-        lines[replace[0]] = replace[1]
-    kept = [line for name, line in zip(names, lines, strict=True) if name not in drop]
-    return b"\r\n".join([start, *kept]) + b"\r\n\r\n"
+    connections: set[ClientSide]
+    max_connections: int
+    #: The connection that forwarded last (``event_loop``'s busy poll).
+    last_forwarder: ClientSide | None
+    stopping: bool
+    observer: RemoteObserver
+    upstream_host: str
+    upstream_port: int
+    ssl_context: ssl.SSLContext | None
+    hold_limit: int
+    hold_seconds: float
 
+    def make_room(self, newcomer: ClientSide) -> None: ...
 
-def bad_gateway(target: str, reason: str) -> bytes:
-    """The 502 the relay answers with when the upstream cannot be reached."""
-    body = f"mcpsniff: the upstream server {target} is unreachable: {reason}\n".encode()
-    return (
-        b"HTTP/1.1 502 Bad Gateway\r\n"
-        b"Content-Type: text/plain; charset=utf-8\r\n"
-        b"X-Mcpsniff: upstream-unreachable\r\n"
-        b"Content-Length: %d\r\n\r\n" % len(body)
-    ) + body
+    def forwarded(self, connection: ClientSide) -> None: ...
 
+    def host_line(self, head: RequestHead) -> tuple[int, bytes] | None: ...
 
-def refusal(status: int, reason: str) -> bytes:
-    """What the relay answers a request it cannot frame or waited too long for, then closes."""
-    phrase = {400: b"Bad Request", 408: b"Request Timeout"}.get(status, b"Error")
-    body = f"mcpsniff: {reason}\n".encode()
-    return (
-        b"HTTP/1.1 %d %s\r\n"
-        b"Content-Type: text/plain; charset=utf-8\r\n"
-        b"X-Mcpsniff: refused\r\n"
-        b"Connection: close\r\n"
-        b"Content-Length: %d\r\n\r\n" % (status, phrase, len(body))
-    ) + body
+    def refused(self, client: str | None, kind: str, reason: str) -> None: ...
 
+    def target(self, path: str) -> str: ...
 
-def keep_alive_line(head: RequestHead | ResponseHead) -> bytes:
-    """``Connection: keep-alive`` for an HTTP/1.0 message that asked for it, else b"".
-
-    Connection is hop-by-hop and dropped, but an HTTP/1.0 peer persists only
-    with "keep-alive" (RFC 9112 §9.3): without it the upstream closes after one
-    response while the client, told nothing, sends its next request.
-    """
-    if head.version == "HTTP/1.0" and "keep-alive" in field_tokens(head.headers, "connection"):
-        return b"Connection: keep-alive\r\n"
-    return b""
-
-
-def chunk(data: bytes) -> bytes:
-    """One chunk of chunked framing (RFC 9112 §7.1)."""
-    return b"%x\r\n%s\r\n" % (len(data), data)
-
-
-@dataclass(slots=True, eq=False)
-class Exchange:
-    """One request and its response, as this connection moves them."""
-
-    head: RequestHead
-    t: float
-    pieces: list[bytes] = field(default_factory=list)
-    #: Bytes in ``pieces``.
-    kept: int = 0
-    recorder: RemoteExchange | None = None
-    #: Observer calls made before ``recorder`` existed (a response that came
-    #: before the end of its request): replayed once it does.
-    deferred: list[tuple[str, Any]] = field(default_factory=list)
-    request_done: bool = False
-    response_started: bool = False
-    #: Why the upstream could not be reached (a 502 answers once the request is in).
-    unreachable: str | None = None
-    finished: bool = False
-    #: Holding a session-less GET stream's bytes until its first event.
-    holding: bool = False
-    held: bytearray = field(default_factory=bytearray)
-    #: The response is chunked (held bytes go out as a chunk).
-    chunked: bool = False
-    #: Held bytes went out re-chunked: the rest of the stream is re-chunked too.
-    rechunk: bool = False
-    #: The response said the upstream closes the connection after it.
-    upstream_closes: bool = False
-    #: Body bytes forwarded.
-    body_bytes: int = 0
-    #: The observer's number for it, reserved once its body started streaming.
-    number: int | None = None
-
-    def keep(self, payload: bytes) -> bool:
-        """Hold a piece of the request body for the observer; whether to stream it on now."""
-        self.body_bytes += len(payload)
-        self.pieces.append(payload)
-        self.kept += len(payload)
-        return self.kept >= STREAM_AT
-
-    def take(self) -> bytes:
-        """The body held so far (and hold nothing)."""
-        pieces = self.pieces
-        body = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-        self.pieces = []
-        self.kept = 0
-        return body
+    def rewrite_endpoint(self, exchange: RemoteExchange, held: bytes) -> bytes: ...
 
 
 class UpstreamSide(asyncio.Protocol):
@@ -220,13 +128,13 @@ class UpstreamSide(asyncio.Protocol):
 class ClientSide(asyncio.Protocol):
     """One client connection, relayed to an upstream connection of its own."""
 
-    def __init__(self, relay: HttpRelay) -> None:
+    def __init__(self, relay: Relay) -> None:
         self.relay = relay
         self.parser = RequestParser()
         self.transport: asyncio.Transport | None = None
         self.peer: str | None = None
-        self.exchanges: deque[Exchange] = deque()
-        self.incoming: Exchange | None = None
+        self.exchanges: deque[RelayedExchange] = deque()
+        self.incoming: RelayedExchange | None = None
         self.upstream: UpstreamSide | None = None
         self.connecting: asyncio.Task[None] | None = None
         #: Bytes for the upstream while its connection is being opened.
@@ -264,29 +172,34 @@ class ClientSide(asyncio.Protocol):
         now = time.monotonic()
         self.last_active = now
         out: list[bytes] = []
-        ended: list[Exchange] = []
+        ended: list[RelayedExchange] = []
         for event in self.parser.feed(data):
-            kind = type(event)
-            if kind is Body:
-                out.append(event.raw)  # type: ignore[union-attr]
-                if event.payload and self.incoming.keep(event.payload):  # type: ignore[union-attr]
-                    self._stream_body(self.incoming)  # type: ignore[arg-type]
-            elif kind is RequestHead:
-                self._request_head(event, out)  # type: ignore[arg-type]
-            elif kind is End:
-                out.append(event.raw)  # type: ignore[union-attr]
-                exchange = self.incoming
-                assert exchange is not None
-                exchange.request_done = True
-                self.incoming = None
-                ended.append(exchange)
-                if wants_close(exchange.head.version, exchange.head.headers, exchange.head.names):
-                    # RFC 9112 §9.6: nothing after a request with "close" is read.
-                    self.last_request = True
+            # Class patterns only (no keyword sub-patterns): each of those is an
+            # attribute look-up the relay would pay on every piece of every body.
+            match event:
+                case Body():
+                    out.append(event.raw)
+                    incoming = self.incoming
+                    assert incoming is not None  # a body follows its head
+                    if event.payload and incoming.keep(event.payload):
+                        self._stream_body(incoming)
+                case RequestHead():
+                    self._request_head(event, out)
+                case End():
+                    out.append(event.raw)
+                    exchange = self.incoming
+                    assert exchange is not None
+                    exchange.request_done = True
+                    self.incoming = None
+                    ended.append(exchange)
+                    head = exchange.head
+                    if wants_close(head.version, head.headers, head.names):
+                        # RFC 9112 §9.6: nothing after a request with "close" is read.
+                        self.last_request = True
+                        break
+                case Malformed():
+                    self._bad_request(event, out)
                     break
-            else:
-                self._bad_request(event, out)  # type: ignore[arg-type]
-                break
         self._send_upstream(out)
         for exchange in ended:
             self._begin(exchange)
@@ -347,7 +260,7 @@ class ClientSide(asyncio.Protocol):
     # ------------------------------------------------------------------ requests
 
     def _request_head(self, head: RequestHead, out: list[bytes]) -> None:
-        exchange = Exchange(head, time.time())
+        exchange = RelayedExchange(head, time.time())
         self.incoming = exchange
         self.exchanges.append(exchange)
         if self.upstream is not None:
@@ -361,7 +274,7 @@ class ClientSide(asyncio.Protocol):
                 forwarded = forwarded[:-2] + extra + b"\r\n"
         out.append(forwarded)
 
-    def _stream_body(self, exchange: Exchange) -> None:
+    def _stream_body(self, exchange: RelayedExchange) -> None:
         """Send what is held of a big request body on to the observer, ahead of its end."""
         observer = self.relay.observer
         if exchange.number is None:
@@ -369,16 +282,18 @@ class ClientSide(asyncio.Protocol):
         offset = exchange.body_bytes - exchange.kept
         observer.request_body(exchange.number, exchange.take(), offset)
 
-    def _record_cut(self, exchange: Exchange, outcome: str, *, forwarded: bool = True) -> None:
+    def _record_cut(
+        self, exchange: RelayedExchange, outcome: str, *, forwarded: bool = True
+    ) -> None:
         """A request that ended before its end: recorded, with what was forwarded of it."""
         if self.incoming is exchange:
             self.incoming = None
         if exchange in self.exchanges:
             self.exchanges.remove(exchange)
         self._begin(exchange)
-        if forwarded and exchange.recorder is not None:
+        if forwarded and exchange.remote is not None:
             # Its head and ``body_bytes`` of its body reached the upstream.
-            exchange.recorder.note("http-request-cut", {"body_bytes": exchange.body_bytes})
+            exchange.remote.request_cut(exchange.body_bytes)
         self._finish(exchange, outcome, whole=False)
 
     def _send_upstream(self, out: list[bytes]) -> None:
@@ -393,11 +308,11 @@ class ClientSide(asyncio.Protocol):
             self.pending.append(data)
         # Otherwise the upstream is unreachable: the request is answered with 502.
 
-    def _begin(self, exchange: Exchange) -> None:
+    def _begin(self, exchange: RelayedExchange) -> None:
         """The request is in: the observer gets it (the bytes are on their way)."""
         body = exchange.take()
         head = exchange.head
-        recorder = self.relay.observer.begin(
+        remote = self.relay.observer.begin(
             head.method,
             head.target,
             head.headers,
@@ -407,7 +322,7 @@ class ClientSide(asyncio.Protocol):
             number=exchange.number,
             size=exchange.body_bytes,
         )
-        exchange.recorder = recorder
+        exchange.remote = remote
         for kind, arg in exchange.deferred:
             self._observe(exchange, kind, arg)
         exchange.deferred = []
@@ -430,7 +345,7 @@ class ClientSide(asyncio.Protocol):
         partial = self.incoming
         exchange = partial
         if exchange is None and isinstance(bad.head, RequestHead):
-            exchange = Exchange(bad.head, time.time())
+            exchange = RelayedExchange(bad.head, time.time())
         if exchange is not None:
             self._record_cut(exchange, f"bad-request: {bad.reason}", forwarded=partial is not None)
         else:
@@ -581,21 +496,21 @@ class ClientSide(asyncio.Protocol):
         while self.exchanges and self.exchanges[0].request_done:
             self._answer_unreachable(self.exchanges[0])
 
-    def _answer_unreachable(self, exchange: Exchange) -> None:
-        if self.exchanges and self.exchanges[0] is exchange and exchange.recorder is not None:
+    def _answer_unreachable(self, exchange: RelayedExchange) -> None:
+        if self.exchanges and self.exchanges[0] is exchange and exchange.remote is not None:
             self.exchanges.popleft()
             target = self.relay.target(exchange.head.target)
             reason = exchange.unreachable or "unreachable"
-            exchange.recorder.unreachable(target, reason)
+            exchange.remote.unreachable(target, reason)
             exchange.finished = True
             if self.transport is not None and not self.closed:
                 self.transport.write(bad_gateway(target, reason))
             self._after_response(exchange)
 
-    def response_events(self, upstream: UpstreamSide, events: list[Any], eof: bool) -> None:
+    def response_events(self, upstream: UpstreamSide, events: list[Event], eof: bool) -> None:
         """Forward what the upstream sent, then show it to the observers."""
         out: list[bytes] = []
-        observe: list[tuple[Exchange, str, Any]] = []
+        observe: list[tuple[RelayedExchange, str, Any]] = []
         drop = False
         ended = False
         for event in events:
@@ -608,66 +523,68 @@ class ClientSide(asyncio.Protocol):
                 self._unrequested(upstream, event)
                 return
             exchange = self.exchanges[0]
-            kind = type(event)
-            if kind is ResponseHead and event.status == 101:  # type: ignore[union-attr]
-                # This relay forwards no Upgrade, so no 101 was asked for: what
-                # follows it is no HTTP, and no trace could frame it.
-                self._write(out)
-                self._run(observe)
-                self._upstream_broke(
-                    upstream, "upstream-error: unrequested 101 Switching Protocols"
-                )
-                return
-            if kind is Body:
-                if exchange.holding or exchange.rechunk:
+            match event:
+                case Body():  # the commonest first
+                    if exchange.holding or exchange.rechunk:
+                        self._write(out)
+                        self._run(observe)
+                        self._held_body(exchange, event.payload)
+                        continue
+                    out.append(event.raw)
+                    if event.payload:
+                        observe.append((exchange, "body", event.payload))
+                case ResponseHead():
+                    if event.status == 101:
+                        # This relay forwards no Upgrade, so no 101 was asked for: what
+                        # follows it is no HTTP, and no trace could frame it.
+                        self._write(out)
+                        self._run(observe)
+                        self._upstream_broke(
+                            upstream, "upstream-error: unrequested 101 Switching Protocols"
+                        )
+                        return
+                    forwarded = forwarded_head(event)
+                    if exchange.head.version == "HTTP/1.0" and keep_alive_line(exchange.head):
+                        # The client persists only if told so; the relay may keep the
+                        # connection open when the upstream's response does not close it.
+                        if not wants_close(event.version, event.headers, event.names):
+                            forwarded = forwarded[:-2] + b"Connection: keep-alive\r\n\r\n"
+                    out.append(forwarded)
+                    if event.interim:
+                        continue  # 100 Continue and the like: forwarded, the final one follows
+                    exchange.response_started = True
+                    exchange.upstream_closes = wants_close(
+                        event.version, event.headers, event.names
+                    )
+                    if exchange.head.method == "GET" and is_event_stream(event):
+                        # Maybe a legacy stream whose endpoint is to be rewritten: the
+                        # observer must see the head now, to tell.
+                        self._write(out)
+                        self._run(observe)
+                        self._observe(exchange, "response", event)
+                        self._start_holding(exchange, event)
+                    else:
+                        observe.append((exchange, "response", event))
+                case End():
+                    ended = True
+                    self.exchanges.popleft()
+                    if exchange.holding or exchange.rechunk:
+                        self._write(out)
+                        self._run(observe)
+                        self._held_end(exchange)
+                    else:
+                        out.append(event.raw)
+                    observe.append((exchange, "end", "complete"))
+                    if eof:
+                        # A body delimited by the close: the client learns its end the same way.
+                        self.last_request = True
+                    elif exchange.upstream_closes:
+                        drop = True
+                case Malformed():
                     self._write(out)
                     self._run(observe)
-                    self._held_body(exchange, event.payload)  # type: ignore[union-attr]
-                    continue
-                out.append(event.raw)  # type: ignore[union-attr]
-                if event.payload:  # type: ignore[union-attr]
-                    observe.append((exchange, "body", event.payload))  # type: ignore[union-attr]
-            elif kind is ResponseHead:
-                forwarded = forwarded_head(event)  # type: ignore[arg-type]
-                if exchange.head.version == "HTTP/1.0" and keep_alive_line(exchange.head):
-                    # The client persists only if told so; the relay may keep the
-                    # connection open when the upstream's response does not close it.
-                    if not wants_close(event.version, event.headers, event.names):  # type: ignore[union-attr]
-                        forwarded = forwarded[:-2] + b"Connection: keep-alive\r\n\r\n"
-                out.append(forwarded)
-                if event.interim:  # type: ignore[union-attr]
-                    continue  # 100 Continue and the like: forwarded, the final one follows
-                exchange.response_started = True
-                exchange.upstream_closes = wants_close(event.version, event.headers, event.names)  # type: ignore[union-attr]
-                if exchange.head.method == "GET" and _is_event_stream(event):  # type: ignore[arg-type]
-                    # Maybe a legacy stream whose endpoint is to be rewritten: the
-                    # observer must see the head now, to tell.
-                    self._write(out)
-                    self._run(observe)
-                    self._observe(exchange, "response", event)
-                    self._start_holding(exchange, event)  # type: ignore[arg-type]
-                else:
-                    observe.append((exchange, "response", event))
-            elif kind is End:
-                ended = True
-                self.exchanges.popleft()
-                if exchange.holding or exchange.rechunk:
-                    self._write(out)
-                    self._run(observe)
-                    self._held_end(exchange)
-                else:
-                    out.append(event.raw)  # type: ignore[union-attr]
-                observe.append((exchange, "end", "complete"))
-                if eof:
-                    # A body delimited by the close: the client learns its end the same way.
-                    self.last_request = True
-                elif exchange.upstream_closes:
-                    drop = True
-            else:
-                self._write(out)
-                self._run(observe)
-                self._upstream_broke(upstream, f"upstream-error: {event.reason}")  # type: ignore[union-attr]
-                return
+                    self._upstream_broke(upstream, f"upstream-error: {event.reason}")
+                    return
         self._write(out)
         self._run(observe)
         if ended:
@@ -680,9 +597,9 @@ class ClientSide(asyncio.Protocol):
             if self.exchanges:
                 self._upstream_closed("the server closed the connection")
 
-    def _unrequested(self, upstream: UpstreamSide, event: Any) -> None:
+    def _unrequested(self, upstream: UpstreamSide, event: Event) -> None:
         """The upstream sent what no request asked for: close that connection, record why."""
-        reason = getattr(event, "reason", None) or "a response without a request"
+        reason = event.reason if isinstance(event, Malformed) else "a response without a request"
         self.relay.refused(self.peer, "upstream-unrequested", reason)
         if self.upstream is upstream:
             self.upstream = None
@@ -709,36 +626,36 @@ class ClientSide(asyncio.Protocol):
                 self.transport.write(out[0] if len(out) == 1 else b"".join(out))
             out.clear()
 
-    def _run(self, observe: list[tuple[Exchange, str, Any]]) -> None:
+    def _run(self, observe: list[tuple[RelayedExchange, str, Any]]) -> None:
         for exchange, kind, arg in observe:
             self._observe(exchange, kind, arg)
             if kind == "end":
                 self._after_response(exchange)
         observe.clear()
 
-    def _observe(self, exchange: Exchange, kind: str, arg: Any) -> None:
-        recorder = exchange.recorder
-        if recorder is None:
+    def _observe(self, exchange: RelayedExchange, kind: str, arg: Any) -> None:
+        remote = exchange.remote
+        if remote is None:
             exchange.deferred.append((kind, arg))
             return
         if kind == "body":
-            recorder.body_chunk(arg)
+            remote.body_chunk(arg)
         elif kind == "response":
-            recorder.response(arg.status, arg.headers)
+            remote.response(arg.status, arg.headers)
         elif kind == "end":
             self._finish(exchange, arg, whole=True)
 
-    def _finish(self, exchange: Exchange, outcome: str, *, whole: bool) -> None:
+    def _finish(self, exchange: RelayedExchange, outcome: str, *, whole: bool) -> None:
         if exchange.finished:
             return
-        if exchange.recorder is None:
+        if exchange.remote is None:
             if exchange.request_done or exchange.deferred:
                 exchange.deferred.append(("end", outcome))
             return
         exchange.finished = True
-        exchange.recorder.finish(outcome, whole=whole)
+        exchange.remote.finish(outcome, whole=whole)
 
-    def _after_response(self, exchange: Exchange) -> None:
+    def _after_response(self, exchange: RelayedExchange) -> None:
         """A response is out: close what has to close."""
         if self.closed or self.transport is None:
             return
@@ -755,9 +672,9 @@ class ClientSide(asyncio.Protocol):
 
     # ------------------------------------------------------------------ legacy endpoint
 
-    def _start_holding(self, exchange: Exchange, head: ResponseHead) -> None:
-        recorder = exchange.recorder
-        if recorder is None or not recorder.endpoint_editable:
+    def _start_holding(self, exchange: RelayedExchange, head: ResponseHead) -> None:
+        remote = exchange.remote
+        if remote is None or not remote.endpoint_editable:
             return
         codings = field_tokens(head.headers, "transfer-encoding")
         has_length = any(k.lower() == "content-length" for k, _ in head.headers)
@@ -769,44 +686,44 @@ class ClientSide(asyncio.Protocol):
         # (keep-alives) for a long time must not look dead to its client.
         asyncio.get_running_loop().call_later(self.relay.hold_seconds, self._release_held, exchange)
 
-    def _held_body(self, exchange: Exchange, payload: bytes) -> None:
+    def _held_body(self, exchange: RelayedExchange, payload: bytes) -> None:
         """A piece of a held (or re-chunked) stream: as ``_relay_body`` did it."""
-        recorder = exchange.recorder
-        assert recorder is not None
+        remote = exchange.remote
+        assert remote is not None
         if not exchange.holding:
             if payload:
                 self._send_client(chunk(payload))
-                recorder.body_chunk(payload)
+                remote.body_chunk(payload)
             return
         exchange.held += payload
-        recorder.body_chunk(payload)  # decides the session at the first event
-        if recorder.waiting_for_first_event and len(exchange.held) < self.relay.hold_limit:
+        remote.body_chunk(payload)  # decides the session at the first event
+        if remote.waiting_for_first_event and len(exchange.held) < self.relay.hold_limit:
             return
         self._release_held(exchange)
 
-    def _release_held(self, exchange: Exchange) -> None:
+    def _release_held(self, exchange: RelayedExchange) -> None:
         """The first event came, or the hold limit (bytes or time) was reached: send on."""
         if not exchange.holding or exchange.finished or self.closed:
             return
-        recorder = exchange.recorder
-        assert recorder is not None
+        remote = exchange.remote
+        assert remote is not None
         exchange.holding = False
-        if recorder.waiting_for_first_event:
+        if remote.waiting_for_first_event:
             # No event within the hold limit (comments only): not held any longer.
-            recorder.first_event(None)
-        held = self.relay.rewrite_endpoint(recorder, bytes(exchange.held))
+            remote.no_first_event()
+        held = self.relay.rewrite_endpoint(remote, bytes(exchange.held))
         exchange.held = bytearray()
         if exchange.chunked:
             exchange.rechunk = True
             held = chunk(held) if held else b""
         self._send_client(held)
 
-    def _held_end(self, exchange: Exchange) -> None:
+    def _held_end(self, exchange: RelayedExchange) -> None:
         held = bytes(exchange.held)
         exchange.held = bytearray()
         exchange.holding = False
         if exchange.chunked:
-            self._send_client((chunk(held) if held else b"") + _LAST_CHUNK)
+            self._send_client((chunk(held) if held else b"") + LAST_CHUNK)
         elif held:
             self._send_client(held)
 
@@ -817,7 +734,7 @@ class ClientSide(asyncio.Protocol):
     # ------------------------------------------------------------------ upstream trouble
 
     def upstream_lost(
-        self, upstream: UpstreamSide, events: list[Any], exc: Exception | None
+        self, upstream: UpstreamSide, events: list[Event], exc: Exception | None
     ) -> None:
         """The upstream connection closed (or broke)."""
         if upstream is not self.upstream:
@@ -871,10 +788,3 @@ class ClientSide(asyncio.Protocol):
         if self.transport is not None and not self.closed:
             self.transport.close()
         return True
-
-
-def _is_event_stream(head: ResponseHead) -> bool:
-    for name, value in head.headers:
-        if name.lower() == "content-type":
-            return value.split(";")[0].strip().lower() == "text/event-stream"
-    return False

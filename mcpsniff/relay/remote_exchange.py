@@ -4,41 +4,34 @@ Both HTTP shells (``mcpsniff http`` and the mitmproxy addon) only *observe*
 what happens to an exchange (``RemoteExchange``: the request, the response
 head, each body piece, the end, each with its time), as the typed
 observations of ``mcpsniff.core.observations``, handed to a sink (the
-capture channel). Where the analysis runs, ``mcpsniff.core.http_adapter``'s
-``ObservationAdapter`` replays them on an ``HttpObserver``.
+capture channel). Where the analysis runs, ``mcpsniff.core.http.adapter``'s
+``ObservationAdapter`` replays them on ``mcpsniff.core.http.exchange.AnalyzedExchange`` objects.
 
 The one thing a shell must still decide itself is whether a session-less GET
 stream is a legacy HTTP+SSE stream, whose ``endpoint`` event the relay rewrites
-before forwarding it. ``RemoteExchange`` watches such a stream's first event
-with the same pure functions the adapter uses (``undecided_stream``,
-``legacy_endpoint``), so both processes reach the same decision.
+before forwarding it. ``RemoteExchange`` decides it with the pure functions
+the analysis decides with (``mcpsniff.core.http.classify``: ``undecided_stream``
+on the head, ``stream_verdict`` on each event until one decides), on the same
+bytes, so both processes reach the same decision.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
 from mcpsniff.core.framing import SseParser
-from mcpsniff.core.http_adapter import (
-    comment_only,
-    end_to_end,
-    header,
-    legacy_endpoint,
-    lowered,
-    text_headers,
-    undecided_stream,
-)
+from mcpsniff.core.http.classify import is_plain_request, stream_verdict, undecided_stream
+from mcpsniff.core.http.events import EndpointRewritten, RequestCut
+from mcpsniff.core.http.headers import end_to_end, header, lowered, text_headers
 from mcpsniff.core.observations import (
     ExchangeEnd,
-    ExchangeNote,
     NoFirstEvent,
     Observation,
     RequestBegin,
     RequestBody,
+    ResponseBegin,
     ResponseBody,
-    ResponseHead,
     Unreachable,
 )
 
@@ -49,10 +42,12 @@ Headers = list[tuple[str, str]] | list[tuple[bytes, bytes]] | tuple[tuple[bytes,
 
 
 class RemoteObserver:
-    """The shell's ``HttpObserver``: hands out ``RemoteExchange`` objects, numbered."""
+    """The shell's half of ``ObservationAdapter``: hands out ``RemoteExchange``s, numbered."""
 
-    def __init__(self, sink: Sink) -> None:
+    def __init__(self, sink: Sink, mcp_path: str | None = None) -> None:
         self.sink = sink
+        #: The MCP endpoint's path, as the analysis is given it (``is_plain_request``).
+        self.mcp_path = mcp_path
         self._exchanges = 0
 
     @property
@@ -100,13 +95,14 @@ class RemoteObserver:
         self.sink(
             RequestBegin(number, when, method, path, tuple(headers), host, client, whole, body)  # type: ignore[arg-type]
         )
-        return RemoteExchange(self.sink, number, method, path, headers)
+        return RemoteExchange(self.sink, number, method, path, headers, self.mcp_path)
 
 
 class RemoteExchange:
     """One exchange as a shell sees it: each step becomes an observation for its sink."""
 
     __slots__ = (
+        "_mcp_path",
         "_parser",
         "_request_headers",
         "_sink",
@@ -120,9 +116,16 @@ class RemoteExchange:
     )
 
     def __init__(
-        self, sink: Sink, number: int, method: str, path: str, request_headers: Headers
+        self,
+        sink: Sink,
+        number: int,
+        method: str,
+        path: str,
+        request_headers: Headers,
+        mcp_path: str | None = None,
     ) -> None:
         self._sink = sink
+        self._mcp_path = mcp_path
         self.number = number
         self.method = method
         self.path = path
@@ -150,15 +153,17 @@ class RemoteExchange:
         if self.is_sse and self.method == "GET":
             # Only a GET stream needs more of its head here (the analysis reads the rest).
             first = lowered(text)
-            request_sid = lowered(end_to_end(_text(self._request_headers))).get("mcp-session-id")
+            request_names = lowered(end_to_end(_text(self._request_headers)))
+            # A GET's body plays no part in telling it plain.
+            plain = is_plain_request(self.method, self.path, request_names, b"", self._mcp_path)
             self.waiting_for_first_event = undecided_stream(
-                self.method, self.path, request_sid, first.get("mcp-session-id"), True
+                self.method, request_names.get("mcp-session-id"), True, plain
             )
             encoding = (first.get("content-encoding") or "").strip().lower()
             if self.waiting_for_first_event and encoding in ("", "identity"):
                 # Compressed bytes cannot be rewritten: then the analysis decides alone.
                 self._parser = SseParser()
-        self._sink(ResponseHead(self.number, t, status, tuple(headers)))  # type: ignore[arg-type]
+        self._sink(ResponseBegin(self.number, t, status, tuple(headers)))  # type: ignore[arg-type]
 
     def body_chunk(self, chunk: bytes) -> None:
         """A piece of the response body, forwarded (or held) by the shell."""
@@ -166,9 +171,10 @@ class RemoteExchange:
         parser = self._parser
         if parser is not None and self.waiting_for_first_event:
             for event in parser.feed(chunk):
-                if not comment_only(event):
-                    # The ExchangeRecorder's decision, made from the same bytes.
-                    self.endpoint = legacy_endpoint(event)
+                verdict = stream_verdict(event)
+                if verdict is not None:
+                    # The AnalyzedExchange's decision, made from the same bytes.
+                    self.endpoint = verdict.endpoint
                     self._decided()
                     break
 
@@ -176,8 +182,8 @@ class RemoteExchange:
         """The whole (not streamed) response body, for shells that buffer it anyway."""
         self._sink(ResponseBody(self.number, time.time(), True, body))
 
-    def first_event(self, event: None) -> None:
-        """No first event came in time: the stream is no legacy one (see ExchangeRecorder)."""
+    def no_first_event(self) -> None:
+        """No first event came in time: the stream is no legacy one (see AnalyzedExchange)."""
         if self.waiting_for_first_event:
             self._decided()
             self._sink(NoFirstEvent(self.number, time.time()))
@@ -186,12 +192,16 @@ class RemoteExchange:
         self.waiting_for_first_event = False
         self._parser = None
 
-    def note(self, name: str, data: dict[str, Any]) -> None:
-        """Another transport event about this exchange (e.g. an endpoint rewrite)."""
-        self._sink(ExchangeNote(self.number, time.time(), name, data))
+    def endpoint_rewritten(self, old: str, new: str) -> None:
+        """The relay rewrote the legacy endpoint URL ``old`` to ``new`` (its own address)."""
+        self._sink(EndpointRewritten(self.number, time.time(), old, new))
+
+    def request_cut(self, body_bytes: int) -> None:
+        """The request ended before its end; ``body_bytes`` of its body went upstream."""
+        self._sink(RequestCut(self.number, time.time(), body_bytes))
 
     def finish(self, outcome: str = "complete", *, whole: bool = True) -> None:
-        """The exchange is over (``whole``: False when cut short, see ExchangeRecorder)."""
+        """The exchange is over (``whole``: False when cut short, see AnalyzedExchange)."""
         self._sink(ExchangeEnd(self.number, time.time(), outcome, whole))
 
     def unreachable(self, url: str, reason: str) -> None:
@@ -200,5 +210,5 @@ class RemoteExchange:
 
 
 def _text(headers: Headers) -> list[tuple[str, str]]:
-    """Header pairs as text (``mcpsniff.core.http_adapter.text_headers``)."""
+    """Header pairs as text (``mcpsniff.core.http.headers.text_headers``)."""
     return text_headers(headers)

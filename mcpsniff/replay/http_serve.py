@@ -19,7 +19,7 @@ from aiohttp import web
 from mcpsniff.core.model import C2S, S2C
 from mcpsniff.net.listen_address import parse_listen_address
 from mcpsniff.replay import safejson
-from mcpsniff.replay.plan import Exchange
+from mcpsniff.replay.plan import RecordedExchange
 from mcpsniff.replay.script import Frame
 from mcpsniff.replay.serve import ReplayServer
 from mcpsniff.replay.tap import Tap
@@ -59,7 +59,7 @@ class HttpReplay:
         self.sessions: dict[str, ReplayServer] = {}
         self.frames: dict[int, Frame] = {f.seq: f for f in self.server.script.frames}
 
-    def _recorded(self, exchange: Exchange | None) -> tuple[bool, int, bool]:
+    def _recorded(self, exchange: RecordedExchange | None) -> tuple[bool, int, bool]:
         """(as SSE, status, whether it assigned a session id) of the recorded answer."""
         if exchange is None or exchange.response is None:
             return False, 200, False

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcpsniff.replay.compare import Difference, PathPart, covered, diff, match_key
-from mcpsniff.replay.plan import Exchange
+from mcpsniff.replay.plan import RecordedExchange
 
 AUTO = "auto"
 PARAMS = "params"
@@ -57,11 +57,11 @@ class Match:
     """The outcome of matching one request."""
 
     #: The exchange to serve, or None when nothing fits.
-    exchange: Exchange | None
+    exchange: RecordedExchange | None
     #: Where the request differs from the served (or nearest) recorded one.
     differences: list[Difference] = field(default_factory=list)
     #: When nothing fits: the recorded request closest to the one asked, to explain.
-    nearest: Exchange | None = None
+    nearest: RecordedExchange | None = None
     #: Served again after its first use (a listing or the handshake).
     repeated: bool = False
 
@@ -95,7 +95,7 @@ class Matcher:
 
     def __init__(
         self,
-        exchanges: list[Exchange],
+        exchanges: list[RecordedExchange],
         mode: str = AUTO,
         allow: list[tuple[PathPart, ...]] | None = None,
     ) -> None:
@@ -108,7 +108,7 @@ class Matcher:
         #: every client of an HTTP replay can be served the whole recording.
         self._used: set[int] = set()
 
-    def used(self, exchange: Exchange) -> bool:
+    def used(self, exchange: RecordedExchange) -> bool:
         """Whether ``exchange`` was served already."""
         return id(exchange) in self._used
 
@@ -119,7 +119,7 @@ class Matcher:
             self._used.add(id(match.exchange))
         return match
 
-    def peek(self, body: dict[str, Any]) -> Exchange | None:
+    def peek(self, body: dict[str, Any]) -> RecordedExchange | None:
         """The exchange ``take`` would serve, left unused."""
         return self.find(body).exchange
 
@@ -164,9 +164,9 @@ class Matcher:
                     return Match(exchange, differences, repeated=repeated)
         return self._unmatched(asked, candidates or same_method)
 
-    def _unmatched(self, asked: dict[str, Any], pool: list[Exchange]) -> Match:
+    def _unmatched(self, asked: dict[str, Any], pool: list[RecordedExchange]) -> Match:
         """No match: the nearest recorded request, to explain what differs."""
-        best: tuple[tuple[int, int], Exchange, list[Difference]] | None = None
+        best: tuple[tuple[int, int], RecordedExchange, list[Difference]] | None = None
         for exchange in pool:
             differences = diff(request_view(exchange.request.body), asked)
             # Prefer an unused exchange, then the fewest differences, then the earliest.

@@ -22,7 +22,7 @@ from mcpsniff.replay.script import NOTIFICATION, REQUEST, RESPONSE, Message, Scr
 
 
 @dataclass(slots=True)
-class Exchange:
+class RecordedExchange:
     """One recorded client request and everything the server sent for it."""
 
     request: Message
@@ -47,7 +47,7 @@ class Exchange:
 class Plan:
     """The exchanges of a recording in the order the client sent the requests."""
 
-    exchanges: list[Exchange]
+    exchanges: list[RecordedExchange]
     #: Recorded client answers to server-initiated requests: server request id key -> answer.
     client_answers: dict[str, Message]
 
@@ -65,15 +65,15 @@ def build_plan(script: Script) -> Plan:
     Requests and responses are paired per session, as ``pairing`` does, so
     that sessions counting ids from the same start do not answer each other.
     """
-    exchanges: list[Exchange] = []
-    by_ref: dict[RequestRef, Exchange] = {}
+    exchanges: list[RecordedExchange] = []
+    by_ref: dict[RequestRef, RecordedExchange] = {}
     pairers: dict[str, Pairer] = {}
     #: (session, id key) -> the exchange still open, for notifications/cancelled.
-    open_by_id: dict[tuple[str, str], Exchange] = {}
-    by_token: dict[tuple[str, str], Exchange] = {}
+    open_by_id: dict[tuple[str, str], RecordedExchange] = {}
+    by_token: dict[tuple[str, str], RecordedExchange] = {}
     answers: dict[str, Message] = {}
     waiting: list[Message] = []
-    last: Exchange | None = None
+    last: RecordedExchange | None = None
     for frame in script.frames:
         pairer = pairers.setdefault(frame.session, Pairer())
         for message in frame.messages:
@@ -120,13 +120,13 @@ def _client_message(
     message: Message,
     session: str,
     pairer: Pairer,
-    exchanges: list[Exchange],
-    by_ref: dict[RequestRef, Exchange],
-    open_by_id: dict[tuple[str, str], Exchange],
+    exchanges: list[RecordedExchange],
+    by_ref: dict[RequestRef, RecordedExchange],
+    open_by_id: dict[tuple[str, str], RecordedExchange],
 ) -> None:
     """Open an exchange for a client request; mark one cancelled by the client."""
     if message.kind == REQUEST:
-        exchange = Exchange(message)
+        exchange = RecordedExchange(message)
         exchanges.append(exchange)
         by_ref[ref_of(message)] = exchange
         open_by_id[(session, id_key(message.id))] = exchange

@@ -27,7 +27,7 @@ from mcpsniff.replay import safejson
 from mcpsniff.replay.compare import PathPart, format_path
 from mcpsniff.replay.difftext import difference_lines, show_value
 from mcpsniff.replay.matcher import AUTO, Match, Matcher
-from mcpsniff.replay.plan import Exchange, Plan, build_plan, progress_token
+from mcpsniff.replay.plan import Plan, RecordedExchange, build_plan, progress_token
 from mcpsniff.replay.script import (
     NOTIFICATION,
     REQUEST,
@@ -67,7 +67,7 @@ class Handled:
     """What one incoming frame turned into, for transports that shape the reply (HTTP)."""
 
     #: The recorded exchanges that answered requests in the frame.
-    exchanges: list[Exchange] = field(default_factory=list)
+    exchanges: list[RecordedExchange] = field(default_factory=list)
     #: Whether the frame held a request (so a response was emitted).
     answered: bool = False
 
@@ -128,7 +128,7 @@ class ReplayServer:
         self._held: dict[str, asyncio.Future[None]] = {}
         self._supported = _supported_versions(script)
 
-    def peek(self, raw: bytes) -> Exchange | None:
+    def peek(self, raw: bytes) -> RecordedExchange | None:
         """The exchange the first request in ``raw`` would get, without taking it.
 
         The HTTP transport needs it before answering: the recorded exchange
@@ -213,7 +213,7 @@ class ReplayServer:
                 held.set_result(None)
 
     async def _not_answered(
-        self, body: dict[str, Any], exchange: Exchange
+        self, body: dict[str, Any], exchange: RecordedExchange
     ) -> dict[str, Any] | None:
         """Replay a request the recorded server never answered: hold it until cancelled."""
         key = id_key(body.get("id"))
@@ -289,7 +289,7 @@ class ReplayServer:
             )
 
     async def _send_server_message(
-        self, message: Message, exchange: Exchange, token: Any, emit: Emit
+        self, message: Message, exchange: RecordedExchange, token: Any, emit: Emit
     ) -> None:
         body = copy.deepcopy(message.body)
         recorded_token = progress_token(exchange.request.body)

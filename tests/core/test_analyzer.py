@@ -145,17 +145,17 @@ def test_replay_notable_gives_the_findings_and_events_of_replay_in_order(
 def test_replay_notable_keeps_analyzer_errors_and_skips_only_quiet_batches(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from mcpsniff.core.session import Session
+    from mcpsniff.core.session import classification
 
     inputs = _inputs()
-    real = Session._message
+    real = classification.message
 
-    def failing(self: Session, obj: object, frame: FrameRecord, index: int | None) -> object:
+    def failing(session: Session, obj: object, frame: FrameRecord, index: int | None) -> object:
         if frame.seq == 40:
             raise RuntimeError("boom")
-        return real(self, obj, frame, index)
+        return real(session, obj, frame, index)
 
-    monkeypatch.setattr(Session, "_message", failing)
+    monkeypatch.setattr(classification, "message", failing)
     flat = list(analyzer.replay(_fresh(inputs)))
     notable = list(analyzer.replay_notable(_fresh(inputs)))
     assert _shown(notable) == _notable(flat)
@@ -166,7 +166,7 @@ def test_a_record_emitted_by_a_rule_that_is_not_a_message_counts_as_notable() ->
     from mcpsniff.core.session import Session
 
     session = Session("s")
-    session._out = []
+    session.output = []
     session.emit(EventRecord(1, 0.0, "s", "something", {}))
     assert session.notable == 1
     session.emit(MessageRecord(2, "s", C2S, "request"))

@@ -1,10 +1,13 @@
-"""``mcpsniff.core.state``: which run of a shared trace a session key belongs to."""
+"""``mcpsniff.core.state``: which run of a shared trace a session key belongs to, fingerprints."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from mcpsniff.core.state import MAX_RUNS, per_run, run_of
+from mcpsniff.core.model import FrameRecord, MessageRecord
+from mcpsniff.core.state import INLINE_PRINT, MAX_RUNS, fingerprint, per_run, run_of
 
 
 @pytest.mark.parametrize(
@@ -35,3 +38,14 @@ def test_shared_facts_are_kept_for_at_most_max_runs() -> None:
     assert len(shared["k"]) == MAX_RUNS
     assert per_run(shared, "k", "@0.1") is shared["k"]  # a run already kept still is
     assert per_run(shared, "k", "@99999.1") is None
+
+
+def test_the_fingerprint_is_the_short_frame_or_the_long_frames_hash() -> None:
+    def printed(raw: bytes) -> Any:
+        frame = FrameRecord(1, 0.0, "k", "c2s", "stdio", raw)
+        return fingerprint(MessageRecord(1, "k", "c2s", "request", source=frame))
+
+    short = b"x" * INLINE_PRINT
+    long = b"x" * (INLINE_PRINT + 1)
+    assert printed(short) is short
+    assert printed(long) == hash(long)

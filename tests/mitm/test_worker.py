@@ -9,9 +9,9 @@ from pathlib import Path
 
 from mcpsniff.capture.analysis_process import AnalysisProcess
 from mcpsniff.capture.recorder import TraceRecorder
-from mcpsniff.core.http_adapter import ObservationAdapter
+from mcpsniff.core.http.adapter import ObservationAdapter
 from mcpsniff.core.model import EventRecord, FrameRecord
-from mcpsniff.core.observations import ExchangeEnd, RequestBegin, ResponseBody, ResponseHead
+from mcpsniff.core.observations import ExchangeEnd, RequestBegin, ResponseBegin, ResponseBody
 from mcpsniff.mitm.link import Reply, Show, Sync, create_trace
 from mcpsniff.mitm.worker import FlowReplies
 from mcpsniff.trace.reader import TraceReader
@@ -28,7 +28,7 @@ def test_a_sync_is_answered_with_the_findings_of_its_exchange() -> None:
     for observation in (
         Show(True),
         RequestBegin(1, 1.0, "POST", "/mcp", JSON, "h:80", None, len(body), body),
-        ResponseHead(1, 2.0, 200, JSON),
+        ResponseBegin(1, 2.0, 200, JSON),
         ResponseBody(
             1,
             2.5,
@@ -65,7 +65,7 @@ def test_a_spawned_worker_records_what_the_channel_carries(tmp_path: Path) -> No
         channel = process.channel
         channel.attach(asyncio.get_running_loop())
         channel.send(RequestBegin(1, 2.0, "POST", "/mcp", headers, "h:1", None, len(body), body))
-        channel.send(ResponseHead(1, 3.0, 200, headers))
+        channel.send(ResponseBegin(1, 3.0, 200, headers))
         channel.send(ResponseBody(1, 3.5, True, b'{"jsonrpc":"2.0","id":1,"result":{}}'))
         channel.send(ExchangeEnd(1, 4.0, "complete", True))
         channel.end(5.0)

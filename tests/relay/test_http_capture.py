@@ -12,7 +12,7 @@ import pytest
 from mcpsniff.capture.analysis_process import AnalysisProcess
 from mcpsniff.capture.recorder import TraceRecorder
 from mcpsniff.capture.worker import Worker
-from mcpsniff.core.http_adapter import ObservationAdapter
+from mcpsniff.core.http.adapter import ObservationAdapter
 from mcpsniff.core.model import EventRecord, FrameRecord
 from mcpsniff.core.observations import ExchangeEnd, RequestBegin, RequestBody
 from mcpsniff.relay.remote_exchange import RemoteObserver

@@ -1,8 +1,9 @@
 """relay/http_wire.py: the forwarding path of one client connection.
 
-The pure helpers are fed heads from the real parser; the connection logic runs
-on real sockets on 127.0.0.1 (a scripted raw upstream, a raw client), so what is
-asserted is the bytes each side got and what the trace paired with what.
+The connection logic runs in a Playbook (``tests/relay/playbook.py``: events
+in, bytes and observations out, no sockets), and on real sockets on 127.0.0.1
+(a scripted raw upstream, a raw client), where what is asserted is the bytes
+each side got and what the trace paired with what.
 """
 
 from __future__ import annotations
@@ -12,89 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from mcpsniff.relay.http1 import RequestHead, RequestParser, ResponseHead, ResponseParser
-from mcpsniff.relay.http_wire import (
-    bad_gateway,
-    chunk,
-    forwarded_head,
-    keep_alive_line,
-    refusal,
-)
 from tests.relay.hostile_peers import BOUND, ScriptedUpstream, read_head, statuses
+from tests.relay.playbook import Playbook
 from tests.relay.test_http_hostile import Relayed, run, through_relay
-
-
-def request_head(raw: bytes) -> RequestHead:
-    head = RequestParser().feed(raw)[0]
-    assert isinstance(head, RequestHead)
-    return head
-
-
-def response_head(raw: bytes) -> ResponseHead:
-    parser = ResponseParser()
-    parser.expect("GET")
-    head = parser.feed(raw)[0]
-    assert isinstance(head, ResponseHead)
-    return head
-
-
-# --------------------------------------------------------------------------- pure helpers
-
-
-def test_a_head_without_hop_by_hop_fields_is_forwarded_as_the_very_bytes_received() -> None:
-    head = request_head(
-        b"POST /mcp HTTP/1.1\r\nHost: h\r\nx-odd:  spaced \r\nContent-Length: 0\r\n\r\n"
-    )
-    assert forwarded_head(head) is head.raw
-
-
-def test_hop_by_hop_fields_and_those_connection_names_go_but_framing_stays() -> None:
-    head = request_head(
-        b"POST /mcp HTTP/1.1\r\nHost: h\r\nConnection: keep-alive, X-Secret, Content-Length\r\n"
-        b"Keep-Alive: timeout=5\r\nTE: trailers\r\nX-Secret: s\r\nProxy-Authorization: p\r\n"
-        b"X-Kept: k\r\nContent-Length: 2\r\n\r\n"
-    )
-    assert forwarded_head(head) == (
-        b"POST /mcp HTTP/1.1\r\nHost: h\r\nX-Kept: k\r\nContent-Length: 2\r\n\r\n"
-    )
-    response = response_head(
-        b"HTTP/1.1 200 OK\r\nConnection: close\r\nTransfer-Encoding: chunked\r\n"
-        b"Upgrade: h2c\r\n\r\n"
-    )
-    # Transfer-Encoding is hop-by-hop but the body keeps the framing it came with.
-    assert forwarded_head(response) == b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
-
-
-def test_the_host_line_is_swapped_in_place_with_or_without_dropped_fields() -> None:
-    raw = b"GET /mcp HTTP/1.1\r\nX-A: 1\r\nHost: proxy:6280\r\nX-B: 2\r\n\r\n"
-    head = request_head(raw)
-    assert forwarded_head(head, (1, b"Host: upstream:3001")) == raw.replace(
-        b"proxy:6280", b"upstream:3001"
-    )
-    head = request_head(raw.replace(b"X-B: 2", b"TE: trailers"))
-    assert forwarded_head(head, (1, b"Host: u")) == (
-        b"GET /mcp HTTP/1.1\r\nX-A: 1\r\nHost: u\r\n\r\n"
-    )
-
-
-def test_only_an_http_1_0_keep_alive_is_spoken_on_the_next_hop() -> None:
-    ask = b"GET / HTTP/1.0\r\nHost: h\r\nConnection: Keep-Alive\r\n\r\n"
-    assert keep_alive_line(request_head(ask)) == b"Connection: keep-alive\r\n"
-    assert keep_alive_line(request_head(ask.replace(b"1.0", b"1.1"))) == b""
-    assert keep_alive_line(request_head(b"GET / HTTP/1.0\r\n\r\n")) == b""
-
-
-def test_the_relay_s_own_answers_are_framed_and_labelled() -> None:
-    answer = refusal(408, "no request head within 30 s")
-    head, body = answer.split(b"\r\n\r\n", 1)
-    assert head.startswith(b"HTTP/1.1 408 Request Timeout\r\n")
-    assert b"Connection: close" in head and b"X-Mcpsniff: refused" in head
-    assert b"Content-Length: %d" % len(body) in head and body.endswith(b"30 s\n")
-    gateway = bad_gateway("http://u:1/mcp", "connection refused")
-    head, body = gateway.split(b"\r\n\r\n", 1)
-    assert statuses(gateway) == [502] and b"Content-Length: %d" % len(body) in head
-    assert chunk(b"x" * 26) == b"1a\r\n" + b"x" * 26 + b"\r\n"
-
 
 # --------------------------------------------------------------------------- on real sockets
 
@@ -185,3 +106,178 @@ def test_what_the_upstream_receives_has_no_hop_by_hop_field_however_it_arrives(
         b"POST /mcp HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n"
     )
     assert relayed.errors == []
+
+
+# --------------------------------------------------------------------------- playbook (no sockets)
+
+POST = (
+    b"POST /mcp HTTP/1.1\r\nHost: h\r\nContent-Length: 40\r\n\r\n"
+    b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+)
+JSON_OK = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 36\r\n\r\n"
+    b'{"jsonrpc":"2.0","id":1,"result":{}}'
+)
+
+
+def test_playbook_a_request_goes_up_and_its_response_down_then_both_are_observed() -> None:
+    play = Playbook()
+    play.client_sends(POST)
+    assert play.to_upstream() == POST
+    assert play.observed() == [
+        ("RequestBegin", 1, "POST", "/mcp", b'{"jsonrpc":"2.0","id":1,"method":"ping"}')
+    ]
+    play.upstream_sends(JSON_OK)
+    assert play.to_client() == JSON_OK
+    assert play.observed() == [
+        ("ResponseBegin", 1, 200),
+        ("ResponseBody", 1, b'{"jsonrpc":"2.0","id":1,"result":{}}'),
+        ("ExchangeEnd", 1, "complete", True),
+    ]
+    assert not play.client_wire.closed and not play.upstream_wire.closed
+
+
+@pytest.mark.parametrize("split", [1, 5, 1000])
+def test_playbook_a_request_split_anywhere_is_forwarded_and_observed_the_same(split: int) -> None:
+    play = Playbook()
+    for start in range(0, len(POST), split):
+        play.client_sends(POST[start : start + split])
+    assert play.to_upstream() == POST
+    assert [o[:2] for o in play.observed()] == [("RequestBegin", 1)]
+
+
+def test_playbook_a_response_that_comes_before_its_request_ends_is_observed_after_it() -> None:
+    """An upstream may answer early (a 413, say); the observer is told in order anyway."""
+    play = Playbook()
+    head, body = POST.split(b"\r\n\r\n")
+    play.client_sends(head + b"\r\n\r\n" + body[:10])
+    play.upstream_sends(b"HTTP/1.1 413 Too Large\r\nContent-Length: 0\r\n\r\n")
+    assert play.to_client().startswith(b"HTTP/1.1 413")
+    assert play.observed() == []  # the request is not in yet
+    play.client_sends(body[10:])
+    assert play.observed() == [
+        ("RequestBegin", 1, "POST", "/mcp", body),
+        ("ResponseBegin", 1, 413),
+        ("ExchangeEnd", 1, "complete", True),
+    ]
+
+
+def test_playbook_pipelined_requests_pair_with_responses_in_order() -> None:
+    play = Playbook()
+    play.client_sends(b"GET /a HTTP/1.1\r\nHost: h\r\n\r\nGET /b HTTP/1.1\r\nHost: h\r\n\r\n")
+    assert play.to_upstream().count(b"GET /") == 2
+    play.upstream_sends(b"HTTP/1.1 201 X\r\nContent-Length: 1\r\n\r\naHTTP/1.1 202 Y\r\n")
+    play.upstream_sends(b"Content-Length: 1\r\n\r\nb")
+    assert statuses(play.to_client()) == [201, 202]
+    observed = play.observed()
+    assert [o for o in observed if o[0] == "RequestBegin"] == [
+        ("RequestBegin", 1, "GET", "/a", b""),
+        ("RequestBegin", 2, "GET", "/b", b""),
+    ]
+    assert [o for o in observed if o[0] == "ResponseBegin"] == [
+        ("ResponseBegin", 1, 201),
+        ("ResponseBegin", 2, 202),
+    ]
+
+
+def test_playbook_a_malformed_head_gets_400_and_nothing_reaches_the_upstream() -> None:
+    play = Playbook()
+    play.client_sends(b"GET /mcp HTTP/1.1\nHost: h\n\n")
+    assert play.to_upstream() == b""
+    answer = play.to_client()
+    assert answer.startswith(b"HTTP/1.1 400 Bad Request\r\n") and b"X-Mcpsniff: refused" in answer
+    assert play.client_wire.closed
+    assert play.relay.refusals == [("127.0.0.1:50000", "bad-request", "bare CR or LF in the head")]
+    assert play.observed() == []
+
+
+def test_playbook_a_well_formed_head_passes_where_a_malformed_one_does_not() -> None:
+    """The near miss of the test above: the same request with CRLFs is relayed."""
+    play = Playbook()
+    play.client_sends(b"GET /mcp HTTP/1.1\r\nHost: h\r\n\r\n")
+    assert play.to_upstream() == b"GET /mcp HTTP/1.1\r\nHost: h\r\n\r\n"
+    assert play.relay.refusals == [] and not play.client_wire.closed
+
+
+def test_playbook_a_body_cut_mid_way_is_observed_as_a_cut_request() -> None:
+    play = Playbook()
+    play.client_sends(POST[:-5])
+    play.client_closes()
+    observed = play.observed()
+    assert observed[0][:4] == ("RequestBegin", 1, "POST", "/mcp")
+    assert observed[1:] == [
+        ("RequestCut", 1, 35),
+        ("ExchangeEnd", 1, "client-disconnected mid-body", False),
+    ]
+    # Cut, so that the upstream stops working on a request nobody waits for.
+    assert play.upstream_wire.aborted
+
+
+def test_playbook_an_upstream_breaking_a_response_off_aborts_the_client_too() -> None:
+    play = Playbook()
+    play.client_sends(POST)
+    play.observed()
+    play.upstream_sends(JSON_OK[:-5])
+    play.upstream_closes(ConnectionResetError("reset"))
+    assert play.to_client() == JSON_OK[:-5]
+    assert play.client_wire.aborted
+    # The body delimited by its length never ended: the framer says so, the end is whole
+    # (the server's message is truncated, which the analysis may judge).
+    assert play.observed()[-1] == (
+        "ExchangeEnd",
+        1,
+        "upstream-error: connection closed mid-message",
+        True,
+    )
+
+
+def test_playbook_a_response_nobody_asked_for_closes_the_upstream_and_is_recorded() -> None:
+    play = Playbook()
+    play.upstream_sends(JSON_OK)
+    assert play.to_client() == b""
+    assert play.upstream_wire.aborted
+    assert play.relay.refusals == [
+        ("127.0.0.1:50000", "upstream-unrequested", "a response without a request")
+    ]
+
+
+def test_playbook_a_legacy_endpoint_is_held_rewritten_and_observed() -> None:
+    """A session-less GET stream's first event is a legacy endpoint naming the upstream:
+    the client gets it pointing at the proxy, re-chunked, and the rewrite is observed."""
+
+    async def scenario() -> Playbook:
+        play = Playbook()
+        play.client_sends(b"GET /sse HTTP/1.1\r\nHost: h\r\nAccept: text/event-stream\r\n\r\n")
+        play.upstream_sends(
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n"
+        )
+        event = b"event: endpoint\ndata: http://up:80/messages?sessionId=7\n\n"
+        play.upstream_sends(b"%x\r\n%s\r\n" % (len(event[:9]), event[:9]))
+        assert play.to_client().startswith(b"HTTP/1.1 200 OK\r\n")  # the head, not the event
+        play.upstream_sends(b"%x\r\n%s\r\n" % (len(event[9:]), event[9:]))
+        return play
+
+    play = run(scenario())
+    rewritten = b"event: endpoint\ndata: http://proxy:6280/messages?sessionId=7\n\n"
+    assert play.to_client() == b"%x\r\n%s\r\n" % (len(rewritten), rewritten)
+    observed = play.observed()
+    assert (
+        "EndpointRewritten",
+        1,
+        "http://up:80/messages?sessionId=7",
+        "http://proxy:6280/messages?sessionId=7",
+    ) in observed
+
+
+def test_playbook_a_stream_that_names_its_session_is_not_held() -> None:
+    """The near miss: a GET stream sent with Mcp-Session-Id passes at once, unrewritten."""
+    play = Playbook()
+    play.client_sends(b"GET /mcp HTTP/1.1\r\nHost: h\r\nMcp-Session-Id: s\r\n\r\n")
+    play.upstream_sends(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    event = b"event: endpoint\ndata: http://up:80/messages?sessionId=7\n\n"
+    play.upstream_sends(b"%x\r\n%s\r\n" % (len(event), event))
+    assert play.to_client().endswith(event + b"\r\n")
+    assert not any(o[0] == "EndpointRewritten" for o in play.observed())

@@ -7,14 +7,15 @@ from typing import Any
 
 import pytest
 
+from mcpsniff.core.http.events import EndpointRewritten, RequestCut
+from mcpsniff.core.http.exchange import HttpSettings, begin_exchange
 from mcpsniff.core.observations import (
     ExchangeEnd,
-    ExchangeNote,
     NoFirstEvent,
     RequestBegin,
     RequestBody,
+    ResponseBegin,
     ResponseBody,
-    ResponseHead,
     Unreachable,
 )
 from mcpsniff.relay.remote_exchange import RemoteObserver
@@ -36,7 +37,8 @@ def test_an_exchange_is_numbered_and_each_step_is_one_observation() -> None:
     )
     exchange.response(200, [("Content-Type", "application/json")])
     exchange.whole_body(b"{}")
-    exchange.note("endpoint-rewrite", {"from": "a", "to": "b"})
+    exchange.endpoint_rewritten("a", "b")
+    exchange.request_cut(3)
     exchange.finish()
     other = remote.begin("GET", "/x", [], b"")
     other.unreachable("http://u/x", "refused")
@@ -44,14 +46,16 @@ def test_an_exchange_is_numbered_and_each_step_is_one_observation() -> None:
     assert kinds == [
         RequestBody,
         RequestBegin,
-        ResponseHead,
+        ResponseBegin,
         ResponseBody,
-        ExchangeNote,
+        EndpointRewritten,
+        RequestCut,
         ExchangeEnd,
         RequestBegin,
         Unreachable,
     ]
-    assert {o.exchange for o in seen[:6]} == {number} and seen[-1].exchange == number + 1
+    assert {o.exchange for o in seen[:7]} == {number} and seen[-1].exchange == number + 1
+    assert (seen[4].old, seen[4].new, seen[5].body_bytes) == ("a", "b", 3)
     assert seen[1].size == 7 and seen[1].body == b"1}"
     assert seen[3].whole is True and exchange.status == 200 and not exchange.is_sse
 
@@ -84,7 +88,55 @@ def test_no_first_event_in_time_is_observed_once() -> None:
     remote, seen = observer()
     exchange = remote.begin("GET", "/sse", [], b"")
     exchange.response(200, SSE)
-    exchange.first_event(None)
-    exchange.first_event(None)
+    exchange.no_first_event()
+    exchange.no_first_event()
     assert [type(o) for o in seen].count(NoFirstEvent) == 1
     assert exchange.endpoint is None and not exchange.endpoint_editable
+
+
+HEADS = [
+    ("GET", "/mcp", [], SSE),
+    ("GET", "/mcp", [], [*SSE, ("Mcp-Session-Id", "from-the-server")]),
+    ("GET", "/mcp?sessionId=abc", [], SSE),
+    ("GET", "/mcp", [("Mcp-Session-Id", "s1")], SSE),
+    ("GET", "/mcp", [("Connection", "Mcp-Session-Id"), ("Mcp-Session-Id", "s1")], SSE),
+    ("GET", "/health", [], SSE),
+    ("GET", "/events", [("Accept", "text/event-stream")], SSE),
+    ("GET", "/mcp", [], [("Content-Type", "application/json")]),
+    ("POST", "/mcp", [], SSE),
+    ("GET", "/mcp", [], [("content-type", "Text/Event-Stream; charset=utf-8")]),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "request_headers", "response_headers"), HEADS)
+def test_the_shell_and_the_analysis_decide_the_same_streams_undecided(
+    method: str,
+    path: str,
+    request_headers: list[tuple[str, str]],
+    response_headers: list[tuple[str, str]],
+) -> None:
+    """Both processes call ``classify.undecided_stream``: a stream the analysis waits on
+    is one the relay holds, and the other way round."""
+    remote = RemoteObserver(lambda o: None, "/mcp").begin(method, path, request_headers, b"")
+    remote.response(200, response_headers)
+    analyzed, _ = begin_exchange(
+        HttpSettings(mcp_path="/mcp"), 1, 1.0, method, path, request_headers, b""
+    )
+    analyzed.response(200, response_headers, 2.0)
+    assert remote.waiting_for_first_event == analyzed.waiting_for_first_event
+    assert remote.endpoint_editable == analyzed.endpoint_editable
+
+
+def test_a_stream_whose_response_names_a_session_is_still_decided_by_its_first_event() -> None:
+    """The request named none, so only the first event tells legacy from Streamable HTTP."""
+    remote, _ = observer()
+    exchange = remote.begin("GET", "/mcp", [], b"")
+    exchange.response(200, [*SSE, ("Mcp-Session-Id", "s9")])
+    assert exchange.waiting_for_first_event and exchange.endpoint_editable
+
+
+def test_a_plain_stream_is_not_held() -> None:
+    """Off the MCP path and not asking for an event stream: no MCP traffic, nothing to rewrite."""
+    exchange = RemoteObserver(lambda o: None, "/mcp").begin("GET", "/feed", [], b"")
+    exchange.response(200, SSE)
+    assert not exchange.waiting_for_first_event

@@ -6,16 +6,16 @@ from typing import Any
 
 from mcpsniff.replay.compare import parse_path
 from mcpsniff.replay.matcher import AUTO, PARAMS, SEQUENTIAL, Matcher
-from mcpsniff.replay.plan import Exchange
+from mcpsniff.replay.plan import RecordedExchange
 from mcpsniff.replay.script import Message
 
 
-def exchange(seq: int, method: str, params: dict[str, Any] | None = None) -> Exchange:
+def exchange(seq: int, method: str, params: dict[str, Any] | None = None) -> RecordedExchange:
     body: dict[str, Any] = {"jsonrpc": "2.0", "id": seq, "method": method}
     if params is not None:
         body["params"] = params
     reply = Message(seq + 1, None, "s2c", {"jsonrpc": "2.0", "id": seq, "result": {"n": seq}})
-    return Exchange(Message(seq, None, "c2s", body), reply)
+    return RecordedExchange(Message(seq, None, "c2s", body), reply)
 
 
 def tool(name: str, **arguments: Any) -> dict[str, Any]:

@@ -76,7 +76,7 @@ EVENT_ID_WINDOW = 65536
 
 
 @dataclass(slots=True)
-class Exchange:
+class ExchangeFacts:
     """One HTTP request/response pair as the rules see it."""
 
     number: int
@@ -105,8 +105,38 @@ class Exchange:
 class HttpState:
     """HTTP facts about one session."""
 
-    exchanges: dict[int, Exchange] = field(default_factory=dict)
+    exchanges: dict[int, ExchangeFacts] = field(default_factory=dict)
     event_ids: BoundedMap = field(default_factory=lambda: BoundedMap(EVENT_ID_WINDOW))
+
+    # What the session's correlation asks of the exchanges (core/session/).
+
+    def sessionless_client(self, number: int) -> str | None:
+        """The client connection of exchange ``number`` if it is session-less Streamable HTTP.
+
+        Such an exchange carries no ``Mcp-Session-Id``: the stateless era pairs
+        its request ids per client connection (core/session/scoping.py). None
+        for any other exchange, or when the shell did not say the client.
+        """
+        exchange = self.exchanges.get(number)
+        if (
+            exchange is None
+            or exchange.transport != STREAMABLE
+            or "mcp-session-id" in exchange.headers
+        ):
+            return None
+        return exchange.client
+
+    def sole_request(self, number: int) -> MessageRecord | None:
+        """The one request the POST of exchange ``number`` carried; None if not exactly one.
+
+        An id-less error in that exchange's HTTP error response answers it
+        (core/session/correlation.py).
+        """
+        exchange = self.exchanges.get(number)
+        if exchange is None:
+            return None
+        requests = [m for m in exchange.methods if m.kind == REQUEST]
+        return requests[0] if len(requests) == 1 else None
 
 
 #: What a header pair may be: a list in a trace, a tuple from a live shell.
@@ -186,7 +216,7 @@ def on_event(session: Session, record: EventRecord) -> None:
             # No MCP traffic (OAuth metadata, a health check) that a reverse proxy
             # forwarded too: the MCP transport's rules do not apply to it.
             return
-        state.exchanges[number] = Exchange(
+        state.exchanges[number] = ExchangeFacts(
             number,
             record.seq,
             str(data.get("method", "")),
@@ -234,25 +264,11 @@ def on_frame(session: Session, frame: FrameRecord, messages: list[MessageRecord]
         _stateless_headers(session, exchange, frame)
 
 
-def request_of_exchange(session: Session, msg: Any) -> Any:
-    """The pending request an id-less HTTP error body answers, if there is exactly one."""
-    meta = msg.frame.meta
-    if msg.kind != "error" or not meta or not isinstance(meta.get("exchange"), int):
-        return None
-    status = meta.get("status")
-    if not isinstance(status, int) or status < 400:
-        return None
-    state = session.state.http
-    exchange = state.exchanges.get(meta["exchange"]) if state is not None else None
-    if exchange is None:
-        return None
-    requests = [m for m in exchange.methods if m.kind == REQUEST]
-    if len(requests) != 1:
-        return None
-    return session.state.pending["c2s"].get(requests[0].key)
+# An id-less error in an exchange's HTTP error response answers the one request
+# its POST carried: ``HttpState.sole_request`` names it, core/session/correlation.py pairs it.
 
 
-def _answered_by_status(session: Session, exchange: Exchange, record: EventRecord) -> None:
+def _answered_by_status(session: Session, exchange: ExchangeFacts, record: EventRecord) -> None:
     """A request rejected with an HTTP error and no JSON-RPC body was still answered.
 
     The transports let a server refuse a POST with a 4xx whose body "MAY"
@@ -287,7 +303,7 @@ def _answered_by_status(session: Session, exchange: Exchange, record: EventRecor
 # --------------------------------------------------------------------------- requests
 
 
-def _request(session: Session, exchange: Exchange) -> None:
+def _request(session: Session, exchange: ExchangeFacts) -> None:
     if exchange.transport != STREAMABLE:
         return
     headers = exchange.headers
@@ -357,7 +373,7 @@ def _request(session: Session, exchange: Exchange) -> None:
                 )
 
 
-def _auth(session: Session, exchange: Exchange) -> None:
+def _auth(session: Session, exchange: ExchangeFacts) -> None:
     """Bearer tokens go in the Authorization header of every request, never in the URI."""
     query = exchange.path.partition("?")[2]
     keys = {part.partition("=")[0].lower() for part in query.split("&") if part}
@@ -385,7 +401,7 @@ def _auth(session: Session, exchange: Exchange) -> None:
         )
 
 
-def _stateless_headers(session: Session, exchange: Exchange, frame: FrameRecord) -> None:
+def _stateless_headers(session: Session, exchange: ExchangeFacts, frame: FrameRecord) -> None:
     """2026-07-28 mirrors the method and name in headers (streamable-http.mdx)."""
     headers = exchange.headers
     for message in exchange.methods:
@@ -425,7 +441,7 @@ def _stateless_headers(session: Session, exchange: Exchange, frame: FrameRecord)
 # --------------------------------------------------------------------------- responses
 
 
-def _response(session: Session, exchange: Exchange, record: EventRecord) -> None:
+def _response(session: Session, exchange: ExchangeFacts, record: EventRecord) -> None:
     status = exchange.status
     if status is None:
         return
@@ -538,7 +554,9 @@ def _response(session: Session, exchange: Exchange, record: EventRecord) -> None
             )
 
 
-def _sse_event(session: Session, state: HttpState, exchange: Exchange, record: EventRecord) -> None:
+def _sse_event(
+    session: Session, state: HttpState, exchange: ExchangeFacts, record: EventRecord
+) -> None:
     data = record.data
     if data.get("comment_only"):
         # Comments (e.g. padding against buffering proxies) are not events; one

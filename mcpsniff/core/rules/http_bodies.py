@@ -33,7 +33,7 @@ RULES = ("HTTP-POST-BODY", "MOD-HTTP-POST-BODY", "HTTP-JSON-BODY", "HTTP-GET-NO-
 _REPLIES = (RESPONSE, ERROR)
 
 
-def _exchange(session: Session, frame: FrameRecord) -> http.Exchange | None:
+def _exchange(session: Session, frame: FrameRecord) -> http.ExchangeFacts | None:
     meta = frame.meta
     number = meta.get("exchange") if meta else None
     state = session.state.http
@@ -118,7 +118,10 @@ def server_body(session: Session, frame: FrameRecord, messages: list[MessageReco
 
 
 def _get_stream(
-    session: Session, frame: FrameRecord, exchange: http.Exchange, messages: list[MessageRecord]
+    session: Session,
+    frame: FrameRecord,
+    exchange: http.ExchangeFacts,
+    messages: list[MessageRecord],
 ) -> None:
     if "last-event-id" in exchange.headers:
         return  # resuming a stream that belonged to a request: its responses may come here
@@ -151,7 +154,10 @@ def _get_stream(
 
 
 def _json_body(
-    session: Session, frame: FrameRecord, exchange: http.Exchange, messages: list[MessageRecord]
+    session: Session,
+    frame: FrameRecord,
+    exchange: http.ExchangeFacts,
+    messages: list[MessageRecord],
 ) -> None:
     status = exchange.status
     content_type = exchange.response_headers.get("content-type", "")

@@ -1,7 +1,7 @@
 """JSON-RPC 2.0 structure (JR-*) and MCP base-message rules (MSG-*).
 
 ``check_message`` runs before correlation on every message whose envelope the
-session did not classify as plain (``Session._message``).
+session did not classify as plain (``core/session/classification.py``).
 """
 
 from __future__ import annotations
@@ -64,9 +64,6 @@ RULES = (
 )
 
 _MEMBERS = {"jsonrpc", "id", "method", "params", "result", "error"}
-#: Request methods that JR-METHOD-RPC-RESERVED or MSG-NOTIF-NO-ID report: such a
-#: request's envelope is never plain (``Session._message``).
-FLAGGED_REQUEST_PREFIXES = ("rpc.", "notifications/")
 _PREDEFINED = {-32700, -32600, -32601, -32602, -32603}
 _NULL_ID_CODES = {-32700, -32600}
 
@@ -114,7 +111,7 @@ _META_KEY_CACHE_SIZE = 4096
 def check_message(session: Session, msg: Msg) -> None:
     """Structural checks (JSON-RPC §4, §5, §5.1) of an object whose envelope is not plain.
 
-    ``Session._message`` classifies the envelope as it classifies the message:
+    ``core/session/classification.py`` classifies the envelope as it classifies the message:
     the plain request, notification and result (exactly the members of their
     kind, well typed, "jsonrpc": "2.0") give nothing to report and never get here.
     """
@@ -496,7 +493,7 @@ def notification_batch_answered(session: Session, frame: FrameRecord, batch_seq:
 
 
 # --------------------------------------------------------------------------- correlation
-# The session pairs replies with requests (session.py); these rules say what
+# The session pairs replies with requests (core/session/correlation.py); these rules say what
 # was wrong when the pairing found something (registry.OUTCOMES).
 
 

@@ -1,5 +1,5 @@
 """Era detection, the handshake (LC-*), capability gating (CAP-*) and the
-stateless era's rules (MOD-*).
+stateless era's rules (MOD-*; their checks are in stateless_era.py).
 
 Era detection follows catalogue §0.2: a client request carrying
 ``_meta["io.modelcontextprotocol/protocolVersion"]`` is the stateless era
@@ -20,10 +20,6 @@ from mcpsniff.core.protocol import (
     DIRECTIONS,
     HANDSHAKE,
     KNOWN_METHODS,
-    META_CLIENT_CAPS,
-    META_CLIENT_INFO,
-    META_SERVER_INFO,
-    META_VERSION,
     REMOVED_IN_V5,
     STATELESS,
     VERSION_PATTERN,
@@ -38,6 +34,11 @@ from mcpsniff.core.rules.registry import (
     RESPONSE,
     rule,
 )
+
+# The stateless era's checks, under the names this module's rules call them by.
+from mcpsniff.core.rules.stateless_era import stateless_request as _stateless_request
+from mcpsniff.core.rules.stateless_era import v5_error as _v5_error
+from mcpsniff.core.rules.stateless_era import v5_result as _v5_result
 from mcpsniff.core.state import gaps_of
 
 if TYPE_CHECKING:
@@ -121,20 +122,6 @@ _CLIENT_GATED: dict[str, tuple[str, tuple[str, ...]]] = {
     "elicitation/create": ("CAP-ELICITATION", ("elicitation",)),
 }
 
-#: Results that must carry cache hints in 2026-07-28 (MOD-CACHE).
-_CACHEABLE = frozenset(
-    {
-        "server/discover",
-        "tools/list",
-        "prompts/list",
-        "resources/list",
-        "resources/templates/list",
-        "resources/read",
-    }
-)
-_MRTR_METHODS = frozenset({"prompts/get", "resources/read", "tools/call"})
-_V5_CODES = {-32020, -32021, -32022}
-
 
 def _has_cap(caps: dict[str, Any] | None, path: tuple[str, ...]) -> bool:
     if len(path) == 1:
@@ -197,7 +184,7 @@ def on_request(session: Session, msg: Msg) -> None:
             _first_message(session, msg)
         state.first_c2s_seen = True
         if state.era == STATELESS:
-            # The era is already decided (Session._note_era); only its rules read _meta.
+            # The era is already decided (core/session/scoping.py); only its rules read _meta.
             _stateless_request(session, msg, _meta(msg))
         else:
             # Once initialize has an answer and initialized came, only the
@@ -398,38 +385,6 @@ def _handshake_server_request(session: Session, msg: Msg) -> None:
                 method=method,
                 capability=".".join(path),
             )
-
-
-def _stateless_request(session: Session, msg: Msg, meta: dict[str, Any] | None) -> None:
-    method = msg.method or ""
-    missing = []
-    if meta is None or not isinstance(meta.get(META_VERSION), str):
-        missing.append(META_VERSION)
-    if meta is None or not isinstance(meta.get(META_CLIENT_CAPS), dict):
-        missing.append(META_CLIENT_CAPS)
-    if missing:
-        session.report(
-            "MOD-META-REQUIRED",
-            f'the client request "{method}" lacks _meta '
-            + " and ".join(missing)
-            + "; every 2026-07-28 request must carry them",
-            [msg.frame],
-            missing=missing,
-        )
-    elif META_CLIENT_INFO not in meta:
-        session.report(
-            "MOD-CLIENTINFO",
-            f'the client request "{method}" carries no _meta {META_CLIENT_INFO}',
-            [msg.frame],
-        )
-    if method in REMOVED_IN_V5:
-        session.report(
-            "MOD-REMOVED",
-            f'the client sent "{method}", which 2026-07-28 removed',
-            [msg.frame],
-            method=method,
-            severity="warning",
-        )
 
 
 def _method_direction(session: Session, msg: Msg) -> None:
@@ -686,109 +641,6 @@ def _initialize_response(session: Session, msg: Msg) -> None:
     if isinstance(caps, dict):
         state.server_caps = caps
         _cap_shape(session, msg, caps, "server")
-
-
-def _v5_result(session: Session, msg: Msg, method: str) -> None:
-    result = msg.obj.get("result")
-    if not isinstance(result, dict):
-        return
-    result_type = result.get("resultType")
-    if result_type not in ("complete", "input_required"):
-        session.report(
-            "MOD-RESULTTYPE",
-            f'the result of "{method}" has resultType {result_type!r}; 2026-07-28 results '
-            'carry "complete" or "input_required"',
-            [msg.frame],
-            method=method,
-            result_type=result_type,
-        )
-    meta = result.get("_meta")
-    if not (isinstance(meta, dict) and META_SERVER_INFO in meta):
-        session.report(
-            "MOD-SERVERINFO",
-            f'the result of "{method}" carries no _meta {META_SERVER_INFO}',
-            [msg.frame],
-            method=method,
-        )
-    if result_type == "input_required":
-        if method not in _MRTR_METHODS:
-            session.report(
-                "MOD-MRTR-METHODS",
-                f'the server answered "{method}" with input_required, which only prompts/get, '
-                "resources/read and tools/call may use",
-                [msg.frame],
-                method=method,
-            )
-        if "inputRequests" not in result and "requestState" not in result:
-            session.report(
-                "MOD-MRTR-CONTENT",
-                "an input_required result carries neither inputRequests nor requestState",
-                [msg.frame],
-            )
-        return
-    if method in _CACHEABLE and result_type == "complete":
-        ttl = result.get("ttlMs")
-        scope = result.get("cacheScope")
-        if not (isinstance(ttl, int) and not isinstance(ttl, bool) and ttl >= 0) or scope not in (
-            "public",
-            "private",
-        ):
-            session.report(
-                "MOD-CACHE",
-                f'the result of "{method}" lacks valid cache hints (ttlMs integer >= 0 and '
-                'cacheScope "public" or "private")',
-                [msg.frame],
-                method=method,
-                ttlMs=ttl,
-                cacheScope=scope,
-            )
-    if method == "server/discover":
-        problems = []
-        if not isinstance(result.get("supportedVersions"), list):
-            problems.append("supportedVersions (array)")
-        if not isinstance(result.get("capabilities"), dict):
-            problems.append("capabilities (object)")
-        if problems:
-            session.report(
-                "MOD-DISCOVER",
-                "the server/discover result lacks " + ", ".join(problems),
-                [msg.frame],
-                missing=problems,
-            )
-        caps = result.get("capabilities")
-        if isinstance(caps, dict):
-            session.state.server_caps = caps
-
-
-def _v5_error(session: Session, msg: Msg) -> None:
-    error = msg.obj.get("error")
-    if not isinstance(error, dict):
-        return
-    code = error.get("code")
-    if not isinstance(code, int) or isinstance(code, bool):
-        return
-    if code in (-32002, -32042) or (-32099 <= code <= -32020 and code not in _V5_CODES):
-        session.report(
-            "MOD-ERRCODES",
-            f"the server used error code {code}, which 2026-07-28 does not allow",
-            [msg.frame],
-            code=code,
-        )
-    if code == -32002 and msg.request is not None and msg.request.method == "resources/read":
-        session.report(
-            "MOD-RES-NOT-FOUND",
-            "a missing resource must be reported with -32602 in 2026-07-28, not -32002",
-            [msg.frame],
-        )
-    if code == -32022:
-        data = error.get("data")
-        if not (isinstance(data, dict) and "supported" in data and "requested" in data):
-            session.report(
-                "MOD-UNSUPPORTED-VERSION",
-                "an UnsupportedProtocolVersion error (-32022) must carry data.supported and "
-                "data.requested",
-                [msg.frame],
-            )
 
 
 # --------------------------------------------------------------------------- end

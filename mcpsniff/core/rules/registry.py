@@ -10,7 +10,7 @@ thing for the events that are not messages) limits it to some dispatch keys
 (None: every key). The events and what their handlers are called with:
 
 * ``MESSAGE``: every parsed JSON-RPC object whose envelope is not the plain one
-  of its kind (``Session._message``: exactly the members the kind needs, well
+  of its kind (``core/session/classification.py``: exactly the members the kind needs, well
   typed, ``"jsonrpc": "2.0"``), ``(session, msg)``; key ``""``.
 * ``REQUEST``, ``NOTIFICATION``: ``(session, msg)``; key: the method.
 * ``RESPONSE``: every reply (result or error) once correlation has paired it
@@ -34,9 +34,10 @@ Severity and versions stay in the catalogue: the function only reports, and
 run in registration order (``rules/__init__.py`` imports the modules in the
 order their checks must run: a root finding before its dependents).
 
-``Session`` reads ``TABLES[on][key]`` directly and falls back to
-``handlers(on, key)``, which builds the tuple once per key: one dict access per
-message, so registering rules costs nothing on the messages they do not concern.
+The session (core/session/dispatch.py) reads ``dispatch_table(on)[key]``
+directly and falls back to ``handlers(on, key)``, which builds the tuple once
+per key: one dict access per message, so registering rules costs nothing on
+the messages they do not concern.
 """
 
 from __future__ import annotations
@@ -168,6 +169,16 @@ def handlers(on: str, key: str) -> tuple[Handler, ...]:
         if len(table) < 4096:  # methods come from traffic: bound the table
             table[key] = found
     return found
+
+
+def dispatch_table(on: str) -> dict[str, tuple[Handler, ...]]:
+    """The table of ``on``'s handlers by key, as ``handlers`` fills it.
+
+    The session keeps it and reads it directly on the hot path (one dict
+    access per message), calling ``handlers`` for a key not in it yet. It is
+    the same dict for the life of the process (a registration clears it).
+    """
+    return TABLES[on]
 
 
 def rule_ids() -> tuple[str, ...]:

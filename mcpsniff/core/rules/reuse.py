@@ -23,40 +23,13 @@ from mcpsniff.core.rules.registry import PAIRING, rule
 
 if TYPE_CHECKING:
     from mcpsniff.core.session import Session
-    from mcpsniff.core.state import Msg, Pending
+    from mcpsniff.core.state import Fingerprint, Msg, Pending
 
 RULES = ("MSG-ID-REUSE", "MSG-ID-INFLIGHT")
 
 IDENTICAL = "identical-retry"
 CONFLICTING = "conflicting-reuse"
 SAME_METHOD = "same-method"
-
-
-#: A request's fingerprint: its frame's bytes themselves up to ``INLINE_PRINT``
-#: bytes, their hash beyond.
-Fingerprint = bytes | int
-
-#: Frames up to this size are their own fingerprint, kept by reference and
-#: compared byte for byte: hashing a 1 KiB frame costs about 0.4 us, which
-#: every request would pay for the rare reuse. Longer frames are hashed, so a
-#: request keeps at most this much (the answered window holds 2,048 per
-#: direction: at most 8 MiB).
-INLINE_PRINT = 4096
-
-
-def fingerprint(msg: Msg) -> Fingerprint | None:
-    """What makes two requests the same request: the bytes of a single-message frame.
-
-    A retry re-sends the same serialized request (same id, method and params);
-    a batch element has no frame of its own, so it gets None (then only the
-    method is compared). Two fingerprints are equal when the frames are (a
-    short frame and a long one never are).
-    """
-    frame = msg.source
-    if msg.index is not None or frame is None:
-        return None
-    raw = frame.raw
-    return raw if len(raw) <= INLINE_PRINT else hash(raw)
 
 
 def _kind(

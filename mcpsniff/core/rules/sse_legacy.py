@@ -111,7 +111,7 @@ def post_endpoint_missing(session: Session, record: EventRecord) -> None:
     )
 
 
-def _legacy_post(session: Session, record: EventRecord) -> http.Exchange | None:
+def _legacy_post(session: Session, record: EventRecord) -> http.ExchangeFacts | None:
     state = session.state.http
     number = record.data.get("exchange")
     if state is None or not isinstance(number, int):

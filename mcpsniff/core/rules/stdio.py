@@ -357,7 +357,7 @@ def _describe(
     ident = value["id"]
     data["id"] = ident
     pending = session.state.pending[OPPOSITE[direction]]
-    # stdio ids are never scoped per client (Session._scope): the id's own key.
+    # stdio ids are never scoped per client (core/session/scoping.py): the id's own key.
     key = ident if type(ident) is int else id_key(ident)
     request = pending.pop(key, None) if ident is not None else None
     if request is None:

@@ -119,7 +119,7 @@ def _key(value: Any) -> Any:
 def _scoped(session: Session, value: Any, msg: Msg) -> Any:
     """A subscription's key: its listen id, per client connection where ids are.
 
-    Stateless HTTP clients each count ids from 1 (Session._scope); a listen
+    Stateless HTTP clients each count ids from 1 (core/session/scoping.py); a listen
     stream's notifications travel on the listen request's exchange, so they
     scope to the same client.
     """

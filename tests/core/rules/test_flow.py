@@ -6,6 +6,8 @@ from typing import Any
 
 import pytest
 
+from mcpsniff.core.model import MessageRecord
+from tests.conftest import Conversation, notification, request, result
 from tests.core.rules.dsl import Proof, assert_proof, c, end, note, req, res, s
 
 V5 = "2026-07-28"
@@ -92,6 +94,57 @@ PROOFS = [
         version=None,
     ),
 ]
+
+
+def test_unanswered_request_reported_at_end(convo: Conversation) -> None:
+    convo.handshake()
+    sent = convo.client(request(3, "tools/call", {"name": "x"}))
+    convo.close()
+    (finding,) = convo.find("JR-RESP-REQUIRED")
+    assert finding.seq == [sent[0].seq]
+    assert finding.data["method"] == "tools/call"
+
+
+def test_cancelled_request_is_not_unanswered_and_late_result_is_noted(
+    convo: Conversation,
+) -> None:
+    convo.handshake()
+    sent = convo.client(request(3, "tools/call", {"name": "x"}))
+    convo.client(notification("notifications/cancelled", {"requestId": 3, "reason": "t/o"}))
+    convo.server(result(3, {"content": []}))
+    convo.close()
+    assert convo.find("JR-RESP-REQUIRED") == []
+    assert convo.find("JR-RESP-ID") == []
+    late = _response_for(convo, sent[0].seq)
+    assert late.note == "late-after-cancel"
+
+
+def test_cancel_of_unknown_or_foreign_request(convo: Conversation) -> None:
+    convo.handshake()
+    convo.server(request(8, "ping"))
+    convo.client(notification("notifications/cancelled", {"requestId": 8}))
+    convo.client(notification("notifications/cancelled", {"requestId": 77}))
+    found = convo.find("CANCEL-SAME-DIRECTION")
+    assert len(found) == 2
+    assert "belongs to a request the server sent" in found[0].message
+
+
+def _response_for(convo: Conversation, frame_seq: int) -> MessageRecord:
+    (msg,) = [m for m in convo.messages if m.answers == frame_seq]
+    return msg
+
+
+def test_progress_rules(convo: Conversation) -> None:
+    convo.handshake()
+    convo.client(request(1, "tools/call", {"name": "x", "_meta": {"progressToken": "p"}}))
+    convo.server(notification("notifications/progress", {"progressToken": "p", "progress": 1}))
+    convo.server(notification("notifications/progress", {"progressToken": "p", "progress": 1}))
+    convo.server(notification("notifications/progress", {"progressToken": "zz", "progress": 1}))
+    convo.server(result(1, {"content": []}))
+    convo.server(notification("notifications/progress", {"progressToken": "p", "progress": 5}))
+    assert len(convo.find("PROG-MONOTONIC")) == 1
+    assert convo.find("PROG-ACTIVE-TOKEN")[0].data["token"] == "zz"
+    assert len(convo.find("PROG-STOP")) == 1
 
 
 @pytest.mark.parametrize("p", PROOFS, ids=[p.rule for p in PROOFS])

@@ -167,6 +167,41 @@ def test_rule_fires_and_near_miss_does_not(p: Proof) -> None:
     assert_proof(p)
 
 
+def test_the_exchanges_answer_what_correlation_asks() -> None:
+    import orjson
+
+    from mcpsniff.core.session import Session
+
+    session = Session("http", "http")
+
+    def begin(number: int, headers: list[list[str]], transport: str = "streamable") -> None:
+        data = {"exchange": number, "method": "POST", "path": "/mcp", "headers": headers}
+        session.event("http-request", 0.0, {**data, "transport": transport, "client": "h:1"})
+
+    def post(number: int, payload: Any) -> None:
+        session.feed_frame("c2s", "http", orjson.dumps(payload), 0.0, {"exchange": number})
+
+    begin(1, [])
+    begin(2, [["Mcp-Session-Id", "abc"]])
+    begin(3, [], transport="legacy-sse")
+    post(1, {"jsonrpc": "2.0", "id": 1, "method": "ping"})
+    post(
+        2,
+        [
+            {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+            {"jsonrpc": "2.0", "id": 3, "method": "ping"},
+        ],
+    )
+    post(3, {"jsonrpc": "2.0", "method": "notifications/initialized"})
+    exchanges = session.state.http
+    # Only a session-less Streamable HTTP exchange scopes ids by its client.
+    assert [exchanges.sessionless_client(n) for n in (1, 2, 3, 4)] == ["h:1", None, None, None]
+    # The one request a POST carried; none for a batch of two, a notification, no exchange.
+    sole = exchanges.sole_request(1)
+    assert sole is not None and (sole.id, sole.key) == (1, 1)
+    assert [exchanges.sole_request(n) for n in (2, 3, 4)] == [None, None, None]
+
+
 def test_a_reply_body_pairs_with_its_request() -> None:
     from tests.core.rules.dsl import play
 

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import Conversation, error, notification, request, result
 from tests.core.rules.dsl import Proof, assert_proof, c, end, note, req, res, s
 
 V4, V5 = "2025-11-25", "2026-07-28"
@@ -344,6 +345,132 @@ PROOFS = [
         miss=[c(v5(1, "resources/read", {"uri": "x:/a"})), s(v5_error(1, -32602))],
     ),
 ]
+
+
+def test_stateless_session_never_raises_handshake_findings(convo: Conversation) -> None:
+    convo.client(_v5(1, "server/discover"))
+    convo.server(
+        _v5_result(
+            1,
+            {
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {}},
+                "ttlMs": 0,
+                "cacheScope": "public",
+            },
+        )
+    )
+    convo.client(_v5(2, "tools/list"))
+    convo.server(_v5_result(2, {"tools": [], "ttlMs": 1000, "cacheScope": "private"}))
+    convo.close()
+    assert [r for r in convo.rules() if r.startswith(("LC-", "CAP-"))] == []
+    assert convo.findings == []
+
+
+def test_stateless_rules(convo: Conversation) -> None:
+    convo.client(_v5(1, "tools/list"))
+    convo.server(result(1, {"tools": []}))
+    convo.client(request(2, "tools/list"))
+    convo.server(request(9, "roots/list"))
+    rules = convo.rules()
+    assert "MOD-RESULTTYPE" in rules
+    assert "MOD-META-REQUIRED" in rules
+    assert "MOD-NO-SERVER-REQUESTS" in rules
+    assert "LC-INIT-FIRST" not in rules
+
+
+def _v5(id_: int, method: str, params: dict | None = None) -> dict:
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+    }
+    return request(id_, method, {**(params or {}), "_meta": meta})
+
+
+def _v5_result(id_: int, value: dict) -> dict:
+    meta = {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}}
+    return result(id_, {"resultType": "complete", "_meta": meta, **value})
+
+
+# --------------------------------------------------------------------------- through a Session
+
+
+def test_missing_initialized(convo: Conversation) -> None:
+    init = convo.client(
+        request(
+            0,
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "c", "version": "1"},
+            },
+        )
+    )
+    reply = convo.server(
+        result(
+            0,
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "s", "version": "1"},
+            },
+        )
+    )
+    convo.client(request(1, "tools/list"))
+    convo.close()
+    (missing,) = convo.find("LC-INITIALIZED-MISSING")
+    assert missing.seq == [init[0].seq, reply[0].seq]
+    assert missing.severity == "error"
+    assert convo.find("LC-INITIALIZED-ORDER")[0].data["method"] == "tools/list"
+
+
+def test_first_message_must_be_initialize(convo: Conversation) -> None:
+    convo.client(request(1, "tools/list"))
+    (finding,) = convo.find("LC-INIT-FIRST")
+    assert finding.data["method"] == "tools/list"
+
+
+def test_discover_probe_then_initialize_is_not_a_violation(convo: Conversation) -> None:
+    convo.client(request(1, "server/discover"))
+    convo.server(error(1, -32601, "Method not found"))
+    convo.handshake()
+    assert convo.find("LC-INIT-FIRST") == []
+
+
+def test_request_before_initialize_response(convo: Conversation) -> None:
+    convo.client(
+        request(
+            0,
+            "initialize",
+            {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "c", "version": "1"},
+            },
+        )
+    )
+    convo.client(request(1, "ping"))
+    convo.client(request(2, "tools/list"))
+    (finding,) = convo.find("LC-CLIENT-PRE-RESPONSE")
+    assert finding.data["method"] == "tools/list"
+    assert finding.severity == "warning"
+
+
+def test_capability_gating_severity_depends_on_version() -> None:
+    for version, severity in (("2025-03-26", "warning"), ("2025-06-18", "error")):
+        convo = Conversation()
+        convo.handshake(version, server_caps={"prompts": {}})
+        convo.client(request(1, "tools/list"))
+        (finding,) = convo.find("CAP-TOOLS")
+        assert finding.severity == severity
+
+
+def test_logging_notification_needs_logging_capability(convo: Conversation) -> None:
+    convo.handshake(server_caps={"tools": {}})
+    convo.server(notification("notifications/message", {"level": "info", "data": "x"}))
+    assert convo.find("CAP-LOGGING-NOTIFY")[0].severity == "error"
 
 
 @pytest.mark.parametrize("p", PROOFS, ids=[p.rule for p in PROOFS])

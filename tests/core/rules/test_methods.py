@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import Conversation, request, result
 from tests.core.rules.dsl import Proof, assert_proof, c, note, req, res, s
 
 OBJ = {"type": "object"}
@@ -296,6 +297,92 @@ PROOFS = [
         miss=asked("elicitation/create", ELICIT, {"action": "decline"}, "s"),
     ),
 ]
+
+
+def _tools(const: object) -> dict[str, object]:
+    schema = {
+        "type": "object",
+        "properties": {"flag": {"const": const}},
+        "required": ["flag"],
+    }
+    return {"tools": [{"name": "t", "inputSchema": schema}]}
+
+
+ADD_TOOL = {
+    "tools": [
+        {
+            "name": "add",
+            "inputSchema": {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                "required": ["a", "b"],
+            },
+            "outputSchema": {
+                "type": "object",
+                "properties": {"sum": {"type": "integer"}},
+                "required": ["sum"],
+            },
+        }
+    ]
+}
+
+
+def test_tool_rules(convo: Conversation) -> None:
+    convo.handshake()
+    convo.client(request(1, "tools/list"))
+    convo.server(result(1, ADD_TOOL))
+    convo.client(request(2, "tools/call", {"name": "nope", "arguments": {}}))
+    convo.client(request(3, "tools/call", {"name": "add", "arguments": {"a": 1}}))
+    convo.client(request(4, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}))
+    convo.server(
+        result(4, {"content": [{"type": "text", "text": "3"}], "structuredContent": {"sum": "3"}})
+    )
+    convo.client(request(5, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}))
+    convo.server(result(5, {"content": [], "isError": True}))
+    assert convo.find("TOOL-CALL-KNOWN")[0].data["tool"] == "nope"
+    assert "'b' is a required property" in convo.find("TOOL-ARGS-SCHEMA")[0].message
+    (conform,) = convo.find("TOOL-OUTPUT-CONFORMS")
+    assert conform.severity == "error" and "sum" in conform.data["error"]
+
+
+def test_repeated_tools_list_keeps_validating_with_the_listed_schema(convo: Conversation) -> None:
+    convo.handshake()
+    convo.client(request(1, "tools/list"))
+    convo.server(result(1, _tools(True)))
+    convo.client(request(2, "tools/call", {"name": "t", "arguments": {"flag": True}}))
+    assert convo.find("TOOL-ARGS-SCHEMA") == []
+    # Equal to the previous list for Python (1 == True), not for JSON Schema.
+    convo.client(request(3, "tools/list"))
+    convo.server(result(3, _tools(1)))
+    convo.client(request(4, "tools/call", {"name": "t", "arguments": {"flag": True}}))
+    assert len(convo.find("TOOL-ARGS-SCHEMA")) == 1
+    # The same list again, byte for byte: the tools stay as they are.
+    convo.client(request(5, "tools/list"))
+    convo.server(result(5, _tools(1)))
+    convo.client(request(6, "tools/call", {"name": "t", "arguments": {"flag": 1}}))
+    assert len(convo.find("TOOL-ARGS-SCHEMA")) == 1
+
+
+def test_repeated_tools_list_with_a_finding_reports_it_every_time(convo: Conversation) -> None:
+    convo.handshake()
+    bad = {"tools": [{"name": "bad name!", "inputSchema": {"type": "object"}}]}
+    for id_ in (1, 2, 3):
+        convo.client(request(id_, "tools/list"))
+        convo.server(result(id_, bad))
+    assert len(convo.find("TOOL-NAME-FORMAT")) == 3
+
+
+def test_tools_list_under_a_new_version_is_checked_again() -> None:
+    convo = Conversation()
+    convo.handshake("2025-06-18")
+    listed = {"tools": [{"name": "bad name!", "inputSchema": {"type": "object"}}]}
+    convo.client(request(1, "tools/list"))
+    convo.server(result(1, listed))
+    assert convo.find("TOOL-NAME-FORMAT") == []  # a 2025-11-25 rule
+    convo.session.state.version = "2025-11-25"
+    convo.client(request(2, "tools/list"))
+    convo.server(result(2, listed))
+    assert len(convo.find("TOOL-NAME-FORMAT")) == 1
 
 
 @pytest.mark.parametrize("p", PROOFS, ids=[p.rule for p in PROOFS])

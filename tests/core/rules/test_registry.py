@@ -7,8 +7,11 @@ A new rule without a proof fails here.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import pkgutil
+import re
+from pathlib import Path
 
 import tests.core.rules as proofs_package
 from mcpsniff.core.rules import IMPLEMENTED
@@ -48,15 +51,35 @@ def test_every_rule_module_declares_its_rules_through_the_registry() -> None:
     assert {m.__name__ for m in MODULES} <= registered_modules
 
 
+def _session_modules() -> list[Path]:
+    import mcpsniff.core.session as session_package
+
+    return sorted(Path(session_package.__file__).parent.glob("*.py"))
+
+
 def test_the_session_reports_nothing_itself() -> None:
-    """Findings come from rule modules: session.py names no catalogue id."""
-    import re
-    from pathlib import Path
+    """Findings come from rule modules: no module of core/session/ names a catalogue id."""
+    modules = _session_modules()
+    assert len(modules) >= 7
+    for module in modules:
+        source = module.read_text()
+        assert re.findall(r'(self|session)\.report\(\s*"', source) == [], module.name
 
-    import mcpsniff.core.session as session_module
 
-    source = Path(session_module.__file__).read_text()
-    assert re.findall(r'self\.report\(\s*"', source) == []
+def test_the_session_imports_no_rule_module_but_the_registry() -> None:
+    """Rules reach the session through the registry only (no cycle session <-> rules)."""
+    for module in _session_modules():
+        tree = ast.parse(module.read_text())
+        imported: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "mcpsniff.core.rules":
+                imported.update(f"{node.module}.{alias.name}" for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                imported.add(node.module)
+            elif isinstance(node, ast.Import):
+                imported.update(alias.name for alias in node.names)
+        rules = {name for name in imported if name.startswith("mcpsniff.core.rules")}
+        assert rules <= {"mcpsniff.core.rules.registry"}, module.name
 
 
 def test_frame_claims_stop_later_rules() -> None:
@@ -66,3 +89,28 @@ def test_frame_claims_stop_later_rules() -> None:
     chain = registry.handlers(registry.FRAME, "not-object")
     names = [fn.__module__.rsplit(".", 1)[1] + "." + fn.__name__ for fn in chain]
     assert names == ["stdio.continues_run", "jsonrpc.not_an_object"]
+
+
+def test_every_reported_rule_is_in_the_catalogue_and_registry() -> None:
+    import re
+    from pathlib import Path
+
+    from mcpsniff.core import catalog
+    from mcpsniff.core.rules import IMPLEMENTED
+
+    root = Path(__file__).resolve().parents[3] / "mcpsniff" / "core"
+    source = "\n".join(p.read_text() for p in root.rglob("*.py"))
+    assert "def report(" in source  # the sources were found
+    used = set(
+        re.findall(
+            r'"((?:JR|MSG|LC|CAP|MOD|TOOL|RES|PROMPT|LOG|COMPL|PAGE|PING|ROOTS|'
+            r'SAMP|ELIC|CANCEL|PROG|STDIO|HTTP|SSE)-[A-Z0-9-]+)"',
+            source,
+        )
+    )
+    assert used <= set(IMPLEMENTED) | {"MOD-STDIO-PROBE"}
+    for rule in IMPLEMENTED:
+        catalog.get(rule)
+    families = ("JR-", "MSG-", "LC-", "CAP-")
+    assert len(IMPLEMENTED) >= 80
+    assert len([r for r in IMPLEMENTED if r.startswith(families)]) >= 50

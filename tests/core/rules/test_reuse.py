@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from mcpsniff.core.rules import reuse
+from mcpsniff.core.state import INLINE_PRINT
 from tests.core.rules.dsl import Proof, assert_proof, c, end, note, play, req, res, s
 
 V5 = "2026-07-28"
@@ -98,7 +99,7 @@ def _call(size: int, last: str) -> dict[str, Any]:
     return req(3, "tools/call", {"name": "a", "arguments": {"x": "y" * (size - 1) + last}})
 
 
-@pytest.mark.parametrize("size", [reuse.INLINE_PRINT - 200, reuse.INLINE_PRINT + 200])
+@pytest.mark.parametrize("size", [INLINE_PRINT - 200, INLINE_PRINT + 200])
 def test_short_and_long_frames_are_told_apart_alike(size: int) -> None:
     # Frames up to INLINE_PRINT bytes are their own fingerprint, longer ones are
     # hashed: on both sides of the limit, a byte-identical retry is identical and
@@ -109,16 +110,3 @@ def test_short_and_long_frames_are_told_apart_alike(size: int) -> None:
     assert _reuse([*answered, c(other)])["reuse"] == reuse.CONFLICTING
     assert _reuse([c(first), c(same)])["reuse"] == reuse.IDENTICAL
     assert _reuse([c(first), c(other)])["reuse"] == reuse.CONFLICTING
-
-
-def test_the_fingerprint_is_the_short_frame_or_the_long_frames_hash() -> None:
-    from mcpsniff.core.model import FrameRecord, MessageRecord
-
-    def printed(raw: bytes) -> Any:
-        frame = FrameRecord(1, 0.0, "k", "c2s", "stdio", raw)
-        return reuse.fingerprint(MessageRecord(1, "k", "c2s", "request", source=frame))
-
-    short = b"x" * reuse.INLINE_PRINT
-    long = b"x" * (reuse.INLINE_PRINT + 1)
-    assert printed(short) is short
-    assert printed(long) == hash(long)

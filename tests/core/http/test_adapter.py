@@ -10,12 +10,14 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mcpsniff.capture.recorder import TraceRecorder
-from mcpsniff.core.http_adapter import ObservationAdapter
+from mcpsniff.core.http.adapter import ObservationAdapter
+from mcpsniff.core.http.events import EndpointRewritten, HttpRefused, RequestCut
 from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, MessageRecord, Record
 from mcpsniff.core.observations import (
     CaptureEnd,
@@ -24,9 +26,12 @@ from mcpsniff.core.observations import (
     Observation,
     RequestBegin,
     RequestBody,
+    ResponseBegin,
     ResponseBody,
-    ResponseHead,
 )
+from tests.core.http.adapter_streams import observations, stream
+
+DATA = Path(__file__).parents[2] / "data"
 
 INIT = {
     "jsonrpc": "2.0",
@@ -82,7 +87,7 @@ def halves(at: int) -> Cut:
 
 
 def response(number: int, status: int, headers: Any, body: bytes, cut: Cut) -> list[Observation]:
-    out: list[Observation] = [ResponseHead(number, 2.0, status, headers)]
+    out: list[Observation] = [ResponseBegin(number, 2.0, status, headers)]
     out += [ResponseBody(number, 2.5, False, piece) for piece in cut(body) if piece]
     out.append(ExchangeEnd(number, 3.0, "complete", True))
     return out
@@ -214,7 +219,7 @@ def _answer_after_a_lost_begin(gap: list[Observation]) -> list[Any]:
                 1, 200, (("Content-Type", "application/json"), *sid), _json(INIT_RESULT), whole
             ),
             RequestBegin(2, 1.0, "GET", "/mcp", get_headers, None, "c:1", 0, b""),
-            ResponseHead(2, 2.0, 200, stream_headers),
+            ResponseBegin(2, 2.0, 200, stream_headers),
             *gap,  # here the channel dropped exchange 3's begin (a tools/list, id 5)
             ResponseBody(2, 2.5, False, sse(answer)),
             ExchangeEnd(2, 3.0, "complete", True),
@@ -228,3 +233,81 @@ def test_an_answer_after_the_channel_dropped_its_request_is_not_judged_unknown()
     assert len(unknown) == 1  # without the gap: an id nobody sent
     records = _answer_after_a_lost_begin([CaptureGap(2.2, 1, 0)])
     assert [r for r in records if r[:2] == ("finding", "JR-RESP-ID")] == []
+
+
+def test_what_the_shell_tells_itself_is_recorded_as_the_trace_always_had_it() -> None:
+    """Typed observations (a refusal, an endpoint rewrite, a cut request) become the
+    same transport events they were when they travelled as a name and a dict."""
+    begin = RequestBegin(1, 1.0, "GET", "/sse", (), None, None, 0, b"")
+    records = run(
+        [
+            HttpRefused(0.5, "bad-request", "bare LF", "127.0.0.1:9"),
+            begin,
+            ResponseBegin(1, 2.0, 200, (("Content-Type", "text/event-stream"),)),
+            EndpointRewritten(1, 2.1, "http://up/m?sessionId=1", "http://me/m?sessionId=1"),
+            RequestCut(1, 2.2, 0),
+            ExchangeEnd(1, 3.0, "client-disconnected", False),
+        ]
+    )
+    events = [(r[2], r[3], json.loads(r[4])) for r in records if r[0] == "event"]
+    assert events[0] == (
+        "http",
+        "http-refused",
+        {"kind": "bad-request", "reason": "bare LF", "client": "127.0.0.1:9"},
+    )
+    names = [name for _, name, _ in events]
+    assert names.index("endpoint-rewrite") < names.index("http-request-cut")
+    rewrite = next(data for _, name, data in events if name == "endpoint-rewrite")
+    assert rewrite == {
+        "exchange": 1,
+        "from": "http://up/m?sessionId=1",
+        "to": "http://me/m?sessionId=1",
+    }
+
+
+class _Log:
+    """A recorder that keeps every call, as the recorded outputs have them."""
+
+    def __init__(self) -> None:
+        self.out: list[Any] = []
+
+    def event(self, session: str, name: str, t: float, data: Any = None) -> None:
+        self.out.append(["event", session, name, t, data])
+
+    def feed_frame(
+        self,
+        session: str,
+        direction: str,
+        raw: bytes,
+        t: float,
+        transport: str | None = None,
+        meta: Any = None,
+    ) -> None:
+        self.out.append(["frame", session, direction, raw.decode("latin-1"), t, transport, meta])
+
+    def close(self, t: float) -> None:
+        self.out.append(["close", t])
+
+
+def test_the_adapter_records_what_it_recorded_before_the_sweep() -> None:
+    """A differential test against recorded outputs: 400 random captures (each with
+    redaction on and off), replayed now, give the very records the adapter gave before
+    issue 24's split (``tests/data/http_adapter_records.jsonl.gz``)."""
+    recorded = gzip.decompress((DATA / "http_adapter_records.jsonl.gz").read_bytes())
+    lines = recorded.decode().splitlines()
+    assert len(lines) == 800
+    for on, off in zip(lines[::2], lines[1::2], strict=True):
+        seed = json.loads(on)[0]
+        plain, rng = stream(seed)
+        # The generator picked each mode's settings after the stream, redaction on first.
+        for line in (on, off):
+            line_seed, redact, expected = json.loads(line)
+            assert line_seed == seed and redact is (line is on)
+            key_by_host, mcp_path = rng.random() < 0.3, rng.choice([None, "/mcp"])
+            log = _Log()
+            adapter = ObservationAdapter(
+                log, redact=redact, key_by_host=key_by_host, mcp_path=mcp_path
+            )
+            for observation in observations(plain):
+                adapter.apply(observation)
+            assert json.loads(json.dumps(log.out, default=repr)) == expected, (seed, redact)

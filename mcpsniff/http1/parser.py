@@ -1,12 +1,9 @@
 """Sans-I/O HTTP/1.1 message framing (RFC 9112) for the relay's byte-level forwarding.
 
 A parser is fed the bytes of one direction of a connection, in any pieces,
-and returns events in order: a head (``RequestHead`` or ``ResponseHead``),
-``Body`` pieces, ``End``; then the next message. Every event carries the raw
-bytes it consumed (``raw``), so that a relay forwards a message with its
-original framing; a ``Body`` also carries its de-chunked ``payload`` for an
-observer. ``Malformed`` reports framing that cannot be trusted: nothing after
-it is parsed (the caller forwards what came before and closes the connection).
+and returns events in order (``mcpsniff.http1.events``): a head, ``Body``
+pieces, ``End``; then the next message. After ``Malformed`` nothing more is
+parsed (the caller forwards what came before and closes the connection).
 
 It only frames messages: it neither interprets nor changes field values,
 beyond what framing needs (Content-Length, Transfer-Encoding, the request
@@ -16,7 +13,9 @@ method and the status code).
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+
+from mcpsniff.http1.events import Body, End, Event, Malformed, RequestHead, ResponseHead
+from mcpsniff.http1.fields import field_tokens
 
 #: Longest head (start line and fields) accepted; a longer one is Malformed.
 MAX_HEAD = 256 << 10
@@ -32,103 +31,8 @@ _NOT_CTL = bytes(b for b in range(256) if b >= 0x20 and b != 0x7F) + b"\r\n\t"
 #: The same for a chunk-size line: HTAB is the only control it may hold.
 _NOT_CTL_LINE = bytes(b for b in range(256) if b >= 0x20 and b != 0x7F) + b"\t"
 
-
-@dataclass(slots=True)
-class RequestHead:
-    """A request line and its header fields."""
-
-    method: str
-    target: str
-    version: str
-    #: (name, value) as received: order, case and repeats kept.
-    headers: list[tuple[str, str]]
-    #: The raw field lines, parallel to ``headers`` (without their CRLF).
-    lines: list[bytes]
-    #: The whole head as received, up to and including the empty line.
-    raw: bytes
-    #: The field names in lower case, parallel to ``headers`` (RFC 9110 §5.1: any case).
-    names: list[str]
-
-
-@dataclass(slots=True)
-class ResponseHead:
-    """A status line and its header fields."""
-
-    version: str
-    status: int
-    reason: str
-    headers: list[tuple[str, str]]
-    lines: list[bytes]
-    raw: bytes
-    names: list[str]
-
-    @property
-    def interim(self) -> bool:
-        """A 1xx response: the final response is still to come (RFC 9110 §15.2)."""
-        return self.status < 200
-
-
-@dataclass(slots=True)
-class Body:
-    """A piece of a message body."""
-
-    #: The bytes as framed on the wire (chunk-size lines included): what to forward.
-    raw: bytes
-    #: The content they carry (de-chunked): what an observer sees.
-    payload: bytes
-
-
-@dataclass(slots=True)
-class End:
-    """The end of a message."""
-
-    #: Bytes that end it on the wire: a chunked body's last chunk and trailer section.
-    raw: bytes = b""
-
-
-@dataclass(slots=True)
-class Malformed:
-    """Framing that cannot be trusted; nothing after it is parsed."""
-
-    reason: str
-    #: The head of the message whose framing is bad, when that head itself parsed.
-    head: RequestHead | ResponseHead | None = None
-
-
-Event = RequestHead | ResponseHead | Body | End | Malformed
-
 # Parser states.
 _HEAD, _LENGTH, _CHUNK_SIZE, _CHUNK_DATA, _CHUNK_CRLF, _CLOSE, _FAILED = range(7)
-
-
-def field_tokens(headers: list[tuple[str, str]], name: str) -> list[str]:
-    """The lower-cased comma-separated tokens of every ``name`` field (a list-based field)."""
-    # RFC 9110 §5.6.1: list elements are separated by OWS "," OWS, and OWS is
-    # SP or HTAB only (str.strip() would also trim \v or a no-break space, and
-    # "chunked\v" would pass for "chunked").
-    return [
-        token.strip(" \t").lower()
-        for key, value in headers
-        if key.lower() == name
-        for token in value.split(",")
-        if token.strip(" \t")
-    ]
-
-
-def wants_close(
-    version: str, headers: list[tuple[str, str]], names: list[str] | None = None
-) -> bool:
-    """Whether the connection ends after this message (RFC 9112 §9.3).
-
-    "close" in Connection ends it; without it HTTP/1.1 persists, and HTTP/1.0
-    persists only with "keep-alive". ``names``: the lower-cased names, if known.
-    """
-    if names is not None and "connection" not in names:
-        return version == "HTTP/1.0"
-    tokens = field_tokens(headers, "connection")
-    if "close" in tokens:
-        return True
-    return version == "HTTP/1.0" and "keep-alive" not in tokens
 
 
 class _Parser:

@@ -1,4 +1,4 @@
-"""The relay's HTTP/1.1 framing (``mcpsniff/relay/http1.py``), sans I/O.
+"""The relay's HTTP/1.1 framing (``mcpsniff/http1/``), sans I/O.
 
 Every message is also fed in every possible two-piece split and one byte at a
 time: framing must not depend on how the bytes arrive.
@@ -13,17 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcpsniff.relay.http1 import (
-    Body,
-    End,
-    Event,
-    Malformed,
-    RequestHead,
-    RequestParser,
-    ResponseHead,
-    ResponseParser,
-    wants_close,
-)
+from mcpsniff.http1.events import Body, End, Event, Malformed, RequestHead, ResponseHead
+from mcpsniff.http1.parser import RequestParser, ResponseParser
 
 
 def feed_all(parser: Any, pieces: list[bytes], eof: bool = False) -> list[Event]:
@@ -256,13 +247,6 @@ def test_response_without_request_and_bad_status() -> None:
     parser = ResponseParser()
     parser.expect("GET")
     assert isinstance(parser.feed(b"HTTP/1.1 2000 OK\r\n\r\n")[-1], Malformed)
-
-
-def test_wants_close() -> None:
-    assert wants_close("HTTP/1.1", [("Connection", "keep-alive, Close")])
-    assert not wants_close("HTTP/1.1", [])
-    assert wants_close("HTTP/1.0", [])
-    assert not wants_close("HTTP/1.0", [("connection", "keep-alive")])
 
 
 # --------------------------------------------------------------------------- any chunking

@@ -1,0 +1,263 @@
+"""What the HTTP layer tells the analysis about an exchange: small typed events.
+
+``AnalyzedExchange`` returns these, each routed to a session
+(``Routed``); the adapter hands them to the recorder, which writes them to
+the trace. The trace keeps its one record shape for every transport event, a
+name and a JSON object: ``record_data`` is the only place that turns a typed
+event into that object, so the trace stays as it always was (the rules in
+``mcpsniff/core/rules/http.py`` read it, from a live capture or a file).
+
+A ``Frame`` is no event but a message body for the analyzer (a POST body, a
+JSON reply, an SSE event's data).
+
+Performance: slotted dataclasses, not frozen ones (a frozen dataclass sets
+each field through ``object.__setattr__``, six times the cost, and the adapter
+makes an event and a frame for every SSE event); nothing changes them once
+made. ``EndpointRewritten``, ``RequestCut`` and ``HttpRefused`` are
+observations too: the shell sends them as they are
+(``mcpsniff.core.observations``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+
+@dataclass(slots=True)
+class HttpRequest:
+    """A request went to the server (its frame, if any, follows it)."""
+
+    name: ClassVar[str] = "http-request"
+    exchange: int
+    t: float
+    method: str
+    #: Redacted unless redaction is off.
+    path: str
+    headers: list[list[str]]
+    transport: str
+    host: str | None
+    client: str | None
+    #: False for a plain exchange (no MCP traffic).
+    mcp: bool
+
+    def data(self) -> dict[str, Any]:
+        return {
+            "exchange": self.exchange,
+            "method": self.method,
+            "path": self.path,
+            "headers": self.headers,
+            "transport": self.transport,
+            **({"host": self.host} if self.host else {}),
+            **({"client": self.client} if self.client else {}),
+            **({} if self.mcp else {"mcp": False}),
+        }
+
+
+@dataclass(slots=True)
+class HttpResponse:
+    """The response head came back."""
+
+    name: ClassVar[str] = "http-response"
+    exchange: int
+    t: float
+    status: int
+    headers: list[list[str]]
+
+    def data(self) -> dict[str, Any]:
+        return {"exchange": self.exchange, "status": self.status, "headers": self.headers}
+
+
+@dataclass(slots=True)
+class SseEventSeen:
+    """One event (or comment-only block) of a response's event stream."""
+
+    name: ClassVar[str] = "sse-event"
+    exchange: int
+    t: float
+    #: Its place in the stream, from 0.
+    index: int
+    id: str | None
+    event: str | None
+    retry: int | None
+    incomplete: bool
+    comment_only: bool
+    #: The POST URI of a legacy ``endpoint`` event (redacted, bounded).
+    endpoint: str | None
+
+    def data(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"exchange": self.exchange, "index": self.index}
+        if self.id is not None:
+            data["id"] = self.id
+        if self.event is not None:
+            data["event"] = self.event
+        if self.retry is not None:
+            data["retry"] = self.retry
+        if self.incomplete:
+            data["incomplete"] = True
+        if self.comment_only:
+            data["comment_only"] = True
+        if self.endpoint is not None:
+            data["endpoint"] = self.endpoint
+        return data
+
+
+@dataclass(slots=True)
+class HttpEnd:
+    """The exchange is over (``body_bytes``: the response body's size; None: no response)."""
+
+    name: ClassVar[str] = "http-end"
+    exchange: int
+    t: float
+    outcome: str
+    body_bytes: int | None
+
+    def data(self) -> dict[str, Any]:
+        if self.body_bytes is None:
+            return {"exchange": self.exchange, "outcome": self.outcome}
+        return {"exchange": self.exchange, "outcome": self.outcome, "body_bytes": self.body_bytes}
+
+
+@dataclass(slots=True)
+class UpstreamUnreachable:
+    """The upstream could not be reached; the shell answered 502."""
+
+    name: ClassVar[str] = "upstream-unreachable"
+    exchange: int
+    t: float
+    url: str
+    error: str
+
+    def data(self) -> dict[str, Any]:
+        return {"exchange": self.exchange, "url": self.url, "error": self.error}
+
+
+@dataclass(slots=True)
+class HttpErrorBody:
+    """The start of an HTTP error's body that is no JSON-RPC (an HTML 404 page, say)."""
+
+    name: ClassVar[str] = "http-error-body"
+    exchange: int
+    t: float
+    excerpt: str
+
+    def data(self) -> dict[str, Any]:
+        return {"exchange": self.exchange, "excerpt": self.excerpt}
+
+
+@dataclass(slots=True)
+class BodyNotAnalyzed:
+    """A body passed, but could not be decoded for the analyzer: no frame."""
+
+    name: ClassVar[str] = "http-body-not-analyzed"
+    exchange: int
+    t: float
+    #: ``c2s`` (the request body) or ``s2c`` (the response body).
+    direction: str
+    reason: str
+
+    def data(self) -> dict[str, Any]:
+        return {"exchange": self.exchange, "dir": self.direction, "reason": self.reason}
+
+
+@dataclass(slots=True)
+class ExchangeGap:
+    """Bytes of an exchange's body never reached the analysis: forwarded, not analyzed."""
+
+    name: ClassVar[str] = "capture-gap"
+    exchange: int
+    t: float
+    direction: str
+    lost_bytes: int
+    #: Why, when it is not the usual full backlog.
+    reason: str | None = None
+
+    def data(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "exchange": self.exchange,
+            "direction": self.direction,
+            "lost_bytes": self.lost_bytes,
+        }
+        if self.reason is not None:
+            data["reason"] = self.reason
+        return data
+
+
+@dataclass(slots=True)
+class EndpointRewritten:
+    """The shell rewrote a legacy endpoint event's URL to point at itself."""
+
+    name: ClassVar[str] = "endpoint-rewrite"
+    exchange: int
+    t: float
+    old: str
+    new: str
+
+    def data(self) -> dict[str, Any]:
+        return {"exchange": self.exchange, "from": self.old, "to": self.new}
+
+
+@dataclass(slots=True)
+class RequestCut:
+    """A request ended before its end; ``body_bytes`` of its body reached the upstream."""
+
+    name: ClassVar[str] = "http-request-cut"
+    exchange: int
+    t: float
+    body_bytes: int
+
+    def data(self) -> dict[str, Any]:
+        return {"exchange": self.exchange, "body_bytes": self.body_bytes}
+
+
+@dataclass(slots=True)
+class HttpRefused:
+    """What the relay refused or cut that belongs to no exchange (a bad head, a slow one)."""
+
+    name: ClassVar[str] = "http-refused"
+    t: float
+    kind: str
+    reason: str
+    #: The client's address, when known.
+    client: str | None
+
+    def data(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"kind": self.kind, "reason": self.reason}
+        if self.client:
+            data["client"] = self.client
+        return data
+
+
+@dataclass(slots=True)
+class Frame:
+    """A message body for the analyzer, with the meta its frame record carries."""
+
+    direction: str
+    t: float
+    raw: bytes
+    #: ``http`` (a whole body) or ``sse`` (an event's data).
+    transport: str
+    meta: dict[str, Any]
+
+
+HttpEvent = (
+    HttpRequest
+    | HttpResponse
+    | SseEventSeen
+    | HttpEnd
+    | UpstreamUnreachable
+    | HttpErrorBody
+    | BodyNotAnalyzed
+    | ExchangeGap
+    | EndpointRewritten
+    | RequestCut
+    | HttpRefused
+)
+
+#: An event or frame, and the session it belongs to.
+Routed = tuple[str, "HttpEvent | Frame"]
+
+
+def record_data(event: HttpEvent) -> tuple[str, dict[str, Any]]:
+    """The trace's name and data of ``event``: the one place the record shape is made."""
+    return event.name, event.data()

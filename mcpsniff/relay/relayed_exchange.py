@@ -1,0 +1,68 @@
+"""One request and its response as a client connection moves their bytes (``http_wire``).
+
+Beside it, its ``RemoteExchange`` notes the same exchange for the analysis;
+this one keeps what the connection needs: the request body held for the
+observer, the response held while a legacy endpoint may be rewritten, and
+where the exchange stands.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcpsniff.http1.events import RequestHead
+from mcpsniff.relay.remote_exchange import RemoteExchange
+
+#: Request body bytes held before they are streamed on to the observer: a body
+#: is never held whole here, whatever its size (the analysis side bounds it).
+STREAM_AT = 256 << 10
+
+
+@dataclass(slots=True, eq=False)
+class RelayedExchange:
+    """One request and its response, as this connection moves their bytes."""
+
+    head: RequestHead
+    t: float
+    pieces: list[bytes] = field(default_factory=list)
+    #: Bytes in ``pieces``.
+    kept: int = 0
+    #: What notes the exchange for the analysis, once its request is in.
+    remote: RemoteExchange | None = None
+    #: Observer calls made before ``remote`` existed (a response that came
+    #: before the end of its request): replayed once it does.
+    deferred: list[tuple[str, Any]] = field(default_factory=list)
+    request_done: bool = False
+    response_started: bool = False
+    #: Why the upstream could not be reached (a 502 answers once the request is in).
+    unreachable: str | None = None
+    finished: bool = False
+    #: Holding a session-less GET stream's bytes until its first event.
+    holding: bool = False
+    held: bytearray = field(default_factory=bytearray)
+    #: The response is chunked (held bytes go out as a chunk).
+    chunked: bool = False
+    #: Held bytes went out re-chunked: the rest of the stream is re-chunked too.
+    rechunk: bool = False
+    #: The response said the upstream closes the connection after it.
+    upstream_closes: bool = False
+    #: Body bytes forwarded.
+    body_bytes: int = 0
+    #: The observer's number for it, reserved once its body started streaming.
+    number: int | None = None
+
+    def keep(self, payload: bytes) -> bool:
+        """Hold a piece of the request body for the observer; whether to stream it on now."""
+        self.body_bytes += len(payload)
+        self.pieces.append(payload)
+        self.kept += len(payload)
+        return self.kept >= STREAM_AT
+
+    def take(self) -> bytes:
+        """The body held so far (and hold nothing)."""
+        pieces = self.pieces
+        body = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        self.pieces = []
+        self.kept = 0
+        return body
