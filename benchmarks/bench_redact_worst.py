@@ -1,16 +1,16 @@
 """Worst-case inputs of redaction: does the cost stay linear in the frame size?
 
-Every frame is hostile (DESIGN.md invariant 6). Each row is a frame made of one
+Every frame is hostile (docs/architecture.md, invariant 6). Each row is a frame made of one
 short unit repeated (a hint, a name=value pair, an escaped quote ...), timed at
 ``--size`` bytes and at 8x that; a linear algorithm takes about 8x the time,
 a quadratic one about 64x. Best of ``--repeat`` runs each. ``--module`` times
-another copy of redact.py beside the installed one (for instance the reference
-of 49ad5f7 kept in ``tests/review/redact_49ad5f7.py``).
+another copy of redact.py beside the installed one (for instance the one of
+commit 49ad5f7: ``git show 49ad5f7:mcpsniff/core/redact.py > /tmp/redact_49ad5f7.py``).
 
 Usage::
 
     python benchmarks/bench_redact_worst.py
-    python benchmarks/bench_redact_worst.py --size 8000 --module tests/review/redact_49ad5f7.py
+    python benchmarks/bench_redact_worst.py --size 8000 --module /tmp/redact_49ad5f7.py
 
 Exit status: 0 when every ratio stays under ``--max-ratio`` (default 24), 1 otherwise.
 """

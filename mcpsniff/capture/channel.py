@@ -1,6 +1,6 @@
 """The capture channel: the one way observations go from a shell to its analysis.
 
-DESIGN.md invariant 2 says recording and analysis never sit between a read
+docs/architecture.md, invariant 2 says recording and analysis never sit between a read
 and its write. In one Python process they would still share the
 interpreter, so every shell (``mcpsniff stdio``, ``mcpsniff http``, the
 mitmproxy addon) runs its analysis in an analysis process

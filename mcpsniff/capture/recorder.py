@@ -2,7 +2,7 @@
 
 An adapter (``mcpsniff.core.stdio_adapter``, ``mcpsniff.core.http.adapter``)
 replaying a shell's observations calls ``feed`` with bytes the shell has
-*already forwarded* (forward first, observe second: DESIGN.md invariant 2)
+*already forwarded* (forward first, observe second: docs/architecture.md, invariant 2)
 and the wall-clock time it read them; the recorder runs the sans-I/O session
 and writes every record to the trace. Listeners (``--show``) and sinks get
 the same records.

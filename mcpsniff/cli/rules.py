@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 import orjson
 
-from mcpsniff.core import catalog, conformance
+from mcpsniff.core import catalog, conformance, explain, spec_links
 from mcpsniff.core.rules import IMPLEMENTED
 from mcpsniff.core.spec_links import spec_link
 
@@ -27,16 +27,16 @@ def rules(fmt: str) -> None:
                         "severity": entry.default_severity,
                         "keyword": entry.sev,
                         "versions": list(entry.versions),
-                        "source": catalog.plain_source(entry),
+                        "source": spec_links.plain_source(entry),
                         "spec": spec_link(rule_id),
-                        "description": catalog.description(rule_id),
+                        "description": explain.description(rule_id),
                         "conformance": list(conformance.checks_for(rule_id)),
                     }
                 ).decode()
             )
         else:
             click.echo(f"{rule_id:<28} {entry.default_severity:<8} {versions:<24} {entry.sev}")
-            click.echo(f"    {catalog.plain_source(entry)[:200]}")
+            click.echo(f"    {spec_links.plain_source(entry)[:200]}")
     if fmt == "text":
         click.echo(f"{len(IMPLEMENTED)} rules implemented")
 

@@ -4,7 +4,7 @@ An HTTP relay sees one session per ``Mcp-Session-Id``; a stdio relay sees
 one. Sequence numbers are trace-wide, so every session draws them from one
 counter. ``replay`` runs the recorded inputs of a trace through fresh
 sessions: this is how ``mcpsniff check`` re-analyzes raw frames with today's
-rules, through exactly the code the live relays run (DESIGN.md invariant 4).
+rules, through exactly the code the live relays run (docs/architecture.md, invariant 4).
 """
 
 from __future__ import annotations

@@ -219,23 +219,3 @@ def severity_for(rule_id: str, version: str | None) -> Severity:
 def applies_to(rule_id: str, version: str | None) -> bool:
     """Whether *rule_id* applies to *version* (None = unknown version -> True)."""
     return get(rule_id).applies_to(version)
-
-
-def plain_source(entry: CatalogEntry) -> str:
-    """The entry's source for people: backticks and the catalogue's shorthand
-    (``S/<v>/``, ``S5/``, ``…/``, ``.mdx``) removed."""
-    from mcpsniff.core.spec_links import readable_source  # spec_links reads this module
-
-    return readable_source(entry.source).replace("`", "")
-
-
-def description(rule_id: str) -> str:
-    """A plain paragraph saying what ``rule_id`` means and how to fix it, for reports and the UI.
-
-    Hand-written for the common rules, else built from the catalogue row
-    (``explain.py``); an unknown id gets an empty string rather than an error,
-    because ids can come from old traces.
-    """
-    from mcpsniff.core.explain import explanation  # explain reads this module
-
-    return explanation(rule_id)

@@ -4,7 +4,7 @@ Every string that came from traffic or from a trace file (a method name, a tool
 name, an error message, a stderr line, an HTTP path) may carry terminal control
 sequences: ``ESC ] 0 ; ... BEL`` retitles the window, ``ESC ] 52 ; c ; ...`` writes
 the clipboard, and the bidirectional overrides (Unicode TR9, "Trojan Source",
-CVE-2021-42574) make text read differently from what it is. DESIGN.md, invariant
+CVE-2021-42574) make text read differently from what it is. docs/architecture.md, invariant
 6: "Escape it before it reaches a terminal (control, escape and bidi characters
 shown, never interpreted)".
 

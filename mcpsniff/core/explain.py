@@ -1,6 +1,6 @@
 """One plain paragraph per rule: what a finding means and how to fix it.
 
-``catalog.description(rule_id)`` returns it (the UI, reports, ``mcpsniff rules
+``description(rule_id)`` returns it (the UI, reports, ``mcpsniff rules
 --format json`` and ``mcpsniff check --explain``). The rules people meet most
 have a paragraph written for them (``WRITTEN``), the others a plain description
 (``descriptions.PLAIN``); a rule in neither gets one built from its catalogue
@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import textwrap
 
-from mcpsniff.core import catalog
+from mcpsniff.core import catalog, spec_links
 from mcpsniff.core.descriptions import PLAIN
 
 #: Hand-written paragraphs: the meaning first, then the fix.
@@ -327,7 +327,7 @@ def built_description(entry: catalog.CatalogEntry) -> str:
     level = {"error": "a MUST", "warning": "a SHOULD", "info": "a heuristic"}[
         entry.default_severity
     ]
-    source = _spelled_out(_plain(catalog.plain_source(entry))).rstrip(".")
+    source = _spelled_out(_plain(spec_links.plain_source(entry))).rstrip(".")
     return f"{check} This is {level} of the spec, and {who} is the one to fix: see {source}."
 
 
@@ -379,3 +379,13 @@ def explain_lines(rule_ids: list[str], width: int = 100) -> list[str]:
         lines.append(f"{rule_id} ({severity})")
         lines.extend(textwrap.wrap(text, width, initial_indent="    ", subsequent_indent="    "))
     return lines
+
+
+def description(rule_id: str) -> str:
+    """A plain paragraph saying what ``rule_id`` means and how to fix it, for reports and the UI.
+
+    Hand-written for the common rules, else built from the catalogue row; an
+    unknown id gets an empty string rather than an error, because ids can come
+    from old traces.
+    """
+    return explanation(rule_id)

@@ -7,7 +7,7 @@ print them without knowing anything about JSON-RPC.
 * ``FrameRecord``: one wire frame (a stdio line, an HTTP body, an SSE event's
   data), with its raw bytes. Frames are the *input* of the analyzer: replaying
   the frame and event records of a trace through a fresh analyzer reproduces
-  every other record (DESIGN.md invariant 4, "one source of truth").
+  every other record (docs/architecture.md, invariant 4, "one source of truth").
 * ``EventRecord``: a transport event (session start and end, stdio stderr
   line, child exit, HTTP exchange metadata). Also analyzer input.
 * ``MessageRecord``: one JSON-RPC message parsed from a frame (a batch yields

@@ -1,4 +1,4 @@
-"""Redaction of credentials in what mcpsniff records (DESIGN.md invariant 5).
+"""Redaction of credentials in what mcpsniff records (docs/architecture.md, invariant 5).
 
 Only the *trace* is redacted; forwarded traffic is never touched. A frame is
 redacted before the analyzer sees it, so that no finding can quote a secret

@@ -223,3 +223,9 @@ def session_version(analyzer: Any, session: str) -> str | None:
     found = analyzer.sessions.get(session)
     version = None if found is None else found.state.version
     return version if isinstance(version, str) else None
+
+
+def plain_source(entry: catalog.CatalogEntry) -> str:
+    """The entry's source for people: backticks and the catalogue's shorthand
+    (``S/<v>/``, ``S5/``, ``…/``, ``.mdx``) removed."""
+    return readable_source(entry.source).replace("`", "")

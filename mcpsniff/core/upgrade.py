@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcpsniff.core import catalog
+from mcpsniff.core import catalog, explain
 from mcpsniff.core.analyzer import Analyzer, replay_notable
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.core.grouping import message_template
@@ -223,7 +223,7 @@ def upgrade_json(report: UpgradeReport) -> dict[str, Any]:
             "severity": c.severity,
             "count": c.count,
             "spec": spec_link(c.rule, report.target),
-            "description": catalog.description(c.rule),
+            "description": explain.description(c.rule),
             "examples": [
                 {"session": session, "seq": seq, "message": message}
                 for session, seq, message in c.examples

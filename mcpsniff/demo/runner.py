@@ -5,7 +5,7 @@ Both peers are child processes (``python -m mcpsniff.demo.client`` and
 client's stdout to the server's stdin and the server's stdout to the client's
 stdin byte for byte, in the chunks it reads them, and hands a copy of every
 chunk to a :class:`~mcpsniff.capture.recorder.TraceRecorder` *after* forwarding it
-(forward first, observe second: DESIGN.md invariant 2). The result is an
+(forward first, observe second: docs/architecture.md, invariant 2). The result is an
 ordinary trace that ``mcpsniff show`` and ``mcpsniff check`` can read.
 """
 

@@ -2,7 +2,7 @@
 
 An export is read by other programs (a CI server's XML parser, a browser, a
 terminal that someone ``cat``s a report to). Traffic strings may hold anything
-(DESIGN.md invariant 6), so every one goes through :func:`export_text` first.
+(docs/architecture.md, invariant 6), so every one goes through :func:`export_text` first.
 """
 
 from __future__ import annotations

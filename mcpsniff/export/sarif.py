@@ -15,7 +15,7 @@ from typing import Any
 from urllib.parse import quote
 
 from mcpsniff import __version__
-from mcpsniff.core import catalog
+from mcpsniff.core import catalog, explain, spec_links
 from mcpsniff.core.model import FindingRecord
 from mcpsniff.core.spec_links import spec_link
 from mcpsniff.export.safe_text import export_text, shared_text
@@ -40,7 +40,7 @@ def artifact_uri(trace: Path) -> str:
 
 
 def _rule(rule_id: str, version: str | None) -> dict[str, Any]:
-    description = catalog.description(rule_id) or rule_id
+    description = explain.description(rule_id) or rule_id
     rule: dict[str, Any] = {
         "id": export_text(rule_id, 200),
         "shortDescription": {"text": export_text(_first_sentence(description), 1000)},
@@ -51,7 +51,7 @@ def _rule(rule_id: str, version: str | None) -> dict[str, Any]:
         entry = catalog.get(rule_id)
     except KeyError:
         return rule
-    source = export_text(catalog.plain_source(entry))
+    source = export_text(spec_links.plain_source(entry))
     rule["help"] = {"text": f"{export_text(description)}\nSource: {source}"}
     rule["defaultConfiguration"] = {"level": LEVELS[entry.default_severity]}
     rule["properties"] = {

@@ -11,7 +11,7 @@ the result; other traffic passes untouched and unrecorded. Findings are
 attached to their flows (comment and marker), so mitmweb shows them.
 
 The addon only observes: it notes what happens to each MCP exchange
-(``mcpsniff.relay.remote_exchange``) and sends the observations down the
+(``mcpsniff.capture.remote_exchange``) and sends the observations down the
 same capture channel as ``mcpsniff http`` to an analysis process beside
 mitmdump (``mcpsniff.mitm.link``, running ``mcpsniff.mitm.worker``),
 which analyzes them and writes the trace, so the analysis costs mitmdump no
@@ -41,6 +41,7 @@ from typing import Any
 from mitmproxy import ctx, exceptions, flowfilter, hooks, http
 from mitmproxy.net.http import url
 
+from mcpsniff.capture.remote_exchange import RemoteExchange, RemoteObserver
 from mcpsniff.capture.sinks import Outputs
 from mcpsniff.capture.supervisor import Forwarded, Supervisor
 from mcpsniff.core.escape import terminal_safe
@@ -49,7 +50,6 @@ from mcpsniff.core.http.headers import client_address, lowered
 from mcpsniff.core.http.session_keys import RELAY_SESSION
 from mcpsniff.mitm.flow_findings import FlowBook
 from mcpsniff.mitm.link import AnalysisClient, Reply, create_trace
-from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver
 from mcpsniff.trace.codec import header as trace_header
 from mcpsniff.trace.salvage import TracePlace
 

@@ -38,20 +38,20 @@ from yarl import URL
 from mcpsniff.capture.analysis_process import TRACE_INCOMPLETE, AnalysisProcess
 from mcpsniff.capture.channel import Capture, InProcess
 from mcpsniff.capture.recorder import TraceRecorder
+from mcpsniff.capture.remote_exchange import RemoteExchange, RemoteObserver
 from mcpsniff.capture.sinks import Outputs
 from mcpsniff.capture.supervisor import Forwarded, Supervisor
 from mcpsniff.capture.worker import fork_analysis
 from mcpsniff.core.http.adapter import ObservationAdapter
-from mcpsniff.core.http.events import HttpRefused
 from mcpsniff.core.http.session_keys import RELAY_SESSION
 from mcpsniff.core.model import Record
+from mcpsniff.core.observations import HttpRefused
 from mcpsniff.core.redact import redact_query
 from mcpsniff.http1.events import RequestHead
 from mcpsniff.net.listen_address import parse_listen_address
 from mcpsniff.relay import event_loop
 from mcpsniff.relay.event_loop import Spinner
 from mcpsniff.relay.http_wire import ClientSide
-from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver
 from mcpsniff.trace.paths import TraceOpenError, open_trace_file
 from mcpsniff.trace.salvage import TracePlace
 from mcpsniff.trace.writer import TraceWriter

@@ -27,6 +27,7 @@ import time
 from collections import deque
 from typing import Any, Protocol
 
+from mcpsniff.capture.remote_exchange import RemoteExchange, RemoteObserver
 from mcpsniff.core.http.headers import client_address
 from mcpsniff.http1.events import Body, End, Event, Malformed, RequestHead, ResponseHead
 from mcpsniff.http1.fields import field_tokens, wants_close
@@ -41,7 +42,6 @@ from mcpsniff.relay.http_messages import (
     refusal,
 )
 from mcpsniff.relay.relayed_exchange import RelayedExchange
-from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver
 
 #: Seconds to wait for a connection to the upstream.
 CONNECT_TIMEOUT = 15.0

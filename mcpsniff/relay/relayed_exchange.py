@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcpsniff.capture.remote_exchange import RemoteExchange
 from mcpsniff.http1.events import RequestHead
-from mcpsniff.relay.remote_exchange import RemoteExchange
 
 #: Request body bytes held before they are streamed on to the observer: a body
 #: is never held whole here, whatever its size (the analysis side bounds it).

@@ -2,7 +2,7 @@
 
 The relay spawns COMMAND and moves bytes: our stdin to the child's stdin, the
 child's stdout to our stdout, the child's stderr to our stderr. Each chunk is
-written first and only then observed (DESIGN.md invariant 2, "forward first,
+written first and only then observed (docs/architecture.md, invariant 2, "forward first,
 observe second"): the forwarding tasks never run protocol code, they only
 send a ``StreamData`` (or ``Stderr``) observation down the capture channel
 (``mcpsniff.capture.channel``) to the analysis process forked at start

@@ -1,6 +1,6 @@
 """Parsing JSON from traffic or a trace without letting its shape hurt the replay.
 
-Everything replay parses is hostile (DESIGN.md, invariant 6). ``json.loads``
+Everything replay parses is hostile (docs/architecture.md, invariant 6). ``json.loads``
 raises ``RecursionError``, not ``ValueError``, on an array nested a few
 thousand levels deep, and a value nested just below that limit still breaks
 every recursive walk done on it later (comparing, copying, re-encoding). So

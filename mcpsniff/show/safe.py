@@ -2,7 +2,7 @@
 
 ``render.Timeline`` prints a message's method, target and id, a finding's
 message and an event's data as they are; these copies pass each such string
-through ``terminal_safe`` first (DESIGN.md invariant 6), so that ``show``
+through ``terminal_safe`` first (docs/architecture.md, invariant 6), so that ``show``
 never lets the trace drive the terminal, whatever the timeline does.
 """
 

@@ -5,7 +5,7 @@ text goes and whether it is coloured.
 
 Every string in a record came from traffic or from a trace file, and may hold
 terminal control sequences (``ESC ] 52 ; c ; ...`` writes the clipboard) or
-bidi overrides (DESIGN.md invariant 6). Escaping is structural here: every
+bidi overrides (docs/architecture.md, invariant 6). Escaping is structural here: every
 line this module hands out is built by ``_line``, which passes each piece
 through ``terminal_safe`` unless the piece is ``Trusted`` (text this module
 wrote itself, such as a style's escape codes), and ``Style`` escapes the text it

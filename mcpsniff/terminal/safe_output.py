@@ -68,7 +68,7 @@ def terminal_json_line(obj: Any, option: int = 0) -> str:
     JSON escapes only U+0000..U+001F; a peer's U+009B (the one-byte CSI, which
     terminals that honour C1 controls act on) or U+202E (RIGHT-TO-LEFT OVERRIDE,
     "Trojan Source") would reach the terminal raw through ``--format json``, as
-    DESIGN.md invariant 6 forbids. Such code points occur only inside JSON
+    docs/architecture.md, invariant 6 forbids. Such code points occur only inside JSON
     strings, where the escape is the same value: a parser reads what was sent.
     """
     text = json_line(obj, option)

@@ -533,7 +533,7 @@ def salvage(
 def _lock(fd: int, path: Path, wait: float) -> None:
     """Take the trace's exclusive ``flock``, waiting at most ``wait`` seconds.
 
-    Every wait has a timeout (DESIGN.md invariant 6): the relay exits only
+    Every wait has a timeout (docs/architecture.md, invariant 6): the relay exits only
     after the salvage, and a lock nobody releases (a writer stopped while it
     held it) must not hang the user's client. A relay's writes under the
     lock take milliseconds, so a lock held this long is not coming back soon.

@@ -51,7 +51,7 @@ def rereadable(path: Path) -> Iterator[Path]:
         first = source.readline(HEADER_LIMIT)
         if not first.endswith(b"\n") or FORMAT_NAME.encode() not in first:
             raise TraceError(f"{path}: not an mcpsniff trace (no {FORMAT_NAME} header)")
-        # mkstemp: mode 0600, like every trace file (DESIGN.md invariant 5).
+        # mkstemp: mode 0600, like every trace file (docs/architecture.md, invariant 5).
         fd, name = tempfile.mkstemp(prefix="mcpsniff-", suffix=".jsonl")
         copy = Path(name)
         try:

@@ -1,6 +1,6 @@
 """The shape of every trace record, checked once, where the reader decodes it.
 
-A trace file is hostile input (DESIGN.md invariant 6): anyone can hand one
+A trace file is hostile input (docs/architecture.md, invariant 6): anyone can hand one
 over, and a tool may write one carelessly. ``docs/trace-format.md`` says what
 type each field has; this module is that table as code. The reader asks
 ``problem(obj)`` for every record and skips (with one warning naming the line)

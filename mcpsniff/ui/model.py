@@ -9,7 +9,7 @@ pane reads it back. Rows are built by the filter package's ``ViewBuilder``,
 so a response carries its request's method and tool exactly as in ``show``.
 
 Every string in a row came from traffic: it is cut to a bounded length here
-and shown by the page with ``textContent`` only (DESIGN.md invariant 6).
+and shown by the page with ``textContent`` only (docs/architecture.md, invariant 6).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from mcpsniff.core import catalog
+from mcpsniff.core import catalog, explain, spec_links
 from mcpsniff.core.ids import show_id
 from mcpsniff.core.model import (
     BATCH,
@@ -521,7 +521,7 @@ def finding_entry(
     rule = bounded(finding.rule, 80) or "?"
     try:
         # Markdown emphasis (**MUST NOT**) reads as noise in a page that shows it as text.
-        source = catalog.plain_source(catalog.get(finding.rule)).replace("**", "")
+        source = spec_links.plain_source(catalog.get(finding.rule)).replace("**", "")
     except KeyError:
         source = ""
     data = finding.data if isinstance(finding.data, dict) else {}
@@ -534,7 +534,7 @@ def finding_entry(
         "seq": finding.seq[:FINDING_SEQ_LIMIT],
         "rows": rows,
         "cause": bounded(cause) if cause is not None else None,
-        "description": catalog.description(finding.rule),
+        "description": explain.description(finding.rule),
         "source": source,
         "spec": spec_link(finding.rule, version if isinstance(version, str) else None),
     }

@@ -8,7 +8,7 @@ import orjson
 from click.testing import CliRunner
 
 from mcpsniff.cli import main
-from mcpsniff.core import catalog
+from mcpsniff.core import explain
 from mcpsniff.core.rules import IMPLEMENTED
 
 RECORDINGS = Path(__file__).resolve().parents[2] / "recordings"
@@ -58,7 +58,7 @@ def test_rules_json_has_a_description_for_every_rule() -> None:
     rows = [orjson.loads(line) for line in result.output.splitlines()]
     assert [r["rule"] for r in rows] == list(IMPLEMENTED)
     for row in rows:
-        assert row["description"] == catalog.description(row["rule"]) != ""
+        assert row["description"] == explain.description(row["rule"]) != ""
 
 
 def test_text_report_names_the_layer_of_an_error_code() -> None:
@@ -74,3 +74,39 @@ def test_text_report_names_the_layer_of_an_error_code() -> None:
     assert "error -32001: implementation-defined server error (-32099..-32000)" in text
     assert "error -32700 Parse error: JSON-RPC protocol error (-32768..-32600)" in text
     assert "error 7: application error" in text
+
+
+# ------------------------------------------------------------ as a new user types it
+
+# ``mcpsniff check --explain`` as a new user types it.
+
+
+CLEAN_TRACE = str(Path(__file__).resolve().parents[2] / "recordings" / "clean-2025-11-25.jsonl")
+
+
+def test_an_unknown_rule_without_a_trace_is_refused() -> None:
+    """The near-miss: without TRACE, a typo is named."""
+    result = CliRunner().invoke(main, ["check", "--explain", "JR-PARES"])
+    assert result.exit_code == 2
+    assert "unknown rule id 'JR-PARES'" in result.output
+
+
+def test_an_unknown_rule_with_a_trace_is_named_too() -> None:
+    """A typo in the rule id prints the report and no explanation, and no word why."""
+    result = CliRunner().invoke(main, ["check", "--explain", "JR-PARES", CLEAN_TRACE])
+    assert "JR-PARES" in result.output, result.output
+
+
+def test_check_explain_takes_a_rule_id_in_any_case() -> None:
+    lower = CliRunner().invoke(main, ["check", "--explain", "jr-resp-id"])
+    upper = CliRunner().invoke(main, ["check", "--explain", "JR-RESP-ID"])
+    assert lower.exit_code == 0, lower.output
+    assert lower.output == upper.output
+    assert lower.output.startswith("JR-RESP-ID (error)")
+
+
+def test_check_explain_all_without_a_trace_says_what_all_means() -> None:
+    result = CliRunner().invoke(main, ["check", "--explain", "all"])
+    assert result.exit_code == 2
+    assert "--explain all explains the rules a TRACE's report found" in result.output
+    assert "mcpsniff rules --format json" in result.output

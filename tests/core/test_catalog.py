@@ -10,7 +10,7 @@ from types import ModuleType
 
 import pytest
 
-from mcpsniff.core import catalog
+from mcpsniff.core import catalog, explain
 from mcpsniff.core.catalog import (
     HANDSHAKE_VERSIONS,
     STATELESS_VERSIONS,
@@ -19,9 +19,9 @@ from mcpsniff.core.catalog import (
     all_entries,
     applies_to,
     get,
-    plain_source,
     severity_for,
 )
+from mcpsniff.core.spec_links import plain_source
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 GENERATOR = REPO_ROOT / "tools" / "gen_catalog.py"
@@ -306,12 +306,12 @@ def test_description_is_a_plain_paragraph_and_empty_for_unknown_ids() -> None:
     from mcpsniff.core.explain import WRITTEN
     from mcpsniff.core.rules import IMPLEMENTED
 
-    assert cat.description("JR-RESP-ID") == WRITTEN["JR-RESP-ID"]
-    assert "echo the id exactly" in cat.description("JR-RESP-ID")
-    assert cat.description("NO-SUCH-RULE") == ""
+    assert explain.description("JR-RESP-ID") == WRITTEN["JR-RESP-ID"]
+    assert "echo the id exactly" in explain.description("JR-RESP-ID")
+    assert explain.description("NO-SUCH-RULE") == ""
     assert set(WRITTEN) <= set(IMPLEMENTED)
     for rule in IMPLEMENTED:
-        text = cat.description(rule)
+        text = explain.description(rule)
         assert text and "`" not in text and text.endswith("."), rule
     # built from the catalogue row (a rule described nowhere else): who is at fault,
     # and where the spec says so
@@ -345,13 +345,13 @@ def test_every_description_is_plain_sentences_a_server_author_reads() -> None:
     from mcpsniff.core.rules import IMPLEMENTED
 
     for rule in IMPLEMENTED:
-        text = cat.description(rule)
+        text = explain.description(rule)
         # A sentence: capital first (or a version: "2026-07-28 removed ..."), period last.
         assert (text[:1].isupper() or text[:1].isdigit()) and text.endswith("."), (rule, text)
         assert not any(mark in text for mark in _SHORTHAND), (rule, text)
         assert not re.search(r"(?<![-\w])V[1-5](?![-\w])", text), (rule, text)
     # "Prompts/list, prompts/get only with serverCaps.prompts" was the jargon before.
-    assert cat.description("CAP-PROMPTS").startswith("The client called prompts/list")
+    assert explain.description("CAP-PROMPTS").startswith("The client called prompts/list")
     # Every catalogue row, even one no description covers yet, builds a clean paragraph.
     for entry in cat.all_entries():
         text = built_description(entry)

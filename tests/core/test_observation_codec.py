@@ -6,7 +6,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcpsniff.core.http.events import EndpointRewritten, HttpRefused, RequestCut
 from mcpsniff.core.observation_codec import (
     HEADER_SIZE,
     CodecError,
@@ -19,10 +18,13 @@ from mcpsniff.core.observations import (
     KINDS,
     CaptureEnd,
     CaptureGap,
+    EndpointRewritten,
     ExchangeEnd,
+    HttpRefused,
     NoFirstEvent,
     RequestBegin,
     RequestBody,
+    RequestCut,
     RequestGap,
     ResponseBegin,
     ResponseBody,

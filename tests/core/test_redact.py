@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import pytest
 
@@ -22,6 +22,7 @@ from mcpsniff.core.redact import (
     redaction_explains,
 )
 from mcpsniff.core.secret_names import is_secret_name, words
+from tests.core import redact_reference
 
 
 @pytest.mark.parametrize(
@@ -517,3 +518,112 @@ def test_unterminated_escaped_strings_are_read_once(monkeypatch: pytest.MonkeyPa
     big = b'{\\"key\\":' * 120_000 + b'"password":"hunter2"'
     out, count = redact_frame(big)
     assert count == 1 and out == big[: -len(b'"hunter2"')] + b'"[REDACTED]"'
+
+
+# Differential: today's redaction against the one of commit 49ad5f7.
+#
+# The Aho-Corasick prefilter (``core/hint_scan.py``), the skipped steps and the
+# ``"progressToken"`` fast path must be pure speed-ups: on every input of
+# ``redact_reference``, the redaction of 49ad5f7 (its outputs recorded in
+# ``data/redact_49ad5f7.json``) and today's give the same bytes and the same count;
+# when they differ, the message says which secrets the frame still holds.
+
+
+@pytest.fixture(scope="module")
+def recorded() -> dict[str, dict[str, str]]:
+    return redact_reference.load()
+
+
+def _assert_as_recorded(recorded: dict[str, dict[str, str]], frames: Iterable[bytes]) -> None:
+    from mcpsniff.core import redact
+
+    for frame in frames:
+        key = redact_reference.digest(frame)
+        assert key in recorded["frames"], (
+            f"no recorded outcome for {frame[:200]!r}: the inputs of tests/core/"
+            "redact_reference.py changed; record them again (see its docstring)"
+        )
+        got = redact_reference.frame_outcome(redact, frame)
+        if got == recorded["frames"][key]:
+            continue
+        redacted = redact_frame(frame)[0]
+        held = [s for s in redact_reference.SECRET_VALUES if s.encode() in redacted]
+        raise AssertionError(
+            f"redaction differs from 49ad5f7 on {frame[:300]!r}\n"
+            f"recorded: {recorded['frames'][key]}, now: {got} {redacted[:300]!r}\n"
+            f"secrets the redacted frame still holds: {held}"
+        )
+
+
+def test_generated_frames_redact_as_before(recorded: dict[str, dict[str, str]]) -> None:
+    _assert_as_recorded(recorded, redact_reference.generated_frames())
+
+
+@pytest.mark.parametrize("builder", redact_reference.CORPUS_BUILDERS)
+def test_corpus_messages_redact_as_before(
+    recorded: dict[str, dict[str, str]], builder: str
+) -> None:
+    _assert_as_recorded(recorded, redact_reference.corpus_frames(builder))
+
+
+@pytest.mark.parametrize("shift", redact_reference.WINDOW_SHIFTS)
+def test_hints_across_the_scanner_window_redact_as_before(
+    recorded: dict[str, dict[str, str]], shift: int
+) -> None:
+    """Each secret placed so that its hint straddles the 64 KiB window boundary."""
+    _assert_as_recorded(recorded, redact_reference.window_frames(shift))
+
+
+def test_secrets_at_every_position_of_a_short_frame(recorded: dict[str, dict[str, str]]) -> None:
+    _assert_as_recorded(recorded, redact_reference.short_frames())
+
+
+def test_huge_frames_redact_as_before(recorded: dict[str, dict[str, str]]) -> None:
+    from tests.e2e import secrets_corpus as corpus
+
+    frame = redact_reference.huge_frame()
+    _assert_as_recorded(recorded, [frame])
+    assert b"s3cr3t" not in redact_frame(frame)[0]
+    assert corpus.VALUE_SECRETS["openai"].encode() not in redact_frame(frame)[0]
+
+
+def test_urls_headers_and_argv_redact_as_before(recorded: dict[str, dict[str, str]]) -> None:
+    from mcpsniff.core import redact
+
+    for text in redact_reference.url_texts():
+        key = redact_reference.digest(text.encode("utf-8", "surrogatepass"))
+        assert key in recorded["texts"], f"no recorded outcome for {text!r}"
+        assert redact_reference.text_outcome(redact, text) == recorded["texts"][key], (
+            f"redaction of {text!r} as a URL, header, argument or member differs from 49ad5f7: "
+            f"{redact_url(text)}, {redact_argv(['--token', text])}"
+        )
+
+
+class _CountingTail:
+    """Stands in for redact._PAIR_TAIL and adds up how many bytes its matches cover."""
+
+    def __init__(self, pattern: re.Pattern[bytes]) -> None:
+        self.pattern = pattern
+        self.scanned = 0
+
+    def match(self, data: bytes, pos: int) -> re.Match[bytes] | None:
+        found = self.pattern.match(data, pos)
+        if found is not None:
+            self.scanned += found.end() - pos
+        return found
+
+
+def test_text_pairs_read_each_byte_a_bounded_number_of_times(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``monkey=monkey=...`` (any non-secret name with a ``key`` hint, repeated): for each
+    hint the value pattern runs to the end of the frame, so a 800 KB stderr line costs
+    minutes of analysis CPU (153 s measured at 20ff1a0; 266 s in 49ad5f7; fixed on main
+    by bed7d13). Counted in bytes, not seconds: each byte read a few times, not n/7."""
+    from mcpsniff.core import redact
+
+    tail = _CountingTail(redact._PAIR_TAIL)
+    monkeypatch.setattr(redact, "_PAIR_TAIL", tail)
+    frame = b"monkey=" * 2000
+    redact.redact_frame(frame)
+    assert tail.scanned <= 8 * len(frame), f"{tail.scanned} bytes read for {len(frame)}"

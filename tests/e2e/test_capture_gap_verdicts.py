@@ -17,8 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.relay.stdio_support import events, read_trace, relay, wait_until
-from tests.relay.test_stdio_relay import analysis_process_of
+from tests.relay.stdio_support import analysis_process_of, events, read_trace, relay, wait_until
 
 #: A stdio MCP server, scripted so the test controls when it answers: it
 #: holds three tools/list requests until the trigger file exists (created

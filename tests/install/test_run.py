@@ -291,3 +291,34 @@ def test_uninstall_dry_run_shows_the_restoring_diff(home: Path) -> None:
     assert any(line.startswith("+") and '"npx"' in line for line in result.output.splitlines())
     assert run("uninstall", "--client", "cursor").exit_code == 0
     assert path.read_bytes() == original
+
+
+# A command that did nothing said nothing: ``install --config F --all`` on a file without
+# servers (empty, ``{}``, an empty ``mcpServers``, a typo'd table) printed only ``config: F``
+# and exited 0.
+
+
+@pytest.mark.parametrize("text", ["", "{}", '{"mcpServers": {}}', '{"mcpServer": {"a": {}}}'])
+def test_install_says_when_a_config_holds_no_server(tmp_path: Path, text: str) -> None:
+    config = tmp_path / "c.json"
+    config.write_text(text)
+    result = CliRunner().invoke(
+        main, ["install", "--config", str(config), "--all"], env={"HOME": str(tmp_path)}
+    )
+    assert result.exit_code == 0, result.output
+    assert "no MCP servers in it" in result.output
+    assert config.read_text() == text
+    assert not (tmp_path / ".local").exists()  # no backup of a file left alone
+
+
+def test_install_of_a_real_server_does_not_say_so(tmp_path: Path) -> None:
+    config = tmp_path / "c.json"
+    config.write_text('{"mcpServers": {"fs": {"command": "npx", "args": ["x"]}}}')
+    result = CliRunner().invoke(
+        main,
+        ["install", "--config", str(config), "--all", "--dry-run"],
+        env={"HOME": str(tmp_path)},
+    )
+    assert result.exit_code == 0, result.output
+    assert "+ fs: runs under mcpsniff stdio" in result.output
+    assert "no MCP servers" not in result.output

@@ -44,6 +44,7 @@ from tests.mitm.support import (
     read_trace,
 )
 from tests.mitm.upstreams import CUT_EVENT, WHOLE_EVENT, Upstream, whole_event
+from tests.relay.stdio_support import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -529,3 +530,30 @@ def test_a_stalled_analysis_process_delays_flows_at_most_sync_timeout(
     assert GONE not in mitm.output
     # it caught up: nothing is missing from the trace
     assert [m.method for m in trace.messages] == ["initialize", None] * 3
+
+
+def test_addon_a_refused_salvage_is_warned_once(tmp_path: Path) -> None:
+    """The addon salvages at the death and when the trace closes: one refusal logged."""
+    trace = tmp_path / "addon.jsonl"
+    user = tmp_path / "notes.txt"
+    user.write_bytes(b"precious\n")
+    with Upstream() as server:
+        mitm = Mitmdump(tmp_path, mode=f"reverse:{server.origin}/", trace=trace).started()
+        try:
+            assert asyncio.run(post(mitm.url("/mcp"), INITIALIZE))[0] == 200
+            wait_until(lambda: b'"http-response"' in trace.read_bytes(), "the first exchange")
+            trace.rename(tmp_path / "moved.jsonl")
+            trace.symlink_to(user)
+            (analysis,) = analysis_processes(mitm)
+            os.kill(analysis, signal.SIGKILL)
+            mitm.wait_for(GONE)
+            for _ in range(3):
+                assert asyncio.run(post(mitm.url("/mcp"), INITIALIZE))[0] == 200
+            mitm.wait_for("the trace stays incomplete")
+        finally:
+            code = mitm.stop(signal.SIGINT)
+    assert code == 0, mitm.output
+    assert user.read_bytes() == b"precious\n"
+    refusals = [line for line in mitm.output.splitlines() if "the trace stays incomplete" in line]
+    assert len(refusals) == 1, mitm.output
+    assert "is no longer the trace this run wrote" in refusals[0]

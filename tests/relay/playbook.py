@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcpsniff.capture.remote_exchange import RemoteExchange, RemoteObserver
 from mcpsniff.core.observations import Observation
 from mcpsniff.http1.events import RequestHead
 from mcpsniff.relay.http_wire import ClientSide, UpstreamSide
-from mcpsniff.relay.remote_exchange import RemoteExchange, RemoteObserver
 
 UPSTREAM = "http://up:80"
 PROXY = "http://proxy:6280"

@@ -367,3 +367,13 @@ class Client:
         if initialized:
             self.notify("notifications/initialized")
         return reply
+
+
+def analysis_process_of(relay_pid: int) -> int:
+    """The analysis process mcpsniff forked: its child with its own command line."""
+    own = Path(f"/proc/{relay_pid}/cmdline").read_bytes()
+    for child in Path(f"/proc/{relay_pid}/task/{relay_pid}/children").read_text().split():
+        with contextlib.suppress(OSError):
+            if Path(f"/proc/{child}/cmdline").read_bytes() == own:
+                return int(child)
+    raise AssertionError("mcpsniff has no analysis process")

@@ -53,6 +53,7 @@ from tests.relay.http_upstreams import (
     Upstream,
     big_sse_body,
 )
+from tests.relay.stdio_support import relay_env, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 #: Longest any one test's client conversation may take before it counts as hung.
@@ -2139,3 +2140,166 @@ def test_unsupported_method_gets_the_upstreams_error(
     answer = next(m for m in trace.messages if m.answers == requests[-1].frame)
     assert (answer.kind, answer.error_code) == ("error", -32601)
     assert [f["rule"] for f in check_findings(trace)] == ["MSG-METHOD-UNKNOWN"]
+
+
+# ------------------------------------------------------------ malformed addresses
+
+# ``mcpsniff http`` as a new user types it: malformed addresses are usage errors.
+#
+# Each case runs the real command with a bounded wait: a relay that starts
+# listening on an address it should have refused is killed and counts as a
+# failure, never as a hang.
+
+
+MCPSNIFF = [sys.executable, "-m", "mcpsniff"]
+
+
+def _http(tmp_path: Path, *args: str) -> tuple[int | None, str, Path]:
+    """Run ``mcpsniff http ARGS --trace T``; (exit status or None if still running, stderr, T)."""
+    trace = tmp_path / "t.jsonl"
+    proc = subprocess.Popen(
+        [*MCPSNIFF, "http", *args, "--trace", str(trace)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=relay_env(),
+    )
+    try:
+        _, err = proc.communicate(timeout=15)
+        return proc.returncode, err, trace
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        _, err = proc.communicate()
+        return None, err, trace
+
+
+def test_listen_with_an_unclosed_bracket_is_a_usage_error(tmp_path: Path) -> None:
+    status, err, _ = _http(tmp_path, "--listen", "[::1", "--upstream", "http://127.0.0.1:9/")
+    assert status == 2
+    assert "an IPv6 address goes inside [ ]" in err, err
+
+
+def test_listen_with_an_unbracketed_ipv6_address_is_refused(tmp_path: Path) -> None:
+    status, err, _ = _http(tmp_path, "--listen", "::1:0", "--upstream", "http://127.0.0.1:9/")
+    assert status == 2, err
+    assert "inside [ ]" in err, err
+
+
+def test_upstream_with_a_broken_ipv6_literal_is_one_line_and_no_trace(tmp_path: Path) -> None:
+    status, err, trace = _http(tmp_path, "--listen", "127.0.0.1:0", "--upstream", "http://[::1")
+    assert status == 2, err
+    assert "Traceback" not in err, err
+    assert "--upstream" in err, err
+    assert not trace.exists(), "a refused start must not leave a trace behind"
+
+
+def test_listen_port_out_of_range_is_refused(tmp_path: Path) -> None:
+    """The fixed case of issue 12 (99999 used to wrap to 34463), kept as a near-miss."""
+    status, err, trace = _http(
+        tmp_path, "--listen", "127.0.0.1:99999", "--upstream", "http://127.0.0.1:9/"
+    )
+    assert status == 2
+    assert "99999 is no TCP port" in err
+    assert not trace.exists()
+
+
+# ------------------------------------------------------------ the analysis process dies
+
+# ``mcpsniff http`` when its analysis process dies: clients unaffected, the trace honest.
+
+
+PING = b'{"jsonrpc": "2.0", "id": %d, "method": "ping"}'
+
+
+async def _post_all(url: str, count: int, first: int) -> list[int]:
+    statuses = []
+    async with aiohttp.ClientSession() as http:
+        for i in range(first, first + count):
+            async with http.post(
+                url,
+                data=PING % i,
+                headers={"Content-Type": "application/json", "Accept": "application/json"},
+            ) as reply:
+                await reply.read()
+                statuses.append(reply.status)
+    return statuses
+
+
+def _killed_mid_run(proxy: Proxy) -> tuple[list[int], list[EventRecord]]:
+    statuses = run(_post_all(proxy.url, 1, 0))
+    deadline = time.monotonic() + 20
+    while b'"http-response"' not in proxy.trace_path.read_bytes():
+        assert time.monotonic() < deadline, "the first exchange never reached the trace"
+        time.sleep(0.02)
+    os.kill(analysis_process(proxy), signal.SIGKILL)
+    statuses += run(_post_all(proxy.url, 20, 1))
+    proxy.proc.send_signal(signal.SIGTERM)
+    # 3: the trace is incomplete (mcpsniff http --help); the clients were all served.
+    assert proxy.proc.wait(30) == 3, proxy.stderr
+    with TraceReader(proxy.trace_path) as reader:
+        events = [r for r in reader.records() if isinstance(r, EventRecord)]
+    return statuses, events
+
+
+def test_every_client_is_answered_after_the_analysis_dies(
+    start_proxy: ProxyFactory,
+    upstream: Upstream,
+) -> None:
+    proxy = start_proxy(upstream.url("/echo/mcp"))
+    statuses, events = _killed_mid_run(proxy)
+    assert statuses == [200] * 21
+    assert any(e.event == "http-request" for e in events)
+
+
+def test_a_dead_analysis_process_is_accounted_for_in_the_trace(
+    start_proxy: ProxyFactory,
+    upstream: Upstream,
+) -> None:
+    proxy = start_proxy(upstream.url("/echo/mcp"))
+    _, events = _killed_mid_run(proxy)
+    names = [e.event for e in events]
+    assert "capture-gap" in names, names
+    assert "session-end" in names or "relay-end" in names, names
+    # Exactly the exchanges whose end the trace lacks are named, and the stderr says so.
+    # (One gap once the relay saw the death, another for what came after.)
+    ended = {e.data["exchange"] for e in events if e.event == "http-end"}
+    gaps = [e for e in events if e.event == "capture-gap"]
+    named = [n for g in gaps for first, last in g.data["exchanges"] for n in range(first, last + 1)]
+    assert sorted(named) == sorted(set(range(1, 22)) - ended)
+    assert sum(g.data["lost_exchanges"] for g in gaps) == len(named)
+    assert all("SIGKILL" in g.data["reason"] for g in gaps)
+    assert f"it lacks {len(named)} exchange(s)" in proxy.stderr
+    assert names.count("session-end") == len(set(e.session for e in events))
+    # ``check`` reads the completed trace and says what its verdict lacks.
+    check = subprocess.run(
+        [sys.executable, "-m", "mcpsniff", "check", str(proxy.trace_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert check.returncode in (0, 1) and "Traceback" not in check.stderr, check.stderr
+    assert f"the trace lacks {len(named)} exchange(s)" in check.stderr
+
+
+def test_http_a_refused_salvage_is_warned_once(
+    start_proxy: ProxyFactory,
+    upstream: Upstream,
+    tmp_path: Path,
+) -> None:
+    """The salvage at the death and the one at the end meet the same refusal: said once."""
+    proxy = start_proxy(upstream.url("/echo/mcp"))
+    run(_post_all(proxy.url, 1, 0))
+    wait_until(lambda: b'"http-response"' in proxy.trace_path.read_bytes(), "the first exchange")
+    user = tmp_path / "notes.txt"
+    user.write_bytes(b"precious\n")
+    proxy.trace_path.rename(tmp_path / "moved.jsonl")
+    proxy.trace_path.symlink_to(user)
+    os.kill(analysis_process(proxy), signal.SIGKILL)
+    run(_post_all(proxy.url, 20, 1))
+    proxy.proc.send_signal(signal.SIGTERM)
+    assert proxy.proc.wait(30) == 3, proxy.stderr
+    assert user.read_bytes() == b"precious\n"
+    refusals = [line for line in proxy.stderr.splitlines() if "the trace stays incomplete" in line]
+    assert len(refusals) == 1, proxy.stderr
+    assert "is no longer the trace this run wrote" in refusals[0]

@@ -11,11 +11,11 @@ import pytest
 
 from mcpsniff.capture.analysis_process import AnalysisProcess
 from mcpsniff.capture.recorder import TraceRecorder
+from mcpsniff.capture.remote_exchange import RemoteObserver
 from mcpsniff.capture.worker import Worker
 from mcpsniff.core.http.adapter import ObservationAdapter
 from mcpsniff.core.model import EventRecord, FrameRecord
 from mcpsniff.core.observations import ExchangeEnd, RequestBegin, RequestBody
-from mcpsniff.relay.remote_exchange import RemoteObserver
 from mcpsniff.trace.reader import TraceReader
 from mcpsniff.trace.writer import TraceWriter
 

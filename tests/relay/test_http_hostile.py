@@ -2,7 +2,7 @@
 
 Every case runs the real ``HttpRelay`` (recording in-process to a real trace
 file) in front of real servers (h11 and aiohttp, see ``hostile_peers``), on
-uvloop as ``mcpsniff http`` does, and asserts what DESIGN.md invariant 6
+uvloop as ``mcpsniff http`` does, and asserts what docs/architecture.md, invariant 6
 asks: the upstream never sees a request the trace lacks, the client never
 gets another request's response, nothing hangs (every wait is bounded), no
 task exception is left unretrieved, and ``mcpsniff check`` reads the trace.

@@ -27,6 +27,7 @@ from mcpsniff.core.model import C2S, S2C, Record
 from tests.relay.stdio_support import (
     TIMEOUT,
     Relay,
+    analysis_process_of,
     events,
     peer,
     read_trace,
@@ -34,7 +35,6 @@ from tests.relay.stdio_support import (
     stream,
     wait_until,
 )
-from tests.relay.test_stdio_relay import analysis_process_of
 
 LOCKS = Path("/proc/locks")
 #: A line big enough that writing its frame record keeps the trace locked a while.

@@ -185,3 +185,20 @@ def test_help_shows_filter_examples_unwrapped(command: str) -> None:
     lines = [line.strip() for line in result.output.splitlines()]
     assert "mcp.method.name == tools/call and latency > 100ms" in lines
     assert any(line.startswith("gen_ai.tool.name") and "tools/call" in line for line in lines)
+
+
+# ``show --filter`` that matched nothing printed nothing at all, which reads as an empty
+# trace or a broken command.
+
+
+def test_show_says_when_its_filter_matched_nothing() -> None:
+    result = CliRunner().invoke(
+        main, ["show", str(RECORDINGS / "clean-2025-11-25.jsonl"), "--filter", "method == nope"]
+    )
+    assert result.exit_code == 0
+    assert result.output == "mcpsniff show: no message or event matched --filter\n"
+    matched = CliRunner().invoke(
+        main, ["show", str(RECORDINGS / "clean-2025-11-25.jsonl"), "--filter", "method == ping"]
+    )
+    assert "ping" in matched.output
+    assert "matched --filter" not in matched.output

@@ -13,6 +13,7 @@ from mcpsniff.cli import main
 from mcpsniff.core.model import FrameRecord, MessageRecord
 from mcpsniff.stats.compute import percentile
 from mcpsniff.trace.reader import TraceReader
+from tests.support import hostile_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDINGS = ROOT / "recordings"
@@ -150,3 +151,15 @@ def test_bad_filter_and_bad_trace_exit_2_with_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["stats", str(junk)])
     assert result.exit_code == 2
     assert result.output == f"mcpsniff stats: {junk}: not an mcpsniff trace (line 1 is not JSON)\n"
+
+
+# ``stats``'s "errors by layer" printed a non-integer error code whole (200 KB on one
+# line), where every other name in its tables is cut at 36.
+
+
+def test_stats_cuts_a_huge_error_code_like_every_other_name(tmp_path: Path) -> None:
+    path = hostile_trace(tmp_path, code="c" + "W" * 200_000)
+    result = CliRunner().invoke(main, ["stats", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "c" + "W" * 34 + "…" in result.output
+    assert max(len(line) for line in result.output.splitlines()) < 200

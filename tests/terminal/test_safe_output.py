@@ -8,15 +8,19 @@ text or JSON escape ``\\ud800``, with every command finishing normally.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from mcpsniff.cli import main
 from mcpsniff.core.analyzer import replay
 from mcpsniff.core.model import FrameRecord
 from mcpsniff.trace.writer import TraceWriter
+from tests.support import HOSTILE, hostile_trace
 
 FRAMES = [
     ("c2s", r'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a\ud800"}}'),
@@ -94,3 +98,48 @@ def test_nan_and_a_big_integer_together_still_give_strict_json(tmp_path: Path) -
 
     [value] = [json.loads(line, parse_constant=refuse) for line in done.stdout.splitlines()]
     assert value["data"] == {"a": None, "b": [None], "c": 123456789012345678901234567890}
+
+
+# ------------------------------------------------------------ --format json of every command
+
+# Terminal-active code points from a hostile trace in every ``--format json``.
+#
+# JSON escapes only U+0000..U+001F. ``show --format json`` also escaped the C1
+# controls and the bidi marks, but ``check``, ``stats`` and ``ls`` wrote them
+# raw: a peer's U+009B (the one-byte CSI) or U+202E (RIGHT-TO-LEFT OVERRIDE) in
+# a session key, a method or a server label reached the terminal as it was
+# sent. And ``stats``'s "errors by layer" printed a non-integer error code whole
+# (200 KB on one line), where every other name in its tables is cut at 36.
+
+
+#: What must never appear raw on the terminal (C0 is escaped by JSON itself).
+RAW = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["check", "--format", "json"], ["stats", "--format", "json"], ["ls", "--format", "json"]],
+    ids=" ".join,
+)
+def test_json_output_escapes_c1_and_bidi(tmp_path: Path, args: list[str]) -> None:
+    path = hostile_trace(tmp_path)
+    target = tmp_path if args[0] == "ls" else path
+    result = CliRunner().invoke(main, [args[0], str(target), *args[1:]])
+    assert result.exit_code in (0, 1), result.output
+    assert result.output.strip()
+    for line in result.output.splitlines():
+        assert RAW.search(line) is None, line
+    # Still JSON, and the escapes decode to exactly what the peer sent.
+    values = [json.loads(line) for line in result.output.splitlines()]
+    assert any(HOSTILE in text for text in _strings(values))
+
+
+def _strings(value: object) -> list[str]:
+    """Every string in a decoded JSON value, keys included."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in (*_strings(k), *_strings(v))]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return []

@@ -1,6 +1,6 @@
 """TraceReader: torn and bad files, ``inputs()``, crash safety, and replay equal to live.
 
-The trace is the one source of truth ``mcpsniff check`` works from (DESIGN.md
+The trace is the one source of truth ``mcpsniff check`` works from (docs/architecture.md,
 invariant 4): a crash can cost at most the last line, and replaying the
 stored frames and events reproduces the findings the live session wrote.
 """
@@ -15,7 +15,7 @@ import orjson
 import pytest
 
 from mcpsniff.core.analyzer import replay
-from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, MessageRecord, Record
+from mcpsniff.core.model import C2S, EventRecord, FindingRecord, FrameRecord, MessageRecord, Record
 from mcpsniff.core.session import Session
 from mcpsniff.trace.codec import FORMAT_NAME, TraceError, encode_line
 from mcpsniff.trace.reader import TraceReader
@@ -405,3 +405,30 @@ def test_truncation_anywhere_in_the_last_two_lines_yields_a_prefix(tmp_path: Pat
             got_inputs = list(reader.inputs())
         assert got_inputs == expected_inputs[: len(got_inputs)], offset
         assert got_inputs == [r for r in got if isinstance(r, FrameRecord | EventRecord)]
+
+
+# ------------------------------------------------------------ a record glued to a torn line
+
+# A record glued to a torn line mid-file, as ``check``/``show`` read it.
+#
+# A relay's analysis process killed mid-write leaves a partial line; a relay
+# sharing the trace appends right after it. Salvage reads the glued record
+# (``mcpsniff.trace.codec.glued_record``); the reader skips the whole line, so the
+# other relay's frame is lost to ``check`` and ``show``.
+
+
+PING = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+
+
+def test_the_reader_keeps_a_frame_glued_to_a_torn_line(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    writer = TraceWriter.create(path, meta={"source": "test"})
+    writer.close()
+    torn = encode_line(FrameRecord(1, 2.0, "stdio", C2S, "stdio", PING))[:50]
+    glued = FrameRecord(2, 3.0, "stdio@7.1", C2S, "stdio", PING)
+    with path.open("ab") as file:
+        file.write(torn + encode_line(glued))
+    skipped: list[str] = []
+    with TraceReader(path, on_skip=skipped.append) as reader:
+        frames = [r for r in reader.records() if isinstance(r, FrameRecord)]
+    assert [(f.session, f.raw) for f in frames] == [("stdio@7.1", PING)], skipped

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -13,6 +14,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+
+from mcpsniff.core.analyzer import replay
+from mcpsniff.core.model import EventRecord, FrameRecord
+from mcpsniff.trace.writer import TraceWriter
 
 REPO = Path(__file__).resolve().parents[2]
 GALLERY = REPO / "recordings"
@@ -150,3 +155,91 @@ def write_long_trace(path: Path, calls: int) -> None:
             )
         )
     writer.close()
+
+
+def batch_trace(path: Path, version: str) -> Path:
+    """A session of protocol ``version`` with a batch of two requests and its batch reply."""
+    messages = [
+        (
+            "c2s",
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "method": "initialize",
+                "params": {"protocolVersion": version, "capabilities": {}},
+            },
+        ),
+        (
+            "s2c",
+            {
+                "jsonrpc": "2.0",
+                "id": 0,
+                "result": {
+                    "protocolVersion": version,
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "s", "version": "1"},
+                },
+            },
+        ),
+        ("c2s", {"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        (
+            "c2s",
+            [
+                {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+            ],
+        ),
+        (
+            "s2c",
+            [
+                {"jsonrpc": "2.0", "id": 1, "result": {}},
+                {"jsonrpc": "2.0", "id": 2, "result": {"tools": []}},
+            ],
+        ),
+    ]
+    records: list[FrameRecord | EventRecord] = [
+        FrameRecord(n + 1, 1.0 + n, "s", d, "stdio", (json.dumps(m) + "\n").encode())
+        for n, (d, m) in enumerate(messages)
+    ]
+    records.append(EventRecord(9, 9.0, "s", "session-end", {}))
+    writer = TraceWriter.create(path, meta={"source": "tests"})
+    writer.write_all(list(replay(records)))
+    writer.close()
+    return path
+
+
+#: The rows of ``batch_trace``'s session: (seq, kind, index in the batch).
+BATCH_ROWS = [
+    (1, "request", None),
+    (2, "response", None),
+    (3, "notification", None),
+    (4, "batch", None),
+    (4, "request", 0),
+    (4, "request", 1),
+    (5, "batch", None),
+    (5, "response", 0),
+    (5, "response", 1),
+    (9, "event", None),
+]
+
+
+_PING_LINE = '{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+
+
+def many_sessions_trace(path: Path, count: int) -> None:
+    """A trace of ``count`` one-frame sessions, ``s0`` (oldest) to ``s{count-1}``."""
+    with open(path, "w") as handle:
+        handle.write(
+            '{"type":"header","format":"mcpsniff-trace","version":2,"tool":"t","meta":{}}\n'
+        )
+        for i in range(count):
+            frame = {
+                "type": "frame",
+                "seq": i + 1,
+                "t": 1.0 + i,
+                "session": f"s{i}",
+                "dir": "c2s",
+                "transport": "stdio",
+                "text": _PING_LINE,
+            }
+            handle.write(json.dumps(frame) + "\n")

@@ -7,12 +7,13 @@ arrives over several polls. It is judged by the rules every reader shares
 
 from __future__ import annotations
 
+import tracemalloc
 from pathlib import Path
 
 import pytest
 
 from mcpsniff.core.model import C2S, EventRecord, FrameRecord
-from mcpsniff.trace.codec import encode_line
+from mcpsniff.trace.codec import TraceError, encode_line
 from mcpsniff.trace.longlines import NOT_A_RECORD, PROBE
 from mcpsniff.trace.reader import TraceReader
 from mcpsniff.trace.writer import TraceWriter
@@ -87,3 +88,71 @@ def test_a_short_junk_line_is_judged_whole_however_it_arrives(tmp_path: Path, pi
     assert [item for _, item in got] == [glued, AFTER]
     assert tail.skipped == 1
     assert tail.notes[0].startswith("line 3: not a JSON record: its first 7 bytes are a torn")
+
+
+# ---------------------------------------- junk lines and records split across polls
+
+# The UI's trace reader on a 2 GB file without a newline copied the growing partial line on
+# every 8 MiB read, and kept all of it.
+
+
+CLEAN = Path(__file__).resolve().parents[2] / "recordings" / "clean-2025-11-25.jsonl"
+
+
+def test_offset_tail_skips_a_junk_tail_without_holding_it(tmp_path: Path) -> None:
+    """A crash can leave a file's tail as NUL bytes: read past, never kept whole."""
+    path = tmp_path / "t.jsonl"
+    data = CLEAN.read_bytes()
+    path.write_bytes(data)
+    with open(path, "r+b") as handle:
+        handle.truncate(len(data) + (48 << 20))
+    with open(path, "ab") as handle:
+        handle.write(b"\n" + data.split(b"\n", 1)[1])  # the records again, after the junk
+    tail = OffsetTail(path)
+    tracemalloc.start()
+    try:
+        items = []
+        more = True
+        while more:
+            got, more = tail.poll(limit=1 << 20)
+            items.extend(got)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 8 << 20, peak
+    assert tail.skipped == 1
+    lines = data.count(b"\n")
+    assert tail.notes == [f"line {lines + 1}: not a JSON record"]
+    assert len(items) == 2 * lines - 1  # the records twice, and the one header
+    assert tail.consumed == path.stat().st_size
+
+
+def test_offset_tail_still_reads_a_record_split_across_many_polls(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    data = CLEAN.read_bytes()
+    path.write_bytes(data)
+    whole = []
+    more = True
+    reference = OffsetTail(path)
+    while more:
+        got, more = reference.poll()
+        whole.extend(got)
+    tail = OffsetTail(path)
+    pieces = []
+    more = True
+    while more or tail.consumed < len(data):
+        got, more = tail.poll(limit=7)
+        pieces.extend(got)
+    assert [(offset, type(item)) for offset, item in pieces] == [
+        (offset, type(item)) for offset, item in whole
+    ]
+    assert tail.skipped == 0
+
+
+def test_offset_tail_refuses_a_junk_first_line_read_in_pieces(tmp_path: Path) -> None:
+    path = tmp_path / "bin.jsonl"
+    path.write_bytes(b"\x00\xff" * 100 + b"\n" + CLEAN.read_bytes())
+    tail = OffsetTail(path)
+    with pytest.raises(TraceError, match="no mcpsniff-trace header"):
+        for _ in range(100):
+            tail.poll(limit=16)

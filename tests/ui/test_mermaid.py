@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from mcpsniff.cli import main
 from mcpsniff.ui.mermaid import mermaid_text, session_diagram
 from mcpsniff.ui.report import load_model
-from tests.ui.support import GALLERY
+from tests.ui.support import GALLERY, batch_trace
 
 
 def test_arrows_batches_latency_and_findings() -> None:
@@ -77,3 +77,14 @@ def test_report_never_overwrites_its_trace(tmp_path: Path) -> None:
     assert trace.read_bytes() == (GALLERY / "stdout-pollution.jsonl").read_bytes()
     bad = CliRunner().invoke(main, ["report", str(trace), "--filter", "latency > fast"])
     assert bad.exit_code == 2 and "bad duration" in bad.output
+
+
+# The diagram draws a batch's elements whatever the version (see test_model.py).
+
+
+def test_the_mermaid_diagram_draws_the_elements(tmp_path: Path) -> None:
+    path = batch_trace(tmp_path / "t.jsonl", "2025-06-18")
+    result = CliRunner().invoke(main, ["report", str(path), "--format", "mermaid"])
+    assert result.exit_code == 0, result.output
+    assert "batch of 2" in result.output
+    assert "tools/list id=2" in result.output

@@ -10,11 +10,12 @@ import pytest
 from mcpsniff.core.model import FrameRecord, MessageRecord
 from mcpsniff.trace.codec import TraceError
 from mcpsniff.trace.reader import TraceReader
+from mcpsniff.trace.writer import TraceWriter
 from mcpsniff.ui.details import json_safe, message_detail
 from mcpsniff.ui.follow import OffsetTail, read_record_at
 from mcpsniff.ui.model import TEXT_LIMIT, bounded
 from mcpsniff.ui.report import load_model
-from tests.ui.support import GALLERY
+from tests.ui.support import BATCH_ROWS, GALLERY, batch_trace
 
 
 def test_rows_pair_responses_with_requests_and_group_batches() -> None:
@@ -127,7 +128,6 @@ def test_traffic_strings_are_bounded_and_json_safe() -> None:
 
 def test_rows_carry_the_annotations_show_prints(tmp_path: Path) -> None:
     from mcpsniff.core.model import FrameRecord as Frame
-    from mcpsniff.trace.writer import TraceWriter
 
     path = tmp_path / "notes.jsonl"
     writer = TraceWriter.create(path, meta={}, created=1.0)
@@ -235,3 +235,32 @@ def test_near_miss_a_session_that_ended_by_itself_keeps_its_unanswered_error(
     (session,) = load_model(trace).sessions.values()
     assert session.summary()["findings"]["error"] == 1
     assert session.summary()["interrupted"] is None
+
+
+# ---------------------------------------- a batch in a version without batches
+
+# A batch in a session whose version removed batching, in the web UI and report.
+#
+# The analyzer writes a batch's own finding (MSG-BATCH-REMOVED, from 2025-06-18
+# on) right after the batch's message record and before its elements' records.
+# The UI's model completed the frame's views at every finding, so the elements
+# that followed were dropped: the page showed "batch of 0", and the requests
+# and responses inside the batch were nowhere (not in the list, the diagram,
+# the report or the Mermaid text), while ``show`` listed them. Exactly the
+# traffic whose finding says "look here".
+
+
+@pytest.mark.parametrize("version", ["2025-03-26", "2025-06-18", "2025-11-25"])
+def test_batch_elements_are_rows_whatever_the_version(tmp_path: Path, version: str) -> None:
+    path = batch_trace(tmp_path / "t.jsonl", version)
+    model = load_model(path)
+    (session,) = model.sessions.values()
+    rows = [session.row(n) for n in range(len(session.rows))]
+    assert [(r["seq"], r["kind"], r.get("index")) for r in rows] == BATCH_ROWS
+    assert [r.get("batch") for r in rows if r["kind"] == "batch"] == [2, 2]
+    removed = [f for f in session.findings if f["rule"] == "MSG-BATCH-REMOVED"]
+    if version == "2025-03-26":
+        assert removed == []
+    else:
+        # Each batch's finding still links to the batch's rows, elements included.
+        assert [f["rows"] for f in removed] == [[3, 4, 5], [6, 7, 8]]

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from mcpsniff.ui.server import UiServer
-from tests.ui.support import copy_gallery, ui_server
+from mcpsniff.ui.library import Library
+from mcpsniff.ui.server import SESSION_LIST_LIMIT, UiServer
+from tests.ui.support import copy_gallery, many_sessions_trace, ui_server
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +81,6 @@ def test_bad_requests_get_clear_answers(url: str) -> None:
 
 
 def test_host_check_rules() -> None:
-    from mcpsniff.ui.library import Library
 
     server = UiServer(Library([Path(".")]), "127.0.0.1", 6280)
     assert server.allowed_host("127.0.0.1:6280")
@@ -126,3 +126,20 @@ def test_a_missing_path_is_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["ui", str(tmp_path / "nope")])
     assert result.exit_code == 2
     assert result.output.strip() == f"mcpsniff ui: {tmp_path / 'nope'}: no such file or folder"
+
+
+# The session list of a trace of very many sessions is bounded (see test_library.py).
+
+
+def test_the_snapshot_is_bounded_and_counts_the_rest(tmp_path: Path) -> None:
+    count = SESSION_LIST_LIMIT + 500
+    many_sessions_trace(tmp_path / "t.jsonl", count)
+    with ui_server(tmp_path) as url:
+        for _ in range(100):
+            with urllib.request.urlopen(url + "api/sessions", timeout=30) as response:
+                snapshot = json.loads(response.read())
+            if snapshot.get("total") == count:
+                break
+        assert snapshot["total"] == count
+        assert len(snapshot["sessions"]) == SESSION_LIST_LIMIT
+        assert snapshot["sessions"][0]["key"] == f"s{count - 1}"

@@ -23,6 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from mcpsniff.core.observations import EndpointRewritten, HttpRefused, RequestCut
+
 
 @dataclass(slots=True)
 class HttpRequest:
@@ -180,51 +182,6 @@ class ExchangeGap:
         }
         if self.reason is not None:
             data["reason"] = self.reason
-        return data
-
-
-@dataclass(slots=True)
-class EndpointRewritten:
-    """The shell rewrote a legacy endpoint event's URL to point at itself."""
-
-    name: ClassVar[str] = "endpoint-rewrite"
-    exchange: int
-    t: float
-    old: str
-    new: str
-
-    def data(self) -> dict[str, Any]:
-        return {"exchange": self.exchange, "from": self.old, "to": self.new}
-
-
-@dataclass(slots=True)
-class RequestCut:
-    """A request ended before its end; ``body_bytes`` of its body reached the upstream."""
-
-    name: ClassVar[str] = "http-request-cut"
-    exchange: int
-    t: float
-    body_bytes: int
-
-    def data(self) -> dict[str, Any]:
-        return {"exchange": self.exchange, "body_bytes": self.body_bytes}
-
-
-@dataclass(slots=True)
-class HttpRefused:
-    """What the relay refused or cut that belongs to no exchange (a bad head, a slow one)."""
-
-    name: ClassVar[str] = "http-refused"
-    t: float
-    kind: str
-    reason: str
-    #: The client's address, when known.
-    client: str | None
-
-    def data(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"kind": self.kind, "reason": self.reason}
-        if self.client:
-            data["client"] = self.client
         return data
 
 

@@ -1,6 +1,6 @@
 // mcpsniff's web views: the live UI (served by `mcpsniff ui`) and the HTML report.
 //
-// Everything shown here came from traffic and is hostile (DESIGN.md invariant 6).
+// Everything shown here came from traffic and is hostile (docs/architecture.md, invariant 6).
 // This file never builds markup from data: elements are made with createElement
 // and filled with textContent, attributes only ever get our own values. The page's
 // Content-Security-Policy forbids inline script on top of that.

@@ -16,7 +16,7 @@ import random
 from typing import Any
 
 from mcpsniff.core import observations as ob
-from mcpsniff.core.http.events import EndpointRewritten, RequestCut
+from mcpsniff.core.observations import EndpointRewritten, RequestCut
 
 RESP_HEAD = "ResponseBegin"
 

@@ -17,15 +17,17 @@ import pytest
 
 from mcpsniff.capture.recorder import TraceRecorder
 from mcpsniff.core.http.adapter import ObservationAdapter
-from mcpsniff.core.http.events import EndpointRewritten, HttpRefused, RequestCut
 from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, MessageRecord, Record
 from mcpsniff.core.observations import (
     CaptureEnd,
     CaptureGap,
+    EndpointRewritten,
     ExchangeEnd,
+    HttpRefused,
     Observation,
     RequestBegin,
     RequestBody,
+    RequestCut,
     ResponseBegin,
     ResponseBody,
 )

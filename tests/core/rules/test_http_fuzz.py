@@ -1,4 +1,4 @@
-"""Hostile HTTP events and bodies through the transport rules (DESIGN.md invariant 6).
+"""Hostile HTTP events and bodies through the transport rules (docs/architecture.md, invariant 6).
 
 A trace is hostile: an event's ``exchange`` may be a list, its headers a
 string, a status a float, an SSE endpoint a dict. Hypothesis mixes such events

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import orjson
+import pytest
 
 from mcpsniff.core.model import EventRecord, FrameRecord
 from tests.conftest import Conversation, notification, request
+from tests.core import session_reference
 
 # --------------------------------------------------------------------------- framing
 
@@ -102,3 +104,20 @@ def test_an_analyzer_error_in_one_line_of_a_read_spares_the_others(
     frames = [before + 1, before + 2, before + 3]
     assert [r.seq for r in out if isinstance(r, FrameRecord)] == frames
     assert convo.session.counter.value == before + 3
+
+
+@pytest.mark.parametrize("kind", sorted(session_reference.GENERATORS))
+def test_fast_paths_find_what_the_general_path_found(kind: str) -> None:
+    """The plain-envelope and inline-pairing shortcuts find exactly what was recorded (see
+    ``session_reference``) on ids of every JSON type, duplicates, batches, out-of-order and
+    unknown replies, cancellations and hostile envelopes."""
+    expected = session_reference.expected()[kind]
+    generate = session_reference.GENERATORS[kind]
+    differing = [
+        seed
+        for seed in session_reference.SEEDS
+        if session_reference.digest(generate(seed)) != expected[seed]
+    ]
+    assert differing == [], (
+        f"{kind} seeds whose findings differ from the recorded digests: {differing[:20]}"
+    )

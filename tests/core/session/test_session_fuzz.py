@@ -1,4 +1,4 @@
-"""Bad traffic is data, not an exception (DESIGN.md invariant 3).
+"""Bad traffic is data, not an exception (docs/architecture.md, invariant 3).
 
 Hypothesis streams arbitrary bytes and arbitrary JSON values, in arbitrary
 chunkings, through a Session. Nothing may escape as an exception, no analyzer

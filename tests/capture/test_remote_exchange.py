@@ -7,18 +7,19 @@ from typing import Any
 
 import pytest
 
-from mcpsniff.core.http.events import EndpointRewritten, RequestCut
+from mcpsniff.capture.remote_exchange import RemoteObserver
 from mcpsniff.core.http.exchange import HttpSettings, begin_exchange
 from mcpsniff.core.observations import (
+    EndpointRewritten,
     ExchangeEnd,
     NoFirstEvent,
     RequestBegin,
     RequestBody,
+    RequestCut,
     ResponseBegin,
     ResponseBody,
     Unreachable,
 )
-from mcpsniff.relay.remote_exchange import RemoteObserver
 
 SSE = [("Content-Type", "text/event-stream")]
 

@@ -1,12 +1,15 @@
-"""Review 3: the Session fast paths against the general path, differentially.
+"""The inputs of the Session differential test, and the digests of the general path.
 
-The plain-envelope and inline-pairing shortcuts of ``core/session.py`` (after
-``1c5b6d6``) must find exactly what the general path found. The general path
-is the code at ``1c5b6d6`` itself: ``session_1c5b6d6_digests.json`` holds, per
-generated sequence, a digest of the findings (rule, severity, frames) and the
-message records (kind, id, pairing, latency) that ``1c5b6d6`` produced for it
-(``python -m tests.review.test_review3_session_differential`` with that
-commit's ``mcpsniff`` first on ``PYTHONPATH`` rebuilds it). Sequences: ids of
+The plain-envelope and inline-pairing shortcuts of ``core/session/`` must find
+exactly what was recorded for each generated sequence: ``data/session_digests.json``
+holds a digest of the findings (rule, severity, frames) and the message records
+(kind, id, pairing, latency). The digests were first those of the general path
+at ``1c5b6d6``; they were recorded again when the 2026-07-28 verdicts changed on
+purpose (an ``initialize`` offered on a stateless connection pairs as a stateless
+request until the server accepts it; removed features are flagged in every
+position). ``python -m tests.core.session_reference > FILE`` rebuilds them; a
+change to them must be a verdict changed on purpose, said in the commit.
+``tests/core/session/test_session.py`` compares. Sequences: ids of
 every JSON type (1, 1.0, "1", true, null, huge ints, floats), duplicates,
 batches, out-of-order and unknown replies, cancellations, notifications with
 ids, the stateless era's ``_meta`` version, hostile envelopes.
@@ -20,12 +23,10 @@ import random
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from mcpsniff.core.model import FindingRecord, MessageRecord
 from mcpsniff.core.session import Session
 
-FIXTURE = Path(__file__).with_name("session_1c5b6d6_digests.json")
+FIXTURE = Path(__file__).parent / "data" / "session_digests.json"
 META = "io.modelcontextprotocol/protocolVersion"
 IDS: list[Any] = [1, 1.0, "1", True, 2, "2", 0, -1, 2**63, 2**64 + 1, 10**30, None]
 IDS += [[1], {"a": 1}, 1.5, "", "xxx", 3, 4]
@@ -226,16 +227,9 @@ GENERATORS = {"hostile": hostile, "usual": usual}
 SEEDS = range(300)
 
 
-def _expected() -> dict[str, list[str]]:
+def expected() -> dict[str, list[str]]:
+    """The recorded digests, per generator, in seed order."""
     return json.loads(FIXTURE.read_text())
-
-
-@pytest.mark.parametrize("kind", sorted(GENERATORS))
-def test_fast_paths_find_what_the_general_path_found(kind: str) -> None:
-    expected = _expected()[kind]
-    generate = GENERATORS[kind]
-    differing = [seed for seed in SEEDS if digest(generate(seed)) != expected[seed]]
-    assert differing == [], f"{kind} seeds whose findings differ from 1c5b6d6: {differing[:20]}"
 
 
 if __name__ == "__main__":

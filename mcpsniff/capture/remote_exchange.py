@@ -22,14 +22,15 @@ from collections.abc import Callable
 
 from mcpsniff.core.framing import SseParser
 from mcpsniff.core.http.classify import is_plain_request, stream_verdict, undecided_stream
-from mcpsniff.core.http.events import EndpointRewritten, RequestCut
 from mcpsniff.core.http.headers import end_to_end, header, lowered, text_headers
 from mcpsniff.core.observations import (
+    EndpointRewritten,
     ExchangeEnd,
     NoFirstEvent,
     Observation,
     RequestBegin,
     RequestBody,
+    RequestCut,
     ResponseBegin,
     ResponseBody,
     Unreachable,
