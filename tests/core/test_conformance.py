@@ -59,6 +59,7 @@ def test_rules_json_lists_the_checks() -> None:
     assert rules["MOD-UNSUPPORTED-VERSION"]["conformance"] == [
         "sep-2575-server-unsupported-version-error",
         "sep-2575-http-server-unsupported-version-400",
+        "sep-2575-client-retry-supported-version",
     ]
     assert rules["JR-BATCH-EMPTY"]["conformance"] == []
     assert all(isinstance(r["conformance"], list) for r in rules.values())
