@@ -140,6 +140,19 @@ class HttpState:
 _PAIR_TYPES = (list, tuple)
 
 
+def streamable_exchange(session: Session, frame: FrameRecord) -> ExchangeFacts | None:
+    """The Streamable HTTP exchange ``frame`` travelled in (its meta names it), if any."""
+    meta = frame.meta
+    number = meta.get("exchange") if meta else None
+    state = session.state.http
+    if not isinstance(number, int) or state is None:
+        return None
+    exchange = state.exchanges.get(number)
+    if exchange is None or exchange.transport != STREAMABLE:
+        return None
+    return exchange
+
+
 def _headers(pairs: Any) -> dict[str, str]:
     """Lower-cased header map from the ``[[name, value], ...]`` of an event.
 

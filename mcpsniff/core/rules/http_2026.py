@@ -85,13 +85,8 @@ def request_headers(session: Session, frame: FrameRecord, messages: list[Message
     """The headers of a 2026-07-28 POST against the request in its body."""
     if frame.direction != C2S or session.state.era != STATELESS or not messages:
         return
-    meta = frame.meta
-    number = meta.get("exchange") if meta else None
-    state = session.state.http
-    if state is None or not isinstance(number, int):
-        return
-    exchange = state.exchanges.get(number)
-    if exchange is None or exchange.method != "POST" or exchange.transport != http.STREAMABLE:
+    exchange = http.streamable_exchange(session, frame)
+    if exchange is None or exchange.method != "POST":
         return
     for message in exchange.methods:
         if message.kind == REQUEST and message.frame == frame.seq:

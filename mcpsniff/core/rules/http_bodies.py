@@ -33,24 +33,12 @@ RULES = ("HTTP-POST-BODY", "MOD-HTTP-POST-BODY", "HTTP-JSON-BODY", "HTTP-GET-NO-
 _REPLIES = (RESPONSE, ERROR)
 
 
-def _exchange(session: Session, frame: FrameRecord) -> http.ExchangeFacts | None:
-    meta = frame.meta
-    number = meta.get("exchange") if meta else None
-    state = session.state.http
-    if not isinstance(number, int) or state is None:
-        return None
-    exchange = state.exchanges.get(number)
-    if exchange is None or exchange.transport != http.STREAMABLE:
-        return None
-    return exchange
-
-
 @rule("HTTP-POST-BODY", "MOD-HTTP-POST-BODY", on=FRAME, keys=("parsed",))
 def post_body(session: Session, frame: FrameRecord, messages: list[MessageRecord]) -> None:
     """The body a client POSTed: one message of a kind the version allows there."""
     if frame.direction != C2S or not messages:
         return
-    exchange = _exchange(session, frame)
+    exchange = http.streamable_exchange(session, frame)
     if exchange is None or exchange.method != "POST":
         return
     top = messages[0]
@@ -108,7 +96,7 @@ def server_body(session: Session, frame: FrameRecord, messages: list[MessageReco
     """What the server sent in a JSON reply body or on a GET stream."""
     if frame.direction == C2S or not messages:
         return
-    exchange = _exchange(session, frame)
+    exchange = http.streamable_exchange(session, frame)
     if exchange is None:
         return
     if exchange.method == "GET":

@@ -88,13 +88,8 @@ def reply_status(session: Session, frame: FrameRecord, messages: list[MessageRec
     """The replies in a server's HTTP body (JSON or SSE) to the request its POST carried."""
     if frame.direction != S2C or session.state.era != STATELESS or not messages:
         return
-    meta = frame.meta
-    number = meta.get("exchange") if meta else None
-    state = session.state.http
-    if state is None or not isinstance(number, int):
-        return
-    exchange = state.exchanges.get(number)
-    if exchange is None or exchange.method != "POST" or exchange.transport != http.STREAMABLE:
+    exchange = http.streamable_exchange(session, frame)
+    if exchange is None or exchange.method != "POST":
         return
     status = exchange.status
     posted = {m.frame for m in exchange.methods}
