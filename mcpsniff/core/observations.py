@@ -8,7 +8,7 @@ the ``Session``. They travel between processes with ``observation_codec``
 (no pickle).
 
 A stdio shell sees two byte streams (``StreamData``, ``StreamEnd``), the
-child's stderr (``Stderr``) and transport events (``TransportEvent``). An
+child's stderr (``Stderr``) and what it did with the child (``StdioEvent``). An
 HTTP shell sees exchanges, numbered by the shell (``exchange``), and tells
 what it did to one itself with the adapter's own typed events
 (``EndpointRewritten``, ``RequestCut``). Bytes a full
@@ -157,13 +157,83 @@ class Unreachable:
 
 
 @dataclass(frozen=True, slots=True)
-class TransportEvent:
-    """A transport event of no exchange (a refused connection, say), in ``session``."""
+class StdioStart:
+    """``mcpsniff stdio`` began, to run ``command`` (as the trace stores it), as process ``pid``."""
 
-    session: str
-    name: str
+    name: ClassVar[str] = "session-start"
     t: float
-    data: dict[str, Any]
+    command: list[str]
+    pid: int
+
+    def data(self) -> dict[str, Any]:
+        return {"command": self.command, "transport": "stdio", "pid": self.pid}
+
+
+@dataclass(frozen=True, slots=True)
+class ChildSpawned:
+    """The stdio child runs as ``child_pid``, the program ``argv0`` resolved to."""
+
+    name: ClassVar[str] = "spawned"
+    t: float
+    child_pid: int
+    argv0: str
+
+    def data(self) -> dict[str, Any]:
+        return {"child_pid": self.child_pid, "argv0": self.argv0}
+
+
+@dataclass(frozen=True, slots=True)
+class SpawnFailed:
+    """The stdio child could not be started: ``error`` says why."""
+
+    name: ClassVar[str] = "spawn-failed"
+    t: float
+    command: list[str]
+    error: str
+
+    def data(self) -> dict[str, Any]:
+        return {"command": self.command, "error": self.error}
+
+
+@dataclass(frozen=True, slots=True)
+class SignalForwarded:
+    """mcpsniff received ``signal`` (its name, ``SIGTERM``) and passed it to the child's group."""
+
+    name: ClassVar[str] = "signal"
+    t: float
+    signal: str
+
+    def data(self) -> dict[str, Any]:
+        return {"signal": self.signal}
+
+
+@dataclass(frozen=True, slots=True)
+class ChildExited:
+    """The stdio child exited: its return code and the exit status mcpsniff passes on.
+
+    ``signal`` names the signal that killed it (a negative return code), and
+    ``forwarded_signals`` the signals mcpsniff had passed on before.
+    """
+
+    name: ClassVar[str] = "exit"
+    t: float
+    returncode: int
+    status: int
+    signal: str | None
+    forwarded_signals: list[str]
+
+    def data(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"returncode": self.returncode, "status": self.status}
+        if self.signal is not None:
+            data["signal"] = self.signal
+        if self.forwarded_signals:
+            data["forwarded_signals"] = self.forwarded_signals
+        return data
+
+
+#: What a stdio shell tells of its child and itself, each written as a
+#: transport event of its ``name`` with its ``data()``.
+StdioEvent = StdioStart | ChildSpawned | SpawnFailed | SignalForwarded | ChildExited
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,7 +314,7 @@ Observation = (
     | HttpRefused
     | ExchangeEnd
     | Unreachable
-    | TransportEvent
+    | StdioEvent
     | CaptureGap
     | CaptureEnd
 )
@@ -261,7 +331,7 @@ KINDS: tuple[type, ...] = (
     EndpointRewritten,
     ExchangeEnd,
     Unreachable,
-    TransportEvent,
+    StdioStart,
     CaptureGap,
     CaptureEnd,
     # Appended, so that the tags above keep their numbers.
@@ -271,4 +341,8 @@ KINDS: tuple[type, ...] = (
     Stderr,
     RequestCut,
     HttpRefused,
+    ChildSpawned,
+    SpawnFailed,
+    SignalForwarded,
+    ChildExited,
 )
