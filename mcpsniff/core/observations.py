@@ -21,12 +21,15 @@ trace ends.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, get_args
+
+from mcpsniff.core.frozen import fast_init
 
 #: Header pairs as text, or the bytes pairs mitmproxy holds (decoded on the analysis side).
 Headers = tuple[tuple[str, str], ...] | tuple[tuple[bytes, bytes], ...]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class StreamData:
     """Bytes forwarded in ``direction`` of a byte stream (stdio: ``c2s`` or ``s2c``)."""
@@ -36,6 +39,7 @@ class StreamData:
     body: bytes
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class StreamEnd:
     """The byte stream in ``direction`` ended."""
@@ -44,6 +48,7 @@ class StreamEnd:
     t: float
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class StreamGap:
     """``lost`` bytes forwarded in ``direction`` never reached the analysis (a full backlog)."""
@@ -53,6 +58,7 @@ class StreamGap:
     lost: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Stderr:
     """A piece of the stdio child's stderr, passed on; ``b""`` when it ended."""
@@ -61,6 +67,7 @@ class Stderr:
     body: bytes
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class RequestBegin:
     """A whole request went on: its head, and its body (or the rest of a streamed one).
@@ -80,6 +87,7 @@ class RequestBegin:
     body: bytes
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class RequestBody:
     """A piece of a request body sent ahead of its ``RequestBegin`` (``offset``: bytes before)."""
@@ -90,6 +98,7 @@ class RequestBody:
     body: bytes
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class RequestGap:
     """``lost`` bytes at the end of a request body never reached the analysis."""
@@ -99,6 +108,7 @@ class RequestGap:
     lost: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ResponseBegin:
     """The response's status and headers went on."""
@@ -109,6 +119,7 @@ class ResponseBegin:
     headers: Headers
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ResponseBody:
     """A piece of the response body went on (``whole``: the entire body, from a buffering shell)."""
@@ -119,6 +130,7 @@ class ResponseBody:
     body: bytes
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ResponseGap:
     """``lost`` bytes of the response body never reached the analysis (a full backlog)."""
@@ -128,6 +140,7 @@ class ResponseGap:
     lost: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class NoFirstEvent:
     """A session-less GET stream sent no event within the shell's hold limit."""
@@ -136,6 +149,7 @@ class NoFirstEvent:
     t: float
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ExchangeEnd:
     """The exchange is over (``whole``: False when it was cut short)."""
@@ -146,6 +160,7 @@ class ExchangeEnd:
     whole: bool
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Unreachable:
     """The upstream could not be reached; the shell answered 502."""
@@ -156,6 +171,7 @@ class Unreachable:
     reason: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class StdioStart:
     """``mcpsniff stdio`` began, to run ``command`` (as the trace stores it), as process ``pid``."""
@@ -169,6 +185,7 @@ class StdioStart:
         return {"command": self.command, "transport": "stdio", "pid": self.pid}
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ChildSpawned:
     """The stdio child runs as ``child_pid``, the program ``argv0`` resolved to."""
@@ -182,6 +199,7 @@ class ChildSpawned:
         return {"child_pid": self.child_pid, "argv0": self.argv0}
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SpawnFailed:
     """The stdio child could not be started: ``error`` says why."""
@@ -195,6 +213,7 @@ class SpawnFailed:
         return {"command": self.command, "error": self.error}
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SignalForwarded:
     """mcpsniff received ``signal`` (its name, ``SIGTERM``) and passed it to the child's group."""
@@ -207,6 +226,7 @@ class SignalForwarded:
         return {"signal": self.signal}
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ChildExited:
     """The stdio child exited: its return code and the exit status mcpsniff passes on.
@@ -234,8 +254,11 @@ class ChildExited:
 #: What a stdio shell tells of its child and itself, each written as a
 #: transport event of its ``name`` with its ``data()``.
 StdioEvent = StdioStart | ChildSpawned | SpawnFailed | SignalForwarded | ChildExited
+#: The classes of ``StdioEvent``.
+STDIO_EVENTS: tuple[type, ...] = get_args(StdioEvent)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class CaptureGap:
     """Observations the shell dropped (a full backlog) since the last gap."""
@@ -245,6 +268,7 @@ class CaptureGap:
     lost_bytes: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class CaptureEnd:
     """The capture is over: every session ends here."""
@@ -252,7 +276,8 @@ class CaptureEnd:
     t: float
 
 
-@dataclass(slots=True)
+@fast_init
+@dataclass(frozen=True, slots=True)
 class EndpointRewritten:
     """The shell rewrote a legacy endpoint event's URL to point at itself."""
 
@@ -266,7 +291,8 @@ class EndpointRewritten:
         return {"exchange": self.exchange, "from": self.old, "to": self.new}
 
 
-@dataclass(slots=True)
+@fast_init
+@dataclass(frozen=True, slots=True)
 class RequestCut:
     """A request ended before its end; ``body_bytes`` of its body reached the upstream."""
 
@@ -279,7 +305,8 @@ class RequestCut:
         return {"exchange": self.exchange, "body_bytes": self.body_bytes}
 
 
-@dataclass(slots=True)
+@fast_init
+@dataclass(frozen=True, slots=True)
 class HttpRefused:
     """What the relay refused or cut that belongs to no exchange (a bad head, a slow one)."""
 

@@ -17,15 +17,11 @@ from typing import Any, Protocol
 
 from mcpsniff.core.model import C2S, S2C, Record
 from mcpsniff.core.observations import (
+    STDIO_EVENTS,
     CaptureEnd,
     CaptureGap,
-    ChildExited,
-    ChildSpawned,
-    SignalForwarded,
-    SpawnFailed,
     Stderr,
     StdioEvent,
-    StdioStart,
     StreamData,
     StreamEnd,
     StreamGap,
@@ -69,11 +65,7 @@ class StdioAdapter:
             StreamEnd: self._end_of_stream,
             StreamGap: self._gap,
             Stderr: self._stderr,
-            StdioStart: self._event,
-            ChildSpawned: self._event,
-            SpawnFailed: self._event,
-            SignalForwarded: self._event,
-            ChildExited: self._event,
+            **dict.fromkeys(STDIO_EVENTS, self._event),
             CaptureGap: self._capture_gap,
             CaptureEnd: self._capture_end,
         }
