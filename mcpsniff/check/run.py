@@ -44,6 +44,8 @@ class CheckOptions:
     explain: str | None = None
     #: Colour the text report (on a terminal only).
     colour: bool = False
+    #: Named as ``"trace"`` in each JSON finding (when one run checks several traces).
+    trace_label: str | None = None
 
 
 class CheckError(Exception):
@@ -98,7 +100,10 @@ def run_check(
                     failing += 1
                 if fmt == "json":
                     version = session_version(analyzer, record.session)
-                    out.write(terminal_json_line(finding_json(record, version)) + "\n")
+                    obj = finding_json(record, version)
+                    if options.trace_label is not None:
+                        obj["trace"] = options.trace_label
+                    out.write(terminal_json_line(obj) + "\n")
                 else:
                     by_session[record.session].append(record)
         # "0 finding(s) in 1 session(s)": every session counts, clean or not
