@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -50,16 +52,26 @@ def target(cores: int) -> float:
     return TARGET_ON_TWO if cores <= 2 else 0.85 * cores
 
 
-def run(traces: list[Path], jobs: int) -> tuple[float, str]:
-    """Wall time of ``mcpsniff check --format json --jobs JOBS TRACES``; a digest of its output."""
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run(traces: list[Path], jobs: int) -> tuple[float, float, str]:
+    """Wall and CPU time of ``check --format json --jobs JOBS TRACES``; its output's digest.
+
+    The CPU time covers the workers too (they are reaped before the command exits).
+    """
     command = [*mcpsniff_command(), "check", "--format", "json", "--jobs", str(jobs)]
+    cpu = _children_cpu()
     started = time.perf_counter()
     done = subprocess.run([*command, *map(str, traces)], capture_output=True, check=False)
     wall = time.perf_counter() - started
+    cpu = _children_cpu() - cpu
     if done.returncode not in (0, 1):
         sys.exit(f"check failed ({done.returncode}): {done.stderr.decode(errors='replace')}")
     digest = hashlib.sha256(done.stdout + b"\0" + done.stderr).hexdigest()
-    return wall, digest
+    return wall, cpu, digest
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -85,11 +97,17 @@ def main(argv: list[str] | None = None) -> int:
         ratios: list[float] = []
         serial: list[float] = []
         parallel: list[float] = []
+        # CPU seconds per wall second of the parallel runs: near 1 when the
+        # shared machine had no idle core to give, whatever --jobs asked for.
+        busy: list[float] = []
+        loads: list[float] = []
         reference = None
         identical = True
         for _ in range(max(1, args.repeat)):
-            one, digest_one = run(traces, 1)
-            many, digest_many = run(traces, args.jobs)
+            loads.append(os.getloadavg()[0])
+            one, _, digest_one = run(traces, 1)
+            many, cpu_many, digest_many = run(traces, args.jobs)
+            busy.append(cpu_many / many)
             reference = reference or digest_one
             identical = identical and digest_one == reference and digest_many == reference
             serial.append(one)
@@ -105,6 +123,10 @@ def main(argv: list[str] | None = None) -> int:
             f"speed-up median {speedup:.2f}x (pairs: {', '.join(f'{r:.2f}' for r in ratios)})"
             f"; output {'identical' if identical else 'DIFFERS'}; "
             f"target >= {wanted:.2f}x {verdict}"
+        )
+        print(
+            f"      jobs {args.jobs} used {statistics.median(busy):.2f} core(s) (median CPU/wall); "
+            f"load average before each pair: {', '.join(f'{x:.1f}' for x in loads)}"
         )
         ok = ok and identical and (not judged or speedup >= wanted)
     return 0 if ok else 1

@@ -55,8 +55,8 @@ from mcpsniff.terminal.safe_output import tolerate_surrogates
     "-j",
     type=click.IntRange(min=1),
     default=None,
-    help="Processes to check several traces with, one trace each (default: the number "
-    "of cores). The output is the same for any number.",
+    help="Processes to check with (default: the number of cores): several traces one "
+    "each, one trace's sessions shared among them. The output is the same for any number.",
 )
 def check(
     traces: tuple[Path, ...],
@@ -105,6 +105,8 @@ def check(
         colour=colour(sys.stdout),
     )
     if len(traces) == 1:
+        # One trace of many sessions: its sessions shared among the cores.
+        options = replace(options, jobs=default_jobs() if jobs is None else jobs)
         sys.exit(check_exit_status(options))
     several = [labelled(replace(options, trace=path), True) for path in traces]
     sys.exit(check_several_exit_status(several, default_jobs() if jobs is None else jobs))
