@@ -28,7 +28,9 @@ output is identical, 1 otherwise.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
+import itertools
 import os
 import resource
 import statistics
@@ -42,6 +44,8 @@ from bench_check import core_version, mcpsniff_command
 from gen_trace import cached_trace
 
 from mcpsniff.check.many import default_jobs
+from mcpsniff.trace.reader import TraceReader
+from mcpsniff.trace.writer import TraceWriter
 
 #: Speed-up wanted on 2 cores for 4 or more traces; per core above that, 0.85 each.
 TARGET_ON_TWO = 1.7
@@ -74,6 +78,36 @@ def run(traces: list[Path], jobs: int) -> tuple[float, float, str]:
     return wall, cpu, digest
 
 
+def sessions_trace(paths: list[Path]) -> Path:
+    """One trace holding the sessions of ``paths``, renamed apart, their inputs interleaved.
+
+    Cached beside them. Each session takes 16 inputs at a time in turn; the
+    derived records are left out (``check`` skips them anyway).
+    """
+    out = paths[0].parent / f"sessions-{len(paths)}-{paths[0].name}"
+    if out.exists():
+        return out
+    partial = out.with_name(f".{out.name}.{os.getpid()}.partial")
+    writer = TraceWriter.create(partial, meta={"sessions": len(paths)}, created=1.0, overwrite=True)
+    readers = [TraceReader(p) for p in paths]
+    streams = {number: iter(r.inputs()) for number, r in enumerate(readers)}
+    seq = 0
+    while streams:
+        for number, stream in list(streams.items()):
+            chunk = list(itertools.islice(stream, 16))
+            if not chunk:
+                del streams[number]
+            for record in chunk:
+                seq += 1
+                key = f"{record.session}-{number}"
+                writer.write(dataclasses.replace(record, seq=seq, session=key))
+    writer.close()
+    for reader in readers:
+        reader.close()
+    os.replace(partial, out)
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -81,6 +115,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--traces", type=int, nargs="+", default=[1, 4, 16])
     parser.add_argument("--repeat", type=int, default=3, help="alternated pairs per count")
     parser.add_argument("--jobs", type=int, default=default_jobs(), help="the parallel run's")
+    parser.add_argument(
+        "--sessions",
+        type=int,
+        default=4,
+        help="also one trace of this many sessions (those of the first traces; 0: not)",
+    )
     args = parser.parse_args(argv)
     paths = [
         cached_trace(args.messages, seed=number, quiet=True) for number in range(max(args.traces))
@@ -91,9 +131,14 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.messages:,} messages a trace ({size / max(args.traces) / 1e6:.1f} MB each), "
         f"--jobs {args.jobs} vs --jobs 1, {args.repeat} pair(s) each"
     )
+    cases = [(f"{count:3d} trace(s)", paths[:count], count >= 4) for count in args.traces]
+    if args.sessions > 1:
+        mixed = sessions_trace(
+            [cached_trace(args.messages, seed=n, quiet=True) for n in range(args.sessions)]
+        )
+        cases.append((f"1 trace of {args.sessions} sessions", [mixed], False))
     ok = True
-    for count in args.traces:
-        traces = paths[:count]
+    for name, traces, judged in cases:
         ratios: list[float] = []
         serial: list[float] = []
         parallel: list[float] = []
@@ -115,10 +160,9 @@ def main(argv: list[str] | None = None) -> int:
             ratios.append(one / many)
         speedup = statistics.median(ratios)
         wanted = target(args.jobs)
-        judged = count >= 4
         verdict = ("PASS" if speedup >= wanted else "FAIL") if judged else "(not judged)"
         print(
-            f"{count:3d} trace(s): jobs 1 median {statistics.median(serial):6.2f} s, "
+            f"{name}: jobs 1 median {statistics.median(serial):6.2f} s, "
             f"jobs {args.jobs} median {statistics.median(parallel):6.2f} s; "
             f"speed-up median {speedup:.2f}x (pairs: {', '.join(f'{r:.2f}' for r in ratios)})"
             f"; output {'identical' if identical else 'DIFFERS'}; "

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import heapq
 import multiprocessing
+import re
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -236,6 +237,29 @@ class Merged:
                 gaps.unjudged[rule] = gaps.unjudged.get(rule, 0) + count
 
 
+def many_sessions(trace: Path, samples: int = 16) -> bool:
+    """Whether pieces from all over ``trace`` name more than one session.
+
+    Only whether a split is worth its workers: a trace of one session would
+    keep one worker busy and the others reading in vain. A guess, never a
+    verdict (what a split reports does not depend on it).
+    """
+    size = trace.stat().st_size
+    keys: set[bytes] = set()
+    with trace.open("rb") as f:
+        for number in range(samples):
+            f.seek(size * number // samples)
+            keys.update(_SESSION_KEY.findall(f.read(_SAMPLE_BYTES)))
+            if len(keys) > 1:
+                return True
+    return False
+
+
+#: A record's session key, as the writer puts it (a guess is all ``many_sessions`` needs).
+_SESSION_KEY = re.compile(rb'"t":[-0-9.e+]+,"session":"((?:[^"\\\n]|\\.){0,256})"')
+_SAMPLE_BYTES = 1 << 16
+
+
 def _order(item: Tagged) -> int:
     return item[0]
 
@@ -243,7 +267,7 @@ def _order(item: Tagged) -> int:
 def check_split(trace: Path, jobs: int) -> Merged | None:
     """Check ``trace`` with ``jobs`` workers (``check_share``); None: check in one process."""
     try:
-        if jobs < 2 or trace.stat().st_size < MIN_SPLIT_BYTES:
+        if jobs < 2 or trace.stat().st_size < MIN_SPLIT_BYTES or not many_sessions(trace):
             return None
     except OSError:
         return None

@@ -139,3 +139,15 @@ def test_one_job_or_a_small_trace_is_not_split(
     assert check_split(path, 1) is None
     monkeypatch.setattr(split, "MIN_SPLIT_BYTES", path.stat().st_size + 1)
     assert check_split(path, 2) is None
+
+
+def test_a_trace_of_one_session_is_not_worth_a_split(tmp_path: Path) -> None:
+    one = interleaved(tmp_path / "one.jsonl", 1)
+    lines = one.read_bytes().splitlines(keepends=True)
+    keep = [lines[0]] + [line for line in lines[1:] if b'"session":"string-id-echo-0"' in line]
+    single = tmp_path / "single.jsonl"
+    single.write_bytes(b"".join(keep))
+    assert split.many_sessions(one) is True
+    assert split.many_sessions(single) is False
+    assert check_split(single, 2) is None
+    assert check_split(one, 2) is not None
