@@ -111,3 +111,16 @@ def test_cli_one_trace_options_refuse_several(option: list[str]) -> None:
     result = _cli(*option, str(GALLERY[0]), str(GALLERY[1]))
     assert result.returncode == 2
     assert b"checks one TRACE at a time" in result.stderr
+
+
+def test_cli_a_filter_reaches_the_workers() -> None:
+    paths = [str(p) for p in GALLERY[:3]]
+    args = ["--format", "json", "--filter", "rule == JR-PARSE", *paths]
+    parallel = _cli("--jobs", "2", *args)
+    assert parallel.stderr == b""
+    assert parallel.stdout == _cli("--jobs", "1", *args).stdout
+    rows = [orjson.loads(line) for line in parallel.stdout.splitlines()]
+    assert [(Path(r["trace"]).name, r["rule"]) for r in rows] == [
+        ("stdout-pollution.jsonl", "JR-PARSE"),
+        ("pretty-printed-response.jsonl", "JR-PARSE"),
+    ]
