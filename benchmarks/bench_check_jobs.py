@@ -146,13 +146,17 @@ def main(argv: list[str] | None = None) -> int:
         # shared machine had no idle core to give, whatever --jobs asked for.
         busy: list[float] = []
         loads: list[float] = []
+        # CPU time of the parallel run / of the serial one: what the split costs
+        # (forks, each worker reading the whole trace of a split by session).
+        cpu_cost: list[float] = []
         reference = None
         identical = True
         for _ in range(max(1, args.repeat)):
             loads.append(os.getloadavg()[0])
-            one, _, digest_one = run(traces, 1)
+            one, cpu_one, digest_one = run(traces, 1)
             many, cpu_many, digest_many = run(traces, args.jobs)
             busy.append(cpu_many / many)
+            cpu_cost.append(cpu_many / cpu_one)
             reference = reference or digest_one
             identical = identical and digest_one == reference and digest_many == reference
             serial.append(one)
@@ -169,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
             f"target >= {wanted:.2f}x {verdict}"
         )
         print(
-            f"      jobs {args.jobs} used {statistics.median(busy):.2f} core(s) (median CPU/wall); "
+            f"      jobs {args.jobs} used {statistics.median(busy):.2f} core(s) (median CPU/wall), "
+            f"{statistics.median(cpu_cost):.2f}x the CPU time of jobs 1; "
             f"load average before each pair: {', '.join(f'{x:.1f}' for x in loads)}"
         )
         ok = ok and identical and (not judged or speedup >= wanted)
