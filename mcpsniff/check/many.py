@@ -16,6 +16,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TextIO
@@ -100,8 +101,16 @@ def _check_in_workers(
                 )
             )
         try:
-            for out_path, err_path, future in futures:
-                verdict = future.result()
+            for (out_path, err_path, future), one in zip(futures, options, strict=True):
+                try:
+                    verdict = future.result()
+                except BrokenProcessPool:
+                    # Its worker died (killed, out of memory): this trace has no
+                    # verdict, and neither have those not yet done.
+                    reason = f"{one.trace}: the process checking it died"
+                    err.write(f"mcpsniff check: {terminal_safe(reason)}\n")
+                    yield TraceVerdict(one.trace, error=reason)
+                    continue
                 _copy(out_path, out, encoding)
                 _copy(err_path, err, encoding)
                 out_path.unlink()

@@ -28,6 +28,7 @@ import multiprocessing
 import re
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -151,6 +152,12 @@ def _replay_share(
             if taken > 4096:
                 del positions[:taken]
                 taken = 0
+            session = versions.get(first.session)
+            if session is not None:
+                # As ``replay_notable``: a batch of frames that raised nothing is passed over.
+                if not session.notable and type(first) is FrameRecord:
+                    continue
+                session.notable = 0
             _tag(batch, position, versions, tagged)
     except StopIteration:
         pass
@@ -273,9 +280,12 @@ def check_split(trace: Path, jobs: int) -> Merged | None:
         return None
     methods = multiprocessing.get_all_start_methods()
     context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-        futures = [pool.submit(check_share, trace, k, jobs) for k in range(jobs)]
-        shares = [future.result() for future in futures]
+    try:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+            futures = [pool.submit(check_share, trace, k, jobs) for k in range(jobs)]
+            shares = [future.result() for future in futures]
+    except (BrokenProcessPool, OSError):
+        return None  # a worker died (out of memory?): one process checks the trace
     if any(share is None for share in shares):
         return None
     return Merged(shares)  # type: ignore[arg-type]

@@ -124,3 +124,21 @@ def test_cli_a_filter_reaches_the_workers() -> None:
         ("stdout-pollution.jsonl", "JR-PARSE"),
         ("pretty-printed-response.jsonl", "JR-PARSE"),
     ]
+
+
+def _die(*args: object) -> None:
+    os._exit(9)
+
+
+def test_a_worker_that_dies_leaves_its_trace_without_verdict(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mcpsniff.check import many
+
+    monkeypatch.setattr(many, "_check_to_files", _die)
+    out, err, verdicts = _run(GALLERY[:2], 2)
+    assert [v.error for v in verdicts] == [
+        f"{p}: the process checking it died" for p in GALLERY[:2]
+    ]
+    assert err.count("the process checking it died") == 2
+    assert out == ""

@@ -151,3 +151,18 @@ def test_a_trace_of_one_session_is_not_worth_a_split(tmp_path: Path) -> None:
     assert split.many_sessions(single) is False
     assert check_split(single, 2) is None
     assert check_split(one, 2) is not None
+
+
+def test_a_worker_that_dies_leaves_the_check_to_one_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = interleaved(tmp_path / "many.jsonl", 2)
+    monkeypatch.setattr(split, "check_share", _die)
+    assert check_split(path, 2) is None
+    assert _check(path, "json", 2) == _check(path, "json", 1)
+
+
+def _die(*args: object) -> None:
+    import os
+
+    os._exit(9)
