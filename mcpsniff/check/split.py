@@ -248,7 +248,8 @@ def many_sessions(trace: Path, samples: int = 16) -> bool:
     """Whether pieces from all over ``trace`` name more than one session.
 
     Only whether a split is worth its workers: a trace of one session would
-    keep one worker busy and the others reading in vain. A guess, never a
+    keep one worker busy and the others reading in vain, and one of HTTP
+    sessions makes them give up (``Analyzer.shared``). A guess, never a
     verdict (what a split reports does not depend on it).
     """
     size = trace.stat().st_size
@@ -256,15 +257,19 @@ def many_sessions(trace: Path, samples: int = 16) -> bool:
     with trace.open("rb") as f:
         for number in range(samples):
             f.seek(size * number // samples)
-            keys.update(_SESSION_KEY.findall(f.read(_SAMPLE_BYTES)))
-            if len(keys) > 1:
-                return True
-    return False
+            piece = f.read(_SAMPLE_BYTES)
+            if _HTTP_EXCHANGE in piece:
+                # An HTTP capture: its sessions share exchange numbers, and a
+                # worker would give up at the first one.
+                return False
+            keys.update(_SESSION_KEY.findall(piece))
+    return len(keys) > 1
 
 
 #: A record's session key, as the writer puts it (a guess is all ``many_sessions`` needs).
 _SESSION_KEY = re.compile(rb'"t":[-0-9.e+]+,"session":"((?:[^"\\\n]|\\.){0,256})"')
 _SAMPLE_BYTES = 1 << 16
+_HTTP_EXCHANGE = b'"event":"http-request"'
 
 
 def _order(item: Tagged) -> int:

@@ -122,6 +122,11 @@ def test_facts_shared_across_sessions_keep_the_check_in_one_process(tmp_path: Pa
         # (rules/http.py): a worker seeing one session's exchanges cannot know it.
         request = EventRecord(10_000, 9.0, "clean-2025-11-25-0", "http-request", {"exchange": 1})
         trace.write(encode_line(request))
+    # The worker owning that session gives up, which leaves the check to one
+    # process; and the guess does not even start workers on such a trace.
+    shares = [split.check_share(path, k, 2) for k in (0, 1)]
+    assert shares.count(None) == 1
+    assert split.many_sessions(path) is False
     assert check_split(path, 2) is None
     assert _check(path, "json", 2) == _check(path, "json", 1)
 
