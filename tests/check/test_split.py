@@ -171,3 +171,18 @@ def _die(*args: object) -> None:
     import os
 
     os._exit(9)
+
+
+def test_skipped_and_torn_lines_are_told_once_as_by_one_process(tmp_path: Path) -> None:
+    path = interleaved(tmp_path / "many.jsonl", 2)
+    lines = path.read_bytes().splitlines(keepends=True)
+    middle = len(lines) // 2
+    hostile = b'{"type":"frame","seq":"x","t":1.0}\n'  # a record of the wrong shape
+    torn = b'{"type":"frame","seq":99999,"t":9.0,"session":"stdout-poll'
+    path.write_bytes(b"".join([*lines[:middle], hostile, *lines[middle:], torn]))
+    assert check_split(path, 2) is not None
+    alone = _check(path, "text", 1)
+    assert _check(path, "text", 2) == alone
+    warnings = alone[1].splitlines()
+    assert len(warnings) == 2
+    assert "line" in warnings[0] and "incomplete" in warnings[1]
