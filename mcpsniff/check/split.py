@@ -28,9 +28,9 @@ import multiprocessing
 import re
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mcpsniff.core.analyzer import MAX_SESSIONS, STATE_DROPPED, Analyzer, end_unended, replay_inputs
 from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, Record
@@ -94,8 +94,9 @@ def _replay_share(
     reader: TraceReader, analyzer: Analyzer, index: int, workers: int, share: Share
 ) -> None:
     owners: dict[str, bool] = {}
-    #: Every session kept, in the order of its last input: [position, ended].
-    kept: dict[str, list] = {}
+    #: Every session kept (as one process keeps them), in the order of its
+    #: last input: whether it ended.
+    kept: dict[str, bool] = {}
     positions: list[tuple[Record, int]] = []  # the inputs handed on, not yet reported
     taken = 0  # how many of ``positions`` are behind
     last = [0.0, 0]
@@ -112,16 +113,14 @@ def _replay_share(
             if is_drop:
                 kept.pop(key, None)
             else:
-                entry = kept.pop(key, None)
-                if entry is None:
-                    entry = [position, False]
+                ended = kept.pop(key, None)
+                if ended is None:
+                    ended = False
                     if len(kept) >= MAX_SESSIONS:
                         raise _GiveUp  # one process would drop a session's state here
-                else:
-                    entry[0] = position
                 if type(record) is EventRecord and record.event == "session-end":
-                    entry[1] = True
-                kept[key] = entry  # now the most recent
+                    ended = True
+                kept[key] = ended  # now the most recent
             owned = owners.get(key)
             if owned is None:
                 if len(owners) >= _MAX_KEYS:
@@ -137,7 +136,7 @@ def _replay_share(
 
     shared = analyzer.shared
     tagged = share.tagged
-    versions = analyzer.sessions
+    sessions = analyzer.sessions
     batches = replay_inputs(inputs(), analyzer)
     try:
         while True:
@@ -152,49 +151,52 @@ def _replay_share(
             if taken > 4096:
                 del positions[:taken]
                 taken = 0
-            session = versions.get(first.session)
+            session = sessions.get(first.session)
             if session is not None:
                 # As ``replay_notable``: a batch of frames that raised nothing is passed over.
                 if not session.notable and type(first) is FrameRecord:
                     continue
                 session.notable = 0
-            _tag(batch, position, versions, tagged)
+            _tag(batch, position, sessions, tagged)
     except StopIteration:
         pass
     # The follower must agree with the analyzer on every session this worker owns.
-    for key, session in analyzer.sessions.items():
-        if key not in kept or kept[key][1] != session.state.ended:
+    for key, session in sessions.items():
+        if kept.get(key) is not session.state.ended:
             raise _GiveUp
-    if sum(1 for key in kept if owners[key]) != len(analyzer.sessions):
+    if sum(1 for key in kept if owners[key]) != len(sessions):
         raise _GiveUp
     # The last t and seq of the whole trace (``replay_inputs`` saw this worker's only).
     last_t, last_seq = last
     # The sessions left open, in the order of their last input (one process's
     # ``analyzer.sessions``), numbered after the trace's last seq.
-    open_keys = [key for key, (_, ended) in kept.items() if not ended]
+    open_keys = [key for key, ended in kept.items() if not ended]
     for rank, key in enumerate(open_keys, start=1):
-        session = analyzer.sessions.get(key)
-        if owners.get(key) and session is not None:
-            if session.state.ended:
-                raise _GiveUp  # the follower and the analyzer disagree
-            _tag(end_unended(session, last_seq + rank, last_t), -1, versions, tagged, rank)
+        session = sessions.get(key)
+        if session is not None:  # one of this worker's
+            # After every input's position: the ends come last, in this order.
+            _tag(
+                end_unended(session, last_seq + rank, last_t),
+                _AFTER_INPUTS + rank,
+                sessions,
+                tagged,
+            )
 
 
-def _tag(
-    batch: list[Record],
-    position: int,
-    sessions: dict,
-    tagged: list[Tagged],
-    rank: int = 0,
-) -> None:
+#: Orders past every input's position: those of the made-up session ends.
+_AFTER_INPUTS = 1 << 62
+
+
+def _tag(batch: list[Record], order: int, sessions: dict[str, Any], tagged: list[Tagged]) -> None:
     """Keep the findings and events of ``batch``, with their order and session's version."""
     for record in batch:
         kind = type(record)
         if kind is FindingRecord or kind is EventRecord:
             session = sessions.get(record.session)
             version = session.state.version if session is not None else None
-            order = position if rank == 0 else (1 << 62) + rank
-            tagged.append((order, record, version if isinstance(version, str) else None))  # type: ignore[arg-type]
+            if not isinstance(version, str):
+                version = None
+            tagged.append((order, record, version))  # type: ignore[arg-type]
 
 
 @dataclass
@@ -289,8 +291,10 @@ def check_split(trace: Path, jobs: int) -> Merged | None:
         with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
             futures = [pool.submit(check_share, trace, k, jobs) for k in range(jobs)]
             shares = [future.result() for future in futures]
-    except (BrokenProcessPool, OSError):
-        return None  # a worker died (out of memory?): one process checks the trace
+    except Exception:
+        # A worker died (killed, out of memory) or failed: one process checks
+        # the trace, and tells of a failure its own way.
+        return None
     if any(share is None for share in shares):
         return None
     return Merged(shares)  # type: ignore[arg-type]
