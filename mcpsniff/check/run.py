@@ -44,6 +44,10 @@ class CheckOptions:
     explain: str | None = None
     #: Colour the text report (on a terminal only).
     colour: bool = False
+    #: Named as ``"trace"`` in each JSON finding (when one run checks several traces).
+    trace_label: str | None = None
+    #: Processes to share the trace's sessions among (``check/split.py``; 1: this one).
+    jobs: int = 1
 
 
 class CheckError(Exception):
@@ -79,10 +83,21 @@ def run_check(
     sessions: set[str] = set()
     analyzer_errors: list[EventRecord] = []
     gaps = GapTally()
+    merged = None
+    if options.jobs > 1 and flt is None:
+        from mcpsniff.check.split import check_split
+
+        merged = check_split(trace, options.jobs)
     try:
         with reader:
             analyzer = Analyzer()
-            if flt is None:
+            if merged is not None:
+                # The sessions were analyzed by workers: their findings and events
+                # in the order this process would have found them.
+                for text in merged.skipped():
+                    warn(terminal_safe(text))
+                records = merged.records()
+            elif flt is None:
                 # Only findings and events: frames and messages are not reported.
                 records: Iterable[Record] = replay_notable(reader.inputs(), analyzer)
             else:
@@ -97,19 +112,27 @@ def run_check(
                 if SEVERITY_RANK.get(record.severity, 0) >= threshold:
                     failing += 1
                 if fmt == "json":
-                    version = session_version(analyzer, record.session)
-                    out.write(terminal_json_line(finding_json(record, version)) + "\n")
+                    version = (
+                        session_version(analyzer, record.session)
+                        if merged is None
+                        else merged.version
+                    )
+                    obj = finding_json(record, version)
+                    if options.trace_label is not None:
+                        obj["trace"] = options.trace_label
+                    out.write(terminal_json_line(obj) + "\n")
                 else:
                     by_session[record.session].append(record)
         # "0 finding(s) in 1 session(s)": every session counts, clean or not
         # (each had an input, so it has records): those the analyzer keeps,
         # and those whose state it dropped at its cap (MAX_SESSIONS), which
         # it remembers by key, or by a digest when the key is long.
-        sessions.update(analyzer.sessions)
+        dropped = analyzer.dropped if merged is None else merged.dropped()
+        sessions.update(analyzer.sessions if merged is None else merged.sessions())
         sessions.update(by_session)
-        sessions.update(key for key in analyzer.dropped if type(key) is str)
+        sessions.update(key for key in dropped if type(key) is str)
         named = {dropped_id(key) for key in by_session}
-        unnamed = sum(1 for key in analyzer.dropped if type(key) is bytes and key not in named)
+        unnamed = sum(1 for key in dropped if type(key) is bytes and key not in named)
     except TraceError as exc:
         raise CheckError(str(exc)) from None
     except BrokenPipeError:
@@ -122,9 +145,13 @@ def run_check(
         raise CheckError(f"{trace}: read failed: {exc.strerror or exc}") from None
     # What the verdict does not cover: on stderr, and in a SARIF or JUnit report too.
     notes: list[str] = []
-    if reader.torn is not None:
-        notes.append(f"{terminal_safe(str(trace))}: {reader.torn.describe()}")
-    gaps.add_unjudged(analyzer.sessions.values(), analyzer.dropped_excused)
+    torn = reader.torn if merged is None else merged.torn()
+    if torn is not None:
+        notes.append(f"{terminal_safe(str(trace))}: {torn.describe()}")
+    if merged is None:
+        gaps.add_unjudged(analyzer.sessions.values(), analyzer.dropped_excused)
+    else:
+        merged.add_unjudged(gaps)
     if (lacking := gaps.warning()) is not None:
         notes.append(f"{terminal_safe(str(trace))}: {lacking}")
     if (growing := gaps.still_recording()) is not None:
@@ -140,8 +167,11 @@ def run_check(
         )
     for note in notes:
         warn(note)
-    if fmt == "text":
+    if merged is not None:
+        versions = {key: merged.session_version(key) for key in by_session}
+    else:
         versions = {key: session_version(analyzer, key) for key in by_session}
+    if fmt == "text":
         for line in report_lines(dict(by_session), Style(options.colour), versions):
             say(line)
         total = sum(len(v) for v in by_session.values())
@@ -159,7 +189,6 @@ def run_check(
     elif fmt in ("sarif", "junit"):
         from mcpsniff.export.check_report import write_check_report
 
-        versions = {key: session_version(analyzer, key) for key in by_session}
         write_check_report(fmt, trace, dict(by_session), sessions, fail_on, out, notes, versions)
     return failing
 
