@@ -11,6 +11,7 @@ from mcpsniff.cli.export import export
 from mcpsniff.cli.http import http
 from mcpsniff.cli.install import install, uninstall
 from mcpsniff.cli.ls import ls
+from mcpsniff.cli.mcp import mcp
 from mcpsniff.cli.redact import redact
 from mcpsniff.cli.replay import replay
 from mcpsniff.cli.report import report
@@ -36,6 +37,7 @@ for _command in (
     export,
     install,
     ls,
+    mcp,
     replay,
     redact,
     show,
