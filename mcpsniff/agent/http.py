@@ -103,8 +103,8 @@ async def serve_http(server: TraceServer, host: str, port: int) -> None:
     await runner.setup()
     site = web.TCPSite(runner, host, port)
     await site.start()
-    sockets = site._server.sockets if site._server is not None else []  # noqa: SLF001
-    bound = sockets[0].getsockname()[1] if sockets else port
+    addresses = runner.addresses
+    bound = addresses[0][1] if addresses else port
     shown = f"[{host}]" if ":" in host else host
     print(f"mcpsniff mcp: serving http://{shown}:{bound}{ENDPOINT}", file=sys.stderr, flush=True)
     try:

@@ -25,7 +25,9 @@ _TOO_LONG = (
 )
 
 
-def serve_stdio(server: TraceServer, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
+def serve_stdio(
+    server: TraceServer, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None
+) -> None:
     """Answer messages from ``stdin`` on ``stdout`` until end of input."""
     source = stdin if stdin is not None else sys.stdin.buffer
     sink = stdout if stdout is not None else sys.stdout.buffer

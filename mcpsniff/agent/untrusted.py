@@ -76,9 +76,7 @@ def quoted(value: Any, limit: int = RESULT_LIMIT) -> str:
         )
         body = body[:limit]
     nonce = secrets.token_hex(8)
-    return (
-        f"{PREAMBLE}\n<<<mcpsniff-data {nonce}>>>\n{body}\n<<<end mcpsniff-data {nonce}>>>{note}"
-    )
+    return f"{PREAMBLE}\n<<<mcpsniff-data {nonce}>>>\n{body}\n<<<end mcpsniff-data {nonce}>>>{note}"
 
 
 def unquote(text: str) -> Any:

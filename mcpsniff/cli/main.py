@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from mcpsniff import __version__
+from mcpsniff.cli.archive import parquet, query
 from mcpsniff.cli.check import check
 from mcpsniff.cli.demo import demo
 from mcpsniff.cli.export import export
@@ -38,6 +39,7 @@ for _command in (
     install,
     ls,
     mcp,
+    query,
     replay,
     redact,
     show,
@@ -47,3 +49,6 @@ for _command in (
     report,
 ):
     main.add_command(_command)
+
+# `export parquet` lives with `query` (cli/archive.py): both are the archive's.
+export.add_command(parquet)

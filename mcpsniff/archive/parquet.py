@@ -1,0 +1,250 @@
+"""Writing the archive: Parquet files partitioned by day and server, appended idempotently.
+
+Layout (docs/archive.md)::
+
+    DIR/mcpsniff-archive.json                 {"schema_version": 1, ...}
+    DIR/messages/day=2026-01-01/server=NAME/part-<trace>-<first>-<last>.parquet
+    DIR/findings/day=2026-01-01/server=NAME/part-<trace>-<first>-<last>.parquet
+
+Hive-style folders, as Spark, Trino, ClickHouse, DuckDB and pyarrow read
+them; the partition values are percent-encoded (pyarrow's ``uri`` segment
+encoding). The partition columns live in the folder names only, not in the
+files, which is what those engines expect.
+
+Appending is idempotent: before writing a trace's rows, the keys the archive
+already holds for that trace are read back, and only the rows it lacks are
+written, to a new file whose name is derived from them; so exporting a trace
+twice adds nothing, and exporting it again after it grew adds only what is
+new. Each file is written under a temporary name and renamed into place, so a
+reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from mcpsniff.archive.rows import SCHEMA_VERSION, UNKNOWN, TraceRows
+
+try:
+    import pyarrow as pa
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+except ImportError:  # pragma: no cover - the optional extra is missing
+    pa = None
+
+MANIFEST = "mcpsniff-archive.json"
+MESSAGES, FINDINGS = "messages", "findings"
+#: Parquet key-value metadata naming the schema version of every file.
+VERSION_KEY = b"mcpsniff.archive.schema_version"
+PARTITIONS = ("day", "server")
+
+
+class ArchiveError(Exception):
+    """The archive cannot be written or read; the message is one line."""
+
+
+def require_pyarrow() -> None:
+    """Raise ``ArchiveError`` saying how to install the extra when pyarrow is missing."""
+    if pa is None:
+        raise ArchiveError(
+            "the Parquet archive needs pyarrow and duckdb: pip install 'mcpsniff[archive]'"
+        )
+
+
+def _schemas() -> dict[str, Any]:
+    time = pa.timestamp("us", tz="UTC")
+    identity = [
+        ("server_name", pa.string()),
+        ("server_version", pa.string()),
+        ("client_name", pa.string()),
+        ("protocol_version", pa.string()),
+    ]
+    messages = pa.schema(
+        [
+            ("trace", pa.string()),
+            ("trace_file", pa.string()),
+            ("session", pa.string()),
+            ("seq", pa.int64()),
+            ("batch_index", pa.int32()),
+            ("t", time),
+            ("transport", pa.string()),
+            ("direction", pa.string()),
+            ("kind", pa.string()),
+            ("method", pa.string()),
+            ("id", pa.string()),
+            ("tool", pa.string()),
+            ("target", pa.string()),
+            ("latency_ms", pa.float64()),
+            ("error_code", pa.int64()),
+            ("error_layer", pa.string()),
+            ("is_error", pa.bool_()),
+            ("size", pa.int64()),
+            ("findings", pa.int32()),
+            ("body", pa.string()),
+            *identity,
+        ],
+        metadata={VERSION_KEY: str(SCHEMA_VERSION).encode()},
+    )
+    findings = pa.schema(
+        [
+            ("trace", pa.string()),
+            ("trace_file", pa.string()),
+            ("session", pa.string()),
+            ("finding_no", pa.int64()),
+            ("rule", pa.string()),
+            ("severity", pa.string()),
+            ("message", pa.string()),
+            ("seq", pa.int64()),
+            ("seqs", pa.string()),
+            ("t", time),
+            *identity,
+        ],
+        metadata={VERSION_KEY: str(SCHEMA_VERSION).encode()},
+    )
+    return {MESSAGES: messages, FINDINGS: findings}
+
+
+def _key(table: str, row: dict[str, Any]) -> tuple[Any, ...]:
+    if table == MESSAGES:
+        return (row["session"], row["seq"], row["batch_index"])
+    return (row["finding_no"],)
+
+
+@dataclass
+class Appended:
+    """What one ``append`` added."""
+
+    messages: int = 0
+    findings: int = 0
+    skipped_messages: int = 0
+    skipped_findings: int = 0
+    files: int = 0
+
+
+def open_archive(folder: Path) -> None:
+    """Create the archive folder and its manifest, or check an existing one's version."""
+    require_pyarrow()
+    manifest = folder / MANIFEST
+    if manifest.exists():
+        try:
+            version = json.loads(manifest.read_text())["schema_version"]
+        except (OSError, ValueError, KeyError, TypeError):
+            raise ArchiveError(f"{manifest}: not an mcpsniff archive manifest") from None
+        if version != SCHEMA_VERSION:
+            raise ArchiveError(
+                f"{folder}: archive schema version {version!r}; this mcpsniff writes "
+                f"{SCHEMA_VERSION} (see docs/archive.md)"
+            )
+        return
+    if folder.exists() and any(folder.iterdir()):
+        raise ArchiveError(f"{folder}: not empty and not an mcpsniff archive; left untouched")
+    folder.mkdir(parents=True, exist_ok=True)
+    document = {"format": "mcpsniff-archive", "schema_version": SCHEMA_VERSION}
+    _write_atomically(manifest, (json.dumps(document) + "\n").encode())
+
+
+def _existing_keys(folder: Path, table: str, trace: str) -> set[tuple[Any, ...]]:
+    root = folder / table
+    if not root.is_dir():
+        return set()
+    columns = ["session", "seq", "batch_index"] if table == MESSAGES else ["finding_no"]
+    dataset = ds.dataset(root, format="parquet", partitioning="hive")
+    found = dataset.to_table(columns=columns, filter=ds.field("trace") == trace).to_pylist()
+    return {tuple(row[c] for c in columns) for row in found}
+
+
+def append(folder: Path, rows: TraceRows) -> Appended:
+    """Add the rows of one trace that ``folder`` lacks. Raises ``ArchiveError``."""
+    require_pyarrow()
+    done = Appended()
+    for table, items in ((MESSAGES, rows.messages), (FINDINGS, rows.findings)):
+        have = _existing_keys(folder, table, rows.trace)
+        new = [row for row in items if _key(table, row) not in have]
+        skipped = len(items) - len(new)
+        if table == MESSAGES:
+            done.messages, done.skipped_messages = len(new), skipped
+        else:
+            done.findings, done.skipped_findings = len(new), skipped
+        groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+        for row in new:
+            groups[(row["day"], row["server"])].append(row)
+        for (day, server), group in sorted(groups.items()):
+            _write_part(folder, table, rows.trace, day, server, group)
+            done.files += 1
+    return done
+
+
+def arrow_table(table: str, rows: list[dict[str, Any]], with_partitions: bool = False) -> Any:
+    """The rows of ``table`` as a pyarrow table of the archive schema.
+
+    ``with_partitions`` adds ``day`` (a date) and ``server``, the columns an
+    archive keeps in its folder names, as a query over it sees them.
+    """
+    require_pyarrow()
+    schema = _schemas()[table]
+    arrays = []
+    for field in schema:
+        values = [row.get(field.name) for row in rows]
+        if field.name == "t":
+            micros = [None if v is None else int(v * 1_000_000) for v in values]
+            arrays.append(pa.array(micros, pa.int64()).cast(field.type))
+        else:
+            arrays.append(pa.array(values, field.type))
+    if with_partitions:
+        days = [None if row["day"] == UNKNOWN else row["day"] for row in rows]
+        arrays.append(pa.array(days, pa.string()).cast(pa.date32()))
+        arrays.append(pa.array([row["server"] for row in rows], pa.string()))
+        schema = schema.append(pa.field("day", pa.date32())).append(pa.field("server", pa.string()))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _write_part(
+    folder: Path, table: str, trace: str, day: str, server: str, group: list[dict[str, Any]]
+) -> None:
+    arrow = arrow_table(table, group)
+    part = folder / table / f"day={quote(day, safe='')}" / f"server={quote(server, safe='')}"
+    part.mkdir(parents=True, exist_ok=True)
+    first, last = _span(table, group)
+    target = part / f"part-{trace}-{first}-{last}.parquet"
+    temporary = part / f".{target.name}.{os.getpid()}.tmp"
+    try:
+        pq.write_table(arrow, temporary, compression="zstd")
+        os.replace(temporary, target)
+    except OSError as exc:
+        temporary.unlink(missing_ok=True)
+        raise ArchiveError(f"{target}: cannot write: {exc.strerror or exc}") from None
+
+
+def _span(table: str, group: list[dict[str, Any]]) -> tuple[int, int]:
+    column = "seq" if table == MESSAGES else "finding_no"
+    values = [row[column] for row in group if row[column] is not None] or [0]
+    return min(values), max(values)
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_bytes(data)
+    os.replace(temporary, path)
+
+
+def export_traces(
+    paths: list[Path], folder: Path, progress: Callable[[Path, Appended], None]
+) -> Appended:
+    """Append every trace of ``paths`` to the archive at ``folder``; the totals."""
+    from mcpsniff.archive.rows import iter_trace_files, trace_rows
+
+    open_archive(folder)
+    total = Appended()
+    for path in iter_trace_files(paths):
+        done = append(folder, trace_rows(path))
+        progress(path, done)
+        for name in ("messages", "findings", "skipped_messages", "skipped_findings", "files"):
+            setattr(total, name, getattr(total, name) + getattr(done, name))
+    return total
