@@ -22,8 +22,9 @@ from mcpsniff.core.error_layers import TOOL_ERROR, error_layer
 from mcpsniff.core.model import BATCH, ERROR, REQUEST, RESPONSE, FindingRecord, Record
 from mcpsniff.core.protocol import META_SERVER_INFO
 from mcpsniff.filter import MessageView, build_views, index_findings
+from mcpsniff.filter.analyzed import AnalyzedRecords, frames_only
+from mcpsniff.filter.reading import LazyTraceRecords
 from mcpsniff.trace.codec import TraceError
-from mcpsniff.trace.reader import TraceReader
 
 #: The version of the archive's schema (docs/archive.md says what changes it).
 SCHEMA_VERSION = 1
@@ -105,7 +106,9 @@ def _body(view: MessageView) -> str:
 
 def _learn(identity: SessionIdentity, view: MessageView) -> None:
     """Fill ``identity`` from an initialize exchange or a 2026-07-28 ``_meta``."""
-    body = view.body if view.method == "initialize" or view.kind == RESPONSE else None
+    if view.method != "initialize" and (view.kind != RESPONSE or identity.server is not None):
+        return  # the common case: nothing left to learn, no body parsed
+    body = view.body
     if not isinstance(body, dict):
         return
     if view.kind == REQUEST:
@@ -182,18 +185,20 @@ def trace_rows(path: Path) -> TraceRows:
     file = str(path)
     identities: dict[str, SessionIdentity] = {}
     times: dict[tuple[str, int], float] = {}
-    with TraceReader(path) as reader:
-        index = index_findings(reader.records())
+    # The reader ``stats`` uses: a frame's body stays unparsed unless a view needs it.
+    # Frames without message records (written without analysis) are analyzed, as
+    # ``stats`` and ``check`` do, or they would archive nothing.
+    reading = AnalyzedRecords if frames_only(path) else LazyTraceRecords
+    index = index_findings(reading(path, on_skip=_quiet))
     recorded: list[FindingRecord] = []
-    with TraceReader(path) as reader:
-        for view in build_views(_keeping_findings(reader.records(), recorded), index):
-            if view.t is not None:
-                times.setdefault((view.session, view.seq), view.t)
-            if view.message is None or view.kind == BATCH:
-                continue
-            identity = identities.setdefault(view.session, SessionIdentity())
-            _learn(identity, view)
-            out.messages.append(message_row(out.trace, file, view))
+    for view in build_views(_keeping_findings(reading(path), recorded), index):
+        if view.t is not None:
+            times.setdefault((view.session, view.seq), view.t)
+        if view.message is None or view.kind == BATCH:
+            continue
+        identity = identities.setdefault(view.session, SessionIdentity())
+        _learn(identity, view)
+        out.messages.append(message_row(out.trace, file, view))
     for row in out.messages:
         _fill_identity(row, identities.get(row["session"]))
     for number, finding in enumerate(recorded):
@@ -222,6 +227,10 @@ def _keeping_findings(records: Iterable[Record], found: list[FindingRecord]) -> 
         if isinstance(record, FindingRecord):
             found.append(record)
         yield record
+
+
+def _quiet(message: str) -> None:
+    """Skipped lines are reported once, by the second pass; the index pass is silent."""
 
 
 def _fill_identity(row: dict[str, Any], identity: SessionIdentity | None) -> None:
