@@ -4,8 +4,8 @@ Two tables, whatever the source: ``messages`` and ``findings``, with the
 columns of docs/archive.md (the partition columns ``day`` and ``server``
 included). Over an archive folder they are views of its Parquet files; over
 trace files they are the same rows built in memory, so a query means the same
-thing before and after ``export parquet``. The connection is in memory and
-read-only over the archive: a query cannot change the files.
+thing before and after ``export parquet``. The database is in memory, and
+DuckDB may not download extensions: it reads only the files named.
 """
 
 from __future__ import annotations
