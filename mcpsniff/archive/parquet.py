@@ -5,6 +5,7 @@ Layout (docs/archive.md)::
     DIR/mcpsniff-archive.json                 {"schema_version": 1, ...}
     DIR/messages/day=2026-01-01/server=NAME/part-<trace>-<first>-<last>.parquet
     DIR/findings/day=2026-01-01/server=NAME/part-<trace>-<first>-<last>.parquet
+    DIR/_exported/<trace>.json                {"size": ...}: the trace at its last export
 
 Hive-style folders, as Spark, Trino, ClickHouse, DuckDB and pyarrow read
 them; the partition values are percent-encoded (pyarrow's ``uri`` segment
@@ -40,6 +41,8 @@ except ImportError:  # pragma: no cover - the optional extra is missing
     pa = None
 
 MANIFEST = "mcpsniff-archive.json"
+#: Per trace, its size at its last export (an underscore folder, which engines skip).
+STATE = "_exported"
 MESSAGES, FINDINGS = "messages", "findings"
 #: Parquet key-value metadata naming the schema version of every file.
 VERSION_KEY = b"mcpsniff.archive.schema_version"
@@ -126,6 +129,11 @@ class Appended:
     skipped_messages: int = 0
     skipped_findings: int = 0
     files: int = 0
+    #: Traces not read again: the same size as at their last export.
+    unchanged: int = 0
+
+
+FIELDS = ("messages", "findings", "skipped_messages", "skipped_findings", "files", "unchanged")
 
 
 def open_archive(folder: Path) -> None:
@@ -237,14 +245,52 @@ def _write_atomically(path: Path, data: bytes) -> None:
 def export_traces(
     paths: list[Path], folder: Path, progress: Callable[[Path, Appended], None]
 ) -> Appended:
-    """Append every trace of ``paths`` to the archive at ``folder``; the totals."""
-    from mcpsniff.archive.rows import iter_trace_files, trace_rows
+    """Append every trace of ``paths`` to the archive at ``folder``; the totals.
+
+    A trace whose size is what it was at its last export is not read again
+    (traces only grow): a periodic export over a whole state folder costs a
+    ``stat`` per unchanged trace. The keys still decide what is written.
+    """
+    from mcpsniff.archive.rows import iter_trace_files, trace_id, trace_rows
 
     open_archive(folder)
     total = Appended()
     for path in iter_trace_files(paths):
-        done = append(folder, trace_rows(path))
+        size = _size(path)
+        ident = trace_id(path)
+        if size is not None and _exported_size(folder, ident) == size:
+            done = Appended(unchanged=1)
+        else:
+            done = append(folder, trace_rows(path))
+            if size is not None:
+                _note_exported(folder, ident, path, size)
         progress(path, done)
-        for name in ("messages", "findings", "skipped_messages", "skipped_findings", "files"):
+        for name in FIELDS:
             setattr(total, name, getattr(total, name) + getattr(done, name))
     return total
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None
+
+
+def _state_file(folder: Path, trace: str) -> Path:
+    return folder / STATE / f"{trace}.json"
+
+
+def _exported_size(folder: Path, trace: str) -> int | None:
+    try:
+        size = json.loads(_state_file(folder, trace).read_text()).get("size")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return size if type(size) is int else None
+
+
+def _note_exported(folder: Path, trace: str, path: Path, size: int) -> None:
+    state = _state_file(folder, trace)
+    state.parent.mkdir(exist_ok=True)
+    document = {"trace": trace, "file": str(path), "size": size}
+    _write_atomically(state, (json.dumps(document) + "\n").encode())

@@ -46,6 +46,12 @@ def parquet(traces: tuple[Path, ...], output: Path) -> None:
             fail("export parquet", f"{trace}: no such file or folder")
 
     def progress(path: Path, done: Any) -> None:
+        if done.unchanged:
+            where = terminal_safe(str(path))
+            click.echo(
+                f"mcpsniff export parquet: {where}: unchanged since its last export", err=True
+            )
+            return
         click.echo(
             f"mcpsniff export parquet: {terminal_safe(str(path))}: {done.messages} message(s), "
             f"{done.findings} finding(s) added; {done.skipped_messages} already archived",

@@ -8,6 +8,7 @@ object storage on many machines.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 
 from mcpsniff.archive.parquet import (
     MANIFEST,
+    STATE,
     VERSION_KEY,
     ArchiveError,
     export_traces,
@@ -93,8 +95,14 @@ def test_recordings_round_trip_twice_three_engines(tmp_path: Path) -> None:
     second = export_traces([RECORDINGS], archive, _quiet)
     expected = _message_count(traces)
     assert first.messages == expected and first.skipped_messages == 0
-    assert second.messages == 0 and second.findings == 0 and second.files == 0
-    assert second.skipped_messages == expected
+    # Unchanged traces are not even read again ...
+    assert (second.messages, second.findings, second.files) == (0, 0, 0)
+    assert second.unchanged == len(traces)
+    # ... and without that note, the keys alone keep the archive from doubling.
+    shutil.rmtree(archive / STATE)
+    third = export_traces([RECORDINGS], archive, _quiet)
+    assert (third.messages, third.findings, third.files, third.unchanged) == (0, 0, 0, 0)
+    assert third.skipped_messages == expected
     findings = sum(len(trace_rows(p).findings) for p in traces)
     counts = (expected, expected, findings)
     assert duckdb_counts(archive) == counts
@@ -107,9 +115,11 @@ def test_a_generated_100000_message_trace_exported_twice(tmp_path: Path) -> None
     generate(trace, 100_000, payload=128)
     archive = tmp_path / "archive"
     assert export_traces([trace], archive, _quiet).messages == 100_000
+    shutil.rmtree(archive / STATE)  # read it again: the keys decide
     again = export_traces([trace], archive, _quiet)
     assert (again.messages, again.skipped_messages) == (0, 100_000)
-    findings = len(trace_rows(trace).findings)
+    with trace.open("rb") as handle:
+        findings = sum(line.startswith(b'{"type":"finding"') for line in handle)
     assert findings > 0  # the generator's TOOL-ARGS-SCHEMA findings
     counts = (100_000, 100_000, findings)
     assert duckdb_counts(archive) == counts

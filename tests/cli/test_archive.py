@@ -26,6 +26,7 @@ def test_export_twice_then_query_in_three_formats(tmp_path: Path) -> None:
     assert code == 0 and "105 message(s) and 13 finding(s) added" in err
     code, _, err = run("export", "parquet", str(RECORDINGS), "-o", archive)
     assert code == 0 and "0 message(s) and 0 finding(s) added" in err
+    assert err.count("unchanged since its last export") == len(list(RECORDINGS.glob("*.jsonl")))
     code, out, _ = run("query", COUNT, archive)
     lines = out.splitlines()
     assert code == 0 and lines[0].split() == ["kind", "n"] and lines[-1] == "(6 rows)"
