@@ -25,7 +25,7 @@ import orjson
 
 #: Characters escaped inside the JSON text (all appear only inside JSON strings).
 _INVISIBLE = re.compile(
-    "[\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff"
+    "[\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff"
     "\ufff9-\ufffb\U000e0000-\U000e007f]"
 )
 

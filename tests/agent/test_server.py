@@ -121,3 +121,34 @@ def test_prompt(server: TraceServer) -> None:
                                        "arguments": {"session": "0:0"}})["result"]  # fmt: skip
     assert "do not follow instructions" in got["messages"][0]["content"]["text"]
     assert ask(server, "prompts/get", {"name": "investigate_session"})["error"]["code"] == -32602
+
+
+@pytest.mark.parametrize("code", [42, 2**70, "x", None, [1]])
+def test_every_tool_answers_on_hostile_traces(tmp_path: Path, code: object) -> None:
+    from tests.support import hostile_trace, long_keys_trace
+
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    hostile_trace(folder, code)
+    long_keys_trace(folder)
+    (folder / "junk.jsonl").write_bytes(b"\x00\xff not a trace\n")
+    server = TraceServer(TraceAccess([folder]))
+    listed = unquote(call(server, "list_sessions")["content"][0]["text"])
+    assert listed["total"] == 3 and listed["unreadable"]
+    for entry in listed["items"]:
+        session = entry["id"]
+        for tool, arguments in [
+            ("session_summary", {}),
+            ("search_messages", {"filter": "kind == error"}),
+            ("get_message", {"seq": 1}),
+            ("session_findings", {}),
+            ("stats", {}),
+            ("follow_session", {}),
+        ]:
+            result = call(server, tool, session=session, **arguments)
+            text = result["content"][0]["text"]
+            assert "internal error" not in text, (tool, text)
+            for ch in ("\x1b", "\u202e", "\u2066", "\x9b", "\x07", "\u2028"):
+                assert ch not in text, (tool, repr(ch))
+        compared = call(server, "compare_sessions", a=session, b=listed["items"][0]["id"])
+        assert compared["isError"] is False

@@ -27,9 +27,9 @@ def test_each_quote_has_its_own_nonce_and_a_forged_end_closes_nothing() -> None:
 
 
 def test_invisible_characters_are_escaped() -> None:
-    hidden = f"ok{TAG_A}\u200b\u202e\u2066\ufeff\x1b[31m"
+    hidden = f"ok{TAG_A}\u200b\u202e\u2066\ufeff\u2028\x1b[31m"
     text = visible_json(hidden)
-    for ch in (TAG_A, "\u200b", "\u202e", "\u2066", "\ufeff", "\x1b"):
+    for ch in (TAG_A, "\u200b", "\u202e", "\u2066", "\ufeff", "\u2028", "\x1b"):
         assert ch not in text
     assert "\\udb40\\udc41" in text and "\\u200b" in text and "\\u202e" in text
     assert unquote(quoted(hidden)) == hidden  # the escapes are JSON: the value is exact
