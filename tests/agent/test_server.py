@@ -98,22 +98,6 @@ def test_tool_input_errors_are_results_with_is_error(server: TraceServer) -> Non
     assert result["isError"] is True and "bad filter" in result["content"][0]["text"]
 
 
-def test_resources(server: TraceServer) -> None:
-    listed = ask(server, "resources/list")["result"]["resources"]
-    traces = [r for r in listed if r["uri"].startswith("mcpsniff://trace/")]
-    sessions = [r for r in listed if r["uri"].startswith("mcpsniff://session/")]
-    assert len(traces) == len(list(RECORDINGS.glob("*.jsonl"))) and len(sessions) >= len(traces)
-    read = ask(server, "resources/read", {"uri": sessions[0]["uri"]})["result"]
-    summary = unquote(read["contents"][0]["text"])
-    assert summary["session"]["id"] == sessions[0]["uri"].rsplit("/", 1)[1]
-    trace = unquote(ask(server, "resources/read", {"uri": traces[0]["uri"]})["result"]
-                    ["contents"][0]["text"])  # fmt: skip
-    assert trace["sessions"] and trace["file"].endswith(".jsonl")
-    templates = ask(server, "resources/templates/list")["result"]["resourceTemplates"]
-    assert {t["name"] for t in templates} == {"trace", "session"}
-    assert ask(server, "resources/list", {"cursor": "zz"})["error"]["code"] == -32602
-
-
 def test_prompt(server: TraceServer) -> None:
     prompts = ask(server, "prompts/list")["result"]["prompts"]
     assert [p["name"] for p in prompts] == ["investigate_session"]
