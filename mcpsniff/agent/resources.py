@@ -12,8 +12,7 @@ from typing import Any
 
 from mcpsniff.agent.access import Refused, TraceAccess
 from mcpsniff.agent.tools import session_summary
-from mcpsniff.agent.untrusted import quoted
-from mcpsniff.ui.model import bounded
+from mcpsniff.agent.untrusted import quoted, visible_json
 
 TRACE_PREFIX = "mcpsniff://trace/"
 SESSION_PREFIX = "mcpsniff://session/"
@@ -39,7 +38,12 @@ TEMPLATES = [
 
 
 def all_resources(access: TraceAccess) -> list[dict[str, Any]]:
-    """Every trace and session resource, traces first, newest first."""
+    """Every trace and session resource, traces first, newest first.
+
+    A listing is not quoted as data, so it names resources by id only: a server's
+    name is traffic (it can say anything), and only ``resources/read`` returns it.
+    The file's path, chosen on this machine, is shown as a JSON string.
+    """
     sessions = access.library.sessions()
     traces: dict[str, dict[str, Any]] = {}
     out: list[dict[str, Any]] = []
@@ -47,14 +51,15 @@ def all_resources(access: TraceAccess) -> list[dict[str, Any]]:
         if entry["trace"] not in traces:
             traces[entry["trace"]] = {
                 "uri": TRACE_PREFIX + entry["trace"],
-                "name": f"trace {entry['file']}",
-                "description": f"the sessions of {entry['path']}",
+                "name": f"trace {entry['trace']}",
+                "description": f"the sessions of the trace file {visible_json(entry['path'])}",
                 "mimeType": "text/plain",
             }
         out.append(
             {
                 "uri": SESSION_PREFIX + entry["id"],
-                "name": f"session {entry['id']} ({bounded(entry['name'], 80)})",
+                "name": f"session {entry['id']}",
+                "description": "a recorded session (untrusted data)",
                 "mimeType": "text/plain",
             }
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 
 import click
@@ -41,7 +42,9 @@ def mcp(paths: tuple[Path, ...], use_http: bool, listen: str) -> None:
     if not use_http:
         from mcpsniff.agent.stdio import serve_stdio
 
-        serve_stdio(server)
+        # The client went away (a closed pipe) or was stopped: nothing left to answer.
+        with contextlib.suppress(BrokenPipeError, KeyboardInterrupt):
+            serve_stdio(server)
         return
     try:
         host, port = parse_listen_address(listen, "--listen")
