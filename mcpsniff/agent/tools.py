@@ -218,17 +218,31 @@ def _findings_by_row(session: SessionModel) -> dict[int, list[dict[str, Any]]]:
 
 
 def search_messages(access: TraceAccess, args: dict[str, Any]) -> dict[str, Any]:
-    """The messages of a session that match a filter expression, paged."""
-    path, session = _session(access, args)
+    """The messages matching a filter expression, in one session or in every one; paged."""
     flt = _filter(args)
-    by_row = _findings_by_row(session)
+    if args.get("session") is not None:
+        path, session = _session(access, args)
+        targets = [(path, {session.key: session})]
+    else:
+        with access.library.lock:
+            targets = [
+                (followed.tail.path, dict(followed.model.sessions))
+                for followed in access.library.traces.values()
+                if followed.error is None
+            ]
     rows: list[dict[str, Any]] = []
-    for view in session_views(path):
-        if view.session != session.key or (flt is not None and not flt.matches(view)):
-            continue
-        n = session.row_for(view.seq, view.index)
-        if n is not None:
-            rows.append(_row_entry(session.row(n), by_row.get(n, [])))
+    for path, sessions in targets:
+        by_row = {key: _findings_by_row(s) for key, s in sessions.items()}
+        for view in session_views(path):
+            model = sessions.get(view.session)
+            if model is None or (flt is not None and not flt.matches(view)):
+                continue
+            n = model.row_for(view.seq, view.index)
+            if n is not None:
+                entry = _row_entry(model.row(n), by_row[view.session].get(n, []))
+                if args.get("session") is None:
+                    entry = {"session": model.id, **entry}
+                rows.append(entry)
     return _page(rows, args)
 
 
@@ -427,11 +441,11 @@ TOOLS: dict[str, Tool] = {
         Tool(
             "search_messages",
             "Search messages",
-            "The messages of a session matching a filter expression (the language of "
-            "`mcpsniff show --filter`), one line each with seq, direction, kind, method, "
-            "tool, id, latency, error code and findings. Paged.",
+            "The messages of a session (or, without one, of every session) matching a filter "
+            "expression (the language of `mcpsniff show --filter`), one line each with seq, "
+            "direction, kind, method, tool, id, latency, error code and findings. Paged.",
             {"session": _SESSION, "filter": _FILTER, "offset": _OFFSET, "limit": _LIMIT},
-            ("session",),
+            (),
             search_messages,
         ),
         Tool(

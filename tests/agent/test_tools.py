@@ -150,3 +150,10 @@ def test_follow_a_growing_trace(tmp_path: Path) -> None:
     assert later["ended"] is True
     with pytest.raises(ToolInputError):
         follow_session(access, {"session": "0:0", "wait_seconds": 60})
+
+
+def test_search_every_session(access: TraceAccess) -> None:
+    found = search_messages(access, {"filter": "kind == error or rule == JR-RESP-ID"})
+    sessions = {row["session"] for row in found["items"]}
+    assert sessions == {"0:0", "1:0"}
+    assert all("seq" in row for row in found["items"])
