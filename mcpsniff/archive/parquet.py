@@ -22,16 +22,25 @@ reader never sees half a file.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from mcpsniff.archive.rows import SCHEMA_VERSION, UNKNOWN, TraceRows
+from mcpsniff.archive.rows import (
+    SCHEMA_VERSION,
+    UNKNOWN,
+    TraceRows,
+    iter_trace_files,
+    trace_id,
+    trace_rows,
+)
 
 try:
     import pyarrow as pa
@@ -41,6 +50,8 @@ except ImportError:  # pragma: no cover - the optional extra is missing
     pa = None
 
 MANIFEST = "mcpsniff-archive.json"
+#: Held (flock) by the export appending to the archive.
+LOCK = ".mcpsniff-archive.lock"
 #: Per trace, its size at its last export (an underscore folder, which engines skip).
 STATE = "_exported"
 MESSAGES, FINDINGS = "messages", "findings"
@@ -159,12 +170,12 @@ def open_archive(folder: Path) -> None:
 
 
 def _existing_keys(folder: Path, table: str, trace: str) -> set[tuple[Any, ...]]:
-    root = folder / table
-    if not root.is_dir():
+    """The keys the archive holds for ``trace``: read from its own files only (by name)."""
+    files = sorted(str(p) for p in (folder / table).glob(f"*/*/part-{trace}-*.parquet"))
+    if not files:
         return set()
     columns = ["session", "seq", "batch_index"] if table == MESSAGES else ["finding_no"]
-    dataset = ds.dataset(root, format="parquet", partitioning="hive")
-    found = dataset.to_table(columns=columns, filter=ds.field("trace") == trace).to_pylist()
+    found = ds.dataset(files, format="parquet").to_table(columns=columns).to_pylist()
     return {tuple(row[c] for c in columns) for row in found}
 
 
@@ -221,6 +232,10 @@ def _write_part(
     part.mkdir(parents=True, exist_ok=True)
     first, last = _span(table, group)
     target = part / f"part-{trace}-{first}-{last}.parquet"
+    n = 1
+    while target.exists():  # never replace a file (a trace rewritten in place)
+        target = part / f"part-{trace}-{first}-{last}-{n}.parquet"
+        n += 1
     temporary = part / f".{target.name}.{os.getpid()}.tmp"
     try:
         pq.write_table(arrow, temporary, compression="zstd")
@@ -251,11 +266,28 @@ def export_traces(
     (traces only grow): a periodic export over a whole state folder costs a
     ``stat`` per unchanged trace. The keys still decide what is written.
     """
-    from mcpsniff.archive.rows import iter_trace_files, trace_id, trace_rows
-
     open_archive(folder)
     total = Appended()
-    for path in iter_trace_files(paths):
+    with _exclusive(folder):
+        _export_each(list(iter_trace_files(paths)), folder, progress, total)
+    return total
+
+
+@contextlib.contextmanager
+def _exclusive(folder: Path) -> Iterator[None]:
+    """One export at a time per archive: two would both write the rows neither had."""
+    with open(folder / LOCK, "a+b") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+def _export_each(
+    paths: list[Path], folder: Path, progress: Callable[[Path, Appended], None], total: Appended
+) -> None:
+    for path in paths:
         size = _size(path)
         ident = trace_id(path)
         if size is not None and _exported_size(folder, ident) == size:
@@ -267,7 +299,6 @@ def export_traces(
         progress(path, done)
         for name in FIELDS:
             setattr(total, name, getattr(total, name) + getattr(done, name))
-    return total
 
 
 def _size(path: Path) -> int | None:

@@ -184,3 +184,16 @@ def test_refuses_another_schema_version(tmp_path: Path) -> None:
     (tmp_path / MANIFEST).write_text('{"format": "mcpsniff-archive", "schema_version": 99}')
     with pytest.raises(ArchiveError, match="schema version 99"):
         open_archive(tmp_path)
+
+
+def test_a_part_file_is_never_replaced(tmp_path: Path) -> None:
+    from mcpsniff.archive.parquet import _write_part
+
+    archive = tmp_path / "archive"
+    open_archive(archive)
+    rows = trace_rows(RECORDINGS / "string-id-echo.jsonl")
+    for _ in range(2):
+        _write_part(archive, "messages", rows.trace, "2026-01-01", "s", rows.messages)
+    first, second = sorted((archive / "messages").rglob("*.parquet"), key=lambda p: len(p.name))
+    assert second.name == first.name.replace(".parquet", "-1.parquet")
+    assert pq.read_table(first).num_rows == pq.read_table(second).num_rows == len(rows.messages)
