@@ -10,14 +10,39 @@ from __future__ import annotations
 
 import os
 import time
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mcpsniff.ui.library import Library
 from mcpsniff.ui.model import SessionModel
 
 #: Poll rounds per refresh: a large trace is read in pieces of ``READ_LIMIT`` bytes.
 _REFRESH_ROUNDS = 64
+
+
+class ResultCache:
+    """The last few results of whole-trace reads, least recently used out.
+
+    Few, because one result may hold a search's every match; the server answers
+    one call at a time (stdio reads one line at a time, HTTP runs on one worker).
+    """
+
+    def __init__(self, size: int = 8) -> None:
+        self._items: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self._size = size
+
+    def get(self, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+        """The value remembered for ``key``, or ``make()``'s, remembered."""
+        if key in self._items:
+            self._items.move_to_end(key)
+            return self._items[key]
+        value = self._items[key] = make()
+        while len(self._items) > self._size:
+            self._items.popitem(last=False)
+        return value
 
 
 class Refused(Exception):
@@ -30,6 +55,9 @@ class TraceAccess:
 
     roots: list[Path]
     library: Library = field(init=False)
+    #: Results of whole-trace reads (search, stats), per trace size: paging through a
+    #: search reads the trace once, as the UI's queries do.
+    cache: ResultCache = field(init=False, default_factory=lambda: ResultCache())
 
     def __post_init__(self) -> None:
         self.roots = [Path(os.path.realpath(root)) for root in self.roots]

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +28,9 @@ from mcpsniff.filter import Filter, FilterError, compile_filter, load_views
 from mcpsniff.stats.compute import compute
 from mcpsniff.trace.codec import TraceError
 from mcpsniff.ui.details import message_detail
+from mcpsniff.ui.follow import file_size
 from mcpsniff.ui.model import SessionModel
-from mcpsniff.ui.queries import EXPRESSION_LIMIT, session_stats, session_views
+from mcpsniff.ui.queries import EXPRESSION_LIMIT, cached_key, session_stats, session_views
 
 #: Entries a list returns when the caller gives no limit, and at most.
 DEFAULT_LIMIT = 50
@@ -36,6 +38,8 @@ MAX_LIMIT = 200
 #: Body bytes of one message shown by default, and at most.
 DEFAULT_BODY = 8 * 1024
 MAX_BODY = 48 * 1024
+#: Matches a search keeps per trace (a filter that matches everything still pages).
+MATCH_LIMIT = 20_000
 #: Longest ``follow_session`` wait, seconds.
 MAX_WAIT = 10.0
 
@@ -171,7 +175,7 @@ def session_summary(access: TraceAccess, args: dict[str, Any]) -> dict[str, Any]
     """Identity, timing, counts by method and tool, errors and findings of one session."""
     path, session = _session(access, args)
     entry = _find(access, session.id)
-    stats = session_stats(path, session)
+    stats = _session_stats(access, path, session)
     rules = Counter(f["rule"] for f in session.findings)
     return {
         "session": entry,
@@ -230,20 +234,43 @@ def search_messages(access: TraceAccess, args: dict[str, Any]) -> dict[str, Any]
                 for followed in access.library.traces.values()
                 if followed.error is None
             ]
+    named = args.get("session") is not None
     rows: list[dict[str, Any]] = []
+    capped = False
     for path, sessions in targets:
-        by_row = {key: _findings_by_row(s) for key, s in sessions.items()}
-        for view in session_views(path):
-            model = sessions.get(view.session)
-            if model is None or (flt is not None and not flt.matches(view)):
-                continue
-            n = model.row_for(view.seq, view.index)
-            if n is not None:
-                entry = _row_entry(model.row(n), by_row[view.session].get(n, []))
-                if args.get("session") is None:
-                    entry = {"session": model.id, **entry}
-                rows.append(entry)
-    return _page(rows, args)
+        what = ("search", flt.expression if flt is not None else None, named)
+        key = (str(path), file_size(path), tuple(sorted(sessions)), what)
+        found = access.cache.get(key, partial(_matches, path, sessions, flt, named))
+        capped = capped or len(found) >= MATCH_LIMIT
+        rows.extend(found)
+    page = _page(rows, args)
+    if capped:
+        page["cut"] = f"only the first {MATCH_LIMIT} matches of a trace are kept; narrow the filter"
+    return page
+
+
+def _matches(
+    path: Path, sessions: dict[str, SessionModel], flt: Filter | None, named: bool
+) -> list[dict[str, Any]]:
+    by_row = {key: _findings_by_row(s) for key, s in sessions.items()}
+    rows: list[dict[str, Any]] = []
+    for view in session_views(path):
+        if len(rows) >= MATCH_LIMIT:
+            break
+        model = sessions.get(view.session)
+        if model is None or (flt is not None and not flt.matches(view)):
+            continue
+        n = model.row_for(view.seq, view.index)
+        if n is not None:
+            entry = _row_entry(model.row(n), by_row[view.session].get(n, []))
+            rows.append(entry if named else {"session": model.id, **entry})
+    return rows
+
+
+def _session_stats(access: TraceAccess, path: Path, session: SessionModel) -> dict[str, Any]:
+    key = cached_key(path, session, "stats")
+    stats: dict[str, Any] = access.cache.get(key, partial(session_stats, path, session))
+    return stats
 
 
 def get_message(access: TraceAccess, args: dict[str, Any]) -> dict[str, Any]:
@@ -320,7 +347,7 @@ def stats(access: TraceAccess, args: dict[str, Any]) -> dict[str, Any]:
     """``mcpsniff stats --format json`` of one session, or of a whole trace."""
     if args.get("session") is not None:
         path, session = _session(access, args)
-        return session_stats(path, session)
+        return _session_stats(access, path, session)
     trace = args.get("trace")
     if trace is None:
         raise ToolInputError("give a session or a trace")
@@ -352,8 +379,8 @@ def explain_rule(access: TraceAccess, args: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _profile(path: Path, session: SessionModel) -> dict[str, Any]:
-    stats = session_stats(path, session)
+def _profile(access: TraceAccess, path: Path, session: SessionModel) -> dict[str, Any]:
+    stats = _session_stats(access, path, session)
     return {
         "methods": {m: s["requests"] + s["notifications"] for m, s in stats["methods"].items()},
         "tools": {t: s["requests"] for t, s in stats["tools"].items()},
@@ -372,7 +399,7 @@ def compare_sessions(access: TraceAccess, args: dict[str, Any]) -> dict[str, Any
     """How two sessions differ: methods, tools, latency, errors and findings."""
     path_a, a = access.session(args.get("a"))
     path_b, b = access.session(args.get("b"))
-    left, right = _profile(path_a, a), _profile(path_b, b)
+    left, right = _profile(access, path_a, a), _profile(access, path_b, b)
     entry_a, entry_b = _find(access, a.id), _find(access, b.id)
     same = ("name", "client", "transport", "version", "messages")
     return {

@@ -157,3 +157,24 @@ def test_search_every_session(access: TraceAccess) -> None:
     sessions = {row["session"] for row in found["items"]}
     assert sessions == {"0:0", "1:0"}
     assert all("seq" in row for row in found["items"])
+
+
+def test_paging_reads_the_trace_once_and_a_huge_match_is_cut(
+    access: TraceAccess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcpsniff.agent import tools
+
+    reads: list[Path] = []
+    real = tools.session_views
+
+    def counted(path: Path):  # type: ignore[no-untyped-def]
+        reads.append(path)
+        return real(path)
+
+    monkeypatch.setattr(tools, "session_views", counted)
+    for offset in (0, 2, 4):
+        search_messages(access, {"session": "0:0", "offset": offset, "limit": 2})
+    assert reads == [ECHO]
+    monkeypatch.setattr(tools, "MATCH_LIMIT", 3)
+    capped = search_messages(access, {"session": "1:0"})
+    assert capped["total"] == 3 and "narrow the filter" in capped["cut"]
