@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -157,11 +158,30 @@ def list_sessions(access: TraceAccess, args: dict[str, Any]) -> dict[str, Any]:
         sessions = [s for s in sessions if any(s["findings"].values())]
     if args.get("live"):
         sessions = [s for s in sessions if s["live"]]
+    if args.get("since") is not None:
+        since = _instant(args["since"])
+        sessions = [s for s in sessions if (s["last"] or s["start"] or 0) >= since]
     page = _page(sessions, args)
     problems = access.library.problems()
     if problems:
         page["unreadable"] = problems[:20]
     return page
+
+
+def _instant(value: object) -> float:
+    """``since`` as Unix seconds: a number, or an ISO 8601 date or time (UTC unless it says)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str) and len(value) <= 40:
+        try:
+            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            pass
+        else:
+            if moment.tzinfo is None:
+                moment = moment.replace(tzinfo=UTC)
+            return moment.timestamp()
+    raise ToolInputError("since must be Unix seconds or an ISO 8601 date, e.g. 2026-01-01")
 
 
 def _find(access: TraceAccess, session_id: str) -> dict[str, Any]:
@@ -443,13 +463,18 @@ TOOLS: dict[str, Tool] = {
             "List recorded sessions",
             "The recorded MCP sessions, newest first: id, server name, client, transport, "
             "protocol version, start and last message time, message count, findings by "
-            "severity, whether it is live. Filter by trace path, text, transport, findings.",
+            "severity, whether it is live. Filter by trace path, text, transport, findings, "
+            "time.",
             {
                 "trace": {"type": "string", "description": "only this trace file"},
                 "contains": {"type": "string", "description": "text in server, client or file"},
                 "transport": {"type": "string", "description": "stdio, http, ..."},
                 "with_findings": {"type": "boolean"},
                 "live": {"type": "boolean", "description": "only sessions being recorded"},
+                "since": {
+                    "type": ["string", "number"],
+                    "description": "only sessions active since: ISO 8601 (UTC) or Unix seconds",
+                },
                 "offset": _OFFSET,
                 "limit": _LIMIT,
             },

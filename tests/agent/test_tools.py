@@ -178,3 +178,16 @@ def test_paging_reads_the_trace_once_and_a_huge_match_is_cut(
     monkeypatch.setattr(tools, "MATCH_LIMIT", 3)
     capped = search_messages(access, {"session": "1:0"})
     assert capped["total"] == 3 and "narrow the filter" in capped["cut"]
+
+
+@pytest.mark.parametrize(
+    ("since", "total"),
+    [("2026-01-01", 2), ("2026-01-01T00:00:00.5Z", 2), ("2026-01-02", 0), (1767225600, 2)],
+)
+def test_list_sessions_since(access: TraceAccess, since: object, total: int) -> None:
+    assert list_sessions(access, {"since": since})["total"] == total
+
+
+def test_since_must_be_a_time(access: TraceAccess) -> None:
+    with pytest.raises(ToolInputError, match="ISO 8601"):
+        list_sessions(access, {"since": "last week"})
