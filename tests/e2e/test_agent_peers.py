@@ -25,6 +25,8 @@ from typing import Any
 import pytest
 
 from mcpsniff.agent.untrusted import unquote
+from mcpsniff.core.model import MessageRecord
+from mcpsniff.trace.reader import TraceReader
 from tests.e2e.sdk_peers import REPO, RUN_TIMEOUT, SDK2_PYTHON
 
 PEER_SCRIPTS = Path(__file__).resolve().parent / "peers"
@@ -291,7 +293,20 @@ def test_its_own_traffic_gives_no_finding(traces: Path, tmp_path: Path) -> None:
     )  # fmt: skip
     assert check.stdout.decode().strip() == "", check.stdout.decode()
     assert check.returncode == 0, check.stderr.decode()
+    _assert_recorded(own, plan)
     assert b"0 finding(s)" in check.stderr or check.stderr == b""
+    _assert_recorded(own, plan)
+
+
+def _assert_recorded(trace: Path, plan: list[dict[str, Any]]) -> None:
+    """The trace holds the whole conversation: every tool call and its answer."""
+    with TraceReader(trace) as reader:
+        messages = [r for r in reader.records() if isinstance(r, MessageRecord)]
+    calls = {r.frame for r in messages if r.kind == "request" and r.method == "tools/call"}
+    answers = [r for r in messages if r.kind == "response" and r.answers in calls]
+    # list_sessions, then each tool step of the plan, each answered.
+    tool_steps = sum("tool" in step for step in plan)
+    assert len(calls) == len(answers) == tool_steps + 1
 
 
 @pytest.mark.skipif(
@@ -321,3 +336,38 @@ def test_conformance_server_scenarios(traces: Path, tmp_path: Path) -> None:
     for scenario, checks in verdicts.items():
         assert checks, scenario
         assert all(status == "SUCCESS" for _, status in checks), (scenario, checks)
+
+
+def test_its_own_http_traffic_gives_no_finding(traces: Path, tmp_path: Path) -> None:
+    own = tmp_path / "own-http.jsonl"
+    server = subprocess.Popen(
+        [*MCPSNIFF, "mcp", str(traces), "--http", "--listen", "127.0.0.1:0"],
+        cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    relay = None
+    try:
+        upstream = _served_url(server)
+        relay = subprocess.Popen(
+            [*MCPSNIFF, "http", "--upstream", upstream, "--listen", "127.0.0.1:0",
+             "--trace", str(own)],
+            cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )  # fmt: skip
+        assert relay.stderr is not None
+        line = relay.stderr.readline().decode()
+        match = re.search(r"proxying (http://\S+)", line)
+        assert match is not None, line
+        plan = [step for step in PLAN if step.get("tool") != "no_such_tool"]
+        got = _ask(plan, tmp_path, ["--url", match.group(1)])
+        assert len(got["steps"]) == len(plan)
+    finally:
+        if relay is not None:
+            _stop(relay)
+        _stop(server)
+    check = subprocess.run(
+        [*MCPSNIFF, "check", "--format", "json", "--fail-on", "info", str(own)],
+        cwd=REPO, capture_output=True, timeout=RUN_TIMEOUT,
+    )  # fmt: skip
+    assert check.stdout.decode().strip() == "", check.stdout.decode()
+    assert check.returncode == 0, check.stderr.decode()
+    _assert_recorded(own, plan)
