@@ -5,12 +5,14 @@ from __future__ import annotations
 import click
 
 from mcpsniff import __version__
+from mcpsniff.cli.archive import parquet, query
 from mcpsniff.cli.check import check
 from mcpsniff.cli.demo import demo
 from mcpsniff.cli.export import export
 from mcpsniff.cli.http import http
 from mcpsniff.cli.install import install, uninstall
 from mcpsniff.cli.ls import ls
+from mcpsniff.cli.mcp import mcp
 from mcpsniff.cli.redact import redact
 from mcpsniff.cli.replay import replay
 from mcpsniff.cli.report import report
@@ -36,6 +38,8 @@ for _command in (
     export,
     install,
     ls,
+    mcp,
+    query,
     replay,
     redact,
     show,
@@ -45,3 +49,6 @@ for _command in (
     report,
 ):
     main.add_command(_command)
+
+# `export parquet` lives with `query` (cli/archive.py): both are the archive's.
+export.add_command(parquet)
