@@ -180,7 +180,7 @@ _URL = re.compile(r"https?://[^\s\"'`)\]]+", re.IGNORECASE)
 # A placeholder in a URL asks the model to fill it with something it knows.
 _PLACEHOLDER = re.compile(
     r"\{\{?[^{}/]{1,60}\}?\}|<[^<>/]{1,60}>|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|%[A-Z_]{3,}%|"
-    r"\[(?:insert|put|add)[^\]]{0,60}\]",
+    r"\[(?:insert|put|add|paste)\b",
     re.IGNORECASE,
 )
 _URL_VALUE = re.compile(r"[?&#][^=&#]{1,40}=([^&#]{40,})")
@@ -209,7 +209,7 @@ def scan(text: str, *, result: bool = False) -> list[Hit]:
 
 _ASCII_TRIGGERS = re.compile(
     r"ignor|disregard|forget|overrid|tell|inform|mention|reveal|notify|without|user|before|"
-    r"instruct|prompt|act\s+as|instead|rather|send|forward|post|upload|email|leak|exfil|transmit|"
+    r"instruct|prompt|act\s+as|you\s+are|from\s+now|system|instead|rather|send|forward|post|upload|email|leak|exfil|transmit|"
     r"pass|put|include|insert|when|call|invoke|\.ssh|id_|\.aws|\.env|\.json|\.netrc|\.npmrc|"
     r"\.pypirc|credential|/etc/|\.kube|\.docker|\.gnupg|\.cursor|wallet|https?://|\[/?INST|"
     r"[A-Za-z0-9+/_-]{60}|[0-9a-fA-F]{128}",
