@@ -152,7 +152,8 @@ HONEST = [
     "Persian: \u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645",
     "Reads the user's calendar and tells them their next meeting.",
     "Call this tool before using the search tool to get an auth token.",
-    "Returns a SHA-256 hex digest like 9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08.",
+    "Returns a SHA-256 hex digest like "
+    "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08.",
     "Sends an email to the given recipient.",
     "Accepts the path of a .env.example template and validates it.",
 ]
