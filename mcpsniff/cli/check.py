@@ -9,6 +9,7 @@ import click
 
 from mcpsniff.check.run import FORMATS, CheckError, CheckOptions, run_check
 from mcpsniff.cli.filter_option import filter_option, parse_filter
+from mcpsniff.cli.guard_options import guard_check_options, guard_policy
 from mcpsniff.cli.shared import EXIT_FINDINGS, EXIT_OK, colour, fail
 from mcpsniff.core import catalog
 from mcpsniff.core.explain import explain_lines
@@ -47,6 +48,7 @@ from mcpsniff.terminal.safe_output import tolerate_surrogates
     help="Judge the sessions by the rules of this protocol version: what would break if "
     "client and server moved to it (docs/upgrade.md).",
 )
+@guard_check_options
 def check(
     trace: Path | None,
     fmt: str,
@@ -54,11 +56,14 @@ def check(
     filter_expr: str | None = None,
     explain: str | None = None,
     as_version: str | None = None,
+    **guard: object,
 ) -> None:
     """Re-analyze the raw frames of TRACE with today's rules and report findings.
 
     With --filter, only findings about matching messages are reported and counted
-    (the syntax: mcpsniff show --help).
+    (the syntax: mcpsniff show --help). The guard options (--pins, --expect-tool,
+    --forbid-tool, --max-duration, --max-definition-tokens, --history) add their
+    GUARD-* findings, judged by --fail-on like every other (docs/guard.md).
     Exit status: 0 when nothing is at or above --fail-on, 1 when something is,
     2 when the trace is missing or unreadable.
     """
@@ -83,6 +88,7 @@ def check(
         flt=parse_filter("check", filter_expr),
         explain=explain,
         colour=colour(sys.stdout),
+        guard=guard_policy("check", **guard),  # type: ignore[arg-type]
     )
     sys.exit(check_exit_status(options))
 

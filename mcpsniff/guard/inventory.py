@@ -137,40 +137,81 @@ def _read_one(
         reader = TraceReader(path, on_skip=warn or (lambda _text: None))
     except TraceError as exc:
         raise InventoryError(str(exc)) from None
-    sessions: dict[str, _Session] = {}
     try:
         with reader:
-            label = trace_label(reader.header)
+            builder = InventoryBuilder(path, reader.header, slower_than=slower_than)
             for record in reader.inputs():
-                state = sessions.get(record.session)
-                if state is None:
-                    state = sessions[record.session] = _Session(
-                        SessionOffer(str(path), record.session, label, record.t), slower_than
-                    )
-                if type(record) is FrameRecord:
-                    state.frame(record)
-                elif type(record) is EventRecord:
-                    state.event(record)
+                builder.feed(record)
     except TraceError as exc:
         raise InventoryError(str(exc)) from None
     except OSError as exc:
         raise InventoryError(f"{path}: read failed: {exc.strerror or exc}") from None
-    found = []
-    for state in sessions.values():
-        offer = state.offer
-        if offer.server_name:
-            offer.identity = f"{label} [{offer.server_name}]"
-        offer.slowest = sorted((timed for _, _, timed in state.slowest), key=lambda t: -t.seconds)
-        found.append(offer)
-    return found
+    return builder.finish()
+
+
+#: The requests the guard pairs when it is not timing every request.
+_LISTED = frozenset({*LISTS, "initialize"})
+
+
+class InventoryBuilder:
+    """Builds the sessions' offers from a trace's input records, fed one by one.
+
+    ``check`` feeds it the records its re-analysis reads (one pass over the
+    trace); unless ``timed`` (or ``slower_than``), only the list requests and
+    ``initialize`` are paired, which costs a dict lookup per other frame.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        header: dict[str, Any],
+        *,
+        slower_than: float | None = None,
+        timed: bool = False,
+    ) -> None:
+        self.path = str(path)
+        self.label = trace_label(header)
+        self.slower_than = slower_than
+        self.methods: frozenset[str] | None = None if timed or slower_than is not None else _LISTED
+        self.sessions: dict[str, _Session] = {}
+
+    def feed(self, record: FrameRecord | EventRecord) -> None:
+        """Take one input record of the trace."""
+        state = self.sessions.get(record.session)
+        if state is None:
+            state = self.sessions[record.session] = _Session(
+                SessionOffer(self.path, record.session, self.label, record.t),
+                self.slower_than,
+                self.methods,
+            )
+        if type(record) is FrameRecord:
+            state.frame(record)
+        elif type(record) is EventRecord:
+            state.event(record)
+
+    def finish(self) -> list[SessionOffer]:
+        """The sessions' offers, in the order they started."""
+        found = []
+        for state in self.sessions.values():
+            offer = state.offer
+            if offer.server_name:
+                offer.identity = f"{offer.identity} [{offer.server_name}]"
+            offer.slowest = sorted(
+                (timed for _, _, timed in state.slowest), key=lambda t: -t.seconds
+            )
+            found.append(offer)
+        return found
 
 
 class _Session:
     """The pairing state of one session while its trace is read."""
 
-    def __init__(self, offer: SessionOffer, slower_than: float | None) -> None:
+    def __init__(
+        self, offer: SessionOffer, slower_than: float | None, methods: frozenset[str] | None
+    ) -> None:
         self.offer = offer
         self.slower_than = slower_than
+        self.methods = methods
         self.pending: dict[tuple[str, bytes], tuple[str, int, float, Any]] = {}
         self.slowest: list[tuple[float, int, Timed]] = []
 
@@ -182,6 +223,8 @@ class _Session:
 
     def frame(self, record: FrameRecord) -> None:
         value = record.value
+        if self.methods is not None and not self.pending and record.direction == "s2c":
+            return  # nothing of interest is waiting for a reply: skip without parsing
         if value is UNPARSED:
             try:
                 value = orjson.loads(record.raw)
@@ -199,6 +242,8 @@ class _Session:
             return
         method = message.get("method")
         if type(method) is str:
+            if self.methods is not None and method not in self.methods:
+                return
             if len(self.pending) < MAX_PENDING:
                 params = message.get("params")
                 self.pending[(record.direction, key)] = (method, record.seq, record.t, params)
