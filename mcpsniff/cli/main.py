@@ -11,6 +11,7 @@ from mcpsniff.cli.export import export
 from mcpsniff.cli.http import http
 from mcpsniff.cli.install import install, uninstall
 from mcpsniff.cli.ls import ls
+from mcpsniff.cli.pin import pin
 from mcpsniff.cli.redact import redact
 from mcpsniff.cli.replay import replay
 from mcpsniff.cli.report import report
@@ -18,6 +19,7 @@ from mcpsniff.cli.rules import rules
 from mcpsniff.cli.show import show
 from mcpsniff.cli.stats import stats
 from mcpsniff.cli.stdio import stdio
+from mcpsniff.cli.tools import tools
 from mcpsniff.cli.ui import ui
 
 
@@ -43,5 +45,7 @@ for _command in (
     uninstall,
     ui,
     report,
+    pin,
+    tools,
 ):
     main.add_command(_command)
