@@ -84,9 +84,11 @@ def drift_findings(inventory: Inventory, policy: GuardPolicy) -> Iterator[Findin
                     listed,
                 )
         for offer in offers:
-            current = listed_from_offer(offer.definitions())
+            # The session's first offer against the previous session's last:
+            # what changed inside the session is GUARD-DRIFT-SESSION's.
+            first = listed_from_offer(offer.first_definitions())
             if previous is not None:
-                changes = diff_offers(previous[1], current)
+                changes = diff_offers(previous[1], first)
                 if changes:
                     yield _finding(
                         "GUARD-DRIFT",
@@ -98,7 +100,7 @@ def drift_findings(inventory: Inventory, policy: GuardPolicy) -> Iterator[Findin
                         since=previous[0],
                         changes=[c.as_data() for c in changes[:MAX_CHANGES]],
                     )
-            previous = (f"session {offer.session}", current)
+            previous = (f"session {offer.session}", listed_from_offer(offer.definitions()))
 
 
 def pin_findings(inventory: Inventory, lock: Lock) -> Iterator[FindingRecord]:
@@ -118,7 +120,9 @@ def pin_findings(inventory: Inventory, lock: Lock) -> Iterator[FindingRecord]:
                     changes=[],
                 )
                 continue
-            changes = diff_offers(pinned, listed_from_offer(offer.definitions()))
+            changes = diff_offers(pinned, listed_from_offer(offer.first_definitions()))
+            if not changes:  # the first offer is the pinned one; the last may not be
+                changes = diff_offers(pinned, listed_from_offer(offer.definitions()))
             if changes:
                 yield _finding(
                     "GUARD-PIN",

@@ -54,6 +54,8 @@ class SessionOffer:
     started: float | None = None
     #: The last complete list of each kind, ``kind:name`` -> definition.
     offers: dict[str, dict[str, Definition]] = field(default_factory=dict)
+    #: The first complete list of each kind (drift within the session comes after it).
+    first_offers: dict[str, dict[str, Definition]] = field(default_factory=dict)
     #: The seq of the reply that last set each kind's offer.
     list_seqs: dict[str, int] = field(default_factory=dict)
     #: Paginated pages being collected, by method.
@@ -70,6 +72,13 @@ class SessionOffer:
         """Every definition of every kind, by ``kind:name``."""
         merged: dict[str, Definition] = {}
         for offer in self.offers.values():
+            merged.update(offer)
+        return merged
+
+    def first_definitions(self) -> dict[str, Definition]:
+        """Every definition of every kind as first listed in the session."""
+        merged: dict[str, Definition] = {}
+        for offer in self.first_offers.values():
             merged.update(offer)
         return merged
 
@@ -278,6 +287,7 @@ class _Session:
             return
         self.offer.pages.pop(method, None)
         self.offer.offers[kind] = page
+        self.offer.first_offers.setdefault(kind, page)
         self.offer.list_seqs[kind] = seq
 
     def timed(self, timed: Timed) -> None:

@@ -1,9 +1,10 @@
 """A minimal MCP client over stdio: handshake, then every list, then optional tool calls.
 
-Run: ``python list_client.py [--call NAME] -- COMMAND...``; it starts COMMAND
+Run: ``python list_client.py [--call NAME]... [--relist] -- COMMAND...``; it starts COMMAND
 (usually ``mcpsniff stdio --trace T -- SERVER``), speaks JSON-RPC on its
 stdin and stdout, follows ``nextCursor``, answers nothing the server asks,
-and prints a JSON object with every list result and every call's reply.
+and prints a JSON object with every list result and every call's reply
+(``--relist``: and tools/list once more after the calls).
 """
 
 from __future__ import annotations
@@ -57,7 +58,11 @@ class Client:
 
 def main(argv: list[str]) -> int:
     calls: list[str] = []
-    while argv and argv[0] == "--call":
+    relist = False
+    while argv and argv[0] in ("--call", "--relist"):
+        if argv[0] == "--relist":
+            relist, argv = True, argv[1:]
+            continue
         calls.append(argv[1])
         argv = argv[2:]
     if argv[:1] == ["--"]:
@@ -92,6 +97,8 @@ def main(argv: list[str]) -> int:
         out["lists"][method] = items
     for name in calls:
         out["calls"][name] = client.request("tools/call", {"name": name, "arguments": {}})
+    if relist:
+        out["relisted"] = client.request("tools/list").get("result")
     out["exit"] = client.close()
     json.dump(out, sys.stdout)
     return 0
