@@ -407,6 +407,7 @@ def run_stdio(
             warn=warn,
             label="mcpsniff stdio",
             idle=not options.show,
+            history_label=f"stdio:{options.name or Path(options.command[0]).name}",
         )
     except OSError as exc:
         writer.close()

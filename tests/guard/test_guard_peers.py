@@ -143,3 +143,27 @@ def test_a_bad_lock_file_is_one_line(tmp_path: Path) -> None:
     done = mcpsniff("check", trace, "--pins", lock, state=tmp_path)
     assert done.returncode == 2
     assert done.stderr.count("\n") == 1 and "not JSON" in done.stderr
+
+
+def test_the_relay_keeps_history_and_a_later_trace_is_compared_with_it(tmp_path: Path) -> None:
+    first, second = tmp_path / "monday.jsonl", tmp_path / "tuesday.jsonl"
+    record(first, "drifting", [sys.executable, DRIFTING, "Adds two numbers."], tmp_path)
+    (history,) = (tmp_path / "mcpsniff" / "guard").glob("*.json")
+    assert history.stat().st_mode & 0o777 == 0o600
+    kept = json.loads(history.read_text())
+    assert kept["identity"] == "stdio:drifting [drifting]"
+    assert kept["offers"][0]["trace"] == str(first)
+    record(second, "drifting", [sys.executable, DRIFTING, "Adds numbers."], tmp_path)
+    assert len(json.loads(history.read_text())["offers"]) == 2
+
+    done = mcpsniff("check", second, "--history", "--format", "json", state=tmp_path)
+    (drift,) = [f for f in _json_findings(done.stdout) if f["rule"] == "GUARD-DRIFT"]
+    assert str(first) in str(drift["data"]["since"])  # type: ignore[index]
+    # Checked again later, the verdict is the same: only earlier offers count.
+    again = mcpsniff("check", second, "--history", "--format", "json", state=tmp_path)
+    assert [f for f in _json_findings(again.stdout) if f["rule"] == "GUARD-DRIFT"] == [drift]
+    # The first trace has nothing before it.
+    older = mcpsniff("check", first, "--history", "--format", "json", state=tmp_path)
+    assert [f for f in _json_findings(older.stdout) if f["rule"] == "GUARD-DRIFT"] == []
+    listed = mcpsniff("tools", second, state=tmp_path)
+    assert listed.returncode == 1 and "GUARD-DRIFT" in listed.stdout

@@ -109,6 +109,14 @@ def hidden_in_result(session: Session, msg: Msg, result: dict[str, Any]) -> None
         return  # one finding per result says enough
 
 
+@rule("GUARD-DRIFT-SESSION", on=RESULT, methods=("initialize",))
+def server_name(session: Session, msg: Msg, result: dict[str, Any]) -> None:
+    """Remember who the server says it is: the history keys its offers by it."""
+    info = result.get("serverInfo")
+    if type(info) is dict and type(info.get("name")) is str:
+        session.state.rule_state["guard_server"] = info["name"][:200]
+
+
 @rule("GUARD-DRIFT-SESSION", on=RESULT, methods=tuple(LISTS))
 def drift_in_session(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     """A complete list that differs from the previous complete list of the same kind."""
@@ -123,7 +131,9 @@ def drift_in_session(session: Session, msg: Msg, result: dict[str, Any]) -> None
     }
     memory = session.state.rule_state.setdefault("guard_offers", {})
     previous = memory.get(method)
-    memory[method] = (offer, msg.frame)
+    # The relays keep the last offer of each session in the state folder's
+    # history when the capture ends (``mcpsniff/guard/live.py``).
+    memory[method] = (offer, msg.frame, msg.sent_at)
     if previous is None:
         return
     changes = diff_offers(previous[0], offer)
