@@ -15,6 +15,7 @@ schemas, and clients wrap them in their own framing, which is not counted.
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -49,7 +50,10 @@ def _encoding(name: str) -> Any:
         import bpe_openai
     except ImportError:
         raise TokenizerMissing(MISSING) from None
-    return bpe_openai.get_encoding(name)
+    with warnings.catch_warnings():
+        # Its loader uses importlib.resources.open_binary, deprecated in 3.11.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return bpe_openai.get_encoding(name)
 
 
 def available() -> bool:
