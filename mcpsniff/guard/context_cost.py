@@ -14,7 +14,7 @@ from typing import Any
 from mcpsniff.core.guard.fingerprint import Definition, offer_fingerprint, texts
 from mcpsniff.core.guard.hidden import scan
 from mcpsniff.core.model import FindingRecord
-from mcpsniff.guard.inventory import Inventory
+from mcpsniff.guard.inventory import Inventory, SessionOffer
 from mcpsniff.guard.tokens import (
     NO_EXACT_TOKENIZER,
     TOKENIZERS,
@@ -71,6 +71,52 @@ class ServerCost:
         }
 
 
+def offer_cost(
+    identity: str,
+    offer: SessionOffer,
+    sessions: int = 1,
+    findings: Sequence[FindingRecord] = (),
+    *,
+    counting: bool | None = None,
+) -> ServerCost:
+    """What one session's offer costs, definitions largest first, with their hidden content."""
+    counting = available() if counting is None else counting
+    defs = offer.definitions()
+    costs = []
+    for definition in defs.values():
+        notes = []
+        for where, text in texts(definition):
+            hits = scan(text)
+            if hits:
+                level = "warning" if any(h.strength == "strong" for h in hits) else "info"
+                notes.append(f"{level}: {where} carries {hits[0].kind}: {hits[0].why}")
+        costs.append(
+            DefinitionCost(definition, definition_cost(definition, tokens=counting), notes)
+        )
+    costs.sort(key=lambda c: (-c.cost.bytes, c.definition.key))
+    return ServerCost(
+        identity,
+        sessions,
+        offer_fingerprint(defs.values()),
+        costs,
+        total_cost(c.cost for c in costs),
+        [f for f in findings if _names_server(f, identity)],
+    )
+
+
+def session_costs(inventory: Inventory) -> dict[str, dict[str, Any]]:
+    """Each listed session's own offer and its cost, as data, by session key (UI, report)."""
+    counting = available()
+    return {
+        offer.session: {
+            **offer_cost(offer.identity, offer, counting=counting).as_data(),
+            **tokenizer_note(),
+        }
+        for offer in inventory.sessions
+        if offer.listed
+    }
+
+
 def tokenizer_note() -> dict[str, Any]:
     """Which tokenizers counted, and for which models none exists."""
     return {
@@ -87,32 +133,10 @@ def server_costs(inventory: Inventory, findings: Sequence[FindingRecord] = ()) -
     installed (``tokens.available``); bytes always.
     """
     counting = available()
-    servers = []
-    for identity, offers in inventory.by_identity().items():
-        last = offers[-1]
-        defs = last.definitions()
-        costs = []
-        for definition in defs.values():
-            notes = []
-            for where, text in texts(definition):
-                hits = scan(text)
-                if hits:
-                    level = "warning" if any(h.strength == "strong" for h in hits) else "info"
-                    notes.append(f"{level}: {where} carries {hits[0].kind}: {hits[0].why}")
-            costs.append(
-                DefinitionCost(definition, definition_cost(definition, tokens=counting), notes)
-            )
-        costs.sort(key=lambda c: (-c.cost.bytes, c.definition.key))
-        servers.append(
-            ServerCost(
-                identity,
-                len(offers),
-                offer_fingerprint(defs.values()),
-                costs,
-                total_cost(c.cost for c in costs),
-                [f for f in findings if _names_server(f, identity)],
-            )
-        )
+    servers = [
+        offer_cost(identity, offers[-1], len(offers), findings, counting=counting)
+        for identity, offers in inventory.by_identity().items()
+    ]
     servers.sort(key=lambda s: (-s.total.bytes, s.identity))
     return servers
 

@@ -54,3 +54,24 @@ def tools_lines(servers: Sequence[ServerCost], *, every_kind: bool = False) -> I
         yield f"tokens: {names}. {note['not_estimated']}"
     else:
         yield "tokens: not counted (pip install 'mcpsniff[guard]' for the bpe-openai tokenizer)"
+
+
+def context_lines(servers: Sequence[ServerCost], largest: int = 5) -> Iterator[str]:
+    """The context cost section of ``stats`` and the report: per server, its largest tools."""
+    if not servers:
+        return
+    yield "context cost of definitions (what each server adds to a model's context)"
+    for server in servers:
+        yield f"  {terminal_safe(server.identity)}: {cost_text(server.total)}"
+        for item in server.definitions[:largest]:
+            yield (
+                f"    {item.definition.kind} {terminal_safe(item.definition.name[:60])}: "
+                f"{cost_text(item.cost)}"
+            )
+        if len(server.definitions) > largest:
+            yield f"    … {len(server.definitions) - largest} more (mcpsniff tools)"
+    note = tokenizer_note()
+    if note["tokenizers"]:
+        yield f"  tokens by {', '.join(note['tokenizers'])}; {note['not_estimated']}"
+    else:
+        yield "  tokens not counted (pip install 'mcpsniff[guard]')"
