@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from mcpsniff.cli.shared import fail
+from mcpsniff.guard.enforce import EnforcePolicy
 from mcpsniff.guard.findings import GuardPolicy
 from mcpsniff.guard.lockfile import read_lock
 from mcpsniff.guard.stored import StoredError
@@ -115,3 +116,54 @@ def guard_policy(
         max_definition_tokens=max_definition_tokens,
         history=history,
     )
+
+
+def guard_relay_options(fn: F) -> F:
+    """``--guard off|enforce``, with the ``--pins`` and ``--forbid-tool`` it enforces."""
+    options = [
+        click.option(
+            "--guard",
+            "guard_mode",
+            type=click.Choice(["off", "enforce"]),
+            default="off",
+            show_default=True,
+            help="enforce: answer a tools/call to a forbidden tool, or to one whose "
+            "definition differs from its pin, with a JSON-RPC error; never forward it "
+            "(docs/guard.md).",
+        ),
+        click.option(
+            "--pins",
+            "guard_pins",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help="With --guard enforce: the lock file calls must match.",
+        ),
+        click.option(
+            "--forbid-tool",
+            "guard_forbid",
+            multiple=True,
+            metavar="GLOB",
+            help="With --guard enforce: refuse calls to tools matching this (repeatable).",
+        ),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def enforce_policy(
+    command: str, label: str, mode: str, pins: Path | None, forbid: tuple[str, ...]
+) -> EnforcePolicy | None:
+    """The ``--guard enforce`` policy; None when off (exit 2 on a bad lock or a lone option)."""
+    if mode != "enforce":
+        if pins is not None or forbid:
+            fail(command, "--pins and --forbid-tool take effect with --guard enforce")
+        return None
+    if pins is None and not forbid:
+        fail(command, "--guard enforce needs --pins FILE or --forbid-tool GLOB")
+    lock = None
+    if pins is not None:
+        try:
+            lock = read_lock(pins)
+        except StoredError as exc:
+            fail(command, str(exc))
+    return EnforcePolicy(label, lock, tuple(forbid))

@@ -41,12 +41,21 @@ def mcpsniff(
 
 
 def record(
-    trace: Path, name: str, server: list[str | Path], state: Path, *client_args: str
+    trace: Path,
+    name: str,
+    server: list[str | Path],
+    state: Path,
+    *client_args: str,
+    relay_options: bool = False,
 ) -> dict[str, Any]:
-    """Run the list client against ``server`` under ``mcpsniff stdio``; the client's output."""
+    """Run the list client against ``server`` under ``mcpsniff stdio``; the client's output.
+
+    ``relay_options``: ``server`` starts with options of ``mcpsniff stdio`` and its own ``--``.
+    """
     relay = [sys.executable, "-m", "mcpsniff", "stdio", "--trace", str(trace), "--name", name]
+    tail = [str(part) for part in server] if relay_options else ["--", *map(str, server)]
     done = subprocess.run(
-        [sys.executable, str(LIST_CLIENT), *client_args, "--", *relay, "--", *map(str, server)],
+        [sys.executable, str(LIST_CLIENT), *client_args, "--", *relay, *tail],
         capture_output=True,
         text=True,
         timeout=120,
