@@ -53,7 +53,9 @@ def _encoding(name: str) -> Any:
     with warnings.catch_warnings():
         # Its loader uses importlib.resources.open_binary, deprecated in 3.11.
         warnings.simplefilter("ignore", DeprecationWarning)
-        return bpe_openai.get_encoding(name)
+        encoding = bpe_openai.get_encoding(name)
+        encoding.encode_ordinary("x")  # it loads its vocabulary on first use
+    return encoding
 
 
 def available() -> bool:
