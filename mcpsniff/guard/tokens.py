@@ -46,13 +46,13 @@ MISSING = (
 
 @functools.cache
 def _encoding(name: str) -> Any:
-    try:
-        import bpe_openai
-    except ImportError:
-        raise TokenizerMissing(MISSING) from None
     with warnings.catch_warnings():
         # Its loader uses importlib.resources.open_binary, deprecated in 3.11.
         warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            import bpe_openai
+        except ImportError:
+            raise TokenizerMissing(MISSING) from None
         encoding = bpe_openai.get_encoding(name)
         encoding.encode_ordinary("x")  # it loads its vocabulary on first use
     return encoding

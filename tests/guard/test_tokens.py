@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import bpe_openai
+import pytest
 
 from mcpsniff.core.guard.fingerprint import definitions
 from mcpsniff.guard.tokens import (
@@ -14,6 +14,9 @@ from mcpsniff.guard.tokens import (
     sent_text,
     total_cost,
 )
+
+bpe_openai = pytest.importorskip("bpe_openai")
+pytestmark = pytest.mark.filterwarnings("ignore:open_binary is deprecated:DeprecationWarning")
 
 FIXED = [
     "hello world",
