@@ -27,6 +27,8 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from ahocorasick_rs import AhoCorasick, MatchKind
+
 #: At most this many characters of one text are scanned (a hostile text may be huge).
 MAX_TEXT = 256 * 1024
 #: At most this many hits per text (the first ones say enough).
@@ -95,71 +97,92 @@ _HIDDEN_MARKUP = re.compile(
 )
 
 # Instruction patterns: phrases addressed to the model that an honest
-# description has no reason to contain. Each is (pattern, why).
-_INSTRUCTIONS: tuple[tuple[re.Pattern[str], str], ...] = tuple(
-    (re.compile(pattern, re.IGNORECASE), why)
-    for pattern, why in (
+# description has no reason to contain. Each is (group, pattern, why).
+#: The pre-test word group each pattern of ``_INSTRUCTIONS`` needs, in order
+#: (``tag``: a "<", which runs every pattern).
+_GROUPS = (
+    "drop",
+    "tag",
+    "tokens",
+    "hide",
+    "hide",
+    "hide",
+    "before",
+    "role",
+    "instead",
+    "send",
+    "param",
+    "when",
+    "server",
+)
+_INSTRUCTIONS: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
+    (group, re.compile(pattern, re.IGNORECASE), why)
+    for group, (pattern, why) in zip(
+        _GROUPS,
         (
-            r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|the\s+)?"
-            r"(?:previous|prior|above|earlier|preceding|other|system)\s+"
-            r"(?:instructions?|prompts?|rules|directions|guidelines|messages?)",
-            "tells the model to drop its instructions",
+            (
+                r"\b(?:ignore|disregard|forget|override)\s+(?:all\s+|any\s+|the\s+)?"
+                r"(?:previous|prior|above|earlier|preceding|other|system)\s+"
+                r"(?:instructions?|prompts?|rules|directions|guidelines|messages?)",
+                "tells the model to drop its instructions",
+            ),
+            (
+                r"</?\s*(?:important|system|instructions?|admin|secret|hidden|critical)\s*>",
+                "a pseudo-tag that addresses the model with authority",
+            ),
+            (r"<\|im_(?:start|end)\|>|\[/?INST\]|<<SYS>>", "a chat-template control token"),
+            (
+                r"\b(?:do\s+not|don't|never|must\s+not)\s+(?:tell|inform|mention|reveal|notify|"
+                r"show|alert|let)\s+(?:this\s+to\s+|it\s+to\s+|anything\s+to\s+)?(?:the\s+)?user",
+                "asks the model to keep something from the user",
+            ),
+            (
+                r"\bwithout\s+(?:telling|informing|notifying|asking|alerting)\s+(?:the\s+)?user",
+                "asks the model to act behind the user's back",
+            ),
+            (
+                r"\b(?:the\s+)?user\s+(?:must|should)\s+(?:not|never)\s+(?:know|see|be\s+told|notice)",
+                "asks the model to keep something from the user",
+            ),
+            (
+                r"\bbefore\s+(?:using|calling|invoking|running)\s+(?:this|any)\s+tool,?\s+"
+                r"(?:you\s+)?(?:must|should|first|always|need\s+to)\b",
+                "a precondition that makes the model do something else first",
+            ),
+            (
+                r"\b(?:you\s+are\s+now|new\s+instructions?\s*:|from\s+now\s+on,?\s+you|"
+                r"system\s+prompt\s*:|act\s+as\s+(?:an?\s+)?(?:admin|root|developer\s+mode))",
+                "tries to change the model's role or instructions",
+            ),
+            (
+                r"\b(?:instead\s+of|rather\s+than)\s+(?:using|calling|invoking)\s+"
+                r"(?:the\s+)?[`'\"]?[\w.-]+[`'\"]?\s+tool",
+                "redirects the model away from another tool",
+            ),
+            (
+                r"\b(?:send|forward|post|upload|email|leak|exfiltrate|transmit)\s+(?:all\s+|the\s+|"
+                r"its\s+|their\s+|your\s+)?(?:contents?|conversation|chat\s+history|credentials|"
+                r"secrets?|keys?|tokens?|passwords?|api[\s_-]?keys?)\b",
+                "asks the model to send data somewhere",
+            ),
+            (
+                r"\b(?:pass|put|include|add|insert)\s+(?:its|the|their|that|this)\s+"
+                r"(?:full\s+|entire\s+)?(?:contents?|text|output)\s+(?:as|in|into)\s+"
+                r"(?:the\s+)?[`'\"]?\w+[`'\"]?\s+(?:parameter|argument|field)",
+                "asks the model to smuggle data through a parameter",
+            ),
+            (
+                r"\b(?:when|whenever|if)\s+(?:the\s+user|anyone)\s+(?:asks?|calls?|uses?)\b[^.]{0,80}"
+                r"\b(?:always|instead|must)\b",
+                "a standing order for the model",
+            ),
+            (
+                r"\b(?:also\s+)?(?:call|invoke|use|run)\s+(?:the\s+)?[`'\"]?[\w.-]+[`'\"]?\s+tool\s+"
+                r"(?:of|from|on)\s+(?:the\s+)?(?:other|another)\s+server",
+                "tells the model to call another server's tool",
+            ),
         ),
-        (
-            r"</?\s*(?:important|system|instructions?|admin|secret|hidden|critical)\s*>",
-            "a pseudo-tag that addresses the model with authority",
-        ),
-        (r"<\|im_(?:start|end)\|>|\[/?INST\]|<<SYS>>", "a chat-template control token"),
-        (
-            r"\b(?:do\s+not|don't|never|must\s+not)\s+(?:tell|inform|mention|reveal|notify|"
-            r"show|alert|let)\s+(?:this\s+to\s+|it\s+to\s+|anything\s+to\s+)?(?:the\s+)?user",
-            "asks the model to keep something from the user",
-        ),
-        (
-            r"\bwithout\s+(?:telling|informing|notifying|asking|alerting)\s+(?:the\s+)?user",
-            "asks the model to act behind the user's back",
-        ),
-        (
-            r"\b(?:the\s+)?user\s+(?:must|should)\s+(?:not|never)\s+(?:know|see|be\s+told|notice)",
-            "asks the model to keep something from the user",
-        ),
-        (
-            r"\bbefore\s+(?:using|calling|invoking|running)\s+(?:this|any)\s+tool,?\s+"
-            r"(?:you\s+)?(?:must|should|first|always|need\s+to)\b",
-            "a precondition that makes the model do something else first",
-        ),
-        (
-            r"\b(?:you\s+are\s+now|new\s+instructions?\s*:|from\s+now\s+on,?\s+you|"
-            r"system\s+prompt\s*:|act\s+as\s+(?:an?\s+)?(?:admin|root|developer\s+mode))",
-            "tries to change the model's role or instructions",
-        ),
-        (
-            r"\b(?:instead\s+of|rather\s+than)\s+(?:using|calling|invoking)\s+"
-            r"(?:the\s+)?[`'\"]?[\w.-]+[`'\"]?\s+tool",
-            "redirects the model away from another tool",
-        ),
-        (
-            r"\b(?:send|forward|post|upload|email|leak|exfiltrate|transmit)\s+(?:all\s+|the\s+|"
-            r"its\s+|their\s+|your\s+)?(?:contents?|conversation|chat\s+history|credentials|"
-            r"secrets?|keys?|tokens?|passwords?|api[\s_-]?keys?)\b",
-            "asks the model to send data somewhere",
-        ),
-        (
-            r"\b(?:pass|put|include|add|insert)\s+(?:its|the|their|that|this)\s+"
-            r"(?:full\s+|entire\s+)?(?:contents?|text|output)\s+(?:as|in|into)\s+"
-            r"(?:the\s+)?[`'\"]?\w+[`'\"]?\s+(?:parameter|argument|field)",
-            "asks the model to smuggle data through a parameter",
-        ),
-        (
-            r"\b(?:when|whenever|if)\s+(?:the\s+user|anyone)\s+(?:asks?|calls?|uses?)\b[^.]{0,80}"
-            r"\b(?:always|instead|must)\b",
-            "a standing order for the model",
-        ),
-        (
-            r"\b(?:also\s+)?(?:call|invoke|use|run)\s+(?:the\s+)?[`'\"]?[\w.-]+[`'\"]?\s+tool\s+"
-            r"(?:of|from|on)\s+(?:the\s+)?(?:other|another)\s+server",
-            "tells the model to call another server's tool",
-        ),
+        strict=True,
     )
 )
 # Files an honest description never asks the model to read (keys, credentials,
@@ -194,31 +217,63 @@ def scan(text: str, *, result: bool = False) -> list[Hit]:
     """
     if len(text) > MAX_TEXT:
         text = text[:MAX_TEXT]
-    if text.isascii() and "<" not in text and not _ascii_suspect(text):
+    markup = "<" in text
+    ascii_only = text.isascii()
+    # The pre-test: one pass of an Aho-Corasick automaton over the lower-cased
+    # text for the words every pattern below needs, and the longest word for
+    # the blobs. Most texts (and every clean tool result) stop here: the
+    # regular expressions cost about 100 times more per KiB.
+    found = _KEYWORDS.find_matches_as_indexes(text.lower())
+    groups = {_KEYWORD_GROUPS[index][1] for index, _, _ in found}
+    if markup:
+        groups.update(_GROUPS)
+    # In a tool result a long run is usually honest data (a digest, an
+    # encoded file): blobs are looked for in definitions only.
+    blobs = not result and max(map(len, text.split()), default=0) >= _BLOB_LENGTH
+    if ascii_only and not (groups or blobs):
         return []
     hits: list[Hit] = []
-    if not text.isascii():
+    if not ascii_only:
         _invisible_hits(text, hits)
-    _markup_hits(text, hits)
-    _instruction_hits(text, hits)
-    _blob_hits(text, hits, result)
-    _url_hits(text, hits)
+    if markup:
+        _markup_hits(text, hits)
+    if groups:
+        _instruction_hits(text, hits, groups)
+    if "url" in groups:
+        _url_hits(text, hits)
+    if blobs:
+        _blob_hits(text, hits, result)
     hits.sort(key=lambda hit: hit.start)
     return hits[:MAX_HITS]
 
 
-_ASCII_TRIGGERS = re.compile(
-    r"ignor|disregard|forget|overrid|tell|inform|mention|reveal|notify|without|user|before|"
-    r"instruct|prompt|act\s+as|you\s+are|from\s+now|system|instead|rather|send|forward|post|upload|email|leak|exfil|transmit|"
-    r"pass|put|include|insert|when|call|invoke|\.ssh|id_|\.aws|\.env|\.json|\.netrc|\.npmrc|"
-    r"\.pypirc|credential|/etc/|\.kube|\.docker|\.gnupg|\.cursor|wallet|https?://|\[/?INST|"
-    r"[A-Za-z0-9+/_-]{60}|[0-9a-fA-F]{128}",
-    re.IGNORECASE,
+#: The shortest base64 or hex run reported (a word at least this long is a candidate).
+_BLOB_LENGTH = 60
+#: Lower-case words, each with the pattern group that needs it: a pattern runs
+#: only when one of its words is in the text (or a "<", for every pattern).
+_WORDS: dict[str, tuple[str, ...]] = {
+    "drop": ("ignore", "disregard", "forget", "override"),
+    "tokens": ("[inst", "[/inst", "<<sys"),
+    "role": ("you are", "new instruction", "from now", "system prompt", "act as"),
+    "hide": ("never", "don't", "do not", "must not", "without", "user must", "user should"),
+    "before": ("before",),
+    "when": ("whenever", "when the user", "if the user", "when anyone", "if anyone"),
+    "instead": ("instead", "rather"),
+    "server": ("other server", "another server"),
+    "send": ("send", "forward", "post", "upload", "email", "leak", "exfiltrat", "transmit"),
+    "param": ("parameter", "argument", "field"),
+    "secret": (
+        ".ssh", "id_rsa", "id_ed25519", "id_ecdsa", "id_dsa", ".aws", "gcloud", ".kube",
+        ".docker", ".netrc", ".npmrc", ".pypirc", ".git-credentials", "/etc/passwd",
+        "/etc/shadow", ".env", "mcp.json", "claude_desktop_config", ".cursor/", ".gnupg",
+        "wallet.dat",
+    ),
+    "url": ("http://", "https://"),
+}  # fmt: skip
+_KEYWORD_GROUPS: tuple[tuple[str, str], ...] = tuple(
+    (word, group) for group, words in _WORDS.items() for word in words
 )
-
-
-def _ascii_suspect(text: str) -> bool:
-    return _ASCII_TRIGGERS.search(text) is not None
+_KEYWORDS = AhoCorasick([word for word, _ in _KEYWORD_GROUPS], matchkind=MatchKind.LeftmostFirst)
 
 
 def _invisible_hits(text: str, hits: list[Hit]) -> None:
@@ -289,8 +344,6 @@ def _pictograph(char: str) -> bool:
 
 
 def _markup_hits(text: str, hits: list[Hit]) -> None:
-    if "<" not in text:
-        return
     for match in _COMMENT.finditer(text):
         hits.append(
             Hit(
@@ -313,13 +366,17 @@ def _markup_hits(text: str, hits: list[Hit]) -> None:
         )
 
 
-def _instruction_hits(text: str, hits: list[Hit]) -> None:
-    for pattern, why in _INSTRUCTIONS:
+def _instruction_hits(text: str, hits: list[Hit], groups: set[str]) -> None:
+    for group, pattern, why in _INSTRUCTIONS:
+        if group not in groups:
+            continue
         match = pattern.search(text)
         if match is not None:
             hits.append(
                 Hit("instruction", "strong", match.start(), escape_span(match.group()), why)
             )
+    if "secret" not in groups:
+        return
     for match in _SECRET_FILES.finditer(text):
         window = text[max(0, match.start() - 80) : match.start()]
         if _SECRET_READ.search(window) is None:
