@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-LIST_CLIENT = REPO / "tests" / "guard" / "peers" / "list_client.py"
-DRIFTING = REPO / "tests" / "guard" / "peers" / "drifting_server.py"
+LIST_CLIENT = REPO / "tests" / "e2e" / "peers" / "list_client.py"
+DRIFTING = REPO / "tests" / "e2e" / "peers" / "drifting_server.py"
 EVERYTHING = REPO / ".peers/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 SDK2_PYTHON = REPO / ".peers" / "sdk2" / "bin" / "python"
 SDK2_SERVER = REPO / "tests" / "e2e" / "peers" / "sdk2_server.py"

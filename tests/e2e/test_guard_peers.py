@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.guard.recording import DRIFTING, EVERYTHING, SDK2_PYTHON, SDK2_SERVER, mcpsniff, record
+from tests.e2e.guard_recording import (
+    DRIFTING,
+    EVERYTHING,
+    SDK2_PYTHON,
+    SDK2_SERVER,
+    mcpsniff,
+    record,
+)
 
 pytestmark = pytest.mark.skipif(shutil.which("node") is None, reason="needs node")
 

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from mcpsniff.guard.enforce import REFUSED
-from tests.guard.recording import DRIFTING, mcpsniff, record
+from tests.e2e.guard_recording import DRIFTING, mcpsniff, record
 
 
 def _pin(tmp_path: Path, description: str) -> Path:
