@@ -6,7 +6,7 @@ import gc
 import os
 import sys
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -15,10 +15,14 @@ from typing import TextIO
 from mcpsniff.core.analyzer import Analyzer, dropped_id, replay_batches, replay_notable
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.core.explain import explain_lines
-from mcpsniff.core.model import SEVERITY_RANK, EventRecord, FindingRecord, Record
+from mcpsniff.core.model import SEVERITY_RANK, EventRecord, FindingRecord, FrameRecord, Record
 from mcpsniff.core.spec_links import session_version
 from mcpsniff.filter import Filter
 from mcpsniff.filter.select import matching_findings
+from mcpsniff.guard.findings import GuardPolicy, guard_findings
+from mcpsniff.guard.inventory import Inventory, InventoryBuilder
+from mcpsniff.guard.stored import StoredError
+from mcpsniff.guard.tokens import TokenizerMissing
 from mcpsniff.terminal.render import Style, finding_json, report_lines
 from mcpsniff.terminal.safe_output import terminal_json_line
 from mcpsniff.trace.codec import TraceError
@@ -48,6 +52,9 @@ class CheckOptions:
     trace_label: str | None = None
     #: Processes to share the trace's sessions among (``check/split.py``; 1: this one).
     jobs: int = 1
+    #: The trace-wide guard checks asked for (pins, policy gates, drift history);
+    #: None: only the core rules (``mcpsniff/guard/findings.py``).
+    guard: GuardPolicy | None = None
 
 
 class CheckError(Exception):
@@ -83,27 +90,38 @@ def run_check(
     sessions: set[str] = set()
     analyzer_errors: list[EventRecord] = []
     gaps = GapTally()
+    guard = options.guard
     merged = None
-    if options.jobs > 1 and flt is None:
+    if options.jobs > 1 and flt is None and guard is None:
+        # The guard's inventory reads every record in this process's pass, so a
+        # guarded check stays in one process.
         from mcpsniff.check.split import check_split
 
         merged = check_split(trace, options.jobs)
     try:
         with reader:
             analyzer = Analyzer()
+            inputs: Iterable[FrameRecord | EventRecord] = reader.inputs()
+            builder = None
+            if guard is not None:
+                # The guard reads the same records in the same pass.
+                builder = InventoryBuilder(trace, reader.header, slower_than=guard.max_duration)
+                inputs = _fed(inputs, builder)
             if merged is not None:
                 # The sessions were analyzed by workers: their findings and events
                 # in the order this process would have found them.
                 for text in merged.skipped():
                     warn(terminal_safe(text))
-                records = merged.records()
+                records: Iterable[Record] = merged.records()
             elif flt is None:
                 # Only findings and events: frames and messages are not reported.
-                records: Iterable[Record] = replay_notable(reader.inputs(), analyzer)
+                records = replay_notable(inputs, analyzer)
             else:
                 # The filter drops findings only: every other record still passes.
-                batches = replay_batches(reader.inputs(), analyzer)
+                batches = replay_batches(inputs, analyzer)
                 records = matching_findings(chain.from_iterable(batches), flt)
+            if builder is not None and guard is not None:
+                records = chain(records, _guard_records(builder, guard))
             for record in records:
                 if not isinstance(record, FindingRecord):
                     if type(record) is EventRecord:
@@ -191,6 +209,23 @@ def run_check(
 
         write_check_report(fmt, trace, dict(by_session), sessions, fail_on, out, notes, versions)
     return failing
+
+
+def _fed(
+    inputs: Iterable[FrameRecord | EventRecord], builder: InventoryBuilder
+) -> Iterator[FrameRecord | EventRecord]:
+    feed = builder.feed
+    for record in inputs:
+        feed(record)
+        yield record
+
+
+def _guard_records(builder: InventoryBuilder, policy: GuardPolicy) -> Iterator[FindingRecord]:
+    """The trace-wide guard findings, once the pass is over."""
+    try:
+        yield from guard_findings(Inventory(builder.finish()), policy)
+    except (StoredError, TokenizerMissing) as exc:
+        raise CheckError(str(exc)) from None
 
 
 def note_event(record: EventRecord, errors: list[EventRecord], gaps: GapTally) -> None:

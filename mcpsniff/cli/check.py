@@ -12,6 +12,7 @@ import click
 from mcpsniff.check.many import check_traces, default_jobs, labelled
 from mcpsniff.check.run import FORMATS, CheckError, CheckOptions, run_check
 from mcpsniff.cli.filter_option import filter_option, parse_filter
+from mcpsniff.cli.guard_options import guard_check_options, guard_policy
 from mcpsniff.cli.shared import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, colour, fail
 from mcpsniff.core import catalog
 from mcpsniff.core.explain import explain_lines
@@ -58,6 +59,7 @@ from mcpsniff.terminal.safe_output import tolerate_surrogates
     help="Processes to check with (default: the number of cores): several traces one "
     "each, one trace's sessions shared among them. The output is the same for any number.",
 )
+@guard_check_options
 def check(
     traces: tuple[Path, ...],
     fmt: str,
@@ -66,6 +68,7 @@ def check(
     explain: str | None = None,
     as_version: str | None = None,
     jobs: int | None = None,
+    **guard: object,
 ) -> None:
     """Re-analyze the raw frames of each TRACE with today's rules and report findings.
 
@@ -73,7 +76,9 @@ def check(
     other in the order given: in text, each report under a "trace PATH" line and
     a last line adding them up; in JSON, each finding names its "trace".
     With --filter, only findings about matching messages are reported and counted
-    (the syntax: mcpsniff show --help).
+    (the syntax: mcpsniff show --help). The guard options (--pins, --expect-tool,
+    --forbid-tool, --max-duration, --max-definition-tokens, --history) add their
+    GUARD-* findings, judged by --fail-on like every other (docs/guard.md).
     Exit status: 0 when nothing is at or above --fail-on, 1 when something is,
     2 when the trace is missing or unreadable.
     """
@@ -103,6 +108,7 @@ def check(
         flt=parse_filter("check", filter_expr),
         explain=explain,
         colour=colour(sys.stdout),
+        guard=guard_policy("check", **guard),  # type: ignore[arg-type]
     )
     if len(traces) == 1:
         # One trace of many sessions: its sessions shared among the cores.

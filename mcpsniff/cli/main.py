@@ -13,6 +13,7 @@ from mcpsniff.cli.http import http
 from mcpsniff.cli.install import install, uninstall
 from mcpsniff.cli.ls import ls
 from mcpsniff.cli.mcp import mcp
+from mcpsniff.cli.pin import pin
 from mcpsniff.cli.redact import redact
 from mcpsniff.cli.replay import replay
 from mcpsniff.cli.report import report
@@ -20,6 +21,7 @@ from mcpsniff.cli.rules import rules
 from mcpsniff.cli.show import show
 from mcpsniff.cli.stats import stats
 from mcpsniff.cli.stdio import stdio
+from mcpsniff.cli.tools import tools
 from mcpsniff.cli.ui import ui
 
 
@@ -47,6 +49,8 @@ for _command in (
     uninstall,
     ui,
     report,
+    pin,
+    tools,
 ):
     main.add_command(_command)
 

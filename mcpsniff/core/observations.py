@@ -251,9 +251,28 @@ class ChildExited:
         return data
 
 
+@fast_init
+@dataclass(frozen=True, slots=True)
+class GuardAnswered:
+    """``--guard enforce`` answered a ``tools/call`` itself and did not forward it.
+
+    ``tool`` is the refused tool, ``reason`` why, ``id`` the request's id: the
+    trace says that mcpsniff answered, so no rule blames the server for it.
+    """
+
+    name: ClassVar[str] = "guard-answered"
+    t: float
+    tool: str
+    reason: str
+    id: Any
+
+    def data(self) -> dict[str, Any]:
+        return {"tool": self.tool, "reason": self.reason, "id": self.id}
+
+
 #: What a stdio shell tells of its child and itself, each written as a
 #: transport event of its ``name`` with its ``data()``.
-StdioEvent = StdioStart | ChildSpawned | SpawnFailed | SignalForwarded | ChildExited
+StdioEvent = StdioStart | ChildSpawned | SpawnFailed | SignalForwarded | ChildExited | GuardAnswered
 #: The classes of ``StdioEvent``.
 STDIO_EVENTS: tuple[type, ...] = get_args(StdioEvent)
 
@@ -372,4 +391,5 @@ KINDS: tuple[type, ...] = (
     SpawnFailed,
     SignalForwarded,
     ChildExited,
+    GuardAnswered,
 )

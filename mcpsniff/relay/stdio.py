@@ -44,6 +44,7 @@ from mcpsniff.core.observations import (
 )
 from mcpsniff.core.redact import recorded_argv
 from mcpsniff.core.stdio_adapter import SESSION, StdioAdapter
+from mcpsniff.guard.enforce import EnforcePolicy, Gate
 from mcpsniff.relay.stdio_io import (
     CHUNK,
     Input,
@@ -76,6 +77,8 @@ class StdioOptions:
     backlog_limit: int = DEFAULT_BACKLOG_LIMIT
     #: What the analysis process feeds besides the trace (``mcpsniff.capture.sinks``).
     outputs: Outputs = field(default_factory=Outputs)
+    #: ``--guard enforce``: what the relay refuses (None: a transparent recorder).
+    guard: EnforcePolicy | None = None
 
 
 class StartError(Exception):
@@ -226,8 +229,14 @@ class StdioRelay:
         assert self.proc is not None
         proc = self.proc
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-        to_child = asyncio.create_task(self._pump_stdin(stdin, proc))
-        from_child = asyncio.create_task(self._pump_out(proc.stdout, stdout, S2C))
+        if self.options.guard is None:
+            to_child = asyncio.create_task(self._pump_stdin(stdin, proc))
+            from_child = asyncio.create_task(self._pump_out(proc.stdout, stdout, S2C))
+        else:  # --guard enforce: whole lines, tools/call judged (relay/stdio_gate.py)
+            from mcpsniff.relay.stdio_gate import gated_pumps
+
+            gate = Gate(self.options.guard)
+            to_child, from_child = gated_pumps(self, stdin, stdout, proc, gate)
         errors = asyncio.create_task(self._pump_stderr(proc.stderr, stderr))
         # Not ``proc.wait()``, which (Python 3.11) resolves only once the child
         # has exited *and* all its pipes are closed: a grandchild that keeps
@@ -406,6 +415,7 @@ def run_stdio(
             warn=warn,
             label="mcpsniff stdio",
             idle=not options.show,
+            history_label=f"stdio:{options.name or Path(options.command[0]).name}",
         )
     except OSError as exc:
         writer.close()
