@@ -7,6 +7,7 @@ import sys
 import click
 
 from mcpsniff.capture.sinks import Outputs
+from mcpsniff.cli.fault_option import fault_options, parsed_faults
 from mcpsniff.cli.recording import OTLP_HELP, live_display, otlp_sink, recording_options
 from mcpsniff.cli.shared import fail
 from mcpsniff.core.escape import terminal_safe
@@ -17,6 +18,7 @@ from mcpsniff.trace.writer import TraceWriter
 @recording_options
 @click.option("--name", help="Label for the session and the default trace file name.")
 @click.option("--otlp", metavar="URL", help=OTLP_HELP)
+@fault_options
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def stdio(
     trace_path: str | None,
@@ -25,6 +27,8 @@ def stdio(
     name: str | None,
     command: tuple[str, ...],
     otlp: str | None = None,
+    fault_specs: tuple[str, ...] = (),
+    fault_files: tuple[str, ...] = (),
 ) -> None:
     """Relay and record a stdio MCP server: mcpsniff stdio [OPTIONS] -- COMMAND [ARGS]...
 
@@ -35,7 +39,12 @@ def stdio(
     from mcpsniff.relay.stdio import StartError, StdioOptions, run_stdio
 
     options = StdioOptions(
-        command=list(command), trace=trace_path, show=show, redact=not no_redact, name=name
+        command=list(command),
+        trace=trace_path,
+        show=show,
+        redact=not no_redact,
+        name=name,
+        faults=parsed_faults("stdio", fault_specs, fault_files, http=False),
     )
     if otlp:
         otlp_sink("stdio", otlp)  # a bad endpoint or a missing extra: exit 2 now, not later

@@ -36,6 +36,7 @@ from mcpsniff.core.model import C2S, S2C, Record
 from mcpsniff.core.observations import Stderr, StreamEnd, TransportEvent
 from mcpsniff.core.redact import recorded_argv
 from mcpsniff.core.stdio_adapter import SESSION, StdioAdapter
+from mcpsniff.faults.spec import Fault
 from mcpsniff.relay.stdio_io import (
     CHUNK,
     Input,
@@ -68,6 +69,8 @@ class StdioOptions:
     backlog_limit: int = DEFAULT_BACKLOG_LIMIT
     #: What the analysis process feeds besides the trace (``mcpsniff.capture.sinks``).
     outputs: Outputs = field(default_factory=Outputs)
+    #: Faults to inject (``mcpsniff.faults``); empty: a transparent relay.
+    faults: list[Fault] = field(default_factory=list)
 
 
 class StartError(Exception):
@@ -224,8 +227,25 @@ class StdioRelay:
         assert self.proc is not None
         proc = self.proc
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-        to_child = asyncio.create_task(self._pump_stdin(stdin, proc))
-        from_child = asyncio.create_task(self._pump_out(proc.stdout, stdout, S2C))
+        if self.options.faults:
+            from mcpsniff.relay.stdio_faults import faulted_pumps
+
+            c2s_pump, s2c_pump = faulted_pumps(
+                self.options.faults,
+                proc,
+                stdin,
+                stdout,
+                self.channel,
+                self.forwarded,
+                self._event,
+                lambda: self._kill_group(signal.SIGKILL),
+                redact=self.options.redact,
+            )
+        else:
+            c2s_pump = self._pump_stdin(stdin, proc)
+            s2c_pump = self._pump_out(proc.stdout, stdout, S2C)
+        to_child = asyncio.create_task(c2s_pump)
+        from_child = asyncio.create_task(s2c_pump)
         errors = asyncio.create_task(self._pump_stderr(proc.stderr, stderr))
         # Not ``proc.wait()``, which (Python 3.11) resolves only once the child
         # has exited *and* all its pipes are closed: a grandchild that keeps
