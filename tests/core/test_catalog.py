@@ -66,19 +66,28 @@ def test_version_constants() -> None:
 ADDED_JSON = REPO_ROOT / "mcpsniff" / "core" / "catalog_added.json"
 
 
+RESILIENCE_JSON = REPO_ROOT / "mcpsniff" / "core" / "catalog_resilience.json"
+
+
 def _added() -> dict[str, dict[str, object]]:
     return json.loads(ADDED_JSON.read_text(encoding="utf-8"))
+
+
+def _resilience() -> dict[str, dict[str, object]]:
+    return json.loads(RESILIENCE_JSON.read_text(encoding="utf-8"))
 
 
 def test_count_and_order() -> None:
     """The reference catalogue's 297 rules, then the ones this repository adds."""
     entries = all_entries()
     added = list(_added())
-    assert len(entries) == 297 + len(added)
+    resilience = list(_resilience())
+    assert len(entries) == 297 + len(added) + len(resilience)
     assert len({e.id for e in entries}) == len(entries)
     assert entries[0].id == "JR-PARSE"
     assert entries[296].id == "MOD-DEPRECATED"
-    assert [e.id for e in entries[297:]] == added
+    assert [e.id for e in entries[297 : 297 + len(added)]] == added
+    assert [e.id for e in entries[297 + len(added) :]] == resilience
     assert all(isinstance(e, CatalogEntry) for e in entries)
 
 
@@ -95,10 +104,20 @@ def test_added_rules_are_whole_entries() -> None:
     assert get("EXT-APPS-NEGOTIATED").default_severity == "warning"
 
 
+def test_resilience_rules_are_whole_entries() -> None:
+    """catalog_resilience.json: whole entries, warnings (SHOULD), in their own section."""
+    for rule_id, data in _resilience().items():
+        entry = get(rule_id)
+        assert set(data) == {"sev", "versions", "check", "source", "section"}, rule_id
+        assert rule_id.startswith("RESIL-") and entry.check.startswith("["), rule_id
+        assert entry.default_severity == "warning", rule_id
+        assert entry.section == "17. Resilience under injected faults (RESIL-*)", rule_id
+
+
 def test_all_entries_returns_a_copy() -> None:
     entries = all_entries()
     entries.clear()
-    assert len(all_entries()) == 297 + len(_added())
+    assert len(all_entries()) == 297 + len(_added()) + len(_resilience())
 
 
 def test_jr_parse() -> None:
