@@ -44,6 +44,8 @@ class CheckOptions:
     explain: str | None = None
     #: Colour the text report (on a terminal only).
     colour: bool = False
+    #: After the text report, list each injected fault and the reaction seen.
+    faults_summary: bool = False
 
 
 class CheckError(Exception):
@@ -151,6 +153,11 @@ def run_check(
             else f"nothing at or above {fail_on}"
         )
         say(f"{total} finding(s) in {len(sessions) + unnamed} session(s); {verdict}")
+        if options.faults_summary:
+            from mcpsniff.check.faults_summary import faults_summary_lines
+
+            for line in faults_summary_lines(analyzer):
+                say(line)
         if options.explain:
             found = [f.rule for fs in by_session.values() for f in fs]
             wanted = list(dict.fromkeys(found)) if options.explain == "all" else [options.explain]

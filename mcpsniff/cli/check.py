@@ -47,6 +47,12 @@ from mcpsniff.terminal.safe_output import tolerate_surrogates
     help="Judge the sessions by the rules of this protocol version: what would break if "
     "client and server moved to it (docs/upgrade.md).",
 )
+@click.option(
+    "--faults-summary",
+    is_flag=True,
+    help="After the text report, list each fault mcpsniff injected (--fault) and how the "
+    "other peer reacted (docs/faults.md).",
+)
 def check(
     trace: Path | None,
     fmt: str,
@@ -54,6 +60,7 @@ def check(
     filter_expr: str | None = None,
     explain: str | None = None,
     as_version: str | None = None,
+    faults_summary: bool = False,
 ) -> None:
     """Re-analyze the raw frames of TRACE with today's rules and report findings.
 
@@ -83,7 +90,10 @@ def check(
         flt=parse_filter("check", filter_expr),
         explain=explain,
         colour=colour(sys.stdout),
+        faults_summary=faults_summary,
     )
+    if faults_summary and fmt != "text":
+        raise click.UsageError("--faults-summary is part of the text report (--format text)")
     sys.exit(check_exit_status(options))
 
 

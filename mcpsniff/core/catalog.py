@@ -165,8 +165,8 @@ RESILIENCE_FILE = "catalog_resilience.json"
 
 @functools.cache
 def _catalog() -> Mapping[str, CatalogEntry]:
-    """Load ``catalog.json``, ``catalog_added.json`` and the resilience rules (once) into an ordered, read-only
-    id -> entry mapping."""
+    """Load ``catalog.json``, ``catalog_added.json`` and ``catalog_resilience.json`` (once)
+    into an ordered, read-only id -> entry mapping."""
     entries: dict[str, CatalogEntry] = {}
     for name in ("catalog.json", ADDED_FILE, RESILIENCE_FILE):
         text = resources.files("mcpsniff.core").joinpath(name).read_text(encoding="utf-8")

@@ -24,6 +24,8 @@ from mcpsniff.core.model import C2S, S2C, EventRecord, FrameRecord
 
 #: ``marks`` value: every later frame of the direction.
 REST = "rest"
+#: Rules whose findings assume that the sender of a request saw its answer.
+ANSWER_SEEN_RULES = frozenset({"CANCEL-IN-PROGRESS"})
 #: Notes a ledger keeps (a long run with ``prob`` faults must stay bounded).
 NOTES_LIMIT = 100_000
 
@@ -61,10 +63,12 @@ class FaultLedger:
     _marks: dict[str, int] = field(default_factory=lambda: {C2S: 0, S2C: 0})
     _rest: set[str] = field(default_factory=set)
     _marking: dict[str, FaultNote | None] = field(default_factory=lambda: {C2S: None, S2C: None})
+    #: Requests whose answer mcpsniff dropped: their sender never saw it answered.
+    answer_withheld: set[int] = field(default_factory=set)
     #: Frames a peer answered with -32700/-32600 (``bad-input-reply``).
     answered_culprits: set[int] = field(default_factory=set)
-    #: Request ids the client (c2s) or server (s2c) cancelled, as ``repr`` keys.
-    cancelled: dict[str, set[str]] = field(default_factory=lambda: {C2S: set(), S2C: set()})
+    #: Request ids the client (c2s) or server (s2c) cancelled (``repr`` keys), and when.
+    cancelled: dict[str, dict[str, float]] = field(default_factory=lambda: {C2S: {}, S2C: {}})
     #: Methods requested in each direction after the latest fault, for retry checks.
     requested_after: dict[str, list[tuple[int, str]]] = field(
         default_factory=lambda: {C2S: [], S2C: []}
@@ -114,8 +118,10 @@ class FaultLedger:
             method = value.get("method")
             if method == "notifications/cancelled":
                 params = value.get("params")
+                cancelled = self.cancelled[direction]
                 if isinstance(params, dict) and "requestId" in params:
-                    self.cancelled[direction].add(repr(params["requestId"]))
+                    if len(cancelled) < NOTES_LIMIT:
+                        cancelled.setdefault(repr(params["requestId"]), frame.t)
             elif isinstance(method, str) and "id" in value:
                 after = self.requested_after[direction]
                 if len(after) < NOTES_LIMIT:
@@ -127,7 +133,13 @@ class FaultLedger:
         if len(self.withheld_rules) < NOTES_LIMIT:
             self.withheld_rules.append((rule, list(seqs)))
 
-    def excuses(self, seqs: list[int]) -> bool:
-        """Whether a finding naming ``seqs`` would blame a peer for a touched frame."""
+    def excuses(self, rule: str, seqs: list[int]) -> bool:
+        """Whether a finding of ``rule`` naming ``seqs`` would blame a peer for mcpsniff's doing.
+
+        It names a touched frame; or it says a request was answered when
+        mcpsniff withheld that answer from the peer it concerns.
+        """
         touched = self.touched
-        return any(seq in touched for seq in seqs)
+        if any(seq in touched for seq in seqs):
+            return True
+        return rule in ANSWER_SEEN_RULES and any(seq in self.answer_withheld for seq in seqs)

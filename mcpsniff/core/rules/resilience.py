@@ -43,10 +43,19 @@ def fault(session: Session, record: EventRecord) -> None:
     if ledger is None:
         ledger = session.faults = FaultLedger()
     note = ledger.note(record)
-    if note is not None and note.action == "kill":
+    if note is None:
+        return
+    if note.action == "kill":
         # The server is gone: nothing it left unanswered is its own doing.
         for pending in session.state.pending[C2S].values():
             ledger.touched.add(pending.seq)
+    elif note.action == "drop" and note.has_id and note.kind in ("response", "error"):
+        # The requester never saw this answer: cancelling afterwards is no race.
+        asked = session.state.pending[OPPOSITE[note.direction]]
+        for pending in asked.values():
+            if pending.id == note.id and type(pending.id) is type(note.id):
+                ledger.answer_withheld.add(pending.seq)
+                break
 
 
 @rule("RESIL-PARSE-NO-REPLY", on=PAIRING, keys=("bad-input-reply", "orphan-bad-input-reply"))
@@ -77,10 +86,11 @@ def _dropped(session: Session, ledger: FaultLedger, note: FaultNote) -> None:
         return
     # Who waits for an answer: the sender of a dropped request, the receiver of a dropped reply.
     waiting = note.direction if note.kind == REQUEST else OPPOSITE[note.direction]
-    if repr(note.id) in ledger.cancelled[waiting]:
-        note.reaction = COPED
-        return
     who = "client" if waiting == C2S else "server"
+    cancelled_at = ledger.cancelled[waiting].get(repr(note.id))
+    if cancelled_at is not None:
+        note.reaction = f"{COPED}: the {who} cancelled it {cancelled_at - note.t:.2f} s later"
+        return
     what = "request" if note.kind == REQUEST else "answer"
     note.reaction = f"the {who} never cancelled"
     session.report(
@@ -97,7 +107,7 @@ def _corrupted(session: Session, ledger: FaultLedger, note: FaultNote) -> None:
     if note.direction != C2S or note.data.get("corruption") not in NOT_JSON:
         return
     if any(seq in ledger.answered_culprits for seq in note.frames):
-        note.reaction = COPED
+        note.reaction = f"{COPED}: the server answered -32700"
         return
     note.reaction = "the server did not answer -32700"
     session.report(
@@ -116,7 +126,8 @@ def _unsupported_version(session: Session, ledger: FaultLedger, note: FaultNote)
     later = [method for seq, method in ledger.requested_after[asker] if seq > note.seq]
     if not later or note.method in later:
         # A retry, or a client that stopped there (it may have surfaced the error).
-        note.reaction = COPED
+        did = "retried" if later else "stopped there"
+        note.reaction = f"{COPED}: the client {did}"
         return
     note.reaction = "the client went on without retrying"
     session.report(

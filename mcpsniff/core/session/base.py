@@ -83,7 +83,7 @@ class SessionBase:
         if default is None:
             return
         faults = self.faults
-        if faults is not None and faults.excuses(seqs):
+        if faults is not None and faults.excuses(rule, seqs):
             # A frame mcpsniff injected, damaged or withheld on purpose: the
             # peer is not to blame (fault_ledger.py).
             faults.withheld_finding(rule, seqs)

@@ -151,3 +151,9 @@ def test_the_ledger_counts_what_it_withheld() -> None:
 def test_a_session_without_faults_has_no_ledger() -> None:
     convo = play(Proof("RESIL-DROP-HANG", fire=[], miss=[]), [c(CALL), s(ANSWER), end()])
     assert convo.session.faults is None
+
+
+def test_cancelling_a_request_whose_answer_was_dropped_is_no_race() -> None:
+    steps = [c(CALL), DROP_ANSWER, s(ANSWER), c(CANCEL), end()]
+    assert _findings(steps) == []
+    assert "CANCEL-IN-PROGRESS" in _findings([c(CALL), s(ANSWER), c(CANCEL), end()])

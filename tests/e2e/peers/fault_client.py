@@ -33,6 +33,8 @@ except ImportError:  # SDK 1.x
     from mcp.shared.exceptions import McpError  # type: ignore[no-redef]
 
 MAJOR = int(version("mcp").split(".")[0])
+#: Seconds the handshake may take (a Node server takes a while to start).
+INIT_TIMEOUT = 30.0
 
 
 def _timeout(seconds: float) -> Any:
@@ -67,16 +69,18 @@ async def _call(session: ClientSession, number: int, timeout: float) -> dict[str
 async def run(command: list[str], calls: int, timeout: float) -> dict[str, Any]:
     params = StdioServerParameters(command=command[0], args=command[1:])
     report: dict[str, Any] = {"sdk": MAJOR, "calls": []}
-    async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write, read_timeout_seconds=_timeout(timeout)) as session:
-            try:
-                await session.initialize()
-                report["initialize"] = "ok"
-            except Exception as exc:
-                report["initialize"] = type(exc).__name__
-                return report
-            for number in range(calls):
-                report["calls"].append(await _call(session, number, timeout))
+    async with (
+        stdio_client(params) as (read, write),
+        ClientSession(read, write, read_timeout_seconds=_timeout(INIT_TIMEOUT)) as session,
+    ):
+        try:
+            await session.initialize()
+            report["initialize"] = "ok"
+        except Exception as exc:
+            report["initialize"] = type(exc).__name__
+            return report
+        for number in range(calls):
+            report["calls"].append(await _call(session, number, timeout))
     return report
 
 
