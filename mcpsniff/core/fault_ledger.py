@@ -65,6 +65,8 @@ class FaultLedger:
     _marking: dict[str, FaultNote | None] = field(default_factory=lambda: {C2S: None, S2C: None})
     #: Requests whose answer mcpsniff dropped: their sender never saw it answered.
     answer_withheld: set[int] = field(default_factory=set)
+    #: Request ids (``repr``) per direction the receiver never read as requests (corrupted).
+    hidden_requests: dict[str, set[str]] = field(default_factory=dict)
     #: Frames a peer answered with -32700/-32600 (``bad-input-reply``).
     answered_culprits: set[int] = field(default_factory=set)
     #: Request ids the client (c2s) or server (s2c) cancelled (``repr`` keys), and when.
@@ -98,6 +100,12 @@ class FaultLedger:
                 elif type(count) is int and 0 < count <= 1_000_000:
                     self._marks[direction] += count
                     self._marking[direction] = note
+        if note.action == "corrupt" and note.kind == "request" and note.has_id:
+            # The receiver never read this request: the sender cancelling it later
+            # cancels nothing the receiver knows of, through no fault of its own.
+            hidden = self.hidden_requests.setdefault(note.direction, set())
+            if len(hidden) < NOTES_LIMIT:
+                hidden.add(repr(note.id))
         if len(self.notes) < NOTES_LIMIT:
             self.notes.append(note)
         return note
@@ -120,8 +128,11 @@ class FaultLedger:
                 params = value.get("params")
                 cancelled = self.cancelled[direction]
                 if isinstance(params, dict) and "requestId" in params:
+                    key = repr(params["requestId"])
                     if len(cancelled) < NOTES_LIMIT:
-                        cancelled.setdefault(repr(params["requestId"]), frame.t)
+                        cancelled.setdefault(key, frame.t)
+                    if key in self.hidden_requests.get(direction, ()):
+                        self.touched.add(frame.seq)
             elif isinstance(method, str) and "id" in value:
                 after = self.requested_after[direction]
                 if len(after) < NOTES_LIMIT:

@@ -157,3 +157,11 @@ def test_cancelling_a_request_whose_answer_was_dropped_is_no_race() -> None:
     steps = [c(CALL), DROP_ANSWER, s(ANSWER), c(CANCEL), end()]
     assert _findings(steps) == []
     assert "CANCEL-IN-PROGRESS" in _findings([c(CALL), s(ANSWER), c(CANCEL), end()])
+
+
+def test_cancelling_a_request_the_server_never_read_is_not_the_clients_mistake() -> None:
+    broken = fault("corrupt", "c2s", "request", {"c2s": 1}, corruption="truncate", id=6)
+    cancel = note("notifications/cancelled", {"requestId": 6})
+    steps = [broken, c(BROKEN), c(cancel), s(PARSE_ERROR), end()]
+    assert _findings(steps) == []
+    assert "CANCEL-SAME-DIRECTION" in _findings([c(BROKEN), c(cancel), s(PARSE_ERROR), end()])

@@ -52,7 +52,8 @@ async def _call(session: ClientSession, number: int, timeout: float) -> dict[str
         result = await session.call_tool(
             "echo", {"message": f"call {number}"}, read_timeout_seconds=_timeout(timeout)
         )
-        kind = "tool-error" if getattr(result, "isError", False) else "ok"
+        failed = getattr(result, "is_error", None) or getattr(result, "isError", False)
+        kind = "tool-error" if failed else "ok"
         outcome = {"outcome": kind, "text": _text(result)}
     except McpError as exc:
         error = getattr(exc, "error", None)
