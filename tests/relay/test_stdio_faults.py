@@ -203,7 +203,7 @@ def test_a_truncated_request_to_the_sdk_server(tmp_path: Path) -> None:
     (fault,) = result.faults
     assert fault.data["corruption"] == "truncate" and "original_sha256" in fault.data
     # The frame recorded is the damaged one, as the server read it.
-    damaged = [r for r in result.records if isinstance(r, FrameRecord) and r.seq > fault.seq][0]
+    damaged = next(r for r in result.records if isinstance(r, FrameRecord) and r.seq > fault.seq)
     assert damaged.raw.endswith(b"\n") and len(damaged.raw) < fault.data["original_len"]
     rules = _rules(result.check)
     assert "JR-PARSE" not in rules  # not the client's
