@@ -24,9 +24,9 @@ from tests.relay.test_stdio_faults import (
     EVERYTHING_JS,
     FAULT_CLIENT,
     REPO,
+    RUN_TIMEOUT,
     SDK1_PYTHON,
     SDK2_PYTHON,
-    RUN_TIMEOUT,
 )
 
 MCPSNIFF = [sys.executable, "-m", "mcpsniff"]
