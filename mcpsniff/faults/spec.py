@@ -94,9 +94,7 @@ def parse_fault(text: str) -> Fault:
     """Parse one specification. Raises ``FaultSpecError`` with the position of the problem."""
     if len(text) > MAX_SPEC_CHARS:
         raise FaultSpecError(
-            f"fault specification longer than {MAX_SPEC_CHARS} characters",
-            text[:80],
-            min(80, MAX_SPEC_CHARS),
+            f"fault specification longer than {MAX_SPEC_CHARS} characters", text, MAX_SPEC_CHARS
         )
     bad = _CONTROL.search(text)
     if bad is not None:
@@ -131,7 +129,7 @@ def parse_fault(text: str) -> Fault:
 def parse_faults(texts: list[str]) -> list[Fault]:
     """Parse several ``--fault`` values (``FaultSpecError`` at the first bad one)."""
     if len(texts) > MAX_FAULTS:
-        raise FaultSpecError(f"more than {MAX_FAULTS} faults", texts[MAX_FAULTS][:80], 0)
+        raise FaultSpecError(f"more than {MAX_FAULTS} faults", texts[MAX_FAULTS], 0)
     return [parse_fault(text) for text in texts]
 
 
