@@ -34,6 +34,7 @@ from mcpsniff.core.model import (
 )
 from mcpsniff.faults.spec import ANSWERS, DELAY, TOOL_ERROR, Fault
 from mcpsniff.filter import MessageView
+from mcpsniff.filter.syntax import And, Compare, Node, Or
 
 #: The ``event`` name of a fault record in the trace.
 FAULT_EVENT = "fault"
@@ -95,11 +96,40 @@ class FaultEngine:
         default_factory=lambda: {C2S: {}, S2C: {}}
     )
     _seq: int = 0
+    #: Byte strings one of which every message a fault can match must contain (in
+    #: itself, or in the request it answers); None when some fault needs no such string.
+    needles: tuple[bytes, ...] | None = None
 
     def __post_init__(self) -> None:
         for fault in self.faults:
             seed = fault.seed if fault.seed is not None else random.SystemRandom().getrandbits(32)
             self._states.append(_FaultState(fault, seed, random.Random(seed)))
+        found: set[bytes] = set()
+        for fault in self.faults:
+            some = needles_of(fault.when.tree) if fault.when is not None else None
+            if some is None:
+                break
+            found |= some
+        else:
+            self.needles = tuple(found) if self.faults else None
+
+    def could_match(self, block: bytes, direction: str) -> bool:
+        """Whether any message of ``block`` may match a fault: False lets it pass unread.
+
+        A fault whose filter requires a method or tool name can only match a
+        request holding that name in its bytes (or a message answering such a
+        request, which the engine then has in flight). JSON escapes could spell
+        a name otherwise (``\\/``, ``\\u``): a block holding one is read.
+        """
+        needles = self.needles
+        if needles is None:
+            return True
+        for needle in needles:
+            if needle in block:
+                return True
+        if b"\\" in block and (b"\\/" in block or b"\\u" in block):
+            return True
+        return bool(self._pending[S2C if direction == C2S else C2S])
 
     def seed_of(self, index: int) -> int:
         """The seed fault ``index`` draws from (its own, or the one chosen for it)."""
@@ -127,13 +157,17 @@ class FaultEngine:
             if not has_id:
                 return Message(direction, raw, NOTIFICATION, method, tool, value=value)
             pending = self._pending[direction]
-            if len(pending) < PENDING_LIMIT:
+            if len(pending) < PENDING_LIMIT and self._candidate(raw):
                 pending[_key(ident)] = (method, tool)
             return Message(direction, raw, REQUEST, method, tool, ident, True, value)
         kind = ERROR if "error" in value else RESPONSE
         asked = self._pending[S2C if direction == C2S else C2S].pop(_key(ident), None)
         method, tool = asked if asked is not None else (None, None)
         return Message(direction, raw, kind, method, tool, ident, has_id, value)
+
+    def _candidate(self, raw: bytes) -> bool:
+        needles = self.needles
+        return needles is None or b"\\" in raw or any(needle in raw for needle in needles)
 
     def judge(self, message: Message) -> Injection | None:
         """The fault to inject into ``message``, or None; counts matches and injections."""
@@ -191,6 +225,30 @@ class FaultEngine:
             is_error=is_error,
             frame=frame,
         )
+
+
+#: Fields whose ``==`` value a matching message (or its request) holds as a JSON string.
+NAME_FIELDS = frozenset({"mcp.method.name", "gen_ai.tool.name"})
+
+
+def needles_of(node: Node) -> frozenset[bytes] | None:
+    """Byte strings one of which a message matching ``node`` must hold; None if unknown."""
+    if type(node) is Compare:
+        if node.field in NAME_FIELDS and node.op == "==":
+            return frozenset({orjson.dumps(node.value)})
+        return None
+    if type(node) is And:
+        options = [found for item in node.items if (found := needles_of(item)) is not None]
+        return min(options, key=len) if options else None
+    if type(node) is Or:
+        union: set[bytes] = set()
+        for item in node.items:
+            found = needles_of(item)
+            if found is None:
+                return None
+            union |= found
+        return frozenset(union)
+    return None
 
 
 def _key(ident: Any) -> IdKey:

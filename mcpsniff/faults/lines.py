@@ -126,6 +126,10 @@ class LineFaults:
 
     async def _lines(self, direction: str, block: bytes) -> None:
         engine = self.engine
+        if not engine.could_match(block, direction):
+            # No message here can match a fault: on in one piece, unread.
+            await self._pass(direction, block)
+            return
         lines = block.splitlines(keepends=True)
         decided: list[tuple[bytes, Injection | None]] = []
         for line in lines:
@@ -141,7 +145,12 @@ class LineFaults:
             if plain:
                 await self._pass(direction, b"".join(plain))
                 plain = []
-            await self._inject(direction, line, injection)
+            try:
+                await self._inject(direction, line, injection)
+            except (OSError, ValueError, TypeError) as exc:
+                # A fault must never cost a message or the relay: deliver it as it came.
+                self.port.event({"fault_version": 1, "failed": str(exc)[:200]})
+                await self._pass(direction, line)
         if plain:
             await self._pass(direction, b"".join(plain))
 

@@ -91,3 +91,31 @@ def test_requests_in_flight_are_bounded() -> None:
     for number in range(20_000):
         engine.read("c2s", line({"jsonrpc": "2.0", "id": number, "method": "ping"}))
     assert len(engine._pending["c2s"]) == 10_000
+
+
+def test_needles_let_blocks_that_cannot_match_pass_unread() -> None:
+    engine = FaultEngine(parse_faults(['drop when tool == "echo" and direction == s2c']))
+    assert engine.needles == (b'"echo"',)
+    assert not engine.could_match(LIST + b"\n" + LIST, "c2s")
+    assert engine.could_match(CALL, "c2s")
+    engine.read("c2s", CALL)  # an echo call in flight: its answer must be read
+    assert engine.could_match(ANSWER, "s2c")
+    assert engine.judge(engine.read("s2c", ANSWER)) is not None
+    assert not engine.could_match(ANSWER, "s2c")  # answered: nothing in flight
+
+
+def test_needles_only_where_every_fault_names_a_method_or_tool() -> None:
+    assert FaultEngine(parse_faults(["kill"])).needles is None
+    assert FaultEngine(parse_faults(["drop when direction == s2c"])).needles is None
+    either = FaultEngine(
+        parse_faults(["drop when method == ping or tool == x", "drop when method == a"])
+    )
+    assert either.needles is not None and set(either.needles) == {b'"ping"', b'"x"', b'"a"'}
+    assert FaultEngine(parse_faults(["drop when method == a or kind == request"])).needles is None
+
+
+def test_an_escaped_method_name_is_still_read() -> None:
+    engine = FaultEngine(parse_faults(["drop when method == tools/call"]))
+    escaped = b'{"jsonrpc":"2.0","id":1,"method":"tools\\/call"}'
+    assert engine.could_match(escaped, "c2s")
+    assert engine.judge(engine.read("c2s", escaped)) is not None
