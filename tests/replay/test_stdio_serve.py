@@ -1,35 +1,182 @@
-"""``replay serve --fault``: a misbehaving mock server made from a recording, over stdio.
+"""``replay serve`` and ``replay drive`` over stdio, with real SDK peers and real recordings.
 
-A real session (the SDK 2.x client's ``fault_client.py`` against
-server-everything, through ``mcpsniff stdio``) is recorded once; then the same
-client (SDK 2.x and 1.x) talks to ``mcpsniff replay serve --fault ...`` instead
-of the real server, and sees exactly the misbehaviour asked for, recorded in
-the replay's own trace.
+Every recording is a real session: the official SDK 2.x client against
+server-everything (handshake era) or the SDK 2.x server (2026-07-28,
+stateless), through ``mcpsniff stdio``.
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from mcpsniff.core.model import EventRecord
+from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord
 from mcpsniff.trace.reader import TraceReader
 from tests.relay.test_stdio_faults import (
-    EVERYTHING,
     EVERYTHING_JS,
     FAULT_CLIENT,
     REPO,
     RUN_TIMEOUT,
     SDK1_PYTHON,
+)
+from tests.replay.support import (
+    CHANGED_SERVER,
+    EVERYTHING,
+    MCPSNIFF,
+    SDK2,
     SDK2_PYTHON,
+    Recording,
+    all_match,
+    recorded_answers,
+    run,
+    sdk_client,
 )
 
-MCPSNIFF = [sys.executable, "-m", "mcpsniff"]
+RECORDINGS = ["everything_recording", "modern_recording"]
+SERVERS = {"everything_recording": EVERYTHING, "modern_recording": SDK2}
+
+
+@pytest.mark.parametrize("recording_name", RECORDINGS)
+def test_serve_gives_the_sdk_client_the_recorded_results(
+    recording_name: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    recording: Recording = request.getfixturevalue(recording_name)
+    own = tmp_path / "served.jsonl"
+    results = sdk_client([*MCPSNIFF, "replay", "serve", "--trace", str(own), str(recording.trace)])
+    assert results == recording.results
+    assert results["progress_count"] == 3
+    # The replay's own trace holds what it served, and the check finds what it found in the
+    # recording (the SDK 2.x server logs without declaring logging: a real finding).
+    records = list(TraceReader(own).records())
+    served = [r for r in records if isinstance(r, FrameRecord) and r.direction == "s2c"]
+    assert len(served) >= 20
+    assert error_rules(records) == error_rules(TraceReader(recording.trace).records())
+    assert not [r for r in records if isinstance(r, EventRecord) and r.event == "replay-unmatched"]
+
+
+@pytest.mark.parametrize("recording_name", RECORDINGS)
+def test_drive_against_a_fresh_server_finds_no_difference(
+    recording_name: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    recording: Recording = request.getfixturevalue(recording_name)
+    own = tmp_path / "driven.jsonl"
+    server = SERVERS[recording_name]
+    result = run(
+        [*MCPSNIFF, "replay", "drive", str(recording.trace), "--trace", str(own), "--", *server]
+    )
+    assert result.code == 0, result.out + result.err
+    assert result.out.strip() == all_match(recorded_answers(recording.trace))
+    # The drive's own trace is a complete session: every request answered.
+    kinds = [r for r in TraceReader(own).records() if isinstance(r, FrameRecord)]
+    assert sum(1 for f in kinds if f.direction == "c2s") >= 15
+
+
+def test_drive_against_a_changed_server_names_the_tool_and_the_field(
+    modern_recording: Recording,
+) -> None:
+    changed = [str(SDK2_PYTHON), str(CHANGED_SERVER)]
+    result = run([*MCPSNIFF, "replay", "drive", str(modern_recording.trace), "--", *changed])
+    assert result.code == 1, result.out + result.err
+    lines = result.out.splitlines()
+    heads = [line for line in lines if not line.startswith(" ")][:-1]
+    assert len(heads) == 1
+    assert heads[0].startswith("tools/call tool 'get-structured-content' (request id ")
+    block = "\n".join(lines)
+    assert "  $.result.structuredContent.humidity\n    recorded: 82.0\n    live:     50.0" in block
+    assert "$.result.content[0].text" in block
+    total = recorded_answers(modern_recording.trace)
+    assert lines[-1] == (
+        f"{total} of {total} recorded response(s) compared, 1 differ, {total - 1} match"
+    )
+
+
+def test_drive_ignores_the_paths_it_is_told_to(modern_recording: Recording) -> None:
+    changed = [str(SDK2_PYTHON), str(CHANGED_SERVER)]
+    ignores = ["--ignore", "$.result.content[*].text", "--ignore", "result.structuredContent"]
+    result = run(
+        [*MCPSNIFF, "replay", "drive", str(modern_recording.trace), *ignores, "--", *changed]
+    )
+    assert result.code == 0, result.out + result.err
+
+
+def test_serve_strict_answers_an_unrecorded_request_with_an_error(
+    everything_recording: Recording, tmp_path: Path
+) -> None:
+    own = tmp_path / "strict.jsonl"
+    asked = [
+        {"jsonrpc": "2.0", "id": "a", "method": "tools/call", "params": {"name": "no-such-tool"}},
+        {"jsonrpc": "2.0", "id": "b", "method": "tools/list"},
+    ]
+    proc = run_serve(
+        [str(everything_recording.trace), "--match", "strict", "--trace", str(own)], asked
+    )
+    assert proc.code == 1
+    replies = [json.loads(line) for line in proc.out.splitlines()]
+    error = replies[0]
+    assert error["id"] == "a"
+    assert error["error"]["code"] == -32601
+    first, nearest, *diff = error["error"]["message"].splitlines()
+    trace = everything_recording.trace
+    assert first == f"replay: nothing was recorded for tools/call (no-such-tool) in {trace}"
+    # The nearest recorded call is named, with the paths that differ in drive's format.
+    name = error["error"]["data"]["nearest"]["target"]
+    assert nearest.startswith(f"nearest recorded request: tools/call ({name}), request id ")
+    assert diff[:3] == [
+        "  $.params.name",
+        f'    recorded: "{name}"',
+        '    asked:    "no-such-tool"',
+    ]
+    assert error["error"]["data"]["nearest"]["method"] == "tools/call"
+    # The recorded tools/list answer, with the id this client chose.
+    assert replies[1]["id"] == "b"
+    assert replies[1]["result"]["tools"][0]["name"] == "echo"
+    events = [
+        r
+        for r in TraceReader(own).records()
+        if isinstance(r, EventRecord) and r.event == "replay-unmatched"
+    ]
+    assert [(e.data["method"], e.data["target"], e.data["id"]) for e in events] == [
+        ("tools/call", "no-such-tool", "a")
+    ]
+    assert "1 request(s) had no recorded counterpart" in proc.err
+
+
+def error_rules(records: object) -> set[str]:
+    """The rules of the error findings among ``records``."""
+    return {
+        r.rule
+        for r in records  # type: ignore[attr-defined]
+        if isinstance(r, FindingRecord) and r.severity == "error"
+    }
+
+
+def run_serve(args: list[str], messages: list[object]):  # type: ignore[no-untyped-def]
+    """Run ``replay serve`` over stdio with these client lines; stdin then closes."""
+    import subprocess
+
+    from tests.replay.support import REPO, TIMEOUT, Run
+
+    text = "".join(json.dumps(m) + "\n" for m in messages)
+    proc = subprocess.run(
+        [*MCPSNIFF, "replay", "serve", *args],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        cwd=REPO,
+    )
+    return Run(proc.returncode, proc.stdout, proc.stderr)
+
+
+# --------------------------------------------------------------------------- --fault
+# ``replay serve --fault``: a misbehaving mock made from a recording. A session of
+# ``fault_client.py`` (SDK 2.x) against server-everything is recorded once; the same
+# client (SDK 2.x and 1.x) then talks to the mock and sees exactly the misbehaviour
+# asked for, recorded in the replay's own trace.
 
 
 def _client(
@@ -45,7 +192,7 @@ def _client(
 
 
 @pytest.fixture(scope="module")
-def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def fault_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for path in (SDK2_PYTHON, EVERYTHING_JS):
         if not path.exists():
             pytest.skip(f"{path} missing (scripts/setup-peers.sh builds the peers)")
@@ -56,35 +203,39 @@ def recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return trace
 
 
-def _serve(recording: Path, own: Path, *faults: str) -> list[str]:
+def _serve(fault_recording: Path, own: Path, *faults: str) -> list[str]:
     command = [*MCPSNIFF, "replay", "serve", "--trace", str(own)]
     for spec in faults:
         command += ["--fault", spec]
-    return [*command, str(recording)]
+    return [*command, str(fault_recording)]
 
 
-def _faults(trace: Path) -> list[EventRecord]:
+def _fault_records(trace: Path) -> list[EventRecord]:
     with TraceReader(trace) as reader:
         return [r for r in reader.records() if isinstance(r, EventRecord) and r.event == "fault"]
 
 
 @pytest.mark.parametrize("python", [SDK2_PYTHON, SDK1_PYTHON], ids=["sdk2", "sdk1"])
-def test_a_slow_tool_from_the_recording(recording: Path, tmp_path: Path, python: Path) -> None:
+def test_a_slow_tool_from_the_recording(
+    fault_recording: Path, tmp_path: Path, python: Path
+) -> None:
     own = tmp_path / "served.jsonl"
-    server = _serve(recording, own, 'delay 300ms when tool == "echo" and direction == s2c')
+    server = _serve(fault_recording, own, 'delay 300ms when tool == "echo" and direction == s2c')
     report = _client(python, server)
     assert [c["outcome"] for c in report["calls"]] == ["ok", "ok", "ok"]
     assert [c["text"] for c in report["calls"]] == ["Echo: call 0", "Echo: call 1", "Echo: call 2"]
     # Held at least 300 ms each (the replay itself answers call 1 after the pause
     # it recorded before a server notification; tests/relay measures 300-400 ms).
     assert all(300 <= c["ms"] < 2000 for c in report["calls"]), report
-    assert [f.data["delay_ms"] for f in _faults(own)] == [300, 300, 300]
+    assert [f.data["delay_ms"] for f in _fault_records(own)] == [300, 300, 300]
 
 
-def test_errors_drops_and_duplicates_from_the_recording(recording: Path, tmp_path: Path) -> None:
+def test_errors_drops_and_duplicates_from_the_recording(
+    fault_recording: Path, tmp_path: Path
+) -> None:
     own = tmp_path / "served.jsonl"
     server = _serve(
-        recording,
+        fault_recording,
         own,
         'error -32603 "backend down" when tool == "echo" times 1',
         'drop when tool == "echo" and direction == s2c times 1',
@@ -92,7 +243,7 @@ def test_errors_drops_and_duplicates_from_the_recording(recording: Path, tmp_pat
     )
     report = _client(SDK2_PYTHON, server, timeout=1)
     assert [c["outcome"] for c in report["calls"]] == ["error", "timeout", "ok"]
-    assert [f.data["action"] for f in _faults(own)] == ["error", "drop", "duplicate"]
+    assert [f.data["action"] for f in _fault_records(own)] == ["error", "drop", "duplicate"]
     check = subprocess.run(
         [*MCPSNIFF, "check", "--faults-summary", str(own)],
         capture_output=True,
@@ -104,18 +255,18 @@ def test_errors_drops_and_duplicates_from_the_recording(recording: Path, tmp_pat
     assert "reaction: coped: the client cancelled it" in summary
 
 
-def test_kill_stops_the_mock_server(recording: Path, tmp_path: Path) -> None:
+def test_kill_stops_the_mock_server(fault_recording: Path, tmp_path: Path) -> None:
     own = tmp_path / "served.jsonl"
-    server = _serve(recording, own, 'kill when tool == "echo" and direction == s2c after 1')
+    server = _serve(fault_recording, own, 'kill when tool == "echo" and direction == s2c after 1')
     report = _client(SDK2_PYTHON, server, timeout=2)
     outcomes = [c["outcome"] for c in report["calls"]]
     assert outcomes[:2] == ["ok", "ok"]
     assert outcomes[2] != "ok"
 
 
-def test_a_bad_fault_is_refused_before_serving(recording: Path) -> None:
+def test_a_bad_fault_is_refused_before_serving(fault_recording: Path) -> None:
     proc = subprocess.run(
-        [*MCPSNIFF, "replay", "serve", "--fault", "corrupt sideways", str(recording)],
+        [*MCPSNIFF, "replay", "serve", "--fault", "corrupt sideways", str(fault_recording)],
         capture_output=True,
         timeout=RUN_TIMEOUT,
         cwd=REPO,
