@@ -285,13 +285,13 @@ def _event_detail(event: EventRecord) -> str | None:
     if name == "sse-event":
         return None
     if name == "fault":
-        return _fault_detail(data)
+        return fault_text(data)
     if not data:
         return ""
     return " ".join(f"{k}={v}" for k, v in list(data.items())[:6])[:200]
 
 
-def _fault_detail(data: dict[str, Any]) -> str:
+def fault_text(data: dict[str, Any]) -> str:
     """A fault mcpsniff injected (docs/faults.md): what, to which message, delivered or not."""
     action = str(data.get("action", "?"))
     for key in ("delay_ms", "corruption", "code"):
