@@ -267,3 +267,40 @@ def test_status_is_refused_on_stdio() -> None:
     )
     assert proc.returncode == 2
     assert b"status needs an HTTP relay" in proc.stderr
+
+
+#: How the SDK 2.x client fares with each damaged answer (the first echo call's).
+CORRUPTED_ANSWERS = {
+    "split": "ok",  # whole again once its pieces are read
+    "pretty": "timeout",
+    "truncate": "timeout",
+    "trailing-comma": "timeout",
+    # SDK 2.3.0's stdio client decodes strictly: one bad byte ends the whole client
+    # (UnicodeDecodeError out of stdio_client). A real resilience bug, shown here.
+    "invalid-utf8": "crashed",
+}
+
+
+@pytest.mark.parametrize("kind", list(CORRUPTED_ANSWERS))
+def test_a_damaged_answer_is_not_held_against_the_server(tmp_path: Path, kind: str) -> None:
+    spec = f'corrupt {kind} when tool == "echo" and direction == s2c times 1'
+    result = run(tmp_path, [spec], timeout=1)
+    if CORRUPTED_ANSWERS[kind] == "crashed":
+        assert result.client["crashed"] == "UnicodeDecodeError"
+    else:
+        assert result.outcomes() == [CORRUPTED_ANSWERS[kind], "ok", "ok"]
+    (fault,) = result.faults
+    assert fault.data["corruption"] == kind and fault.data["marks"]["s2c"] >= 1
+    rules = _rules(result.check)
+    assert "JR-PARSE" not in rules and "STDIO-NEWLINE" not in rules, rules
+
+
+def test_disconnect_cuts_the_client_off(tmp_path: Path) -> None:
+    result = run(
+        tmp_path, ['disconnect when tool == "echo" and direction == s2c after 1 times 1'], timeout=2
+    )
+    assert result.outcomes()[0] == "ok"
+    assert "ok" not in result.outcomes()[1:]
+    (fault,) = result.faults
+    assert fault.data["marks"] == {"s2c": "rest"} and fault.data["delivered"] is False
+    assert "JR-RESP-REQUIRED" not in _rules(result.check)

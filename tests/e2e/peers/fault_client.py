@@ -9,8 +9,9 @@ It starts SERVER over stdio, runs the handshake, then calls the ``echo`` tool
 seconds, and prints one JSON object: the initialize outcome and, per call,
 the wall time in milliseconds and what came back (``ok`` with the text,
 ``error`` with the JSON-RPC code, ``tool-error`` with the text, ``timeout``,
-or ``failed`` with the exception type). The fault injection tests judge a
-client's resilience from that and from the trace.
+or ``failed`` with the exception type); ``crashed`` names the exception when the
+SDK itself gave way. The fault injection tests judge a client's resilience from
+that and from the trace.
 """
 
 from __future__ import annotations
@@ -92,7 +93,13 @@ def main(argv: list[str]) -> int:
     parser.add_argument("command", nargs=argparse.REMAINDER)
     ns = parser.parse_args(argv)
     command = ns.command[1:] if ns.command[:1] == ["--"] else ns.command
-    report = anyio.run(run, command, ns.calls, ns.timeout)
+    try:
+        report = anyio.run(run, command, ns.calls, ns.timeout)
+    except BaseException as exc:  # the SDK itself gave way: that is the finding
+        inner = exc
+        while isinstance(inner, BaseExceptionGroup) and inner.exceptions:
+            inner = inner.exceptions[0]
+        report = {"sdk": MAJOR, "calls": [], "crashed": type(inner).__name__}
     print(json.dumps(report))
     return 0
 
