@@ -253,7 +253,17 @@ class LineFaults:
         await self._pass(direction, line)
 
     async def _later(self, direction: str, line: bytes, injection: Injection) -> None:
-        await asyncio.sleep(injection.delay_ms / 1000.0)
-        await self._idle[direction].wait()
+        try:
+            await asyncio.sleep(injection.delay_ms / 1000.0)
+            await self._idle[direction].wait()
+        except asyncio.CancelledError:
+            # The connection ended before the hold did: never delivered, still recorded.
+            self.port.event(
+                fault_record(
+                    self.engine, injection, marks={direction: 1}, delivered=False, cut_short=True
+                )
+            )
+            self.port.observe(direction, line)
+            raise
         self.port.event(fault_record(self.engine, injection, marks={}, delivered=True))
         await self._pass(direction, line)

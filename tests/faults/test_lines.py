@@ -133,3 +133,20 @@ def test_delayed_lines_are_overtaken_and_delivered_later() -> None:
     wire = asyncio.run(go())
     assert wire.got["s2c"] == [msg(2), msg(1)]
     assert wire.events[0]["delay_ms"] == 50
+
+
+def test_a_hold_cut_short_is_still_recorded() -> None:
+    async def go() -> Wire:
+        faults, wire = carrier("delay 10s when id == 1")
+        await faults.carry("s2c", msg(1))
+        await faults.settle(0.05)
+        await asyncio.sleep(0)
+        return wire
+
+    wire = asyncio.run(go())
+    assert wire.got["s2c"] == []
+    assert wire.seen == [("s2c", msg(1))]
+    (event,) = wire.events
+    assert (
+        event["delivered"] is False and event["cut_short"] is True and event["marks"] == {"s2c": 1}
+    )
