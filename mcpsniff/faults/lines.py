@@ -130,7 +130,8 @@ class LineFaults:
             # No message here can match a fault: on in one piece, unread.
             await self._pass(direction, block)
             return
-        lines = block.splitlines(keepends=True)
+        # On "\n" only, as MCP stdio delimits: a stray "\r" stays inside its line.
+        lines = [line + b"\n" for line in block.split(b"\n")[:-1]]
         decided: list[tuple[bytes, Injection | None]] = []
         for line in lines:
             payload = line.rstrip(b"\r\n")

@@ -150,3 +150,15 @@ def test_a_hold_cut_short_is_still_recorded() -> None:
     assert (
         event["delivered"] is False and event["cut_short"] is True and event["marks"] == {"s2c": 1}
     )
+
+
+def test_a_stray_carriage_return_stays_inside_its_line() -> None:
+    async def go() -> Wire:
+        faults, wire = carrier("drop when id == 1")
+        await faults.carry("s2c", b'{"jsonrpc":"2.0","id":1,"result":{}}\r{"x":1}\n' + msg(2))
+        return wire
+
+    wire = asyncio.run(go())
+    # Not JSON as one line, so nothing matches id 1: both lines pass whole.
+    assert b"".join(wire.got["s2c"]) == b'{"jsonrpc":"2.0","id":1,"result":{}}\r{"x":1}\n' + msg(2)
+    assert wire.events == []
