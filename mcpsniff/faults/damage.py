@@ -12,11 +12,16 @@ from typing import Any
 
 import orjson
 
+from mcpsniff.core.catalog import VERSIONS
 from mcpsniff.faults.engine import Injection
 from mcpsniff.faults.spec import ERROR, TOOL_ERROR
 
 #: The line ``corrupt banner`` writes before the message.
 BANNER = b"mcpsniff: injected banner: server starting...\n"
+#: JSON-RPC code of an UnsupportedProtocolVersionError (2026-07-28 schema).
+UNSUPPORTED_VERSION = -32022
+#: Where a 2026-07-28 request names its protocol version, in ``params._meta``.
+PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion"
 #: How many pieces ``corrupt split`` writes a message in.
 SPLIT_PIECES = 3
 
@@ -27,11 +32,10 @@ def answer(injection: Injection) -> bytes:
     ident = injection.message.id
     reply: dict[str, Any]
     if fault.action == ERROR:
-        reply = {
-            "jsonrpc": "2.0",
-            "id": ident,
-            "error": {"code": fault.code, "message": fault.message},
-        }
+        error: dict[str, Any] = {"code": fault.code, "message": fault.message}
+        if fault.code == UNSUPPORTED_VERSION:
+            error["data"] = _versions_other_than(injection.message.value)
+        reply = {"jsonrpc": "2.0", "id": ident, "error": error}
     elif fault.action == TOOL_ERROR:
         reply = {
             "jsonrpc": "2.0",
@@ -41,6 +45,25 @@ def answer(injection: Injection) -> bytes:
     else:
         raise ValueError(f"{fault.action} does not answer")
     return orjson.dumps(reply)
+
+
+def _versions_other_than(request: Any) -> dict[str, Any]:
+    """``data`` of an injected -32022: every version but the one the request asked for.
+
+    2026-07-28 basic/versioning.mdx: the error lists "the versions it does
+    support", so that the client can "select a mutually supported version ...
+    and retry the request".
+    """
+    params = request.get("params") if isinstance(request, dict) else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    requested = meta.get(PROTOCOL_VERSION_META) if isinstance(meta, dict) else None
+    if requested is None and isinstance(params, dict):
+        requested = params.get("protocolVersion")
+    supported = [v for v in reversed(VERSIONS) if v != requested]
+    data: dict[str, Any] = {"supported": supported}
+    if isinstance(requested, str):
+        data["requested"] = requested
+    return data
 
 
 def corrupt(kind: str, payload: bytes, eol: bytes) -> list[bytes]:

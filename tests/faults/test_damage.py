@@ -46,3 +46,17 @@ def test_answers() -> None:
         "id": "a",
         "error": {"code": -32020, "message": "no header"},
     }
+
+
+def test_an_injected_unsupported_version_lists_the_others() -> None:
+    engine = FaultEngine(parse_faults(["error -32022 Unsupported"]))
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}
+    raw = orjson.dumps(
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {"_meta": meta}}
+    )
+    injection = engine.judge(engine.read("c2s", raw))
+    assert injection is not None
+    error = orjson.loads(answer(injection))["error"]
+    assert error["code"] == -32022 and error["data"]["requested"] == "2026-07-28"
+    assert error["data"]["supported"][0] == "2025-11-25"
+    assert "2026-07-28" not in error["data"]["supported"]
