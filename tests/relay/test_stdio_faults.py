@@ -309,10 +309,12 @@ def test_disconnect_cuts_the_client_off(tmp_path: Path) -> None:
 def test_an_injected_unsupported_version_against_the_2026_sdk_server(tmp_path: Path) -> None:
     spec = 'error -32022 "Unsupported protocol version" when tool == "echo" times 1'
     result = run(tmp_path, [spec], server=SDK2)
-    # The SDK 2.x client surfaces the error to its caller, which goes on calling.
+    # The SDK 2.x client (initialize, so the handshake era) surfaces the error to
+    # its caller, which goes on calling.
     assert result.outcomes() == ["error", "ok", "ok"]
     assert result.client["calls"][0]["code"] == -32022
     answers = [r for r in result.records if isinstance(r, FrameRecord) and b"-32022" in r.raw]
-    assert b'"supported":["2025-11-25"' in answers[0].raw
+    # A handshake-era request names no version of its own: every known one is listed.
+    assert b'"supported":["2026-07-28","2025-11-25"' in answers[0].raw
     assert _rules(result.check) == []  # not the server's -32022, and the client went on
     assert "reaction: coped: the client retried" in result.summary
