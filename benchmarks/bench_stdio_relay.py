@@ -374,6 +374,11 @@ def client_cpu() -> float:
     return cpu_seconds(os.getpid())
 
 
+#: ``--fault`` specifications given to the mcpsniff configuration (docs/faults.md):
+#: a fault that matches nothing measures what the fault carrier costs.
+FAULTS: list[str] = []
+
+
 def server_argv() -> list[str]:
     """The command that runs the benchmark's stdio server."""
     return [sys.executable, str(Path(__file__).resolve()), "--serve"]
@@ -386,7 +391,8 @@ def config_argv(name: str, trace: Path) -> list[str]:
     if name == "byte relay":
         return [sys.executable, str(Path(__file__).resolve()), "--byte-relay", *server_argv()]
     mcpsniff = Path(sys.executable).with_name("mcpsniff")
-    return [str(mcpsniff), "stdio", "--trace", str(trace), "--", *server_argv()]
+    faults = [arg for spec in FAULTS for arg in ("--fault", spec)]
+    return [str(mcpsniff), "stdio", "--trace", str(trace), *faults, "--", *server_argv()]
 
 
 @dataclass
@@ -1249,11 +1255,19 @@ def main() -> int:
         default="relay",
         help="which process py-spy samples with --profile (traffic only)",
     )
+    parser.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="run mcpsniff with this --fault (repeatable), e.g. 'drop when method == none'",
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--byte-relay", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     ns = parser.parse_args()
     if min(ns.rounds, ns.block) < 1 or min(ns.count, ns.sequential) < (0 if ns.profile else 1):
         parser.error("--rounds, --count, --sequential and --block must be positive")
+    FAULTS.extend(ns.fault)
     if ns.serve:
         return serve()
     if ns.byte_relay:

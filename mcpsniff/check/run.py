@@ -55,6 +55,8 @@ class CheckOptions:
     #: The trace-wide guard checks asked for (pins, policy gates, drift history);
     #: None: only the core rules (``mcpsniff/guard/findings.py``).
     guard: GuardPolicy | None = None
+    #: After the text report, list each injected fault and the reaction seen.
+    faults_summary: bool = False
 
 
 class CheckError(Exception):
@@ -92,9 +94,9 @@ def run_check(
     gaps = GapTally()
     guard = options.guard
     merged = None
-    if options.jobs > 1 and flt is None and guard is None:
-        # The guard's inventory reads every record in this process's pass, so a
-        # guarded check stays in one process.
+    if options.jobs > 1 and flt is None and guard is None and not options.faults_summary:
+        # The guard's inventory and the faults summary read this process's own
+        # pass over the records, so those checks stay in one process.
         from mcpsniff.check.split import check_split
 
         merged = check_split(trace, options.jobs)
@@ -199,6 +201,11 @@ def run_check(
             else f"nothing at or above {fail_on}"
         )
         say(f"{total} finding(s) in {len(sessions) + unnamed} session(s); {verdict}")
+        if options.faults_summary:
+            from mcpsniff.check.faults_summary import faults_summary_lines
+
+            for line in faults_summary_lines(analyzer):
+                say(line)
         if options.explain:
             found = [f.rule for fs in by_session.values() for f in fs]
             wanted = list(dict.fromkeys(found)) if options.explain == "all" else [options.explain]

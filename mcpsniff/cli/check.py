@@ -59,6 +59,12 @@ from mcpsniff.terminal.safe_output import tolerate_surrogates
     help="Processes to check with (default: the number of cores): several traces one "
     "each, one trace's sessions shared among them. The output is the same for any number.",
 )
+@click.option(
+    "--faults-summary",
+    is_flag=True,
+    help="After the text report, list each fault mcpsniff injected (--fault) and how the "
+    "other peer reacted (docs/faults.md).",
+)
 @guard_check_options
 def check(
     traces: tuple[Path, ...],
@@ -68,6 +74,7 @@ def check(
     explain: str | None = None,
     as_version: str | None = None,
     jobs: int | None = None,
+    faults_summary: bool = False,
     **guard: object,
 ) -> None:
     """Re-analyze the raw frames of each TRACE with today's rules and report findings.
@@ -109,7 +116,10 @@ def check(
         explain=explain,
         colour=colour(sys.stdout),
         guard=guard_policy("check", **guard),  # type: ignore[arg-type]
+        faults_summary=faults_summary,
     )
+    if faults_summary and fmt != "text":
+        raise click.UsageError("--faults-summary is part of the text report (--format text)")
     if len(traces) == 1:
         # One trace of many sessions: its sessions shared among the cores.
         options = replace(options, jobs=default_jobs() if jobs is None else jobs)

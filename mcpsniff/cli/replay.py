@@ -9,6 +9,7 @@ from urllib.parse import urlsplit
 
 import click
 
+from mcpsniff.cli.fault_option import fault_options, parsed_faults
 from mcpsniff.cli.seconds import Seconds
 from mcpsniff.cli.shared import EXIT_OK, fail
 from mcpsniff.core.escape import terminal_safe_lines
@@ -100,6 +101,7 @@ def replay() -> None:
     "'$.params.arguments.message' (repeatable; [*] matches any element).",
 )
 @_TRACE_OPTION
+@fault_options
 def serve(
     trace: Path,
     session: str | None,
@@ -107,9 +109,18 @@ def serve(
     mode: str,
     allows: tuple[str, ...],
     trace_path: Path | None,
+    fault_specs: tuple[str, ...] = (),
+    fault_files: tuple[str, ...] = (),
 ) -> None:
-    """Act as the server recorded in TRACE, over stdio (default) or HTTP."""
+    """Act as the server recorded in TRACE, over stdio (default) or HTTP.
+
+    With --fault it misbehaves on purpose (docs/faults.md): a mock server to
+    test a client's resilience without the real one.
+    """
     tolerate_surrogates()
+    faults = parsed_faults("replay", fault_specs, fault_files, http=listen is not None)
+    if faults and listen:
+        fail("replay", "--fault works over stdio only for now (not with --http)")
     from mcpsniff.replay.run import CannotServe, serve_script
     from mcpsniff.replay.tap import Tap
 
@@ -130,7 +141,7 @@ def serve(
     except ReplayError as exc:
         fail("replay", str(exc))
     try:
-        different = serve_script(script, tap, mode, allow, address, _warn)
+        different = serve_script(script, tap, mode, allow, address, _warn, faults)
     except CannotServe as exc:
         fail("replay", f"cannot serve on {listen}: {exc}")
     sys.exit(EXIT_DIFFERENT if different else EXIT_OK)

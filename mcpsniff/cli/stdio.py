@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from mcpsniff.capture.sinks import Outputs
+from mcpsniff.cli.fault_option import fault_options, parsed_faults
 from mcpsniff.cli.guard_options import enforce_policy, guard_relay_options
 from mcpsniff.cli.recording import OTLP_HELP, live_display, otlp_sink, recording_options
 from mcpsniff.cli.shared import fail
@@ -20,6 +21,7 @@ from mcpsniff.trace.writer import TraceWriter
 @click.option("--name", help="Label for the session and the default trace file name.")
 @click.option("--otlp", metavar="URL", help=OTLP_HELP)
 @guard_relay_options
+@fault_options
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def stdio(
     trace_path: str | None,
@@ -31,6 +33,8 @@ def stdio(
     guard_mode: str = "off",
     guard_pins: Path | None = None,
     guard_forbid: tuple[str, ...] = (),
+    fault_specs: tuple[str, ...] = (),
+    fault_files: tuple[str, ...] = (),
 ) -> None:
     """Relay and record a stdio MCP server: mcpsniff stdio [OPTIONS] -- COMMAND [ARGS]...
 
@@ -41,10 +45,18 @@ def stdio(
     from mcpsniff.relay.stdio import StartError, StdioOptions, run_stdio
 
     options = StdioOptions(
-        command=list(command), trace=trace_path, show=show, redact=not no_redact, name=name
+        command=list(command),
+        trace=trace_path,
+        show=show,
+        redact=not no_redact,
+        name=name,
+        faults=parsed_faults("stdio", fault_specs, fault_files, http=False),
     )
     label = f"stdio:{name or Path(command[0]).name}"
     options.guard = enforce_policy("stdio", label, guard_mode, guard_pins, guard_forbid)
+    if options.guard is not None and options.faults:
+        # Both take over the pumps a whole line at a time; one carrier judges a line.
+        fail("stdio", "--fault and --guard enforce cannot be used together; choose one")
     if otlp:
         otlp_sink("stdio", otlp)  # a bad endpoint or a missing extra: exit 2 now, not later
         options.outputs = Outputs(otlp=otlp)

@@ -161,14 +161,17 @@ ADDED_FILE = "catalog_added.json"
 #: The guard's rules (tool poisoning, drift, pins, policy gates): not protocol
 #: rules, so in a file of their own, after the added ones.
 GUARD_FILE = "catalog_guard.json"
+#: The resilience rules, which judge a peer's reaction to a fault mcpsniff
+#: injected (``rules/resilience.py``); same format, after the guard's.
+RESILIENCE_FILE = "catalog_resilience.json"
 
 
 @functools.cache
 def _catalog() -> Mapping[str, CatalogEntry]:
-    """Load ``catalog.json``, ``catalog_added.json`` and ``catalog_guard.json`` (once) into
-    an ordered, read-only id -> entry mapping."""
+    """Load ``catalog.json``, ``catalog_added.json``, ``catalog_guard.json`` and
+    ``catalog_resilience.json`` (once) into an ordered, read-only id -> entry mapping."""
     entries: dict[str, CatalogEntry] = {}
-    for name in ("catalog.json", ADDED_FILE, GUARD_FILE):
+    for name in ("catalog.json", ADDED_FILE, GUARD_FILE, RESILIENCE_FILE):
         text = resources.files("mcpsniff.core").joinpath(name).read_text(encoding="utf-8")
         raw: dict[str, dict[str, Any]] = json.loads(text)
         for rule_id in raw:

@@ -270,9 +270,35 @@ class GuardAnswered:
         return {"tool": self.tool, "reason": self.reason, "id": self.id}
 
 
+@fast_init
+@dataclass(frozen=True, slots=True)
+class FaultInjected:
+    """``--fault`` did something to the traffic on purpose (``mcpsniff/faults``).
+
+    ``record`` is the fault record as the trace keeps it (``fault_version``,
+    the action, the frames it marks, whether the message was delivered): it is
+    versioned by the faults package, so the shell passes it on whole.
+    """
+
+    name: ClassVar[str] = "fault"
+    t: float
+    record: dict[str, Any]
+
+    def data(self) -> dict[str, Any]:
+        return self.record
+
+
 #: What a stdio shell tells of its child and itself, each written as a
 #: transport event of its ``name`` with its ``data()``.
-StdioEvent = StdioStart | ChildSpawned | SpawnFailed | SignalForwarded | ChildExited | GuardAnswered
+StdioEvent = (
+    StdioStart
+    | ChildSpawned
+    | SpawnFailed
+    | SignalForwarded
+    | ChildExited
+    | GuardAnswered
+    | FaultInjected
+)
 #: The classes of ``StdioEvent``.
 STDIO_EVENTS: tuple[type, ...] = get_args(StdioEvent)
 
@@ -392,4 +418,5 @@ KINDS: tuple[type, ...] = (
     SignalForwarded,
     ChildExited,
     GuardAnswered,
+    FaultInjected,
 )

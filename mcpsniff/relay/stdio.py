@@ -44,6 +44,7 @@ from mcpsniff.core.observations import (
 )
 from mcpsniff.core.redact import recorded_argv
 from mcpsniff.core.stdio_adapter import SESSION, StdioAdapter
+from mcpsniff.faults.spec import Fault
 from mcpsniff.guard.enforce import EnforcePolicy, Gate
 from mcpsniff.relay.stdio_io import (
     CHUNK,
@@ -79,6 +80,8 @@ class StdioOptions:
     outputs: Outputs = field(default_factory=Outputs)
     #: ``--guard enforce``: what the relay refuses (None: a transparent recorder).
     guard: EnforcePolicy | None = None
+    #: Faults to inject (``mcpsniff.faults``); empty: a transparent relay.
+    faults: list[Fault] = field(default_factory=list)
 
 
 class StartError(Exception):
@@ -229,14 +232,32 @@ class StdioRelay:
         assert self.proc is not None
         proc = self.proc
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-        if self.options.guard is None:
-            to_child = asyncio.create_task(self._pump_stdin(stdin, proc))
-            from_child = asyncio.create_task(self._pump_out(proc.stdout, stdout, S2C))
-        else:  # --guard enforce: whole lines, tools/call judged (relay/stdio_gate.py)
+        if self.options.faults:
+            # --fault: whole lines, each judged by the fault engine (relay/stdio_faults.py).
+            from mcpsniff.relay.stdio_faults import faulted_pumps
+
+            c2s_pump, s2c_pump = faulted_pumps(
+                self.options.faults,
+                proc,
+                stdin,
+                stdout,
+                self.channel,
+                self.forwarded,
+                self._tell,
+                lambda: self._kill_group(signal.SIGKILL),
+                redact=self.options.redact,
+            )
+            to_child = asyncio.create_task(c2s_pump)
+            from_child = asyncio.create_task(s2c_pump)
+        elif self.options.guard is not None:
+            # --guard enforce: whole lines, tools/call judged (relay/stdio_gate.py).
             from mcpsniff.relay.stdio_gate import gated_pumps
 
             gate = Gate(self.options.guard)
             to_child, from_child = gated_pumps(self, stdin, stdout, proc, gate)
+        else:
+            to_child = asyncio.create_task(self._pump_stdin(stdin, proc))
+            from_child = asyncio.create_task(self._pump_out(proc.stdout, stdout, S2C))
         errors = asyncio.create_task(self._pump_stderr(proc.stderr, stderr))
         # Not ``proc.wait()``, which (Python 3.11) resolves only once the child
         # has exited *and* all its pipes are closed: a grandchild that keeps

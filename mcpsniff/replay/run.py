@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from mcpsniff.core.model import FindingRecord
+from mcpsniff.faults.spec import Fault
 from mcpsniff.replay.compare import PathPart
 from mcpsniff.replay.drive import Driver, Link, LinkSink
 from mcpsniff.replay.links import HttpLink, StdioLink
@@ -93,6 +94,7 @@ def serve_script(
     allow: list[tuple[PathPart, ...]],
     address: tuple[str, int] | None,
     warn: Callable[[str], None],
+    faults: Sequence[Fault] = (),
 ) -> bool:
     """Act as ``script``'s server over HTTP at ``address``, or over stdio; until interrupted.
 
@@ -123,7 +125,7 @@ def serve_script(
         else:
             from mcpsniff.replay.stdio_serve import serve_stdio
 
-            asyncio.run(serve_stdio(make_server(), tap))
+            asyncio.run(serve_stdio(make_server(), tap, faults=faults))
     except KeyboardInterrupt:
         pass
     except (OSError, ValueError) as exc:

@@ -284,9 +284,32 @@ def _event_detail(event: EventRecord) -> str | None:
         return None if outcome == "complete" else f"#{data.get('exchange')} {outcome}"
     if name == "sse-event":
         return None
+    if name == "fault":
+        return fault_text(data)
     if not data:
         return ""
     return " ".join(f"{k}={v}" for k, v in list(data.items())[:6])[:200]
+
+
+def fault_text(data: dict[str, Any]) -> str:
+    """A fault mcpsniff injected (docs/faults.md): what, to which message, delivered or not."""
+    action = str(data.get("action", "?"))
+    for key in ("delay_ms", "corruption", "code"):
+        if key in data:
+            value = data[key]
+            action += (
+                f" {value:.0f} ms"
+                if key == "delay_ms" and isinstance(value, int | float)
+                else f" {value}"
+            )
+            break
+    target = f"{data.get('dir', '?')} {data.get('kind', '?')}"
+    if data.get("method"):
+        target += f" {data['method']}"
+    if "id" in data:
+        target += f" id={data['id']}"
+    state = "" if data.get("delivered", True) else " (not delivered)"
+    return f"injected {action} to {target}{state}  [{str(data.get('spec', ''))[:80]}]"
 
 
 def _latency(ms: float) -> str:

@@ -42,6 +42,7 @@ from mcpsniff.core.spec_links import spec_link
 from mcpsniff.filter import MessageView, ViewBuilder, cancelled_request_id, progress_values
 from mcpsniff.filter.view import CANCELLED, EVENT, PROGRESS
 from mcpsniff.listing.summary import server_name
+from mcpsniff.terminal.render import fault_text
 from mcpsniff.ui.follow import Header
 
 #: Longest traffic string kept in a row (a method, a tool, an id, an event line).
@@ -542,6 +543,8 @@ def finding_entry(
 
 def event_detail(name: str, data: dict[str, Any]) -> str:
     """One line saying what an event carries (a stderr line, an exit status, an error)."""
+    if name == "fault":
+        return bounded(fault_text(data)) or ""
     for key in ("line", "text", "error", "status", "exit", "signal", "reason", "url", "outcome"):
         if key in data:
             value = data[key]

@@ -67,6 +67,7 @@ ADDED_JSON = REPO_ROOT / "mcpsniff" / "core" / "catalog_added.json"
 
 
 GUARD_JSON = REPO_ROOT / "mcpsniff" / "core" / "catalog_guard.json"
+RESILIENCE_JSON = REPO_ROOT / "mcpsniff" / "core" / "catalog_resilience.json"
 
 
 def _added() -> dict[str, dict[str, object]]:
@@ -77,17 +78,24 @@ def _guard() -> dict[str, dict[str, object]]:
     return json.loads(GUARD_JSON.read_text(encoding="utf-8"))
 
 
+def _resilience() -> dict[str, dict[str, object]]:
+    return json.loads(RESILIENCE_JSON.read_text(encoding="utf-8"))
+
+
 def test_count_and_order() -> None:
     """The reference catalogue's 297 rules, then the ones this repository adds, then the guard's."""
     entries = all_entries()
     added = list(_added())
     guard = list(_guard())
-    assert len(entries) == 297 + len(added) + len(guard)
+    resilience = list(_resilience())
+    assert len(entries) == 297 + len(added) + len(guard) + len(resilience)
     assert len({e.id for e in entries}) == len(entries)
     assert entries[0].id == "JR-PARSE"
     assert entries[296].id == "MOD-DEPRECATED"
     assert [e.id for e in entries[297 : 297 + len(added)]] == added
-    assert [e.id for e in entries[297 + len(added) :]] == guard
+    after_added = 297 + len(added)
+    assert [e.id for e in entries[after_added : after_added + len(guard)]] == guard
+    assert [e.id for e in entries[after_added + len(guard) :]] == resilience
     assert all(isinstance(e, CatalogEntry) for e in entries)
 
 
@@ -104,10 +112,20 @@ def test_added_rules_are_whole_entries() -> None:
     assert get("EXT-APPS-NEGOTIATED").default_severity == "warning"
 
 
+def test_resilience_rules_are_whole_entries() -> None:
+    """catalog_resilience.json: whole entries, warnings (SHOULD), in their own section."""
+    for rule_id, data in _resilience().items():
+        entry = get(rule_id)
+        assert set(data) == {"sev", "versions", "check", "source", "section"}, rule_id
+        assert rule_id.startswith("RESIL-") and entry.check.startswith("["), rule_id
+        assert entry.default_severity == "warning", rule_id
+        assert entry.section == "18. Resilience under injected faults (RESIL-*)", rule_id
+
+
 def test_all_entries_returns_a_copy() -> None:
     entries = all_entries()
     entries.clear()
-    assert len(all_entries()) == 297 + len(_added()) + len(_guard())
+    assert len(all_entries()) == 297 + len(_added()) + len(_guard()) + len(_resilience())
 
 
 def test_guard_rules_are_whole_entries_of_every_version() -> None:

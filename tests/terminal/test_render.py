@@ -34,3 +34,28 @@ def test_a_two_megabyte_method_name_is_not_a_two_megabyte_line(tmp_path: Path) -
     # The body itself, asked for with -v, is shown whole.
     verbose = CliRunner().invoke(main, ["show", "-v", str(trace)])
     assert method in verbose.output
+
+
+def test_a_fault_event_on_the_timeline() -> None:
+    from mcpsniff.core.model import EventRecord
+    from mcpsniff.terminal.render import _event_detail
+
+    data = {
+        "fault_version": 1,
+        "spec": "drop when direction == s2c",
+        "action": "drop",
+        "dir": "s2c",
+        "kind": "response",
+        "method": "tools/call",
+        "id": 3,
+        "delivered": False,
+    }
+    line = _event_detail(EventRecord(4, 1.0, "stdio", "fault", data))
+    assert line == (
+        "injected drop to s2c response tools/call id=3 (not delivered)"
+        "  [drop when direction == s2c]"
+    )
+    delay = {"action": "delay", "delay_ms": 301.4, "dir": "s2c", "kind": "response"}
+    assert _event_detail(EventRecord(5, 1.0, "stdio", "fault", delay)).startswith(
+        "injected delay 301 ms to s2c response"
+    )

@@ -264,3 +264,23 @@ def test_batch_elements_are_rows_whatever_the_version(tmp_path: Path, version: s
     else:
         # Each batch's finding still links to the batch's rows, elements included.
         assert [f["rows"] for f in removed] == [[3, 4, 5], [6, 7, 8]]
+
+
+def test_a_fault_event_reads_as_the_timeline_says_it() -> None:
+    from mcpsniff.ui.model import event_detail
+
+    data = {
+        "fault_version": 1,
+        "spec": 'error -32603 when tool == "echo"',
+        "action": "error",
+        "code": -32603,
+        "dir": "c2s",
+        "kind": "request",
+        "method": "tools/call",
+        "id": 2,
+        "delivered": False,
+    }
+    assert event_detail("fault", data) == (
+        "injected error -32603 to c2s request tools/call id=2 (not delivered)"
+        '  [error -32603 when tool == "echo"]'
+    )

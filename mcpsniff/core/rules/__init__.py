@@ -30,6 +30,7 @@
 * ``mrtr``: what inputRequests may ask, where a requestState may go (MOD-MRTR-*)
 * ``apps_extension``: MCP Apps, tools with a ui:// view (EXT-APPS-*)
 * ``guard``: hidden instructions in definitions and results, drift within a session (GUARD-*)
+* ``resilience``: how a peer coped with a fault mcpsniff injected (RESIL-*)
 
 Every module registers its rules with ``@rule``; ``Session`` only dispatches.
 """
@@ -72,6 +73,7 @@ from mcpsniff.core.rules import removed
 from mcpsniff.core.rules import mrtr
 from mcpsniff.core.rules import apps_extension
 from mcpsniff.core.rules import guard
+from mcpsniff.core.rules import resilience
 # isort: on
 
 #: The rule modules, in the order they register (and so run).
@@ -81,6 +83,7 @@ MODULES += (subscriptions, http_stateless, http_2026, http_status_2026, negotiat
 MODULES += (utilities_2026, http_sse_2026)
 MODULES += (tasks_extension, tasks_routing, removed, mrtr, apps_extension)
 MODULES += (guard,)
+MODULES += (resilience,)
 
 #: Every catalogue id the analyzer can report (the ids the registered rules
 #: declare), in catalogue order.

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mcpsniff.core import catalog
+from mcpsniff.core.fault_ledger import FaultLedger
 from mcpsniff.core.framing import LineFramer
 from mcpsniff.core.model import C2S, S2C, FindingRecord, MessageRecord, Record
 from mcpsniff.core.state import SessionState
@@ -57,6 +58,8 @@ class SessionBase:
         #: (``analyzer.replay_notable`` skips a batch of frames that has none).
         self.notable = 0
         self._severity_cache: dict[tuple[str, str | None], str | None] = {}
+        #: The faults mcpsniff injected into this session; None until the first one.
+        self.faults: FaultLedger | None = None
 
     # ------------------------------------------------------------------ reporting
 
@@ -78,6 +81,12 @@ class SessionBase:
             default = entry.severity_for(version) if entry.applies_to(version) else None
             self._severity_cache[cache_key] = default
         if default is None:
+            return
+        faults = self.faults
+        if faults is not None and faults.excuses(rule, seqs):
+            # A frame mcpsniff injected, damaged or withheld on purpose: the
+            # peer is not to blame (fault_ledger.py).
+            faults.withheld_finding(rule, seqs)
             return
         self.output.append(FindingRecord(rule, severity or default, message, self.key, seqs, data))
         self.notable += 1

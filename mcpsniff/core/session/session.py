@@ -141,6 +141,8 @@ class Session(SessionBase):
                         value = frame.value = orjson.loads(frame.raw)
                     except orjson.JSONDecodeError:
                         value = UNPARSED  # ``analyze_unusual`` tries the exact parser, then reports
+                if self.faults is not None:
+                    self.faults.frame(frame)  # before any rule judges it (fault_ledger.py)
                 if type(value) is dict and type(value.get("id")) is not float:
                     # The usual frame: one message, already parsed (by the trace
                     # reader, or by a shell that parsed it to redact it).

@@ -1,0 +1,105 @@
+"""The stdio relay's pumps when ``--fault`` is given: every line goes through ``LineFaults``.
+
+Without a fault the relay's own pumps run and nothing here is imported
+(forwarding stays byte-exact and as fast as before). With one, both
+directions are cut into lines, since an answer injected towards the client
+must never land inside a line the server is writing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from mcpsniff.capture.channel import Channel
+from mcpsniff.core.model import C2S, S2C
+from mcpsniff.core.observations import FaultInjected, StreamEnd
+from mcpsniff.faults.engine import FaultEngine
+from mcpsniff.faults.lines import LineFaults, StreamPort
+from mcpsniff.faults.spec import Fault
+from mcpsniff.relay.stdio_io import CHUNK, Input, Output, write_through
+
+#: How long held (delayed) messages may still be delivered once a stream ended, seconds.
+HELD_GRACE = 5.0
+
+
+def faulted_pumps(
+    faults: list[Fault],
+    proc: asyncio.subprocess.Process,
+    stdin: Input,
+    stdout: Output,
+    channel: Channel,
+    forwarded: dict[str, int],
+    tell: Callable[[FaultInjected], None],
+    kill: Callable[[], None],
+    *,
+    redact: bool = True,
+) -> tuple[Coroutine[Any, Any, None], Coroutine[Any, Any, None]]:
+    """The two pump coroutines (client to server, server to client) that carry out ``faults``."""
+    assert proc.stdin is not None and proc.stdout is not None
+    child_in = proc.stdin
+    child_out = proc.stdout
+    write_through(child_in.transport)
+    child_reads = [True]
+
+    async def write(direction: str, data: bytes) -> None:
+        if direction == S2C:
+            await stdout.write(data)
+            return
+        if not child_reads[0]:
+            return
+        try:
+            child_in.write(data)
+            await child_in.drain()
+        except (BrokenPipeError, ConnectionResetError):
+            child_reads[0] = False
+
+    def observe(direction: str, data: bytes) -> None:
+        forwarded[direction] += len(data)
+        channel.send_data(direction, time.time(), data)
+
+    def close(direction: str) -> None:
+        if direction == C2S:
+            child_reads[0] = False
+            with contextlib.suppress(Exception):
+                child_in.close()
+        elif stdout.writer is not None:
+            stdout.broken = True
+            stdout.writer.transport.close()
+        else:
+            stdout.broken = True
+
+    carrier = LineFaults(
+        FaultEngine(faults),
+        StreamPort(
+            write, observe, lambda data: tell(FaultInjected(time.time(), data)), close, kill
+        ),
+        verbatim=not redact,
+    )
+
+    async def client_to_server() -> None:
+        while True:
+            chunk = await stdin.read()
+            if not chunk:
+                break
+            await carrier.carry(C2S, chunk)
+        await carrier.end(C2S)
+        await carrier.settle(HELD_GRACE)
+        channel.send(StreamEnd(C2S, time.time()))
+        with contextlib.suppress(Exception):
+            child_in.close()
+
+    async def server_to_client() -> None:
+        while True:
+            chunk = await child_out.read(CHUNK)
+            if not chunk:
+                break
+            await carrier.carry(S2C, chunk)
+        await carrier.end(S2C)
+        await carrier.settle(HELD_GRACE)
+        channel.send(StreamEnd(S2C, time.time()))
+
+    return client_to_server(), server_to_client()
