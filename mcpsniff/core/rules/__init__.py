@@ -29,6 +29,10 @@
 * ``removed``: what 2026-07-28 removed or deprecated, in every position (MOD-REMOVED, ...)
 * ``mrtr``: what inputRequests may ask, where a requestState may go (MOD-MRTR-*)
 * ``apps_extension``: MCP Apps, tools with a ui:// view (EXT-APPS-*)
+* ``declined``: the error a receiver gives for what it does not support or cannot do
+* ``sensitive``: credentials in log messages and form elicitations
+* ``cancellation_2026``: 2026-07-28 cancellation, per transport (MOD-CANCEL, STDIO-V5-CANCEL)
+* ``http_sessions``: session ids a server hands out, 403 scope challenges
 
 Every module registers its rules with ``@rule``; ``Session`` only dispatches.
 """
@@ -70,6 +74,10 @@ from mcpsniff.core.rules import tasks_routing
 from mcpsniff.core.rules import removed
 from mcpsniff.core.rules import mrtr
 from mcpsniff.core.rules import apps_extension
+from mcpsniff.core.rules import declined
+from mcpsniff.core.rules import sensitive
+from mcpsniff.core.rules import cancellation_2026
+from mcpsniff.core.rules import http_sessions
 # isort: on
 
 #: The rule modules, in the order they register (and so run).
@@ -78,6 +86,7 @@ MODULES += (client_features, content, utilities, http, http_bodies, http_origin,
 MODULES += (subscriptions, http_stateless, http_2026, http_status_2026, negotiation)
 MODULES += (utilities_2026, http_sse_2026)
 MODULES += (tasks_extension, tasks_routing, removed, mrtr, apps_extension)
+MODULES += (declined, sensitive, cancellation_2026, http_sessions)
 
 #: Every catalogue id the analyzer can report (the ids the registered rules
 #: declare), in catalogue order.

@@ -219,8 +219,12 @@ def _template_pattern(template: str) -> re.Pattern[str]:
     methods=("resources/list", "resources/templates/list", "resources/read"),
 )
 def resource_listing(session: Session, msg: Msg, result: dict[str, Any]) -> None:
-    """Listings record what exists; an empty read of anything else is a missing resource."""
-    if session.state.version != V5 or msg.request is None:
+    """Listings record what exists; an empty read of anything else is a missing resource.
+
+    The listings are kept in every version: rules/declined.py's RES-NOT-FOUND
+    reads them too (``known_missing``).
+    """
+    if msg.request is None:
         return
     known = _resources(session)
     method = msg.request.method
@@ -241,16 +245,13 @@ def resource_listing(session: Session, msg: Msg, result: dict[str, Any]) -> None
                     break
                 known.templates.append(_template_pattern(item["uriTemplate"]))
         known.templated = known.templated or last_page
-    elif result.get("contents") == [] and result.get("resultType", "complete") == "complete":
+    elif (
+        session.state.version == V5
+        and result.get("contents") == []
+        and result.get("resultType", "complete") == "complete"
+    ):
         uri = (msg.request.params or {}).get("uri")
-        if (
-            isinstance(uri, str)
-            and known.listed
-            and known.templated
-            and not known.overflow
-            and uri not in known.uris
-            and not any(t.fullmatch(uri) for t in known.templates)
-        ):
+        if isinstance(uri, str) and known_missing(session, uri):
             session.report(
                 "MOD-RES-NOT-FOUND",
                 f"the server answered resources/read of {uri[:120]!r}, which neither its resource "
@@ -259,6 +260,19 @@ def resource_listing(session: Session, msg: Msg, result: dict[str, Any]) -> None
                 [msg.request.seq, msg.frame],
                 uri=uri[:200],
             )
+
+
+def known_missing(session: Session, uri: str) -> bool:
+    """Whether the server's complete resource and template lists both leave ``uri`` out."""
+    known = session.state.rule_state.get("resource_listing")
+    return (
+        known is not None
+        and known.listed
+        and known.templated
+        and not known.overflow
+        and uri not in known.uris
+        and not any(t.fullmatch(uri) for t in known.templates)
+    )
 
 
 # --------------------------------------------------------------------------- tool order
