@@ -8,7 +8,8 @@ handshake, the server's own tool and resource lists):
   ``server/utilities/completion.mdx`` § Error Handling): a request for a
   feature whose capability the receiver did not declare is refused with
   "Method not found: ``-32601`` (Capability not supported)". Judged when the
-  receiver answers such a request with another error code.
+  receiver answers such a request with another error code (not -32700 or
+  -32600: a request the receiver could not read never reached the question).
 * ROOTS-UNSUPPORTED (``client/roots.mdx`` § Error Handling): "Client does not
   support roots: ``-32601`` (Method not found)": a client without the roots
   capability answers ``roots/list`` with that error, not a list or another code.
@@ -31,8 +32,11 @@ handshake, the server's own tool and resource lists):
 * RES-NOT-FOUND (``server/resources.mdx`` § Error Handling, 2024-11-05 to
   2025-11-25): "Resource not found: ``-32002``". A resource is known not to
   exist when the server's complete resource and template lists leave its URI
-  out (rules/utilities_2026.py keeps the listings; 2026-07-28 is
-  MOD-RES-NOT-FOUND).
+  out (rules/utilities_2026.py keeps the listings, and judges an empty
+  ``contents`` answer there; 2026-07-28 is MOD-RES-NOT-FOUND).
+
+The rules that judge error codes only are ERROR rules: the session calls them
+for error replies alone, never for the results of the same methods.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from typing import TYPE_CHECKING
 
 from mcpsniff.core.model import C2S, ERROR, S2C
 from mcpsniff.core.rules.lifecycle import _CLIENT_GATED, _SERVER_GATED, _has_cap
+from mcpsniff.core.rules.registry import ERROR as ERROR_REPLY
 from mcpsniff.core.rules.registry import REPLY, rule
 from mcpsniff.core.rules.utilities_2026 import known_missing
 
@@ -63,6 +68,9 @@ INVALID_PARAMS = -32602
 #: params, Internal error), and JSON-RPC's own for a request it cannot read.
 COMPLETION_CODES = frozenset({-32700, -32600, -32601, -32602, -32603})
 RESOURCE_NOT_FOUND = -32002
+#: A request the receiver could not read (-32700) or that is no valid request
+#: (-32600) is refused before any capability is asked about: no verdict on those.
+UNREAD = frozenset({-32700, -32600})
 #: Client-gated requests judged by CAP-NOT-SUPPORTED-CODE (roots/list has its own rule).
 _CLIENT_GATED_CODES = {m: v for m, v in _CLIENT_GATED.items() if m != "roots/list"}
 
@@ -71,11 +79,12 @@ def _answer(msg: Msg) -> str:
     return f"error {msg.error_code}" if msg.kind == ERROR else "a result"
 
 
-@rule("CAP-NOT-SUPPORTED-CODE", on=REPLY, methods=(*_SERVER_GATED, *_CLIENT_GATED_CODES))
+@rule("CAP-NOT-SUPPORTED-CODE", on=ERROR_REPLY, methods=(*_SERVER_GATED, *_CLIENT_GATED_CODES))
 def unsupported_code(session: Session, msg: Msg) -> None:
     """A request for an undeclared capability refused with another code than -32601."""
     request = msg.request
-    if request is None or msg.kind != ERROR or msg.error_code == METHOD_NOT_FOUND:
+    code = msg.error_code
+    if request is None or msg.kind != ERROR or code == METHOD_NOT_FOUND or code in UNREAD:
         return
     state = session.state
     if request.method in _SERVER_GATED:
@@ -105,7 +114,7 @@ def roots_unsupported(session: Session, msg: Msg) -> None:
     caps = session.state.client_caps
     if request is None or msg.direction != C2S or caps is None or _has_cap(caps, ("roots",)):
         return
-    if msg.kind == ERROR and msg.error_code == METHOD_NOT_FOUND:
+    if msg.kind == ERROR and (msg.error_code == METHOD_NOT_FOUND or msg.error_code in UNREAD):
         return
     session.report(
         "ROOTS-UNSUPPORTED",
@@ -151,7 +160,7 @@ def elicitation_mode_refused(session: Session, msg: Msg) -> None:
     declared = {"form"} if not elicitation else {m for m in ("form", "url") if m in elicitation}
     if mode not in ("form", "url") or mode in declared:
         return
-    if msg.kind == ERROR and msg.error_code == INVALID_PARAMS:
+    if msg.kind == ERROR and (msg.error_code == INVALID_PARAMS or msg.error_code in UNREAD):
         return
     session.report(
         "ELIC-UNSUPPORTED-MODE-ERR",
@@ -162,7 +171,7 @@ def elicitation_mode_refused(session: Session, msg: Msg) -> None:
     )
 
 
-@rule("COMPL-ERRORS", on=REPLY, methods=("completion/complete",))
+@rule("COMPL-ERRORS", on=ERROR_REPLY, methods=("completion/complete",))
 def completion_error_code(session: Session, msg: Msg) -> None:
     """A failed completion answered with a code that is no standard JSON-RPC error."""
     request = msg.request
@@ -181,7 +190,7 @@ def completion_error_code(session: Session, msg: Msg) -> None:
     )
 
 
-@rule("TOOL-ARGS-ERROR-KIND", on=REPLY, methods=("tools/call",))
+@rule("TOOL-ARGS-ERROR-KIND", on=ERROR_REPLY, methods=("tools/call",))
 def argument_error_kind(session: Session, msg: Msg) -> None:
     """A listed tool's well-formed call refused with -32602 instead of an isError result."""
     request = msg.request
@@ -205,27 +214,22 @@ def argument_error_kind(session: Session, msg: Msg) -> None:
     )
 
 
-@rule("RES-NOT-FOUND", on=REPLY, methods=("resources/read",))
+@rule("RES-NOT-FOUND", on=ERROR_REPLY, methods=("resources/read",))
 def resource_not_found(session: Session, msg: Msg) -> None:
-    """A resource the server's own lists leave out, read: answered -32002 (up to 2025-11-25)."""
+    """A resource the server's own lists leave out, refused with another code than -32002."""
     request = msg.request
-    if request is None or msg.direction != S2C or session.state.version is None:
+    if request is None or msg.direction != S2C or msg.error_code == RESOURCE_NOT_FOUND:
         return
-    if msg.kind == ERROR:
-        if msg.error_code == RESOURCE_NOT_FOUND:
-            return
-    else:
-        result = msg.obj.get("result")
-        if not (isinstance(result, dict) and result.get("contents") == []):
-            return
+    if session.state.version is None:
+        return  # which code is right depends on the version
     uri = (request.params or {}).get("uri")
     if not isinstance(uri, str) or not known_missing(session, uri):
         return
     session.report(
         "RES-NOT-FOUND",
         f"the server answered resources/read of {uri[:120]!r}, which neither its resource list "
-        f"nor its templates offer, with {_answer(msg) if msg.kind == ERROR else 'empty contents'}"
-        "; a missing resource gets error -32002 (Resource not found)",
+        f"nor its templates offer, with error {str(msg.error_code)[:20]}; a missing resource "
+        "gets error -32002 (Resource not found)",
         [request.seq, msg.frame],
         uri=uri[:200],
     )

@@ -56,7 +56,7 @@ _EXPRESSION = re.compile(r"\{[^{}]*\}")
 # --------------------------------------------------------------------------- logging
 
 
-@rule("MOD-LOG-OPTIN", on=NOTIFICATION, methods=("notifications/message",))
+@rule("MOD-LOG-OPTIN", on=NOTIFICATION, methods=("notifications/message",), modern=True)
 def log_opt_in(session: Session, msg: Msg) -> None:
     """A 2026-07-28 log message: for a request that asked, at or above its level, on its stream."""
     state = session.state
@@ -112,7 +112,7 @@ def log_opt_in(session: Session, msg: Msg) -> None:
         )
 
 
-@rule("MOD-LOGLEVEL-INVALID", on=RESPONSE)
+@rule("MOD-LOGLEVEL-INVALID", on=RESPONSE, modern=True)
 def log_level_refused(session: Session, msg: Msg) -> None:
     """An unrecognized _meta logLevel: "the server **SHOULD** reject that request with
     a standard JSON-RPC error", -32602 (logging.mdx § Error Handling)."""
@@ -215,6 +215,7 @@ def _template_pattern(template: str) -> re.Pattern[str]:
 
 @rule(
     "MOD-RES-NOT-FOUND",
+    "RES-NOT-FOUND",
     on=RESULT,
     methods=("resources/list", "resources/templates/list", "resources/read"),
 )
@@ -245,13 +246,23 @@ def resource_listing(session: Session, msg: Msg, result: dict[str, Any]) -> None
                     break
                 known.templates.append(_template_pattern(item["uriTemplate"]))
         known.templated = known.templated or last_page
-    elif (
-        session.state.version == V5
-        and result.get("contents") == []
-        and result.get("resultType", "complete") == "complete"
-    ):
+    elif result.get("contents") == [] and result.get("resultType", "complete") == "complete":
         uri = (msg.request.params or {}).get("uri")
-        if isinstance(uri, str) and known_missing(session, uri):
+        version = session.state.version
+        if version is None or not isinstance(uri, str) or not known_missing(session, uri):
+            return  # (which code is right depends on the version)
+        if version != V5:
+            # Before 2026-07-28: "Resource not found: -32002" (resources.mdx § Error
+            # Handling; rules/declined.py judges the error codes).
+            session.report(
+                "RES-NOT-FOUND",
+                f"the server answered resources/read of {uri[:120]!r}, which neither its "
+                "resource list nor its templates offer, with empty contents; a missing "
+                "resource gets error -32002 (Resource not found)",
+                [msg.request.seq, msg.frame],
+                uri=uri[:200],
+            )
+        else:
             session.report(
                 "MOD-RES-NOT-FOUND",
                 f"the server answered resources/read of {uri[:120]!r}, which neither its resource "
@@ -278,7 +289,7 @@ def known_missing(session: Session, uri: str) -> bool:
 # --------------------------------------------------------------------------- tool order
 
 
-@rule("MOD-LIST-STABLE", on=RESULT, methods=("tools/list",))
+@rule("MOD-LIST-STABLE", on=RESULT, methods=("tools/list",), modern=True)
 def tool_order(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     """The same set of tools listed in another order (after rules/methods.py read the list)."""
     state = session.state
