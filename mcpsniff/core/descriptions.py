@@ -423,4 +423,14 @@ PLAIN: dict[str, str] = {
     "EXT-APPS-VISIBILITY": "In the MCP Apps extension a tool's _meta.ui.visibility, when "
     "present, is an array whose members are model and app: it says whether the model, the "
     "app, or both may see and call the tool.",
+    "CANCEL-NO-RESPONSE": "A request that was cancelled should get no response; the "
+    "canceller ignores one that comes anyway. Reported as a notice when the answer comes more "
+    "than two seconds after the cancellation (a reply that crossed it is a race), except on "
+    "2026-07-28 stdio, where it is an error.",
+    "SAMP-ERRORS": "A client refuses a sampling/createMessage whose messages mix tool results "
+    "with other content, or lack the tool results of a tool use, with -32602 Invalid params. "
+    "Reported when it answers such a request with a result or another error code.",
+    "PING-PROMPT": "A ping is answered promptly with an empty result. Reported as a notice "
+    "when the answer takes more than five seconds: the receiver's message loop was blocked, "
+    "and the sender may take the connection for dead.",
 }

@@ -31,8 +31,9 @@
 * ``apps_extension``: MCP Apps, tools with a ui:// view (EXT-APPS-*)
 * ``declined``: the error a receiver gives for what it does not support or cannot do
 * ``sensitive``: credentials in log messages and form elicitations
-* ``cancellation_2026``: 2026-07-28 cancellation, per transport (MOD-CANCEL, STDIO-V5-CANCEL)
+* ``cancellation_2026``: answers after a cancellation, 2026-07-28's ways to cancel
 * ``http_sessions``: session ids a server hands out, 403 scope challenges
+* ``latency``: a ping answered late (PING-PROMPT)
 
 Every module registers its rules with ``@rule``; ``Session`` only dispatches.
 """
@@ -78,6 +79,7 @@ from mcpsniff.core.rules import declined
 from mcpsniff.core.rules import sensitive
 from mcpsniff.core.rules import cancellation_2026
 from mcpsniff.core.rules import http_sessions
+from mcpsniff.core.rules import latency
 # isort: on
 
 #: The rule modules, in the order they register (and so run).
@@ -86,7 +88,7 @@ MODULES += (client_features, content, utilities, http, http_bodies, http_origin,
 MODULES += (subscriptions, http_stateless, http_2026, http_status_2026, negotiation)
 MODULES += (utilities_2026, http_sse_2026)
 MODULES += (tasks_extension, tasks_routing, removed, mrtr, apps_extension)
-MODULES += (declined, sensitive, cancellation_2026, http_sessions)
+MODULES += (declined, sensitive, cancellation_2026, http_sessions, latency)
 
 #: Every catalogue id the analyzer can report (the ids the registered rules
 #: declare), in catalogue order.

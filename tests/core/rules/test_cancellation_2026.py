@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.core.rules.dsl import Proof, Step, assert_proof, c, note, play, s, wait
+from tests.core.rules.dsl import Proof, Step, assert_proof, c, note, play, req, res, s, wait
 from tests.core.rules.test_http_2026 import complete, post, v5
 
 CALL = {"name": "slow", "arguments": {}}
@@ -24,6 +24,16 @@ def on_stdio(late: float) -> list[Step]:
     return [c(v5(1, "tools/call", CALL)), c(CANCEL), wait(late), s(ANSWER)]
 
 
+def legacy(late: float) -> list[Step]:
+    """A 2025-11-25 tools/call cancelled, answered ``late`` seconds after the cancellation."""
+    return [
+        c(req(5, "tools/call", CALL)),
+        c(note("notifications/cancelled", {"requestId": 5})),
+        wait(late),
+        s(res(5, {"content": []})),
+    ]
+
+
 PROOFS = [
     Proof(
         "MOD-CANCEL",
@@ -33,6 +43,7 @@ PROOFS = [
         transport="http",
     ),
     Proof("STDIO-V5-CANCEL", fire=on_stdio(5.0), miss=on_stdio(0.2), version=None),
+    Proof("CANCEL-NO-RESPONSE", fire=legacy(5.0), miss=legacy(0.2)),
 ]
 
 
@@ -58,12 +69,21 @@ def test_cancelling_over_http_is_a_notice() -> None:
     assert finding.severity == "info" and "closing its response stream" in finding.message
 
 
-def test_a_cancellation_before_2026_on_stdio_allows_any_late_answer() -> None:
-    steps = [
-        c({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": CALL}),
-        c(CANCEL),
-        wait(10),
-        s({"jsonrpc": "2.0", "id": 1, "result": {"content": []}}),
-    ]
-    convo = play(Proof("-", [], []), steps)
+def test_a_late_answer_before_2026_is_a_notice_only() -> None:
+    convo = play(Proof("-", [], []), legacy(10))
     assert not convo.find("STDIO-V5-CANCEL")
+    (finding,) = convo.find("CANCEL-NO-RESPONSE")
+    assert finding.severity == "info" and "the server answered request 5" in finding.message
+
+
+def test_a_server_s_own_cancelled_request_answered_late_by_the_client() -> None:
+    steps = [
+        s(req(7, "roots/list")),
+        s(note("notifications/cancelled", {"requestId": 7})),
+        wait(3),
+        c(res(7, {"roots": []})),
+    ]
+    (finding,) = play(Proof("-", [], [], client_caps={"roots": {}}), steps).find(
+        "CANCEL-NO-RESPONSE"
+    )
+    assert "the client answered" in finding.message and "after the server" in finding.message
