@@ -431,6 +431,6 @@ PLAIN: dict[str, str] = {
     "with other content, or lack the tool results of a tool use, with -32602 Invalid params. "
     "Reported when it answers such a request with a result or another error code.",
     "PING-PROMPT": "A ping is answered promptly with an empty result. Reported as a notice "
-    "when the answer takes more than five seconds: the receiver's message loop was blocked, "
+    "when the answer takes more than ten seconds: the receiver's message loop was blocked, "
     "and the sender may take the connection for dead.",
 }

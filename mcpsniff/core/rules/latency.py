@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 RULES = ("PING-PROMPT",)
 #: Slower than this is not prompt, for a request that needs no work.
-PROMPT_SECONDS = 5.0
+PROMPT_SECONDS = 10.0
 
 
 @rule("PING-PROMPT", on=REPLY, methods=("ping",))

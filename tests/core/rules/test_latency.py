@@ -23,9 +23,9 @@ def test_rule_fires_and_near_miss_does_not(p: Proof) -> None:
 
 
 def test_the_late_answer_is_a_notice_naming_the_answerer_and_the_delay() -> None:
-    (finding,) = play(Proof("-", [], []), ping(7.5, by_client=True)).find("PING-PROMPT")
+    (finding,) = play(Proof("-", [], []), ping(17.5, by_client=True)).find("PING-PROMPT")
     assert (
-        finding.severity == "info" and "the client answered ping 9 after 7.5 s" in finding.message
+        finding.severity == "info" and "the client answered ping 9 after 17.5 s" in finding.message
     )
 
 
