@@ -227,18 +227,29 @@ def resource_listing(session: Session, msg: Msg, result: dict[str, Any]) -> None
     """
     if msg.request is None:
         return
-    known = _resources(session)
     method = msg.request.method
+    if method == "resources/read":
+        # The usual read has contents: nothing to record, nothing to judge.
+        if result.get("contents") == []:
+            _empty_read(session, msg, result)
+        return
+    known = _resources(session)
     last_page = not isinstance(result.get("nextCursor"), str)
     if method == "resources/list":
-        for item in _listed(result, "resources"):
-            if isinstance(item, dict) and isinstance(item.get("uri"), str):
-                if len(known.uris) >= URI_LIMIT:
-                    known.overflow = True
-                    break
-                known.uris.add(item["uri"])
+        if not known.overflow:
+            # One set update per page (a listing is answered again and again).
+            uris = [
+                item["uri"]
+                for item in _listed(result, "resources")
+                if type(item) is dict and type(item.get("uri")) is str
+            ]
+            if uris and len(known.uris) >= URI_LIMIT:
+                known.overflow = True
+            else:
+                known.uris.update(uris)
+                known.overflow = len(known.uris) > URI_LIMIT
         known.listed = known.listed or last_page
-    elif method == "resources/templates/list":
+    else:
         for item in _listed(result, "resourceTemplates"):
             if isinstance(item, dict) and isinstance(item.get("uriTemplate"), str):
                 if len(known.templates) >= TEMPLATE_LIMIT:
@@ -246,31 +257,37 @@ def resource_listing(session: Session, msg: Msg, result: dict[str, Any]) -> None
                     break
                 known.templates.append(_template_pattern(item["uriTemplate"]))
         known.templated = known.templated or last_page
-    elif result.get("contents") == [] and result.get("resultType", "complete") == "complete":
-        uri = (msg.request.params or {}).get("uri")
-        version = session.state.version
-        if version is None or not isinstance(uri, str) or not known_missing(session, uri):
-            return  # (which code is right depends on the version)
-        if version != V5:
-            # Before 2026-07-28: "Resource not found: -32002" (resources.mdx § Error
-            # Handling; rules/declined.py judges the error codes).
-            session.report(
-                "RES-NOT-FOUND",
-                f"the server answered resources/read of {uri[:120]!r}, which neither its "
-                "resource list nor its templates offer, with empty contents; a missing "
-                "resource gets error -32002 (Resource not found)",
-                [msg.request.seq, msg.frame],
-                uri=uri[:200],
-            )
-        else:
-            session.report(
-                "MOD-RES-NOT-FOUND",
-                f"the server answered resources/read of {uri[:120]!r}, which neither its resource "
-                "list nor its templates offer, with empty contents; a missing resource gets "
-                "error -32602",
-                [msg.request.seq, msg.frame],
-                uri=uri[:200],
-            )
+
+
+def _empty_read(session: Session, msg: Msg, result: dict[str, Any]) -> None:
+    """resources/read answered with empty contents: a missing resource's wrong answer?"""
+    request = msg.request
+    if request is None or result.get("resultType", "complete") != "complete":
+        return
+    uri = (request.params or {}).get("uri")
+    version = session.state.version
+    if version is None or not isinstance(uri, str) or not known_missing(session, uri):
+        return  # (which code is right depends on the version)
+    if version != V5:
+        # Before 2026-07-28: "Resource not found: -32002" (resources.mdx § Error
+        # Handling; rules/declined.py judges the error codes).
+        session.report(
+            "RES-NOT-FOUND",
+            f"the server answered resources/read of {uri[:120]!r}, which neither its "
+            "resource list nor its templates offer, with empty contents; a missing "
+            "resource gets error -32002 (Resource not found)",
+            [request.seq, msg.frame],
+            uri=uri[:200],
+        )
+    else:
+        session.report(
+            "MOD-RES-NOT-FOUND",
+            f"the server answered resources/read of {uri[:120]!r}, which neither its resource "
+            "list nor its templates offer, with empty contents; a missing resource gets "
+            "error -32602",
+            [request.seq, msg.frame],
+            uri=uri[:200],
+        )
 
 
 def known_missing(session: Session, uri: str) -> bool:
