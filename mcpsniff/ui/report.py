@@ -28,7 +28,7 @@ from mcpsniff.trace.codec import TraceError
 from mcpsniff.ui.details import json_safe, message_detail
 from mcpsniff.ui.follow import OffsetTail
 from mcpsniff.ui.model import SessionModel, TraceModel, bounded
-from mcpsniff.ui.queries import session_views
+from mcpsniff.ui.queries import context_costs, session_views
 from mcpsniff.ui.server import static_text
 
 #: Rows a report holds at most (over all its sessions); the rest is cut, and the page says so.
@@ -82,6 +82,7 @@ def report_data(path: Path, flt: Filter | None = None) -> tuple[dict[str, Any], 
                 matching.setdefault(view.session, set()).add(n)
     sessions = []
     data: dict[str, Any] = {}
+    costs = context_costs(path, [s.to_json() for s in stats.values()])
     budget = REPORT_ROWS
     cut = 0
     for session in model.sessions.values():
@@ -100,6 +101,8 @@ def report_data(path: Path, flt: Filter | None = None) -> tuple[dict[str, Any], 
         summary["cut"] = len(wanted) - len(shown)
         figures = json_safe(stats.get(session.key, TraceStats()).to_json())
         figures["layer_titles"] = dict(LAYER_TITLES)
+        if session.key in costs:
+            figures["context_cost"] = json_safe(costs[session.key])
         data[session.id] = _session_data(path, session, shown, flt is not None, figures)
         sessions.append(summary)
     label = f"report · {bounded(path.name)}"

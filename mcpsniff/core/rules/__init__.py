@@ -34,6 +34,7 @@
 * ``cancellation_2026``: answers after a cancellation, 2026-07-28's ways to cancel
 * ``http_sessions``: session ids a server hands out, 403 scope challenges
 * ``latency``: a ping answered late (PING-PROMPT)
+* ``guard``: hidden instructions in definitions and results, drift within a session (GUARD-*)
 
 Every module registers its rules with ``@rule``; ``Session`` only dispatches.
 """
@@ -80,6 +81,7 @@ from mcpsniff.core.rules import sensitive
 from mcpsniff.core.rules import cancellation_2026
 from mcpsniff.core.rules import http_sessions
 from mcpsniff.core.rules import latency
+from mcpsniff.core.rules import guard
 # isort: on
 
 #: The rule modules, in the order they register (and so run).
@@ -89,6 +91,7 @@ MODULES += (subscriptions, http_stateless, http_2026, http_status_2026, negotiat
 MODULES += (utilities_2026, http_sse_2026)
 MODULES += (tasks_extension, tasks_routing, removed, mrtr, apps_extension)
 MODULES += (declined, sensitive, cancellation_2026, http_sessions, latency)
+MODULES += (guard,)
 
 #: Every catalogue id the analyzer can report (the ids the registered rules
 #: declare), in catalogue order.
