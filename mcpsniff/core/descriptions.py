@@ -349,8 +349,10 @@ PLAIN: dict[str, str] = {
     "MOD-ERRCODES": "2026-07-28 allows only -32020, -32021 and -32022 between -32020 and "
     "-32099, and never -32002 or -32042. Use the codes the specification defines.",
     "MOD-RES-NOT-FOUND": (
-        "In 2026-07-28 a missing resource is answered with -32602 Invalid params, not with "
-        "the older -32002."
+        "In 2026-07-28 a server must not answer resources/read of a resource that does not "
+        "exist with an empty contents array: it answers -32602 Invalid params. A resource is "
+        "known not to exist when the server's complete resource list and template list both "
+        "leave its URI out."
     ),
     "MOD-REMOVED": "2026-07-28 removed initialize, notifications/initialized, ping, "
     "logging/setLevel, resource subscriptions, notifications/roots/list_changed, the tasks "
@@ -360,4 +362,75 @@ PLAIN: dict[str, str] = {
     "MOD-HTTP-STD-HEADERS": "Every 2026-07-28 POST carries Mcp-Method equal to the body's "
     "method, and Mcp-Name equal to the tool or prompt name or the resource URI; a server "
     "answers a missing or different header with 400 and -32020.",
+    # Declined requests (rules/declined.py)
+    "CAP-NOT-SUPPORTED-CODE": "A request for a feature whose capability the receiver did not "
+    "declare (prompts, resources, tools, completions, logging; sampling, elicitation) is "
+    "refused with -32601 Method not found. Reported when the receiver refuses it with another "
+    "error code; a -32700 or -32600 answer is not judged.",
+    "ROOTS-UNSUPPORTED": "A client that did not declare the roots capability answers "
+    "roots/list with -32601 Method not found, not with a list or another error.",
+    "SAMP-TOOLS-NO-CAP-ERROR": "A client that did not declare sampling.tools must return an "
+    "error for a sampling/createMessage that carries tools or toolChoice. Reported when it "
+    "answers such a request with a result.",
+    "ELIC-UNSUPPORTED-MODE-ERR": "A client refuses an elicitation/create in a mode it did not "
+    "declare (url when it declared form only, or the reverse) with -32602 Invalid params. "
+    "Reported when it answers with a result or another code.",
+    "COMPL-ERRORS": "A failed completion/complete is answered with a standard JSON-RPC "
+    "error: -32601 when completions are not supported, -32602 for an unknown prompt or "
+    "resource or a missing argument, -32603 for an internal error. Reported for any other "
+    "code.",
+    "TOOL-ARGS-ERROR-KIND": "Arguments a tool does not accept are a tool execution error: a "
+    "result with isError true that the model can read and correct, not a JSON-RPC error. "
+    "Reported when a well-formed call of a tool the server listed is refused with -32602.",
+    "RES-NOT-FOUND": "Up to 2025-11-25 a server answers resources/read of a resource that "
+    "does not exist with error -32002 Resource not found. Reported when it answers another "
+    "error code or an empty contents array for a URI that neither its complete resource list "
+    "nor its templates offer.",
+    # Secrets (rules/sensitive.py)
+    "LOG-NO-SECRETS": "Log messages must not contain credentials or secrets. Reported as a "
+    "warning when the data of notifications/message holds a value in a known credential "
+    "format (an API key, a bearer token, a private key) or a member named like a credential, "
+    "or a value the recorder redacted as a secret.",
+    "ELIC-NO-SENSITIVE": "A server must not ask for passwords, API keys, access tokens or "
+    "payment credentials in a form-mode elicitation; URL mode sends the user to the server "
+    "instead. Reported as a warning for each form field named like a credential.",
+    # 2026-07-28 cancellation (rules/cancellation_2026.py)
+    "MOD-CANCEL": "In 2026-07-28 a client cancels a request over Streamable HTTP by closing "
+    "its response stream; notifications/cancelled is for stdio only, and a server need not "
+    "act on it. Reported as a notice when a client sends it over Streamable HTTP.",
+    "STDIO-V5-CANCEL": "On stdio in 2026-07-28, after the client's notifications/cancelled "
+    "the server sends nothing more for that request. Reported when the server answers the "
+    "request more than two seconds after the cancellation (a reply that crossed it is a "
+    "race).",
+    # Streamable HTTP sessions (rules/http_sessions.py)
+    "HTTP-SESSION-ASSIGN": "A server assigns a session id on the response that carries the "
+    "InitializeResult. Reported as a notice when a response to another request hands out an "
+    "Mcp-Session-Id different from the one the request carried.",
+    "HTTP-SESSION-SECURE": "A session id should be a cryptographically secure value (a UUID, "
+    "a JWT, a hash) that nobody can guess. Reported as a notice for an id shorter than 16 "
+    "characters or made of digits only.",
+    "HTTP-SESSION-MISSING-400": "A server that requires sessions answers a request without "
+    "Mcp-Session-Id (other than initialize) with 400 Bad Request. Reported when a server that "
+    "assigned sessions refuses such a POST with another client error, such as 404.",
+    "AUTH-INSUFFICIENT-SCOPE": "A server refusing an access token whose scopes are too narrow "
+    "answers 403 with a WWW-Authenticate Bearer challenge naming error=insufficient_scope and "
+    "the scopes needed. Reported for a 403 to a request with an Authorization header (and no "
+    "Origin) that lacks that challenge.",
+    # Tasks and MCP Apps
+    "TASK-RESULT-BLOCKS": "A tasks/result request waits until its task is completed, failed "
+    "or cancelled. Reported when the task shows a working or input_required status after the "
+    "tasks/result answer (in a poll sent after it, or a status notification).",
+    "EXT-APPS-VISIBILITY": "In the MCP Apps extension a tool's _meta.ui.visibility, when "
+    "present, is an array whose members are model and app: it says whether the model, the "
+    "app, or both may see and call the tool.",
+    "CANCEL-NO-RESPONSE": "A request that was cancelled should get no response; the "
+    "canceller ignores one that comes anyway. Reported as a notice when the answer comes more "
+    "than two seconds after the cancellation (a reply that crossed it is a race), except on "
+    "2026-07-28 stdio, where it is an error.",
+    "SAMP-ERRORS": "A client refuses a sampling/createMessage whose messages mix tool results "
+    "with other content, or lack the tool results of a tool use, with -32602 Invalid params. "
+    "Reported when it answers such a request with a result or another error code.",
+    "PING-PROMPT": "A ping is answered promptly with an empty result. Reported as a notice "
+    "when the answer takes more than ten seconds: the receiver's message loop was blocked, "
+    "and the sender may take the connection for dead.",
 }

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, ClassVar, TypeAlias
 
 from mcpsniff.core.ids import BoundedMap, IdHistory, IdKey
 from mcpsniff.core.model import C2S, S2C, MessageRecord
@@ -272,6 +272,10 @@ def gaps_of(state: SessionState, shared: dict[str, Any], key: str) -> CaptureGap
 class SessionState:
     """All protocol state for one session."""
 
+    #: Judged as another version than the traffic names (``check --as``,
+    #: core/upgrade.py): a rule that looks for the version in the traffic
+    #: itself (a header, a request's _meta) takes the session's instead.
+    pinned: ClassVar[bool] = False
     era: str | None = None
     version: str | None = None
     client_caps: dict[str, Any] | None = None

@@ -66,6 +66,8 @@ class _PinnedState(SessionState):
     working) but every rule reads the target.
     """
 
+    pinned = True
+
     def __init__(self, version: str) -> None:
         super().__init__()
         self._pinned = (version, STATELESS if version in catalog.STATELESS_VERSIONS else HANDSHAKE)

@@ -175,6 +175,10 @@ _LATER_RULES = frozenset(
         "MOD-HTTP-404-METHOD",
         "MOD-HTTP-BASE64",
         "MOD-HTTP-PARAM-HEADERS",
+        # rules/cancellation_2026.py: an answer long after its cancellation (info).
+        "CANCEL-NO-RESPONSE",
+        # rules/latency.py: a ping answered late (info; generated time runs 0.25 s a frame).
+        "PING-PROMPT",
     }
 )
 

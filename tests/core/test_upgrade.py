@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -88,3 +89,31 @@ def test_pinned_state_reads_the_target_and_keeps_what_was_negotiated() -> None:
 def test_an_unknown_target_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown protocol version"):
         judge("clean-2025-11-25.jsonl", "2030-01-01")
+
+
+def _pinned_http(*steps: Any) -> list[str]:
+    """Play HTTP ``steps`` in a session judged as 2026-07-28 (``check --as``)."""
+    from mcpsniff.core.upgrade import _PinnedState
+    from tests.conftest import Conversation
+
+    convo = Conversation("http")
+    convo.session.state = _PinnedState("2026-07-28")
+    for name, data in steps:
+        convo.t += 0.001
+        convo.records.extend(convo.session.event(name, convo.t, data))
+    return [f.rule for f in convo.findings]
+
+
+def _exchange(method: str, status: int, **response: str) -> list[tuple[str, dict[str, Any]]]:
+    headers = [["mcp-protocol-version", "2025-11-25"], ["mcp-session-id", "s" * 32]]
+    return [
+        ("http-request", {"exchange": 1, "method": method, "path": "/mcp", "headers": headers}),
+        ("http-response", {"exchange": 1, "status": status, "headers": list(response.items())}),
+    ]
+
+
+def test_as_2026_an_older_trace_s_get_is_judged_by_the_post_only_endpoint() -> None:
+    assert "MOD-HTTP-POST-ONLY" in _pinned_http(
+        *_exchange("GET", 200, content_type="text/event-stream")
+    )
+    assert "MOD-HTTP-POST-ONLY" not in _pinned_http(*_exchange("GET", 405))

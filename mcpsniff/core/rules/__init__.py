@@ -29,6 +29,11 @@
 * ``removed``: what 2026-07-28 removed or deprecated, in every position (MOD-REMOVED, ...)
 * ``mrtr``: what inputRequests may ask, where a requestState may go (MOD-MRTR-*)
 * ``apps_extension``: MCP Apps, tools with a ui:// view (EXT-APPS-*)
+* ``declined``: the error a receiver gives for what it does not support or cannot do
+* ``sensitive``: credentials in log messages and form elicitations
+* ``cancellation_2026``: answers after a cancellation, 2026-07-28's ways to cancel
+* ``http_sessions``: session ids a server hands out, 403 scope challenges
+* ``latency``: a ping answered late (PING-PROMPT)
 * ``guard``: hidden instructions in definitions and results, drift within a session (GUARD-*)
 * ``resilience``: how a peer coped with a fault mcpsniff injected (RESIL-*)
 
@@ -72,6 +77,11 @@ from mcpsniff.core.rules import tasks_routing
 from mcpsniff.core.rules import removed
 from mcpsniff.core.rules import mrtr
 from mcpsniff.core.rules import apps_extension
+from mcpsniff.core.rules import declined
+from mcpsniff.core.rules import sensitive
+from mcpsniff.core.rules import cancellation_2026
+from mcpsniff.core.rules import http_sessions
+from mcpsniff.core.rules import latency
 from mcpsniff.core.rules import guard
 from mcpsniff.core.rules import resilience
 # isort: on
@@ -82,6 +92,7 @@ MODULES += (client_features, content, utilities, http, http_bodies, http_origin,
 MODULES += (subscriptions, http_stateless, http_2026, http_status_2026, negotiation)
 MODULES += (utilities_2026, http_sse_2026)
 MODULES += (tasks_extension, tasks_routing, removed, mrtr, apps_extension)
+MODULES += (declined, sensitive, cancellation_2026, http_sessions, latency)
 MODULES += (guard,)
 MODULES += (resilience,)
 

@@ -18,6 +18,11 @@ capabilities, or each request's clientCapabilities in 2026-07-28).
 * EXT-APPS-NEGOTIATED: "Servers SHOULD check client capabilities before
   registering UI-enabled tools" (§ Client<>Server Capability Negotiation >
   Server Behavior).
+* EXT-APPS-VISIBILITY: ``McpUiToolMeta.visibility?: Array<"model" | "app">``
+  (§ Resource Discovery): "Who can access this tool", "defaults to
+  ``["model", "app"]`` if omitted". The host hides a tool from the model, or
+  refuses the app's calls, by these values, so a value of another type or an
+  unknown member leaves the tool's audience undefined.
 """
 
 from __future__ import annotations
@@ -33,7 +38,9 @@ if TYPE_CHECKING:
     from mcpsniff.core.session import Session
     from mcpsniff.core.state import Msg
 
-RULES = ("EXT-APPS-RESOURCE", "EXT-APPS-TOOL-URI", "EXT-APPS-NEGOTIATED")
+RULES = ("EXT-APPS-RESOURCE", "EXT-APPS-TOOL-URI", "EXT-APPS-NEGOTIATED", "EXT-APPS-VISIBILITY")
+#: The audiences ``_meta.ui.visibility`` may name.
+AUDIENCES = frozenset({"model", "app"})
 
 SCHEME = "ui://"
 MIME_TYPE = "text/html;profile=mcp-app"
@@ -58,7 +65,13 @@ def _mime(value: Any) -> str | None:
     return kind.strip().lower() + (";" + parameters if parameters else "")
 
 
-@rule("EXT-APPS-TOOL-URI", "EXT-APPS-NEGOTIATED", on=RESULT, methods=("tools/list",))
+@rule(
+    "EXT-APPS-TOOL-URI",
+    "EXT-APPS-NEGOTIATED",
+    "EXT-APPS-VISIBILITY",
+    on=RESULT,
+    methods=("tools/list",),
+)
 def tools_listed(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     """Tools with a view: a ``ui://`` resourceUri, for a client that declared the extension."""
     tools = result.get("tools")
@@ -69,7 +82,11 @@ def tools_listed(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     for tool in tools[:1000]:
         meta = tool.get("_meta") if type(tool) is dict else None
         ui = meta.get("ui") if type(meta) is dict else None
-        if type(ui) is not dict or "resourceUri" not in ui:
+        if type(ui) is not dict:
+            continue
+        if "visibility" in ui:
+            _visibility(session, msg, str(tool.get("name"))[:60], ui["visibility"])
+        if "resourceUri" not in ui:
             continue
         name = str(tool.get("name"))[:60]
         with_view.append(name)
@@ -94,6 +111,22 @@ def tools_listed(session: Session, msg: Msg, result: dict[str, Any]) -> None:
             [msg.frame],
             tools=with_view[:20],
         )
+
+
+def _visibility(session: Session, msg: Msg, name: str, visibility: Any) -> None:
+    """``_meta.ui.visibility``: an array of "model" and "app"."""
+    if isinstance(visibility, list) and all(
+        isinstance(v, str) and v in AUDIENCES for v in visibility
+    ):
+        return
+    shown = str(visibility)[:80]
+    session.report(
+        "EXT-APPS-VISIBILITY",
+        f'tool {name!r} has _meta.ui.visibility {shown}; it must be an array of "model" and '
+        '"app" (who may see and call the tool), so the host cannot tell who may use it',
+        [msg.frame],
+        tool=name,
+    )
 
 
 @rule("EXT-APPS-RESOURCE", "EXT-APPS-TOOL-URI", on=RESULT, methods=("resources/read",))

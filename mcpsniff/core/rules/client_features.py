@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
 from mcpsniff.core.ids import BoundedMap
-from mcpsniff.core.rules.registry import ERROR, NOTIFICATION, REQUEST, RESULT, rule
+from mcpsniff.core.model import C2S
+from mcpsniff.core.model import ERROR as ERROR_KIND
+from mcpsniff.core.rules.registry import ERROR, NOTIFICATION, REPLY, REQUEST, RESULT, rule
 
 if TYPE_CHECKING:
     from mcpsniff.core.session import Session
@@ -24,6 +26,7 @@ RULES = (
     "SAMP-TOOLCHOICE",
     "SAMP-TOOLRESULT-ONLY",
     "SAMP-TOOL-BALANCE",
+    "SAMP-ERRORS",
     "CAP-ELICIT-MODE",
     "ELIC-MODE-FIELDS",
     "ELIC-SCHEMA-FLAT",
@@ -42,6 +45,8 @@ _LINK = re.compile(r"https?://", re.IGNORECASE)
 _SECRET_KEYS = {"token", "access_token", "id_token", "password", "passwd", "session", "api_key"}
 #: URL-mode elicitation ids remembered per session (ELIC-COMPLETE-NOTIF).
 ELICITATION_WINDOW = 4096
+#: Sampling requests the client should refuse with -32602: request seq -> why (SAMP-ERRORS).
+_INVALID_SAMPLING = "invalid_sampling"
 #: Hosts where a plain-http elicitation URL is local development, not a leak.
 _LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
@@ -168,6 +173,7 @@ def tool_messages(session: Session, msg: Msg) -> None:
                 [msg.frame],
                 index=i,
             )
+            _invalid_sampling(session, msg, "mixes tool results with other content")
             return
     for i, message in enumerate(messages):
         blocks = _content(message)
@@ -192,7 +198,40 @@ def tool_messages(session: Session, msg: Msg) -> None:
                 [msg.frame],
                 index=i,
             )
+            _invalid_sampling(session, msg, "lacks the tool results of a tool use")
             return
+
+
+def _invalid_sampling(session: Session, msg: Msg, why: str) -> None:
+    """Remember a sampling request the client should refuse with -32602 (SAMP-ERRORS)."""
+    invalid = session.state.rule_state.get(_INVALID_SAMPLING)
+    if invalid is None:
+        invalid = session.state.rule_state[_INVALID_SAMPLING] = BoundedMap(ELICITATION_WINDOW)
+    invalid.put(msg.frame, why)
+
+
+@rule("SAMP-ERRORS", on=REPLY, methods=SAMPLE)
+def invalid_sampling_answered(session: Session, msg: Msg) -> None:
+    """A sampling request with unpaired or mixed tool results, answered but not with -32602.
+
+    "Tool result missing in request: -32602 (Invalid params)", "Tool results
+    mixed with other content: -32602 (Invalid params)" (sampling.mdx § Error
+    Handling, a SHOULD).
+    """
+    request = msg.request
+    invalid = session.state.rule_state.get(_INVALID_SAMPLING)
+    why = invalid.get(request.seq) if invalid is not None and request is not None else None
+    if why is None or msg.direction != C2S:
+        return
+    if msg.kind == ERROR_KIND and msg.error_code in (-32602, -32700, -32600):
+        return
+    answer = f"error {str(msg.error_code)[:20]}" if msg.kind == ERROR_KIND else "a result"
+    session.report(
+        "SAMP-ERRORS",
+        f"the client answered a sampling/createMessage whose messages {why} with {answer}; "
+        "such a request is refused with -32602 (Invalid params)",
+        [request.seq, msg.frame],
+    )
 
 
 # --------------------------------------------------------------------------- elicitation

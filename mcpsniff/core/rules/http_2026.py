@@ -270,7 +270,7 @@ def _annotations(session: Session, name: str, schema: Any) -> tuple[mcp_headers.
     return found, True
 
 
-@rule("MOD-HTTP-PARAM-HEADERS", on=RESULT, methods=("tools/list",))
+@rule("MOD-HTTP-PARAM-HEADERS", on=RESULT, methods=("tools/list",), modern=True)
 def tool_annotations(session: Session, msg: MessageRecord, result: dict[str, Any]) -> None:
     """A 2026-07-28 server's tools: their ``x-mcp-header`` annotations must be valid.
 

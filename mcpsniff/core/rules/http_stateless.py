@@ -7,7 +7,9 @@ protocol version) with an ``Mcp-Session-Id`` header makes a session the era
 does not have; clients that honour it pin themselves to one server instance.
 
 A dual-era server may mint a session for a 2025-era client's ``initialize``:
-only responses to POSTs carrying a 2026-07-28 request count.
+only responses to POSTs carrying a 2026-07-28 request count. A session judged
+as 2026-07-28 by ``check --as`` (``SessionState.pinned``) counts every request:
+its traffic names its recorded version, and the question is what would break.
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ def session_minted(session: Session, frame: FrameRecord, messages: list[MessageR
     sid = exchange.response_headers.get("mcp-session-id")
     if sid is None:
         return
-    modern = {m.frame for m in exchange.methods if _modern(m)}
+    pinned = session.state.pinned and session.state.version == V5
+    modern = {m.frame for m in exchange.methods if _modern(m) or (pinned and m.kind == REQUEST)}
     if not any(
         m.kind == RESPONSE and m.request is not None and m.request.seq in modern for m in messages
     ):

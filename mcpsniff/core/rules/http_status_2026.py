@@ -163,9 +163,14 @@ def _accepted(
         )
 
 
+def _pinned_to_v5(session: Session) -> bool:
+    """``check --as 2026-07-28``: every request is judged as that version's."""
+    return session.state.pinned and session.state.version == V5
+
+
 @rule("MOD-HTTP-POST-ONLY", on=EVENT, keys=("http-response",))
 def get_or_delete(session: Session, record: EventRecord) -> None:
-    """A GET or DELETE naming 2026-07-28, answered with anything but 405."""
+    """A GET or DELETE naming 2026-07-28 (or judged as it), answered with anything but 405."""
     number = record.data.get("exchange")
     state = session.state.http
     if state is None or not isinstance(number, int):
@@ -175,7 +180,7 @@ def get_or_delete(session: Session, record: EventRecord) -> None:
         exchange is None
         or exchange.method not in ("GET", "DELETE")
         or exchange.transport != http.STREAMABLE
-        or exchange.headers.get("mcp-protocol-version") != V5
+        or (exchange.headers.get("mcp-protocol-version") != V5 and not _pinned_to_v5(session))
         or exchange.status is None
         or exchange.status == 405
     ):

@@ -56,7 +56,7 @@ def _target(params: dict[str, Any] | None) -> str:
 # --------------------------------------------------------------------------- the server
 
 
-@rule("MOD-MRTR-CONTENT", "MOD-MRTR-STATE-ECHO", on=RESULT, methods=ANSWERED)
+@rule("MOD-MRTR-CONTENT", "MOD-MRTR-STATE-ECHO", on=RESULT, methods=ANSWERED, modern=True)
 def input_required(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     """An ``inputRequests`` map asks only what the request's client declared."""
     request = msg.request
@@ -118,7 +118,7 @@ def _undeclared(caps: dict[str, Any], method: str, params: Any) -> str | None:
 # --------------------------------------------------------------------------- the client
 
 
-@rule("MOD-MRTR-STATE-ECHO", on=REQUEST, methods=RETRIED)
+@rule("MOD-MRTR-STATE-ECHO", on=REQUEST, methods=RETRIED, modern=True)
 def state_reused(session: Session, msg: Msg) -> None:
     """A requestState serves only the retry of the request it answered, one at a time."""
     params = msg.params

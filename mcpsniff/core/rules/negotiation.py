@@ -76,7 +76,7 @@ def unsupported(session: Session, version: Any) -> bool:
     return version < V5 and version not in VERSIONS
 
 
-@rule(*RULES, on=ON_RESPONSE)
+@rule(*RULES, on=ON_RESPONSE, modern=True)
 def answer(session: Session, msg: Msg) -> None:
     """The server's answer to a 2026-07-28 request: the version and _meta it was asked with."""
     request = msg.request

@@ -39,6 +39,16 @@ The session (core/session/dispatch.py) reads ``dispatch_table(on)[key]``
 directly and falls back to ``handlers(on, key)``, which builds the tuple once
 per key: one dict access per message, so registering rules costs nothing on
 the messages they do not concern.
+
+``modern=True`` marks a rule that says nothing in a session of the handshake
+era with a version before 2026-07-28 (``LEGACY``): it returns at once there,
+because it checks ``era == STATELESS`` or ``version == 2026-07-28`` first and
+changes nothing before. The session then reads the legacy tables
+(``dispatch_table(on, legacy=True)``), which leave it out, and saves the call
+on every message of such a session (``check`` is benchmarked:
+benchmarks/bench_check.py). tests/core/rules/test_registry.py holds each
+marked rule to that: played in a legacy session, it neither reports nor
+changes the session's state.
 """
 
 from __future__ import annotations
@@ -113,6 +123,8 @@ class Registered:
     methods: frozenset[str] | None
     fn: Handler
     order: int
+    #: Silent in a legacy session (see the module docstring).
+    modern: bool = False
 
 
 #: Every registration, in the order the modules declared them.
@@ -120,6 +132,8 @@ REGISTERED: list[Registered] = []
 #: on -> key -> handlers, filled as keys are seen (``handlers``); the session
 #: reads it directly on the hot path.
 TABLES: dict[str, dict[str, tuple[Handler, ...]]] = {event: {} for event in EVENTS}
+#: The same without the ``modern`` rules, for a legacy session.
+LEGACY_TABLES: dict[str, dict[str, tuple[Handler, ...]]] = {event: {} for event in EVENTS}
 
 
 def rule(
@@ -127,11 +141,13 @@ def rule(
     on: str,
     methods: Iterable[str] | None = None,
     keys: Iterable[str] | None = None,
+    modern: bool = False,
 ) -> Callable[[Handler], Handler]:
     """Register the decorated function for catalogue ``ids``, on event ``on``.
 
     ``methods`` (message events) or ``keys`` (the others) limit it to those
-    dispatch keys; neither: every key.
+    dispatch keys; neither: every key. ``modern``: the rule is silent in a
+    legacy session, which does not call it.
     """
     if on not in EVENTS:
         raise ValueError(f"unknown rule event {on!r}; one of {', '.join(EVENTS)}")
@@ -149,37 +165,44 @@ def rule(
         raise ValueError(f"unknown frame shape(s) {sorted(chosen - set(SHAPES))}")
 
     def register(fn: Handler) -> Handler:
-        REGISTERED.append(Registered(tuple(ids), on, chosen, fn, len(REGISTERED)))
-        for table in TABLES.values():
-            table.clear()
+        REGISTERED.append(Registered(tuple(ids), on, chosen, fn, len(REGISTERED), modern))
+        for tables in (TABLES, LEGACY_TABLES):
+            for table in tables.values():
+                table.clear()
         return fn
 
     return register
 
 
-def handlers(on: str, key: str) -> tuple[Handler, ...]:
-    """The functions registered for ``on`` and ``key``, in registration order."""
-    table = TABLES[on]
+def handlers(on: str, key: str, *, legacy: bool = False) -> tuple[Handler, ...]:
+    """The functions registered for ``on`` and ``key``, in registration order.
+
+    ``legacy``: without the ``modern`` rules (a legacy session's).
+    """
+    table = (LEGACY_TABLES if legacy else TABLES)[on]
     found = table.get(key)
     if found is None:
         found = tuple(
             entry.fn
             for entry in REGISTERED
-            if entry.on == on and (entry.methods is None or key in entry.methods)
+            if entry.on == on
+            and (entry.methods is None or key in entry.methods)
+            and not (legacy and entry.modern)
         )
         if len(table) < 4096:  # methods come from traffic: bound the table
             table[key] = found
     return found
 
 
-def dispatch_table(on: str) -> dict[str, tuple[Handler, ...]]:
+def dispatch_table(on: str, *, legacy: bool = False) -> dict[str, tuple[Handler, ...]]:
     """The table of ``on``'s handlers by key, as ``handlers`` fills it.
 
     The session keeps it and reads it directly on the hot path (one dict
     access per message), calling ``handlers`` for a key not in it yet. It is
     the same dict for the life of the process (a registration clears it).
+    ``legacy``: the table without the ``modern`` rules.
     """
-    return TABLES[on]
+    return (LEGACY_TABLES if legacy else TABLES)[on]
 
 
 def rule_ids() -> tuple[str, ...]:
@@ -195,6 +218,7 @@ def describe() -> list[dict[str, Any]]:
             "on": entry.on,
             "methods": None if entry.methods is None else sorted(entry.methods),
             "function": f"{entry.fn.__module__}.{entry.fn.__qualname__}",
+            "modern": entry.modern,
         }
         for entry in REGISTERED
     ]

@@ -82,7 +82,7 @@ def _deprecated(session: Session, feature: str, how: str, seqs: list[int]) -> No
 # --------------------------------------------------------------------------- messages
 
 
-@rule("MOD-REMOVED", "MOD-DEPRECATED", on=NOTIFICATION)
+@rule("MOD-REMOVED", "MOD-DEPRECATED", on=NOTIFICATION, modern=True)
 def notification(session: Session, msg: Msg) -> None:
     """A removed notification from either side; a log message (Logging is deprecated)."""
     if session.state.era != STATELESS:
@@ -100,7 +100,7 @@ def notification(session: Session, msg: Msg) -> None:
         _deprecated(session, LOGGING, "the server sent a log message", [msg.frame])
 
 
-@rule("MOD-REMOVED", "MOD-DEPRECATED", on=REQUEST)
+@rule("MOD-REMOVED", "MOD-DEPRECATED", on=REQUEST, modern=True)
 def request(session: Session, msg: Msg) -> None:
     """A server request for a removed method; the old task augmentation; deprecated uses."""
     if session.state.era != STATELESS:
@@ -152,7 +152,7 @@ def _transport(session: Session, msg: Msg) -> None:
         )
 
 
-@rule("MOD-REMOVED", "MOD-DEPRECATED", on=RESULT, methods=tuple(_MRTR_METHODS))
+@rule("MOD-REMOVED", "MOD-DEPRECATED", on=RESULT, methods=tuple(_MRTR_METHODS), modern=True)
 def input_requests(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     """What an ``inputRequests`` map asks of the client: removed fields, deprecated features."""
     if session.state.era != STATELESS or msg.direction != S2C:

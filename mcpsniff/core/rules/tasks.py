@@ -50,11 +50,13 @@ RULES = (
     "TASK-CANCEL-RESULT",
     "TASK-POLL-INTERVAL",
     "TASK-FAILED-ISERROR",
+    "TASK-RESULT-BLOCKS",
     "PROG-TASK-TOKEN",
 )
 
 STATUSES = frozenset({"working", "input_required", "completed", "failed", "cancelled"})
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
+NON_TERMINAL = STATUSES - TERMINAL
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 #: Methods that manage tasks and must not carry the related-task _meta (§ Task Notifications 3).
 TASK_METHODS = frozenset({"tasks/get", "tasks/list", "tasks/cancel", "notifications/tasks/status"})
@@ -95,6 +97,9 @@ class TaskInfo:
     #: The tasks/result answer with ``isError: true`` that came before the task
     #: was terminal: the status that ends it is judged then (TASK-FAILED-ISERROR).
     error_result_seq: int | None = None
+    #: The tasks/result answer that came while the task was not terminal: a
+    #: later non-terminal status shows it did not block (TASK-RESULT-BLOCKS).
+    early_result_seq: int | None = None
 
 
 def is_augmented(params: dict[str, Any] | None) -> bool:
@@ -283,6 +288,7 @@ def on_notification(session: Session, msg: Msg) -> None:
     "TASK-FAILED-ISERROR",
     "TASK-FIELDS",
     "TASK-ID",
+    "TASK-RESULT-BLOCKS",
     "TASK-RESULT-META",
     "TASK-STATUS-TRANSITION",
     on=REPLY,
@@ -471,6 +477,15 @@ def _observe(
     interval = _interval(task)
     if interval is not None:
         info.poll_interval = interval
+    early = info.early_result_seq
+    if (
+        status in NON_TERMINAL
+        and early is not None
+        and (msg.request is None or msg.request.seq > early)
+    ):
+        # A poll sent after the answer (its reply cannot predate it, whatever
+        # stream each travelled on), or a notification that came after it.
+        _did_not_block(session, info, status, msg.frame)
     if status not in STATUSES or status == info.status:
         return info
     if info.status in TERMINAL:
@@ -487,10 +502,29 @@ def _observe(
     info.status = status
     info.status_seq = msg.frame
     if status in TERMINAL:
+        info.early_result_seq = None
         _end_progress(session, info, msg.frame)
         if status == "completed" and info.error_result_seq is not None:
             _completed_with_error(session, info, info.error_result_seq, msg.frame)
     return info
+
+
+def _did_not_block(session: Session, info: TaskInfo, status: str, seq: int) -> None:
+    """tasks/result answered, and the task was still running after it.
+
+    "When a receiver receives a tasks/result request for a task in any other
+    non-terminal status (working or input_required), it **MUST** block the
+    response until the task reaches a terminal status" (§ Result Retrieval 3).
+    """
+    first = info.early_result_seq
+    info.early_result_seq = None
+    session.report(
+        "TASK-RESULT-BLOCKS",
+        f"tasks/result for task {info.task_id[:60]!r} was answered at seq {first}, but the task "
+        f"was still {status} after it; tasks/result waits until the task is terminal",
+        [first, seq],
+        task_id=info.task_id,
+    )
 
 
 def _completed_with_error(session: Session, info: TaskInfo, first: int, last: int) -> None:
@@ -559,6 +593,8 @@ def _payload(session: Session, msg: Msg, request: Pending, result: dict[str, Any
     info = _tasks(session).get((msg.direction, task_id))
     if info is None:
         return
+    if info.status not in TERMINAL:
+        info.early_result_seq = msg.frame
     if info.method == "tools/call" and result.get("isError") is True:
         if info.status == "completed":
             _completed_with_error(session, info, info.status_seq, msg.frame)

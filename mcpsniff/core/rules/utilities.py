@@ -218,7 +218,7 @@ def task_errors(session: Session, msg: Msg) -> None:
 # --------------------------------------------------------------------------- stateless retries
 
 
-@rule("MOD-MRTR-RETRY-ID", "MOD-MRTR-STATE-ECHO", on=RESULT, methods=_MRTR)
+@rule("MOD-MRTR-RETRY-ID", "MOD-MRTR-STATE-ECHO", on=RESULT, methods=_MRTR, modern=True)
 def remember_input_required(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     """An input_required answer: its retry comes later under a new id, echoing requestState."""
     request = msg.request
@@ -230,7 +230,7 @@ def remember_input_required(session: Session, msg: Msg, result: dict[str, Any]) 
     )
 
 
-@rule("MOD-MRTR-RETRY-ID", "MOD-MRTR-STATE-ECHO", on=REQUEST, methods=_MRTR)
+@rule("MOD-MRTR-RETRY-ID", "MOD-MRTR-STATE-ECHO", on=REQUEST, methods=_MRTR, modern=True)
 def retry(session: Session, msg: Msg) -> None:
     """The retry uses a new id and echoes requestState exactly (or sends none if none came)."""
     params = msg.params or {}

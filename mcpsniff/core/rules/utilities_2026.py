@@ -56,7 +56,7 @@ _EXPRESSION = re.compile(r"\{[^{}]*\}")
 # --------------------------------------------------------------------------- logging
 
 
-@rule("MOD-LOG-OPTIN", on=NOTIFICATION, methods=("notifications/message",))
+@rule("MOD-LOG-OPTIN", on=NOTIFICATION, methods=("notifications/message",), modern=True)
 def log_opt_in(session: Session, msg: Msg) -> None:
     """A 2026-07-28 log message: for a request that asked, at or above its level, on its stream."""
     state = session.state
@@ -112,7 +112,7 @@ def log_opt_in(session: Session, msg: Msg) -> None:
         )
 
 
-@rule("MOD-LOGLEVEL-INVALID", on=RESPONSE)
+@rule("MOD-LOGLEVEL-INVALID", on=RESPONSE, modern=True)
 def log_level_refused(session: Session, msg: Msg) -> None:
     """An unrecognized _meta logLevel: "the server **SHOULD** reject that request with
     a standard JSON-RPC error", -32602 (logging.mdx § Error Handling)."""
@@ -215,25 +215,41 @@ def _template_pattern(template: str) -> re.Pattern[str]:
 
 @rule(
     "MOD-RES-NOT-FOUND",
+    "RES-NOT-FOUND",
     on=RESULT,
     methods=("resources/list", "resources/templates/list", "resources/read"),
 )
 def resource_listing(session: Session, msg: Msg, result: dict[str, Any]) -> None:
-    """Listings record what exists; an empty read of anything else is a missing resource."""
-    if session.state.version != V5 or msg.request is None:
+    """Listings record what exists; an empty read of anything else is a missing resource.
+
+    The listings are kept in every version: rules/declined.py's RES-NOT-FOUND
+    reads them too (``known_missing``).
+    """
+    if msg.request is None:
+        return
+    method = msg.request.method
+    if method == "resources/read":
+        # The usual read has contents: nothing to record, nothing to judge.
+        if result.get("contents") == []:
+            _empty_read(session, msg, result)
         return
     known = _resources(session)
-    method = msg.request.method
     last_page = not isinstance(result.get("nextCursor"), str)
     if method == "resources/list":
-        for item in _listed(result, "resources"):
-            if isinstance(item, dict) and isinstance(item.get("uri"), str):
-                if len(known.uris) >= URI_LIMIT:
-                    known.overflow = True
-                    break
-                known.uris.add(item["uri"])
+        if not known.overflow:
+            # One set update per page (a listing is answered again and again).
+            uris = [
+                item["uri"]
+                for item in _listed(result, "resources")
+                if type(item) is dict and type(item.get("uri")) is str
+            ]
+            if uris and len(known.uris) >= URI_LIMIT:
+                known.overflow = True
+            else:
+                known.uris.update(uris)
+                known.overflow = len(known.uris) > URI_LIMIT
         known.listed = known.listed or last_page
-    elif method == "resources/templates/list":
+    else:
         for item in _listed(result, "resourceTemplates"):
             if isinstance(item, dict) and isinstance(item.get("uriTemplate"), str):
                 if len(known.templates) >= TEMPLATE_LIMIT:
@@ -241,30 +257,56 @@ def resource_listing(session: Session, msg: Msg, result: dict[str, Any]) -> None
                     break
                 known.templates.append(_template_pattern(item["uriTemplate"]))
         known.templated = known.templated or last_page
-    elif result.get("contents") == [] and result.get("resultType", "complete") == "complete":
-        uri = (msg.request.params or {}).get("uri")
-        if (
-            isinstance(uri, str)
-            and known.listed
-            and known.templated
-            and not known.overflow
-            and uri not in known.uris
-            and not any(t.fullmatch(uri) for t in known.templates)
-        ):
-            session.report(
-                "MOD-RES-NOT-FOUND",
-                f"the server answered resources/read of {uri[:120]!r}, which neither its resource "
-                "list nor its templates offer, with empty contents; a missing resource gets "
-                "error -32602",
-                [msg.request.seq, msg.frame],
-                uri=uri[:200],
-            )
+
+
+def _empty_read(session: Session, msg: Msg, result: dict[str, Any]) -> None:
+    """resources/read answered with empty contents: a missing resource's wrong answer?"""
+    request = msg.request
+    if request is None or result.get("resultType", "complete") != "complete":
+        return
+    uri = (request.params or {}).get("uri")
+    version = session.state.version
+    if version is None or not isinstance(uri, str) or not known_missing(session, uri):
+        return  # (which code is right depends on the version)
+    if version != V5:
+        # Before 2026-07-28: "Resource not found: -32002" (resources.mdx § Error
+        # Handling; rules/declined.py judges the error codes).
+        session.report(
+            "RES-NOT-FOUND",
+            f"the server answered resources/read of {uri[:120]!r}, which neither its "
+            "resource list nor its templates offer, with empty contents; a missing "
+            "resource gets error -32002 (Resource not found)",
+            [request.seq, msg.frame],
+            uri=uri[:200],
+        )
+    else:
+        session.report(
+            "MOD-RES-NOT-FOUND",
+            f"the server answered resources/read of {uri[:120]!r}, which neither its resource "
+            "list nor its templates offer, with empty contents; a missing resource gets "
+            "error -32602",
+            [request.seq, msg.frame],
+            uri=uri[:200],
+        )
+
+
+def known_missing(session: Session, uri: str) -> bool:
+    """Whether the server's complete resource and template lists both leave ``uri`` out."""
+    known = session.state.rule_state.get("resource_listing")
+    return (
+        known is not None
+        and known.listed
+        and known.templated
+        and not known.overflow
+        and uri not in known.uris
+        and not any(t.fullmatch(uri) for t in known.templates)
+    )
 
 
 # --------------------------------------------------------------------------- tool order
 
 
-@rule("MOD-LIST-STABLE", on=RESULT, methods=("tools/list",))
+@rule("MOD-LIST-STABLE", on=RESULT, methods=("tools/list",), modern=True)
 def tool_order(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     """The same set of tools listed in another order (after rules/methods.py read the list)."""
     state = session.state

@@ -16,7 +16,10 @@ plain code it replaces does (tests/core/test_fast_paths.py holds them to it):
 * the record and the ``Pending`` are built slot by slot (``_new_record``);
 * a request's id history, fingerprint and registration are inlined, and so is
   the pairing of the usual reply (``correlation.match_response`` and
-  ``correlation.pair`` do the rest).
+  ``correlation.pair`` do the rest);
+* a legacy session (handshake era, a version before 2026-07-28) reads the
+  legacy dispatch tables, without the rules that are silent there
+  (``registry.py``: ``modern``).
 """
 
 from __future__ import annotations
@@ -34,10 +37,15 @@ from mcpsniff.core.model import (
     RESPONSE,
     MessageRecord,
 )
-from mcpsniff.core.protocol import NOTIFICATION_PREFIX, RESERVED_PREFIX, STATELESS
+from mcpsniff.core.protocol import HANDSHAKE, NOTIFICATION_PREFIX, RESERVED_PREFIX, STATELESS, V5
 from mcpsniff.core.rules import registry
 from mcpsniff.core.session.correlation import match_response, note_bad, reused, round_ms
 from mcpsniff.core.session.dispatch import (
+    LEGACY_NOTIFICATION_HANDLERS,
+    LEGACY_REPLY_HANDLERS,
+    LEGACY_REQUEST_HANDLERS,
+    LEGACY_RESPONSE_HANDLERS,
+    LEGACY_RESULT_HANDLERS,
     MESSAGE_HANDLERS,
     NOTIFICATION_HANDLERS,
     REPLY_HANDLERS,
@@ -230,18 +238,29 @@ def message(
         request.missing_reported = False
         request.fingerprint = this_print
         pending[key] = request
-        handlers = REQUEST_HANDLERS.get(method)
-        if handlers is None:
-            handlers = registry.handlers(registry.REQUEST, method)
+        if era == HANDSHAKE and state.version != V5:
+            handlers = LEGACY_REQUEST_HANDLERS.get(method)
+            if handlers is None:
+                handlers = registry.handlers(registry.REQUEST, method, legacy=True)
+        else:
+            handlers = REQUEST_HANDLERS.get(method)
+            if handlers is None:
+                handlers = registry.handlers(registry.REQUEST, method)
         for handler in handlers:
             handler(session, msg)
     elif kind == NOTIFICATION:
         if method is None:
             invalid(session, msg)
             return msg
-        handlers = NOTIFICATION_HANDLERS.get(method)
-        if handlers is None:
-            handlers = registry.handlers(registry.NOTIFICATION, method)
+        state = session.state
+        if state.era == HANDSHAKE and state.version != V5:
+            handlers = LEGACY_NOTIFICATION_HANDLERS.get(method)
+            if handlers is None:
+                handlers = registry.handlers(registry.NOTIFICATION, method, legacy=True)
+        else:
+            handlers = NOTIFICATION_HANDLERS.get(method)
+            if handlers is None:
+                handlers = registry.handlers(registry.NOTIFICATION, method)
         for handler in handlers:
             handler(session, msg)
     elif kind == INVALID:
@@ -292,9 +311,15 @@ def message(
             match_response(session, msg)
             request = msg.request
         answered_method = "" if request is None else request.method
-        handlers = RESPONSE_HANDLERS.get(answered_method)
-        if handlers is None:
-            handlers = registry.handlers(registry.RESPONSE, answered_method)
+        legacy = state.era == HANDSHAKE and state.version != V5
+        if legacy:
+            handlers = LEGACY_RESPONSE_HANDLERS.get(answered_method)
+            if handlers is None:
+                handlers = registry.handlers(registry.RESPONSE, answered_method, legacy=True)
+        else:
+            handlers = RESPONSE_HANDLERS.get(answered_method)
+            if handlers is None:
+                handlers = registry.handlers(registry.RESPONSE, answered_method)
         for handler in handlers:
             handler(session, msg)
         if request is not None:
@@ -306,14 +331,26 @@ def message(
                 and "taskId" not in result
             ):
                 # The method's own result (``reply``, inlined for the usual one).
-                handlers = REPLY_HANDLERS.get(answered_method)
-                if handlers is None:
-                    handlers = registry.handlers(registry.REPLY, answered_method)
-                for handler in handlers:
-                    handler(session, msg)
-                handlers = RESULT_HANDLERS.get(answered_method)
-                if handlers is None:
-                    handlers = registry.handlers(registry.RESULT, answered_method)
+                # Whether the session is legacy is asked again: a RESPONSE rule
+                # (the initialize answer's) may have just decided it.
+                if state.era == HANDSHAKE and state.version != V5:
+                    handlers = LEGACY_REPLY_HANDLERS.get(answered_method)
+                    if handlers is None:
+                        handlers = registry.handlers(registry.REPLY, answered_method, legacy=True)
+                    for handler in handlers:
+                        handler(session, msg)
+                    handlers = LEGACY_RESULT_HANDLERS.get(answered_method)
+                    if handlers is None:
+                        handlers = registry.handlers(registry.RESULT, answered_method, legacy=True)
+                else:
+                    handlers = REPLY_HANDLERS.get(answered_method)
+                    if handlers is None:
+                        handlers = registry.handlers(registry.REPLY, answered_method)
+                    for handler in handlers:
+                        handler(session, msg)
+                    handlers = RESULT_HANDLERS.get(answered_method)
+                    if handlers is None:
+                        handlers = registry.handlers(registry.RESULT, answered_method)
                 for handler in handlers:
                     handler(session, msg, result)
             else:

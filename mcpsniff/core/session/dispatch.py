@@ -31,6 +31,13 @@ NOTIFICATION_HANDLERS = dispatch_table(registry.NOTIFICATION)
 RESPONSE_HANDLERS = dispatch_table(registry.RESPONSE)
 REPLY_HANDLERS = dispatch_table(registry.REPLY)
 RESULT_HANDLERS = dispatch_table(registry.RESULT)
+#: The same without the rules that are silent in a legacy session (registry.py:
+#: ``modern``), read for a session of the handshake era before 2026-07-28.
+LEGACY_REQUEST_HANDLERS = dispatch_table(registry.REQUEST, legacy=True)
+LEGACY_NOTIFICATION_HANDLERS = dispatch_table(registry.NOTIFICATION, legacy=True)
+LEGACY_RESPONSE_HANDLERS = dispatch_table(registry.RESPONSE, legacy=True)
+LEGACY_REPLY_HANDLERS = dispatch_table(registry.REPLY, legacy=True)
+LEGACY_RESULT_HANDLERS = dispatch_table(registry.RESULT, legacy=True)
 FRAME_HANDLERS = dispatch_table(FRAME)
 PAIRING_HANDLERS = dispatch_table(PAIRING)
 EVENT_HANDLERS = dispatch_table(EVENT)

@@ -61,6 +61,16 @@ PROOFS = [
         client_caps={},
         miss_client_caps=DECLARED,
     ),
+    proof(
+        "EXT-APPS-VISIBILITY",
+        # An app-only tool whose visibility is a string, not an array of audiences.
+        fire=listed(
+            {**tool("refresh"), "_meta": {"ui": {"resourceUri": VIEW, "visibility": "app"}}}
+        ),
+        miss=listed(
+            {**tool("refresh"), "_meta": {"ui": {"resourceUri": VIEW, "visibility": ["app"]}}}
+        ),
+    ),
 ]
 
 
@@ -141,3 +151,13 @@ def test_a_2026_07_28_client_declares_per_request() -> None:
 
     assert rules(listing(DECLARED)) == []
     assert rules(listing({})) == ["EXT-APPS-NEGOTIATED"]
+
+
+@pytest.mark.parametrize(
+    ("visibility", "fires"),
+    [(["model"], False), ([], False), (["agent"], True), (["model", 1], True), (None, True)],
+)
+def test_visibility_names_model_and_app_only(visibility: Any, fires: bool) -> None:
+    listing = {**tool(), "_meta": {"ui": {"visibility": visibility}}}
+    found = [r for r, _ in findings(listed(listing)) if r == "EXT-APPS-VISIBILITY"]
+    assert found == (["EXT-APPS-VISIBILITY"] if fires else [])

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.core.rules.dsl import Proof, assert_proof, c, note, req, res, s
+from tests.core.rules.dsl import Proof, assert_proof, c, err, note, req, res, s
 
 TEXT = {"type": "text", "text": "hi"}
 SAMPLE = {"messages": [{"role": "user", "content": TEXT}], "maxTokens": 9}
@@ -45,6 +45,13 @@ RESULT = {"type": "tool_result", "toolUseId": "u1", "content": [TEXT]}
 
 def conversation(*messages: dict[str, Any]) -> list:
     return sample(messages=list(messages), tools=[TOOL])
+
+
+MIXED = conversation(
+    {"role": "assistant", "content": [USE]},
+    {"role": "user", "content": [RESULT, TEXT]},
+)
+SAMPLED = {"role": "assistant", "content": TEXT, "model": "m"}
 
 
 def proof(rule: str, fire: list, miss: list, **kw: Any) -> Proof:
@@ -88,6 +95,12 @@ PROOFS = [
             {"role": "assistant", "content": [USE]},
             {"role": "user", "content": [RESULT]},
         ),
+    ),
+    proof(
+        "SAMP-ERRORS",
+        # Tool results mixed with text: the client samples anyway instead of refusing it.
+        fire=[*MIXED, c(res(5, SAMPLED))],
+        miss=[*MIXED, c(err(5, -32602, "Tool results mixed with other content"))],
     ),
     proof(
         "SAMP-TOOL-BALANCE",
@@ -190,3 +203,17 @@ def test_a_plain_http_elicitation_url_outside_development() -> None:
     assert finding.severity == "warning" and "plain http" in finding.message
     for url in ("http://localhost:8080/consent", "http://127.0.0.1/x", "https://example.com/a"):
         assert _findings_of(elicit({**URL, "url": url}), "ELIC-URL-SAFE") == [], url
+
+
+def test_an_unbalanced_sampling_request_refused_with_invalid_params_is_right() -> None:
+    from tests.core.rules.dsl import play
+
+    unbalanced = conversation(
+        {"role": "assistant", "content": [USE]},
+        {"role": "user", "content": [{**RESULT, "toolUseId": "u2"}]},
+    )
+    refused = play(proof("-", [], []), [*unbalanced, c(err(5, -32602, "missing tool result"))])
+    answered = play(proof("-", [], []), [*unbalanced, c(res(5, SAMPLED))])
+    assert not refused.find("SAMP-ERRORS")
+    (finding,) = answered.find("SAMP-ERRORS")
+    assert "lacks the tool results" in finding.message

@@ -12,6 +12,7 @@ import importlib
 import pkgutil
 import re
 from pathlib import Path
+from typing import Any
 
 import tests.core.rules as proofs_package
 from mcpsniff.core.rules import IMPLEMENTED
@@ -114,3 +115,50 @@ def test_every_reported_rule_is_in_the_catalogue_and_registry() -> None:
     families = ("JR-", "MSG-", "LC-", "CAP-")
     assert len(IMPLEMENTED) >= 80
     assert len([r for r in IMPLEMENTED if r.startswith(families)]) >= 50
+
+
+def _verdicts(proofs: list[Proof]) -> list[list[tuple[str, str, list[int]]]]:
+    from tests.core.rules.dsl import play
+
+    found = []
+    for proof in proofs:
+        for steps, near in ((proof.fire, False), (proof.miss, True)):
+            convo = play(proof, steps, near=near)
+            found.append([(f.rule, f.message, f.seq) for f in convo.findings])
+    return found
+
+
+def test_modern_rules_are_silent_in_legacy_sessions(monkeypatch: Any) -> None:
+    """Leaving the ``modern`` rules out of legacy sessions changes no verdict.
+
+    Every proof is played twice: with the legacy dispatch tables, and with every
+    rule in every table; the findings are the same, message for message.
+    """
+    import dataclasses
+
+    from mcpsniff.core.rules import registry
+
+    modern = [entry for entry in registry.REGISTERED if entry.modern]
+    assert len(modern) >= 10
+    proofs = all_proofs()
+    skipping = _verdicts(proofs)
+    everything = [dataclasses.replace(entry, modern=False) for entry in registry.REGISTERED]
+    monkeypatch.setattr(registry, "REGISTERED", everything)
+    for tables in (registry.TABLES, registry.LEGACY_TABLES):
+        for table in tables.values():
+            table.clear()
+    try:
+        assert _verdicts(proofs) == skipping
+    finally:
+        monkeypatch.undo()
+        for tables in (registry.TABLES, registry.LEGACY_TABLES):
+            for table in tables.values():
+                table.clear()
+
+
+def test_a_legacy_session_reads_the_legacy_tables() -> None:
+    from mcpsniff.core.rules import registry
+    from mcpsniff.core.rules.removed import request as removed_request
+
+    assert removed_request in registry.handlers(registry.REQUEST, "tools/call")
+    assert removed_request not in registry.handlers(registry.REQUEST, "tools/call", legacy=True)

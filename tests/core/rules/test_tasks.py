@@ -253,6 +253,23 @@ PROOFS = [
             s(payload(3, isError=True)),
         ],
     ),
+    proof(
+        "TASK-RESULT-BLOCKS",
+        fire=[
+            *CREATED,
+            c(req(3, "tasks/result", {"taskId": "t1"})),
+            s(payload(3)),
+            c(req(4, "tasks/get", {"taskId": "t1"})),
+            s(res(4, task("t1", "working"))),
+        ],
+        miss=[
+            *CREATED,
+            c(req(3, "tasks/result", {"taskId": "t1"})),
+            s(payload(3)),
+            c(req(4, "tasks/get", {"taskId": "t1"})),
+            s(res(4, task("t1", "completed"))),
+        ],
+    ),
 ]
 
 
