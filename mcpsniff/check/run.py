@@ -19,11 +19,13 @@ from mcpsniff.core.model import SEVERITY_RANK, EventRecord, FindingRecord, Recor
 from mcpsniff.core.spec_links import session_version
 from mcpsniff.filter import Filter
 from mcpsniff.filter.select import matching_findings
+from mcpsniff.listing.summary import session_titles
 from mcpsniff.terminal.render import Style, finding_json, report_lines
 from mcpsniff.terminal.safe_output import terminal_json_line
 from mcpsniff.trace.codec import TraceError
 from mcpsniff.trace.gaps import GapTally
 from mcpsniff.trace.reader import TraceReader
+from mcpsniff.trace.spool import is_stream
 
 #: The report formats: ``text`` for a person, ``json`` a finding a line, and the
 #: two files a CI system reads (``export/check_report.py``).
@@ -142,7 +144,9 @@ def run_check(
         warn(note)
     if fmt == "text":
         versions = {key: session_version(analyzer, key) for key in by_session}
-        for line in report_lines(dict(by_session), Style(options.colour), versions):
+        # A pipe was read once already; a file is read again, by its line heads only.
+        titles = session_titles(trace) if by_session and not is_stream(trace) else {}
+        for line in report_lines(dict(by_session), Style(options.colour), versions, titles):
             say(line)
         total = sum(len(v) for v in by_session.values())
         verdict = (

@@ -16,11 +16,12 @@ from mcpsniff.filter import HELP as FILTER_HELP
 from mcpsniff.filter import Filter, build_views, index_findings
 from mcpsniff.filter.analyzed import AnalyzedRecords, frames_only
 from mcpsniff.filter.reading import LazyTraceRecords
+from mcpsniff.listing.summary import session_titles
 from mcpsniff.stats.compute import compute
 from mcpsniff.stats.render import stats_lines
 from mcpsniff.terminal.safe_output import terminal_json_line, tolerate_surrogates
 from mcpsniff.trace.codec import TraceError
-from mcpsniff.trace.spool import rereadable
+from mcpsniff.trace.spool import is_stream, rereadable
 
 
 @click.command(epilog=FILTER_HELP)
@@ -73,7 +74,9 @@ def stats(trace: Path, fmt: str, filter_expr: str | None) -> None:
     if fmt == "json":
         click.echo(terminal_json_line(result.to_json(), option=orjson.OPT_NON_STR_KEYS))
         return
-    for line in stats_lines(result, str(trace)):
+    # A pipe was read once already; a file is read again, by its line heads only.
+    titles = {} if is_stream(trace) else session_titles(trace)
+    for line in stats_lines(result, str(trace), titles):
         click.echo(line)
 
 

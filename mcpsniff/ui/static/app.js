@@ -46,6 +46,14 @@
     const d = new Date(t * 1000);
     return d.toISOString().replace("T", " ").slice(0, 19) + " UTC";
   }
+  function fmtDuration(seconds) {
+    if (typeof seconds !== "number" || !(seconds >= 0)) return "";
+    if (seconds < 1) return `${Math.round(seconds * 1000)} ms`;
+    if (seconds < 60) return `${seconds.toFixed(1)} s`;
+    const m = Math.floor(seconds / 60), sec = Math.floor(seconds % 60);
+    if (m < 60) return `${m}m${String(sec).padStart(2, "0")}s`;
+    return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, "0")}m`;
+  }
   function fmtMs(ms) {
     if (typeof ms !== "number") return "";
     return ms >= 1000 ? (ms / 1000).toFixed(2) + " s" : (ms < 10 ? ms.toFixed(2) : ms.toFixed(1)) + " ms";
@@ -159,11 +167,15 @@
         name.appendChild(dot);
       }
       item.appendChild(name);
-      const parts = [s.transport, s.version, s.client ? `client ${s.client}` : null].filter(Boolean);
-      item.appendChild(el("div", "meta", parts.join(" · ")));
-      item.appendChild(el("div", "meta", `${fmtDate(s.start)} · ${s.file || s.key}`));
+      // Sessions of one server differ by their label, client, start and ending: all shown.
+      const who = [s.label && s.serverLabel ? `server ${s.serverLabel}` : (s.serverLabel !== s.name ? s.serverLabel : null),
+        s.clientLabel ? `client ${s.clientLabel}` : (s.client ? `client ${s.client}` : null)].filter(Boolean);
+      if (who.length) item.appendChild(el("div", "meta", who.join(" · ")));
+      item.appendChild(el("div", "meta", [s.transport, s.version].filter(Boolean).join(" · ")));
+      const span = typeof s.start === "number" && typeof s.last === "number" ? fmtDuration(s.last - s.start) : null;
+      item.appendChild(el("div", "meta", [fmtDate(s.start), span, s.file || s.key].filter(Boolean).join(" · ")));
       const counts = el("div", "counts");
-      counts.appendChild(el("span", "badge msgs", `${s.messages} messages`));
+      counts.appendChild(el("span", "badge msgs", s.failed ? "no session" : `${s.messages} messages`));
       if (s.dropped) {
         const cut = el("span", "badge sev-warning", `${s.dropped} not shown`);
         cut.title = "over the UI's row budget: mcpsniff show reads the whole trace";
@@ -173,6 +185,12 @@
         const n = (s.findings || {})[sev] || 0;
         if (n) counts.appendChild(el("span", `badge sev-${sev}`, `${n} ${sev}`));
       }
+      if (s.ending) {
+        const ending = el("span", `badge ending${s.failed ? " sev-error" : ""}${s.live ? " dot-live" : ""}`, s.ending);
+        ending.title = "how the session ended";
+        counts.appendChild(ending);
+      }
+      item.title = s.title || "";
       item.appendChild(counts);
       item.addEventListener("click", () => openSession(s.id));
       list.appendChild(item);
