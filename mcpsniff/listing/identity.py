@@ -200,7 +200,7 @@ class SessionIdentity:
         return max(0.0, self.last - self.start)
 
     def state(self, live: bool = False) -> str:
-        """How the session ended, or that it is still recorded (``live``), or that no end is known."""
+        """How the session ended, that it is still recorded (``live``), or that no end is known."""
         if self.ending is not None:
             return self.ending
         return "live" if live else "no end recorded"
