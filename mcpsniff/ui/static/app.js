@@ -157,10 +157,13 @@
         : "This report holds no session."));
     }
     for (const s of state.sessions) {
-      const item = el("li", "session");
+      const entry = el("li");
+      const item = el("button", "session");
+      item.type = "button";
+      entry.appendChild(item);
       item.dataset.sessionId = s.id;
-      if (state.current && state.current.id === s.id) item.classList.add("active");
-      const name = el("div", "name", s.name || "?");
+      if (state.current && state.current.id === s.id) { item.classList.add("active"); item.setAttribute("aria-current", "true"); }
+      const name = el("span", "name", s.name || "?");
       if (state.source.live && s.live) {
         const dot = el("span", "dot-live", " ●");
         dot.title = "still being recorded";
@@ -170,11 +173,11 @@
       // Sessions of one server differ by their label, client, start and ending: all shown.
       const who = [s.label && s.serverLabel ? `server ${s.serverLabel}` : (s.serverLabel !== s.name ? s.serverLabel : null),
         s.clientLabel ? `client ${s.clientLabel}` : (s.client ? `client ${s.client}` : null)].filter(Boolean);
-      if (who.length) item.appendChild(el("div", "meta", who.join(" · ")));
-      item.appendChild(el("div", "meta", [s.transport, s.version].filter(Boolean).join(" · ")));
+      if (who.length) item.appendChild(el("span", "meta", who.join(" · ")));
+      item.appendChild(el("span", "meta", [s.transport, s.version].filter(Boolean).join(" · ")));
       const span = typeof s.start === "number" && typeof s.last === "number" ? fmtDuration(s.last - s.start) : null;
-      item.appendChild(el("div", "meta", [fmtDate(s.start), span, s.file || s.key].filter(Boolean).join(" · ")));
-      const counts = el("div", "counts");
+      item.appendChild(el("span", "meta", [fmtDate(s.start), span, s.file || s.key].filter(Boolean).join(" · ")));
+      const counts = el("span", "counts");
       counts.appendChild(el("span", "badge msgs", s.failed ? "no session" : `${s.messages} messages`));
       if (s.dropped) {
         const cut = el("span", "badge sev-warning", `${s.dropped} not shown`);
@@ -193,7 +196,7 @@
       item.title = s.title || "";
       item.appendChild(counts);
       item.addEventListener("click", () => openSession(s.id));
-      list.appendChild(item);
+      list.appendChild(entry);
     }
     if (more > 0) {
       list.appendChild(el("li", "empty muted",
@@ -208,6 +211,7 @@
       const now = state.sessions.find((s) => s.id === state.current.id);
       if (now) {
         state.current = now;
+        showSessionTitle();
         if (now.rows > state.rows.length || totalFindings(now) > state.findings.length) loadMore();
       }
     } else if (state.sessions.length === 1) {
@@ -230,15 +234,47 @@
     state.expanded = new Set();
     state.selected = null;
     state.statsFor = null;
+    state.range = null;
+    if (overview) overview.selection = null;
     for (const item of document.querySelectorAll(".session")) {
-      item.classList.toggle("active", item.dataset.sessionId === sid);
+      const active = item.dataset.sessionId === sid;
+      item.classList.toggle("active", active);
+      if (active) item.setAttribute("aria-current", "true"); else item.removeAttribute("aria-current");
     }
     document.getElementById("empty").hidden = true;
+    showSessionTitle();
+    showDownloads(sid);
+    setDetailShown(false);
     clear(document.getElementById("detail"));
     document.getElementById("detail").appendChild(el("p", "muted", "Click a message to see its body, raw bytes and findings."));
     await loadMore();
     if (state.filterText) await applyFilter();
     if (state.tab !== "timeline") showTab(state.tab);
+  }
+
+  // The session's identity over the views: name, server, client, duration, counts, ending.
+  function showSessionTitle() {
+    const box = document.getElementById("session-title");
+    const s = state.current;
+    box.textContent = s ? visible(s.title || s.name || "") : "";
+  }
+
+  function showDownloads(sid) {
+    const box = document.getElementById("downloads");
+    const links = state.source.downloads ? state.source.downloads(sid) : null;
+    box.hidden = !links;
+    if (!links) return;
+    for (const [format, url] of Object.entries(links)) {
+      const link = document.getElementById(`download-${format}`);
+      if (link) link.href = url;
+    }
+  }
+
+  // The detail pane takes room only while a message is open on the timeline.
+  function setDetailShown(shown) {
+    document.getElementById("layout").classList.toggle("no-detail", !shown);
+    renderWindow(false);
+    if (overview) overview.draw();
   }
 
   let lastLayout = 0;
@@ -297,11 +333,34 @@
 
   // ------------------------------------------------------------------ timeline
 
+  function liveNow() {
+    return Boolean(state.source && state.source.live && state.current && state.current.live);
+  }
+
+  // The time scale of the waterfall cells: the selected range, or the whole session.
+  function timeScale() {
+    const whole = window.McpWaterfall.span(state.rows, state.current, liveNow());
+    state.whole = whole;
+    return state.range ? { start: state.range[0], end: state.range[1], now: whole.now } : whole;
+  }
+
+  function inRange(row) {
+    if (!state.range || typeof row.t !== "number") return true;
+    const [a, b] = state.range;
+    if (row.kind === "request") {
+      const [start, end] = window.McpWaterfall.extent(row, state.rows, state.whole, liveNow());
+      return start <= b && end >= a;
+    }
+    return row.t >= a && row.t <= b;
+  }
+
   function relayout() {
     const visible = [];
     const filtered = state.filtered;
+    state.scale = timeScale();
     for (const row of state.rows) {
       if (!row) continue;
+      if (!inRange(row)) continue;
       if (filtered) {
         if (filtered.has(row.n)) visible.push(row.n);
       } else if (row.parent === undefined || state.expanded.has(row.parent)) {
@@ -312,6 +371,40 @@
     document.getElementById("rows-spacer").style.height = `${visible.length * ROW_H}px`;
     renderWindow(true);
     updateFilterStatus();
+    drawOverview();
+  }
+
+  let overview = null;
+  function drawOverview() {
+    if (!overview || !state.current) return;
+    overview.update(state.rows, state.whole || timeScale(), liveNow());
+    const longest = overview.longest;
+    const canvas = document.getElementById("overview");
+    const requests = state.rows.filter((r) => r && r.kind === "request").length;
+    const pending = state.rows.filter((r) => r && window.McpWaterfall.status(r, state.rows, liveNow()) === "pending").length;
+    const unanswered = state.rows.filter((r) => r && window.McpWaterfall.status(r, state.rows, liveNow()) === "unanswered").length;
+    let label = `Waterfall of ${requests} requests over ${window.McpWaterfall.fmtSeconds(state.whole.end - state.whole.start)}`;
+    if (longest) label += `; longest ${window.McpWaterfall.fmtSeconds(longest[1] - longest[0])} (#${longest[2].seq} ${describe(longest[2])})`;
+    if (pending) label += `; ${pending} pending`;
+    if (unanswered) label += `; ${unanswered} never answered`;
+    canvas.setAttribute("aria-label", visible(label));
+    canvas.dataset.pending = pending;
+    canvas.dataset.unanswered = unanswered;
+  }
+
+  function setRange(range) {
+    state.range = range;
+    const label = document.getElementById("range-label");
+    const button = document.getElementById("range-clear");
+    button.hidden = !range;
+    if (range && state.whole) {
+      const from = range[0] - state.whole.start, to = range[1] - state.whole.start;
+      label.textContent = `time range ${window.McpWaterfall.fmtSeconds(from)} – ${window.McpWaterfall.fmtSeconds(to)}`;
+    } else {
+      label.textContent = "drag on the waterfall to narrow the list to a time range";
+      if (overview) overview.selection = null;
+    }
+    relayout();
   }
 
   let rendered = new Map();
@@ -444,11 +537,15 @@
     text.appendChild(el("span", `kind kind-${row.kind}${row.isError ? " tool-error" : ""}`, KIND_LABEL[row.kind] || row.kind));
     text.appendChild(el("span", "what", " " + describe(row)));
     if (row.latency !== undefined) text.appendChild(el("span", "lat", `  ${fmtMs(row.latency)}`));
+    const fate = window.McpWaterfall.status(row, state.rows, liveNow());
+    if (fate === "pending") text.appendChild(el("span", "state-pending", "  pending"));
+    if (fate === "unanswered") text.appendChild(el("span", "state-unanswered", "  never answered"));
     for (const i of row.f || []) {
       const f = state.findings[i];
       if (f) text.appendChild(el("span", `badge sev-${f.severity}`, f.rule)).style.marginLeft = "6px";
     }
     node.appendChild(text);
+    node.appendChild(window.McpWaterfall.cell(row, state.rows, state.scale || timeScale(), liveNow()));
     return node;
   }
 
@@ -466,6 +563,7 @@
 
   function select(n, scroll) {
     state.selected = n;
+    setDetailShown(true);
     const row = state.rows[n];
     if (row && row.parent !== undefined && !state.filtered) {
       if (!state.expanded.has(row.parent)) { state.expanded.add(row.parent); relayout(); }
@@ -485,12 +583,47 @@
   }
 
   function onKey(event) {
-    if (state.selected === null || !state.visible.length) return;
-    const i = state.visible.indexOf(state.selected);
-    if (event.key === "ArrowDown" && i + 1 < state.visible.length) select(state.visible[i + 1], true);
-    else if (event.key === "ArrowUp" && i > 0) select(state.visible[i - 1], true);
+    if (!state.visible.length) return;
+    const i = state.selected === null ? -1 : state.visible.indexOf(state.selected);
+    const key = event.key;
+    if ((key === "ArrowDown" || key === "j") && i + 1 < state.visible.length) select(state.visible[i + 1], true);
+    else if ((key === "ArrowUp" || key === "k") && i > 0) select(state.visible[i - 1], true);
+    else if (key === "Home") select(state.visible[0], true);
+    else if (key === "End") select(state.visible[state.visible.length - 1], true);
+    else if (key === "Enter" && i < 0) select(state.visible[0], true);
+    else if (key === "Enter") select(state.selected, true);
+    else if (key === "p") jumpToPair();
+    else if (key === "Escape" && state.selected !== null) closeDetail();
     else return;
     event.preventDefault();
+  }
+
+  function jumpToPair() {
+    const row = state.selected !== null ? state.rows[state.selected] : null;
+    if (row && row.pair !== undefined && state.rows[row.pair]) select(row.pair, true);
+  }
+
+  function closeDetail() {
+    state.selected = null;
+    setDetailShown(false);
+    renderWindow(true);
+  }
+
+  // Keys anywhere on the page: "/" focuses the filter, Escape in it clears it.
+  function onPageKey(event) {
+    const typing = event.target instanceof HTMLInputElement;
+    if (event.key === "/" && !typing) {
+      event.preventDefault();
+      document.getElementById("filter").focus();
+    } else if (event.key === "Escape" && event.target.id === "filter") {
+      const input = document.getElementById("filter");
+      if (!hideSuggestions()) {
+        input.value = "";
+        clearTimeout(filterTimer);
+        applyFilter();
+      }
+      event.preventDefault();
+    }
   }
 
   // ------------------------------------------------------------------ detail pane

@@ -1,0 +1,183 @@
+// mcpsniff's waterfall: every request a bar from its send to its answer on the
+// session's real time scale, as in a browser's network panel. A request still
+// in flight on a live session is drawn as pending and grows; one never answered
+// by the end of the session is marked there. Notifications are ticks.
+//
+// Nothing from traffic becomes markup here: the bars are canvas drawing and
+// elements with our own class names; labels are set with textContent.
+"use strict";
+
+(function () {
+  const LANE_H = 4;
+  const TICK_H = 6;
+
+  // What became of a request: "answered", "pending" (live, no answer yet) or "unanswered".
+  function status(row, rows, live) {
+    if (row.kind !== "request" || row.id === undefined) return null;
+    const answer = row.pair !== undefined ? rows[row.pair] : null;
+    if (answer) return "answered";
+    return live ? "pending" : "unanswered";
+  }
+
+  // [start, end] of a request's bar; a pending one ends now, an unanswered one at the session's end.
+  function extent(row, rows, span, live) {
+    const answer = row.pair !== undefined ? rows[row.pair] : null;
+    if (answer && typeof answer.t === "number") return [row.t, answer.t];
+    return [row.t, live ? span.now : span.end];
+  }
+
+  // The session's time scale: from its first record to its last (or to now, while it is live).
+  function span(rows, summary, live) {
+    let start = null, end = null;
+    for (const row of rows) {
+      if (!row || typeof row.t !== "number") continue;
+      if (start === null || row.t < start) start = row.t;
+      if (end === null || row.t > end) end = row.t;
+    }
+    if (summary && typeof summary.last === "number" && (end === null || summary.last > end)) end = summary.last;
+    const now = Date.now() / 1000;
+    if (live && end !== null && now > end) end = now;
+    if (start === null) start = end = 0;
+    if (end <= start) end = start + 0.001;
+    return { start, end, now };
+  }
+
+  function within(value, view) {
+    return (value - view.start) / (view.end - view.start);
+  }
+
+  // The waterfall cell of one row of the list: its bar (a request), or its tick.
+  function cell(row, rows, view, live) {
+    const box = document.createElement("div");
+    box.className = "wf";
+    box.setAttribute("aria-hidden", "true");
+    if (typeof row.t !== "number") return box;
+    const state = status(row, rows, live);
+    const mark = document.createElement("span");
+    if (state) {
+      const [a, b] = extent(row, rows, view, live);
+      const left = Math.max(0, Math.min(1, within(a, view)));
+      const right = Math.max(left, Math.min(1, within(b, view)));
+      mark.className = `wf-bar wf-${state}`;
+      mark.style.left = `${(left * 100).toFixed(3)}%`;
+      mark.style.width = `max(2px, ${((right - left) * 100).toFixed(3)}%)`;
+      box.dataset.status = state;
+    } else {
+      const at = within(row.t, view);
+      if (at < 0 || at > 1) return box;
+      mark.className = `wf-tick wf-${row.kind}`;
+      mark.style.left = `${(at * 100).toFixed(3)}%`;
+    }
+    box.appendChild(mark);
+    return box;
+  }
+
+  // The overview: every request of the session on one strip, packed into lanes,
+  // with a drag to select a time range. ``onRange([a, b])`` or ``onRange(null)``.
+  function overview(canvas, onRange) {
+    const self = { rows: [], view: null, live: false, selection: null, drag: null };
+    const styleOf = (name) => getComputedStyle(document.documentElement).getPropertyValue(name).trim() || "#888";
+
+    self.draw = function () {
+      const view = self.view;
+      const ratio = window.devicePixelRatio || 1;
+      const width = canvas.clientWidth, height = canvas.clientHeight;
+      if (!width || !height) return;
+      if (canvas.width !== Math.round(width * ratio)) canvas.width = Math.round(width * ratio);
+      if (canvas.height !== Math.round(height * ratio)) canvas.height = Math.round(height * ratio);
+      const g = canvas.getContext("2d");
+      g.setTransform(ratio, 0, 0, ratio, 0, 0);
+      g.clearRect(0, 0, width, height);
+      if (!view) return;
+      const x = (t) => within(t, view) * width;
+      const lanes = Math.max(1, Math.floor((height - TICK_H - 14) / LANE_H));
+      const ends = [];
+      const colours = { answered: styleOf("--c2s"), pending: styleOf("--warning"), unanswered: styleOf("--error") };
+      let longest = null;
+      for (const row of self.rows) {
+        if (!row || typeof row.t !== "number") continue;
+        const state = status(row, self.rows, self.live);
+        if (!state) {
+          if (row.kind === "notification") {
+            g.fillStyle = styleOf("--s2c");
+            g.fillRect(x(row.t), height - TICK_H, 1, TICK_H);
+          }
+          continue;
+        }
+        const [a, b] = extent(row, self.rows, view, self.live);
+        let lane = ends.findIndex((end) => end <= a);
+        if (lane < 0) { lane = ends.length < lanes ? ends.length : lanes - 1; }
+        ends[lane] = Math.max(ends[lane] || 0, b);
+        const y = 12 + lane * LANE_H;
+        g.fillStyle = colours[state];
+        g.fillRect(x(a), y, Math.max(1.5, x(b) - x(a)), LANE_H - 1);
+        if (state === "unanswered") {
+          g.fillRect(x(b) - 1, y - 2, 2, LANE_H + 3);  // marked at the session's end
+        }
+        if (longest === null || b - a > longest[1] - longest[0]) longest = [a, b, row];
+      }
+      g.fillStyle = styleOf("--muted");
+      g.font = "10px ui-monospace, monospace";
+      g.textBaseline = "top";
+      g.fillText("0", 2, 0);
+      const total = fmtSeconds(view.end - view.start);
+      g.textAlign = "right";
+      g.fillText(total, width - 2, 0);
+      g.textAlign = "left";
+      if (self.selection) {
+        const [a, b] = self.selection;
+        g.fillStyle = styleOf("--select");
+        g.globalAlpha = 0.45;
+        g.fillRect(x(a), 0, Math.max(1, x(b) - x(a)), height);
+        g.globalAlpha = 1;
+      }
+      self.longest = longest;
+    };
+
+    self.update = function (rows, view, live) {
+      self.rows = rows;
+      self.view = view;
+      self.live = live;
+      self.draw();
+    };
+
+    const timeAt = (event) => {
+      const box = canvas.getBoundingClientRect();
+      const f = Math.max(0, Math.min(1, (event.clientX - box.left) / box.width));
+      return self.view.start + f * (self.view.end - self.view.start);
+    };
+    canvas.addEventListener("pointerdown", (event) => {
+      if (!self.view) return;
+      self.drag = timeAt(event);
+      self.selection = [self.drag, self.drag];
+      canvas.setPointerCapture(event.pointerId);
+      self.draw();
+    });
+    canvas.addEventListener("pointermove", (event) => {
+      if (self.drag === null) return;
+      const t = timeAt(event);
+      self.selection = [Math.min(self.drag, t), Math.max(self.drag, t)];
+      self.draw();
+    });
+    canvas.addEventListener("pointerup", (event) => {
+      if (self.drag === null) return;
+      const t = timeAt(event);
+      const a = Math.min(self.drag, t), b = Math.max(self.drag, t);
+      self.drag = null;
+      const box = canvas.getBoundingClientRect();
+      const wide = ((b - a) / (self.view.end - self.view.start)) * box.width >= 3;
+      self.selection = wide ? [a, b] : null;
+      self.draw();
+      onRange(self.selection);
+    });
+    return self;
+  }
+
+  function fmtSeconds(s) {
+    if (s < 1) return `${(s * 1000).toFixed(s < 0.01 ? 2 : 0)} ms`;
+    if (s < 120) return `${s.toFixed(s < 10 ? 2 : 1)} s`;
+    return `${Math.floor(s / 60)} min ${Math.round(s % 60)} s`;
+  }
+
+  window.McpWaterfall = { status, extent, span, cell, overview, fmtSeconds };
+})();
