@@ -85,6 +85,11 @@
       message: (sid, n) => get(`/api/session/${enc(sid)}/message/${n}`),
       filter: (sid, q) => get(`/api/session/${enc(sid)}/filter?q=${enc(q)}`),
       stats: (sid) => get(`/api/session/${enc(sid)}/stats`),
+      downloads: (sid) => ({
+        jsonl: `/api/session/${enc(sid)}/download/jsonl`,
+        har: `/api/session/${enc(sid)}/download/har`,
+        html: `/api/session/${enc(sid)}/download/html`,
+      }),
     };
   }
 
@@ -401,7 +406,7 @@
       const from = range[0] - state.whole.start, to = range[1] - state.whole.start;
       label.textContent = `time range ${window.McpWaterfall.fmtSeconds(from)} – ${window.McpWaterfall.fmtSeconds(to)}`;
     } else {
-      label.textContent = "drag on the waterfall to narrow the list to a time range";
+      label.textContent = "drag across the waterfall to pick a time range";
       if (overview) overview.selection = null;
     }
     relayout();
@@ -635,7 +640,15 @@
     const sid = state.current.id;
     clear(pane);
     pane.dataset.n = n;
+    const close = el("button", "close", "×");
+    close.type = "button";
+    close.setAttribute("aria-label", "Close the message detail (Esc)");
+    close.addEventListener("click", closeDetail);
+    pane.appendChild(close);
     pane.appendChild(el("div", "title", `${KIND_LABEL[row.kind] || row.kind} ${describe(row)}`));
+    const actions = el("div", "actions");
+    actions.id = "actions";
+    pane.appendChild(actions);
     const dl = el("dl");
     const add = (k, v) => { if (v !== undefined && v !== null && v !== "") { dl.appendChild(el("dt", null, k)); dl.appendChild(el("dd", null, v)); } };
     add("seq", row.seq);
@@ -673,6 +686,7 @@
       return;
     }
     if (Number(pane.dataset.n) !== n) return;
+    addActions(actions, row, detail);
     if (detail.missing) pane.appendChild(el("p", "muted", detail.missing));
     if (detail.event !== undefined) {
       pane.appendChild(el("h3", null, "Event data"));
@@ -706,6 +720,43 @@
       pane.appendChild(el("h3", null, "Frame metadata"));
       pane.appendChild(jsonTree(detail.meta));
     }
+  }
+
+  // Copy as JSON (the bytes as received), as cURL (an HTTP request), the exchange's filter.
+  function addActions(box, row, detail) {
+    const done = el("span", "copied");
+    done.setAttribute("role", "status");
+    const action = (label, name, text, note) => {
+      const button = el("button", null, label);
+      button.type = "button";
+      button.dataset.action = name;
+      button.addEventListener("click", async () => {
+        const ok = await window.McpActions.copy(text);
+        done.textContent = ok ? `copied${note ? " " + note : ""}` : "the browser refused the clipboard";
+        box.dataset.copied = name;
+      });
+      box.appendChild(button);
+    };
+    if (typeof detail.raw === "string" && row.kind !== "event") {
+      const note = detail.rawTruncated ? "(cut: the frame is longer than the detail holds)"
+        : detail.utf8 === false ? "(not valid UTF-8: bytes shown as \\xNN)" : "";
+      action("Copy as JSON", "json", detail.raw, note);
+    }
+    const curl = window.McpActions.curl(detail, row);
+    if (curl) action("Copy as cURL", "curl", curl, "");
+    const expression = window.McpActions.exchangeFilter(row);
+    action("Copy filter", "filter", expression, "");
+    const use = el("button", null, "Filter to this exchange");
+    use.type = "button";
+    use.dataset.action = "apply-filter";
+    use.addEventListener("click", () => {
+      const input = document.getElementById("filter");
+      input.value = expression;
+      clearTimeout(filterTimer);
+      applyFilter();
+    });
+    box.appendChild(use);
+    box.appendChild(done);
   }
 
   function httpBlock(http) {
@@ -836,14 +887,27 @@
     if (!state.current || state.current.id !== sid || expression !== state.filterText) return;
     if (result.error) {
       input.classList.add("bad");
+      input.setAttribute("aria-invalid", "true");
       status.classList.add("bad");
-      status.textContent = result.caret ? `${result.error}\n${result.caret}` : result.error;
+      status.textContent = uiWording(result.error, result.caret, expression);
+      // No stale rows under an error: the list shows what the box says, nothing.
+      state.filtered = new Set();
+      relayout();
       return;
     }
+    input.removeAttribute("aria-invalid");
     input.classList.remove("bad");
     status.classList.remove("bad");
     state.filtered = result.rows ? new Set(result.rows) : null;
     relayout();
+  }
+
+  // The filter's error as the page says it: the place in the box, no command-line advice.
+  function uiWording(error, caret, expression) {
+    const text = String(error)
+      .replace(/`mcpsniff show --help` lists the fields/, "type a letter in the box to see the fields")
+      .replace(/--filter/g, "the filter");
+    return caret ? `${text}\n${caret}` : `${text}\n${expression}`;
   }
 
   function updateFilterStatus() {
@@ -932,7 +996,7 @@
     body.appendChild(el("h3", null, "Errors by layer"));
     const layers = el("table", "stats layers");
     const head = el("tr");
-    for (const h of ["layer", "count", "codes"]) head.appendChild(el("th", null, h));
+    for (const h of ["layer", "count", "codes"]) { const th = el("th", null, h); th.scope = "col"; head.appendChild(th); }
     layers.appendChild(head);
     for (const [layer, info] of Object.entries(stats.errors_by_layer || {})) {
       const tr = el("tr");
@@ -951,19 +1015,59 @@
     box.appendChild(body);
   }
 
+  // A stats table whose every column sorts (click a heading; again to reverse).
   function table(byName, label) {
     const t = el("table", "stats");
     t.dataset.kind = label;
+    const columns = [[label, null], ["requests", "requests"], ["responses", "responses"], ["errors", "errors"],
+      ["notif.", "notifications"], ["p50", "p50_ms"], ["p95", "p95_ms"], ["p99", "p99_ms"], ["max", "max_ms"]];
+    const entries = Object.entries(byName);
     const head = el("tr");
-    for (const h of [label, "requests", "responses", "errors", "notif.", "p50", "p95", "p99", "max"]) head.appendChild(el("th", null, h));
-    t.appendChild(head);
-    for (const [name, s] of Object.entries(byName)) {
-      const tr = el("tr");
-      tr.appendChild(el("td", null, name));
-      for (const k of ["requests", "responses", "errors", "notifications"]) tr.appendChild(el("td", k === "errors" && s[k] ? "sev-error" : null, s[k]));
-      for (const k of ["p50_ms", "p95_ms", "p99_ms", "max_ms"]) tr.appendChild(el("td", null, s[k] === null ? "–" : fmtMs(s[k])));
-      t.appendChild(tr);
-    }
+    const body = el("tbody");
+    const thead = el("thead");
+    thead.appendChild(head);
+    t.appendChild(thead);
+    t.appendChild(body);
+    let sortedBy = null, descending = false;
+    const fill = () => {
+      clear(body);
+      for (const [name, s] of entries) {
+        const tr = el("tr");
+        const first = el("th", null, name);
+        first.scope = "row";
+        tr.appendChild(first);
+        for (const k of ["requests", "responses", "errors", "notifications"]) tr.appendChild(el("td", k === "errors" && s[k] ? "sev-error" : null, s[k]));
+        for (const k of ["p50_ms", "p95_ms", "p99_ms", "max_ms"]) tr.appendChild(el("td", null, s[k] === null || s[k] === undefined ? "–" : fmtMs(s[k])));
+        body.appendChild(tr);
+      }
+    };
+    columns.forEach(([title, key], i) => {
+      const th = el("th");
+      th.scope = "col";
+      th.setAttribute("aria-sort", "none");
+      const button = el("button", "sort", title);
+      button.type = "button";
+      button.setAttribute("aria-label", `sort by ${title}`);
+      button.addEventListener("click", () => {
+        descending = sortedBy === i ? !descending : key !== null;  // numbers: largest first
+        sortedBy = i;
+        const value = (entry) => (key === null ? entry[0] : entry[1][key]);
+        entries.sort((a, b) => {
+          const x = value(a), y = value(b);
+          if (x === y) return 0;
+          if (x === null || x === undefined) return 1;   // "–" last either way
+          if (y === null || y === undefined) return -1;
+          const order = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y));
+          return descending ? -order : order;
+        });
+        for (const other of head.children) other.setAttribute("aria-sort", "none");
+        th.setAttribute("aria-sort", descending ? "descending" : "ascending");
+        fill();
+      });
+      th.appendChild(button);
+      head.appendChild(th);
+    });
+    fill();
     return t;
   }
 
@@ -971,11 +1075,73 @@
 
   function showTab(name) {
     state.tab = name;
-    for (const b of document.querySelectorAll(".tabs [data-tab]")) b.classList.toggle("active", b.dataset.tab === name);
+    for (const b of document.querySelectorAll(".tabs [data-tab]")) {
+      const on = b.dataset.tab === name;
+      b.classList.toggle("active", on);
+      b.setAttribute("aria-selected", on ? "true" : "false");
+      b.tabIndex = on ? 0 : -1;
+    }
     for (const t of ["timeline", "findings", "stats"]) document.getElementById(`tab-${t}`).hidden = t !== name;
+    // Findings and Stats use the full width; the timeline shows the open message beside it.
+    setDetailShown(name === "timeline" && state.selected !== null);
     if (name === "findings") renderFindings();
     if (name === "stats") renderStats();
     if (name === "timeline") renderWindow(true);
+  }
+
+  let completion = null;
+  function hideSuggestions() { return completion ? completion.close() : false; }
+
+  // The values the session holds for a field, for the filter box's completion.
+  function valuesSeen(field) {
+    const key = { "mcp.method.name": "method", "gen_ai.tool.name": "tool", "jsonrpc.request.id": "id",
+      "error.code": "code", "event": "event", "mcp.resource.uri": "target" }[field];
+    const out = new Set();
+    if (field === "rule") for (const f of state.findings) { if (f) out.add(f.rule); }
+    if (field === "mcp.session.id" && state.current) out.add(state.current.key);
+    if (!key) return [...out];
+    for (const row of state.rows) {
+      if (row && row[key] !== undefined && out.size < 500) out.add(String(row[key]));
+    }
+    return [...out];
+  }
+
+  // ←/→ move between the tabs (the WAI-ARIA tabs pattern).
+  function onTabKey(event) {
+    const tabs = ["timeline", "findings", "stats"];
+    const i = tabs.indexOf(state.tab);
+    let next = null;
+    if (event.key === "ArrowRight") next = tabs[(i + 1) % tabs.length];
+    else if (event.key === "ArrowLeft") next = tabs[(i + tabs.length - 1) % tabs.length];
+    if (!next) return;
+    event.preventDefault();
+    showTab(next);
+    document.getElementById(`tab-button-${next}`).focus();
+  }
+
+  // A pane edge dragged with the pointer, or moved with the arrow keys.
+  function setupResizer(id, variable, min, max, sign) {
+    const handle = document.getElementById(id);
+    const root = document.getElementById("layout");
+    const width = () => parseFloat(getComputedStyle(root).getPropertyValue(variable)) ||
+      (variable === "--sessions-w" ? 280 : 420);
+    const set = (value) => {
+      const w = Math.round(Math.max(min, Math.min(max, value)));
+      root.style.setProperty(variable, `${w}px`);
+      handle.setAttribute("aria-valuenow", String(w));
+      renderWindow(false);
+      if (overview) overview.draw();
+    };
+    let from = null;
+    handle.addEventListener("pointerdown", (e) => { from = [e.clientX, width()]; handle.setPointerCapture(e.pointerId); });
+    handle.addEventListener("pointermove", (e) => { if (from) set(from[1] + sign * (e.clientX - from[0])); });
+    handle.addEventListener("pointerup", () => { from = null; });
+    handle.addEventListener("keydown", (e) => {
+      if (e.key === "ArrowLeft") set(width() - 20 * sign);
+      else if (e.key === "ArrowRight") set(width() + 20 * sign);
+      else return;
+      e.preventDefault();
+    });
   }
 
   function setupTheme() {
@@ -1001,10 +1167,33 @@
     rows.addEventListener("scroll", () => window.requestAnimationFrame(() => renderWindow(false)));
     rows.addEventListener("click", onRowsClick);
     rows.addEventListener("keydown", onKey);
-    window.addEventListener("resize", () => renderWindow(false));
+    window.addEventListener("resize", () => { renderWindow(false); if (overview) overview.draw(); });
+    const input = document.getElementById("filter");
+    completion = window.McpComplete.attach(input, document.getElementById("filter-suggestions"), valuesSeen);
     document.getElementById("filter").addEventListener("input", scheduleFilter);
     document.getElementById("filter").addEventListener("keydown", (e) => { if (e.key === "Enter") { clearTimeout(filterTimer); applyFilter(); } });
-    for (const b of document.querySelectorAll(".tabs [data-tab]")) b.addEventListener("click", () => showTab(b.dataset.tab));
+    for (const b of document.querySelectorAll(".tabs [data-tab]")) {
+      b.addEventListener("click", () => showTab(b.dataset.tab));
+      b.addEventListener("keydown", onTabKey);
+    }
+    document.addEventListener("keydown", onPageKey);
+    overview = window.McpWaterfall.overview(document.getElementById("overview"), setRange);
+    document.getElementById("range-clear").addEventListener("click", () => setRange(null));
+    setupResizer("resize-sessions", "--sessions-w", 160, 600, 1);
+    setupResizer("resize-detail", "--detail-w", 260, 900, -1);
+    // A live session's pending requests grow while the page is open.
+    setInterval(() => {
+      if (!liveNow() || state.tab !== "timeline") return;
+      const pending = Number(document.getElementById("overview").dataset.pending || 0);
+      if (!pending) return;
+      state.scale = timeScale();
+      // Only the waterfall cells are redrawn: the rows stay (a click on one must land).
+      for (const [n, node] of rendered) {
+        const old = node.querySelector(".wf");
+        if (old) node.replaceChild(window.McpWaterfall.cell(state.rows[n], state.rows, state.scale, true), old);
+      }
+      drawOverview();
+    }, 1000);
     state.source.start(renderSessions);
     window.mcpsniffState = state;
   }

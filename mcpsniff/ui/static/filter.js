@@ -296,5 +296,12 @@
   window.McpFilter = {
     /** The predicate for `source` over {row, findings, detail, session}; throws FilterError. */
     compile(source) { return compileNode(parse(source), source); },
+    /** Field names (long and short) with their type and fixed choices, for completion. */
+    fields() {
+      const out = Object.entries(FIELDS).map(([name, f]) => ({ name, type: f.type, choices: f.choices || [] }));
+      for (const [alias, name] of Object.entries(ALIASES)) out.push({ name: alias, type: FIELDS[name].type, choices: FIELDS[name].choices || [], of: name });
+      return out;
+    },
+    resolve,
   };
 })();

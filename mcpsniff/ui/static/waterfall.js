@@ -10,6 +10,8 @@
 (function () {
   const LANE_H = 4;
   const TICK_H = 6;
+  // Seconds between a live session's last record and now beyond which its times are not ours.
+  const LIVE_GAP = 3600;
 
   // What became of a request: "answered", "pending" (live, no answer yet) or "unanswered".
   function status(row, rows, live) {
@@ -23,7 +25,7 @@
   function extent(row, rows, span, live) {
     const answer = row.pair !== undefined ? rows[row.pair] : null;
     if (answer && typeof answer.t === "number") return [row.t, answer.t];
-    return [row.t, live ? span.now : span.end];
+    return [row.t, live ? Math.min(span.now, span.end) : span.end];
   }
 
   // The session's time scale: from its first record to its last (or to now, while it is live).
@@ -36,7 +38,9 @@
     }
     if (summary && typeof summary.last === "number" && (end === null || summary.last > end)) end = summary.last;
     const now = Date.now() / 1000;
-    if (live && end !== null && now > end) end = now;
+    // A live session's scale runs to now; not when its clock is far from ours (a
+    // trace written with other times, a copied file still "recent" by its mtime).
+    if (live && end !== null && now > end && now - end < LIVE_GAP) end = now;
     if (start === null) start = end = 0;
     if (end <= start) end = start + 0.001;
     return { start, end, now };
