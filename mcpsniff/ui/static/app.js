@@ -1123,8 +1123,8 @@
   function setupResizer(id, variable, min, max, sign) {
     const handle = document.getElementById(id);
     const root = document.getElementById("layout");
-    const width = () => parseFloat(getComputedStyle(root).getPropertyValue(variable)) ||
-      (variable === "--sessions-w" ? 280 : 420);
+    const pane = document.querySelector(variable === "--sessions-w" ? ".sessions" : ".detail");
+    const width = () => pane.getBoundingClientRect().width || 420;
     const set = (value) => {
       const w = Math.round(Math.max(min, Math.min(max, value)));
       root.style.setProperty(variable, `${w}px`);
