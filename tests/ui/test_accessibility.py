@@ -30,7 +30,8 @@ async () => {
   const result = await axe.run(document, { resultTypes: ["violations"] });
   return result.violations
     .filter((v) => v.impact === "serious" || v.impact === "critical")
-    .map((v) => `${v.impact} ${v.id}: ${v.help} at ${v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(", ")}`);
+    .map((v) => `${v.impact} ${v.id}: ${v.help} at ` +
+      v.nodes.slice(0, 3).map((n) => n.target.join(" ")).join(", "));
 }
 """
 
