@@ -385,9 +385,14 @@
     overview.update(state.rows, state.whole || timeScale(), liveNow());
     const longest = overview.longest;
     const canvas = document.getElementById("overview");
-    const requests = state.rows.filter((r) => r && r.kind === "request").length;
-    const pending = state.rows.filter((r) => r && window.McpWaterfall.status(r, state.rows, liveNow()) === "pending").length;
-    const unanswered = state.rows.filter((r) => r && window.McpWaterfall.status(r, state.rows, liveNow()) === "unanswered").length;
+    let requests = 0, pending = 0, unanswered = 0;
+    const live = liveNow();
+    for (const r of state.rows) {
+      if (!r || r.kind !== "request") continue;
+      requests++;
+      const fate = window.McpWaterfall.status(r, state.rows, live);
+      if (fate === "pending") pending++; else if (fate === "unanswered") unanswered++;
+    }
     let label = `Waterfall of ${requests} requests over ${window.McpWaterfall.fmtSeconds(state.whole.end - state.whole.start)}`;
     if (longest) label += `; longest ${window.McpWaterfall.fmtSeconds(longest[1] - longest[0])} (#${longest[2].seq} ${describe(longest[2])})`;
     if (pending) label += `; ${pending} pending`;

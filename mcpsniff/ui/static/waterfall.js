@@ -96,14 +96,15 @@
       const x = (t) => within(t, view) * width;
       const lanes = Math.max(1, Math.floor((height - TICK_H - 14) / LANE_H));
       const ends = [];
-      const colours = { answered: styleOf("--c2s"), pending: styleOf("--warning"), unanswered: styleOf("--error") };
+      const colours = { answered: styleOf("--c2s"), pending: styleOf("--warning"), unanswered: styleOf("--error"),
+        notification: styleOf("--s2c") };
       let longest = null;
       for (const row of self.rows) {
         if (!row || typeof row.t !== "number") continue;
         const state = status(row, self.rows, self.live);
         if (!state) {
           if (row.kind === "notification") {
-            g.fillStyle = styleOf("--s2c");
+            g.fillStyle = colours.notification;
             g.fillRect(x(row.t), height - TICK_H, 1, TICK_H);
           }
           continue;
