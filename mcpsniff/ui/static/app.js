@@ -279,7 +279,6 @@
   function setDetailShown(shown) {
     document.getElementById("layout").classList.toggle("no-detail", !shown);
     renderWindow(false);
-    if (overview) overview.draw();
   }
 
   let lastLayout = 0;
@@ -363,9 +362,10 @@
     const visible = [];
     const filtered = state.filtered;
     state.scale = timeScale();
+    const ranged = state.range !== null && state.range !== undefined;
     for (const row of state.rows) {
       if (!row) continue;
-      if (!inRange(row)) continue;
+      if (ranged && !inRange(row)) continue;
       if (filtered) {
         if (filtered.has(row.n)) visible.push(row.n);
       } else if (row.parent === undefined || state.expanded.has(row.parent)) {
@@ -376,23 +376,20 @@
     document.getElementById("rows-spacer").style.height = `${visible.length * ROW_H}px`;
     renderWindow(true);
     updateFilterStatus();
-    drawOverview();
+    // While a long session's pages arrive, the strip is drawn at most once a second.
+    if (!state.loadingRows || performance.now() - lastOverview > 1000) drawOverview();
   }
 
+  let lastOverview = 0;
   let overview = null;
   function drawOverview() {
     if (!overview || !state.current) return;
+    lastOverview = performance.now();
     overview.update(state.rows, state.whole || timeScale(), liveNow());
     const longest = overview.longest;
     const canvas = document.getElementById("overview");
-    let requests = 0, pending = 0, unanswered = 0;
-    const live = liveNow();
-    for (const r of state.rows) {
-      if (!r || r.kind !== "request") continue;
-      requests++;
-      const fate = window.McpWaterfall.status(r, state.rows, live);
-      if (fate === "pending") pending++; else if (fate === "unanswered") unanswered++;
-    }
+    // Counted by the drawing's own pass over the rows.
+    const { requests, pending, unanswered } = overview.counts || { requests: 0, pending: 0, unanswered: 0 };
     let label = `Waterfall of ${requests} requests over ${window.McpWaterfall.fmtSeconds(state.whole.end - state.whole.start)}`;
     if (longest) label += `; longest ${window.McpWaterfall.fmtSeconds(longest[1] - longest[0])} (#${longest[2].seq} ${describe(longest[2])})`;
     if (pending) label += `; ${pending} pending`;
@@ -1158,6 +1155,7 @@
         : window.matchMedia("(prefers-color-scheme: dark)").matches;
       const next = dark ? "light" : "dark";
       document.documentElement.dataset.theme = next;
+      if (overview) overview.recolour();
       try { localStorage.setItem("mcpsniff-theme", next); } catch (e) { /* file:// may refuse */ }
     });
   }
@@ -1172,7 +1170,7 @@
     rows.addEventListener("scroll", () => window.requestAnimationFrame(() => renderWindow(false)));
     rows.addEventListener("click", onRowsClick);
     rows.addEventListener("keydown", onKey);
-    window.addEventListener("resize", () => { renderWindow(false); if (overview) overview.draw(); });
+    window.addEventListener("resize", () => renderWindow(false));
     const input = document.getElementById("filter");
     completion = window.McpComplete.attach(input, document.getElementById("filter-suggestions"), valuesSeen);
     document.getElementById("filter").addEventListener("input", scheduleFilter);
