@@ -15,7 +15,9 @@ from mcpsniff.trace.output_target import holds_a_trace
 
 
 @click.command(epilog=FILTER_HELP)
-@click.argument("trace", type=click.Path(dir_okay=False, path_type=Path), required=False)
+@click.argument(
+    "trace", type=click.Path(dir_okay=False, path_type=Path), required=False, metavar="TRACE"
+)
 @click.option(
     "--compare",
     nargs=2,
