@@ -203,10 +203,11 @@ class Timeline:
         s = self.style
         kind = message.kind
         label = _KIND_LABEL.get(kind, kind)
+        # Every kind padded alike, so that the ids and methods line up in one column.
         if kind == ERROR:
-            parts = [s("error", "error")]
+            parts = [s("error", f"{'error':<8}")]
         elif kind in (UNPARSEABLE, INVALID):
-            parts = [s("error", label)]
+            parts = [s("error", f"{label:<8}")]
         else:
             parts = [_line(f"{label:<8}")]
         if message.has_id:
