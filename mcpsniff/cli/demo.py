@@ -13,6 +13,7 @@ from mcpsniff.check.run import CheckOptions
 from mcpsniff.cli.check import check_exit_status
 from mcpsniff.cli.shared import EXIT_ERROR, colour, fail
 from mcpsniff.terminal.render import Style, Timeline
+from mcpsniff.trace.paths import make_private_dirs, traces_dir
 from mcpsniff.trace.reader import TraceReader
 
 
@@ -21,7 +22,7 @@ from mcpsniff.trace.reader import TraceReader
     "--trace",
     "trace_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Where to write the trace (default: recordings/demo-<time>.jsonl).",
+    help="Where to write the trace (default: the state folder, where ls and ui find it).",
 )
 @click.option(
     "--bug",
@@ -35,8 +36,13 @@ def demo(trace_path: Path | None, bug: str) -> None:
     from mcpsniff.demo.runner import run_demo
 
     if trace_path is None:
-        folder = Path("recordings")
-        folder.mkdir(exist_ok=True)
+        # The state folder, as every recording: not the current directory, which a
+        # demo run from anywhere would litter (and which ls and ui do not read).
+        folder = traces_dir()
+        try:
+            make_private_dirs(folder)
+        except OSError as exc:
+            fail("demo", f"cannot create {folder}: {exc.strerror or exc}")
         trace_path = folder / f"demo-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.jsonl"
     server_args = (
         ["--banner"] if bug == "banner" else ["--string-ids"] if bug == "string-ids" else []

@@ -43,10 +43,16 @@ def _row(row: TraceSummary) -> str:
     )
     f = row.findings
     findings = f"{f['error']}/{f['warning']}/{f['info']}"
-    return (
-        f"{pad(row.name, 24)} {started:<19} {_duration(row.duration):>8} {len(row.sessions):>8} "
-        f"{row.messages:>10,} {findings:>12} {_size(row.size):>9}  {terminal_safe(row.path.name)}"
+    line = (
+        f"{pad(row.server, 24)} {started:<19} {_duration(row.duration):>8} "
+        f"{row.started_sessions:>8} {row.messages:>10,} {findings:>12} {_size(row.size):>9}  "
+        f"{terminal_safe(row.path.name)}"
     )
+    failed = row.failed_launches
+    if failed:
+        # A launch whose server never started is no session of 0 messages.
+        line += f"  ({failed} launch{'es' if failed > 1 else ''} failed to start)"
+    return line
 
 
 @click.command(name="ls")
@@ -57,8 +63,9 @@ def _row(row: TraceSummary) -> str:
 def ls(folder: Path | None, fmt: str) -> None:
     """List the traces in the state folder (or FOLDER), newest first.
 
-    For each: server name, start time, duration, sessions, messages, findings
-    (errors/warnings/info), size and file name.
+    For each: server name (the --name label, else the server's serverInfo name),
+    start time, duration, sessions, messages, findings (errors/warnings/info),
+    size and file name; launches whose server failed to start are marked.
     """
     tolerate_surrogates()
     folder = folder if folder is not None else traces_dir()

@@ -8,6 +8,7 @@ from mcpsniff import __version__
 from mcpsniff.cli.archive import parquet, query
 from mcpsniff.cli.check import check
 from mcpsniff.cli.demo import demo
+from mcpsniff.cli.diff import diff
 from mcpsniff.cli.export import export
 from mcpsniff.cli.http import http
 from mcpsniff.cli.install import install, uninstall
@@ -37,6 +38,7 @@ for _command in (
     stdio,
     http,
     demo,
+    diff,
     export,
     install,
     ls,

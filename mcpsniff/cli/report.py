@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -14,7 +15,16 @@ from mcpsniff.trace.output_target import holds_a_trace
 
 
 @click.command(epilog=FILTER_HELP)
-@click.argument("trace", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument(
+    "trace", type=click.Path(dir_okay=False, path_type=Path), required=False, metavar="TRACE"
+)
+@click.option(
+    "--compare",
+    nargs=2,
+    type=click.Path(dir_okay=False, path_type=Path),
+    metavar="A B",
+    help="A page comparing two recordings request by request (as `mcpsniff diff`).",
+)
 @click.option(
     "-o",
     "--output",
@@ -34,7 +44,8 @@ from mcpsniff.trace.output_target import holds_a_trace
 @click.option("--to", "to_seq", type=int, help="mermaid: end the diagram at this seq.")
 @click.option("--session", "session_key", help="mermaid: the session to draw (default: the first).")
 def report(
-    trace: Path,
+    trace: Path | None,
+    compare: tuple[Path, Path] | None,
     output: Path | None,
     fmt: str,
     filter_expr: str | None,
@@ -51,6 +62,13 @@ def report(
     from mcpsniff.trace.spool import is_stream
     from mcpsniff.ui.report_run import ReportError, ReportOptions, run_report
 
+    if compare:
+        if trace is not None:
+            fail("report", "--compare A B takes the two traces; give no TRACE besides")
+        _compare_page(compare[0], compare[1], output)
+        return
+    if trace is None:
+        fail("report", "missing TRACE (or --compare A B)")
     _check_window(fmt, from_seq, to_seq, session_key)
     if fmt == "mermaid" and filter_expr is not None:
         # The diagram draws a window of one session's messages, not a selection.
@@ -80,6 +98,32 @@ def report(
     click.echo(
         f"mcpsniff report: wrote {terminal_safe(str(out))} "
         f"({result.sessions} sessions, {result.rows} rows{cut})",
+        err=True,
+    )
+
+
+def _compare_page(a: Path, b: Path, output: Path | None) -> None:
+    """``report --compare A B``: the two recordings side by side, as one page."""
+    from mcpsniff.replay.script import ReplayError, load_script
+    from mcpsniff.replay.trace_diff import align, exchanges
+    from mcpsniff.replay.trace_diff_html import html_page
+
+    out = output or a.with_name(f"{a.stem}-vs-{b.stem}.html")
+    for trace in (a, b):
+        if _same_file(out, trace) or holds_a_trace(out):
+            fail("report", f"{out} is an mcpsniff trace; it was left untouched (choose another -o)")
+    try:
+        pairs = align(exchanges(load_script(a)), exchanges(load_script(b)))
+    except ReplayError as exc:
+        fail("report", str(exc))
+    try:
+        fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it holds traffic
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(html_page(pairs, str(a), str(b)))
+    except OSError as exc:
+        fail("report", f"cannot write {out}: {exc.strerror or exc}")
+    click.echo(
+        f"mcpsniff report: wrote {terminal_safe(str(out))} ({len(pairs)} requests compared)",
         err=True,
     )
 

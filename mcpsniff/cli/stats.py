@@ -19,11 +19,12 @@ from mcpsniff.filter.reading import LazyTraceRecords
 from mcpsniff.guard.context_cost import ServerCost, server_costs
 from mcpsniff.guard.inventory import InventoryError, read_inventory
 from mcpsniff.guard.tools_report import context_lines, tools_data
+from mcpsniff.listing.summary import session_titles
 from mcpsniff.stats.compute import compute
 from mcpsniff.stats.render import stats_lines
 from mcpsniff.terminal.safe_output import terminal_json_line, tolerate_surrogates
 from mcpsniff.trace.codec import TraceError
-from mcpsniff.trace.spool import rereadable
+from mcpsniff.trace.spool import is_stream, rereadable
 
 
 @click.command(epilog=FILTER_HELP)
@@ -79,7 +80,9 @@ def stats(trace: Path, fmt: str, filter_expr: str | None) -> None:
         document["context_cost"] = tools_data(costs)
         click.echo(terminal_json_line(document, option=orjson.OPT_NON_STR_KEYS))
         return
-    for line in stats_lines(result, str(trace)):
+    # A pipe was read once already; a file is read again, by its line heads only.
+    titles = {} if is_stream(trace) else session_titles(trace)
+    for line in stats_lines(result, str(trace), titles):
         click.echo(line)
     if costs:
         click.echo("")

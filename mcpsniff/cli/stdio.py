@@ -65,7 +65,9 @@ def stdio(
         if writer.note:
             click.echo(f"mcpsniff stdio: warning: {terminal_safe(writer.note)}", err=True)
         verb = "appending a session of" if writer.appended else "recording"
-        where = f"{command[0]} to {writer.path}"  # --name may come from any config file
+        # "recording everything (node) to ...": the --name label first, then the program.
+        what = f"{name} ({command[0]})" if name and name != command[0] else command[0]
+        where = f"{what} to {writer.path}"  # --name may come from any config file
         click.echo(f"mcpsniff: {verb} {terminal_safe(where)}", err=True)
 
     def warn(text: str) -> None:

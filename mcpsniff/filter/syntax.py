@@ -16,10 +16,11 @@ misspelt field followed by an operator is an error, not free text.
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass
 
 from mcpsniff.filter.errors import FilterError
-from mcpsniff.filter.fields import FIELDS, resolve
+from mcpsniff.filter.fields import DURATION, FIELDS, resolve
 from mcpsniff.filter.lexer import AND, END, LPAREN, NOT, OP, OR, RPAREN, STRING, WORD, Token
 
 #: How deeply parentheses and ``not`` may nest (the parser recurses once per level).
@@ -163,6 +164,18 @@ class Parser:
             value = self.take()
             if value.kind not in (WORD, STRING):
                 raise self.error(f"expected a value after {op.text!r}", value)
+            unit = self.peek()
+            if (
+                value.kind == WORD
+                and unit.kind == WORD
+                and FIELDS[name].type == DURATION
+                and _NUMBER.fullmatch(value.text)
+                and unit.text.lower() in DURATION_UNITS
+            ):
+                # "latency > 5 ms": the unit after a space belongs to the number (it
+                # was read as a second term, a text search for "ms" that matched nothing).
+                self.take()
+                value = Token(WORD, f"{value.text}{unit.text}", value.pos)
             return Compare(
                 name, op.text, value.text, value.kind == STRING, token.pos, op.pos, value.pos
             )
@@ -171,6 +184,11 @@ class Parser:
         if token.text.lower().startswith(_FIELD_PREFIXES):
             raise self.error(_unknown_field(token.text), token)
         return Text(token.text, token.pos)
+
+
+#: A number, then a unit word after it: ``latency > 5 ms`` is ``latency > 5ms``.
+_NUMBER = re.compile(r"-?(?:\d+(?:\.\d*)?|\.\d+)")
+DURATION_UNITS = frozenset({"ns", "us", "µs", "ms", "s", "m", "h"})
 
 
 def _unknown_field(name: str) -> str:

@@ -22,6 +22,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from mcpsniff.listing.identity import Origin, SessionIdentity
 from mcpsniff.trace.codec import TraceError, glued_record
 from mcpsniff.trace.longlines import PROBE, line_from
 from mcpsniff.trace.reader import TraceReader
@@ -63,6 +64,35 @@ class TraceSummary:
     size: int = 0
     #: When the file last changed (sorts a trace whose header has no time).
     mtime: float = 0.0
+    #: Each session's name, peers, counts and ending, in order of appearance.
+    identities: dict[str, SessionIdentity] = field(default_factory=dict)
+    #: What the header being read says about the sessions after it.
+    origin: Origin = field(default_factory=Origin)
+
+    def identity(self, key: str) -> SessionIdentity:
+        """The identity of session ``key``, made on first sight."""
+        found = self.identities.get(key)
+        if found is None:
+            found = self.identities[key] = SessionIdentity(key, self.origin)
+        return found
+
+    @property
+    def failed_launches(self) -> int:
+        """Launches whose server never started (no session to speak of)."""
+        return sum(1 for s in self.identities.values() if s.failed)
+
+    @property
+    def started_sessions(self) -> int:
+        """Sessions that ran, launches that failed to start left out."""
+        return max(0, len(self.sessions) - self.failed_launches)
+
+    @property
+    def server(self) -> str:
+        """What the SERVER column shows: the newest started session's name, the same
+        kind of value for every transport (``--name``, else ``serverInfo``)."""
+        ran = [s for s in self.identities.values() if not s.failed]
+        chosen = ran or list(self.identities.values())
+        return chosen[-1].name if chosen else self.name
 
     @property
     def duration(self) -> float | None:
@@ -76,11 +106,14 @@ class TraceSummary:
             "name": self.name,
             "started": self.started,
             "duration_s": self.duration,
-            "sessions": len(self.sessions),
+            "server": self.server,
+            "sessions": self.started_sessions,
+            "failed_launches": self.failed_launches,
             "launches": self.launches,
             "messages": self.messages,
             "findings": {s: self.findings[s] for s in ("error", "warning", "info")},
             "size": self.size,
+            "session_titles": [s.title() for s in self.identities.values()],
         }
 
 
@@ -116,7 +149,7 @@ def summarize(path: Path, skipped: list[Skipped] | None = None) -> TraceSummary 
         return _skip(path, f"{path}: cannot read: {exc.strerror or exc}", skipped)
     created = header.get("created")
     started = float(created) if is_time(created) else None
-    summary = TraceSummary(path, server_name(header), started)
+    summary = TraceSummary(path, server_name(header), started, origin=Origin.of(header))
     try:
         info = os.stat(path)
         summary.size, summary.mtime = info.st_size, info.st_mtime
@@ -185,31 +218,83 @@ def _skip(path: Path, reason: str, skipped: list[Skipped] | None) -> None:
 def _account(summary: TraceSummary, line: bytes) -> None:
     if line.startswith(_MESSAGE):
         summary.messages += 1
-    elif line.startswith((_FRAME, _EVENT)):
+        session = _SESSION.search(line, 0, _HEAD)
+        if session is not None:
+            summary.identity(_key(session.group(1))).messages += 1
+    elif line.startswith(_FRAME):
         head = line[:_HEAD]
-        t = _T.search(head)
-        if t is not None:
-            try:
-                value = float(t.group(1))
-            except ValueError:
-                value = None
-            # A hostile or damaged time (NaN, 1e300) must not become the duration.
-            if not is_time(value):
-                value = None
-            if value is not None and (summary.last is None or value > summary.last):
-                summary.last = value
+        value = _time(head)
+        if value is not None and (summary.last is None or value > summary.last):
+            summary.last = value
         session = _SESSION.search(head)
         if session is not None:
             summary.sessions.add(session.group(1).decode("utf-8", "replace"))
+            identity = summary.identity(_key(session.group(1)))
+            identity.saw_time(value)
+            if not identity.knows_peers and (b"serverInfo" in line or b"clientInfo" in line):
+                # An initialize (or server/discover) exchange: the peers' names.
+                record = _parse(line)
+                if record is not None:
+                    identity.saw_body(record.get("dir"), record.get("json"))
+    elif line.startswith(_EVENT):
+        head = line[:_HEAD]
+        value = _time(head)
+        if value is not None and (summary.last is None or value > summary.last):
+            summary.last = value
+        session = _SESSION.search(head)
+        if session is not None:
+            summary.sessions.add(session.group(1).decode("utf-8", "replace"))
+            identity = summary.identity(_key(session.group(1)))
+            identity.saw_time(value)
+            record = _parse(line)
+            if record is not None and isinstance(record.get("event"), str):
+                data = record.get("data")
+                identity.saw_event(record["event"], data if isinstance(data, dict) else {})
     elif line.startswith(_FINDING):
-        try:
-            severity = orjson.loads(line).get("severity")
-        except orjson.JSONDecodeError:
+        record = _parse(line)
+        if record is None:
             return
+        severity = record.get("severity")
         if isinstance(severity, str):
             summary.findings[severity] += 1
+            key = record.get("session")
+            if isinstance(key, str):
+                summary.identity(key).findings[severity] += 1
     elif line.startswith(_HEADER):
         summary.launches += 1
+        record = _parse(line)
+        if record is not None:
+            summary.origin = Origin.of(record)
+
+
+def _time(head: bytes) -> float | None:
+    """The ``t`` of a frame or event line, when it is a plausible time."""
+    found = _T.search(head)
+    if found is None:
+        return None
+    try:
+        value = float(found.group(1))
+    except ValueError:
+        return None
+    # A hostile or damaged time (NaN, 1e300) must not become the duration.
+    return value if is_time(value) else None
+
+
+def _key(quoted: bytes) -> str:
+    """A session key from its JSON string (escapes decoded)."""
+    try:
+        key = orjson.loads(quoted)
+    except orjson.JSONDecodeError:
+        key = None
+    return key if isinstance(key, str) else quoted.decode("utf-8", "replace")
+
+
+def _parse(line: bytes) -> dict[str, Any] | None:
+    try:
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    return record if isinstance(record, dict) else None
 
 
 def list_traces(folder: Path, skipped: list[Skipped] | None = None) -> list[TraceSummary]:
@@ -228,3 +313,15 @@ def list_traces(folder: Path, skipped: list[Skipped] | None = None) -> list[Trac
     # Never stat again here: a trace removed meanwhile (a rotation) must not end ls.
     rows.sort(key=lambda r: r.started or r.mtime, reverse=True)
     return rows
+
+
+def session_titles(path: Path, live: bool = False, counts: bool = True) -> dict[str, str]:
+    """Each session of the trace at ``path`` as one line (``SessionIdentity.title``), by key.
+
+    ``live``: a session with no recorded end is still being recorded. Empty when
+    the file is no readable trace (the caller reports that its own way).
+    """
+    summary = summarize(path)
+    if summary is None:
+        return {}
+    return {key: s.title(live, counts=counts) for key, s in summary.identities.items()}

@@ -97,6 +97,8 @@ def open_trace(options: StdioOptions) -> TraceWriter:
         "label": label,
         "redacted": options.redact,
     }
+    if options.name:
+        meta["name"] = options.name  # given by a person: the session's name in every view
     try:
         return open_trace_file(options.trace, name=label, meta=meta).writer
     except TraceOpenError as exc:

@@ -14,6 +14,7 @@ from mcpsniff.core.model import Record
 from mcpsniff.filter import Filter, ViewBuilder, index_findings
 from mcpsniff.filter.analyzed import AnalyzedRecords, frames_only
 from mcpsniff.filter.reading import LazyTraceRecords
+from mcpsniff.listing.summary import session_titles
 from mcpsniff.show.printer import ViewPrinter
 from mcpsniff.terminal.render import Style
 from mcpsniff.trace.codec import TraceError
@@ -114,6 +115,10 @@ def _show(trace: Path, options: ShowOptions, note: Callable[[str], None]) -> Non
             raise ShowError(str(exc)) from None
     builder = ViewBuilder(index)
     printer = ViewPrinter(Style(options.colour), verbose=options.verbose, fmt=options.fmt, flt=flt)
+    if options.fmt == "text" and flt is None and not follow:
+        # The whole trace is shown: first which sessions it holds. (A filtered view
+        # shows a selection; a followed trace has not ended.)
+        _print_titles(trace, Style(options.colour))
     if analyze and not follow:
         analyzed = AnalyzedRecords(trace)
         try:
@@ -142,6 +147,13 @@ def _show(trace: Path, options: ShowOptions, note: Callable[[str], None]) -> Non
         os.dup2(devnull, sys.stdout.fileno())
     finally:
         tail.close()
+
+
+def _print_titles(trace: Path, style: Style) -> None:
+    """One line per session first: which server, which client, how long, how it ended."""
+    for key, title in session_titles(trace, counts=False).items():
+        # Style escapes traffic text (terminal_safe) and bounds it.
+        sys.stdout.write(style("bold", f"session {key}: {title}") + "\n")
 
 
 #: How much of the trace ``show`` reads at a time: memory stays flat on any trace size.

@@ -65,14 +65,19 @@ def _codes(layer: str, codes: Counter[Any]) -> str:
     return ", ".join(parts)
 
 
-def stats_lines(stats: TraceStats, source: str) -> Iterator[str]:
-    """The ``stats`` text report for the trace named ``source``."""
+def stats_lines(
+    stats: TraceStats, source: str, titles: dict[str, str] | None = None
+) -> Iterator[str]:
+    """The ``stats`` text report for the trace named ``source``; ``titles``: each
+    session's one-line identity by key, listed under the headline."""
     f = stats.findings
     yield (
         f"{terminal_safe(source)}: {stats.messages:,} messages in {len(stats.sessions)} "
         f"session(s); findings: {f['error']} error(s), {f['warning']} warning(s), "
         f"{f['info']} info"
     )
+    for key, title in (titles or {}).items():
+        yield terminal_safe(f"  session {key}: {title}")
     yield ""
     yield from _rows("method", stats.by_method, tools=False)
     if stats.by_tool:

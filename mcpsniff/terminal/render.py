@@ -203,10 +203,11 @@ class Timeline:
         s = self.style
         kind = message.kind
         label = _KIND_LABEL.get(kind, kind)
+        # Every kind padded alike, so that the ids and methods line up in one column.
         if kind == ERROR:
-            parts = [s("error", "error")]
+            parts = [s("error", f"{'error':<8}")]
         elif kind in (UNPARSEABLE, INVALID):
-            parts = [s("error", label)]
+            parts = [s("error", f"{label:<8}")]
         else:
             parts = [_line(f"{label:<8}")]
         if message.has_id:
@@ -358,16 +359,21 @@ def report_lines(
     findings_by_session: dict[str, list[FindingRecord]],
     style: Style,
     versions: Mapping[str, str | None] | None = None,
+    titles: Mapping[str, str] | None = None,
 ) -> Iterator[str]:
     """The text report of ``mcpsniff check``: findings grouped by session.
 
-    ``versions``: each session's protocol version, for the spec links.
+    ``versions``: each session's protocol version, for the spec links;
+    ``titles``: each session's one-line identity (server, client, how it ended).
     """
     s = style
     for session, findings in findings_by_session.items():
         version = versions.get(session) if versions is not None else None
         counts = _counts(findings)
         yield _line(s("bold", _line("session ", session)), ": ", counts)
+        title = titles.get(session) if titles is not None else None
+        if title:
+            yield _line("  ", s("dim", title))
         # Repeats fold into one entry and dependents sit under their root
         # (core/grouping.py); --format json keeps every finding.
         for group in group_findings(findings):

@@ -136,8 +136,9 @@ class Library:
                 found = heapq.nlargest(limit, found, key=lambda f: f[0].start or 0)
             out = []
             for session, recent, path in found:
-                summary = session.summary()
-                summary["live"] = recent and not summary["ended"]
+                live = recent and not session.ended and session.identity.ending is None
+                summary = session.summary(live)
+                summary["live"] = live
                 summary["file"] = bounded(path.name)
                 summary["path"] = bounded(str(path), 1000)
                 out.append(summary)

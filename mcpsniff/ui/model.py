@@ -41,6 +41,7 @@ from mcpsniff.core.rules.interruption import interruption_reason
 from mcpsniff.core.spec_links import spec_link
 from mcpsniff.filter import MessageView, ViewBuilder, cancelled_request_id, progress_values
 from mcpsniff.filter.view import CANCELLED, EVENT, PROGRESS
+from mcpsniff.listing.identity import Origin, SessionIdentity
 from mcpsniff.listing.summary import server_name
 from mcpsniff.terminal.render import fault_text
 from mcpsniff.ui.follow import Header
@@ -135,18 +136,30 @@ class SessionModel:
     severities: Counter[str] = field(default_factory=Counter)
     exchanges: OrderedDict[int, dict[str, Any]] = field(default_factory=OrderedDict)
     by_key: dict[tuple[int, int | None], int] = field(default_factory=dict)
+    #: Its name, peers and ending, as ``show``, ``check``, ``stats`` and ``ls`` word them.
+    identity: SessionIdentity = field(default_factory=lambda: SessionIdentity(""))
 
     @property
     def id(self) -> str:
         return f"{self.trace}:{self.number}"
 
-    def summary(self) -> dict[str, Any]:
-        """The session-list entry."""
+    def summary(self, live: bool = False) -> dict[str, Any]:
+        """The session-list entry (``live``: still being recorded)."""
+        identity = self.identity
+        identity.messages = self.messages
+        identity.findings = self.severities
+        identity.start, identity.last = self.start, self.last
         return {
+            "title": bounded(identity.title(live, clock=False), 1000),
+            "label": bounded(identity.origin.name),
+            "serverLabel": bounded(identity.server_label),
+            "clientLabel": bounded(identity.client_label),
+            "ending": bounded(identity.state(live)),
+            "failed": identity.failed,
             "id": self.id,
             "trace": self.trace,
             "key": bounded(self.key),
-            "name": bounded(self.name),
+            "name": bounded(identity.name),
             "client": bounded(self.client),
             "transport": bounded(self.transport),
             "version": bounded(self.version),
@@ -207,6 +220,7 @@ class TraceModel:
         self.sessions: dict[str, SessionModel] = {}
         self._builder = ViewBuilder({})
         self._name = "?"
+        self._origin = Origin()
         self._frame_offset = -1
         self._rows = 0
         self._findings = 0
@@ -226,6 +240,7 @@ class TraceModel:
             if not self.header:
                 self.header = item.value
             self._name = server_name(item.value)
+            self._origin = Origin.of(item.value)
             return
         if isinstance(item, MessageRecord):
             self._builder.feed(item)
@@ -260,6 +275,7 @@ class TraceModel:
         session = self.sessions.get(key)
         if session is None:
             session = SessionModel(self.id, key, len(self.sessions), self._name, start=t)
+            session.identity = SessionIdentity(key, self._origin)
             self.sessions[key] = session
         if t is not None:
             if session.start is None:
@@ -371,6 +387,7 @@ class TraceModel:
             session.transport = data["transport"]
         if event.event == "session-end":
             session.ended = True
+        session.identity.saw_event(event.event, data)
         if session.interrupted is None:
             session.interrupted = interruption_reason(event.event, data)
         part = HTTP_HEAD_EVENTS.get(event.event)
@@ -411,6 +428,8 @@ class TraceModel:
     def _learn(self, session: SessionModel, view: MessageView) -> None:
         """The protocol version, server and client names, from the messages that carry them."""
         kind, method = view.kind, view.method
+        if method in ("initialize", "server/discover") and kind in (REQUEST, RESPONSE):
+            session.identity.saw_body(view.direction, view.body)
         if method == "initialize" and kind in (REQUEST, RESPONSE):
             body = view.body
             if not isinstance(body, dict):

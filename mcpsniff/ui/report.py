@@ -25,11 +25,11 @@ from mcpsniff.core.error_layers import LAYER_TITLES
 from mcpsniff.filter import Filter
 from mcpsniff.stats.compute import TraceStats
 from mcpsniff.trace.codec import TraceError
+from mcpsniff.ui.assets import SCRIPTS, static_text
 from mcpsniff.ui.details import json_safe, message_detail
 from mcpsniff.ui.follow import OffsetTail
 from mcpsniff.ui.model import SessionModel, TraceModel, bounded
 from mcpsniff.ui.queries import context_costs, session_views
-from mcpsniff.ui.server import static_text
 
 #: Rows a report holds at most (over all its sessions); the rest is cut, and the page says so.
 REPORT_ROWS = 50_000
@@ -162,7 +162,7 @@ def _sha256(text: str) -> str:
 def render_html(page: dict[str, Any]) -> str:
     """The report page: the UI's HTML with its assets and ``page`` inline."""
     css = static_text("app.css")
-    scripts = [static_text("filter.js"), static_text("app.js")]
+    scripts = [static_text(name) for name in SCRIPTS]
     for script in scripts:
         # An inline script ends at the first "</script" whatever its context.
         if "</script" in script.lower():
@@ -178,8 +178,8 @@ def render_html(page: dict[str, Any]) -> str:
         f"<style>{css}</style>\n" + "".join(f"<script>{s}</script>\n" for s in scripts)
     )
     out = template.replace('<link rel="stylesheet" href="/static/app.css">\n', "")
-    out = out.replace('<script src="/static/filter.js" defer></script>\n', "")
-    out = out.replace('<script src="/static/app.js" defer></script>\n', "")
+    for name in SCRIPTS:
+        out = out.replace(f'<script src="/static/{name}" defer></script>\n', "")
     out = out.replace("<title>mcpsniff</title>", "<title>mcpsniff report</title>\n" + head, 1)
     data = f'<script type="application/json" id="mcpsniff-data">{_script_json(page)}</script>'
     return out.replace("<!--PAGE-->", data, 1)

@@ -18,14 +18,15 @@ import contextlib
 import json
 import signal
 from collections.abc import Awaitable, Callable
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import orjson
 from aiohttp import web
 
+from mcpsniff.ui.assets import STATIC, static_text
 from mcpsniff.ui.details import json_safe, message_detail
+from mcpsniff.ui.downloads import FORMATS, DownloadError, session_download
 from mcpsniff.ui.library import Library
 from mcpsniff.ui.queries import QueryCache, cached_key, matching_rows, parse, session_stats
 
@@ -49,17 +50,7 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-STATIC = {
-    "app.js": "text/javascript",
-    "filter.js": "text/javascript",
-    "app.css": "text/css",
-}
 LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1", "[::1]"}
-
-
-def static_text(name: str) -> str:
-    """A file of the page, from the package."""
-    return resources.files("mcpsniff.ui").joinpath("static", name).read_text("utf-8")
 
 
 def dumps(value: Any) -> bytes:
@@ -100,6 +91,7 @@ class UiServer:
                 web.get("/api/session/{sid}/message/{n}", self.message),
                 web.get("/api/session/{sid}/filter", self.filter),
                 web.get("/api/session/{sid}/stats", self.stats),
+                web.get("/api/session/{sid}/download/{fmt}", self.download),
             ]
         )
 
@@ -250,6 +242,29 @@ class UiServer:
         key = cached_key(path, session, "stats")
         stats = await asyncio.to_thread(self.cache.get, key, lambda: session_stats(path, session))
         return json_response(json_safe(stats))
+
+    async def download(self, request: web.Request) -> web.Response:
+        """The session as a trace slice, a HAR or an HTML report, to save."""
+        followed, session = self._session(request)
+        fmt = request.match_info["fmt"]
+        if fmt not in FORMATS:
+            raise web.HTTPNotFound(text="no such format", headers=SECURITY_HEADERS)
+        try:
+            made = await asyncio.to_thread(session_download, followed.model.path, session.key, fmt)
+        except DownloadError as exc:
+            return web.Response(status=409, text=f"{exc}\n", headers=SECURITY_HEADERS)
+        except OSError as exc:
+            return web.Response(
+                status=500,
+                text=f"reading the trace failed: {exc.strerror or exc}\n",
+                headers=SECURITY_HEADERS,
+            )
+        headers = {
+            **SECURITY_HEADERS,
+            # Saved, never shown: an HTML report would otherwise open under this origin.
+            "Content-Disposition": f'attachment; filename="{made.filename}"',
+        }
+        return web.Response(body=made.body, content_type=made.media_type, headers=headers)
 
 
 def _int(text: str | None, default: int) -> int:

@@ -270,11 +270,20 @@ def test_rules_lists_every_implemented_rule() -> None:
 
 @pytest.mark.skipif(shutil.which("true") is None, reason="needs a POSIX system")
 def test_demo_records_a_real_session(tmp_path: Path) -> None:
+    state = tmp_path / "state"
     result = subprocess.run(
-        [*MCPSNIFF, "demo"], cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False
+        [*MCPSNIFF, "demo"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env={**os.environ, "XDG_STATE_HOME": str(state)},
     )
     assert result.returncode == 0, result.stderr
-    (trace,) = (tmp_path / "recordings").glob("demo-*.jsonl")
+    # In the state folder, where ls and ui look; nothing in the current directory.
+    (trace,) = (state / "mcpsniff" / "traces").glob("demo-*.jsonl")
+    assert list(tmp_path.iterdir()) == [state]
     assert oct(trace.stat().st_mode & 0o777) == "0o600"
     assert "C→S request  id=1 initialize" in result.stdout
     assert "nothing at or above error" in result.stdout

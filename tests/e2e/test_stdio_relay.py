@@ -131,7 +131,8 @@ def test_without_trace_option_the_trace_goes_to_the_state_folder(tmp_path: Path)
     assert int(match.group(3)) == r.pid  # the pid of mcpsniff itself
     # It says where, once, first thing.
     lines = r.stderr_lines()
-    assert lines[0] == f"mcpsniff: recording {sys.executable} to {path}"
+    # The --name label first, then the program it names.
+    assert lines[0] == f"mcpsniff: recording my server ({sys.executable}) to {path}"
     assert sum(str(path) in line for line in lines) == 1
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     records = read_trace(path)

@@ -109,3 +109,53 @@ def test_http_exchange_heads_in_the_detail_pane(chromium: object, http_trace: Pa
             assert errors == []
     finally:
         context.close()
+
+
+def test_copy_as_curl_gives_the_recorded_http_request(chromium: object, http_trace: Path) -> None:
+    """Method, URL, the MCP headers (Mcp-Session-Id, MCP-Protocol-Version) and the body."""
+    import shlex
+
+    with TraceReader(http_trace) as reader:
+        records = list(reader.records())
+    messages = [r for r in records if isinstance(r, MessageRecord)]
+    call = next(m for m in messages if m.method == "tools/call" and m.kind == "request")
+    frame = next(r for r in records if isinstance(r, FrameRecord) and r.seq == call.frame)
+    exchange = (frame.meta or {})["exchange"]
+    request = next(
+        r
+        for r in records
+        if isinstance(r, EventRecord)
+        and r.event == "http-request"
+        and r.data.get("exchange") == exchange
+    )
+    headers = {name.lower(): value for name, value in request.data["headers"]}
+    context = chromium.new_context(viewport={"width": 1280, "height": 800})  # type: ignore[attr-defined]
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page = context.new_page()
+    try:
+        with ui_server(http_trace.parent) as url:
+            page.goto(url)
+            page.wait_for_selector(".session", timeout=WAIT_MS)
+            for i in range(page.locator(".session").count()):
+                page.locator(".session").nth(i).click()
+                page.wait_for_timeout(300)
+                if page.locator(".row", has_text="tools/call").count():
+                    break
+            page.locator(".row", has_text="tools/call").first.click()
+            page.wait_for_selector("#actions [data-action=curl]", timeout=WAIT_MS)
+            page.click("#actions [data-action=curl]")
+            page.wait_for_timeout(200)
+            command = page.evaluate("navigator.clipboard.readText()")
+    finally:
+        context.close()
+    words = shlex.split(command)
+    assert words[:3] == ["curl", "-X", request.data["method"]]
+    assert words[3] == f"http://{headers['host']}{request.data['path']}"
+    sent = dict(
+        (name.lower(), value)
+        for name, value in (words[i + 1].split(": ", 1) for i, w in enumerate(words) if w == "-H")
+    )
+    assert sent["mcp-session-id"] == headers["mcp-session-id"]
+    assert sent["mcp-protocol-version"] == headers["mcp-protocol-version"]
+    assert "host" not in sent and "content-length" not in sent
+    assert words[words.index("--data-raw") + 1].encode() == frame.raw

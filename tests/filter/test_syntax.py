@@ -121,3 +121,23 @@ def test_caret_stays_under_the_character_when_earlier_text_is_escaped() -> None:
     shown, caret = caught.value.caret().split("\n")
     assert "\x1b" not in shown
     assert shown[len(caret) - 1 :].startswith("nope")
+
+
+@pytest.mark.parametrize(
+    ("source", "tree"),
+    [
+        ("latency > 5 ms", cmp("latency", ">", "5ms")),
+        ("latency >= 1.5 s", cmp("latency", ">=", "1.5s")),
+        (
+            "latency < 2 MS and method == ping",
+            ("and", cmp("latency", "<", "2MS"), cmp("mcp.method.name", "==", "ping")),
+        ),
+        # Near misses: a unit word only joins a bare number of a duration field.
+        ("seq > 5 ms", ("and", cmp("seq", ">", "5"), ("text", "ms"))),
+        ("latency > 5ms ms", ("and", cmp("latency", ">", "5ms"), ("text", "ms"))),
+        ('latency > "5" ms', ("and", cmp("latency", ">", "5", True), ("text", "ms"))),
+        ("latency > 5 hours", ("and", cmp("latency", ">", "5"), ("text", "hours"))),
+    ],
+)
+def test_a_duration_unit_after_a_space_belongs_to_its_number(source: str, tree: object) -> None:
+    assert shape(compile_filter(source).tree) == tree

@@ -59,3 +59,25 @@ def test_a_fault_event_on_the_timeline() -> None:
     assert _event_detail(EventRecord(5, 1.0, "stdio", "fault", delay)).startswith(
         "injected delay 301 ms to s2c response"
     )
+
+
+def test_every_kind_is_padded_alike_so_ids_line_up(tmp_path: Path) -> None:
+    bodies = [
+        ("c2s", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        ("s2c", {"jsonrpc": "2.0", "id": 1, "result": {"tools": []}}),
+        ("c2s", {"jsonrpc": "2.0", "id": 2, "method": "nope"}),
+        ("s2c", {"jsonrpc": "2.0", "id": 2, "error": {"code": -32601, "message": "no"}}),
+    ]
+    frames = [
+        FrameRecord(i, 1767225600.0 + i, "s", d, "stdio", json.dumps(b).encode() + b"\n")
+        for i, (d, b) in enumerate(bodies, start=1)
+    ]
+    writer = TraceWriter.create(tmp_path / "t.jsonl", meta={})
+    writer.write_all(list(replay(frames)))
+    writer.close()
+    result = CliRunner().invoke(main, ["show", str(tmp_path / "t.jsonl")])
+    lines = [line for line in result.output.splitlines() if " id=" in line]
+    assert len(lines) == 4
+    # "error id=2" was one column left of "result   id=1".
+    assert len({line.index(" id=") for line in lines}) == 1, lines
+    assert "error    id=2" in lines[3]

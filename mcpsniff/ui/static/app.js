@@ -46,6 +46,14 @@
     const d = new Date(t * 1000);
     return d.toISOString().replace("T", " ").slice(0, 19) + " UTC";
   }
+  function fmtDuration(seconds) {
+    if (typeof seconds !== "number" || !(seconds >= 0)) return "";
+    if (seconds < 1) return `${Math.round(seconds * 1000)} ms`;
+    if (seconds < 60) return `${seconds.toFixed(1)} s`;
+    const m = Math.floor(seconds / 60), sec = Math.floor(seconds % 60);
+    if (m < 60) return `${m}m${String(sec).padStart(2, "0")}s`;
+    return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, "0")}m`;
+  }
   function fmtMs(ms) {
     if (typeof ms !== "number") return "";
     return ms >= 1000 ? (ms / 1000).toFixed(2) + " s" : (ms < 10 ? ms.toFixed(2) : ms.toFixed(1)) + " ms";
@@ -77,6 +85,11 @@
       message: (sid, n) => get(`/api/session/${enc(sid)}/message/${n}`),
       filter: (sid, q) => get(`/api/session/${enc(sid)}/filter?q=${enc(q)}`),
       stats: (sid) => get(`/api/session/${enc(sid)}/stats`),
+      downloads: (sid) => ({
+        jsonl: `/api/session/${enc(sid)}/download/jsonl`,
+        har: `/api/session/${enc(sid)}/download/har`,
+        html: `/api/session/${enc(sid)}/download/html`,
+      }),
     };
   }
 
@@ -135,6 +148,8 @@
 
   // ------------------------------------------------------------------ session list
 
+  const SESSION_SLICE = 150;
+  let sessionsGeneration = 0;
   function renderSessions(snapshot) {
     state.sessions = snapshot.sessions || [];
     const list = document.getElementById("session-list");
@@ -148,22 +163,32 @@
         ? "No sessions yet. They appear here as relays record them."
         : "This report holds no session."));
     }
-    for (const s of state.sessions) {
-      const item = el("li", "session");
+    // The first entries now, the rest in slices: 2,000 entries drawn at once were one
+    // 500 ms task (the page froze while a trace of 200,000 sessions opened).
+    const generation = ++sessionsGeneration;
+    const makeItem = (s) => {
+      const entry = el("li");
+      const item = el("button", "session");
+      item.type = "button";
+      entry.appendChild(item);
       item.dataset.sessionId = s.id;
-      if (state.current && state.current.id === s.id) item.classList.add("active");
-      const name = el("div", "name", s.name || "?");
+      if (state.current && state.current.id === s.id) { item.classList.add("active"); item.setAttribute("aria-current", "true"); }
+      const name = el("span", "name", s.name || "?");
       if (state.source.live && s.live) {
         const dot = el("span", "dot-live", " ●");
         dot.title = "still being recorded";
         name.appendChild(dot);
       }
       item.appendChild(name);
-      const parts = [s.transport, s.version, s.client ? `client ${s.client}` : null].filter(Boolean);
-      item.appendChild(el("div", "meta", parts.join(" · ")));
-      item.appendChild(el("div", "meta", `${fmtDate(s.start)} · ${s.file || s.key}`));
-      const counts = el("div", "counts");
-      counts.appendChild(el("span", "badge msgs", `${s.messages} messages`));
+      // Sessions of one server differ by their label, client, start and ending: all shown.
+      const who = [s.label && s.serverLabel ? `server ${s.serverLabel}` : (s.serverLabel !== s.name ? s.serverLabel : null),
+        s.clientLabel ? `client ${s.clientLabel}` : (s.client ? `client ${s.client}` : null)].filter(Boolean);
+      if (who.length) item.appendChild(el("span", "meta", who.join(" · ")));
+      item.appendChild(el("span", "meta", [s.transport, s.version].filter(Boolean).join(" · ")));
+      const span = typeof s.start === "number" && typeof s.last === "number" ? fmtDuration(s.last - s.start) : null;
+      item.appendChild(el("span", "meta", [fmtDate(s.start), span, s.file || s.key].filter(Boolean).join(" · ")));
+      const counts = el("span", "counts");
+      counts.appendChild(el("span", "badge msgs", s.failed ? "no session" : `${s.messages} messages`));
       if (s.dropped) {
         const cut = el("span", "badge sev-warning", `${s.dropped} not shown`);
         cut.title = "over the UI's row budget: mcpsniff show reads the whole trace";
@@ -173,14 +198,28 @@
         const n = (s.findings || {})[sev] || 0;
         if (n) counts.appendChild(el("span", `badge sev-${sev}`, `${n} ${sev}`));
       }
+      if (s.ending) {
+        const ending = el("span", `badge ending${s.failed ? " sev-error" : ""}${s.live ? " dot-live" : ""}`, s.ending);
+        ending.title = "how the session ended";
+        counts.appendChild(ending);
+      }
+      item.title = s.title || "";
       item.appendChild(counts);
       item.addEventListener("click", () => openSession(s.id));
-      list.appendChild(item);
-    }
-    if (more > 0) {
-      list.appendChild(el("li", "empty muted",
-        `${more} older sessions not listed: the list holds the newest ${state.sessions.length}`));
-    }
+      return entry;
+    };
+    const tail = more > 0 ? el("li", "empty muted",
+      `${more} older sessions not listed: the list holds the newest ${state.sessions.length}`) : null;
+    const addSlice = (from) => {
+      if (generation !== sessionsGeneration) return;  // a newer list replaced this one
+      const fragment = document.createDocumentFragment();
+      const to = Math.min(state.sessions.length, from + SESSION_SLICE);
+      for (let i = from; i < to; i++) fragment.appendChild(makeItem(state.sessions[i]));
+      list.insertBefore(fragment, tail && tail.parentNode === list ? tail : null);
+      if (to < state.sessions.length) setTimeout(() => addSlice(to), 0);
+    };
+    if (tail) list.appendChild(tail);
+    addSlice(0);
     const problems = document.getElementById("problems");
     clear(problems);
     for (const p of snapshot.problems || []) {
@@ -190,6 +229,7 @@
       const now = state.sessions.find((s) => s.id === state.current.id);
       if (now) {
         state.current = now;
+        showSessionTitle();
         if (now.rows > state.rows.length || totalFindings(now) > state.findings.length) loadMore();
       }
     } else if (state.sessions.length === 1) {
@@ -212,15 +252,46 @@
     state.expanded = new Set();
     state.selected = null;
     state.statsFor = null;
+    state.range = null;
+    if (overview) overview.selection = null;
     for (const item of document.querySelectorAll(".session")) {
-      item.classList.toggle("active", item.dataset.sessionId === sid);
+      const active = item.dataset.sessionId === sid;
+      item.classList.toggle("active", active);
+      if (active) item.setAttribute("aria-current", "true"); else item.removeAttribute("aria-current");
     }
     document.getElementById("empty").hidden = true;
+    showSessionTitle();
+    showDownloads(sid);
+    setDetailShown(false);
     clear(document.getElementById("detail"));
     document.getElementById("detail").appendChild(el("p", "muted", "Click a message to see its body, raw bytes and findings."));
     await loadMore();
     if (state.filterText) await applyFilter();
     if (state.tab !== "timeline") showTab(state.tab);
+  }
+
+  // The session's identity over the views: name, server, client, duration, counts, ending.
+  function showSessionTitle() {
+    const box = document.getElementById("session-title");
+    const s = state.current;
+    box.textContent = s ? visible(s.title || s.name || "") : "";
+  }
+
+  function showDownloads(sid) {
+    const box = document.getElementById("downloads");
+    const links = state.source.downloads ? state.source.downloads(sid) : null;
+    box.hidden = !links;
+    if (!links) return;
+    for (const [format, url] of Object.entries(links)) {
+      const link = document.getElementById(`download-${format}`);
+      if (link) link.href = url;
+    }
+  }
+
+  // The detail pane takes room only while a message is open on the timeline.
+  function setDetailShown(shown) {
+    document.getElementById("layout").classList.toggle("no-detail", !shown);
+    renderWindow(false);
   }
 
   let lastLayout = 0;
@@ -279,11 +350,35 @@
 
   // ------------------------------------------------------------------ timeline
 
+  function liveNow() {
+    return Boolean(state.source && state.source.live && state.current && state.current.live);
+  }
+
+  // The time scale of the waterfall cells: the selected range, or the whole session.
+  function timeScale() {
+    const whole = window.McpWaterfall.span(state.rows, state.current, liveNow());
+    state.whole = whole;
+    return state.range ? { start: state.range[0], end: state.range[1], now: whole.now } : whole;
+  }
+
+  function inRange(row) {
+    if (!state.range || typeof row.t !== "number") return true;
+    const [a, b] = state.range;
+    if (row.kind === "request") {
+      const [start, end] = window.McpWaterfall.extent(row, state.rows, state.whole, liveNow());
+      return start <= b && end >= a;
+    }
+    return row.t >= a && row.t <= b;
+  }
+
   function relayout() {
     const visible = [];
     const filtered = state.filtered;
+    state.scale = timeScale();
+    const ranged = state.range !== null && state.range !== undefined;
     for (const row of state.rows) {
       if (!row) continue;
+      if (ranged && !inRange(row)) continue;
       if (filtered) {
         if (filtered.has(row.n)) visible.push(row.n);
       } else if (row.parent === undefined || state.expanded.has(row.parent)) {
@@ -294,6 +389,42 @@
     document.getElementById("rows-spacer").style.height = `${visible.length * ROW_H}px`;
     renderWindow(true);
     updateFilterStatus();
+    // While a long session's pages arrive, the strip is drawn at most once a second.
+    if (!state.loadingRows || performance.now() - lastOverview > 1000) drawOverview();
+  }
+
+  let lastOverview = 0;
+  let overview = null;
+  function drawOverview() {
+    if (!overview || !state.current) return;
+    lastOverview = performance.now();
+    overview.update(state.rows, state.whole || timeScale(), liveNow());
+    const longest = overview.longest;
+    const canvas = document.getElementById("overview");
+    // Counted by the drawing's own pass over the rows.
+    const { requests, pending, unanswered } = overview.counts || { requests: 0, pending: 0, unanswered: 0 };
+    let label = `Waterfall of ${requests} requests over ${window.McpWaterfall.fmtSeconds(state.whole.end - state.whole.start)}`;
+    if (longest) label += `; longest ${window.McpWaterfall.fmtSeconds(longest[1] - longest[0])} (#${longest[2].seq} ${describe(longest[2])})`;
+    if (pending) label += `; ${pending} pending`;
+    if (unanswered) label += `; ${unanswered} never answered`;
+    canvas.setAttribute("aria-label", visible(label));
+    canvas.dataset.pending = pending;
+    canvas.dataset.unanswered = unanswered;
+  }
+
+  function setRange(range) {
+    state.range = range;
+    const label = document.getElementById("range-label");
+    const button = document.getElementById("range-clear");
+    button.hidden = !range;
+    if (range && state.whole) {
+      const from = range[0] - state.whole.start, to = range[1] - state.whole.start;
+      label.textContent = `time range ${window.McpWaterfall.fmtSeconds(from)} – ${window.McpWaterfall.fmtSeconds(to)}`;
+    } else {
+      label.textContent = "drag across the waterfall to pick a time range";
+      if (overview) overview.selection = null;
+    }
+    relayout();
   }
 
   let rendered = new Map();
@@ -426,11 +557,15 @@
     text.appendChild(el("span", `kind kind-${row.kind}${row.isError ? " tool-error" : ""}`, KIND_LABEL[row.kind] || row.kind));
     text.appendChild(el("span", "what", " " + describe(row)));
     if (row.latency !== undefined) text.appendChild(el("span", "lat", `  ${fmtMs(row.latency)}`));
+    const fate = window.McpWaterfall.status(row, state.rows, liveNow());
+    if (fate === "pending") text.appendChild(el("span", "state-pending", "  pending"));
+    if (fate === "unanswered") text.appendChild(el("span", "state-unanswered", "  never answered"));
     for (const i of row.f || []) {
       const f = state.findings[i];
       if (f) text.appendChild(el("span", `badge sev-${f.severity}`, f.rule)).style.marginLeft = "6px";
     }
     node.appendChild(text);
+    node.appendChild(window.McpWaterfall.cell(row, state.rows, state.scale || timeScale(), liveNow()));
     return node;
   }
 
@@ -448,6 +583,7 @@
 
   function select(n, scroll) {
     state.selected = n;
+    setDetailShown(true);
     const row = state.rows[n];
     if (row && row.parent !== undefined && !state.filtered) {
       if (!state.expanded.has(row.parent)) { state.expanded.add(row.parent); relayout(); }
@@ -467,12 +603,47 @@
   }
 
   function onKey(event) {
-    if (state.selected === null || !state.visible.length) return;
-    const i = state.visible.indexOf(state.selected);
-    if (event.key === "ArrowDown" && i + 1 < state.visible.length) select(state.visible[i + 1], true);
-    else if (event.key === "ArrowUp" && i > 0) select(state.visible[i - 1], true);
+    if (!state.visible.length) return;
+    const i = state.selected === null ? -1 : state.visible.indexOf(state.selected);
+    const key = event.key;
+    if ((key === "ArrowDown" || key === "j") && i + 1 < state.visible.length) select(state.visible[i + 1], true);
+    else if ((key === "ArrowUp" || key === "k") && i > 0) select(state.visible[i - 1], true);
+    else if (key === "Home") select(state.visible[0], true);
+    else if (key === "End") select(state.visible[state.visible.length - 1], true);
+    else if (key === "Enter" && i < 0) select(state.visible[0], true);
+    else if (key === "Enter") select(state.selected, true);
+    else if (key === "p") jumpToPair();
+    else if (key === "Escape" && state.selected !== null) closeDetail();
     else return;
     event.preventDefault();
+  }
+
+  function jumpToPair() {
+    const row = state.selected !== null ? state.rows[state.selected] : null;
+    if (row && row.pair !== undefined && state.rows[row.pair]) select(row.pair, true);
+  }
+
+  function closeDetail() {
+    state.selected = null;
+    setDetailShown(false);
+    renderWindow(true);
+  }
+
+  // Keys anywhere on the page: "/" focuses the filter, Escape in it clears it.
+  function onPageKey(event) {
+    const typing = event.target instanceof HTMLInputElement;
+    if (event.key === "/" && !typing) {
+      event.preventDefault();
+      document.getElementById("filter").focus();
+    } else if (event.key === "Escape" && event.target.id === "filter") {
+      const input = document.getElementById("filter");
+      if (!hideSuggestions()) {
+        input.value = "";
+        clearTimeout(filterTimer);
+        applyFilter();
+      }
+      event.preventDefault();
+    }
   }
 
   // ------------------------------------------------------------------ detail pane
@@ -484,7 +655,15 @@
     const sid = state.current.id;
     clear(pane);
     pane.dataset.n = n;
+    const close = el("button", "close", "×");
+    close.type = "button";
+    close.setAttribute("aria-label", "Close the message detail (Esc)");
+    close.addEventListener("click", closeDetail);
+    pane.appendChild(close);
     pane.appendChild(el("div", "title", `${KIND_LABEL[row.kind] || row.kind} ${describe(row)}`));
+    const actions = el("div", "actions");
+    actions.id = "actions";
+    pane.appendChild(actions);
     const dl = el("dl");
     const add = (k, v) => { if (v !== undefined && v !== null && v !== "") { dl.appendChild(el("dt", null, k)); dl.appendChild(el("dd", null, v)); } };
     add("seq", row.seq);
@@ -522,6 +701,7 @@
       return;
     }
     if (Number(pane.dataset.n) !== n) return;
+    addActions(actions, row, detail);
     if (detail.missing) pane.appendChild(el("p", "muted", detail.missing));
     if (detail.event !== undefined) {
       pane.appendChild(el("h3", null, "Event data"));
@@ -555,6 +735,43 @@
       pane.appendChild(el("h3", null, "Frame metadata"));
       pane.appendChild(jsonTree(detail.meta));
     }
+  }
+
+  // Copy as JSON (the bytes as received), as cURL (an HTTP request), the exchange's filter.
+  function addActions(box, row, detail) {
+    const done = el("span", "copied");
+    done.setAttribute("role", "status");
+    const action = (label, name, text, note) => {
+      const button = el("button", null, label);
+      button.type = "button";
+      button.dataset.action = name;
+      button.addEventListener("click", async () => {
+        const ok = await window.McpActions.copy(text);
+        done.textContent = ok ? `copied${note ? " " + note : ""}` : "the browser refused the clipboard";
+        box.dataset.copied = name;
+      });
+      box.appendChild(button);
+    };
+    if (typeof detail.raw === "string" && row.kind !== "event") {
+      const note = detail.rawTruncated ? "(cut: the frame is longer than the detail holds)"
+        : detail.utf8 === false ? "(not valid UTF-8: bytes shown as \\xNN)" : "";
+      action("Copy as JSON", "json", detail.raw, note);
+    }
+    const curl = window.McpActions.curl(detail, row);
+    if (curl) action("Copy as cURL", "curl", curl, "");
+    const expression = window.McpActions.exchangeFilter(row);
+    action("Copy filter", "filter", expression, "");
+    const use = el("button", null, "Filter to this exchange");
+    use.type = "button";
+    use.dataset.action = "apply-filter";
+    use.addEventListener("click", () => {
+      const input = document.getElementById("filter");
+      input.value = expression;
+      clearTimeout(filterTimer);
+      applyFilter();
+    });
+    box.appendChild(use);
+    box.appendChild(done);
   }
 
   function httpBlock(http) {
@@ -685,14 +902,27 @@
     if (!state.current || state.current.id !== sid || expression !== state.filterText) return;
     if (result.error) {
       input.classList.add("bad");
+      input.setAttribute("aria-invalid", "true");
       status.classList.add("bad");
-      status.textContent = result.caret ? `${result.error}\n${result.caret}` : result.error;
+      status.textContent = uiWording(result.error, result.caret, expression);
+      // No stale rows under an error: the list shows what the box says, nothing.
+      state.filtered = new Set();
+      relayout();
       return;
     }
+    input.removeAttribute("aria-invalid");
     input.classList.remove("bad");
     status.classList.remove("bad");
     state.filtered = result.rows ? new Set(result.rows) : null;
     relayout();
+  }
+
+  // The filter's error as the page says it: the place in the box, no command-line advice.
+  function uiWording(error, caret, expression) {
+    const text = String(error)
+      .replace(/`mcpsniff show --help` lists the fields/, "type a letter in the box to see the fields")
+      .replace(/--filter/g, "the filter");
+    return caret ? `${text}\n${caret}` : `${text}\n${expression}`;
   }
 
   function updateFilterStatus() {
@@ -781,7 +1011,7 @@
     body.appendChild(el("h3", null, "Errors by layer"));
     const layers = el("table", "stats layers");
     const head = el("tr");
-    for (const h of ["layer", "count", "codes"]) head.appendChild(el("th", null, h));
+    for (const h of ["layer", "count", "codes"]) { const th = el("th", null, h); th.scope = "col"; head.appendChild(th); }
     layers.appendChild(head);
     for (const [layer, info] of Object.entries(stats.errors_by_layer || {})) {
       const tr = el("tr");
@@ -811,7 +1041,7 @@
     const t = el("table", "stats");
     t.dataset.kind = "context-cost";
     const head = el("tr");
-    for (const h of ["kind", "name", "bytes", "tokens", "guard"]) head.appendChild(el("th", null, h));
+    for (const h of ["kind", "name", "bytes", "tokens", "guard"]) { const th = el("th", null, h); th.scope = "col"; head.appendChild(th); }
     t.appendChild(head);
     for (const d of cost.definitions || []) {
       const tr = el("tr");
@@ -827,19 +1057,59 @@
     return part;
   }
 
+  // A stats table whose every column sorts (click a heading; again to reverse).
   function table(byName, label) {
     const t = el("table", "stats");
     t.dataset.kind = label;
+    const columns = [[label, null], ["requests", "requests"], ["responses", "responses"], ["errors", "errors"],
+      ["notif.", "notifications"], ["p50", "p50_ms"], ["p95", "p95_ms"], ["p99", "p99_ms"], ["max", "max_ms"]];
+    const entries = Object.entries(byName);
     const head = el("tr");
-    for (const h of [label, "requests", "responses", "errors", "notif.", "p50", "p95", "p99", "max"]) head.appendChild(el("th", null, h));
-    t.appendChild(head);
-    for (const [name, s] of Object.entries(byName)) {
-      const tr = el("tr");
-      tr.appendChild(el("td", null, name));
-      for (const k of ["requests", "responses", "errors", "notifications"]) tr.appendChild(el("td", k === "errors" && s[k] ? "sev-error" : null, s[k]));
-      for (const k of ["p50_ms", "p95_ms", "p99_ms", "max_ms"]) tr.appendChild(el("td", null, s[k] === null ? "–" : fmtMs(s[k])));
-      t.appendChild(tr);
-    }
+    const body = el("tbody");
+    const thead = el("thead");
+    thead.appendChild(head);
+    t.appendChild(thead);
+    t.appendChild(body);
+    let sortedBy = null, descending = false;
+    const fill = () => {
+      clear(body);
+      for (const [name, s] of entries) {
+        const tr = el("tr");
+        const first = el("th", null, name);
+        first.scope = "row";
+        tr.appendChild(first);
+        for (const k of ["requests", "responses", "errors", "notifications"]) tr.appendChild(el("td", k === "errors" && s[k] ? "sev-error" : null, s[k]));
+        for (const k of ["p50_ms", "p95_ms", "p99_ms", "max_ms"]) tr.appendChild(el("td", null, s[k] === null || s[k] === undefined ? "–" : fmtMs(s[k])));
+        body.appendChild(tr);
+      }
+    };
+    columns.forEach(([title, key], i) => {
+      const th = el("th");
+      th.scope = "col";
+      th.setAttribute("aria-sort", "none");
+      const button = el("button", "sort", title);
+      button.type = "button";
+      button.setAttribute("aria-label", `sort by ${title}`);
+      button.addEventListener("click", () => {
+        descending = sortedBy === i ? !descending : key !== null;  // numbers: largest first
+        sortedBy = i;
+        const value = (entry) => (key === null ? entry[0] : entry[1][key]);
+        entries.sort((a, b) => {
+          const x = value(a), y = value(b);
+          if (x === y) return 0;
+          if (x === null || x === undefined) return 1;   // "–" last either way
+          if (y === null || y === undefined) return -1;
+          const order = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y));
+          return descending ? -order : order;
+        });
+        for (const other of head.children) other.setAttribute("aria-sort", "none");
+        th.setAttribute("aria-sort", descending ? "descending" : "ascending");
+        fill();
+      });
+      th.appendChild(button);
+      head.appendChild(th);
+    });
+    fill();
     return t;
   }
 
@@ -847,11 +1117,73 @@
 
   function showTab(name) {
     state.tab = name;
-    for (const b of document.querySelectorAll(".tabs [data-tab]")) b.classList.toggle("active", b.dataset.tab === name);
+    for (const b of document.querySelectorAll(".tabs [data-tab]")) {
+      const on = b.dataset.tab === name;
+      b.classList.toggle("active", on);
+      b.setAttribute("aria-selected", on ? "true" : "false");
+      b.tabIndex = on ? 0 : -1;
+    }
     for (const t of ["timeline", "findings", "stats"]) document.getElementById(`tab-${t}`).hidden = t !== name;
+    // Findings and Stats use the full width; the timeline shows the open message beside it.
+    setDetailShown(name === "timeline" && state.selected !== null);
     if (name === "findings") renderFindings();
     if (name === "stats") renderStats();
     if (name === "timeline") renderWindow(true);
+  }
+
+  let completion = null;
+  function hideSuggestions() { return completion ? completion.close() : false; }
+
+  // The values the session holds for a field, for the filter box's completion.
+  function valuesSeen(field) {
+    const key = { "mcp.method.name": "method", "gen_ai.tool.name": "tool", "jsonrpc.request.id": "id",
+      "error.code": "code", "event": "event", "mcp.resource.uri": "target" }[field];
+    const out = new Set();
+    if (field === "rule") for (const f of state.findings) { if (f) out.add(f.rule); }
+    if (field === "mcp.session.id" && state.current) out.add(state.current.key);
+    if (!key) return [...out];
+    for (const row of state.rows) {
+      if (row && row[key] !== undefined && out.size < 500) out.add(String(row[key]));
+    }
+    return [...out];
+  }
+
+  // ←/→ move between the tabs (the WAI-ARIA tabs pattern).
+  function onTabKey(event) {
+    const tabs = ["timeline", "findings", "stats"];
+    const i = tabs.indexOf(state.tab);
+    let next = null;
+    if (event.key === "ArrowRight") next = tabs[(i + 1) % tabs.length];
+    else if (event.key === "ArrowLeft") next = tabs[(i + tabs.length - 1) % tabs.length];
+    if (!next) return;
+    event.preventDefault();
+    showTab(next);
+    document.getElementById(`tab-button-${next}`).focus();
+  }
+
+  // A pane edge dragged with the pointer, or moved with the arrow keys.
+  function setupResizer(id, variable, min, max, sign) {
+    const handle = document.getElementById(id);
+    const root = document.getElementById("layout");
+    const pane = document.querySelector(variable === "--sessions-w" ? ".sessions" : ".detail");
+    const width = () => pane.getBoundingClientRect().width || 420;
+    const set = (value) => {
+      const w = Math.round(Math.max(min, Math.min(max, value)));
+      root.style.setProperty(variable, `${w}px`);
+      handle.setAttribute("aria-valuenow", String(w));
+      renderWindow(false);
+      if (overview) overview.draw();
+    };
+    let from = null;
+    handle.addEventListener("pointerdown", (e) => { from = [e.clientX, width()]; handle.setPointerCapture(e.pointerId); });
+    handle.addEventListener("pointermove", (e) => { if (from) set(from[1] + sign * (e.clientX - from[0])); });
+    handle.addEventListener("pointerup", () => { from = null; });
+    handle.addEventListener("keydown", (e) => {
+      if (e.key === "ArrowLeft") set(width() - 20 * sign);
+      else if (e.key === "ArrowRight") set(width() + 20 * sign);
+      else return;
+      e.preventDefault();
+    });
   }
 
   function setupTheme() {
@@ -863,6 +1195,7 @@
         : window.matchMedia("(prefers-color-scheme: dark)").matches;
       const next = dark ? "light" : "dark";
       document.documentElement.dataset.theme = next;
+      if (overview) overview.recolour();
       try { localStorage.setItem("mcpsniff-theme", next); } catch (e) { /* file:// may refuse */ }
     });
   }
@@ -878,9 +1211,32 @@
     rows.addEventListener("click", onRowsClick);
     rows.addEventListener("keydown", onKey);
     window.addEventListener("resize", () => renderWindow(false));
+    const input = document.getElementById("filter");
+    completion = window.McpComplete.attach(input, document.getElementById("filter-suggestions"), valuesSeen);
     document.getElementById("filter").addEventListener("input", scheduleFilter);
     document.getElementById("filter").addEventListener("keydown", (e) => { if (e.key === "Enter") { clearTimeout(filterTimer); applyFilter(); } });
-    for (const b of document.querySelectorAll(".tabs [data-tab]")) b.addEventListener("click", () => showTab(b.dataset.tab));
+    for (const b of document.querySelectorAll(".tabs [data-tab]")) {
+      b.addEventListener("click", () => showTab(b.dataset.tab));
+      b.addEventListener("keydown", onTabKey);
+    }
+    document.addEventListener("keydown", onPageKey);
+    overview = window.McpWaterfall.overview(document.getElementById("overview"), setRange);
+    document.getElementById("range-clear").addEventListener("click", () => setRange(null));
+    setupResizer("resize-sessions", "--sessions-w", 160, 600, 1);
+    setupResizer("resize-detail", "--detail-w", 260, 900, -1);
+    // A live session's pending requests grow while the page is open.
+    setInterval(() => {
+      if (!liveNow() || state.tab !== "timeline") return;
+      const pending = Number(document.getElementById("overview").dataset.pending || 0);
+      if (!pending) return;
+      state.scale = timeScale();
+      // Only the waterfall cells are redrawn: the rows stay (a click on one must land).
+      for (const [n, node] of rendered) {
+        const old = node.querySelector(".wf");
+        if (old) node.replaceChild(window.McpWaterfall.cell(state.rows[n], state.rows, state.scale, true), old);
+      }
+      drawOverview();
+    }, 1000);
     state.source.start(renderSessions);
     window.mcpsniffState = state;
   }

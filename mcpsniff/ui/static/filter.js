@@ -20,6 +20,7 @@
   const KINDS = ["request", "notification", "response", "error", "batch", "invalid", "unparseable", "event", "finding"];
   const CHOICE_ALIASES = { result: "response", notify: "notification", client: "c2s", server: "s2c" };
   const UNIT_MS = { ns: 1e-6, us: 1e-3, "µs": 1e-3, ms: 1, s: 1000, m: 60000, h: 3600000 };
+  const UNITS = ["ns", "us", "µs", "ms", "s", "m", "h"];
   const DURATION = /^(-?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?)\s*(ns|us|µs|ms|s|m|h)?$/i;
 
   class FilterError extends Error {
@@ -174,7 +175,15 @@
         const op = take();
         const value = take();
         if (value.kind !== "word" && value.kind !== "string") throw error(`expected a value after '${op.text}'`, value);
-        return { type: "compare", field: name, op: op.text, value: value.text, quoted: value.kind === "string",
+        const unit = peek();
+        let text = value.text;
+        if (value.kind === "word" && unit.kind === "word" && FIELDS[name].type === "duration" &&
+            /^-?(?:\d+(?:\.\d*)?|\.\d+)$/.test(text) && UNITS.includes(unit.text.toLowerCase())) {
+          // "latency > 5 ms": the unit after a space belongs to the number.
+          take();
+          text += unit.text;
+        }
+        return { type: "compare", field: name, op: op.text, value: text, quoted: value.kind === "string",
           opPos: op.pos, valuePos: value.pos };
       }
       if (name) return { type: "present", field: name };
@@ -287,5 +296,12 @@
   window.McpFilter = {
     /** The predicate for `source` over {row, findings, detail, session}; throws FilterError. */
     compile(source) { return compileNode(parse(source), source); },
+    /** Field names (long and short) with their type and fixed choices, for completion. */
+    fields() {
+      const out = Object.entries(FIELDS).map(([name, f]) => ({ name, type: f.type, choices: f.choices || [] }));
+      for (const [alias, name] of Object.entries(ALIASES)) out.push({ name: alias, type: FIELDS[name].type, choices: FIELDS[name].choices || [], of: name });
+      return out;
+    },
+    resolve,
   };
 })();
