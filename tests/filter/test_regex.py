@@ -7,7 +7,6 @@ catastrophic-backtracking set, run against the texts that trigger them.
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 import time
@@ -17,11 +16,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcpsniff.core.analyzer import replay
-from mcpsniff.core.model import FrameRecord
 from mcpsniff.filter import FilterError, compile_filter, load_views
 from mcpsniff.filter.regex import compile_search
-from mcpsniff.trace.writer import TraceWriter
+from tests.support import method_trace
 
 REPO = Path(__file__).resolve().parents[2]
 #: Patterns that backtrack exponentially (or polynomially) in Python's ``re``.
@@ -39,32 +36,6 @@ BACKTRACKING = [
 ]
 #: A method name of 60 characters: enough for ``(.|.)*z`` to run for ever in ``re``.
 LONG_NAME = "a" * 60
-
-
-def _trace(tmp_path: Path, method: str) -> Path:
-    records = [
-        FrameRecord(
-            1,
-            1767225600.0,
-            "s1",
-            "c2s",
-            "stdio",
-            (json.dumps({"jsonrpc": "2.0", "id": 1, "method": method}) + "\n").encode(),
-        ),
-        FrameRecord(
-            2,
-            1767225600.5,
-            "s1",
-            "s2c",
-            "stdio",
-            b'{"jsonrpc":"2.0","id":1,"result":{}}\n',
-        ),
-    ]
-    path = tmp_path / "t.jsonl"
-    writer = TraceWriter.create(path, meta={"source": "tests"})
-    writer.write_all(list(replay(records)))
-    writer.close()
-    return path
 
 
 @pytest.mark.parametrize("pattern", BACKTRACKING)
@@ -138,7 +109,7 @@ def test_fuzzed_backtracking_patterns_stay_linear(pattern: str, size: int) -> No
 
 
 def test_a_filter_over_a_trace_with_a_long_method_is_quick(tmp_path: Path) -> None:
-    trace = _trace(tmp_path, LONG_NAME)
+    trace = method_trace(tmp_path, LONG_NAME)
     flt = compile_filter('method ~ "(.|.)*z" or method ~ "(a|aa)+$"')
     started = time.monotonic()
     kept = [view.seq for view in load_views(trace) if flt.matches(view)]
@@ -151,7 +122,7 @@ def test_a_filter_over_a_trace_with_a_long_method_is_quick(tmp_path: Path) -> No
     [["show"], ["check"], ["stats"], ["report", "--output", "{out}"]],
 )
 def test_commands_with_a_backtracking_filter_finish(tmp_path: Path, command: list[str]) -> None:
-    trace = _trace(tmp_path, LONG_NAME + "b" * 30)
+    trace = method_trace(tmp_path, LONG_NAME + "b" * 30)
     args = [part.replace("{out}", str(tmp_path / "r.html")) for part in command]
     started = time.monotonic()
     done = subprocess.run(
@@ -171,7 +142,7 @@ def test_commands_with_a_backtracking_filter_finish(tmp_path: Path, command: lis
 def test_commands_print_a_bad_pattern_as_one_line_and_a_caret(
     tmp_path: Path, command: str, pattern: str
 ) -> None:
-    trace = _trace(tmp_path, "ping")
+    trace = method_trace(tmp_path, "ping")
     done = subprocess.run(
         [
             sys.executable,
