@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from mcpsniff.core.error_layers import TOOL_ERROR, ErrorLayer, error_layer
-from mcpsniff.core.model import ERROR, EventRecord, FrameRecord
+from mcpsniff.core.model import ERROR, EventRecord, FrameRecord, Record
 from mcpsniff.filter import message_body
 from mcpsniff.ui.follow import read_record_at
 from mcpsniff.ui.model import SessionModel
@@ -34,8 +34,23 @@ def message_detail(
     """Everything the detail pane shows about row ``n`` of ``session``, or ``None``."""
     if not 0 <= n < len(session.rows):
         return None
+    return record_detail(read_record_at(path, session.offsets[n]), session, n, raw_limit)
+
+
+def record_detail(
+    record: Record | None,
+    session: SessionModel,
+    n: int,
+    raw_limit: int | None = RAW_LIMIT,
+    body_limit: int = BODY_LIMIT,
+) -> dict[str, Any]:
+    """The detail of row ``n`` of ``session``, whose record (read back) is ``record``.
+
+    ``raw_limit`` None leaves the raw text out (the report stores a batch's
+    once, with its first element). A frame is parsed at most once whatever
+    the number of its rows: the parsed value stays on ``record``.
+    """
     row = session.row(n)
-    record = read_record_at(path, session.offsets[n])
     out: dict[str, Any] = {"n": n}
     if isinstance(record, EventRecord):
         out["event"] = json_safe(record.data)
@@ -44,8 +59,9 @@ def message_detail(
         out["missing"] = "the record could not be read back from the trace file"
         return out
     raw = record.raw
-    out.update(raw_view(raw, raw_limit))
-    if len(raw) <= BODY_LIMIT:
+    if raw_limit is not None:
+        out.update(raw_view(raw, raw_limit))
+    if len(raw) <= body_limit:
         body = message_body(record, row.get("index"))
         if body is not None:
             out["body"] = exact_for_page(body)
