@@ -9,7 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from mcpsniff.cli import main
-from tests.trace.test_streams import GALLERY, _through_a_fifo
+from tests.trace.test_reader import GALLERY, _through_a_fifo
 
 
 def test_report_html_from_a_pipe(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from mcpsniff.core.model import FindingRecord, FrameRecord, MessageRecord
 from mcpsniff.filter.analyzed import AnalyzedRecords, frames_only
-from tests.show.test_frames_only import FULL, frames_copy
+from tests.show.test_run import FULL, frames_copy
 
 
 def test_a_recorded_trace_is_not_frames_only() -> None:

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.hostile.test_http_relay import Relayed, run, through_relay
 from tests.relay.hostile_peers import BOUND, ScriptedUpstream, read_head, statuses
 from tests.relay.playbook import Playbook
-from tests.relay.test_http_hostile import Relayed, run, through_relay
 
 # --------------------------------------------------------------------------- on real sockets
 

@@ -3,7 +3,7 @@
 The relay runs in a subprocess (it owns that process's stdin, stdout and stderr,
 as under ``mcpsniff stdio``) with a capturing stand-in for the analysis process
 (``stdio_relay_alone.py``), in front of a tiny child. The end-to-end tests in
-``test_stdio_relay.py`` check the trace; these check the observations themselves:
+``tests/e2e/test_stdio_relay.py`` check the trace; these check the observations themselves:
 their order, that they carry every byte forwarded, and how a run ends.
 """
 

@@ -1,7 +1,8 @@
-"""``replay serve`` over stdio keeps its memory bounded, whatever the client writes.
+"""``replay serve`` and ``replay drive`` over stdio, with real SDK peers and real recordings.
 
-Real ``mcpsniff replay serve`` processes on real pipes; peak memory is read
-from ``/proc/PID/status`` (``VmHWM``) while they run.
+Every recording is a real session: the official SDK 2.x client against
+server-everything (handshake era) or the SDK 2.x server (2026-07-28,
+stateless), through ``mcpsniff stdio``.
 """
 
 from __future__ import annotations
@@ -14,10 +15,163 @@ from pathlib import Path
 
 import pytest
 
+from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord
 from mcpsniff.replay.stdio_serve import LINE_LIMIT, InFlight
-from tests.replay.support import MCPSNIFF, REPO
+from mcpsniff.trace.reader import TraceReader
+from tests.replay.support import (
+    CHANGED_SERVER,
+    EVERYTHING,
+    MCPSNIFF,
+    REPO,
+    SDK2,
+    SDK2_PYTHON,
+    Recording,
+    all_match,
+    recorded_answers,
+    run,
+    sdk_client,
+)
 
-CLEAN = REPO / "recordings" / "clean-2025-11-25.jsonl"
+RECORDINGS = ["everything_recording", "modern_recording"]
+SERVERS = {"everything_recording": EVERYTHING, "modern_recording": SDK2}
+
+
+@pytest.mark.parametrize("recording_name", RECORDINGS)
+def test_serve_gives_the_sdk_client_the_recorded_results(
+    recording_name: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    recording: Recording = request.getfixturevalue(recording_name)
+    own = tmp_path / "served.jsonl"
+    results = sdk_client([*MCPSNIFF, "replay", "serve", "--trace", str(own), str(recording.trace)])
+    assert results == recording.results
+    assert results["progress_count"] == 3
+    # The replay's own trace holds what it served, and the check finds what it found in the
+    # recording (the SDK 2.x server logs without declaring logging: a real finding).
+    records = list(TraceReader(own).records())
+    served = [r for r in records if isinstance(r, FrameRecord) and r.direction == "s2c"]
+    assert len(served) >= 20
+    assert error_rules(records) == error_rules(TraceReader(recording.trace).records())
+    assert not [r for r in records if isinstance(r, EventRecord) and r.event == "replay-unmatched"]
+
+
+@pytest.mark.parametrize("recording_name", RECORDINGS)
+def test_drive_against_a_fresh_server_finds_no_difference(
+    recording_name: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    recording: Recording = request.getfixturevalue(recording_name)
+    own = tmp_path / "driven.jsonl"
+    server = SERVERS[recording_name]
+    result = run(
+        [*MCPSNIFF, "replay", "drive", str(recording.trace), "--trace", str(own), "--", *server]
+    )
+    assert result.code == 0, result.out + result.err
+    assert result.out.strip() == all_match(recorded_answers(recording.trace))
+    # The drive's own trace is a complete session: every request answered.
+    kinds = [r for r in TraceReader(own).records() if isinstance(r, FrameRecord)]
+    assert sum(1 for f in kinds if f.direction == "c2s") >= 15
+
+
+def test_drive_against_a_changed_server_names_the_tool_and_the_field(
+    modern_recording: Recording,
+) -> None:
+    changed = [str(SDK2_PYTHON), str(CHANGED_SERVER)]
+    result = run([*MCPSNIFF, "replay", "drive", str(modern_recording.trace), "--", *changed])
+    assert result.code == 1, result.out + result.err
+    lines = result.out.splitlines()
+    heads = [line for line in lines if not line.startswith(" ")][:-1]
+    assert len(heads) == 1
+    assert heads[0].startswith("tools/call tool 'get-structured-content' (request id ")
+    block = "\n".join(lines)
+    assert "  $.result.structuredContent.humidity\n    recorded: 82.0\n    live:     50.0" in block
+    assert "$.result.content[0].text" in block
+    total = recorded_answers(modern_recording.trace)
+    assert lines[-1] == (
+        f"{total} of {total} recorded response(s) compared, 1 differ, {total - 1} match"
+    )
+
+
+def test_drive_ignores_the_paths_it_is_told_to(modern_recording: Recording) -> None:
+    changed = [str(SDK2_PYTHON), str(CHANGED_SERVER)]
+    ignores = ["--ignore", "$.result.content[*].text", "--ignore", "result.structuredContent"]
+    result = run(
+        [*MCPSNIFF, "replay", "drive", str(modern_recording.trace), *ignores, "--", *changed]
+    )
+    assert result.code == 0, result.out + result.err
+
+
+def test_serve_strict_answers_an_unrecorded_request_with_an_error(
+    everything_recording: Recording, tmp_path: Path
+) -> None:
+    own = tmp_path / "strict.jsonl"
+    asked = [
+        {"jsonrpc": "2.0", "id": "a", "method": "tools/call", "params": {"name": "no-such-tool"}},
+        {"jsonrpc": "2.0", "id": "b", "method": "tools/list"},
+    ]
+    proc = run_serve(
+        [str(everything_recording.trace), "--match", "strict", "--trace", str(own)], asked
+    )
+    assert proc.code == 1
+    replies = [json.loads(line) for line in proc.out.splitlines()]
+    error = replies[0]
+    assert error["id"] == "a"
+    assert error["error"]["code"] == -32601
+    first, nearest, *diff = error["error"]["message"].splitlines()
+    trace = everything_recording.trace
+    assert first == f"replay: nothing was recorded for tools/call (no-such-tool) in {trace}"
+    # The nearest recorded call is named, with the paths that differ in drive's format.
+    name = error["error"]["data"]["nearest"]["target"]
+    assert nearest.startswith(f"nearest recorded request: tools/call ({name}), request id ")
+    assert diff[:3] == [
+        "  $.params.name",
+        f'    recorded: "{name}"',
+        '    asked:    "no-such-tool"',
+    ]
+    assert error["error"]["data"]["nearest"]["method"] == "tools/call"
+    # The recorded tools/list answer, with the id this client chose.
+    assert replies[1]["id"] == "b"
+    assert replies[1]["result"]["tools"][0]["name"] == "echo"
+    events = [
+        r
+        for r in TraceReader(own).records()
+        if isinstance(r, EventRecord) and r.event == "replay-unmatched"
+    ]
+    assert [(e.data["method"], e.data["target"], e.data["id"]) for e in events] == [
+        ("tools/call", "no-such-tool", "a")
+    ]
+    assert "1 request(s) had no recorded counterpart" in proc.err
+
+
+def error_rules(records: object) -> set[str]:
+    """The rules of the error findings among ``records``."""
+    return {
+        r.rule
+        for r in records  # type: ignore[attr-defined]
+        if isinstance(r, FindingRecord) and r.severity == "error"
+    }
+
+
+def run_serve(args: list[str], messages: list[object]):  # type: ignore[no-untyped-def]
+    """Run ``replay serve`` over stdio with these client lines; stdin then closes."""
+    import subprocess
+
+    from tests.replay.support import REPO, TIMEOUT, Run
+
+    text = "".join(json.dumps(m) + "\n" for m in messages)
+    proc = subprocess.run(
+        [*MCPSNIFF, "replay", "serve", *args],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        cwd=REPO,
+    )
+    return Run(proc.returncode, proc.stdout, proc.stderr)
+
+
+# ---------------------------------------------------------------- memory bounds
+# Real processes on real pipes; peak memory from /proc/PID/status (VmHWM).
+
+BOUNDS_TRACE = REPO / "recordings" / "clean-2025-11-25.jsonl"
 #: Peak resident memory the replay may reach in these tests.
 MEMORY_LIMIT_KB = 200 << 10
 
@@ -34,7 +188,7 @@ def _peak_kb(pid: int) -> int:
 
 def _serve() -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [*MCPSNIFF, "replay", "serve", str(CLEAN)],
+        [*MCPSNIFF, "replay", "serve", str(BOUNDS_TRACE)],
         cwd=REPO,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,

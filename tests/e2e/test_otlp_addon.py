@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.sdk_peers import client_result
+from tests.export.collector import Collector, start_collector
 from tests.mitm.support import (
     EVERYTHING_JS,
     SDK2_PYTHON,
@@ -16,8 +17,6 @@ from tests.mitm.support import (
     require_peers,
     sdk_client,
 )
-
-from .collector import Collector, start_collector
 
 pytest.importorskip("opentelemetry.sdk", reason='needs the otel extra: pip install ".[otel]"')
 

@@ -8,8 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from mcpsniff.cli import main
-
-from .support import RECORDINGS
+from tests.export.support import RECORDINGS
 
 TRACE = str(RECORDINGS / "clean-2025-11-25.jsonl")
 

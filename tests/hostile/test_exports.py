@@ -9,9 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from mcpsniff.cli import main
+from tests.export.collector import Collector, start_collector
 from tests.trace.test_validate import GOOD, HOSTILE, _write
-
-from .collector import Collector, start_collector
 
 COMMANDS = {
     "check sarif": ["check", "{trace}", "--format", "sarif"],

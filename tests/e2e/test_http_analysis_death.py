@@ -16,6 +16,7 @@ import urllib.request
 
 import pytest
 
+from tests.e2e.test_stdio_analysis_death import LOCKS, flock_holders, kill_when_it_holds_the_lock
 from tests.relay.http_upstreams import Upstream
 from tests.relay.test_http import (  # noqa: F401  (fixtures)
     ProxyFactory,
@@ -23,7 +24,6 @@ from tests.relay.test_http import (  # noqa: F401  (fixtures)
     start_proxy,
     upstream,
 )
-from tests.relay.test_stdio_analysis_death import LOCKS, flock_holders, kill_when_it_holds_the_lock
 
 TIMEOUT = 60.0
 #: A body big enough that writing its records keeps the trace locked a while.

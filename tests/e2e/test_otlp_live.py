@@ -20,10 +20,9 @@ import pytest
 from mcpsniff.core.model import MessageRecord
 from mcpsniff.trace.reader import TraceReader
 from tests.e2e.sdk_peers import SDK2_PYTHON, SDK_CLIENT, client_result
-
-from .collector import Collector, free_port, start_collector
-from .http_session import EVERYTHING_JS, record_http_session
-from .support import ROOT
+from tests.export.collector import Collector, free_port, start_collector
+from tests.export.http_session import EVERYTHING_JS, record_http_session
+from tests.export.support import ROOT
 
 pytest.importorskip("opentelemetry.sdk", reason='needs the otel extra: pip install ".[otel]"')
 

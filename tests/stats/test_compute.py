@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from mcpsniff.cli import main
 from mcpsniff.core.model import FrameRecord, MessageRecord
 from mcpsniff.stats.compute import percentile
 from mcpsniff.trace.reader import TraceReader
+from tests.show.test_run import FULL, frames_copy
 from tests.support import hostile_trace
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -163,3 +165,43 @@ def test_stats_cuts_a_huge_error_code_like_every_other_name(tmp_path: Path) -> N
     assert result.exit_code == 0, result.output
     assert "c" + "W" * 34 + "…" in result.output
     assert max(len(line) for line in result.output.splitlines()) < 200
+
+
+# ----------------------------------------------------------------------------
+# `mcpsniff stats` on a trace of frames without message records: its frames are
+# analyzed, as `check` analyzes them, instead of counting "0 messages".
+
+
+@pytest.fixture
+def frames_only(tmp_path: Path) -> Path:
+    return frames_copy(tmp_path)
+
+
+def _stats(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "mcpsniff", "stats", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_frames_are_analyzed_and_counted_as_recorded_ones(frames_only: Path) -> None:
+    recorded = _stats("--format", "json", str(FULL))
+    analyzed = _stats("--format", "json", str(frames_only))
+    assert analyzed.returncode == 0, analyzed.stderr
+    got = orjson.loads(analyzed.stdout)
+    assert got == orjson.loads(recorded.stdout)
+    assert got["messages"] == 8 and got["unanswered"] == {"tools/call": 1}
+    assert analyzed.stderr.splitlines() == [
+        f"mcpsniff stats: {frames_only} holds frames but no message records: "
+        "analyzing its frames with today's rules, as check does"
+    ]
+
+
+def test_a_filter_sees_the_analyzed_findings(frames_only: Path) -> None:
+    args = ["--format", "json", "--filter", "severity >= error"]
+    recorded = orjson.loads(_stats(*args, str(FULL)).stdout)
+    analyzed = orjson.loads(_stats(*args, str(frames_only)).stdout)
+    assert analyzed == recorded
+    assert analyzed["messages"] == 1
