@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpsniff.core.error_layers import LAYER_TITLES
+from mcpsniff.core.model import Record
 from mcpsniff.filter import (
     Filter,
     FilterError,
@@ -78,15 +79,22 @@ def parse(expression: str) -> Filter | dict[str, Any]:
         return {"error": str(exc), "caret": exc.caret()}
 
 
-def session_views(path: Path) -> Iterator[MessageView]:
+def session_views(path: Path, keep: set[str] | None = None) -> Iterator[MessageView]:
     """Every view of the trace, each with all its findings, as ``show --filter`` builds them.
 
     Read with the UI's own reader, which checks every record's shape (a
     hostile trace may hold an unhashable index or a list as a session) and
-    keeps frame bodies unparsed until a field needs one.
+    keeps frame bodies unparsed until a field needs one. With ``keep``, only
+    the views of those sessions (the others are not even paired).
     """
-    index = index_findings(trace_records(path))
-    yield from build_views(trace_records(path), index)
+
+    def records() -> Iterator[Record]:
+        if keep is None:
+            return trace_records(path)
+        return (r for r in trace_records(path) if r.session in keep)
+
+    index = index_findings(records())
+    yield from build_views(records(), index)
 
 
 def matching_rows(path: Path, session: SessionModel, flt: Filter) -> list[int]:

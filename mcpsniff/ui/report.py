@@ -18,6 +18,7 @@ import heapq
 import html
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -25,12 +26,12 @@ from typing import Any, BinaryIO
 import orjson
 
 from mcpsniff.core.error_layers import LAYER_TITLES
-from mcpsniff.core.model import FrameRecord, Record
+from mcpsniff.core.model import EventRecord, FrameRecord, Record
 from mcpsniff.filter import Filter
 from mcpsniff.stats.compute import TraceStats
 from mcpsniff.trace.codec import TraceError
 from mcpsniff.ui.details import BODY_LIMIT, json_safe, record_detail
-from mcpsniff.ui.follow import LINE_LIMIT, OffsetTail, decode_line
+from mcpsniff.ui.follow import LINE_LIMIT, Header, OffsetTail, decode_line, trace_records
 from mcpsniff.ui.model import SessionModel, TraceModel, bounded
 from mcpsniff.ui.queries import session_views
 from mcpsniff.ui.server import SESSION_LIST_LIMIT, static_text
@@ -76,13 +77,18 @@ class _Budget:
     body: int = REPORT_BODY_TOTAL
 
 
-def load_model(path: Path) -> TraceModel:
-    """The whole trace at ``path`` as the views see it. Raises ``TraceError``."""
+def load_model(path: Path, keep: set[str] | None = None) -> TraceModel:
+    """The trace at ``path`` as the views see it (only sessions ``keep``, when given).
+
+    Raises ``TraceError``.
+    """
     tail = OffsetTail(path)
     model = TraceModel(path, "0")
     while True:
         items, more = tail.poll()
         for offset, item in items:
+            if keep is not None and not isinstance(item, Header) and item.session not in keep:
+                continue
             model.feed(offset, item)
         if not more:
             break
@@ -94,31 +100,36 @@ def load_model(path: Path) -> TraceModel:
     return model
 
 
-def _newest(sessions: list[SessionModel]) -> list[SessionModel]:
-    """The newest ``REPORT_SESSIONS`` of ``sessions`` (by start, as the UI's list), in order."""
-    if len(sessions) <= REPORT_SESSIONS:
-        return sessions
-    chosen = {id(s) for s in heapq.nlargest(REPORT_SESSIONS, sessions, key=lambda s: s.start or 0)}
-    return [s for s in sessions if id(s) in chosen]
+def _session_starts(path: Path) -> dict[str, float]:
+    """When each session of the trace starts (its first frame or event), in trace order."""
+    starts: dict[str, float] = {}
+    for record in trace_records(path):
+        if isinstance(record, FrameRecord | EventRecord) and record.session not in starts:
+            starts[record.session] = record.t
+    return starts
 
 
-def _matching_rows(path: Path, model: TraceModel, flt: Filter) -> dict[str, set[int]]:
-    """The rows of each session whose message ``flt`` matches (one pass over the views)."""
-    matching: dict[str, set[int]] = {}
+def _newest(starts: dict[str, float], candidates: Iterable[str]) -> set[str]:
+    """The newest ``REPORT_SESSIONS`` of ``candidates`` by start, as the UI's list."""
+    keys = list(candidates)
+    if len(keys) <= REPORT_SESSIONS:
+        return set(keys)
+    return set(heapq.nlargest(REPORT_SESSIONS, keys, key=lambda k: starts.get(k) or 0))
+
+
+def _matching_messages(path: Path, flt: Filter) -> dict[str, set[tuple[int, int | None]]]:
+    """The messages ``flt`` matches, as (frame seq, batch index) per session (one pass)."""
+    matching: dict[str, set[tuple[int, int | None]]] = {}
     for view in session_views(path):
-        if not flt.matches(view):
-            continue
-        session = model.sessions.get(view.session)
-        n = session.row_for(view.seq, view.index) if session is not None else None
-        if n is not None:
-            matching.setdefault(view.session, set()).add(n)
+        if flt.matches(view):
+            matching.setdefault(view.session, set()).add((view.seq, view.index))
     return matching
 
 
 def _stats(path: Path, keys: set[str], flt: Filter | None) -> dict[str, TraceStats]:
     """``stats`` of the sessions ``keys`` (only theirs: a trace may hold 200,000)."""
     stats: dict[str, TraceStats] = {key: TraceStats() for key in keys}
-    for view in session_views(path):
+    for view in session_views(path, keys):
         figures = stats.get(view.session)
         if figures is not None:
             figures.add(view, flt is None or flt.matches(view))
@@ -126,15 +137,29 @@ def _stats(path: Path, keys: set[str], flt: Filter | None) -> dict[str, TraceSta
 
 
 def report_data(path: Path, flt: Filter | None = None) -> tuple[dict[str, Any], ReportResult]:
-    """The data the page needs for the sessions of the trace at ``path`` (the newest, capped)."""
-    model = load_model(path)
-    candidates = list(model.sessions.values())
-    matching: dict[str, set[int]] = {}
+    """The data the page needs for the sessions of the trace at ``path`` (the newest, capped).
+
+    Sessions are chosen before the model is built, and the model holds only
+    them: 200,000 sessions modelled whole took a gigabyte.
+    """
+    starts = _session_starts(path)
+    matched: dict[str, set[tuple[int, int | None]]] = {}
     if flt is not None:
-        matching = _matching_rows(path, model, flt)
-        candidates = [s for s in candidates if s.key in matching]
-    chosen = _newest(candidates)
-    sessions_cut = len(candidates) - len(chosen)
+        matched = _matching_messages(path, flt)
+    candidates = [key for key in starts if flt is None or key in matched]
+    for key in matched:  # a session with no frame or event of its own (hand-cut traces)
+        if key not in starts:
+            candidates.append(key)
+    keep = _newest(starts, candidates)
+    model = load_model(path, keep if len(keep) < len(starts) else None)
+    chosen = [s for s in model.sessions.values() if s.key in keep]
+    matching: dict[str, set[int]] = {}
+    for session in chosen:
+        rows = (session.row_for(seq, index) for seq, index in matched.get(session.key, ()))
+        matching[session.key] = {n for n in rows if n is not None}
+    if flt is not None:
+        chosen = [s for s in chosen if matching[s.key]]
+    sessions_cut = len(candidates) - len(keep)
     stats = _stats(path, {s.key for s in chosen}, flt)
     sessions = []
     data: dict[str, Any] = {}
@@ -164,7 +189,7 @@ def report_data(path: Path, flt: Filter | None = None) -> tuple[dict[str, Any], 
     if cut:
         label += f" · {cut} rows cut (use --filter)"
     if sessions_cut:
-        label += f" · the newest {len(chosen)} of {len(candidates)} sessions (use --filter)"
+        label += f" · the newest {len(keep)} of {len(candidates)} sessions (use --filter)"
     page = {"label": label, "sessions": sessions, "total": len(candidates), "data": data}
     result = ReportResult(len(sessions), REPORT_ROWS - budget.rows, cut, sessions_cut)
     return page, result
