@@ -85,8 +85,12 @@ def _cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / 100  # utime + stime, in clock ticks
 
 
-def ui(trace: Path, rows_expected: int) -> tuple[float, float, float, float]:
-    """``mcpsniff ui``: (s until indexed, s for filter+stats+rows+details, CPU s, peak MB)."""
+def ui(trace: Path, rows_expected: int, sessions: int) -> tuple[float, float, float, float]:
+    """``mcpsniff ui``: (s until indexed, s for filter+stats+rows+details, CPU s, peak MB).
+
+    Indexed: the session list counts ``sessions`` sessions and its first holds
+    ``rows_expected`` rows.
+    """
     started = time.monotonic()
     proc = subprocess.Popen(
         [sys.executable, "-m", "mcpsniff", "ui", str(trace), "--listen", "127.0.0.1:0"],
@@ -106,8 +110,12 @@ def ui(trace: Path, rows_expected: int) -> tuple[float, float, float, float]:
             token = response.headers["Set-Cookie"].split(";", 1)[0].split("=", 1)[1]
         while True:
             snapshot = json.loads(_get(url + "api/sessions", token))
-            total_rows = sum(s["rows"] for s in snapshot["sessions"])
-            if snapshot["sessions"] and total_rows >= rows_expected:
+            listed = snapshot["sessions"]
+            if (
+                listed
+                and snapshot["total"] >= sessions
+                and max(s["rows"] for s in listed) >= rows_expected
+            ):
                 break
             time.sleep(0.05)
         indexed = time.monotonic() - started
@@ -135,16 +143,17 @@ def main() -> None:
     parser.add_argument("--no-ui", action="store_true", help="only the report")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
-        cases = [(f"batch of {n:,}", batch_trace, n, 2 * n + 6) for n in args.batches]
+        cases = [(f"batch of {n:,}", batch_trace, n, 2 * n + 6, 1) for n in args.batches]
         if args.sessions:
-            cases.append((f"{args.sessions:,} sessions", sessions_trace, args.sessions, 0))
+            count = args.sessions
+            cases.append((f"{count:,} sessions", sessions_trace, count, 1, count))
         print(f"{'input':<20} {'trace MB':>9} {'report s':>9} {'cpu s':>7} {'peak MB':>8}", end="")
         print(
             ""
             if args.no_ui
             else f" | {'ui index s':>10} {'queries s':>9} {'cpu s':>7} {'peak MB':>8}"
         )
-        for name, make, size, rows in cases:
+        for name, make, size, rows, sessions in cases:
             trace = make(Path(folder) / "t.jsonl", size)
             mb = trace.stat().st_size / 2**20
             wall, cpu, peak = report(trace, Path(folder) / "t.html")
@@ -154,7 +163,7 @@ def main() -> None:
             if args.no_ui:
                 print()
             else:
-                indexed, queries, ui_cpu, ui_peak = ui(trace, rows)
+                indexed, queries, ui_cpu, ui_peak = ui(trace, rows, sessions)
                 print(f" | {indexed:>10.1f} {queries:>9.1f} {ui_cpu:>7.1f} {ui_peak:>8.0f}")
             trace.unlink()
 
