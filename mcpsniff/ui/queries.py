@@ -100,7 +100,7 @@ def session_views(path: Path, keep: set[str] | None = None) -> Iterator[MessageV
 def matching_rows(path: Path, session: SessionModel, flt: Filter) -> list[int]:
     """The row numbers of ``session`` whose message (or event) ``flt`` matches."""
     rows: list[int] = []
-    for view in session_views(path):
+    for view in session_views(path, {session.key}):
         if view.session != session.key or not flt.matches(view):
             continue
         n = session.row_for(view.seq, view.index)
@@ -111,7 +111,7 @@ def matching_rows(path: Path, session: SessionModel, flt: Filter) -> list[int]:
 
 def session_stats(path: Path, session: SessionModel) -> dict[str, Any]:
     """``mcpsniff stats --format json`` for one session, with the error layers' titles."""
-    stats = compute(v for v in session_views(path) if v.session == session.key)
+    stats = compute(session_views(path, {session.key}))
     out = stats.to_json()
     out["layer_titles"] = dict(LAYER_TITLES)
     return out
