@@ -16,7 +16,10 @@ Cases: ``redact`` (``redact_frame`` on bench_redact's frames and the stdio
 bench's echo frames), ``encode`` (a frame line, a message line), ``decode``
 (``decode_prefix`` over the stdio bench's observations), ``feed`` (a
 ``Recorder`` fed like ``prof_feed``: 16 requests, then 16 responses per call),
-``inputs`` (``TraceReader.inputs()`` over bench_check's 10,000-message trace:
+``http`` (the HTTP adapter and a ``TraceRecorder`` fed one Streamable HTTP
+exchange: a POST answered by an event stream of 32 events, so the typed events
+of ``core/http/events.py`` are made for every one), ``inputs``
+(``TraceReader.inputs()`` over bench_check's 10,000-message trace:
 check's reading loop), ``check`` (the same trace read and analyzed as ``check``
 does it: ``replay_notable`` over ``inputs()``).
 Prints each case's median time per operation for both versions and their
@@ -107,6 +110,8 @@ def _cases(package: str, only: str | None) -> dict[str, tuple[Callable[[], objec
         cases["decode 1000 StreamData"] = (lambda: codec.decode_prefix(data), 20)
     if only in (None, "feed"):
         cases["feed 32 calls"] = (_feeder(package), 20)
+    if only in (None, "http"):
+        cases["http exchange, 32 SSE events"] = (_http_feeder(package), 200)
     if only in (None, "inputs"):
         reader = _module(package, "trace.reader", "trace.format").TraceReader
         path = cached_trace(10_000, quiet=True)
@@ -152,10 +157,47 @@ def _feeder(package: str) -> Callable[[], None]:
     return feed
 
 
+def _http_feeder(package: str) -> Callable[[], None]:
+    """One SSE exchange through ``ObservationAdapter`` into a ``TraceRecorder`` per call."""
+    o = _module(package, "core.observations")
+    adapter_class = _module(package, "core.http.adapter").ObservationAdapter
+    writer = _module(package, "trace.writer").TraceWriter(io.BytesIO())
+    recorder = _module(package, "capture.recorder").TraceRecorder(writer, "http", autoflush=False)
+    adapter = adapter_class(recorder, mcp_path="/mcp")
+    post = (("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream"))
+    stream = (("Content-Type", "text/event-stream"), ("Mcp-Session-Id", "s1"))
+    numbers = iter(range(1, 1 << 62))
+
+    def feed() -> None:
+        n = next(numbers)
+        body = request_line(n).rstrip(b"\n")
+        events = b"".join(
+            b"event: message\ndata: " + response_line(n, ECHO_RESULT).rstrip(b"\n") + b"\n\n"
+            if i == 31
+            else b'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress",'
+            b'"params":{"progressToken":1,"progress":%d}}\n\n' % i
+            for i in range(32)
+        )
+        for observation in (
+            o.RequestBegin(n, 1.0, "POST", "/mcp", post, None, "c:1", len(body), body),
+            o.ResponseBegin(n, 1.1, 200, stream),
+            o.ResponseBody(n, 1.2, False, events),
+            o.ExchangeEnd(n, 1.3, "complete", True),
+        ):
+            adapter.apply(observation)
+        writer.flush()
+        writer._stream.seek(0)
+        writer._stream.truncate()
+
+    return feed
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--base", default="main", help="git revision to compare against")
-    parser.add_argument("--only", choices=["redact", "encode", "decode", "feed", "inputs", "check"])
+    parser.add_argument(
+        "--only", choices=["redact", "encode", "decode", "feed", "http", "inputs", "check"]
+    )
     parser.add_argument("--repeat", type=int, default=9)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:

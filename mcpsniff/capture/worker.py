@@ -115,6 +115,7 @@ def fork_analysis(
     label: str = "mcpsniff",
     idle: bool = False,
     in_child: Callable[[], None] | None = None,
+    history_label: str | None = None,
 ) -> AnalysisProcess:
     """Fork a relay's analysis process: a ``Worker`` writing ``writer``; ``OSError`` if it fails.
 
@@ -122,6 +123,9 @@ def fork_analysis(
     ``lost`` if it has one). ``show``/``show_flush`` see every record (``--show``);
     the sinks ``outputs`` asks for are built in the child, where they run;
     ``in_child`` runs there first (to let go of what is the relay's alone).
+    ``history_label`` (the server's name for the guard, ``stdio:LABEL`` or
+    ``http:URL``): when the capture ends, each session's last definitions go
+    into the state folder's guard history (``mcpsniff/guard/live.py``).
     Call before the event loop or any thread exists. Once the fork is made,
     ``writer`` is the analysis process's alone: this process closes its copy
     (``TraceWriter.hand_over``). Were it kept open, an ``flock`` the analysis
@@ -139,6 +143,16 @@ def fork_analysis(
     worker = Worker(
         recorder, adapter.apply, lost=getattr(adapter, "lost", None), label=label, warn=warn
     )
+
+    if history_label is not None:
+        path, label, say = writer.path, history_label, warn or _stderr
+
+        def keep_offers() -> None:
+            from mcpsniff.guard.live import remember_capture
+
+            remember_capture(recorder.analyzer, label, path, lambda text: say(f"{label}: {text}"))
+
+        worker.after_close = keep_offers
 
     def work(fd: int) -> int:
         if in_child is not None:

@@ -6,7 +6,7 @@ import gc
 import os
 import sys
 from collections import defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
@@ -15,10 +15,14 @@ from typing import TextIO
 from mcpsniff.core.analyzer import Analyzer, dropped_id, replay_batches, replay_notable
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.core.explain import explain_lines
-from mcpsniff.core.model import SEVERITY_RANK, EventRecord, FindingRecord, Record
+from mcpsniff.core.model import SEVERITY_RANK, EventRecord, FindingRecord, FrameRecord, Record
 from mcpsniff.core.spec_links import session_version
 from mcpsniff.filter import Filter
 from mcpsniff.filter.select import matching_findings
+from mcpsniff.guard.findings import GuardPolicy, guard_findings
+from mcpsniff.guard.inventory import Inventory, InventoryBuilder
+from mcpsniff.guard.stored import StoredError
+from mcpsniff.guard.tokens import TokenizerMissing
 from mcpsniff.terminal.render import Style, finding_json, report_lines
 from mcpsniff.terminal.safe_output import terminal_json_line
 from mcpsniff.trace.codec import TraceError
@@ -44,6 +48,13 @@ class CheckOptions:
     explain: str | None = None
     #: Colour the text report (on a terminal only).
     colour: bool = False
+    #: Named as ``"trace"`` in each JSON finding (when one run checks several traces).
+    trace_label: str | None = None
+    #: Processes to share the trace's sessions among (``check/split.py``; 1: this one).
+    jobs: int = 1
+    #: The trace-wide guard checks asked for (pins, policy gates, drift history);
+    #: None: only the core rules (``mcpsniff/guard/findings.py``).
+    guard: GuardPolicy | None = None
 
 
 class CheckError(Exception):
@@ -79,16 +90,38 @@ def run_check(
     sessions: set[str] = set()
     analyzer_errors: list[EventRecord] = []
     gaps = GapTally()
+    guard = options.guard
+    merged = None
+    if options.jobs > 1 and flt is None and guard is None:
+        # The guard's inventory reads every record in this process's pass, so a
+        # guarded check stays in one process.
+        from mcpsniff.check.split import check_split
+
+        merged = check_split(trace, options.jobs)
     try:
         with reader:
             analyzer = Analyzer()
-            if flt is None:
+            inputs: Iterable[FrameRecord | EventRecord] = reader.inputs()
+            builder = None
+            if guard is not None:
+                # The guard reads the same records in the same pass.
+                builder = InventoryBuilder(trace, reader.header, slower_than=guard.max_duration)
+                inputs = _fed(inputs, builder)
+            if merged is not None:
+                # The sessions were analyzed by workers: their findings and events
+                # in the order this process would have found them.
+                for text in merged.skipped():
+                    warn(terminal_safe(text))
+                records: Iterable[Record] = merged.records()
+            elif flt is None:
                 # Only findings and events: frames and messages are not reported.
-                records: Iterable[Record] = replay_notable(reader.inputs(), analyzer)
+                records = replay_notable(inputs, analyzer)
             else:
                 # The filter drops findings only: every other record still passes.
-                batches = replay_batches(reader.inputs(), analyzer)
+                batches = replay_batches(inputs, analyzer)
                 records = matching_findings(chain.from_iterable(batches), flt)
+            if builder is not None and guard is not None:
+                records = chain(records, _guard_records(builder, guard))
             for record in records:
                 if not isinstance(record, FindingRecord):
                     if type(record) is EventRecord:
@@ -97,19 +130,27 @@ def run_check(
                 if SEVERITY_RANK.get(record.severity, 0) >= threshold:
                     failing += 1
                 if fmt == "json":
-                    version = session_version(analyzer, record.session)
-                    out.write(terminal_json_line(finding_json(record, version)) + "\n")
+                    version = (
+                        session_version(analyzer, record.session)
+                        if merged is None
+                        else merged.version
+                    )
+                    obj = finding_json(record, version)
+                    if options.trace_label is not None:
+                        obj["trace"] = options.trace_label
+                    out.write(terminal_json_line(obj) + "\n")
                 else:
                     by_session[record.session].append(record)
         # "0 finding(s) in 1 session(s)": every session counts, clean or not
         # (each had an input, so it has records): those the analyzer keeps,
         # and those whose state it dropped at its cap (MAX_SESSIONS), which
         # it remembers by key, or by a digest when the key is long.
-        sessions.update(analyzer.sessions)
+        dropped = analyzer.dropped if merged is None else merged.dropped()
+        sessions.update(analyzer.sessions if merged is None else merged.sessions())
         sessions.update(by_session)
-        sessions.update(key for key in analyzer.dropped if type(key) is str)
+        sessions.update(key for key in dropped if type(key) is str)
         named = {dropped_id(key) for key in by_session}
-        unnamed = sum(1 for key in analyzer.dropped if type(key) is bytes and key not in named)
+        unnamed = sum(1 for key in dropped if type(key) is bytes and key not in named)
     except TraceError as exc:
         raise CheckError(str(exc)) from None
     except BrokenPipeError:
@@ -122,9 +163,13 @@ def run_check(
         raise CheckError(f"{trace}: read failed: {exc.strerror or exc}") from None
     # What the verdict does not cover: on stderr, and in a SARIF or JUnit report too.
     notes: list[str] = []
-    if reader.torn is not None:
-        notes.append(f"{terminal_safe(str(trace))}: {reader.torn.describe()}")
-    gaps.add_unjudged(analyzer.sessions.values(), analyzer.dropped_excused)
+    torn = reader.torn if merged is None else merged.torn()
+    if torn is not None:
+        notes.append(f"{terminal_safe(str(trace))}: {torn.describe()}")
+    if merged is None:
+        gaps.add_unjudged(analyzer.sessions.values(), analyzer.dropped_excused)
+    else:
+        merged.add_unjudged(gaps)
     if (lacking := gaps.warning()) is not None:
         notes.append(f"{terminal_safe(str(trace))}: {lacking}")
     if (growing := gaps.still_recording()) is not None:
@@ -140,8 +185,11 @@ def run_check(
         )
     for note in notes:
         warn(note)
-    if fmt == "text":
+    if merged is not None:
+        versions = {key: merged.session_version(key) for key in by_session}
+    else:
         versions = {key: session_version(analyzer, key) for key in by_session}
+    if fmt == "text":
         for line in report_lines(dict(by_session), Style(options.colour), versions):
             say(line)
         total = sum(len(v) for v in by_session.values())
@@ -159,9 +207,25 @@ def run_check(
     elif fmt in ("sarif", "junit"):
         from mcpsniff.export.check_report import write_check_report
 
-        versions = {key: session_version(analyzer, key) for key in by_session}
         write_check_report(fmt, trace, dict(by_session), sessions, fail_on, out, notes, versions)
     return failing
+
+
+def _fed(
+    inputs: Iterable[FrameRecord | EventRecord], builder: InventoryBuilder
+) -> Iterator[FrameRecord | EventRecord]:
+    feed = builder.feed
+    for record in inputs:
+        feed(record)
+        yield record
+
+
+def _guard_records(builder: InventoryBuilder, policy: GuardPolicy) -> Iterator[FindingRecord]:
+    """The trace-wide guard findings, once the pass is over."""
+    try:
+        yield from guard_findings(Inventory(builder.finish()), policy)
+    except (StoredError, TokenizerMissing) as exc:
+        raise CheckError(str(exc)) from None
 
 
 def note_event(record: EventRecord, errors: list[EventRecord], gaps: GapTally) -> None:

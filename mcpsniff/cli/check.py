@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import click
 
+from mcpsniff.check.many import check_traces, default_jobs, labelled
 from mcpsniff.check.run import FORMATS, CheckError, CheckOptions, run_check
 from mcpsniff.cli.filter_option import filter_option, parse_filter
-from mcpsniff.cli.shared import EXIT_FINDINGS, EXIT_OK, colour, fail
+from mcpsniff.cli.guard_options import guard_check_options, guard_policy
+from mcpsniff.cli.shared import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, colour, fail
 from mcpsniff.core import catalog
 from mcpsniff.core.explain import explain_lines
 from mcpsniff.filter import HELP as FILTER_HELP
@@ -17,7 +21,7 @@ from mcpsniff.terminal.safe_output import tolerate_surrogates
 
 
 @click.command(epilog=FILTER_HELP)
-@click.argument("trace", type=click.Path(dir_okay=True, path_type=Path), required=False)
+@click.argument("traces", nargs=-1, type=click.Path(dir_okay=True, path_type=Path))
 @click.option(
     "--format",
     "fmt",
@@ -47,26 +51,47 @@ from mcpsniff.terminal.safe_output import tolerate_surrogates
     help="Judge the sessions by the rules of this protocol version: what would break if "
     "client and server moved to it (docs/upgrade.md).",
 )
+@click.option(
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Processes to check with (default: the number of cores): several traces one "
+    "each, one trace's sessions shared among them. The output is the same for any number.",
+)
+@guard_check_options
 def check(
-    trace: Path | None,
+    traces: tuple[Path, ...],
     fmt: str,
     fail_on: str,
     filter_expr: str | None = None,
     explain: str | None = None,
     as_version: str | None = None,
+    jobs: int | None = None,
+    **guard: object,
 ) -> None:
-    """Re-analyze the raw frames of TRACE with today's rules and report findings.
+    """Re-analyze the raw frames of each TRACE with today's rules and report findings.
 
+    Several traces are checked side by side (--jobs), and reported one after the
+    other in the order given: in text, each report under a "trace PATH" line and
+    a last line adding them up; in JSON, each finding names its "trace".
     With --filter, only findings about matching messages are reported and counted
-    (the syntax: mcpsniff show --help).
+    (the syntax: mcpsniff show --help). The guard options (--pins, --expect-tool,
+    --forbid-tool, --max-duration, --max-definition-tokens, --history) add their
+    GUARD-* findings, judged by --fail-on like every other (docs/guard.md).
     Exit status: 0 when nothing is at or above --fail-on, 1 when something is,
     2 when the trace is missing or unreadable.
     """
     if explain and explain != "all":
         explain = explain.upper()  # rule ids are upper case; jr-resp-id means JR-RESP-ID
-    if trace is None:
+    if not traces:
         _explain_only(explain)
         return
+    if len(traces) > 1:
+        if as_version is not None or fmt in ("sarif", "junit"):
+            what = "--as" if as_version is not None else f"--format {fmt}"
+            raise click.UsageError(f"{what} checks one TRACE at a time")
+    trace = traces[0]
     if as_version is not None:
         from mcpsniff.check.upgrade import upgrade_check
 
@@ -83,8 +108,14 @@ def check(
         flt=parse_filter("check", filter_expr),
         explain=explain,
         colour=colour(sys.stdout),
+        guard=guard_policy("check", **guard),  # type: ignore[arg-type]
     )
-    sys.exit(check_exit_status(options))
+    if len(traces) == 1:
+        # One trace of many sessions: its sessions shared among the cores.
+        options = replace(options, jobs=default_jobs() if jobs is None else jobs)
+        sys.exit(check_exit_status(options))
+    several = [labelled(replace(options, trace=path), True) for path in traces]
+    sys.exit(check_several_exit_status(several, default_jobs() if jobs is None else jobs))
 
 
 def check_exit_status(options: CheckOptions) -> int:
@@ -94,6 +125,31 @@ def check_exit_status(options: CheckOptions) -> int:
         failing = run_check(options, sys.stdout, click.echo, _warn)
     except CheckError as exc:
         fail("check", str(exc))
+    return EXIT_FINDINGS if failing else EXIT_OK
+
+
+def check_several_exit_status(options: list[CheckOptions], jobs: int) -> int:
+    """Check several traces (``check_traces``); 2 when one was unreadable, else 0 or 1."""
+    tolerate_surrogates()
+    try:
+        verdicts = check_traces(options, jobs, sys.stdout, sys.stderr)
+    except BrokenPipeError:
+        # As with one trace: the reader of the report left; say nothing.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+    failing = sum(v.failing for v in verdicts)
+    unreadable = sum(1 for v in verdicts if v.error is not None)
+    if options[0].fmt == "text":
+        fail_on = options[0].fail_on
+        verdict = (
+            f"{failing} finding(s) at or above {fail_on}"
+            if failing
+            else f"nothing at or above {fail_on}"
+        )
+        unread = f", {unreadable} unreadable" if unreadable else ""
+        click.echo(f"{len(verdicts)} trace(s){unread}; {verdict}")
+    if unreadable:
+        return EXIT_ERROR
     return EXIT_FINDINGS if failing else EXIT_OK
 
 

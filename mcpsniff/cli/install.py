@@ -10,7 +10,7 @@ import click
 
 from mcpsniff.cli.shared import fail
 from mcpsniff.install.clients import CLIENTS
-from mcpsniff.install.run import InstallError, run_install, run_uninstall
+from mcpsniff.install.run import InstallError, run_install, run_install_self, run_uninstall
 from mcpsniff.terminal.safe_output import tolerate_surrogates
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -51,12 +51,19 @@ def _target_options(verb: str, all_help: str) -> Callable[[F], F]:
 
 @click.command()
 @_target_options("wrap", "Wrap every stdio server.")
+@click.option(
+    "--self",
+    "add_self",
+    is_flag=True,
+    help="Add `mcpsniff mcp` (the recorded traces, for the agent) as a server instead.",
+)
 def install(
     client_names: tuple[str, ...],
     config_paths: tuple[Path, ...],
     servers: tuple[str, ...],
     all_servers: bool,
     dry_run: bool,
+    add_self: bool,
 ) -> None:
     """Make a client run its stdio MCP servers under mcpsniff, recording each launch.
 
@@ -65,10 +72,16 @@ def install(
     listed with the `mcpsniff http` command to run, and not changed. Without
     --client or --config, every client whose configuration exists is done.
     A backup is written before every change; `mcpsniff uninstall` undoes it.
-    Running it again changes nothing.
+    Running it again changes nothing. With --self, the client gets an
+    `mcpsniff` server instead: `mcpsniff mcp`, so its agent can read the traces.
     """
     tolerate_surrogates()
     try:
+        if add_self:
+            if servers or all_servers:
+                fail("install", "--self adds mcpsniff itself; it takes no --server or --all")
+            run_install_self(client_names, config_paths, dry_run, click.echo)
+            return
         run_install(client_names, config_paths, servers, all_servers, dry_run, click.echo, _note)
     except InstallError as exc:
         fail(exc.command, exc.reason)

@@ -16,6 +16,9 @@ from mcpsniff.filter import HELP as FILTER_HELP
 from mcpsniff.filter import Filter, build_views, index_findings
 from mcpsniff.filter.analyzed import AnalyzedRecords, frames_only
 from mcpsniff.filter.reading import LazyTraceRecords
+from mcpsniff.guard.context_cost import ServerCost, server_costs
+from mcpsniff.guard.inventory import InventoryError, read_inventory
+from mcpsniff.guard.tools_report import context_lines, tools_data
 from mcpsniff.stats.compute import compute
 from mcpsniff.stats.render import stats_lines
 from mcpsniff.terminal.safe_output import terminal_json_line, tolerate_surrogates
@@ -60,6 +63,7 @@ def stats(trace: Path, fmt: str, filter_expr: str | None) -> None:
             records = reading(readable)
             result = compute(build_views(records, index), flt)
             torn = records.torn
+            costs = _context_cost(readable, result.by_method)
     except TraceError as exc:
         click.echo(f"mcpsniff stats: {terminal_safe(str(exc))}", err=True)
         sys.exit(EXIT_ERROR)
@@ -71,10 +75,30 @@ def stats(trace: Path, fmt: str, filter_expr: str | None) -> None:
         warning = f"{trace}: {torn.describe()}"
         click.echo(f"mcpsniff stats: warning: {terminal_safe(warning)}", err=True)
     if fmt == "json":
-        click.echo(terminal_json_line(result.to_json(), option=orjson.OPT_NON_STR_KEYS))
+        document = result.to_json()
+        document["context_cost"] = tools_data(costs)
+        click.echo(terminal_json_line(document, option=orjson.OPT_NON_STR_KEYS))
         return
     for line in stats_lines(result, str(trace)):
         click.echo(line)
+    if costs:
+        click.echo("")
+    for line in context_lines(costs):
+        click.echo(line)
+
+
+#: The list methods whose results are definitions (mcpsniff/core/guard/fingerprint.py).
+_LISTS = ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
+
+
+def _context_cost(readable: Path, by_method: dict[str, object]) -> list[ServerCost]:
+    """Each server's definitions and their cost; a second pass only when a list was answered."""
+    if not any(method in by_method for method in _LISTS):
+        return []
+    try:
+        return server_costs(read_inventory([readable], warn=_quiet))
+    except InventoryError as exc:
+        raise TraceError(str(exc)) from None
 
 
 def _quiet(message: str) -> None:

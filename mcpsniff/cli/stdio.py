@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
 from mcpsniff.capture.sinks import Outputs
+from mcpsniff.cli.guard_options import enforce_policy, guard_relay_options
 from mcpsniff.cli.recording import OTLP_HELP, live_display, otlp_sink, recording_options
 from mcpsniff.cli.shared import fail
 from mcpsniff.core.escape import terminal_safe
@@ -17,6 +19,7 @@ from mcpsniff.trace.writer import TraceWriter
 @recording_options
 @click.option("--name", help="Label for the session and the default trace file name.")
 @click.option("--otlp", metavar="URL", help=OTLP_HELP)
+@guard_relay_options
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def stdio(
     trace_path: str | None,
@@ -25,6 +28,9 @@ def stdio(
     name: str | None,
     command: tuple[str, ...],
     otlp: str | None = None,
+    guard_mode: str = "off",
+    guard_pins: Path | None = None,
+    guard_forbid: tuple[str, ...] = (),
 ) -> None:
     """Relay and record a stdio MCP server: mcpsniff stdio [OPTIONS] -- COMMAND [ARGS]...
 
@@ -37,6 +43,8 @@ def stdio(
     options = StdioOptions(
         command=list(command), trace=trace_path, show=show, redact=not no_redact, name=name
     )
+    label = f"stdio:{name or Path(command[0]).name}"
+    options.guard = enforce_policy("stdio", label, guard_mode, guard_pins, guard_forbid)
     if otlp:
         otlp_sink("stdio", otlp)  # a bad endpoint or a missing extra: exit 2 now, not later
         options.outputs = Outputs(otlp=otlp)

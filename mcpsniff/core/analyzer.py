@@ -10,7 +10,7 @@ rules, through exactly the code the live relays run (docs/architecture.md, invar
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from itertools import islice
 
 from mcpsniff.core.model import C2S, S2C, EventRecord, FindingRecord, FrameRecord, Record
@@ -211,6 +211,22 @@ def replay_batches(
     """
     if analyzer is None:
         analyzer = Analyzer()
+    last_t, last_seq = yield from replay_inputs(inputs, analyzer)
+    analyzer.counter.value = last_seq
+    for session in list(analyzer.sessions.values()):
+        if not session.state.ended:
+            yield end_unended(session, analyzer.counter.next(), last_t)
+
+
+def replay_inputs(
+    inputs: Iterable[FrameRecord | EventRecord | None], analyzer: Analyzer
+) -> Generator[list[Record], None, tuple[float, int]]:
+    """``replay_batches`` without the ends of the sessions left open; returns the last t and seq.
+
+    A ``None`` among the inputs stands for an input another analyzer takes
+    (``check`` split by session, ``mcpsniff/check/split.py``): it ends the run
+    of frames, as that input would, and is otherwise passed over.
+    """
     last_t = 0.0
     last_seq = 0
     # Consecutive frames of one session are analyzed together (one
@@ -223,13 +239,19 @@ def replay_batches(
     limit = MAX_RUN
     for record in inputs:
         is_frame = type(record) is FrameRecord
-        if is_frame and record.session == run_key and len(run) < limit:
+        if is_frame and record.session == run_key and len(run) < limit:  # type: ignore[union-attr]
             # The usual input: the next frame of the run (the checks below, for it).
             run.append(record)  # type: ignore[arg-type]
-            if record.t > last_t:
-                last_t = record.t
-            if record.seq > last_seq:
-                last_seq = record.seq
+            if record.t > last_t:  # type: ignore[union-attr]
+                last_t = record.t  # type: ignore[union-attr]
+            if record.seq > last_seq:  # type: ignore[union-attr]
+                last_seq = record.seq  # type: ignore[union-attr]
+            continue
+        if record is None:
+            if run:
+                yield run_session.analyze_frames(run)  # type: ignore[union-attr]
+                run = []
+                run_session = run_key = None
             continue
         if record.t > last_t:
             last_t = record.t
@@ -247,7 +269,9 @@ def replay_batches(
             yield [record]
             continue
         session = analyzer.session(
-            record.session, record.transport if is_frame else "stdio", record.seq
+            record.session,
+            record.transport if is_frame else "stdio",  # type: ignore[union-attr]
+            record.seq,
         )
         if analyzer.drops:
             yield analyzer.take_dropped(record.t)
@@ -259,17 +283,19 @@ def replay_batches(
             yield session.apply_event(record)  # type: ignore[arg-type]
     if run:
         yield run_session.analyze_frames(run)  # type: ignore[union-attr]
-    analyzer.counter.value = last_seq
-    for session in analyzer.sessions.values():
-        if not session.state.ended:
-            end = EventRecord(
-                analyzer.counter.next(),
-                last_t,
-                session.key,
-                "session-end",
-                {"synthetic": True, "reason": "trace ended without session-end"},
-            )
-            yield session.apply_event(end)
+    return last_t, last_seq
+
+
+def end_unended(session: Session, seq: int, t: float) -> list[Record]:
+    """End a session the trace left open, with a made-up ``session-end`` at ``seq`` and ``t``."""
+    end = EventRecord(
+        seq,
+        t,
+        session.key,
+        "session-end",
+        {"synthetic": True, "reason": "trace ended without session-end"},
+    )
+    return session.apply_event(end)
 
 
 __all__ = [
@@ -279,7 +305,9 @@ __all__ = [
     "STATE_DROPPED",
     "Analyzer",
     "dropped_id",
+    "end_unended",
     "replay",
     "replay_batches",
+    "replay_inputs",
     "replay_notable",
 ]

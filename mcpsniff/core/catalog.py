@@ -158,14 +158,17 @@ def _resolve_severity(sev: str, version: str | None) -> Severity:
 #: frozen snapshot of ``mcp-rules.md`` predates), in the same format; they come
 #: after the generated ones, and may not reuse their ids.
 ADDED_FILE = "catalog_added.json"
+#: The guard's rules (tool poisoning, drift, pins, policy gates): not protocol
+#: rules, so in a file of their own, after the added ones.
+GUARD_FILE = "catalog_guard.json"
 
 
 @functools.cache
 def _catalog() -> Mapping[str, CatalogEntry]:
-    """Load ``catalog.json`` and ``catalog_added.json`` (once) into an ordered, read-only
-    id -> entry mapping."""
+    """Load ``catalog.json``, ``catalog_added.json`` and ``catalog_guard.json`` (once) into
+    an ordered, read-only id -> entry mapping."""
     entries: dict[str, CatalogEntry] = {}
-    for name in ("catalog.json", ADDED_FILE):
+    for name in ("catalog.json", ADDED_FILE, GUARD_FILE):
         text = resources.files("mcpsniff.core").joinpath(name).read_text(encoding="utf-8")
         raw: dict[str, dict[str, Any]] = json.loads(text)
         for rule_id in raw:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 
@@ -18,3 +19,21 @@ def json_type(value: Any) -> str:
     if isinstance(value, list):
         return "array"
     return "object"
+
+
+def any_leaf(value: Any, test: Callable[[Any], bool]) -> bool:
+    """Whether ``test`` holds for a leaf of a parsed JSON value (all but objects and arrays).
+
+    Iterative, with a stack of its own: a value from traffic or a trace may
+    nest deeper than Python's recursion limit.
+    """
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif test(item):
+            return True
+    return False

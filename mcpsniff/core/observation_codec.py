@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from mcpsniff.core.frozen import maker
 from mcpsniff.core.observations import KINDS, StreamData
 
 _HEADER = struct.Struct("<BII")
@@ -79,31 +80,9 @@ _STREAM_META = struct.Struct("<Bd")
 #: The directions of a byte stream, by their code.
 _STREAM_DIRECTIONS = ("c2s", "s2c")
 _STREAM_CODES = {"c2s": 0, "s2c": 1}
-
-
-def _stream_data_maker() -> Any:
-    """``StreamData(direction, t, body)`` at half the cost of its ``__init__``.
-
-    A frozen dataclass's ``__init__`` sets each field through
-    ``object.__setattr__``; the slots' own descriptors do the same in less.
-    The decoder builds one per stdio chunk, so this is most of its cost.
-    """
-    new = object.__new__
-    set_direction = StreamData.direction.__set__  # type: ignore[attr-defined]
-    set_t = StreamData.t.__set__  # type: ignore[attr-defined]
-    set_body = StreamData.body.__set__  # type: ignore[attr-defined]
-
-    def make(direction: str, t: float, body: bytes) -> StreamData:
-        o = new(StreamData)
-        set_direction(o, direction)
-        set_t(o, t)
-        set_body(o, body)
-        return o
-
-    return make
-
-
-_make_stream_data = _stream_data_maker()
+#: ``StreamData(direction, t, body)`` without the class call: the decoder makes
+#: one per stdio chunk, so this is most of its cost.
+_make_stream_data = maker(StreamData)
 
 
 def encode_stream_data(direction: str, t: float, body: bytes) -> bytes:

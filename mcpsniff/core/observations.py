@@ -8,7 +8,7 @@ the ``Session``. They travel between processes with ``observation_codec``
 (no pickle).
 
 A stdio shell sees two byte streams (``StreamData``, ``StreamEnd``), the
-child's stderr (``Stderr``) and transport events (``TransportEvent``). An
+child's stderr (``Stderr``) and what it did with the child (``StdioEvent``). An
 HTTP shell sees exchanges, numbered by the shell (``exchange``), and tells
 what it did to one itself with the adapter's own typed events
 (``EndpointRewritten``, ``RequestCut``). Bytes a full
@@ -21,12 +21,15 @@ trace ends.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, get_args
+
+from mcpsniff.core.frozen import fast_init
 
 #: Header pairs as text, or the bytes pairs mitmproxy holds (decoded on the analysis side).
 Headers = tuple[tuple[str, str], ...] | tuple[tuple[bytes, bytes], ...]
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class StreamData:
     """Bytes forwarded in ``direction`` of a byte stream (stdio: ``c2s`` or ``s2c``)."""
@@ -36,6 +39,7 @@ class StreamData:
     body: bytes
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class StreamEnd:
     """The byte stream in ``direction`` ended."""
@@ -44,6 +48,7 @@ class StreamEnd:
     t: float
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class StreamGap:
     """``lost`` bytes forwarded in ``direction`` never reached the analysis (a full backlog)."""
@@ -53,6 +58,7 @@ class StreamGap:
     lost: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Stderr:
     """A piece of the stdio child's stderr, passed on; ``b""`` when it ended."""
@@ -61,6 +67,7 @@ class Stderr:
     body: bytes
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class RequestBegin:
     """A whole request went on: its head, and its body (or the rest of a streamed one).
@@ -80,6 +87,7 @@ class RequestBegin:
     body: bytes
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class RequestBody:
     """A piece of a request body sent ahead of its ``RequestBegin`` (``offset``: bytes before)."""
@@ -90,6 +98,7 @@ class RequestBody:
     body: bytes
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class RequestGap:
     """``lost`` bytes at the end of a request body never reached the analysis."""
@@ -99,6 +108,7 @@ class RequestGap:
     lost: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ResponseBegin:
     """The response's status and headers went on."""
@@ -109,6 +119,7 @@ class ResponseBegin:
     headers: Headers
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ResponseBody:
     """A piece of the response body went on (``whole``: the entire body, from a buffering shell)."""
@@ -119,6 +130,7 @@ class ResponseBody:
     body: bytes
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ResponseGap:
     """``lost`` bytes of the response body never reached the analysis (a full backlog)."""
@@ -128,6 +140,7 @@ class ResponseGap:
     lost: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class NoFirstEvent:
     """A session-less GET stream sent no event within the shell's hold limit."""
@@ -136,6 +149,7 @@ class NoFirstEvent:
     t: float
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ExchangeEnd:
     """The exchange is over (``whole``: False when it was cut short)."""
@@ -146,6 +160,7 @@ class ExchangeEnd:
     whole: bool
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Unreachable:
     """The upstream could not be reached; the shell answered 502."""
@@ -156,16 +171,113 @@ class Unreachable:
     reason: str
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
-class TransportEvent:
-    """A transport event of no exchange (a refused connection, say), in ``session``."""
+class StdioStart:
+    """``mcpsniff stdio`` began, to run ``command`` (as the trace stores it), as process ``pid``."""
 
-    session: str
-    name: str
+    name: ClassVar[str] = "session-start"
     t: float
-    data: dict[str, Any]
+    command: list[str]
+    pid: int
+
+    def data(self) -> dict[str, Any]:
+        return {"command": self.command, "transport": "stdio", "pid": self.pid}
 
 
+@fast_init
+@dataclass(frozen=True, slots=True)
+class ChildSpawned:
+    """The stdio child runs as ``child_pid``, the program ``argv0`` resolved to."""
+
+    name: ClassVar[str] = "spawned"
+    t: float
+    child_pid: int
+    argv0: str
+
+    def data(self) -> dict[str, Any]:
+        return {"child_pid": self.child_pid, "argv0": self.argv0}
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class SpawnFailed:
+    """The stdio child could not be started: ``error`` says why."""
+
+    name: ClassVar[str] = "spawn-failed"
+    t: float
+    command: list[str]
+    error: str
+
+    def data(self) -> dict[str, Any]:
+        return {"command": self.command, "error": self.error}
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class SignalForwarded:
+    """mcpsniff received ``signal`` (its name, ``SIGTERM``) and passed it to the child's group."""
+
+    name: ClassVar[str] = "signal"
+    t: float
+    signal: str
+
+    def data(self) -> dict[str, Any]:
+        return {"signal": self.signal}
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class ChildExited:
+    """The stdio child exited: its return code and the exit status mcpsniff passes on.
+
+    ``signal`` names the signal that killed it (a negative return code), and
+    ``forwarded_signals`` the signals mcpsniff had passed on before.
+    """
+
+    name: ClassVar[str] = "exit"
+    t: float
+    returncode: int
+    status: int
+    signal: str | None
+    forwarded_signals: list[str]
+
+    def data(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"returncode": self.returncode, "status": self.status}
+        if self.signal is not None:
+            data["signal"] = self.signal
+        if self.forwarded_signals:
+            data["forwarded_signals"] = self.forwarded_signals
+        return data
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class GuardAnswered:
+    """``--guard enforce`` answered a ``tools/call`` itself and did not forward it.
+
+    ``tool`` is the refused tool, ``reason`` why, ``id`` the request's id: the
+    trace says that mcpsniff answered, so no rule blames the server for it.
+    """
+
+    name: ClassVar[str] = "guard-answered"
+    t: float
+    tool: str
+    reason: str
+    id: Any
+
+    def data(self) -> dict[str, Any]:
+        return {"tool": self.tool, "reason": self.reason, "id": self.id}
+
+
+#: What a stdio shell tells of its child and itself, each written as a
+#: transport event of its ``name`` with its ``data()``.
+StdioEvent = StdioStart | ChildSpawned | SpawnFailed | SignalForwarded | ChildExited | GuardAnswered
+#: The classes of ``StdioEvent``.
+STDIO_EVENTS: tuple[type, ...] = get_args(StdioEvent)
+
+
+@fast_init
 @dataclass(frozen=True, slots=True)
 class CaptureGap:
     """Observations the shell dropped (a full backlog) since the last gap."""
@@ -175,6 +287,7 @@ class CaptureGap:
     lost_bytes: int
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class CaptureEnd:
     """The capture is over: every session ends here."""
@@ -182,7 +295,8 @@ class CaptureEnd:
     t: float
 
 
-@dataclass(slots=True)
+@fast_init
+@dataclass(frozen=True, slots=True)
 class EndpointRewritten:
     """The shell rewrote a legacy endpoint event's URL to point at itself."""
 
@@ -196,7 +310,8 @@ class EndpointRewritten:
         return {"exchange": self.exchange, "from": self.old, "to": self.new}
 
 
-@dataclass(slots=True)
+@fast_init
+@dataclass(frozen=True, slots=True)
 class RequestCut:
     """A request ended before its end; ``body_bytes`` of its body reached the upstream."""
 
@@ -209,7 +324,8 @@ class RequestCut:
         return {"exchange": self.exchange, "body_bytes": self.body_bytes}
 
 
-@dataclass(slots=True)
+@fast_init
+@dataclass(frozen=True, slots=True)
 class HttpRefused:
     """What the relay refused or cut that belongs to no exchange (a bad head, a slow one)."""
 
@@ -244,7 +360,7 @@ Observation = (
     | HttpRefused
     | ExchangeEnd
     | Unreachable
-    | TransportEvent
+    | StdioEvent
     | CaptureGap
     | CaptureEnd
 )
@@ -261,7 +377,7 @@ KINDS: tuple[type, ...] = (
     EndpointRewritten,
     ExchangeEnd,
     Unreachable,
-    TransportEvent,
+    StdioStart,
     CaptureGap,
     CaptureEnd,
     # Appended, so that the tags above keep their numbers.
@@ -271,4 +387,9 @@ KINDS: tuple[type, ...] = (
     Stderr,
     RequestCut,
     HttpRefused,
+    ChildSpawned,
+    SpawnFailed,
+    SignalForwarded,
+    ChildExited,
+    GuardAnswered,
 )

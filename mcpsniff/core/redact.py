@@ -31,6 +31,7 @@ from typing import Any
 from urllib.parse import unquote_plus
 
 from mcpsniff.core.hint_scan import HintScanner, Hits
+from mcpsniff.core.jsontypes import any_leaf
 from mcpsniff.core.secret_names import PROTOCOL_NAMES, Context, is_secret_name, words
 from mcpsniff.core.secret_values import DETECTORS, VALUE_HINTS, Detector
 
@@ -588,18 +589,8 @@ def recorded_argv(argv: Sequence[str], redact: bool) -> list[str]:
 
 
 def holds_mark(value: Any) -> bool:
-    """Whether a parsed JSON value holds a redaction mark anywhere (iteratively: no recursion)."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if MARK in item:
-                return True
-        elif isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False
+    """Whether a parsed JSON value holds a redaction mark anywhere."""
+    return any_leaf(value, lambda item: isinstance(item, str) and MARK in item)
 
 
 def redaction_explains(frame: Any, value: Any) -> bool:

@@ -58,6 +58,8 @@ _FAMILY_PAGES: dict[str, tuple[str, ...]] = {
     "LOG": ("server/utilities/logging",),
     "COMPL": ("server/utilities/completion",),
     "PAGE": ("server/utilities/pagination",),
+    # The guard's rules: tools and their trust and safety.
+    "GUARD": ("server/tools",),
     "TOOL": ("server/tools",),
     "RES": ("server/resources",),
     "PROMPT": ("server/prompts",),

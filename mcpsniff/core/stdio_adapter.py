@@ -17,13 +17,14 @@ from typing import Any, Protocol
 
 from mcpsniff.core.model import C2S, S2C, Record
 from mcpsniff.core.observations import (
+    STDIO_EVENTS,
     CaptureEnd,
     CaptureGap,
     Stderr,
+    StdioEvent,
     StreamData,
     StreamEnd,
     StreamGap,
-    TransportEvent,
 )
 from mcpsniff.core.redact import redact_frame
 
@@ -64,7 +65,7 @@ class StdioAdapter:
             StreamEnd: self._end_of_stream,
             StreamGap: self._gap,
             Stderr: self._stderr,
-            TransportEvent: self._event,
+            **dict.fromkeys(STDIO_EVENTS, self._event),
             CaptureGap: self._capture_gap,
             CaptureEnd: self._capture_end,
         }
@@ -128,8 +129,8 @@ class StdioAdapter:
         data = {"lost_calls": o.lost_calls, "lost_bytes": o.lost_bytes}
         self.recorder.event(SESSION, "capture-gap", o.t, data)
 
-    def _event(self, o: TransportEvent) -> None:
-        self.recorder.event(o.session, o.name, o.t, o.data)
+    def _event(self, o: StdioEvent) -> None:
+        self.recorder.event(SESSION, o.name, o.t, o.data())
 
     def _capture_end(self, o: CaptureEnd) -> None:
         for direction in (C2S, S2C):

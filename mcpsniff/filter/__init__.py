@@ -46,6 +46,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mcpsniff.filter.compile import Predicate, compile_node, parse_duration
 from mcpsniff.filter.errors import FilterError
@@ -94,6 +95,11 @@ class Filter:
     def matches(self, view: MessageView) -> bool:
         """Whether ``view`` satisfies the expression."""
         return self._predicate(view)
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        # Sent to another process (``check --jobs``) as its expression, compiled
+        # again there: the compiled predicate is made of closures, which pickle refuses.
+        return compile_filter, (self.expression,)
 
 
 def compile_filter(expression: str) -> Filter:

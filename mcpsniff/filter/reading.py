@@ -17,7 +17,7 @@ from pathlib import Path
 import orjson
 
 from mcpsniff.core.model import FrameRecord, Record
-from mcpsniff.trace.codec import TraceError, decode_record, exact_loads, glued_record
+from mcpsniff.trace.codec import TraceError, exact_loads, glued_record
 from mcpsniff.trace.longlines import PROBE, ReadPast, line_from
 from mcpsniff.trace.reader import (
     TornLine,
@@ -26,7 +26,7 @@ from mcpsniff.trace.reader import (
     torn_piece_reason,
     warn_skipped,
 )
-from mcpsniff.trace.validate import frame_problem, problem
+from mcpsniff.trace.validate import checked_record, frame_problem
 
 _FRAME = b'{"type":"frame"'
 _MESSAGE = b'{"type":"message"'
@@ -105,12 +105,7 @@ class LazyTraceRecords:
                     self._on_skip(skip_message(self.path, number, torn_piece_reason(at)))
                 if obj.get("type") == "header":
                     continue  # an appended session's header
-                reason = problem(obj)
-                if reason is None:
-                    try:
-                        record = decode_record(obj, line)
-                    except TraceError as exc:
-                        reason = str(exc)
+                record, reason = checked_record(obj, line)
                 if reason is not None:
                     self._on_skip(skip_message(self.path, number, reason))
                     continue

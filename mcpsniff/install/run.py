@@ -35,6 +35,7 @@ from mcpsniff.install.plan import (
     plan_unwrap,
     read_config,
 )
+from mcpsniff.install.self_entry import SELF_NAME, plan_self
 from mcpsniff.trace.paths import safe_name, traces_dir
 
 UNINSTALL = "uninstall"
@@ -204,6 +205,50 @@ def run_install(
         say(f"  backup: {terminal_safe(str(backup))}")
     if not dry_run and any(p.changed for _, p in plans):
         say(f"traces will go to {traces_dir()}; restart the client to apply")
+
+
+def run_install_self(
+    client_names: tuple[str, ...],
+    config_paths: tuple[Path, ...],
+    dry_run: bool,
+    say: Callable[[str], None],
+) -> None:
+    """Add ``mcpsniff mcp`` as a server to every chosen configuration file."""
+    targets = _targets("install", client_names, config_paths)
+    try:
+        plans = [
+            (title, plan_self(path, "servers" if path.name == "mcp.json" and title == "VS Code"
+                              else "mcpServers"))
+            for title, path in targets
+        ]  # fmt: skip
+    except ConfigError as exc:
+        raise InstallError("install", str(exc)) from None
+    if not dry_run:
+        for _, plan in plans:
+            if plan.differs:
+                _check_writable("install", plan.path)
+    for title, plan in plans:
+        say(f"{title}: {terminal_safe(str(plan.path))}")
+        if not plan.differs:
+            say(f"  = {SELF_NAME}: already configured; left alone")
+            continue
+        say(f"  + {SELF_NAME}: mcpsniff mcp, the recorded traces for the agent (read-only)")
+        if dry_run:
+            for line in _diff(plan):
+                say(line)
+            continue
+        try:
+            backup = write_backup(_client_id(title), plan.path, plan.original, plan.new_bytes, {})
+            write_atomically(plan.path, plan.new_bytes, expected=plan.original)
+        except ChangedMeanwhile:
+            raise InstallError(
+                "install", f"{plan.path}: changed while mcpsniff was editing it; run again"
+            ) from None
+        except OSError as exc:
+            raise InstallError(
+                "install", f"{plan.path}: cannot write: {exc.strerror or exc}"
+            ) from None
+        say(f"  backup: {terminal_safe(str(backup))}")
 
 
 def _check_writable(command: str, path: Path) -> None:

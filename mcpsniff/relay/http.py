@@ -553,6 +553,7 @@ def run_http(
             warn=warn,
             idle=not options.show,
             in_child=sock.close,  # the listening socket is the relay's alone
+            history_label=f"http:{meta['upstream']}",
         )
     except OSError as exc:
         opened.writer.close()

@@ -25,7 +25,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from mcpsniff.capture.analysis_process import AnalysisProcess
 from mcpsniff.capture.channel import Channel
@@ -33,9 +32,19 @@ from mcpsniff.capture.sinks import Outputs
 from mcpsniff.capture.supervisor import Forwarded, Supervisor
 from mcpsniff.capture.worker import fork_analysis
 from mcpsniff.core.model import C2S, S2C, Record
-from mcpsniff.core.observations import Stderr, StreamEnd, TransportEvent
+from mcpsniff.core.observations import (
+    ChildExited,
+    ChildSpawned,
+    SignalForwarded,
+    SpawnFailed,
+    Stderr,
+    StdioEvent,
+    StdioStart,
+    StreamEnd,
+)
 from mcpsniff.core.redact import recorded_argv
 from mcpsniff.core.stdio_adapter import SESSION, StdioAdapter
+from mcpsniff.guard.enforce import EnforcePolicy, Gate
 from mcpsniff.relay.stdio_io import (
     CHUNK,
     Input,
@@ -68,6 +77,8 @@ class StdioOptions:
     backlog_limit: int = DEFAULT_BACKLOG_LIMIT
     #: What the analysis process feeds besides the trace (``mcpsniff.capture.sinks``).
     outputs: Outputs = field(default_factory=Outputs)
+    #: ``--guard enforce``: what the relay refuses (None: a transparent recorder).
+    guard: EnforcePolicy | None = None
 
 
 class StartError(Exception):
@@ -144,14 +155,8 @@ class StdioRelay:
     async def run(self) -> int:
         """Relay until the child exits; return the exit status to pass on."""
         self.channel.attach(asyncio.get_running_loop())
-        self._event(
-            "session-start",
-            {
-                "command": recorded_argv(self.options.command, self.options.redact),
-                "transport": "stdio",
-                "pid": os.getpid(),
-            },
-        )
+        command = recorded_argv(self.options.command, self.options.redact)
+        self._tell(StdioStart(time.time(), command, os.getpid()))
         argv = list(self.options.command)
         resolved = shutil.which(argv[0])
         if resolved is None and os.sep in argv[0]:
@@ -183,10 +188,10 @@ class StdioRelay:
             reason = exc.strerror or str(exc)
             self.warn(f"mcpsniff stdio: cannot start {argv[0]}: {reason}")
             shown = recorded_argv(argv, self.options.redact)
-            self._event("spawn-failed", {"command": shown, "error": reason})
+            self._tell(SpawnFailed(time.time(), shown, reason))
             await self._finish()
             return EXIT_NOT_STARTED
-        self._event("spawned", {"child_pid": self.proc.pid, "argv0": resolved})
+        self._tell(ChildSpawned(time.time(), self.proc.pid, resolved))
         self._install_signals()
         # The transports below make our stdin, stdout and stderr pipes
         # non-blocking, and O_NONBLOCK belongs to the open file description,
@@ -224,8 +229,14 @@ class StdioRelay:
         assert self.proc is not None
         proc = self.proc
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
-        to_child = asyncio.create_task(self._pump_stdin(stdin, proc))
-        from_child = asyncio.create_task(self._pump_out(proc.stdout, stdout, S2C))
+        if self.options.guard is None:
+            to_child = asyncio.create_task(self._pump_stdin(stdin, proc))
+            from_child = asyncio.create_task(self._pump_out(proc.stdout, stdout, S2C))
+        else:  # --guard enforce: whole lines, tools/call judged (relay/stdio_gate.py)
+            from mcpsniff.relay.stdio_gate import gated_pumps
+
+            gate = Gate(self.options.guard)
+            to_child, from_child = gated_pumps(self, stdin, stdout, proc, gate)
         errors = asyncio.create_task(self._pump_stderr(proc.stderr, stderr))
         # Not ``proc.wait()``, which (Python 3.11) resolves only once the child
         # has exited *and* all its pipes are closed: a grandchild that keeps
@@ -251,17 +262,14 @@ class StdioRelay:
             await self._end_group()
         self._child_transport.close()  # its pipes; the child is already reaped
         status = 128 + -returncode if returncode < 0 else returncode
-        exit_data: dict[str, Any] = {"returncode": returncode, "status": status}
-        if returncode < 0:
-            exit_data["signal"] = signal.Signals(-returncode).name
-        if self._signals:
-            exit_data["forwarded_signals"] = [signal.Signals(s).name for s in self._signals]
-        self._event("exit", exit_data, exited_at)
+        killed_by = signal.Signals(-returncode).name if returncode < 0 else None
+        forwarded = [signal.Signals(s).name for s in self._signals]
+        self._tell(ChildExited(exited_at, returncode, status, killed_by, forwarded))
         await self._finish()
         return status
 
-    def _event(self, name: str, data: dict[str, Any], t: float | None = None) -> None:
-        self.channel.send(TransportEvent(SESSION, name, time.time() if t is None else t, data))
+    def _tell(self, event: StdioEvent) -> None:
+        self.channel.send(event)
 
     async def _finish(self) -> None:
         """End the capture and wait until the analysis process has completed the trace.
@@ -338,7 +346,7 @@ class StdioRelay:
         self._signals.append(sig)
         if self._first_signal_at is None:
             self._first_signal_at = time.monotonic()
-        self._event("signal", {"signal": signal.Signals(sig).name})
+        self._tell(SignalForwarded(time.time(), signal.Signals(sig).name))
         self._kill_group(sig)
         loop = asyncio.get_running_loop()
         loop.call_later(self.options.grace, self._kill_group, signal.SIGKILL)
@@ -407,6 +415,7 @@ def run_stdio(
             warn=warn,
             label="mcpsniff stdio",
             idle=not options.show,
+            history_label=f"stdio:{options.name or Path(options.command[0]).name}",
         )
     except OSError as exc:
         writer.close()

@@ -54,17 +54,22 @@ class TraceError(Exception):
     """The trace cannot be read: missing, not a trace, or corrupt before its end."""
 
 
+def _frame_fields(record: FrameRecord) -> dict[str, Any]:
+    """The fields every frame line starts with, in their order on the line."""
+    return {
+        "type": "frame",
+        "seq": record.seq,
+        "t": record.t,
+        "session": record.session,
+        "dir": record.direction,
+        "transport": record.transport,
+    }
+
+
 def encode_record(record: Record) -> dict[str, Any]:
     """Turn a record into the JSON object stored on its trace line."""
     if isinstance(record, FrameRecord):
-        obj: dict[str, Any] = {
-            "type": "frame",
-            "seq": record.seq,
-            "t": record.t,
-            "session": record.session,
-            "dir": record.direction,
-            "transport": record.transport,
-        }
+        obj = _frame_fields(record)
         try:
             obj["text"] = record.raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -234,14 +239,7 @@ def _embedded_frame(record: FrameRecord) -> bytes | None:
         return None
     head = None if record.meta else _frame_head(record, eol, end)
     if head is None:
-        obj: dict[str, Any] = {
-            "type": "frame",
-            "seq": record.seq,
-            "t": record.t,
-            "session": record.session,
-            "dir": record.direction,
-            "transport": record.transport,
-        }
+        obj = _frame_fields(record)
         if record.meta:
             obj["meta"] = record.meta
         obj["eol"] = eol
@@ -347,7 +345,12 @@ def exact_loads(line: bytes) -> Any:
 
 
 def _may_have_lost_digits(value: Any) -> bool:
-    """Whether ``value`` holds a float as large as an integer orjson reads inexactly."""
+    """Whether ``value`` holds a float as large as an integer orjson reads inexactly.
+
+    ``core.jsontypes.any_leaf`` with the test inlined: every line a reader
+    reads passes here, and a call per leaf costs ``check`` 3-6%
+    (``benchmarks/ab_same_process.py --only inputs``).
+    """
     stack = [value]
     while stack:
         item = stack.pop()

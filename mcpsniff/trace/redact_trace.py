@@ -71,32 +71,35 @@ class RedactReport:
         return f"replaced {self.total} value(s): {'; '.join(parts)} (lines {where}{more})"
 
 
+#: The keys of a header's ``meta`` and of an event's data that hold a command
+#: line, and those that hold a URL (an event's ``path`` carries a query too).
+_ARGV_KEYS = ("command", "client_command")
+_HEADER_URL_KEYS = ("upstream", "url")
+_EVENT_URL_KEYS = ("path", "url", "upstream")
+
+
 def redact_header_meta(meta: dict[str, Any]) -> tuple[dict[str, Any], int]:
     """A trace header's ``meta`` with the command line, URLs and secrets replaced."""
-    out: dict[str, Any] = {}
-    count = 0
-    for key, value in meta.items():
-        if key in ("command", "client_command") and isinstance(value, list):
-            new, n = redact_argv([str(v) for v in value])
-        elif key in ("upstream", "url") and isinstance(value, str):
-            new, n = redact_url(value)
-        else:
-            new, n = redact_json_value(value, key)
-        out[key] = new
-        count += n
-    return out, count
+    return _redact_fields(meta, _HEADER_URL_KEYS, headers=False)
 
 
 def redact_event_data(name: str, data: dict[str, Any]) -> tuple[dict[str, Any], int]:
     """An event's data with its secrets replaced (headers, URLs, argv, stderr, bodies)."""
+    return _redact_fields(data, _EVENT_URL_KEYS, headers=True)
+
+
+def _redact_fields(
+    fields: dict[str, Any], url_keys: tuple[str, ...], *, headers: bool
+) -> tuple[dict[str, Any], int]:
+    """``fields`` with each value redacted as what its key says it is, and the count."""
     out: dict[str, Any] = {}
     count = 0
-    for key, value in data.items():
-        if key == "headers" and isinstance(value, list):
+    for key, value in fields.items():
+        if headers and key == "headers" and isinstance(value, list):
             new, n = redact_header_pairs(value)
-        elif key in ("command", "client_command") and isinstance(value, list):
+        elif key in _ARGV_KEYS and isinstance(value, list):
             new, n = redact_argv([str(v) for v in value])
-        elif key in ("path", "url", "upstream") and isinstance(value, str):
+        elif key in url_keys and isinstance(value, str):
             new, n = redact_url(value)
         else:
             new, n = redact_json_value(value, key)

@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from mcpsniff.core.model import Record
-from mcpsniff.trace.codec import TraceError, decode_record, exact_loads, glued_record
+from mcpsniff.trace.codec import exact_loads, glued_record
 from mcpsniff.trace.longlines import ReadPast, junk_reason
 from mcpsniff.trace.reader import skip_message, torn_piece_reason, warn_skipped
-from mcpsniff.trace.validate import problem
+from mcpsniff.trace.validate import checked_record
 
 
 class TraceTail:
@@ -79,12 +79,7 @@ class TraceTail:
                 if self._line == 1:
                     self.header = obj
                 continue
-            reason = problem(obj)
-            if reason is None:
-                try:
-                    record = decode_record(obj, line)
-                except TraceError as exc:
-                    reason = str(exc)
+            record, reason = checked_record(obj, line)
             if reason is not None:
                 self._on_skip(skip_message(self.path, self._line, reason))
                 continue

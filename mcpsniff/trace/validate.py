@@ -18,7 +18,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from mcpsniff.core.model import KINDS, SEVERITIES
+from mcpsniff.core.model import KINDS, SEVERITIES, Record
+from mcpsniff.trace.codec import TraceError, decode_record
 
 # Tuples, not sets: a hostile value may be unhashable (a list), and `in` on a
 # tuple compares instead of hashing.
@@ -60,14 +61,22 @@ def _number(value: Any) -> bool:
     return type(value) in (int, float) and math.isfinite(value)
 
 
-def frame_problem(obj: dict[str, Any]) -> str | None:
-    """What is wrong with a frame record's fields, or None (the payload is checked on decode)."""
+def _stamp_problem(obj: dict[str, Any]) -> str | None:
+    """What is wrong with the fields a frame and an event both have: seq, t and session."""
     if not _int(obj.get("seq")):
         return "seq is not an integer"
     if not _time(obj.get("t")):
         return "t is not a time in seconds"
     if type(obj.get("session")) is not str:
         return "session is not a string"
+    return None
+
+
+def frame_problem(obj: dict[str, Any]) -> str | None:
+    """What is wrong with a frame record's fields, or None (the payload is checked on decode)."""
+    stamp = _stamp_problem(obj)
+    if stamp is not None:
+        return stamp
     if obj.get("dir") not in _DIRECTIONS:
         return "dir is not c2s or s2c"
     if type(obj.get("transport")) is not str:
@@ -91,12 +100,9 @@ def frame_problem(obj: dict[str, Any]) -> str | None:
 
 def event_problem(obj: dict[str, Any]) -> str | None:
     """What is wrong with an event record, or None."""
-    if not _int(obj.get("seq")):
-        return "seq is not an integer"
-    if not _time(obj.get("t")):
-        return "t is not a time in seconds"
-    if type(obj.get("session")) is not str:
-        return "session is not a string"
+    stamp = _stamp_problem(obj)
+    if stamp is not None:
+        return stamp
     name = obj.get("event")
     if type(name) is not str:
         return "event is not a string"
@@ -179,6 +185,23 @@ def problem(obj: Any) -> str | None:
     if check is None:
         return f"unknown record type {kind!r}"
     return check(obj)
+
+
+def checked_record(
+    obj: Any, line: bytes | None = None
+) -> tuple[Record | dict[str, Any] | None, str | None]:
+    """A parsed trace line's record (a dict: a header) and None, or None and why it is none.
+
+    What every reader of lines does with one: ``problem`` judges the fields,
+    then decoding the payload may still fail (``TraceError``).
+    """
+    reason = problem(obj)
+    if reason is not None:
+        return None, reason
+    try:
+        return decode_record(obj, line), None
+    except TraceError as exc:
+        return None, str(exc)
 
 
 def header_problem(obj: dict[str, Any]) -> str | None:

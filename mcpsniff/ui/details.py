@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from mcpsniff.core.error_layers import TOOL_ERROR, ErrorLayer, error_layer
+from mcpsniff.core.jsontypes import any_leaf
 from mcpsniff.core.model import ERROR, EventRecord, FrameRecord, Record
 from mcpsniff.filter import message_body
 from mcpsniff.ui.follow import file_size, read_record_at
@@ -156,17 +157,7 @@ def exact_for_page(value: Any) -> Any:
 
 def _has_big_int(value: Any) -> bool:
     """Whether an integer beyond 2**53 (which JavaScript would round) is inside ``value``."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if type(item) is int:
-            if abs(item) > 2**53:
-                return True
-        elif isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list):
-            stack.extend(item)
-    return False
+    return any_leaf(value, lambda item: type(item) is int and abs(item) > 2**53)
 
 
 def json_safe(value: Any, depth: int = 0) -> Any:

@@ -27,7 +27,7 @@ from mcpsniff.trace.codec import (
 )
 from mcpsniff.trace.longlines import LINE_LIMIT, NOT_A_RECORD, junk_reason
 from mcpsniff.trace.reader import HEADER_LIMIT, torn_piece_reason
-from mcpsniff.trace.validate import message_problem, problem
+from mcpsniff.trace.validate import checked_record, message_problem, problem
 
 _FRAME = b'{"type":"frame"'
 _MESSAGE = b'{"type":"message"'
@@ -186,13 +186,7 @@ class OffsetTail:
                 self._skip(torn_piece_reason(at))
         if isinstance(obj, dict) and obj.get("type") == "header":
             return offset, Header(offset, obj)
-        reason = NOT_A_RECORD if obj is None else problem(obj)
-        record: Any = None
-        if reason is None:
-            try:
-                record = decode_record(obj, line)
-            except TraceError as exc:
-                reason = str(exc)
+        record, reason = (None, NOT_A_RECORD) if obj is None else checked_record(obj, line)
         if reason is not None:
             self._skip(reason)
             return None

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpsniff.core.error_layers import LAYER_TITLES
+from mcpsniff.core.guard.fingerprint import LISTS
 from mcpsniff.core.model import Record
 from mcpsniff.filter import (
     Filter,
@@ -24,6 +25,8 @@ from mcpsniff.filter import (
     compile_filter,
     index_findings,
 )
+from mcpsniff.guard.context_cost import session_costs
+from mcpsniff.guard.inventory import InventoryError, read_inventory
 from mcpsniff.stats.compute import compute
 from mcpsniff.ui.follow import file_size, trace_records
 from mcpsniff.ui.model import SessionModel
@@ -114,7 +117,21 @@ def session_stats(path: Path, session: SessionModel) -> dict[str, Any]:
     stats = compute(session_views(path, {session.key}))
     out = stats.to_json()
     out["layer_titles"] = dict(LAYER_TITLES)
+    cost = context_costs(path, [out]).get(session.key)
+    if cost is not None:
+        out["context_cost"] = cost
     return out
+
+
+def context_costs(path: Path, stats: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """What each listed session's definitions cost, by session key (a pass over the trace,
+    only when one of ``stats`` counted a list method)."""
+    if not any(method in LISTS for figures in stats for method in figures.get("methods", ())):
+        return {}
+    try:
+        return session_costs(read_inventory([path]))
+    except InventoryError:
+        return {}
 
 
 def cached_key(path: Path, session: SessionModel, what: str) -> tuple[Any, ...]:

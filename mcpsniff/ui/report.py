@@ -33,7 +33,7 @@ from mcpsniff.trace.codec import TraceError
 from mcpsniff.ui.details import BODY_LIMIT, json_safe, record_detail
 from mcpsniff.ui.follow import LINE_LIMIT, Header, OffsetTail, decode_line, trace_records
 from mcpsniff.ui.model import SessionModel, TraceModel, bounded
-from mcpsniff.ui.queries import session_views
+from mcpsniff.ui.queries import context_costs, session_views
 from mcpsniff.ui.server import SESSION_LIST_LIMIT, static_text
 
 #: Rows a report holds at most (over all its sessions); the rest is cut, and the page says so.
@@ -163,6 +163,7 @@ def report_data(path: Path, flt: Filter | None = None) -> tuple[dict[str, Any], 
     stats = _stats(path, {s.key for s in chosen}, flt)
     sessions = []
     data: dict[str, Any] = {}
+    costs = context_costs(path, [s.to_json() for s in stats.values()])
     budget = _Budget()
     cut = 0
     with open(path, "rb") as trace:
@@ -180,6 +181,8 @@ def report_data(path: Path, flt: Filter | None = None) -> tuple[dict[str, Any], 
             summary["cut"] = len(wanted) - len(shown)
             figures = json_safe(stats[session.key].to_json())
             figures["layer_titles"] = dict(LAYER_TITLES)
+            if session.key in costs:
+                figures["context_cost"] = json_safe(costs[session.key])
             filtered = flt is not None
             data[session.id] = _session_data(trace, session, shown, filtered, figures, budget)
             sessions.append(summary)

@@ -22,17 +22,19 @@ from mcpsniff.core.model import C2S, S2C, EventRecord, FrameRecord
 from mcpsniff.core.observations import (
     CaptureEnd,
     CaptureGap,
+    ChildSpawned,
     ExchangeEnd,
     RequestBegin,
     RequestBody,
     RequestGap,
     ResponseBody,
     ResponseGap,
+    SignalForwarded,
     Stderr,
+    StdioStart,
     StreamData,
     StreamEnd,
     StreamGap,
-    TransportEvent,
 )
 from mcpsniff.trace.reader import TraceReader
 from mcpsniff.trace.writer import TraceWriter
@@ -47,7 +49,7 @@ def test_observations_arrive_in_order_with_their_time_and_bytes() -> None:
     read_fd, write_fd = os.pipe()
     channel = Channel(write_fd, limit=1 << 20)
     sent = [
-        TransportEvent("stdio", "session-start", 1.5, {"pid": 7}),
+        StdioStart(1.5, ["server"], 7),
         StreamData(C2S, 2.25, b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'),
         StreamData(S2C, 3.0, b"\xff\x00 not utf-8"),
         Stderr(3.5, b"log line\n"),
@@ -67,7 +69,7 @@ def test_one_turn_of_the_event_loop_is_one_write() -> None:
         read_fd, write_fd = os.pipe()
         channel = Channel(write_fd, limit=1 << 20)
         channel.attach(asyncio.get_running_loop())
-        channel.send(TransportEvent("stdio", "spawned", 0.0, {}))
+        channel.send(ChildSpawned(0.0, 7, "/bin/server"))
         for n in range(99):
             channel.send(StreamData(C2S, float(n), b"x" * 100 + b"\n"))
         os.set_blocking(read_fd, False)
@@ -291,7 +293,7 @@ def test_dropped_observations_without_bytes_are_told_before_the_next_one_that_go
         channel.send(ExchangeEnd(number, 1.0, "complete", True))
     assert channel.lost_bare > 0
     monkeypatch.setattr(channel_module, "METADATA_ALLOWANCE", 1 << 30)  # room for metadata again
-    marker = TransportEvent("s", "marker", 2.0, {})
+    marker = SignalForwarded(2.0, "SIGTERM")
     channel.send(marker)
     assert channel.lost_bare == 0
     received: list[Any] = []

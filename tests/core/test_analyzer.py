@@ -128,6 +128,34 @@ def test_replay_batches_hold_the_records_of_replay_in_order_one_session_each() -
         assert sum(type(r) is FrameRecord for r in batch) <= analyzer.MAX_RUN
 
 
+def test_a_none_input_ends_the_run_as_another_sessions_input_would() -> None:
+    inputs = _inputs()
+    alone = list(analyzer.replay_batches(_fresh(inputs)))
+    # Session a's share, b's inputs standing as None (check/split.py's workers).
+    own = [r if r.session == "a" else None for r in _fresh(inputs)]
+    shared = Analyzer()
+    batches = analyzer.replay_inputs(own, shared)
+    mine: list[list[Record]] = []
+    while True:
+        try:
+            mine.append(next(batches))
+        except StopIteration as stop:
+            last_t, last_seq = stop.value
+            break
+    # The same runs of a's frames, cut where one of b's inputs came between
+    # (and the end replay_batches makes up for a, which replay_inputs leaves out).
+    of_a = [b for b in alone if b[0].session == "a"]
+    assert of_a[-1][0].data["synthetic"] is True  # type: ignore[union-attr]
+    assert [_shown(b) for b in mine] == [_shown(b) for b in of_a[:-1]]
+    assert last_seq == max(r.seq for r in inputs if r.session == "a")
+    assert last_t == max(r.t for r in inputs if r.session == "a")
+    assert not shared.sessions["a"].state.ended
+    end = analyzer.end_unended(shared.sessions["a"], 999, 9.5)
+    assert (end[0].seq, end[0].t, end[0].event) == (999, 9.5, "session-end")
+    assert end[0].data == {"synthetic": True, "reason": "trace ended without session-end"}
+    assert shared.sessions["a"].state.ended
+
+
 def _notable(records: list[Record]) -> list[str]:
     return _shown([r for r in records if type(r) in (FindingRecord, EventRecord)])
 

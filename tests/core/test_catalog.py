@@ -66,19 +66,28 @@ def test_version_constants() -> None:
 ADDED_JSON = REPO_ROOT / "mcpsniff" / "core" / "catalog_added.json"
 
 
+GUARD_JSON = REPO_ROOT / "mcpsniff" / "core" / "catalog_guard.json"
+
+
 def _added() -> dict[str, dict[str, object]]:
     return json.loads(ADDED_JSON.read_text(encoding="utf-8"))
 
 
+def _guard() -> dict[str, dict[str, object]]:
+    return json.loads(GUARD_JSON.read_text(encoding="utf-8"))
+
+
 def test_count_and_order() -> None:
-    """The reference catalogue's 297 rules, then the ones this repository adds."""
+    """The reference catalogue's 297 rules, then the ones this repository adds, then the guard's."""
     entries = all_entries()
     added = list(_added())
-    assert len(entries) == 297 + len(added)
+    guard = list(_guard())
+    assert len(entries) == 297 + len(added) + len(guard)
     assert len({e.id for e in entries}) == len(entries)
     assert entries[0].id == "JR-PARSE"
     assert entries[296].id == "MOD-DEPRECATED"
-    assert [e.id for e in entries[297:]] == added
+    assert [e.id for e in entries[297 : 297 + len(added)]] == added
+    assert [e.id for e in entries[297 + len(added) :]] == guard
     assert all(isinstance(e, CatalogEntry) for e in entries)
 
 
@@ -98,7 +107,20 @@ def test_added_rules_are_whole_entries() -> None:
 def test_all_entries_returns_a_copy() -> None:
     entries = all_entries()
     entries.clear()
-    assert len(all_entries()) == 297 + len(_added())
+    assert len(all_entries()) == 297 + len(_added()) + len(_guard())
+
+
+def test_guard_rules_are_whole_entries_of_every_version() -> None:
+    """catalog_guard.json: not protocol rules, so every version has them."""
+    for rule_id, data in _guard().items():
+        entry = get(rule_id)
+        assert rule_id.startswith("GUARD-"), rule_id
+        assert set(data) == {"sev", "versions", "check", "source", "section"}, rule_id
+        assert entry.versions == VERSIONS, rule_id
+        assert entry.check.startswith("[") and entry.source, rule_id
+        assert entry.section == "17. Guard (GUARD-*)", rule_id
+    assert get("GUARD-PIN").default_severity == "error"
+    assert get("GUARD-HIDDEN-DEFINITION").default_severity == "warning"
 
 
 def test_jr_parse() -> None:

@@ -10,11 +10,15 @@ from mcpsniff.capture.recorder import TraceRecorder
 from mcpsniff.core.model import C2S, S2C, EventRecord, FrameRecord, Record
 from mcpsniff.core.observations import (
     CaptureEnd,
+    ChildExited,
+    ChildSpawned,
+    SignalForwarded,
+    SpawnFailed,
     Stderr,
+    StdioStart,
     StreamData,
     StreamEnd,
     StreamGap,
-    TransportEvent,
 )
 from mcpsniff.core.stdio_adapter import STDERR_EVENT_LIMIT, StdioAdapter
 
@@ -84,13 +88,24 @@ def test_stderr_becomes_one_redacted_event_per_line() -> None:
 def test_transport_events_and_eof_pass_through() -> None:
     records = run(
         [
-            TransportEvent("stdio", "spawned", 1.0, {"child_pid": 42}),
+            StdioStart(0.5, ["server", "--flag"], 41),
+            ChildSpawned(1.0, 42, "/usr/bin/server"),
             StreamData(C2S, 2.0, PING),
             StreamEnd(C2S, 3.0),
+            SignalForwarded(3.5, "SIGTERM"),
+            ChildExited(3.6, -15, 143, "SIGTERM", ["SIGTERM"]),
             CaptureEnd(4.0),
         ]
     )
-    assert events(records, "spawned") == [{"child_pid": 42}]
+    # The trace keeps the one shape of a transport event: a name and its object.
+    assert events(records, "session-start") == [
+        {"command": ["server", "--flag"], "transport": "stdio", "pid": 41}
+    ]
+    assert events(records, "spawned") == [{"child_pid": 42, "argv0": "/usr/bin/server"}]
+    assert events(records, "signal") == [{"signal": "SIGTERM"}]
+    assert events(records, "exit") == [
+        {"returncode": -15, "status": 143, "signal": "SIGTERM", "forwarded_signals": ["SIGTERM"]}
+    ]
     assert len(events(records, "session-end")) == 1
 
 
@@ -172,3 +187,18 @@ def test_a_gap_accounts_for_every_byte(where: str) -> None:
         ]
     )
     assert _accounted(records, S2C) == len(first) + 500 + len(rest)
+
+
+def test_a_clean_exit_and_a_failed_spawn_keep_their_recorded_shape() -> None:
+    records = run(
+        [
+            SpawnFailed(1.0, ["nope", "--x"], "command not found"),
+            ChildExited(2.0, 0, 0, None, []),
+            CaptureEnd(3.0),
+        ]
+    )
+    assert events(records, "spawn-failed") == [
+        {"command": ["nope", "--x"], "error": "command not found"}
+    ]
+    # No signal killed it and none was forwarded: the keys are absent, as before.
+    assert events(records, "exit") == [{"returncode": 0, "status": 0}]

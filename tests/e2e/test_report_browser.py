@@ -221,3 +221,20 @@ def test_markup_in_a_report_never_runs(page: object, tmp_path: Path) -> None:
     assert page.locator("#detail img, #detail script, .rows img, #session-list img").count() == 0
     assert dialogs == []
     assert page.errors == []
+
+
+def test_the_stats_tab_shows_the_context_cost_largest_first(page: object, tmp_path: Path) -> None:
+    trace = REPO / "tests" / "data" / "guard" / "clean-memory.jsonl"
+    out = make_report(trace, tmp_path / "report.html")
+    page.goto(out.as_uri())
+    page.wait_for_selector(".row", timeout=WAIT_MS)
+    page.locator("[data-tab=stats]").click()
+    page.wait_for_selector("table.stats[data-kind=context-cost]", timeout=WAIT_MS)
+    heading = page.locator(".context-cost h3").inner_text()
+    assert heading.startswith("Context cost: 10928 bytes, ") and "o200k_base" in heading
+    rows = page.locator("table.stats[data-kind=context-cost] tr").all_inner_texts()
+    assert rows[1].split("\t")[:3] == ["tool", "search_nodes", "1472"]
+    sizes = [int(r.split("\t")[2]) for r in rows[1:]]
+    assert sizes == sorted(sizes, reverse=True)
+    assert "not estimated" in page.locator(".context-cost p").inner_text()
+    assert page.errors == []

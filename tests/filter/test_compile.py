@@ -132,3 +132,12 @@ def test_load_views_reads_a_gallery_trace_with_all_its_findings() -> None:
     views = list(load_views(trace))
     flt = compile_filter("rule == JR-RESP-REQUIRED and kind == request")
     assert [(v.method, v.id) for v in views if flt.matches(v)] == [("tools/call", 3)]
+
+
+def test_a_filter_pickles_as_its_expression_compiled_again() -> None:
+    import pickle
+
+    flt = compile_filter("method == tools/call and latency > 5ms")
+    copy = pickle.loads(pickle.dumps(flt))
+    assert copy.expression == flt.expression and copy.tree == flt.tree
+    assert copy is not flt

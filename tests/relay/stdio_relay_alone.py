@@ -14,6 +14,7 @@ import sys
 from dataclasses import fields
 from typing import Any
 
+from mcpsniff.core.observations import StdioEvent
 from mcpsniff.relay.stdio import StdioOptions, StdioRelay
 
 
@@ -33,6 +34,9 @@ class CapturingChannel:
         for key, value in row.items():
             if isinstance(value, bytes):
                 row[key] = value.decode("latin-1")
+        if isinstance(observation, StdioEvent):
+            # As the trace will have it: the event's name and its object.
+            row.update(name=observation.name, data=observation.data())
         self.seen.append({"kind": type(observation).__name__, **row})
 
     def send_data(self, direction: str, t: float, chunk: bytes) -> None:

@@ -73,7 +73,10 @@ def test_text_report_names_layers_and_tools() -> None:
         "50.0ms",
     ]
     assert any(line.strip().startswith("tool error (isError: true)") for line in lines)
-    assert lines[-1] == "unanswered requests: 0"
+    # The context cost of the listed tools comes last (mcpsniff/guard/tools_report.py).
+    cost = lines.index("context cost of definitions (what each server adds to a model's context)")
+    assert lines[cost - 2] == "unanswered requests: 0"
+    assert lines[-1].startswith("  tokens by o200k_base, cl100k_base;")
 
 
 @pytest.fixture(scope="module")

@@ -27,7 +27,7 @@ from mcpsniff.terminal.render import Style, Timeline, report_lines
 from mcpsniff.trace.codec import header
 from mcpsniff.trace.reader import TraceReader
 from mcpsniff.trace.tail import TraceTail
-from mcpsniff.trace.validate import problem
+from mcpsniff.trace.validate import checked_record, problem
 
 GOOD: dict[str, dict[str, Any]] = {
     "frame": {
@@ -331,3 +331,14 @@ def test_an_embedded_frame_with_a_wrong_field_is_skipped_with_the_validators_rea
         assert warnings == []
     else:  # a len that does not point at the payload: named as such
         assert field == "len" and len(warnings) == 1 and "len says" in warnings[0]
+
+
+def test_checked_record_gives_the_record_or_why_there_is_none() -> None:
+    record, reason = checked_record(GOOD["frame"])
+    assert reason is None and isinstance(record, FrameRecord) and record.seq == 1
+    assert checked_record(["not", "an", "object"]) == (None, "not a JSON object")
+    assert checked_record({**GOOD["frame"], "seq": "3"}) == (None, "seq is not an integer")
+    # The fields are right but the payload does not decode: the decoder's reason.
+    broken = {k: v for k, v in GOOD["frame"].items() if k not in ("text", "json")}
+    record, reason = checked_record({**broken, "b64": "***"})
+    assert record is None and reason is not None and reason.startswith("malformed frame record")

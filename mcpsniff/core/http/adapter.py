@@ -40,7 +40,6 @@ from mcpsniff.core.observations import (
     ResponseBegin,
     ResponseBody,
     ResponseGap,
-    TransportEvent,
     Unreachable,
 )
 
@@ -97,7 +96,6 @@ class ObservationAdapter:
             RequestBegin: self._begin,
             RequestBody: self._request_body,
             RequestGap: self._request_gap,
-            TransportEvent: self._event,
             HttpRefused: self._refused,
             CaptureGap: self._capture_gap,
             CaptureEnd: self._end,
@@ -144,9 +142,6 @@ class ObservationAdapter:
                 )
             else:
                 recorder.event(session, item.name, item.t, item.data())  # type: ignore[union-attr]
-
-    def _event(self, o: TransportEvent) -> None:
-        self.recorder.event(o.session, o.name, o.t, o.data)
 
     def _refused(self, o: HttpRefused) -> None:
         self.recorder.event(RELAY_SESSION, o.name, o.t, o.data())

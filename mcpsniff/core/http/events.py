@@ -10,10 +10,10 @@ event into that object, so the trace stays as it always was (the rules in
 A ``Frame`` is no event but a message body for the analyzer (a POST body, a
 JSON reply, an SSE event's data).
 
-Performance: slotted dataclasses, not frozen ones (a frozen dataclass sets
-each field through ``object.__setattr__``, six times the cost, and the adapter
-makes an event and a frame for every SSE event); nothing changes them once
-made. ``EndpointRewritten``, ``RequestCut`` and ``HttpRefused`` are
+The events are frozen, slotted dataclasses made by ``fast_init``
+(``mcpsniff.core.frozen``): the adapter makes an event and a frame for every
+SSE event, and a frozen dataclass's own ``__init__`` would cost four times as
+much. ``EndpointRewritten``, ``RequestCut`` and ``HttpRefused`` are
 observations too: the shell sends them as they are
 (``mcpsniff.core.observations``).
 """
@@ -23,10 +23,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from mcpsniff.core.frozen import fast_init
 from mcpsniff.core.observations import EndpointRewritten, HttpRefused, RequestCut
 
 
-@dataclass(slots=True)
+@fast_init
+@dataclass(frozen=True, slots=True)
 class HttpRequest:
     """A request went to the server (its frame, if any, follows it)."""
 
@@ -56,7 +58,8 @@ class HttpRequest:
         }
 
 
-@dataclass(slots=True)
+@fast_init
+@dataclass(frozen=True, slots=True)
 class HttpResponse:
     """The response head came back."""
 
@@ -70,7 +73,8 @@ class HttpResponse:
         return {"exchange": self.exchange, "status": self.status, "headers": self.headers}
 
 
-@dataclass(slots=True)
+@fast_init
+@dataclass(frozen=True, slots=True)
 class SseEventSeen:
     """One event (or comment-only block) of a response's event stream."""
 
@@ -104,7 +108,8 @@ class SseEventSeen:
         return data
 
 
-@dataclass(slots=True)
+@fast_init
+@dataclass(frozen=True, slots=True)
 class HttpEnd:
     """The exchange is over (``body_bytes``: the response body's size; None: no response)."""
 
@@ -120,7 +125,8 @@ class HttpEnd:
         return {"exchange": self.exchange, "outcome": self.outcome, "body_bytes": self.body_bytes}
 
 
-@dataclass(slots=True)
+@fast_init
+@dataclass(frozen=True, slots=True)
 class UpstreamUnreachable:
     """The upstream could not be reached; the shell answered 502."""
 
@@ -134,7 +140,8 @@ class UpstreamUnreachable:
         return {"exchange": self.exchange, "url": self.url, "error": self.error}
 
 
-@dataclass(slots=True)
+@fast_init
+@dataclass(frozen=True, slots=True)
 class HttpErrorBody:
     """The start of an HTTP error's body that is no JSON-RPC (an HTML 404 page, say)."""
 
@@ -147,7 +154,8 @@ class HttpErrorBody:
         return {"exchange": self.exchange, "excerpt": self.excerpt}
 
 
-@dataclass(slots=True)
+@fast_init
+@dataclass(frozen=True, slots=True)
 class BodyNotAnalyzed:
     """A body passed, but could not be decoded for the analyzer: no frame."""
 
@@ -162,7 +170,8 @@ class BodyNotAnalyzed:
         return {"exchange": self.exchange, "dir": self.direction, "reason": self.reason}
 
 
-@dataclass(slots=True)
+@fast_init
+@dataclass(frozen=True, slots=True)
 class ExchangeGap:
     """Bytes of an exchange's body never reached the analysis: forwarded, not analyzed."""
 
@@ -185,7 +194,8 @@ class ExchangeGap:
         return data
 
 
-@dataclass(slots=True)
+@fast_init
+@dataclass(frozen=True, slots=True)
 class Frame:
     """A message body for the analyzer, with the meta its frame record carries."""
 

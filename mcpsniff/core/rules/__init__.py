@@ -29,6 +29,7 @@
 * ``removed``: what 2026-07-28 removed or deprecated, in every position (MOD-REMOVED, ...)
 * ``mrtr``: what inputRequests may ask, where a requestState may go (MOD-MRTR-*)
 * ``apps_extension``: MCP Apps, tools with a ui:// view (EXT-APPS-*)
+* ``guard``: hidden instructions in definitions and results, drift within a session (GUARD-*)
 
 Every module registers its rules with ``@rule``; ``Session`` only dispatches.
 """
@@ -70,6 +71,7 @@ from mcpsniff.core.rules import tasks_routing
 from mcpsniff.core.rules import removed
 from mcpsniff.core.rules import mrtr
 from mcpsniff.core.rules import apps_extension
+from mcpsniff.core.rules import guard
 # isort: on
 
 #: The rule modules, in the order they register (and so run).
@@ -78,6 +80,7 @@ MODULES += (client_features, content, utilities, http, http_bodies, http_origin,
 MODULES += (subscriptions, http_stateless, http_2026, http_status_2026, negotiation)
 MODULES += (utilities_2026, http_sse_2026)
 MODULES += (tasks_extension, tasks_routing, removed, mrtr, apps_extension)
+MODULES += (guard,)
 
 #: Every catalogue id the analyzer can report (the ids the registered rules
 #: declare), in catalogue order.

@@ -72,6 +72,24 @@ def link_bad_input(session: SessionBase, msg: Msg) -> tuple[int, str] | None:
     return culprit, kind
 
 
+def is_bad_input_error(msg: Msg) -> bool:
+    """Whether ``msg`` is a -32700 or -32600 error (the replies to unreadable input)."""
+    code = msg.error_code
+    return msg.kind == ERROR and type(code) is int and code in BAD_INPUT_CODES
+
+
+def answer_bad_input(session: SessionBase, msg: Msg, reason: str) -> bool:
+    """Pair the bad-input error ``msg`` with the bad frame it answers, if one waits.
+
+    The pairing rules run for ``reason``; False when no bad frame waits.
+    """
+    linked = link_bad_input(session, msg)
+    if linked is None:
+        return False
+    pairing_rules(session, reason, msg, *linked)
+    return True
+
+
 # --------------------------------------------------------------------------- requests
 
 
@@ -126,11 +144,8 @@ def match_response(session: SessionBase, msg: Msg) -> None:
         # JSON-RPC §5: "If there was an error in detecting the id in the Request
         # object (e.g. Parse error/Invalid Request), it MUST be Null": such a
         # reply answers the oldest bad frame the other side sent.
-        code = msg.error_code
-        if msg.kind == ERROR and type(code) is int and code in BAD_INPUT_CODES:
-            linked = link_bad_input(session, msg)
-            if linked is not None:
-                pairing_rules(session, "bad-input-reply", msg, *linked)
+        if is_bad_input_error(msg):
+            answer_bad_input(session, msg, "bad-input-reply")
             return
         pairing_rules(session, "null-id", msg)
         return
@@ -194,14 +209,10 @@ def match_response(session: SessionBase, msg: Msg) -> None:
         msg.note = "duplicate-response"
         pairing_rules(session, "duplicate-response", msg, None)
         return
-    code = msg.error_code
-    if msg.kind == ERROR and type(code) is int and code in BAD_INPUT_CODES:
-        # A -32700/-32600 with an id nobody sent, while a bad frame waits for
-        # its reply: that reply, with an id it could not have read.
-        linked = link_bad_input(session, msg)
-        if linked is not None:
-            pairing_rules(session, "orphan-bad-input-reply", msg, *linked)
-            return
+    # A -32700/-32600 with an id nobody sent, while a bad frame waits for its
+    # reply: that reply, with an id it could not have read.
+    if is_bad_input_error(msg) and answer_bad_input(session, msg, "orphan-bad-input-reply"):
+        return
     if lost_precision(session, msg, pending):
         return
     msg.note = "orphan"

@@ -805,7 +805,34 @@
       body.appendChild(el("h3", null, "Unanswered requests"));
       body.appendChild(el("p", "empty", unanswered.map(([m, n]) => `${m} × ${n}`).join(", ")));
     }
+    if (stats.context_cost) body.appendChild(contextCost(stats.context_cost));
     box.appendChild(body);
+  }
+
+  // What the server's definitions cost in a model's context, largest first
+  // (mcpsniff/guard/context_cost.py); every value is text, never markup.
+  function contextCost(cost) {
+    const part = el("div", "context-cost");
+    const tokens = (c) => Object.entries(c.tokens || {}).map(([k, v]) => `${v} ${k}`).join(", ");
+    const total = tokens(cost.total);
+    part.appendChild(el("h3", null, `Context cost: ${cost.total.bytes} bytes${total ? ", " + total + " tokens" : ""}`));
+    const t = el("table", "stats");
+    t.dataset.kind = "context-cost";
+    const head = el("tr");
+    for (const h of ["kind", "name", "bytes", "tokens", "guard"]) head.appendChild(el("th", null, h));
+    t.appendChild(head);
+    for (const d of cost.definitions || []) {
+      const tr = el("tr");
+      tr.appendChild(el("td", null, d.kind));
+      tr.appendChild(el("td", null, d.name));
+      tr.appendChild(el("td", null, d.bytes));
+      tr.appendChild(el("td", null, tokens(d)));
+      tr.appendChild(el("td", (d.findings || []).length ? "sev-warning" : null, (d.findings || []).join("; ")));
+      t.appendChild(tr);
+    }
+    part.appendChild(t);
+    part.appendChild(el("p", "muted", cost.not_estimated || ""));
+    return part;
   }
 
   function table(byName, label) {

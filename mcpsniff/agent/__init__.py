@@ -1,0 +1,1 @@
+"""``mcpsniff mcp``: the recorded traces as an MCP server an agent reads them through."""

@@ -1,0 +1,155 @@
+"""``check`` over several traces: one worker process a trace, reports in argument order.
+
+Each trace is checked by ``run_check``, exactly as alone; only where its report
+goes differs. With one job the reports go straight to the streams; with more,
+each worker writes its trace's report (standard output) and warnings (standard
+error) to two files, and they are copied to the streams in the order the traces
+were named, each as soon as it and every trace before it are done. Either way
+the bytes are the same: the output does not depend on ``--jobs``.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TextIO
+
+from mcpsniff.check.run import CheckError, CheckOptions, run_check
+from mcpsniff.core.escape import terminal_safe
+
+#: How much of a worker's report file is copied to the stream at a time.
+_COPY_CHUNK = 1 << 16
+
+
+@dataclass(frozen=True)
+class TraceVerdict:
+    """One trace's outcome: its failing findings, or why it could not be read."""
+
+    trace: Path
+    failing: int = 0
+    #: The one-line reason the trace could not be checked (exit status 2).
+    error: str | None = None
+
+
+def default_jobs() -> int:
+    """The number of cores this process may run on (``check --jobs``'s default)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def check_traces(
+    options: Sequence[CheckOptions],
+    jobs: int,
+    out: TextIO,
+    err: TextIO,
+) -> list[TraceVerdict]:
+    """Check every trace of ``options`` with up to ``jobs`` processes; report to ``out``/``err``.
+
+    The reports come in the order of ``options``, byte for byte what one
+    process writes (``check_to_streams``), whatever ``jobs`` is.
+    """
+    if jobs <= 1 or len(options) <= 1:
+        return [check_to_streams(one, out, err) for one in options]
+    return list(_check_in_workers(options, jobs, out, err))
+
+
+def check_to_streams(options: CheckOptions, out: TextIO, err: TextIO) -> TraceVerdict:
+    """Check one trace of several: its header line (text), report, warnings, or its error."""
+    if options.fmt == "text":
+        out.write(f"trace {terminal_safe(str(options.trace))}\n")
+
+    def say(line: str) -> None:
+        out.write(line + "\n")
+
+    def warn(text: str) -> None:
+        err.write(f"mcpsniff check: warning: {text}\n")
+
+    try:
+        failing = run_check(options, out, say, warn)
+    except CheckError as exc:
+        err.write(f"mcpsniff check: {terminal_safe(str(exc))}\n")
+        return TraceVerdict(options.trace, error=str(exc))
+    return TraceVerdict(options.trace, failing)
+
+
+def _check_in_workers(
+    options: Sequence[CheckOptions], jobs: int, out: TextIO, err: TextIO
+) -> Iterator[TraceVerdict]:
+    encoding = getattr(out, "encoding", None) or "utf-8"
+    with (
+        tempfile.TemporaryDirectory(prefix="mcpsniff-check-") as folder,
+        ProcessPoolExecutor(max_workers=min(jobs, len(options)), mp_context=_context()) as pool,
+    ):
+        futures: list[tuple[Path, Path, Future[TraceVerdict]]] = []
+        for number, one in enumerate(options):
+            out_path = Path(folder, f"{number}.out")
+            err_path = Path(folder, f"{number}.err")
+            futures.append(
+                (
+                    out_path,
+                    err_path,
+                    pool.submit(_check_to_files, one, out_path, err_path, encoding),
+                )
+            )
+        try:
+            for (out_path, err_path, future), one in zip(futures, options, strict=True):
+                try:
+                    verdict = future.result()
+                except BrokenProcessPool:
+                    # Its worker died (killed, out of memory): this trace has no
+                    # verdict, and neither have those not yet done.
+                    reason = f"{one.trace}: the process checking it died"
+                    err.write(f"mcpsniff check: {terminal_safe(reason)}\n")
+                    yield TraceVerdict(one.trace, error=reason)
+                    continue
+                _copy(out_path, out, encoding)
+                _copy(err_path, err, encoding)
+                out_path.unlink()
+                err_path.unlink()
+                yield verdict
+        except BaseException:
+            for _, _, future in futures:
+                future.cancel()
+            raise
+
+
+def _check_to_files(
+    options: CheckOptions, out_path: Path, err_path: Path, encoding: str
+) -> TraceVerdict:
+    """In a worker: ``check_to_streams`` into two files (text as the parent's stdout encodes it)."""
+    # backslashreplace: what ``tolerate_surrogates`` makes of a lone surrogate on stdout.
+    with (
+        open(out_path, "w", encoding=encoding, errors="backslashreplace") as out,
+        open(err_path, "w", encoding=encoding, errors="backslashreplace") as err,
+    ):
+        return check_to_streams(options, out, err)
+
+
+def _copy(path: Path, stream: TextIO, encoding: str) -> None:
+    with open(path, encoding=encoding, errors="surrogateescape") as source:
+        shutil.copyfileobj(source, stream, _COPY_CHUNK)
+    stream.flush()
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    # A fork starts a worker without importing mcpsniff again (~0.3 s each);
+    # where there is none, a fresh interpreter.
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+
+
+def labelled(options: CheckOptions, several: bool) -> CheckOptions:
+    """``options`` with the trace named in each JSON finding when several traces are checked."""
+    return replace(options, trace_label=str(options.trace)) if several else options
+
+
+__all__ = ["TraceVerdict", "check_to_streams", "check_traces", "default_jobs", "labelled"]

@@ -1,0 +1,124 @@
+"""The stdio relay's pumps under ``--guard enforce``: whole lines, and a gate on ``tools/call``.
+
+Only with ``--guard enforce`` (``mcpsniff/guard/enforce.py``); the default
+pumps in ``stdio.py`` forward chunks as they come and never look inside. Here
+both directions are forwarded a whole line at a time, so that a reply mcpsniff
+writes itself falls between two of the server's lines, never inside one. A
+refused request is recorded as the client sent it, then the event
+``guard-answered`` (who answered and why), then the reply as the client
+received it on the server's stream: the trace says that mcpsniff answered.
+A last line without a newline is judged and forwarded when its stream ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from typing import TYPE_CHECKING
+
+from mcpsniff.core.model import C2S, S2C
+from mcpsniff.core.observations import GuardAnswered, StreamEnd
+from mcpsniff.guard.enforce import Gate
+from mcpsniff.relay.stdio_io import CHUNK, Input, Output, write_through
+
+if TYPE_CHECKING:
+    from mcpsniff.relay.stdio import StdioRelay
+
+#: The longest line the gate holds back waiting for its newline; a longer one is
+#: forwarded in pieces, unjudged (a tools/call is never that long).
+MAX_LINE = 16 << 20
+
+
+def gated_pumps(
+    relay: StdioRelay, stdin: Input, stdout: Output, proc: asyncio.subprocess.Process, gate: Gate
+) -> tuple[asyncio.Task[None], asyncio.Task[None]]:
+    """Start the two gated pumps; the tasks (client to server, server to client)."""
+    return (
+        asyncio.create_task(_pump_stdin(relay, stdin, stdout, proc, gate)),
+        asyncio.create_task(_pump_out(relay, stdout, proc, gate)),
+    )
+
+
+def _lines(buffer: bytearray) -> list[bytes]:
+    """The complete lines at the front of ``buffer`` (removed from it)."""
+    end = buffer.rfind(b"\n")
+    if end < 0:
+        if len(buffer) <= MAX_LINE:
+            return []
+        whole = bytes(buffer)
+        buffer.clear()
+        return [whole]
+    whole = bytes(buffer[: end + 1])
+    del buffer[: end + 1]
+    return whole.splitlines(keepends=True)
+
+
+async def _pump_stdin(
+    relay: StdioRelay, source: Input, stdout: Output, proc: asyncio.subprocess.Process, gate: Gate
+) -> None:
+    assert proc.stdin is not None
+    sink = proc.stdin
+    write_through(sink.transport)
+    send_data, send = relay.channel.send_data, relay.channel.send
+    forwarded = relay.forwarded
+    child_reads = True
+    buffer = bytearray()
+    ended = False
+    while not ended:
+        chunk = await source.read()
+        if chunk:
+            buffer += chunk
+            lines = _lines(buffer)
+        else:
+            ended, lines = True, ([bytes(buffer)] if buffer else [])
+        for line in lines:
+            refusal = gate.client_line(line)
+            now = time.time()
+            forwarded[C2S] += len(line)
+            if refusal is None:
+                if child_reads:
+                    try:
+                        sink.write(line)
+                        await sink.drain()
+                    except (BrokenPipeError, ConnectionResetError):
+                        child_reads = False
+                send_data(C2S, now, line)
+                continue
+            send_data(C2S, now, line)
+            send(GuardAnswered(now, refusal.tool, refusal.reason, refusal.request_id))
+            await stdout.write(refusal.reply)
+            forwarded[S2C] += len(refusal.reply)
+            send_data(S2C, now, refusal.reply)
+    send(StreamEnd(C2S, time.time()))
+    with contextlib.suppress(Exception):
+        sink.close()
+
+
+async def _pump_out(
+    relay: StdioRelay, sink: Output, proc: asyncio.subprocess.Process, gate: Gate
+) -> None:
+    assert proc.stdout is not None
+    source = proc.stdout
+    send_data = relay.channel.send_data
+    forwarded = relay.forwarded
+    buffer = bytearray()
+    while True:
+        chunk = await source.read(CHUNK)
+        if not chunk:
+            break
+        buffer += chunk
+        lines = _lines(buffer)
+        if not lines:
+            continue
+        block = b"".join(lines)
+        for line in lines:
+            gate.server_line(line)
+        await sink.write(block)
+        forwarded[S2C] += len(block)
+        send_data(S2C, time.time(), block)
+    if buffer:
+        await sink.write(bytes(buffer))
+        forwarded[S2C] += len(buffer)
+        send_data(S2C, time.time(), bytes(buffer))
+    relay.channel.send(StreamEnd(S2C, time.time()))
