@@ -48,3 +48,19 @@ def long_keys_trace(tmp_path: Path) -> Path:
     writer.write_all(list(replay(records)))
     writer.close()
     return path
+
+
+def method_trace(tmp_path: Path, method: str) -> Path:
+    """One request of ``method`` and its empty result, in session ``s1``, at ``t.jsonl``."""
+    request = json.dumps({"jsonrpc": "2.0", "id": 1, "method": method}) + "\n"
+    records = [
+        FrameRecord(1, 1767225600.0, "s1", "c2s", "stdio", request.encode()),
+        FrameRecord(
+            2, 1767225600.5, "s1", "s2c", "stdio", b'{"jsonrpc":"2.0","id":1,"result":{}}\n'
+        ),
+    ]
+    path = tmp_path / "t.jsonl"
+    writer = TraceWriter.create(path, meta={"source": "tests"})
+    writer.write_all(list(replay(records)))
+    writer.close()
+    return path

@@ -47,6 +47,14 @@ def export() -> None:
     help="Add the opt-in gen_ai.tool.call.arguments and gen_ai.tool.call.result "
     "attributes (credentials in them redacted). Off by default: they may be sensitive.",
 )
+@click.option(
+    "--deadline",
+    type=click.FloatRange(min=0, min_open=True),
+    default=60.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Give up (exit 2) when the collector has not taken the whole export by then.",
+)
 @filter_option
 def otlp(
     trace: Path,
@@ -54,6 +62,7 @@ def otlp(
     protocol: str | None,
     headers: tuple[str, ...],
     include_content: bool,
+    deadline: float = 60.0,
     filter_expr: str | None = None,
 ) -> None:
     """Send the MCP operations of TRACE to an OpenTelemetry collector as spans and metrics.
@@ -83,7 +92,7 @@ def otlp(
             protocol=protocol,
             headers=parse_headers(headers),
         )
-        exporter = OtlpExporter(settings)
+        exporter = OtlpExporter(settings, deadline=deadline)
     except (OtlpSettingsError, OtlpUnavailable) as exc:
         fail("export otlp", str(exc))
     try:
@@ -107,6 +116,12 @@ def otlp(
             f"{exporter.unsampled} operation(s) left out: their traceparent says not sampled"
         )
     where = settings.describe()
+    if exporter.timed_out:
+        fail(
+            "export otlp",
+            f"the collector at {where} had not taken the export after {deadline:g} s "
+            f"({exporter.spans_sent} span(s) sent, {exporter.spans_failed} not; --deadline)",
+        )
     if not sent.ok:
         fail(
             "export otlp",

@@ -95,6 +95,8 @@ def report(
     if result is None:
         return  # the diagram: its notes said all there is
     cut = f", {result.cut} rows cut (narrow it with --filter)" if result.cut else ""
+    if result.sessions_cut:
+        cut += f", {result.sessions_cut} older sessions left out (narrow it with --filter)"
     click.echo(
         f"mcpsniff report: wrote {terminal_safe(str(out))} "
         f"({result.sessions} sessions, {result.rows} rows{cut})",

@@ -29,7 +29,7 @@ def wildcard_warning(host: str) -> str | None:
         return None
     return (
         f"warning: listening on {host}, not loopback: anyone who can reach this address "
-        "can read every recorded trace the UI serves"
+        "and has the URL below (its ?token=) can read every recorded trace the UI serves"
     )
 
 

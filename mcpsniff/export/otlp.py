@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import os
 import random
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -28,6 +29,7 @@ from mcpsniff import __version__
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.core.redact import redact_url
 from mcpsniff.export.otel_spans import MetricPoint, Operation, SpanDraft, operation_metrics
+from mcpsniff.export.otlp_bounds import DeadlinePassed, bounded_session, call_by_deadline
 
 PROTOCOLS = ("http/protobuf", "grpc")
 #: The semantic conventions' advice for MCP duration histograms (seconds).
@@ -174,8 +176,13 @@ class OtlpExporter:
     Not thread-safe: one thread drives it.
     """
 
-    def __init__(self, settings: OtlpSettings) -> None:
+    def __init__(self, settings: OtlpSettings, deadline: float | None = None) -> None:
+        """``deadline``: seconds the whole run may wait on the collector (None: no bound)."""
         sdk = _import_sdk()
+        #: When (``time.monotonic()``) the exporter stops waiting on the collector.
+        self.deadline = time.monotonic() + deadline if deadline is not None else None
+        #: Whether the deadline passed (everything not yet sent counts as failed).
+        self.timed_out = False
         self._sdk = sdk
         protocol = settings.resolved_protocol()
         self.settings = settings
@@ -310,7 +317,7 @@ class OtlpExporter:
         while self._finished:
             batch = self._finished[:512]
             del self._finished[:512]
-            result = self._quiet(self._span_exporter.export, batch)
+            result = self._send(self._span_exporter.export, batch)
             if result == self._sdk.SpanExportResult.SUCCESS:
                 self.spans_sent += len(batch)
             else:
@@ -320,10 +327,22 @@ class OtlpExporter:
         if metrics and ok and self._metrics_dirty:
             data = self._reader.get_metrics_data()
             if data is not None:
-                result = self._quiet(self._metric_exporter.export, data)
+                result = self._send(self._metric_exporter.export, data)
                 ok = ok and getattr(result, "name", "") == "SUCCESS"
             self._metrics_dirty = False
         return ok
+
+    def _send(self, call: Any, *args: Any) -> Any:
+        """``_quiet(call, *args)``, given up when the deadline passes (None then)."""
+        if self.deadline is None:
+            return self._quiet(call, *args)
+        if self.timed_out:
+            return None
+        try:
+            return call_by_deadline(self.deadline, self._quiet, call, *args)
+        except DeadlinePassed:
+            self.timed_out = True
+            return None
 
     def _quiet(self, call: Any, *args: Any, **kwargs: Any) -> Any:
         # The exporters log each failed attempt; mcpsniff says it once, its own way.
@@ -342,6 +361,8 @@ class OtlpExporter:
     def shutdown(self) -> None:
         """Release the exporters (pending spans are dropped: flush first)."""
         self._finished.clear()
+        if self.timed_out:
+            return  # an exporter may still be blocked on the collector: closing would wait
         for closer in (self._span_exporter.shutdown, self._metric_exporter.shutdown):
             self._quiet(closer)
         self._quiet(self._meters.shutdown)
@@ -381,6 +402,10 @@ def _exporters(settings: OtlpSettings, protocol: str) -> tuple[Any, Any]:
     traces = _signal_url(settings.endpoint, "traces") if settings.endpoint else None
     metrics = _signal_url(settings.endpoint, "metrics") if settings.endpoint else None
     return (
-        OTLPSpanExporter(endpoint=traces, headers=headers, timeout=timeout),
-        OTLPMetricExporter(endpoint=metrics, headers=headers, timeout=timeout),
+        OTLPSpanExporter(
+            endpoint=traces, headers=headers, timeout=timeout, session=bounded_session()
+        ),
+        OTLPMetricExporter(
+            endpoint=metrics, headers=headers, timeout=timeout, session=bounded_session()
+        ),
     )

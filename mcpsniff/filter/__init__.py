@@ -31,7 +31,8 @@ reported at session end), pass ``index_findings(records)`` from a first pass.
 ``load_views(path)`` does both passes over a trace file.
 
 Semantics: ``==``/``!=`` compare exactly (``=`` is accepted for ``==``);
-``~``/``!~`` search a case-insensitive Python regular expression; ``<``, ``>``,
+``~``/``!~`` search a case-insensitive regular expression (RE2's syntax, Python's
+without backreferences and lookaround; linear time, see ``regex.py``); ``<``, ``>``,
 ``<=``, ``>=`` compare numbers, durations (``100ms``, ``1.5s``, ``2m``; a bare
 number is milliseconds) and severities (``info < warning < error``). ``and``
 (or ``&&``, or just a space), ``or`` (``||``), ``not`` (``!``) and parentheses

@@ -29,6 +29,7 @@ from mcpsniff.filter.fields import (
     SEVERITY,
     SEVERITY_ORDER,
 )
+from mcpsniff.filter.regex import compile_search
 from mcpsniff.filter.syntax import And, Compare, Node, Not, Or, Present, Text
 from mcpsniff.filter.view import MessageView
 
@@ -73,14 +74,7 @@ def _compare(node: Compare, source: str) -> Predicate:
     op = node.op
     get = field.get
     if op in ("~", "!~"):
-        try:
-            pattern = re.compile(node.value, re.IGNORECASE)
-        except re.error as exc:
-            offset = (exc.pos or 0) + (1 if node.quoted else 0)
-            raise FilterError(
-                f"bad regular expression: {exc.msg}", source, node.value_pos + offset
-            ) from None
-        search = pattern.search
+        search = compile_search(node.value, source, node.value_pos + (1 if node.quoted else 0))
 
         def matches(view: MessageView) -> bool:
             return any(search(_as_text(value)) for value in get(view))

@@ -178,6 +178,9 @@ class ViewBuilder:
     def __init__(self, findings_index: FindingsIndex | None = None) -> None:
         self._index = findings_index
         self._frame: FrameRecord | None = None
+        #: The last frame searched for a traceparent, and the answer.
+        self._scanned: FrameRecord | None = None
+        self._scanned_may_carry = False
         self._views: list[MessageView] = []
         self._event_view: MessageView | None = None
         #: Requests by (session, frame seq, batch index), to pair responses.
@@ -230,7 +233,16 @@ class ViewBuilder:
     def _findings_of(self, session: str, seq: int) -> list[FindingRecord]:
         if self._index is None:
             return []
-        return list(self._index.get((session, seq), ()))
+        # Shared, not copied: with an index no finding is ever appended to a view,
+        # and a batch of 10,000 elements would otherwise copy its frame's list 10,000 times.
+        return self._index.get((session, seq)) or []
+
+    def _may_carry_trace(self, frame: FrameRecord) -> bool:
+        """``_may_carry_trace(frame.raw)``, found once per frame, not once per batch element."""
+        if frame is not self._scanned:
+            self._scanned = frame
+            self._scanned_may_carry = _may_carry_trace(frame.raw)
+        return self._scanned_may_carry
 
     def _message_view(self, frame: FrameRecord, message: MessageRecord) -> MessageView:
         view = MessageView(
@@ -252,7 +264,7 @@ class ViewBuilder:
             frame=frame,
         )
         kind = message.kind
-        if kind in (REQUEST, NOTIFICATION) and _may_carry_trace(frame.raw):
+        if kind in (REQUEST, NOTIFICATION) and self._may_carry_trace(frame):
             view.trace = extract(view.body)
         if kind == REQUEST:
             if message.method == TOOLS_CALL:

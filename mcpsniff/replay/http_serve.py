@@ -21,7 +21,7 @@ from mcpsniff.net.listen_address import parse_listen_address
 from mcpsniff.replay import safejson
 from mcpsniff.replay.plan import RecordedExchange
 from mcpsniff.replay.script import Frame
-from mcpsniff.replay.serve import ReplayServer
+from mcpsniff.replay.serve import FRAME_LIMIT, ReplayServer
 from mcpsniff.replay.tap import Tap
 
 SESSION_HEADER = "Mcp-Session-Id"
@@ -162,7 +162,7 @@ async def serve_http(
     ``make_server`` makes the replay server of each client session.
     """
     replay = HttpReplay(make_server, tap)
-    app = web.Application(client_max_size=1 << 26)
+    app = web.Application(client_max_size=FRAME_LIMIT)
     app.router.add_route("POST", "/{tail:.*}", replay.post)
     app.router.add_route("GET", "/{tail:.*}", replay.get)
     app.router.add_route("DELETE", "/{tail:.*}", replay.delete)

@@ -45,6 +45,8 @@ UNMATCHED_CODE = -32601
 #: An implementation-defined server error (JSON-RPC 2.0 §5.1, -32000 to -32099): the
 #: recorded request was never answered, so there is no recorded answer to give.
 NOT_ANSWERED_CODE = -32000
+#: The largest frame answered, on either transport (a stdio line, an HTTP body).
+FRAME_LIMIT = 64 << 20
 #: How long a server-initiated request waits for the client's answer.
 ANSWER_TIMEOUT = 30.0
 #: How long a request that was cancelled in the recording waits for this client's cancel.
@@ -96,6 +98,11 @@ def target_of(body: dict[str, Any]) -> str | None:
             if isinstance(ref.get(key), str):
                 return ref[key]
     return None
+
+
+def parse_error(reason: str) -> dict[str, Any]:
+    """JSON-RPC 2.0 §5.1's answer to a frame that is not JSON: -32700, id null."""
+    return _error(None, -32700, f"Parse error: {reason}")
 
 
 def _error(request_id: Any, code: int, message: str, data: Any = None) -> dict[str, Any]:
@@ -151,7 +158,7 @@ class ReplayServer:
         except ValueError as exc:
             # JSON-RPC 2.0 §5.1: "Invalid JSON was received by the server", id null.
             reason = str(exc) if "nested" in str(exc) or "range" in str(exc) else "invalid JSON"
-            await emit(encode(_error(None, -32700, f"Parse error: {reason}")))
+            await emit(encode(parse_error(reason)))
             handled.answered = True
             return handled
         batch = isinstance(value, list)

@@ -229,6 +229,11 @@ def read_record_at(path: Path, offset: int, limit: int = LINE_LIMIT) -> Record |
             line = handle.readline(limit)
     except OSError:
         return None
+    return decode_line(line)
+
+
+def decode_line(line: bytes) -> Record | None:
+    """The frame or event record a trace line holds, or ``None`` (not one, or not valid)."""
     try:
         obj = exact_loads(line)
         if problem(obj) is not None:

@@ -46,6 +46,9 @@ from mcpsniff.listing.summary import server_name
 from mcpsniff.terminal.render import fault_text
 from mcpsniff.ui.follow import Header
 
+#: Sessions the session list (and the report) holds at most, the newest (the
+#: page says how many more).
+SESSION_LIST_LIMIT = 2000
 #: Longest traffic string kept in a row (a method, a tool, an id, an event line).
 TEXT_LIMIT = 300
 #: Longest finding message kept.

@@ -16,6 +16,7 @@ from typing import Any
 
 from mcpsniff.core.error_layers import LAYER_TITLES
 from mcpsniff.core.guard.fingerprint import LISTS
+from mcpsniff.core.model import Record
 from mcpsniff.filter import (
     Filter,
     FilterError,
@@ -81,21 +82,28 @@ def parse(expression: str) -> Filter | dict[str, Any]:
         return {"error": str(exc), "caret": exc.caret()}
 
 
-def session_views(path: Path) -> Iterator[MessageView]:
+def session_views(path: Path, keep: set[str] | None = None) -> Iterator[MessageView]:
     """Every view of the trace, each with all its findings, as ``show --filter`` builds them.
 
     Read with the UI's own reader, which checks every record's shape (a
     hostile trace may hold an unhashable index or a list as a session) and
-    keeps frame bodies unparsed until a field needs one.
+    keeps frame bodies unparsed until a field needs one. With ``keep``, only
+    the views of those sessions (the others are not even paired).
     """
-    index = index_findings(trace_records(path))
-    yield from build_views(trace_records(path), index)
+
+    def records() -> Iterator[Record]:
+        if keep is None:
+            return trace_records(path)
+        return (r for r in trace_records(path) if r.session in keep)
+
+    index = index_findings(records())
+    yield from build_views(records(), index)
 
 
 def matching_rows(path: Path, session: SessionModel, flt: Filter) -> list[int]:
     """The row numbers of ``session`` whose message (or event) ``flt`` matches."""
     rows: list[int] = []
-    for view in session_views(path):
+    for view in session_views(path, {session.key}):
         if view.session != session.key or not flt.matches(view):
             continue
         n = session.row_for(view.seq, view.index)
@@ -106,7 +114,7 @@ def matching_rows(path: Path, session: SessionModel, flt: Filter) -> list[int]:
 
 def session_stats(path: Path, session: SessionModel) -> dict[str, Any]:
     """``mcpsniff stats --format json`` for one session, with the error layers' titles."""
-    stats = compute(v for v in session_views(path) if v.session == session.key)
+    stats = compute(session_views(path, {session.key}))
     out = stats.to_json()
     out["layer_titles"] = dict(LAYER_TITLES)
     cost = context_costs(path, [out]).get(session.key)

@@ -14,29 +14,47 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import heapq
 import html
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
+
+import orjson
 
 from mcpsniff.core.error_layers import LAYER_TITLES
+from mcpsniff.core.model import EventRecord, FrameRecord, Record
 from mcpsniff.filter import Filter
 from mcpsniff.stats.compute import TraceStats
 from mcpsniff.trace.codec import TraceError
 from mcpsniff.ui.assets import SCRIPTS, static_text
-from mcpsniff.ui.details import json_safe, message_detail
-from mcpsniff.ui.follow import OffsetTail
-from mcpsniff.ui.model import SessionModel, TraceModel, bounded
+from mcpsniff.ui.details import BODY_LIMIT, json_safe, record_detail
+from mcpsniff.ui.follow import LINE_LIMIT, Header, OffsetTail, decode_line, trace_records
+from mcpsniff.ui.model import SESSION_LIST_LIMIT, SessionModel, TraceModel, bounded
 from mcpsniff.ui.queries import context_costs, session_views
 
 #: Rows a report holds at most (over all its sessions); the rest is cut, and the page says so.
 REPORT_ROWS = 50_000
-#: Raw bytes a report keeps per message (the live UI shows up to 1 MiB).
+#: Sessions a report holds at most, the newest, as the live UI's list (the page says how many more).
+REPORT_SESSIONS = SESSION_LIST_LIMIT
+#: Raw bytes a report keeps per frame (the live UI shows up to 1 MiB).
 REPORT_RAW = 64 << 10
-_JSON_ESCAPES = {ord("<"): "\\u003c", ord(">"): "\\u003e", ord("&"): "\\u0026"}
-_LINE_SEPARATORS = {0x2028: "\\u2028", 0x2029: "\\u2029"}
+#: Raw bytes over the whole report; past it each frame keeps only ``RAW_AFTER_BUDGET``.
+REPORT_RAW_TOTAL = 32 << 20
+RAW_AFTER_BUDGET = 1 << 10
+#: Frame bytes whose bodies a report shows parsed; past it bodies are left out.
+REPORT_BODY_TOTAL = 64 << 20
+#: What JSON text may hold that a ``<script>`` element may not (or JavaScript before ES2019).
+_SCRIPT_ESCAPES = (
+    ("<", "\\u003c"),
+    (">", "\\u003e"),
+    ("&", "\\u0026"),
+    ("\u2028", "\\u2028"),
+    ("\u2029", "\\u2029"),
+)
 
 
 @dataclass
@@ -46,15 +64,31 @@ class ReportResult:
     sessions: int
     rows: int
     cut: int
+    #: Sessions left out (the oldest) past ``REPORT_SESSIONS``.
+    sessions_cut: int = 0
 
 
-def load_model(path: Path) -> TraceModel:
-    """The whole trace at ``path`` as the views see it. Raises ``TraceError``."""
+@dataclass
+class _Budget:
+    """What is left of the report's bounds, spent in trace order."""
+
+    rows: int = REPORT_ROWS
+    raw: int = REPORT_RAW_TOTAL
+    body: int = REPORT_BODY_TOTAL
+
+
+def load_model(path: Path, keep: set[str] | None = None) -> TraceModel:
+    """The trace at ``path`` as the views see it (only sessions ``keep``, when given).
+
+    Raises ``TraceError``.
+    """
     tail = OffsetTail(path)
     model = TraceModel(path, "0")
     while True:
         items, more = tail.poll()
         for offset, item in items:
+            if keep is not None and not isinstance(item, Header) and item.session not in keep:
+                continue
             model.feed(offset, item)
         if not more:
             break
@@ -66,61 +100,125 @@ def load_model(path: Path) -> TraceModel:
     return model
 
 
-def report_data(path: Path, flt: Filter | None = None) -> tuple[dict[str, Any], ReportResult]:
-    """The data the page needs for every session of the trace at ``path``."""
-    model = load_model(path)
-    # One pass over the views: which rows the filter keeps, and each session's stats.
-    matching: dict[str, set[int]] = {}
-    stats: dict[str, TraceStats] = {}
+def _session_starts(path: Path) -> dict[str, float]:
+    """When each session of the trace starts (its first frame or event), in trace order."""
+    starts: dict[str, float] = {}
+    for record in trace_records(path):
+        if isinstance(record, FrameRecord | EventRecord) and record.session not in starts:
+            starts[record.session] = record.t
+    return starts
+
+
+def _newest(starts: dict[str, float], candidates: Iterable[str]) -> set[str]:
+    """The newest ``REPORT_SESSIONS`` of ``candidates`` by start, as the UI's list."""
+    keys = list(candidates)
+    if len(keys) <= REPORT_SESSIONS:
+        return set(keys)
+    return set(heapq.nlargest(REPORT_SESSIONS, keys, key=lambda k: starts.get(k) or 0))
+
+
+def _matching_messages(path: Path, flt: Filter) -> dict[str, set[tuple[int, int | None]]]:
+    """The messages ``flt`` matches, as (frame seq, batch index) per session (one pass)."""
+    matching: dict[str, set[tuple[int, int | None]]] = {}
     for view in session_views(path):
-        keep = flt is None or flt.matches(view)
-        stats.setdefault(view.session, TraceStats()).add(view, keep)
-        if keep and flt is not None:
-            session = model.sessions.get(view.session)
-            n = session.row_for(view.seq, view.index) if session is not None else None
-            if n is not None:
-                matching.setdefault(view.session, set()).add(n)
+        if flt.matches(view):
+            matching.setdefault(view.session, set()).add((view.seq, view.index))
+    return matching
+
+
+def _stats(path: Path, keys: set[str], flt: Filter | None) -> dict[str, TraceStats]:
+    """``stats`` of the sessions ``keys`` (only theirs: a trace may hold 200,000)."""
+    stats: dict[str, TraceStats] = {key: TraceStats() for key in keys}
+    for view in session_views(path, keys):
+        figures = stats.get(view.session)
+        if figures is not None:
+            figures.add(view, flt is None or flt.matches(view))
+    return stats
+
+
+def report_data(path: Path, flt: Filter | None = None) -> tuple[dict[str, Any], ReportResult]:
+    """The data the page needs for the sessions of the trace at ``path`` (the newest, capped).
+
+    Sessions are chosen before the model is built, and the model holds only
+    them: 200,000 sessions modelled whole took a gigabyte.
+    """
+    starts = _session_starts(path)
+    matched: dict[str, set[tuple[int, int | None]]] = {}
+    if flt is not None:
+        matched = _matching_messages(path, flt)
+    candidates = [key for key in starts if flt is None or key in matched]
+    for key in matched:  # a session with no frame or event of its own (hand-cut traces)
+        if key not in starts:
+            candidates.append(key)
+    keep = _newest(starts, candidates)
+    model = load_model(path, keep if len(keep) < len(starts) else None)
+    chosen = [s for s in model.sessions.values() if s.key in keep]
+    matching: dict[str, set[int]] = {}
+    for session in chosen:
+        rows = (session.row_for(seq, index) for seq, index in matched.get(session.key, ()))
+        matching[session.key] = {n for n in rows if n is not None}
+    if flt is not None:
+        chosen = [s for s in chosen if matching[s.key]]
+    sessions_cut = len(candidates) - len(keep)
+    stats = _stats(path, {s.key for s in chosen}, flt)
     sessions = []
     data: dict[str, Any] = {}
     costs = context_costs(path, [s.to_json() for s in stats.values()])
-    budget = REPORT_ROWS
+    budget = _Budget()
     cut = 0
-    for session in model.sessions.values():
-        if flt is not None:
-            wanted = sorted(matching.get(session.key, ()))
-            if not wanted:
-                continue
-        else:
-            wanted = list(range(len(session.rows)))
-        shown = wanted[: max(0, budget)]
-        cut += len(wanted) - len(shown)
-        budget -= len(shown)
-        summary = session.summary()
-        summary["file"] = bounded(path.name)
-        summary["rows"] = len(shown)
-        summary["cut"] = len(wanted) - len(shown)
-        figures = json_safe(stats.get(session.key, TraceStats()).to_json())
-        figures["layer_titles"] = dict(LAYER_TITLES)
-        if session.key in costs:
-            figures["context_cost"] = json_safe(costs[session.key])
-        data[session.id] = _session_data(path, session, shown, flt is not None, figures)
-        sessions.append(summary)
+    with open(path, "rb") as trace:
+        for session in chosen:
+            if flt is not None:
+                wanted = sorted(matching[session.key])
+            else:
+                wanted = list(range(len(session.rows)))
+            shown = wanted[: max(0, budget.rows)]
+            cut += len(wanted) - len(shown)
+            budget.rows -= len(shown)
+            summary = session.summary()
+            summary["file"] = bounded(path.name)
+            summary["rows"] = len(shown)
+            summary["cut"] = len(wanted) - len(shown)
+            figures = json_safe(stats[session.key].to_json())
+            figures["layer_titles"] = dict(LAYER_TITLES)
+            if session.key in costs:
+                figures["context_cost"] = json_safe(costs[session.key])
+            filtered = flt is not None
+            data[session.id] = _session_data(trace, session, shown, filtered, figures, budget)
+            sessions.append(summary)
     label = f"report · {bounded(path.name)}"
     if flt is not None:
         label += f" · filter: {bounded(flt.expression, 2000)}"
     if cut:
         label += f" · {cut} rows cut (use --filter)"
-    page = {"label": label, "sessions": sessions, "data": data}
-    return page, ReportResult(len(sessions), REPORT_ROWS - budget, cut)
+    if sessions_cut:
+        label += f" · the newest {len(keep)} of {len(candidates)} sessions (use --filter)"
+    page = {"label": label, "sessions": sessions, "total": len(candidates), "data": data}
+    result = ReportResult(len(sessions), REPORT_ROWS - budget.rows, cut, sessions_cut)
+    return page, result
 
 
 def _session_data(
-    path: Path, session: SessionModel, keep: list[int], filtered: bool, stats: dict[str, Any]
+    trace: BinaryIO,
+    session: SessionModel,
+    keep: list[int],
+    filtered: bool,
+    stats: dict[str, Any],
+    budget: _Budget,
 ) -> dict[str, Any]:
-    """Rows (renumbered), findings and details of the kept rows of ``session``."""
+    """Rows (renumbered), findings and details of the kept rows of ``session``.
+
+    The rows of one frame (a batch and its elements) are consecutive and share
+    its offset: the frame is read and parsed once, and its raw text is kept
+    once, with the first of them; the others say ``rawOf`` that row. (Read and
+    embedded once per element, a batch of 4,000 took 153 s and 1.9 GB.)
+    """
     new = {old: i for i, old in enumerate(keep)}
     rows = []
     details = {}
+    offset = -1
+    record: Record | None = None
+    first = 0
     for old in keep:
         row = session.row(old)
         row["n"] = new[old]
@@ -131,10 +229,27 @@ def _session_data(
                 else:
                     del row[link]
         rows.append(row)
-        detail = message_detail(path, session, old, raw_limit=REPORT_RAW)
-        if detail is not None:
-            detail["n"] = new[old]
-            details[new[old]] = detail
+        raw_limit: int | None = None
+        if session.offsets[old] != offset:
+            offset = session.offsets[old]
+            record = _record_at(trace, offset)
+            first = new[old]
+            raw_limit = REPORT_RAW if budget.raw > 0 else RAW_AFTER_BUDGET
+        size = len(record.raw) if isinstance(record, FrameRecord) else 0
+        body_limit = BODY_LIMIT if budget.body > 0 else -1
+        detail = record_detail(record, session, old, raw_limit, body_limit)
+        if raw_limit is not None:
+            budget.raw -= min(size, raw_limit)
+            budget.body -= size
+        elif isinstance(record, FrameRecord):
+            detail["rawOf"] = first
+        if body_limit < 0 and "bodyOmitted" in detail:
+            detail["bodyOmitted"] = (
+                f"the report shows the bodies of its first {REPORT_BODY_TOTAL >> 20} MiB "
+                "of frames; only the raw start of this one"
+            )
+        detail["n"] = new[old]
+        details[new[old]] = detail
     findings = []
     for finding in session.findings:
         linked = [new[r] for r in finding["rows"] if r in new]
@@ -147,10 +262,30 @@ def _session_data(
     return {"rows": rows, "findings": findings, "details": details, "stats": stats}
 
 
+def _record_at(trace: BinaryIO, offset: int) -> Record | None:
+    """The frame or event record whose line starts at ``offset`` of the open ``trace``."""
+    trace.seek(offset)
+    return decode_line(trace.readline(LINE_LIMIT))
+
+
 def _script_json(value: Any) -> str:
-    """JSON that is safe inside a ``<script>`` element: no ``<``, ``>``, ``&`` in it."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return text.translate(_JSON_ESCAPES).translate(_LINE_SEPARATORS)
+    """JSON that is safe inside a ``<script>`` element: no ``<``, ``>``, ``&`` in it.
+
+    Values from traffic that JSON cannot hold as they are (``1e999`` read as
+    infinity, integers beyond 64 bits, lone surrogates) go through ``json_safe``,
+    as the live UI's answers do.
+    """
+    try:
+        # The details are keyed by row number: orjson writes int keys as strings.
+        text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode("utf-8")
+    except TypeError:
+        text = json.dumps(json_safe(value), ensure_ascii=False, separators=(",", ":"))
+    # str.replace, one character at a time: several times faster than translate
+    # on the tens of megabytes a long trace's page holds.
+    for char, escaped in _SCRIPT_ESCAPES:
+        if char in text:
+            text = text.replace(char, escaped)
+    return text
 
 
 def _sha256(text: str) -> str:

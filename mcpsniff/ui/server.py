@@ -6,9 +6,9 @@ styles come from this server only, nothing is fetched from anywhere else, and
 no inline script runs, so even a string from traffic that reached the DOM as
 markup could not execute (the page only ever sets ``textContent``).
 
-A page on another site could try to read the traces through DNS rebinding
-(its own name resolving to 127.0.0.1); requests whose ``Host`` header names
-neither this listener nor a loopback name are refused for that reason.
+Who may ask is decided by ``guard.py``: the Host check against DNS
+rebinding, the refusal of cross-site requests (``Sec-Fetch-Site``, ``Origin``)
+and the run's token, which the page receives as a ``SameSite=Strict`` cookie.
 """
 
 from __future__ import annotations
@@ -27,7 +27,9 @@ from aiohttp import web
 from mcpsniff.ui.assets import STATIC, static_text
 from mcpsniff.ui.details import json_safe, message_detail
 from mcpsniff.ui.downloads import FORMATS, DownloadError, session_download
+from mcpsniff.ui.guard import Guard
 from mcpsniff.ui.library import Library
+from mcpsniff.ui.model import SESSION_LIST_LIMIT
 from mcpsniff.ui.queries import QueryCache, cached_key, matching_rows, parse, session_stats
 
 #: How often the trace files are polled (seconds).
@@ -38,8 +40,6 @@ KEEPALIVE = 15.0
 PAGE_LIMIT = 5000
 #: Server-sent event streams open at once.
 STREAM_LIMIT = 64
-#: Sessions the session list holds at most, the newest (the page says how many more).
-SESSION_LIST_LIMIT = 2000
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
@@ -50,7 +50,6 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
-LOOPBACK_NAMES = {"localhost", "127.0.0.1", "::1", "[::1]"}
 
 
 def dumps(value: Any) -> bytes:
@@ -70,10 +69,11 @@ def json_response(value: Any, status: int = 200) -> web.Response:
 class UiServer:
     """The aiohttp application over a ``Library``."""
 
-    def __init__(self, library: Library, host: str, port: int) -> None:
+    def __init__(self, library: Library, host: str, port: int, token: str | None = None) -> None:
         self.library = library
         self.host = host
         self.port = port
+        self.guard = Guard(host, token)
         self.cache = QueryCache()
         self._changed = asyncio.Event()
         self._streams = 0
@@ -99,22 +99,40 @@ class UiServer:
 
     def allowed_host(self, value: str | None) -> bool:
         """Whether a request's Host header names this server (DNS-rebinding guard)."""
-        if self.host in ("0.0.0.0", "::", ""):
-            return True  # a wildcard listener was asked for (and warned about)
-        if not value:
-            return False
-        host = value.rsplit(":", 1)[0] if not value.endswith("]") else value
-        if value.startswith("[") and "]:" in value:
-            host = value.split("]:", 1)[0] + "]"
-        host = host.lower()
-        return host in LOOPBACK_NAMES or host == self.host.lower() or host.strip("[]") == self.host
+        return self.guard.allowed_host(value)
 
     @web.middleware
     async def _guard(
         self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
     ) -> web.StreamResponse:
-        if not self.allowed_host(request.headers.get("Host")):
+        guard = self.guard
+        if not guard.allowed_host(request.headers.get("Host")):
             return web.Response(status=421, text="mcpsniff ui: unknown Host\n")
+        if request.path.startswith("/static/"):
+            return await handler(request)  # the page's own code: no data in it
+        if request.path == "/":
+            # The page holds no data, so a link from anywhere may open it; on a
+            # listener others can reach it needs the token (the printed URL's).
+            if (
+                guard.loopback
+                or guard.token_in_query(request.query)
+                or guard.has_token(request.headers, request.cookies, self.port)
+            ):
+                return await handler(request)
+            return web.Response(
+                status=403,
+                text="mcpsniff ui: open the URL mcpsniff ui printed, with its ?token=\n",
+            )
+        why = guard.cross_site(request.headers)
+        if why is not None:
+            return web.Response(
+                status=403, text=f"mcpsniff ui: cross-site request refused ({why})\n"
+            )
+        if not guard.has_token(request.headers, request.cookies, self.port):
+            return web.Response(
+                status=403,
+                text="mcpsniff ui: this run's token is missing (load the page first)\n",
+            )
         return await handler(request)
 
     async def poll_forever(self) -> None:
@@ -141,9 +159,19 @@ class UiServer:
     # ------------------------------------------------------------------ handlers
 
     async def index(self, request: web.Request) -> web.Response:
-        return web.Response(
+        response = web.Response(
             text=static_text("index.html"), content_type="text/html", headers=SECURITY_HEADERS
         )
+        # The page's fetch and EventSource send it back; no other site's request
+        # does (SameSite=Strict), and no script reads it (HttpOnly).
+        response.set_cookie(
+            self.guard.cookie_name(self.port),
+            self.guard.token,
+            path="/",
+            httponly=True,
+            samesite="Strict",
+        )
+        return response
 
     async def static(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
@@ -280,15 +308,16 @@ async def serve(
     port: int,
     announce: Callable[[str], None],
     ready: Callable[[str], None] | None = None,
+    token: str | None = None,
 ) -> None:
-    """Serve the UI over ``roots`` until cancelled."""
+    """Serve the UI over ``roots`` until cancelled (``token``: the run's, else a random one)."""
     stop = asyncio.Event()
     with contextlib.suppress(NotImplementedError, RuntimeError):
         # SIGTERM (kill, a service manager) stops as cleanly as Ctrl-C does;
         # installed before the URL is announced, so no early TERM is lost.
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     library = Library(roots)
-    server = UiServer(library, host, port)
+    server = UiServer(library, host, port, token)
     await asyncio.to_thread(library.poll)
     runner = web.AppRunner(server.app, access_log=None)
     await runner.setup()
@@ -299,6 +328,9 @@ async def serve(
     server.port = bound
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{bound}/"
+    if not server.guard.loopback:
+        # Anyone on the network can connect: the page, too, needs the token.
+        url += f"?token={server.guard.token}"
     announce(f"mcpsniff ui: serving {url} (Ctrl-C stops)")
     if ready is not None:
         ready(url)

@@ -9,6 +9,8 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -89,6 +91,36 @@ def ui_server(*roots: Path, env: dict[str, str] | None = None) -> Iterator[str]:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+_TOKENS: dict[str, str] = {}
+
+
+def page_token(url: str) -> str:
+    """The run's token of the UI at ``url``, from the cookie its page sets (as a browser does)."""
+    if url not in _TOKENS:
+        with urllib.request.urlopen(url, timeout=TIMEOUT) as response:
+            cookie = response.headers["Set-Cookie"]
+        assert cookie and "HttpOnly" in cookie and "SameSite=Strict" in cookie, cookie
+        _TOKENS[url] = cookie.split(";", 1)[0].split("=", 1)[1]
+    return _TOKENS[url]
+
+
+def ui_get(
+    url: str, headers: dict[str, str] | None = None, token: str | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    """GET ``url`` of a UI server with its token (``token`` or the page's) and ``headers``."""
+    base = url.split("/api/", 1)[0].split("/static/", 1)[0]
+    base = base if base.endswith("/") else base + "/"
+    request = urllib.request.Request(url)
+    request.add_header("X-Mcpsniff-Token", token if token is not None else page_token(base))
+    for name, value in (headers or {}).items():
+        request.add_header(name, value)
+    try:
+        with urllib.request.urlopen(request, timeout=TIMEOUT) as response:
+            return response.status, dict(response.headers), response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read()
 
 
 def copy_gallery(folder: Path, *names: str) -> list[Path]:

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +10,7 @@ import pytest
 
 from mcpsniff.ui.library import Library
 from mcpsniff.ui.server import SESSION_LIST_LIMIT, UiServer
-from tests.ui.support import copy_gallery, many_sessions_trace, ui_server
+from tests.ui.support import copy_gallery, many_sessions_trace, ui_get, ui_server
 
 
 @pytest.fixture(scope="module")
@@ -25,14 +23,8 @@ def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def get(url: str, host: str | None = None) -> tuple[int, dict[str, str], bytes]:
-    request = urllib.request.Request(url)
-    if host is not None:
-        request.add_header("Host", host)
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, dict(response.headers), response.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, dict(exc.headers), exc.read()
+    """GET with the run's token, as the page's own requests are."""
+    return ui_get(url, {"Host": host} if host is not None else None)
 
 
 def test_every_page_and_answer_carries_a_strict_csp(url: str) -> None:
@@ -136,8 +128,7 @@ def test_the_snapshot_is_bounded_and_counts_the_rest(tmp_path: Path) -> None:
     many_sessions_trace(tmp_path / "t.jsonl", count)
     with ui_server(tmp_path) as url:
         for _ in range(100):
-            with urllib.request.urlopen(url + "api/sessions", timeout=30) as response:
-                snapshot = json.loads(response.read())
+            snapshot = json.loads(ui_get(url + "api/sessions")[2])
             if snapshot.get("total") == count:
                 break
         assert snapshot["total"] == count

@@ -95,13 +95,21 @@
 
   function staticSource(data) {
     const of = (sid) => data.data[sid] || { rows: [], findings: [], details: {}, stats: null };
+    // A batch's raw text is stored once, with its first element; the others name it.
+    const detailOf = (sid, n) => {
+      const details = of(sid).details;
+      const d = details[n];
+      if (!d || d.rawOf === undefined || !details[d.rawOf]) return d;
+      const first = details[d.rawOf];
+      return { ...d, raw: first.raw, rawTruncated: first.rawTruncated, size: first.size, utf8: first.utf8 };
+    };
     return {
       label: data.label || "report",
       live: false,
-      start(onSessions) { onSessions({ sessions: data.sessions, problems: data.problems || [] }); },
+      start(onSessions) { onSessions({ sessions: data.sessions, total: data.total, problems: data.problems || [] }); },
       rows: async (sid, from) => ({ rows: of(sid).rows.slice(from), total: of(sid).rows.length }),
       findings: async (sid, from) => ({ findings: of(sid).findings.slice(from), total: of(sid).findings.length }),
-      message: async (sid, n) => of(sid).details[n] || { n, missing: "not included in this report" },
+      message: async (sid, n) => detailOf(sid, n) || { n, missing: "not included in this report" },
       stats: async (sid) => of(sid).stats,
       filter: async (sid, q) => {
         if (!q.trim()) return { rows: null };
@@ -115,7 +123,7 @@
         const findings = session.findings;
         const out = [];
         for (const row of session.rows) {
-          const detail = session.details[row.n];
+          const detail = detailOf(sid, row.n);
           const rowFindings = (row.f || []).map((i) => findings[i]);
           if (predicate({ row, findings: rowFindings, detail, session: sessionKey(sid) })) out.push(row.n);
         }
