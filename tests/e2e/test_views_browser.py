@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from mcpsniff.filter import compile_filter, load_views
 from mcpsniff.trace.codec import encode_line
 from mcpsniff.trace.reader import TraceReader
 from mcpsniff.trace.writer import TraceWriter
-from tests.ui.support import TIMEOUT, browser, copy_gallery, ui_server
+from tests.ui.support import TIMEOUT, browser, copy_gallery, ui_get, ui_server
 
 WAIT_MS = TIMEOUT * 1000
 SIZES = [(1280, 800), (1920, 1080)]
@@ -359,9 +358,10 @@ def test_downloads_of_a_session(page: object, gallery: Path, gallery_url: str) -
     open_session(page, "clean-2025-11-25.jsonl")
     href = page.locator("#download-jsonl").get_attribute("href")  # type: ignore[attr-defined]
     base = gallery_url.rstrip("/")
-    with urllib.request.urlopen(base + href) as response:
-        sliced = response.read()
-        disposition = response.headers["Content-Disposition"]
+    # Outside the browser, with the run's token as a script sends it (ui/guard.py).
+    status, headers, sliced = ui_get(base + href)
+    assert status == 200
+    disposition = headers["Content-Disposition"]
     assert disposition.startswith("attachment; filename=")
     assert sliced == (gallery / "clean-2025-11-25.jsonl").read_bytes()
     with page.expect_download() as download:  # type: ignore[attr-defined]
@@ -369,10 +369,9 @@ def test_downloads_of_a_session(page: object, gallery: Path, gallery_url: str) -
     report = Path(download.value.path()).read_text("utf-8")
     assert "<title>mcpsniff report</title>" in report
     har = page.locator("#download-har").get_attribute("href")  # type: ignore[attr-defined]
-    with pytest.raises(urllib.error.HTTPError) as refused:
-        urllib.request.urlopen(base + har)
-    assert refused.value.code == 409
-    assert "this session is stdio" in refused.value.read().decode()
+    status, _, body = ui_get(base + har)
+    assert status == 409
+    assert "this session is stdio" in body.decode()
 
 
 def test_filter_box_completes_fields_and_seen_values(page: object, gallery_url: str) -> None:

@@ -301,7 +301,7 @@ def _peak_kb(pid: int) -> int:
     raise AssertionError("no VmHWM in /proc status")
 
 
-def _serve() -> subprocess.Popen[bytes]:
+def _serve_plain() -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [*MCPSNIFF, "replay", "serve", str(BOUNDS_TRACE)],
         cwd=REPO,
@@ -317,7 +317,7 @@ def _ping(n: int) -> bytes:
 
 def test_a_line_longer_than_the_limit_is_refused_without_holding_it() -> None:
     # 2.0 GB for a 500 MB line before; here a line of 3x the limit, never held.
-    proc = _serve()
+    proc = _serve_plain()
     assert proc.stdin is not None and proc.stdout is not None
     chunk = b"x" * (1 << 20)
     peak = 0
@@ -349,7 +349,7 @@ def test_a_flood_of_requests_is_slowed_by_its_own_pipe() -> None:
     # The client writes 30,000 requests and reads nothing: the replay stops reading
     # stdin once its budget is full instead of queueing every line.
     count = 30_000
-    proc = _serve()
+    proc = _serve_plain()
     assert proc.stdin is not None and proc.stdout is not None
     written = threading.Event()
 
