@@ -26,6 +26,8 @@ from typing import Any
 from mcpsniff.agent.access import Refused, TraceAccess
 from mcpsniff.core import catalog, explain
 from mcpsniff.filter import Filter, FilterError, compile_filter, load_views
+from mcpsniff.guard.context_cost import trace_costs
+from mcpsniff.guard.tools_report import tools_data
 from mcpsniff.stats.compute import compute
 from mcpsniff.trace.codec import TraceError
 from mcpsniff.ui.details import message_detail
@@ -373,7 +375,11 @@ def stats(access: TraceAccess, args: dict[str, Any]) -> dict[str, Any]:
         raise ToolInputError("give a session or a trace")
     path = access.confined(trace)
     try:
-        return compute(load_views(path), _filter(args)).to_json()
+        result = compute(load_views(path), _filter(args))
+        document = result.to_json()
+        # As `mcpsniff stats --format json`: what each server's definitions cost.
+        document["context_cost"] = tools_data(trace_costs(path, result.by_method))
+        return document
     except TraceError as exc:
         raise ToolInputError(str(exc)) from None
 

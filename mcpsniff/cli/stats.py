@@ -16,8 +16,7 @@ from mcpsniff.filter import HELP as FILTER_HELP
 from mcpsniff.filter import Filter, build_views, index_findings
 from mcpsniff.filter.analyzed import AnalyzedRecords, frames_only
 from mcpsniff.filter.reading import LazyTraceRecords
-from mcpsniff.guard.context_cost import ServerCost, server_costs
-from mcpsniff.guard.inventory import InventoryError, read_inventory
+from mcpsniff.guard.context_cost import trace_costs
 from mcpsniff.guard.tools_report import context_lines, tools_data
 from mcpsniff.listing.summary import session_titles
 from mcpsniff.stats.compute import compute
@@ -64,7 +63,7 @@ def stats(trace: Path, fmt: str, filter_expr: str | None) -> None:
             records = reading(readable)
             result = compute(build_views(records, index), flt)
             torn = records.torn
-            costs = _context_cost(readable, result.by_method)
+            costs = trace_costs(readable, result.by_method)
     except TraceError as exc:
         click.echo(f"mcpsniff stats: {terminal_safe(str(exc))}", err=True)
         sys.exit(EXIT_ERROR)
@@ -88,20 +87,6 @@ def stats(trace: Path, fmt: str, filter_expr: str | None) -> None:
         click.echo("")
     for line in context_lines(costs):
         click.echo(line)
-
-
-#: The list methods whose results are definitions (mcpsniff/core/guard/fingerprint.py).
-_LISTS = ("tools/list", "prompts/list", "resources/list", "resources/templates/list")
-
-
-def _context_cost(readable: Path, by_method: dict[str, object]) -> list[ServerCost]:
-    """Each server's definitions and their cost; a second pass only when a list was answered."""
-    if not any(method in by_method for method in _LISTS):
-        return []
-    try:
-        return server_costs(read_inventory([readable], warn=_quiet))
-    except InventoryError as exc:
-        raise TraceError(str(exc)) from None
 
 
 def _quiet(message: str) -> None:

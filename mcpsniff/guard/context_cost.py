@@ -7,14 +7,15 @@ definitions largest first, and the total.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from mcpsniff.core.guard.fingerprint import Definition, offer_fingerprint, texts
+from mcpsniff.core.guard.fingerprint import LISTS, Definition, offer_fingerprint, texts
 from mcpsniff.core.guard.hidden import scan
 from mcpsniff.core.model import FindingRecord
-from mcpsniff.guard.inventory import Inventory, SessionOffer
+from mcpsniff.guard.inventory import Inventory, InventoryError, SessionOffer, read_inventory
 from mcpsniff.guard.tokens import (
     NO_EXACT_TOKENIZER,
     TOKENIZERS,
@@ -23,6 +24,7 @@ from mcpsniff.guard.tokens import (
     definition_cost,
     total_cost,
 )
+from mcpsniff.trace.codec import TraceError
 
 
 @dataclass
@@ -144,3 +146,18 @@ def server_costs(inventory: Inventory, findings: Sequence[FindingRecord] = ()) -
 def _names_server(finding: FindingRecord, identity: str) -> bool:
     servers = finding.data.get("servers")
     return finding.data.get("server") == identity or (type(servers) is list and identity in servers)
+
+
+def trace_costs(path: Path, methods: Iterable[str]) -> list[ServerCost]:
+    """The cost of each server's definitions in the trace at ``path``.
+
+    ``methods`` are the methods the trace holds (from its stats): the trace is
+    read a second time only when a list method was answered. Raises
+    ``TraceError`` when it cannot be read.
+    """
+    if not any(method in LISTS for method in methods):
+        return []
+    try:
+        return server_costs(read_inventory([path], warn=lambda _message: None))
+    except InventoryError as exc:
+        raise TraceError(str(exc)) from None

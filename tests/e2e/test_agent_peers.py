@@ -163,7 +163,9 @@ def test_list_sessions(answer: dict[str, Any]) -> None:
     assert real["findings"] == {"error": 0, "warning": 0, "info": 1}
     assert hostile["version"] == "2025-11-25"
     assert hostile["messages"] == 7  # initialize, its result, initialized, list + call pairs
-    assert hostile["findings"] == {"error": 0, "warning": 0, "info": 0}
+    # Its poisoned description and result: the guard's GUARD-HIDDEN-DEFINITION and
+    # GUARD-HIDDEN-RESULT, which the agent sees beside the quoted text.
+    assert hostile["findings"] == {"error": 0, "warning": 2, "info": 0}
 
 
 def test_summary_search_and_stats(answer: dict[str, Any]) -> None:
@@ -291,11 +293,24 @@ def test_its_own_traffic_gives_no_finding(traces: Path, tmp_path: Path) -> None:
         [*MCPSNIFF, "check", "--format", "json", "--fail-on", "info", str(own)],
         cwd=REPO, capture_output=True, timeout=RUN_TIMEOUT,
     )  # fmt: skip
-    assert check.stdout.decode().strip() == "", check.stdout.decode()
-    assert check.returncode == 0, check.stderr.decode()
+    _assert_only_quoted_poison(check)
     _assert_recorded(own, plan)
-    assert b"0 finding(s)" in check.stderr or check.stderr == b""
-    _assert_recorded(own, plan)
+
+
+def _assert_only_quoted_poison(check: subprocess.CompletedProcess[bytes]) -> None:
+    """No protocol finding at any level; the guard sees the hostile trace's text quoted.
+
+    The plan searches the hostile session, so a result of ``search_messages``
+    quotes "ignore previous instructions" (between the data markers): the guard
+    flags that text reaching a model (GUARD-HIDDEN-RESULT), which is its job.
+    """
+    findings = [json.loads(line) for line in check.stdout.decode().splitlines() if line]
+    assert [f for f in findings if not f["rule"].startswith("GUARD-")] == [], findings
+    assert findings, "the quoted hostile text went unseen"
+    assert {(f["rule"], f["data"]["tool"]) for f in findings} == {
+        ("GUARD-HIDDEN-RESULT", "search_messages")
+    }, findings
+    assert check.returncode == 1, check.stderr.decode()
 
 
 def _assert_recorded(trace: Path, plan: list[dict[str, Any]]) -> None:
@@ -368,6 +383,5 @@ def test_its_own_http_traffic_gives_no_finding(traces: Path, tmp_path: Path) -> 
         [*MCPSNIFF, "check", "--format", "json", "--fail-on", "info", str(own)],
         cwd=REPO, capture_output=True, timeout=RUN_TIMEOUT,
     )  # fmt: skip
-    assert check.stdout.decode().strip() == "", check.stdout.decode()
-    assert check.returncode == 0, check.stderr.decode()
+    _assert_only_quoted_poison(check)
     _assert_recorded(own, plan)

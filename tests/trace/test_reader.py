@@ -490,8 +490,13 @@ def test_stats_counts_a_trace_from_a_pipe(tmp_path: Path, args: list[str]) -> No
         assert piped.stdout.decode() == direct.stdout
         assert '"messages":5' in direct.stdout
     else:
-        # The text names the trace as given: only the first line differs.
-        assert piped.stdout.decode().splitlines()[1:] == direct.stdout.splitlines()[1:]
+        # The text names the trace as given: only the first line differs, and a
+        # file's session titles (read again by line heads; a pipe is read once) are
+        # shown for a file only.
+        titled = [line for line in direct.stdout.splitlines()[1:] if line.startswith("  session ")]
+        assert titled and "gallery-server 1.0" in titled[0]
+        untitled = [line for line in direct.stdout.splitlines()[1:] if line not in titled]
+        assert piped.stdout.decode().splitlines()[1:] == untitled
         assert ": 1 messages in 1 session(s)" in direct.stdout
 
 
