@@ -256,18 +256,21 @@ def _uris(method: str, result: dict[str, Any]) -> list[Any]:
     ]
 
 
+def _report_bad_uri(session: Session, msg: Msg, uri: str) -> None:
+    session.report(
+        "RES-URI",
+        f"resource uri {uri[:120]!r} is not a valid URI (RFC 3986: a scheme, ':', no whitespace)",
+        [msg.frame],
+        uri=uri[:500],
+    )
+
+
 def resource_uris(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     """Resource URIs are RFC 3986 URIs: a scheme, a colon, and no whitespace."""
     method = msg.request.method if msg.request is not None else ""
     for uri in _uris(method, result):
         if isinstance(uri, str) and not _uri_ok(uri):
-            session.report(
-                "RES-URI",
-                f"resource uri {uri[:120]!r} is not a valid URI (RFC 3986: a scheme, ':', no "
-                "whitespace)",
-                [msg.frame],
-                uri=uri[:500],
-            )
+            _report_bad_uri(session, msg, uri)
             return
 
 
@@ -335,13 +338,7 @@ def resource_items(session: Session, msg: Msg, result: dict[str, Any]) -> None:
         uri = item.get("uri")
         if not bad_uri and type(uri) is str and not _uri_ok(uri):
             bad_uri = True
-            session.report(
-                "RES-URI",
-                f"resource uri {uri[:120]!r} is not a valid URI (RFC 3986: a scheme, ':', no "
-                "whitespace)",
-                [msg.frame],
-                uri=uri[:500],
-            )
+            _report_bad_uri(session, msg, uri)
         if "annotations" in item:
             annotated = True
     if annotated:

@@ -47,7 +47,11 @@ from mcpsniff.core.model import C2S, ERROR, S2C
 from mcpsniff.core.rules.lifecycle import _CLIENT_GATED, _SERVER_GATED, _has_cap
 from mcpsniff.core.rules.registry import ERROR as ERROR_REPLY
 from mcpsniff.core.rules.registry import REPLY, rule
-from mcpsniff.core.rules.utilities_2026 import known_missing
+from mcpsniff.core.rules.utilities_2026 import (
+    MISSING_RESOURCE_ERROR,
+    known_missing,
+    report_missing_read,
+)
 
 if TYPE_CHECKING:
     from mcpsniff.core.session import Session
@@ -225,11 +229,12 @@ def resource_not_found(session: Session, msg: Msg) -> None:
     uri = (request.params or {}).get("uri")
     if not isinstance(uri, str) or not known_missing(session, uri):
         return
-    session.report(
+    report_missing_read(
+        session,
+        request,
+        msg,
+        uri,
+        f"error {str(msg.error_code)[:20]}",
         "RES-NOT-FOUND",
-        f"the server answered resources/read of {uri[:120]!r}, which neither its resource list "
-        f"nor its templates offer, with error {str(msg.error_code)[:20]}; a missing resource "
-        "gets error -32002 (Resource not found)",
-        [request.seq, msg.frame],
-        uri=uri[:200],
+        MISSING_RESOURCE_ERROR,
     )

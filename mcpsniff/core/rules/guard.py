@@ -48,8 +48,20 @@ def _method(msg: Msg) -> str:
     return request.method if request is not None else (msg.method or "")
 
 
-def _severity(hits: list[Hit]) -> str:
-    return "warning" if any(h.strength == "strong" for h in hits) else "info"
+def _report_hits(
+    session: Session, msg: Msg, rule_id: str, place: str, hits: list[Hit], **data: Any
+) -> None:
+    """``rule_id`` for what ``scan`` found in the text at ``place``: the first hit, quoted."""
+    first = hits[0]
+    session.report(
+        rule_id,
+        f"{place} carries {first.kind} ({first.why}): {first.quote!r}"
+        + (f" and {len(hits) - 1} more" if len(hits) > 1 else ""),
+        [msg.frame],
+        severity="warning" if any(h.strength == "strong" for h in hits) else "info",
+        **data,
+        hits=[hit_data(h) for h in hits],
+    )
 
 
 @rule("GUARD-HIDDEN-DEFINITION", on=RESULT, methods=tuple(LISTS))
@@ -61,17 +73,14 @@ def hidden_in_definitions(session: Session, msg: Msg, result: dict[str, Any]) ->
             hits = scan(text)
             if not hits:
                 continue
-            first = hits[0]
-            session.report(
+            _report_hits(
+                session,
+                msg,
                 "GUARD-HIDDEN-DEFINITION",
-                f"{definition.kind} {definition.name[:80]!r}: {where} carries {first.kind} "
-                f"({first.why}): {first.quote!r}"
-                + (f" and {len(hits) - 1} more" if len(hits) > 1 else ""),
-                [msg.frame],
-                severity=_severity(hits),
+                f"{definition.kind} {definition.name[:80]!r}: {where}",
+                hits,
                 definition=definition.key[:200],
                 where=where[:200],
-                hits=[hit_data(h) for h in hits],
             )
             reported += 1
             if reported >= MAX_REPORTED:
@@ -94,17 +103,14 @@ def hidden_in_result(session: Session, msg: Msg, result: dict[str, Any]) -> None
         if not hits:
             continue
         tool = msg.request.params.get("name") if msg.request and msg.request.params else None
-        first = hits[0]
-        session.report(
+        _report_hits(
+            session,
+            msg,
             "GUARD-HIDDEN-RESULT",
-            f"the result of tool {str(tool)[:80]!r}, content[{index}], carries {first.kind} "
-            f"({first.why}): {first.quote!r}"
-            + (f" and {len(hits) - 1} more" if len(hits) > 1 else ""),
-            [msg.frame],
-            severity=_severity(hits),
+            f"the result of tool {str(tool)[:80]!r}, content[{index}],",
+            hits,
             tool=str(tool)[:200],
             block=index,
-            hits=[hit_data(h) for h in hits],
         )
         return  # one finding per result says enough
 

@@ -500,29 +500,30 @@ def notification_batch_answered(session: Session, frame: FrameRecord, batch_seq:
 @rule("JR-RESP-ID", on=PAIRING, keys=("id-type-mismatch",))
 def id_type_mismatch(session: Session, msg: Msg, request: Pending) -> None:
     """The reply echoes the id with another JSON type (1 answered as "1")."""
-    session.report(
-        "JR-RESP-ID",
-        f"{SENDER[msg.direction]} answered request id {show_id(request.id)} "
-        f"({request.method}, seq {request.seq}) with id {show_id(msg.id)}: the id "
-        "must be echoed with the same JSON type",
-        [request.seq, msg.frame],
-        cause="id-type",
-        request_id=request.id,
-        response_id=msg.id,
-    )
+    _wrong_id(session, msg, request, "id-type", "must be echoed with the same JSON type")
 
 
 @rule("JR-RESP-ID", on=PAIRING, keys=("id-precision",))
 def id_precision(session: Session, msg: Msg, request: Pending) -> None:
     """The reply's integer id lost digits (2**53 + 1 echoed as 2**53)."""
+    _wrong_id(
+        session,
+        msg,
+        request,
+        "id-precision",
+        "lost precision (it went through a 64-bit float, which holds integers exactly only "
+        "up to 2**53); use ids within ±2**53, or strings",
+    )
+
+
+def _wrong_id(session: Session, msg: Msg, request: Pending, cause: str, why: str) -> None:
+    """JR-RESP-ID for a reply paired with ``request`` whose id is not the request's."""
     session.report(
         "JR-RESP-ID",
-        f"{SENDER[msg.direction]} answered request id {request.id} ({request.method}, "
-        f"seq {request.seq}) with id {show_id(msg.id)}: the id lost precision (it "
-        "went through a 64-bit float, which holds integers exactly only up to "
-        "2**53); use ids within ±2**53, or strings",
+        f"{SENDER[msg.direction]} answered request id {show_id(request.id)} "
+        f"({request.method}, seq {request.seq}) with id {show_id(msg.id)}: the id {why}",
         [request.seq, msg.frame],
-        cause="id-precision",
+        cause=cause,
         request_id=request.id,
         response_id=msg.id,
     )

@@ -241,6 +241,33 @@ def _legacy_offer(session: Session, msg: Msg) -> bool:
     return lc.offered_from_stateless and msg.frame == lc.init_seq
 
 
+def _init_fields(
+    session: Session, msg: Msg, rule_id: str, what: str, obj: dict[str, Any], info_key: str
+) -> None:
+    """The fields both initialize params and result carry: a version, capabilities, peer info."""
+    problems = []
+    if not isinstance(obj.get("protocolVersion"), str):
+        problems.append("protocolVersion (string)")
+    if not isinstance(obj.get("capabilities"), dict):
+        problems.append("capabilities (object)")
+    info = obj.get(info_key)
+    if not (
+        isinstance(info, dict)
+        and isinstance(info.get("name"), str)
+        and isinstance(info.get("version"), str)
+    ):
+        problems.append(f"{info_key} {{name, version}} (strings)")
+    if what == "result" and "instructions" in obj and not isinstance(obj["instructions"], str):
+        problems.append("instructions (string)")
+    if problems:
+        session.report(
+            rule_id,
+            f"the initialize {what} lacks or mistypes " + ", ".join(problems),
+            [msg.frame],
+            missing=problems,
+        )
+
+
 def _first_message(session: Session, msg: Msg) -> None:
     state = session.state
     if state.era == STATELESS:
@@ -283,27 +310,9 @@ def _initialize_request(session: Session, msg: Msg) -> None:
     lc.init_seq = msg.frame
     lc.init_key = id_key(msg.id)
     params = msg.params or {}
-    problems = []
     version = params.get("protocolVersion")
     lc.requested_version = version
-    if not isinstance(version, str):
-        problems.append("protocolVersion (string)")
-    if not isinstance(params.get("capabilities"), dict):
-        problems.append("capabilities (object)")
-    info = params.get("clientInfo")
-    if not (
-        isinstance(info, dict)
-        and isinstance(info.get("name"), str)
-        and isinstance(info.get("version"), str)
-    ):
-        problems.append("clientInfo {name, version} (strings)")
-    if problems:
-        session.report(
-            "LC-INIT-PARAMS",
-            "the initialize request lacks or mistypes " + ", ".join(problems),
-            [msg.frame],
-            missing=problems,
-        )
+    _init_fields(session, msg, "LC-INIT-PARAMS", "request", params, "clientInfo")
     if isinstance(version, str) and not VERSION_PATTERN.match(version):
         session.report(
             "LC-VERSION-CLIENT",
@@ -630,28 +639,8 @@ def _initialize_response(session: Session, msg: Msg) -> None:
         lc.init_ok = False
         return
     lc.init_ok = True
-    problems = []
     version = result.get("protocolVersion")
-    if not isinstance(version, str):
-        problems.append("protocolVersion (string)")
-    if not isinstance(result.get("capabilities"), dict):
-        problems.append("capabilities (object)")
-    info = result.get("serverInfo")
-    if not (
-        isinstance(info, dict)
-        and isinstance(info.get("name"), str)
-        and isinstance(info.get("version"), str)
-    ):
-        problems.append("serverInfo {name, version} (strings)")
-    if "instructions" in result and not isinstance(result["instructions"], str):
-        problems.append("instructions (string)")
-    if problems:
-        session.report(
-            "LC-INIT-RESULT",
-            "the initialize result lacks or mistypes " + ", ".join(problems),
-            [msg.frame],
-            missing=problems,
-        )
+    _init_fields(session, msg, "LC-INIT-RESULT", "result", result, "serverInfo")
     if isinstance(version, str):
         if is_known_version(version):
             state.version = version

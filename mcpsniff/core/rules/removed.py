@@ -62,6 +62,19 @@ _STATE = "deprecated_seen"
 _MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read", "tasks/get"})
 
 
+def report_removed(session: Session, msg: Msg, removed: frozenset[str]) -> None:
+    """MOD-REMOVED when ``msg``'s method is one of ``removed``, from whichever side sent it."""
+    method = msg.method or ""
+    if method in removed:
+        session.report(
+            "MOD-REMOVED",
+            f'the {SENDER[msg.direction]} sent "{method}", which 2026-07-28 removed',
+            [msg.frame],
+            method=method,
+            severity="warning",
+        )
+
+
 def _deprecated(session: Session, feature: str, how: str, seqs: list[int]) -> None:
     """MOD-DEPRECATED for ``feature``, the first time this session uses it."""
     seen = session.state.rule_state.get(_STATE)
@@ -87,16 +100,8 @@ def notification(session: Session, msg: Msg) -> None:
     """A removed notification from either side; a log message (Logging is deprecated)."""
     if session.state.era != STATELESS:
         return
-    method = msg.method or ""
-    if method in REMOVED:
-        session.report(
-            "MOD-REMOVED",
-            f'the {SENDER[msg.direction]} sent "{method}", which 2026-07-28 removed',
-            [msg.frame],
-            method=method,
-            severity="warning",
-        )
-    elif method == "notifications/message" and msg.direction == S2C:
+    report_removed(session, msg, REMOVED)
+    if msg.method == "notifications/message" and msg.direction == S2C:
         _deprecated(session, LOGGING, "the server sent a log message", [msg.frame])
 
 
@@ -108,14 +113,7 @@ def request(session: Session, msg: Msg) -> None:
     method = msg.method or ""
     params = msg.params
     if msg.direction == S2C:
-        if method in REMOVED:
-            session.report(
-                "MOD-REMOVED",
-                f'the server sent "{method}", which 2026-07-28 removed',
-                [msg.frame],
-                method=method,
-                severity="warning",
-            )
+        report_removed(session, msg, REMOVED)
         return
     if params is None:
         _transport(session, msg)

@@ -21,6 +21,7 @@ from mcpsniff.core.protocol import (
     META_VERSION,
     REMOVED_IN_V5,
 )
+from mcpsniff.core.rules.removed import report_removed
 
 if TYPE_CHECKING:
     from mcpsniff.core.session import Session
@@ -68,15 +69,7 @@ def stateless_request(session: Session, msg: Msg, meta: dict[str, Any] | None) -
 
 def removed_request(session: Session, msg: Msg) -> None:
     """MOD-REMOVED for a client request 2026-07-28 no longer has."""
-    method = msg.method or ""
-    if method in REMOVED_IN_V5:
-        session.report(
-            "MOD-REMOVED",
-            f'the client sent "{method}", which 2026-07-28 removed',
-            [msg.frame],
-            method=method,
-            severity="warning",
-        )
+    report_removed(session, msg, REMOVED_IN_V5)
 
 
 def v5_result(session: Session, msg: Msg, method: str) -> None:

@@ -42,6 +42,7 @@ from mcpsniff.core.rules.registry import (
     rule,
 )
 from mcpsniff.core.rules.tasks import _ISO8601 as ISO8601
+from mcpsniff.core.rules.tasks import STATUSES, TERMINAL  # the extension keeps these statuses
 
 if TYPE_CHECKING:
     from mcpsniff.core.session import Session
@@ -58,8 +59,6 @@ RULES = (
     "EXT-TASKS-INPUT-KEYS",
 )
 
-STATUSES = frozenset({"working", "input_required", "completed", "failed", "cancelled"})
-TERMINAL = frozenset({"completed", "failed", "cancelled"})
 #: The extension's methods (§ Reservations: "The tasks/ method prefix ... reserved").
 METHODS = ("tasks/get", "tasks/update", "tasks/cancel")
 NOTIFICATION_METHOD = "notifications/tasks"

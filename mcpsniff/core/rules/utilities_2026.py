@@ -36,7 +36,7 @@ from mcpsniff.core.rules.registry import MESSAGE, NOTIFICATION, RESPONSE, RESULT
 
 if TYPE_CHECKING:
     from mcpsniff.core.session import Session
-    from mcpsniff.core.state import Msg
+    from mcpsniff.core.state import Msg, Pending
 
 RULES = (
     "MOD-LOG-OPTIN",
@@ -271,23 +271,30 @@ def _empty_read(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     if version != V5:
         # Before 2026-07-28: "Resource not found: -32002" (resources.mdx § Error
         # Handling; rules/declined.py judges the error codes).
-        session.report(
-            "RES-NOT-FOUND",
-            f"the server answered resources/read of {uri[:120]!r}, which neither its "
-            "resource list nor its templates offer, with empty contents; a missing "
-            "resource gets error -32002 (Resource not found)",
-            [request.seq, msg.frame],
-            uri=uri[:200],
+        report_missing_read(
+            session, request, msg, uri, "empty contents", "RES-NOT-FOUND", MISSING_RESOURCE_ERROR
         )
     else:
-        session.report(
-            "MOD-RES-NOT-FOUND",
-            f"the server answered resources/read of {uri[:120]!r}, which neither its resource "
-            "list nor its templates offer, with empty contents; a missing resource gets "
-            "error -32602",
-            [request.seq, msg.frame],
-            uri=uri[:200],
+        report_missing_read(
+            session, request, msg, uri, "empty contents", "MOD-RES-NOT-FOUND", "-32602"
         )
+
+
+#: What a missing resource gets before 2026-07-28 (resources.mdx § Error Handling).
+MISSING_RESOURCE_ERROR = "-32002 (Resource not found)"
+
+
+def report_missing_read(
+    session: Session, request: Pending, msg: Msg, uri: str, answer: str, rule_id: str, code: str
+) -> None:
+    """``rule_id``: resources/read of ``uri``, which no list offers, answered with ``answer``."""
+    session.report(
+        rule_id,
+        f"the server answered resources/read of {uri[:120]!r}, which neither its resource list "
+        f"nor its templates offer, with {answer}; a missing resource gets error {code}",
+        [request.seq, msg.frame],
+        uri=uri[:200],
+    )
 
 
 def known_missing(session: Session, uri: str) -> bool:
