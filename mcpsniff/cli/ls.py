@@ -11,21 +11,14 @@ import click
 from mcpsniff.cli.shared import EXIT_ERROR
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.listing.columns import pad
+from mcpsniff.listing.identity import duration_text
 from mcpsniff.listing.summary import Skipped, TraceSummary, list_traces
 from mcpsniff.terminal.safe_output import terminal_json_line, tolerate_surrogates
 from mcpsniff.trace.paths import traces_dir
 
 
 def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    if seconds < 60:
-        return f"{seconds:.1f}s"
-    minutes, secs = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes}m{secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h{minutes:02d}m"
+    return "-" if seconds is None else duration_text(seconds, compact=True)
 
 
 def _size(size: int) -> str:

@@ -50,7 +50,7 @@ def mcp(paths: tuple[Path, ...], use_http: bool, listen: str) -> None:
         host, port = parse_listen_address(listen, "--listen")
     except ValueError as exc:
         fail("mcp", str(exc))
-    from mcpsniff.relay.http import is_loopback
+    from mcpsniff.net.listen_address import is_loopback
 
     if not is_loopback(host):
         fail("mcp", f"--listen {host}: mcpsniff mcp listens on loopback addresses only")

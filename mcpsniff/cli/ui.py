@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from mcpsniff.cli.shared import fail
-from mcpsniff.net.listen_address import parse_listen_address
+from mcpsniff.net.listen_address import parse_listen_address, wildcard_warning
 from mcpsniff.trace.paths import traces_dir
 
 
@@ -19,18 +19,6 @@ def parse_listen(text: str) -> tuple[str, int]:
         return parse_listen_address(text, "--listen")
     except ValueError as exc:
         fail("ui", str(exc))
-
-
-def wildcard_warning(host: str) -> str | None:
-    """The warning every mcpsniff listener gives on an address that is not loopback."""
-    from mcpsniff.relay.http import is_loopback
-
-    if is_loopback(host):
-        return None
-    return (
-        f"warning: listening on {host}, not loopback: anyone who can reach this address "
-        "and has the URL below (its ?token=) can read every recorded trace the UI serves"
-    )
 
 
 @click.command()
@@ -55,7 +43,9 @@ def ui(paths: tuple[Path, ...], listen: str, open_browser: bool) -> None:
     for root in roots:
         if not root.exists() and root != traces_dir():
             fail("ui", f"{root}: no such file or folder")
-    warning = wildcard_warning(host)
+    warning = wildcard_warning(
+        host, "and has the URL below (its ?token=) can read every recorded trace the UI serves"
+    )
     if warning:
         click.echo(f"mcpsniff ui: {warning}", err=True)
 

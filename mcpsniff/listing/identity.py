@@ -257,12 +257,15 @@ class SessionIdentity:
         }
 
 
-def duration_text(seconds: float) -> str:
-    """A duration as a person reads it: ``850 ms``, ``3.0 s``, ``2m05s``, ``1h02m``."""
-    if seconds < 1:
+def duration_text(seconds: float, compact: bool = False) -> str:
+    """A duration as a person reads it: ``850 ms``, ``3.0 s``, ``2m05s``, ``1h02m``.
+
+    ``compact`` is for a narrow column: ``0.8s``, ``3.0s`` (no milliseconds, no space).
+    """
+    if seconds < 1 and not compact:
         return f"{seconds * 1000:.0f} ms"
     if seconds < 60:
-        return f"{seconds:.1f} s"
+        return f"{seconds:.1f}s" if compact else f"{seconds:.1f} s"
     minutes, secs = divmod(int(seconds), 60)
     if minutes < 60:
         return f"{minutes}m{secs:02d}s"

@@ -1,1 +1,1 @@
-"""Network addresses the listeners share (the HTTP relay, replay serve, the UI): parsing only."""
+"""Network addresses the listeners share (the HTTP relay, replay serve, the UI, mcp)."""

@@ -18,6 +18,29 @@ _DOTTED_DIGITS = re.compile(r"[0-9.]+")
 _EXAMPLE = "127.0.0.1:6290 or [::1]:6290"
 
 
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` names a loopback interface only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def wildcard_warning(host: str, exposure: str) -> str | None:
+    """The warning every listener gives on an address that is not loopback (None on loopback).
+
+    ``exposure`` ends the sentence "anyone who can reach this address ...": what such a
+    listener hands to whoever reaches it.
+    """
+    if is_loopback(host):
+        return None
+    return (
+        f"warning: listening on {host}, not loopback: anyone who can reach this address {exposure}"
+    )
+
+
 def parse_listen_address(text: str, option: str) -> tuple[str, int]:
     """``(host, port)`` from ``HOST:PORT``; raises ``ValueError`` naming ``option`` if invalid.
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import signal
 import socket
 import ssl
@@ -48,7 +47,7 @@ from mcpsniff.core.model import Record
 from mcpsniff.core.observations import HttpRefused
 from mcpsniff.core.redact import redact_query
 from mcpsniff.http1.events import RequestHead
-from mcpsniff.net.listen_address import parse_listen_address
+from mcpsniff.net.listen_address import is_loopback, parse_listen_address, wildcard_warning
 from mcpsniff.relay import event_loop
 from mcpsniff.relay.event_loop import Spinner
 from mcpsniff.relay.http_wire import ClientSide
@@ -141,16 +140,6 @@ def max_connections() -> int:
     except (ImportError, ValueError, OSError):
         soft = 1024
     return max(8, (soft - 64) // 2)
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` names a loopback interface only."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
 
 
 def mcp_path(upstream: str) -> str:
@@ -532,11 +521,9 @@ def run_http(
     place = TracePlace.after_header(opened.writer)
     if opened.note and warn is not None:
         warn(f"mcpsniff http: warning: {opened.note}")
-    if not is_loopback(options.host) and warn is not None:
-        warn(
-            f"mcpsniff http: warning: listening on {options.host}, not loopback: anyone who "
-            "can reach this address can use the proxy and the server behind it"
-        )
+    warning = wildcard_warning(options.host, "can use the proxy and the server behind it")
+    if warning and warn is not None:
+        warn(f"mcpsniff http: {warning}")
     try:
         # Recording only, the analysis runs on CPU nobody else wants: under load the
         # proxy keeps the cores and the analysis catches up in the pauses. With

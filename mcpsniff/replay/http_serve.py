@@ -32,18 +32,6 @@ def parse_listen(text: str) -> tuple[str, int]:
     return parse_listen_address(text, "--http")
 
 
-def wildcard_warning(host: str) -> str | None:
-    """The warning ``mcpsniff http`` gives for a non-loopback address, worded for replay."""
-    from mcpsniff.relay.http import is_loopback
-
-    if is_loopback(host):
-        return None
-    return (
-        f"warning: listening on {host}, not loopback: anyone who can reach this address "
-        "can use the replay and read the recorded traffic it serves"
-    )
-
-
 class HttpReplay:
     """The aiohttp handlers around the replay servers, one per client session.
 

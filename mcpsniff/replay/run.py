@@ -8,6 +8,7 @@ from pathlib import Path
 
 from mcpsniff.core.model import FindingRecord
 from mcpsniff.faults.spec import Fault
+from mcpsniff.net.listen_address import wildcard_warning
 from mcpsniff.replay.compare import PathPart
 from mcpsniff.replay.drive import Driver, Link, LinkSink
 from mcpsniff.replay.links import HttpLink, StdioLink
@@ -115,10 +116,12 @@ def serve_script(
 
     try:
         if address is not None:
-            from mcpsniff.replay.http_serve import serve_http, wildcard_warning
+            from mcpsniff.replay.http_serve import serve_http
 
             host, port = address
-            warning = wildcard_warning(host)
+            warning = wildcard_warning(
+                host, "can use the replay and read the recorded traffic it serves"
+            )
             if warning:
                 warn(warning)
             asyncio.run(serve_http(make_server, tap, host, port, announce=warn))

@@ -30,7 +30,7 @@ import secrets
 import socket
 from collections.abc import Mapping
 
-from mcpsniff.relay.http import is_loopback
+from mcpsniff.net.listen_address import is_loopback
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 WILDCARDS = frozenset({"0.0.0.0", "::", ""})

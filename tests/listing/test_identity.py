@@ -186,3 +186,14 @@ def test_endings_in_words() -> None:
         "2m05s",
         "1h02m",
     ]
+
+
+def test_a_compact_duration_fits_the_ls_column() -> None:
+    """``compact`` drops the milliseconds form and the space before the unit."""
+    assert [duration_text(x, compact=True) for x in (0.25, 3.04, 59.96, 125, 3725)] == [
+        "0.2s",
+        "3.0s",
+        "60.0s",
+        "2m05s",
+        "1h02m",
+    ]

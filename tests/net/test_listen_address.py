@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcpsniff.net.listen_address import parse_listen_address
+from mcpsniff.net.listen_address import is_loopback, parse_listen_address, wildcard_warning
 
 
 @pytest.mark.parametrize(
@@ -47,3 +47,29 @@ def test_invalid_addresses_name_the_option(text: str, message: str) -> None:
         parse_listen_address(text, "--http")
     assert message in str(caught.value)
     assert "\x1b" not in str(caught.value)  # repr() escapes it
+
+
+@pytest.mark.parametrize(
+    ("host", "loopback"),
+    [
+        ("localhost", True),
+        ("127.0.0.1", True),
+        ("127.8.9.10", True),
+        ("::1", True),
+        ("[::1]", True),
+        ("0.0.0.0", False),
+        ("::", False),
+        ("192.0.2.1", False),
+        ("example.org", False),
+        ("", False),
+    ],
+)
+def test_loopback_hosts(host: str, loopback: bool) -> None:
+    assert is_loopback(host) is loopback
+
+
+def test_the_wildcard_warning_names_the_host_and_what_it_exposes() -> None:
+    assert wildcard_warning("127.0.0.1", "can read it") is None
+    assert wildcard_warning("0.0.0.0", "can read it") == (
+        "warning: listening on 0.0.0.0, not loopback: anyone who can reach this address can read it"
+    )
