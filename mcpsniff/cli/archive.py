@@ -11,6 +11,7 @@ from typing import Any
 import click
 import orjson
 
+from mcpsniff.cli.options import format_option, output_option
 from mcpsniff.cli.shared import fail
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.trace.codec import TraceError
@@ -24,12 +25,8 @@ CELL_WIDTH = 60
 
 @click.command("parquet")
 @click.argument("traces", nargs=-1, required=True, type=click.Path(path_type=Path))
-@click.option(
-    "-o",
-    "--output",
-    required=True,
-    type=click.Path(file_okay=False, path_type=Path),
-    help="The archive folder (created; an existing archive is appended to).",
+@output_option(
+    "The archive folder (created; an existing archive is appended to).", required=True, folder=True
 )
 def parquet(traces: tuple[Path, ...], output: Path) -> None:
     """Append TRACE files (or folders of them) to a Parquet archive partitioned by day and server.
@@ -74,13 +71,7 @@ def parquet(traces: tuple[Path, ...], output: Path) -> None:
 @click.command()
 @click.argument("sql")
 @click.argument("sources", nargs=-1, type=click.Path(path_type=Path))
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["table", "json", "csv"]),
-    default="table",
-    show_default=True,
-)
+@format_option(("table", "json", "csv"))
 @click.option(
     "--max-rows", default=DEFAULT_ROWS, show_default=True, type=click.IntRange(1, 10_000_000)
 )

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from mcpsniff.cli.options import format_option
 from mcpsniff.cli.shared import EXIT_FINDINGS, EXIT_OK, fail, warner
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.terminal.safe_output import terminal_json_line, tolerate_surrogates
@@ -17,9 +18,7 @@ from mcpsniff.terminal.safe_output import terminal_json_line, tolerate_surrogate
 @click.argument("trace_b", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--session-a", metavar="KEY", help="The session of TRACE_A (default: all of them).")
 @click.option("--session-b", metavar="KEY", help="The session of TRACE_B (default: all of them).")
-@click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
-)
+@format_option(("text", "json"))
 def diff(
     trace_a: Path, trace_b: Path, session_a: str | None, session_b: str | None, fmt: str
 ) -> None:

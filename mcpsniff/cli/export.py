@@ -9,6 +9,7 @@ from pathlib import Path
 import click
 
 from mcpsniff.cli.filter_option import filter_option, parse_filter
+from mcpsniff.cli.options import output_option
 from mcpsniff.cli.shared import fail, warner
 from mcpsniff.export.otlp_trace import send_trace
 from mcpsniff.trace.codec import TraceError
@@ -95,10 +96,7 @@ def otlp(
         exporter = OtlpExporter(settings, deadline=deadline)
     except (OtlpSettingsError, OtlpUnavailable) as exc:
         fail("export otlp", str(exc))
-    try:
-        reader = TraceReader(trace, on_skip=warner("export otlp"))
-    except TraceError as exc:
-        fail("export otlp", str(exc))
+    reader = _open("export otlp", trace)
     try:
         with reader:
             sent = send_trace(reader, exporter, include_content, flt)
@@ -137,6 +135,14 @@ def otlp(
     )
 
 
+def _open(command: str, trace: Path) -> TraceReader:
+    """A reader of ``trace`` whose skipped lines warn as ``command``; exit 2 when it won't open."""
+    try:
+        return TraceReader(trace, on_skip=warner(command))
+    except TraceError as exc:
+        fail(command, str(exc))
+
+
 def _refuse_to_replace_a_trace(command: str, trace: Path, output: Path) -> None:
     """``-o`` must not name the trace being read, nor any other mcpsniff trace.
 
@@ -159,12 +165,7 @@ def _refuse_to_replace_a_trace(command: str, trace: Path, output: Path) -> None:
 
 @export.command("har")
 @click.argument("trace", type=click.Path(dir_okay=False, path_type=Path))
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the HAR file here (default: standard output).",
-)
+@output_option("Write the HAR file here (default: standard output).")
 @click.option(
     "--no-redact",
     is_flag=True,
@@ -181,10 +182,7 @@ def har(trace: Path, output: Path | None, no_redact: bool) -> None:
 
     if output is not None:
         _refuse_to_replace_a_trace("har", trace, output)
-    try:
-        reader = TraceReader(trace, on_skip=warner("export har"))
-    except TraceError as exc:
-        fail("export har", str(exc))
+    reader = _open("export har", trace)
     try:
         with reader:
             result = write_har(reader, output, redact=not no_redact)

@@ -13,7 +13,7 @@ import click
 from mcpsniff.cli.shared import fail
 from mcpsniff.guard.enforce import EnforcePolicy
 from mcpsniff.guard.findings import GuardPolicy
-from mcpsniff.guard.lockfile import read_lock
+from mcpsniff.guard.lockfile import Lock, read_lock
 from mcpsniff.guard.stored import StoredError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -41,14 +41,37 @@ class Duration(click.ParamType):
         return seconds
 
 
+def _pins_option(dest: str, help: str) -> Callable[[F], F]:
+    return click.option("--pins", dest, type=click.Path(dir_okay=False, path_type=Path), help=help)
+
+
+def _forbid_option(dest: str, help: str) -> Callable[[F], F]:
+    return click.option("--forbid-tool", dest, multiple=True, metavar="GLOB", help=help)
+
+
+def _with(options: list[Callable[[F], F]], fn: F) -> F:
+    """``fn`` with ``options``, listed in the order ``--help`` shows them."""
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _read_pins(command: str, pins: Path | None) -> Lock | None:
+    """The lock file ``pins`` names (None for none); exit 2 when it cannot be read."""
+    if pins is None:
+        return None
+    try:
+        return read_lock(pins)
+    except StoredError as exc:
+        fail(command, str(exc))
+
+
 def guard_check_options(fn: F) -> F:
     """``--pins``, ``--expect-tool``, ``--forbid-tool``, ``--max-duration``,
     ``--max-definition-tokens`` and ``--history``."""
     options = [
-        click.option(
-            "--pins",
-            type=click.Path(dir_okay=False, path_type=Path),
-            help="Report every difference from this lock file (mcpsniff pin writes it).",
+        _pins_option(
+            "pins", "Report every difference from this lock file (mcpsniff pin writes it)."
         ),
         click.option(
             "--expect-tool",
@@ -57,13 +80,9 @@ def guard_check_options(fn: F) -> F:
             metavar="NAME",
             help="Fail unless every server lists this tool (repeatable).",
         ),
-        click.option(
-            "--forbid-tool",
+        _forbid_option(
             "forbid_tools",
-            multiple=True,
-            metavar="GLOB",
-            help="Fail when a server lists a tool matching this pattern, e.g. 'delete_*' "
-            "(repeatable).",
+            "Fail when a server lists a tool matching this pattern, e.g. 'delete_*' (repeatable).",
         ),
         click.option(
             "--max-duration",
@@ -84,9 +103,7 @@ def guard_check_options(fn: F) -> F:
             "this trace or in the state folder's history (the relays keep it).",
         ),
     ]
-    for option in reversed(options):
-        fn = option(fn)
-    return fn
+    return _with(options, fn)
 
 
 def guard_policy(
@@ -102,14 +119,8 @@ def guard_policy(
     if not (pins or expect_tools or forbid_tools or max_duration or max_definition_tokens):
         if not history:
             return None
-    lock = None
-    if pins is not None:
-        try:
-            lock = read_lock(pins)
-        except StoredError as exc:
-            fail(command, str(exc))
     return GuardPolicy(
-        pins=lock,
+        pins=_read_pins(command, pins),
         expect_tools=tuple(expect_tools),
         forbid_tools=tuple(forbid_tools),
         max_duration=max_duration,
@@ -131,23 +142,13 @@ def guard_relay_options(fn: F) -> F:
             "definition differs from its pin, with a JSON-RPC error; never forward it "
             "(docs/guard.md).",
         ),
-        click.option(
-            "--pins",
-            "guard_pins",
-            type=click.Path(dir_okay=False, path_type=Path),
-            help="With --guard enforce: the lock file calls must match.",
-        ),
-        click.option(
-            "--forbid-tool",
+        _pins_option("guard_pins", "With --guard enforce: the lock file calls must match."),
+        _forbid_option(
             "guard_forbid",
-            multiple=True,
-            metavar="GLOB",
-            help="With --guard enforce: refuse calls to tools matching this (repeatable).",
+            "With --guard enforce: refuse calls to tools matching this (repeatable).",
         ),
     ]
-    for option in reversed(options):
-        fn = option(fn)
-    return fn
+    return _with(options, fn)
 
 
 def enforce_policy(
@@ -160,10 +161,4 @@ def enforce_policy(
         return None
     if pins is None and not forbid:
         fail(command, "--guard enforce needs --pins FILE or --forbid-tool GLOB")
-    lock = None
-    if pins is not None:
-        try:
-            lock = read_lock(pins)
-        except StoredError as exc:
-            fail(command, str(exc))
-    return EnforcePolicy(label, lock, tuple(forbid))
+    return EnforcePolicy(label, _read_pins(command, pins), tuple(forbid))

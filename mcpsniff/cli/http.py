@@ -9,7 +9,7 @@ import click
 
 from mcpsniff.capture.sinks import Outputs
 from mcpsniff.cli.recording import OTLP_HELP, live_display, otlp_sink, recording_options
-from mcpsniff.cli.seconds import Seconds
+from mcpsniff.cli.seconds import seconds_option
 from mcpsniff.cli.shared import fail
 from mcpsniff.core.escape import terminal_safe
 
@@ -38,19 +38,17 @@ from mcpsniff.core.escape import terminal_safe
     "forwarding while one client talks alone, which saves a wake-up per hop (mostly on VMs).",
 )
 @click.option("--otlp", metavar="URL", help=OTLP_HELP)
-@click.option(
+@seconds_option(
     "--head-timeout",
-    type=Seconds(maximum=1e7),
-    default=30.0,
-    show_default=True,
-    help="Seconds a client has to send a whole request head (then 408 and close).",
+    30.0,
+    "Seconds a client has to send a whole request head (then 408 and close).",
+    maximum=1e7,
 )
-@click.option(
+@seconds_option(
     "--idle-timeout",
-    type=Seconds(maximum=1e7),
-    default=75.0,
-    show_default=True,
-    help="Seconds a client may stay silent between requests or mid-body (then close).",
+    75.0,
+    "Seconds a client may stay silent between requests or mid-body (then close).",
+    maximum=1e7,
 )
 @click.option(
     "--capture-limit",

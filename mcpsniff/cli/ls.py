@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from mcpsniff.cli.options import format_option
 from mcpsniff.cli.shared import EXIT_ERROR
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.listing.columns import pad
@@ -50,9 +51,7 @@ def _row(row: TraceSummary) -> str:
 
 @click.command(name="ls")
 @click.argument("folder", required=False, type=click.Path(path_type=Path))
-@click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
-)
+@format_option(("text", "json"))
 def ls(folder: Path | None, fmt: str) -> None:
     """List the traces in the state folder (or FOLDER), newest first.
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from mcpsniff.cli.options import output_option
 from mcpsniff.cli.shared import fail, warner
 from mcpsniff.guard.inventory import InventoryError, read_inventory
 from mcpsniff.guard.lockfile import lock_data, read_lock, write_lock
@@ -14,13 +15,9 @@ from mcpsniff.guard.stored import StoredError, listed_from_stored
 
 @click.command()
 @click.argument("traces", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
+@output_option(
+    "The lock file to write (replaced when it exists: review the diff).",
     default=Path("mcpsniff.lock"),
-    show_default=True,
-    help="The lock file to write (replaced when it exists: review the diff).",
 )
 def pin(traces: tuple[Path, ...], output: Path) -> None:
     """Pin the definitions each server of TRACE... offered in its last session.

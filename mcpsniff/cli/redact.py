@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from mcpsniff.cli.options import output_option
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.trace.codec import TraceError
 from mcpsniff.trace.redact_trace import redact_trace
@@ -18,14 +19,7 @@ def _say(text: str) -> None:
 
 @click.command()
 @click.argument("trace", type=click.Path(dir_okay=True, path_type=Path))
-@click.option(
-    "-o",
-    "--output",
-    "output",
-    required=True,
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="The redacted copy to create (never overwritten).",
-)
+@output_option("The redacted copy to create (never overwritten).", required=True)
 def redact(trace: Path, output: Path) -> None:
     """Write a copy of TRACE with its credentials replaced by [REDACTED].
 

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 import click
 
 from mcpsniff.cli.fault_option import fault_options, parsed_faults
-from mcpsniff.cli.seconds import Seconds
+from mcpsniff.cli.seconds import seconds_option
 from mcpsniff.cli.shared import EXIT_OK, fail
 from mcpsniff.core.escape import terminal_safe_lines
 from mcpsniff.replay.compare import PathPart, parse_path
@@ -165,13 +165,7 @@ def _listen_address(listen: str) -> tuple[str, int]:
     help="JSON path to leave out of the comparison, e.g. '$.result.content[0].text' "
     "(repeatable; [*] matches any element).",
 )
-@click.option(
-    "--timeout",
-    default=30.0,
-    type=Seconds(),
-    show_default=True,
-    help="Seconds to wait for each response.",
-)
+@seconds_option("--timeout", 30.0, "Seconds to wait for each response.")
 @_TRACE_OPTION
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def drive(

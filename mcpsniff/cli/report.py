@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from mcpsniff.cli.filter_option import filter_option, parse_filter
+from mcpsniff.cli.options import format_option, output_option
 from mcpsniff.cli.shared import fail
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.filter import HELP as FILTER_HELP
@@ -25,19 +26,10 @@ from mcpsniff.trace.output_target import holds_a_trace
     metavar="A B",
     help="A page comparing two recordings request by request (as `mcpsniff diff`).",
 )
-@click.option(
-    "-o",
-    "--output",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Where to write (default: TRACE with .html; mermaid goes to stdout).",
-)
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["html", "mermaid"]),
-    default="html",
-    show_default=True,
-    help="html: one self-contained page; mermaid: the sequence diagram as Mermaid text.",
+@output_option("Where to write (default: TRACE with .html; mermaid goes to stdout).")
+@format_option(
+    ("html", "mermaid"),
+    "html: one self-contained page; mermaid: the sequence diagram as Mermaid text.",
 )
 @filter_option
 @click.option("--from", "from_seq", type=int, help="mermaid: start the diagram at this seq.")

@@ -5,15 +5,14 @@ from __future__ import annotations
 import click
 import orjson
 
+from mcpsniff.cli.options import format_option
 from mcpsniff.core import catalog, conformance, explain, spec_links
 from mcpsniff.core.rules import IMPLEMENTED
 from mcpsniff.core.spec_links import spec_link
 
 
 @click.command()
-@click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
-)
+@format_option(("text", "json"))
 def rules(fmt: str) -> None:
     """List every rule mcpsniff checks, with severity, versions and spec source."""
     for rule_id in IMPLEMENTED:

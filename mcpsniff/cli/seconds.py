@@ -9,9 +9,12 @@ never ends. Options that are a number of seconds use :class:`Seconds` instead.
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class Seconds(click.ParamType):
@@ -36,3 +39,12 @@ class Seconds(click.ParamType):
                 ctx,
             )
         return seconds
+
+
+def seconds_option(
+    name: str, default: float, help: str, maximum: float = 86_400.0
+) -> Callable[[F], F]:
+    """An option ``name`` of :class:`Seconds` up to ``maximum``, its ``default`` shown in --help."""
+    return click.option(
+        name, type=Seconds(maximum=maximum), default=default, show_default=True, help=help
+    )

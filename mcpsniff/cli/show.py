@@ -8,7 +8,8 @@ from pathlib import Path
 import click
 
 from mcpsniff.cli.filter_option import filter_option, parse_filter
-from mcpsniff.cli.seconds import Seconds
+from mcpsniff.cli.options import format_option
+from mcpsniff.cli.seconds import seconds_option
 from mcpsniff.cli.shared import colour, fail
 from mcpsniff.filter import HELP as FILTER_HELP
 from mcpsniff.show.run import ShowError, ShowOptions, run_show
@@ -23,26 +24,16 @@ from mcpsniff.terminal.safe_output import tolerate_surrogates
     is_flag=True,
     help="Keep reading as the trace grows, like tail -F (waits for a trace not created yet).",
 )
-@click.option(
-    "--interval",
-    default=0.2,
-    type=Seconds(maximum=3600),
-    show_default=True,
-    help="Polling interval for --follow, in seconds.",
-)
+@seconds_option("--interval", 0.2, "Polling interval for --follow, in seconds.", maximum=3600)
 @click.option(
     "-v",
     "--verbose",
     count=True,
     help="-v: each message's body as pretty JSON; -vv: also the raw bytes from the wire.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="json: one object per message or event, with its body (-vv adds the raw bytes).",
+@format_option(
+    ("text", "json"),
+    "json: one object per message or event, with its body (-vv adds the raw bytes).",
 )
 @filter_option
 def show(

@@ -10,6 +10,7 @@ import click
 import orjson
 
 from mcpsniff.cli.filter_option import filter_option, parse_filter
+from mcpsniff.cli.options import format_option
 from mcpsniff.cli.shared import EXIT_ERROR
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.filter import HELP as FILTER_HELP
@@ -28,9 +29,7 @@ from mcpsniff.trace.spool import is_stream, rereadable
 
 @click.command(epilog=FILTER_HELP)
 @click.argument("trace", type=click.Path(dir_okay=True, path_type=Path))
-@click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
-)
+@format_option(("text", "json"))
 @filter_option
 def stats(trace: Path, fmt: str, filter_expr: str | None) -> None:
     """Per method and per tool: counts, errors, latency p50/p95/p99/max; errors by layer.

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import click
 import pytest
 from click.testing import CliRunner
 
 from mcpsniff.cli import main
+from mcpsniff.cli.seconds import seconds_option
 
 TRACE = Path(__file__).resolve().parents[2] / "recordings" / "string-id-echo.jsonl"
 
@@ -44,3 +46,18 @@ def test_the_http_relay_s_timeouts_refuse_nan_and_infinity(option: str, value: s
     result = CliRunner().invoke(main, args)
     assert result.exit_code == 2, result.output
     assert f"Invalid value for '{option}': '{value}' is not a number of seconds" in result.output
+
+
+def test_seconds_option_shows_its_default_and_bounds_its_value() -> None:
+    @click.command()
+    @seconds_option("--wait", 2.5, "Seconds to wait.", maximum=10)
+    def command(wait: float) -> None:
+        click.echo(repr(wait))
+
+    runner = CliRunner()
+    assert runner.invoke(command, []).output == "2.5\n"
+    assert runner.invoke(command, ["--wait", "10"]).output == "10.0\n"
+    refused = runner.invoke(command, ["--wait", "11"])
+    assert refused.exit_code == 2
+    assert "is not a number of seconds above 0 and at most 10" in refused.output
+    assert "Seconds to wait.  [default: 2.5]" in runner.invoke(command, ["--help"]).output
