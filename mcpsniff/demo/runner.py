@@ -23,6 +23,7 @@ from pathlib import Path
 import mcpsniff
 from mcpsniff.capture.recorder import TraceRecorder
 from mcpsniff.core.model import C2S, S2C, FindingRecord, FrameRecord, Record
+from mcpsniff.relay.stdio_io import forward
 from mcpsniff.trace.writer import TraceWriter
 
 #: The session key of the single stdio session the demo records.
@@ -203,13 +204,7 @@ class _Relay:
             if not chunk:
                 break
             if forwarding:
-                try:
-                    dst.write(chunk)
-                    await dst.drain()
-                except (BrokenPipeError, ConnectionResetError):
-                    # The reader is gone. Keep draining the writer (so it
-                    # never blocks on a full pipe) and keep recording.
-                    forwarding = False
+                forwarding = await forward(dst, chunk)
             self.recorder.feed(SESSION, direction, chunk, t)
         self.recorder.eof(SESSION, direction, time.time())
         # EOF travels on: the other side sees its input end, as it would

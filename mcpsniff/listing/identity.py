@@ -138,26 +138,15 @@ class SessionIdentity:
         if not isinstance(body, dict):
             return
         if direction == "s2c":
-            result = body.get("result")
-            if not isinstance(result, dict):
-                return
-            info = result.get("serverInfo")
-            meta = result.get("_meta")
-            if not isinstance(info, dict) and isinstance(meta, dict):
-                info = meta.get(SERVER_INFO_KEY)  # 2026-07-28 server/discover
-            if isinstance(info, dict) and short(info.get("name")):
+            # 2026-07-28's server/discover names the server in the result's _meta.
+            info = _peer_info(body.get("result"), "serverInfo", SERVER_INFO_KEY)
+            if info is not None:
                 self.server = short(info.get("name"))
                 self.server_title = short(info.get("title"))
                 self.server_version = short(info.get("version"), 40)
         elif direction == "c2s":
-            params = body.get("params")
-            if not isinstance(params, dict):
-                return
-            info = params.get("clientInfo")
-            meta = params.get("_meta")
-            if not isinstance(info, dict) and isinstance(meta, dict):
-                info = meta.get(CLIENT_INFO_KEY)
-            if isinstance(info, dict) and short(info.get("name")):
+            info = _peer_info(body.get("params"), "clientInfo", CLIENT_INFO_KEY)
+            if info is not None:
                 self.client = short(info.get("name"))
                 self.client_version = short(info.get("version"), 40)
 
@@ -255,6 +244,17 @@ class SessionIdentity:
             "failed": self.failed,
             "title": self.title(live),
         }
+
+
+def _peer_info(holder: Any, key: str, meta_key: str) -> dict[str, Any] | None:
+    """The Implementation a result or params names at ``key`` (else in ``_meta``), if named."""
+    if not isinstance(holder, dict):
+        return None
+    info = holder.get(key)
+    meta = holder.get("_meta")
+    if not isinstance(info, dict) and isinstance(meta, dict):
+        info = meta.get(meta_key)
+    return info if isinstance(info, dict) and short(info.get("name")) else None
 
 
 def duration_text(seconds: float, compact: bool = False) -> str:

@@ -215,6 +215,21 @@ def _skip(path: Path, reason: str, skipped: list[Skipped] | None) -> None:
     return None
 
 
+def _stamped(summary: TraceSummary, line: bytes) -> SessionIdentity | None:
+    """A frame's or event's time and session, counted; its session's identity, if it names one."""
+    head = line[:_HEAD]
+    value = _time(head)
+    if value is not None and (summary.last is None or value > summary.last):
+        summary.last = value
+    session = _SESSION.search(head)
+    if session is None:
+        return None
+    summary.sessions.add(session.group(1).decode("utf-8", "replace"))
+    identity = summary.identity(_key(session.group(1)))
+    identity.saw_time(value)
+    return identity
+
+
 def _account(summary: TraceSummary, line: bytes) -> None:
     if line.startswith(_MESSAGE):
         summary.messages += 1
@@ -222,30 +237,16 @@ def _account(summary: TraceSummary, line: bytes) -> None:
         if session is not None:
             summary.identity(_key(session.group(1))).messages += 1
     elif line.startswith(_FRAME):
-        head = line[:_HEAD]
-        value = _time(head)
-        if value is not None and (summary.last is None or value > summary.last):
-            summary.last = value
-        session = _SESSION.search(head)
-        if session is not None:
-            summary.sessions.add(session.group(1).decode("utf-8", "replace"))
-            identity = summary.identity(_key(session.group(1)))
-            identity.saw_time(value)
+        identity = _stamped(summary, line)
+        if identity is not None:
             if not identity.knows_peers and (b"serverInfo" in line or b"clientInfo" in line):
                 # An initialize (or server/discover) exchange: the peers' names.
                 record = _parse(line)
                 if record is not None:
                     identity.saw_body(record.get("dir"), record.get("json"))
     elif line.startswith(_EVENT):
-        head = line[:_HEAD]
-        value = _time(head)
-        if value is not None and (summary.last is None or value > summary.last):
-            summary.last = value
-        session = _SESSION.search(head)
-        if session is not None:
-            summary.sessions.add(session.group(1).decode("utf-8", "replace"))
-            identity = summary.identity(_key(session.group(1)))
-            identity.saw_time(value)
+        identity = _stamped(summary, line)
+        if identity is not None:
             record = _parse(line)
             if record is not None and isinstance(record.get("event"), str):
                 data = record.get("data")

@@ -51,6 +51,7 @@ from mcpsniff.relay.stdio_io import (
     Input,
     Output,
     blocking_modes,
+    forward,
     restore_blocking,
     write_through,
 )
@@ -320,15 +321,7 @@ class StdioRelay:
                 break
             forwarded[C2S] += len(chunk)
             if child_reads:
-                try:
-                    sink.write(chunk)
-                    await sink.drain()
-                except (BrokenPipeError, ConnectionResetError):
-                    # The child closed its stdin (or died): keep reading so the
-                    # client is not blocked, and still record what it sent; but
-                    # write no more, which asyncio would log once per chunk
-                    # ("pipe closed by peer") on the user's stderr.
-                    child_reads = False
+                child_reads = await forward(sink, chunk)
             send_data(C2S, time.time(), chunk)
         send(StreamEnd(C2S, time.time()))
         with contextlib.suppress(Exception):

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from mcpsniff.core.model import C2S, S2C
 from mcpsniff.core.observations import GuardAnswered, StreamEnd
 from mcpsniff.guard.enforce import Gate
-from mcpsniff.relay.stdio_io import CHUNK, Input, Output, write_through
+from mcpsniff.relay.stdio_io import CHUNK, Input, Output, forward, write_through
 
 if TYPE_CHECKING:
     from mcpsniff.relay.stdio import StdioRelay
@@ -78,11 +78,7 @@ async def _pump_stdin(
             forwarded[C2S] += len(line)
             if refusal is None:
                 if child_reads:
-                    try:
-                        sink.write(line)
-                        await sink.drain()
-                    except (BrokenPipeError, ConnectionResetError):
-                        child_reads = False
+                    child_reads = await forward(sink, line)
                 send_data(C2S, now, line)
                 continue
             send_data(C2S, now, line)

@@ -200,6 +200,21 @@ def write_through(transport: asyncio.WriteTransport) -> None:
     transport.set_write_buffer_limits(high=0, low=0)
 
 
+async def forward(sink: asyncio.StreamWriter, data: bytes) -> bool:
+    """Write ``data`` to ``sink`` and wait for it to go; False once its reader is gone.
+
+    A reader that closed its end (or died) makes the write fail: the caller keeps
+    reading, so whoever writes to it is not blocked, and keeps recording, but
+    writes no more, which asyncio would log once per chunk ("pipe closed by peer").
+    """
+    try:
+        sink.write(data)
+        await sink.drain()
+    except (BrokenPipeError, ConnectionResetError):
+        return False
+    return True
+
+
 def blocking_modes() -> dict[int, bool]:
     """The blocking mode of each of our standard descriptors."""
     modes: dict[int, bool] = {}

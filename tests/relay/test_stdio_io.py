@@ -8,7 +8,7 @@ import sys
 import threading
 from pathlib import Path
 
-from mcpsniff.relay.stdio_io import Input, Output, blocking_modes, restore_blocking
+from mcpsniff.relay.stdio_io import Input, Output, blocking_modes, forward, restore_blocking
 
 
 def read_all(fd: int, into: bytearray) -> None:
@@ -79,3 +79,32 @@ def test_blocking_modes_are_put_back() -> None:
         os.close(read_fd)
         os.close(write_fd)
     assert blocking_modes() == before
+
+
+def test_forward_writes_to_a_child_and_says_false_once_its_stdin_is_closed() -> None:
+    """A real child's stdin: bytes reach it; after it closed stdin, forward says False."""
+
+    async def scenario() -> tuple[bool, bytes, bool]:
+        # The child echoes one line and exits, closing its stdin.
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            "import sys; sys.stdout.write(sys.stdin.readline()); sys.stdout.flush()",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        first = await forward(proc.stdin, b"hello\n")
+        echoed = await proc.stdout.readline()
+        await proc.wait()
+        later = True
+        for _ in range(50):  # the first write after the exit may still land in the pipe
+            later = await forward(proc.stdin, b"x" * 65536)
+            if not later:
+                break
+        return first, echoed, later
+
+    first, echoed, later = asyncio.run(scenario())
+    assert first is True
+    assert echoed == b"hello\n"
+    assert later is False
