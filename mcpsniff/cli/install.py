@@ -10,14 +10,23 @@ import click
 
 from mcpsniff.cli.shared import fail
 from mcpsniff.install.clients import CLIENTS
-from mcpsniff.install.run import InstallError, run_install, run_install_self, run_uninstall
+from mcpsniff.install.run import (
+    InstallError,
+    Selection,
+    run_install,
+    run_install_self,
+    run_uninstall,
+)
 from mcpsniff.terminal.safe_output import tolerate_surrogates
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _target_options(verb: str, all_help: str) -> Callable[[F], F]:
-    """The options install and uninstall share: which files, which servers, dry run."""
+    """The options install and uninstall share: which files, which servers, dry run.
+
+    Their parameters are ``install.run.Selection``'s fields, which the command builds.
+    """
 
     def decorate(command: F) -> F:
         for option in reversed(
@@ -57,14 +66,7 @@ def _target_options(verb: str, all_help: str) -> Callable[[F], F]:
     is_flag=True,
     help="Add `mcpsniff mcp` (the recorded traces, for the agent) as a server instead.",
 )
-def install(
-    client_names: tuple[str, ...],
-    config_paths: tuple[Path, ...],
-    servers: tuple[str, ...],
-    all_servers: bool,
-    dry_run: bool,
-    add_self: bool,
-) -> None:
+def install(add_self: bool, **options: Any) -> None:
     """Make a client run its stdio MCP servers under mcpsniff, recording each launch.
 
     Each chosen stdio server entry becomes `mcpsniff stdio --name NAME --trace
@@ -76,26 +78,21 @@ def install(
     `mcpsniff` server instead: `mcpsniff mcp`, so its agent can read the traces.
     """
     tolerate_surrogates()
+    selection = Selection(**options)
     try:
         if add_self:
-            if servers or all_servers:
+            if selection.servers or selection.all_servers:
                 fail("install", "--self adds mcpsniff itself; it takes no --server or --all")
-            run_install_self(client_names, config_paths, dry_run, click.echo)
+            run_install_self(selection, click.echo)
             return
-        run_install(client_names, config_paths, servers, all_servers, dry_run, click.echo, _note)
+        run_install(selection, click.echo, _note)
     except InstallError as exc:
         fail(exc.command, exc.reason)
 
 
 @click.command()
 @_target_options("unwrap", "Every wrapped server (the default).")
-def uninstall(
-    client_names: tuple[str, ...],
-    config_paths: tuple[Path, ...],
-    servers: tuple[str, ...],
-    all_servers: bool,
-    dry_run: bool,
-) -> None:
+def uninstall(**options: Any) -> None:
     """Undo `mcpsniff install`: servers run directly again.
 
     When a file is still exactly what install wrote, its original bytes come
@@ -103,7 +100,7 @@ def uninstall(
     """
     tolerate_surrogates()
     try:
-        run_uninstall(client_names, config_paths, servers, all_servers, dry_run, click.echo)
+        run_uninstall(Selection(**options), click.echo)
     except InstallError as exc:
         fail(exc.command, exc.reason)
 

@@ -11,6 +11,7 @@ import difflib
 import os
 import stat
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -116,6 +117,28 @@ def _proxy_hint(entry: Entry) -> list[str]:
     ]
 
 
+@dataclass(frozen=True)
+class Selection:
+    """What install and uninstall act on (their shared options), and whether only as a diff."""
+
+    #: Clients by name (``install.clients.CLIENTS``); none: every client whose file exists.
+    client_names: tuple[str, ...] = ()
+    #: Configuration files named directly.
+    config_paths: tuple[Path, ...] = ()
+    #: Servers by name; none with ``all_servers``: every server.
+    servers: tuple[str, ...] = ()
+    all_servers: bool = False
+    #: Print the diff; change nothing.
+    dry_run: bool = False
+
+
+def _check_all_writable(plans: list[tuple[str, Any]]) -> None:
+    """Before anything is written: one refused file must not leave the others half done."""
+    for _, plan in plans:
+        if plan.differs:
+            _check_writable("install", plan.path)
+
+
 def _one_selection(command: str, servers: tuple[str, ...], all_servers: bool) -> None:
     """Refuse ``--all`` with ``--server``: which one was meant is anybody's guess, and
     taking ``--all`` would change servers the user did not name."""
@@ -136,33 +159,25 @@ def _check_names(command: str, plans: list[FilePlan], names: set[str] | None) ->
 
 
 def run_install(
-    client_names: tuple[str, ...],
-    config_paths: tuple[Path, ...],
-    servers: tuple[str, ...],
-    all_servers: bool,
-    dry_run: bool,
-    say: Callable[[str], None],
-    note: Callable[[str], None],
+    selection: Selection, say: Callable[[str], None], note: Callable[[str], None]
 ) -> None:
     """Wrap the chosen servers of every chosen configuration file (a diff with ``dry_run``)."""
+    servers, all_servers, dry_run = selection.servers, selection.all_servers, selection.dry_run
     _one_selection("install", servers, all_servers)
+    targets = _targets("install", selection.client_names, selection.config_paths)
     if not servers and not all_servers:
-        _list_servers(_targets("install", client_names, config_paths), note)
+        _list_servers(targets, note)
         raise InstallError(
             "install", "say which servers to wrap: --server NAME (repeatable) or --all"
         )
     names = None if all_servers else set(servers)
-    targets = _targets("install", client_names, config_paths)
     try:
         plans = [(title, plan_install(path, names, trace_pattern())) for title, path in targets]
     except ConfigError as exc:
         raise InstallError("install", str(exc)) from None
     _check_names("install", [p for _, p in plans], names)
     if not dry_run:
-        # Before anything is written: one refused file must not leave the others half done.
-        for _, plan in plans:
-            if plan.differs:
-                _check_writable("install", plan.path)
+        _check_all_writable(plans)
     for title, plan in plans:
         say(f"{title}: {terminal_safe(str(plan.path))}")
         for entry in plan.changed:
@@ -207,14 +222,10 @@ def run_install(
         say(f"traces will go to {traces_dir()}; restart the client to apply")
 
 
-def run_install_self(
-    client_names: tuple[str, ...],
-    config_paths: tuple[Path, ...],
-    dry_run: bool,
-    say: Callable[[str], None],
-) -> None:
+def run_install_self(selection: Selection, say: Callable[[str], None]) -> None:
     """Add ``mcpsniff mcp`` as a server to every chosen configuration file."""
-    targets = _targets("install", client_names, config_paths)
+    dry_run = selection.dry_run
+    targets = _targets("install", selection.client_names, selection.config_paths)
     try:
         plans = [
             (title, plan_self(path, "servers" if path.name == "mcp.json" and title == "VS Code"
@@ -224,9 +235,7 @@ def run_install_self(
     except ConfigError as exc:
         raise InstallError("install", str(exc)) from None
     if not dry_run:
-        for _, plan in plans:
-            if plan.differs:
-                _check_writable("install", plan.path)
+        _check_all_writable(plans)
     for title, plan in plans:
         say(f"{title}: {terminal_safe(str(plan.path))}")
         if not plan.differs:
@@ -280,20 +289,14 @@ def _list_servers(targets: list[tuple[str, Path]], note: Callable[[str], None]) 
             note(f"  {terminal_safe(entry.name)} ({state})")
 
 
-def run_uninstall(
-    client_names: tuple[str, ...],
-    config_paths: tuple[Path, ...],
-    servers: tuple[str, ...],
-    all_servers: bool,
-    dry_run: bool,
-    say: Callable[[str], None],
-) -> None:
+def run_uninstall(selection: Selection, say: Callable[[str], None]) -> None:
     """Unwrap the named servers (all when none is named) of every chosen configuration file."""
-    _one_selection("uninstall", servers, all_servers)
+    servers = selection.servers
+    _one_selection("uninstall", servers, selection.all_servers)
     names = set(servers) if servers else None
-    for title, path in _targets("uninstall", client_names, config_paths):
+    for title, path in _targets("uninstall", selection.client_names, selection.config_paths):
         try:
-            _uninstall_file(title, path, names, dry_run, say)
+            _uninstall_file(title, path, names, selection.dry_run, say)
         except ConfigError as exc:
             raise InstallError("uninstall", str(exc)) from None
         except ChangedMeanwhile:
