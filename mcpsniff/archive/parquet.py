@@ -74,55 +74,47 @@ def require_pyarrow() -> None:
 
 def _schemas() -> dict[str, Any]:
     time = pa.timestamp("us", tz="UTC")
+    # Every row names its trace and session first, and its peers last.
+    where = [("trace", pa.string()), ("trace_file", pa.string()), ("session", pa.string())]
     identity = [
         ("server_name", pa.string()),
         ("server_version", pa.string()),
         ("client_name", pa.string()),
         ("protocol_version", pa.string()),
     ]
-    messages = pa.schema(
-        [
-            ("trace", pa.string()),
-            ("trace_file", pa.string()),
-            ("session", pa.string()),
-            ("seq", pa.int64()),
-            ("batch_index", pa.int32()),
-            ("t", time),
-            ("transport", pa.string()),
-            ("direction", pa.string()),
-            ("kind", pa.string()),
-            ("method", pa.string()),
-            ("id", pa.string()),
-            ("tool", pa.string()),
-            ("target", pa.string()),
-            ("latency_ms", pa.float64()),
-            ("error_code", pa.int64()),
-            ("error_layer", pa.string()),
-            ("is_error", pa.bool_()),
-            ("size", pa.int64()),
-            ("findings", pa.int32()),
-            ("body", pa.string()),
-            *identity,
-        ],
-        metadata={VERSION_KEY: str(SCHEMA_VERSION).encode()},
-    )
-    findings = pa.schema(
-        [
-            ("trace", pa.string()),
-            ("trace_file", pa.string()),
-            ("session", pa.string()),
-            ("finding_no", pa.int64()),
-            ("rule", pa.string()),
-            ("severity", pa.string()),
-            ("message", pa.string()),
-            ("seq", pa.int64()),
-            ("seqs", pa.string()),
-            ("t", time),
-            *identity,
-        ],
-        metadata={VERSION_KEY: str(SCHEMA_VERSION).encode()},
-    )
-    return {MESSAGES: messages, FINDINGS: findings}
+    messages = [
+        ("seq", pa.int64()),
+        ("batch_index", pa.int32()),
+        ("t", time),
+        ("transport", pa.string()),
+        ("direction", pa.string()),
+        ("kind", pa.string()),
+        ("method", pa.string()),
+        ("id", pa.string()),
+        ("tool", pa.string()),
+        ("target", pa.string()),
+        ("latency_ms", pa.float64()),
+        ("error_code", pa.int64()),
+        ("error_layer", pa.string()),
+        ("is_error", pa.bool_()),
+        ("size", pa.int64()),
+        ("findings", pa.int32()),
+        ("body", pa.string()),
+    ]
+    findings = [
+        ("finding_no", pa.int64()),
+        ("rule", pa.string()),
+        ("severity", pa.string()),
+        ("message", pa.string()),
+        ("seq", pa.int64()),
+        ("seqs", pa.string()),
+        ("t", time),
+    ]
+    metadata = {VERSION_KEY: str(SCHEMA_VERSION).encode()}
+    return {
+        table: pa.schema([*where, *columns, *identity], metadata=metadata)
+        for table, columns in ((MESSAGES, messages), (FINDINGS, findings))
+    }
 
 
 def _key(table: str, row: dict[str, Any]) -> tuple[Any, ...]:

@@ -31,6 +31,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
+from mcpsniff.core.jsontypes import json_type
+
 TRACEPARENT: Final = "traceparent"
 TRACESTATE: Final = "tracestate"
 BAGGAGE: Final = "baggage"
@@ -272,15 +274,18 @@ def _bounded(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+_WITH_ARTICLE = {
+    "null": "null",
+    "boolean": "a boolean",
+    "number": "a number",
+    "array": "an array",
+    "object": "an object",
+}
+
+
 def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
+    """A JSON value's type with its article (``a number``); any other value's class name."""
+    kind = json_type(value)
+    if kind == "string" or (kind == "object" and not isinstance(value, dict)):
+        return type(value).__name__
+    return _WITH_ARTICLE[kind]

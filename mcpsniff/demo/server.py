@@ -246,9 +246,7 @@ class DemoServer:
         return {"tools": [t.describe(structured=self._structured) for t in TOOLS.values()]}
 
     def _tools_call(self, params: dict[str, Any]) -> Message:
-        name = params.get("name")
-        if not isinstance(name, str):
-            raise RpcError(INVALID_PARAMS, "tools/call needs a tool name")
+        name = _string(params, "name", "tools/call needs a tool name")
         tool = TOOLS.get(name)
         if tool is None:
             raise RpcError(INVALID_PARAMS, f"Unknown tool: {name}", {"tool": name})
@@ -294,9 +292,7 @@ class DemoServer:
         return {"resources": [r.describe() for r in RESOURCES.values()]}
 
     def _resources_read(self, params: dict[str, Any]) -> Message:
-        uri = params.get("uri")
-        if not isinstance(uri, str):
-            raise RpcError(INVALID_PARAMS, "resources/read needs a uri")
+        uri = _string(params, "uri", "resources/read needs a uri")
         resource = RESOURCES.get(uri)
         if resource is None:
             raise RpcError(RESOURCE_NOT_FOUND, "Resource not found", {"uri": uri})
@@ -328,6 +324,14 @@ class DemoServer:
 
 def _text(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text}
+
+
+def _string(params: dict[str, Any], key: str, needs: str) -> str:
+    """``params[key]``, a string; else -32602 with ``needs`` as the message."""
+    value = params.get(key)
+    if not isinstance(value, str):
+        raise RpcError(INVALID_PARAMS, needs)
+    return value
 
 
 def _no_cursor(params: dict[str, Any]) -> None:

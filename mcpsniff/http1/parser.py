@@ -138,6 +138,19 @@ class _Parser:
         events.append(Malformed(reason, head))
         return events
 
+    def _framed(
+        self, events: list[Event], head: RequestHead | ResponseHead, reason: str | None
+    ) -> bool:
+        """A whole head whose body framing is known: Malformed for ``reason``, else the head
+        (and its end at once when no body follows). False when the message is refused."""
+        if reason is not None:
+            self._fail(events, reason, head)
+            return False
+        events.append(head)
+        if self._state == _HEAD:
+            self._message_end(events, b"")
+        return True
+
     def _head_prefix_problem(self, buf: bytes, pos: int, start: int, stop: int) -> str | None:
         """Why head bytes ``buf[pos:stop]`` can never be valid (new bytes from ``start``).
 
@@ -468,14 +481,7 @@ class RequestParser(_Parser):
         target = parts[1].decode("utf-8", "replace")
         request = RequestHead(method, target, version, headers, lines, stripped, names)
         reason = self._body_framing(headers, names, request=True, version=version)
-        reason = reason or _host_problem(names, version)
-        if reason is not None:
-            self._fail(events, reason, request)
-            return False
-        events.append(request)
-        if self._state == _HEAD:
-            self._message_end(events, b"")
-        return True
+        return self._framed(events, request, reason or _host_problem(names, version))
 
 
 class ResponseParser(_Parser):
@@ -536,10 +542,4 @@ class ResponseParser(_Parser):
                 self._state = _CLOSE  # whatever follows is no longer HTTP
             return True
         reason_text = self._body_framing(headers, names, request=False, version=response.version)
-        if reason_text is not None:
-            self._fail(events, reason_text, response)
-            return False
-        events.append(response)
-        if self._state == _HEAD:
-            self._message_end(events, b"")
-        return True
+        return self._framed(events, response, reason_text)

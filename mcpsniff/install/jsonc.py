@@ -114,32 +114,37 @@ class _Parser:
         except ValueError:
             raise self.error(f"unexpected {word[:20] or text[start]!r}", start) from None
 
+    def at(self, ch: str) -> bool:
+        """Whether the next character is ``ch``."""
+        return self.i < len(self.text) and self.text[self.i] == ch
+
+    def take(self, ch: str) -> bool:
+        """Step over the next character if it is ``ch``; whether it was."""
+        if not self.at(ch):
+            return False
+        self.i += 1
+        return True
+
     def obj(self, depth: int) -> Node:
         node = Node({}, self.i, self.i)
         self.i += 1
         while True:
             self.skip()
-            if self.i < len(self.text) and self.text[self.i] == "}":
-                self.i += 1
+            if self.take("}"):
                 node.end = self.i
                 return node
-            if self.i >= len(self.text) or self.text[self.i] != '"':
+            if not self.at('"'):
                 raise self.error("expected a member name in double quotes")
             key_start = self.i
             key = self.string()
             self.skip()
-            if self.i >= len(self.text) or self.text[self.i] != ":":
+            if not self.take(":"):
                 raise self.error("expected ':'")
-            self.i += 1
             child = self.value(depth + 1)
             node.value[key] = child.value
             node.members[key] = (child, key_start)
             self.skip()
-            if self.i < len(self.text) and self.text[self.i] == ",":
-                self.i += 1
-            elif self.i < len(self.text) and self.text[self.i] == "}":
-                continue
-            else:
+            if not self.take(",") and not self.at("}"):
                 raise self.error("expected ',' or '}'")
 
     def array(self, depth: int) -> Node:
@@ -147,19 +152,14 @@ class _Parser:
         self.i += 1
         while True:
             self.skip()
-            if self.i < len(self.text) and self.text[self.i] == "]":
-                self.i += 1
+            if self.take("]"):
                 node.end = self.i
                 return node
             child = self.value(depth + 1)
             node.value.append(child.value)
             node.items.append(child)
             self.skip()
-            if self.i < len(self.text) and self.text[self.i] == ",":
-                self.i += 1
-            elif self.i < len(self.text) and self.text[self.i] == "]":
-                continue
-            else:
+            if not self.take(",") and not self.at("]"):
                 raise self.error("expected ',' or ']'")
 
 
