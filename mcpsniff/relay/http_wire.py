@@ -404,13 +404,7 @@ class ClientSide(asyncio.Protocol):
             if now - self.last_active > idle_timeout:
                 self._record_cut(self.incoming, "client-idle-timeout mid-body")
                 self.last_request = True
-                for exchange in self.exchanges:
-                    self._finish(exchange, "client-idle-timeout", whole=False)
-                self.exchanges.clear()
-                if self.upstream is not None:
-                    self.upstream.close(abort=True)
-                    self.upstream = None
-                self.transport.abort()
+                self._cut_all("client-idle-timeout")
             return
         if not self.exchanges and now - self.last_active > idle_timeout:
             self.close_if_idle()
@@ -769,8 +763,12 @@ class ClientSide(asyncio.Protocol):
 
     def cut_off(self) -> None:
         """The proxy stops: open exchanges end here, their clients see them cut off."""
+        self._cut_all("proxy-stopped")
+
+    def _cut_all(self, outcome: str) -> None:
+        """Every open exchange ends with ``outcome``, cut off, and so do both connections."""
         for exchange in self.exchanges:
-            self._finish(exchange, "proxy-stopped", whole=False)
+            self._finish(exchange, outcome, whole=False)
         self.exchanges.clear()
         if self.upstream is not None:
             self.upstream.close(abort=True)

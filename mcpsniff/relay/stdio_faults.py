@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 from mcpsniff.capture.channel import Channel
@@ -80,26 +80,20 @@ def faulted_pumps(
         verbatim=not redact,
     )
 
-    async def client_to_server() -> None:
-        while True:
-            chunk = await stdin.read()
-            if not chunk:
-                break
-            await carrier.carry(C2S, chunk)
-        await carrier.end(C2S)
+    async def carry_all(read: Callable[[], Awaitable[bytes]], direction: str) -> None:
+        """Every chunk ``read`` gives through the faults, then the end of ``direction``."""
+        while chunk := await read():
+            await carrier.carry(direction, chunk)
+        await carrier.end(direction)
         await carrier.settle(HELD_GRACE)
-        channel.send(StreamEnd(C2S, time.time()))
+        channel.send(StreamEnd(direction, time.time()))
+
+    async def client_to_server() -> None:
+        await carry_all(stdin.read, C2S)
         with contextlib.suppress(Exception):
             child_in.close()
 
     async def server_to_client() -> None:
-        while True:
-            chunk = await child_out.read(CHUNK)
-            if not chunk:
-                break
-            await carrier.carry(S2C, chunk)
-        await carrier.end(S2C)
-        await carrier.settle(HELD_GRACE)
-        channel.send(StreamEnd(S2C, time.time()))
+        await carry_all(lambda: child_out.read(CHUNK), S2C)
 
     return client_to_server(), server_to_client()

@@ -17,6 +17,7 @@ from typing import Any
 
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.core.model import C2S, S2C
+from mcpsniff.relay.stdio_io import forward
 from mcpsniff.replay.drive import LinkSink
 from mcpsniff.replay.script import REQUEST, Frame, ReplayError, Script
 
@@ -57,16 +58,23 @@ def _names_session(request: dict[str, Any] | None) -> bool:
     )
 
 
-class StdioLink:
-    """A spawned server: frames go to its stdin, its stdout lines come back."""
+class _LinkBase:
+    """What every link keeps: the tap that records its traffic, where answers go, its session."""
 
-    def __init__(self, command: list[str], tap: Any, sink: LinkSink, session: str) -> None:
-        self.command = command
+    def __init__(self, tap: Any, sink: LinkSink, session: str) -> None:
         self.tap = tap
         self.sink = sink
         self.session = session
         self.gone: str | None = None
         self.lost = asyncio.Event()
+
+
+class StdioLink(_LinkBase):
+    """A spawned server: frames go to its stdin, its stdout lines come back."""
+
+    def __init__(self, command: list[str], tap: Any, sink: LinkSink, session: str) -> None:
+        super().__init__(tap, sink, session)
+        self.command = command
         self.proc: asyncio.subprocess.Process | None = None
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
         self._closing = False
@@ -122,11 +130,8 @@ class StdioLink:
             return
         data = raw if raw.endswith(b"\n") else raw + b"\n"
         self.tap.stream(C2S, data, self.session)
-        try:
-            self.proc.stdin.write(data)
-            await self.proc.stdin.drain()
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the server has gone: its stdout reader reports how, once
+        # False when the server has gone: its stdout reader reports how, once.
+        await forward(self.proc.stdin, data)
 
     async def close(self) -> None:
         """Close stdin, give the server a moment to exit, then end it."""
@@ -152,7 +157,7 @@ class StdioLink:
         await asyncio.gather(*self._readers, return_exceptions=True)
 
 
-class HttpLink:
+class HttpLink(_LinkBase):
     """A Streamable HTTP server: each frame is a POST, answered by JSON, SSE or 202.
 
     Each link is one client: its own connection pool, its own ``Mcp-Session-Id``
@@ -160,13 +165,9 @@ class HttpLink:
     """
 
     def __init__(self, url: str, script: Script, tap: Any, sink: LinkSink, session: str) -> None:
+        super().__init__(tap, sink, session)
         self.url = url
         self.script = script
-        self.tap = tap
-        self.sink = sink
-        self.session = session
-        self.gone: str | None = None
-        self.lost = asyncio.Event()
         #: Whether the server could not be reached at all.
         self.unreachable: str | None = None
         #: Whether any answer came back on this link.
