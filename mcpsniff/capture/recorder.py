@@ -58,11 +58,11 @@ class TraceRecorder:
             t = records[0].t if records and hasattr(records[0], "t") else 0.0
             records = self.analyzer.take_dropped(t) + records
         writer = self.writer
+        for record in records:
+            if isinstance(record, FindingRecord):
+                self.findings += 1
         if not self.listeners and not self.sinks:
             # The usual capture: the trace is the only output.
-            for record in records:
-                if isinstance(record, FindingRecord):
-                    self.findings += 1
             if writer is not None:
                 writer.write_all(records)
             for hook in self.batch_listeners:
@@ -71,8 +71,6 @@ class TraceRecorder:
                 writer.flush()
             return records
         for record in records:
-            if isinstance(record, FindingRecord):
-                self.findings += 1
             if writer is not None:
                 writer.write(record)
             for listener in self.listeners:

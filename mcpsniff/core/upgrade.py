@@ -59,6 +59,19 @@ NEGOTIATION_RULES = frozenset(
 )
 
 
+def _pinned_field(name: str, index: int) -> property:
+    """A ``SessionState`` field that reads the pinned target; writes still store the traffic's."""
+    stored = getattr(SessionState, name)  # the slot underneath
+
+    def get(self: _PinnedState) -> str:
+        return self._pinned[index]
+
+    def set(self: _PinnedState, value: str | None) -> None:
+        stored.__set__(self, value)
+
+    return property(get, set)
+
+
 class _PinnedState(SessionState):
     """Session state whose version and era are the target's, whatever the traffic says.
 
@@ -72,21 +85,8 @@ class _PinnedState(SessionState):
         super().__init__()
         self._pinned = (version, STATELESS if version in catalog.STATELESS_VERSIONS else HANDSHAKE)
 
-    @property  # type: ignore[override]
-    def version(self) -> str:
-        return self._pinned[0]
-
-    @version.setter
-    def version(self, value: str | None) -> None:
-        SessionState.version.__set__(self, value)  # type: ignore[attr-defined]
-
-    @property  # type: ignore[override]
-    def era(self) -> str:
-        return self._pinned[1]
-
-    @era.setter
-    def era(self, value: str | None) -> None:
-        SessionState.era.__set__(self, value)  # type: ignore[attr-defined]
+    version = _pinned_field("version", 0)  # type: ignore[assignment]
+    era = _pinned_field("era", 1)  # type: ignore[assignment]
 
 
 class PinnedAnalyzer(Analyzer):

@@ -166,14 +166,15 @@ def tool_messages(session: Session, msg: Msg) -> None:
         kinds = {b.get("type") for b in _content(message)}
         if "tool_result" in kinds and kinds != {"tool_result"}:
             # The root problem: the balance check below would only repeat it.
-            session.report(
+            _bad_tool_messages(
+                session,
+                msg,
                 "SAMP-TOOLRESULT-ONLY",
                 f"sampling message {i} mixes tool_result with other content; a message with "
                 "tool results holds only tool results",
-                [msg.frame],
-                index=i,
+                i,
+                "mixes tool results with other content",
             )
-            _invalid_sampling(session, msg, "mixes tool results with other content")
             return
     for i, message in enumerate(messages):
         blocks = _content(message)
@@ -191,15 +192,24 @@ def tool_messages(session: Session, msg: Msg) -> None:
             and sorted(map(str, answered)) == sorted(map(str, uses))
         )
         if not balanced and following is not None:
-            session.report(
+            _bad_tool_messages(
+                session,
+                msg,
                 "SAMP-TOOL-BALANCE",
                 f"sampling message {i} uses tools {uses[:5]}, but the next message is not a "
                 "user message of one tool_result per tool_use id",
-                [msg.frame],
-                index=i,
+                i,
+                "lacks the tool results of a tool use",
             )
-            _invalid_sampling(session, msg, "lacks the tool results of a tool use")
             return
+
+
+def _bad_tool_messages(
+    session: Session, msg: Msg, rule_id: str, text: str, index: int, why: str
+) -> None:
+    """``rule_id`` for sampling message ``index``; the client should refuse the request."""
+    session.report(rule_id, text, [msg.frame], index=index)
+    _invalid_sampling(session, msg, why)
 
 
 def _invalid_sampling(session: Session, msg: Msg, why: str) -> None:

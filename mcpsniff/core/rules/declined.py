@@ -79,6 +79,11 @@ UNREAD = frozenset({-32700, -32600})
 _CLIENT_GATED_CODES = {m: v for m, v in _CLIENT_GATED.items() if m != "roots/list"}
 
 
+def _refused_with(msg: Msg, code: int) -> bool:
+    """Whether ``msg`` is the error ``code``, or one that says the request was not read (UNREAD)."""
+    return msg.kind == ERROR and (msg.error_code == code or msg.error_code in UNREAD)
+
+
 def _answer(msg: Msg) -> str:
     return f"error {msg.error_code}" if msg.kind == ERROR else "a result"
 
@@ -118,7 +123,7 @@ def roots_unsupported(session: Session, msg: Msg) -> None:
     caps = session.state.client_caps
     if request is None or msg.direction != C2S or caps is None or _has_cap(caps, ("roots",)):
         return
-    if msg.kind == ERROR and (msg.error_code == METHOD_NOT_FOUND or msg.error_code in UNREAD):
+    if _refused_with(msg, METHOD_NOT_FOUND):
         return
     session.report(
         "ROOTS-UNSUPPORTED",
@@ -164,7 +169,7 @@ def elicitation_mode_refused(session: Session, msg: Msg) -> None:
     declared = {"form"} if not elicitation else {m for m in ("form", "url") if m in elicitation}
     if mode not in ("form", "url") or mode in declared:
         return
-    if msg.kind == ERROR and (msg.error_code == INVALID_PARAMS or msg.error_code in UNREAD):
+    if _refused_with(msg, INVALID_PARAMS):
         return
     session.report(
         "ELIC-UNSUPPORTED-MODE-ERR",
