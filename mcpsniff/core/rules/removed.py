@@ -31,9 +31,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from mcpsniff.core.model import S2C, SENDER
+from mcpsniff.core.model import S2C
 from mcpsniff.core.protocol import REMOVED_IN_V5, STATELESS
 from mcpsniff.core.rules.registry import FRAME, NOTIFICATION, REQUEST, RESULT, rule
+from mcpsniff.core.rules.stateless_era import report_removed
 
 if TYPE_CHECKING:
     from mcpsniff.core.model import FrameRecord, MessageRecord
@@ -60,19 +61,6 @@ _INPUT_FEATURE = {"roots/list": ROOTS, "sampling/createMessage": SAMPLING}
 LOG_LEVEL_META = "io.modelcontextprotocol/logLevel"
 _STATE = "deprecated_seen"
 _MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read", "tasks/get"})
-
-
-def report_removed(session: Session, msg: Msg, removed: frozenset[str]) -> None:
-    """MOD-REMOVED when ``msg``'s method is one of ``removed``, from whichever side sent it."""
-    method = msg.method or ""
-    if method in removed:
-        session.report(
-            "MOD-REMOVED",
-            f'the {SENDER[msg.direction]} sent "{method}", which 2026-07-28 removed',
-            [msg.frame],
-            method=method,
-            severity="warning",
-        )
 
 
 def _deprecated(session: Session, feature: str, how: str, seqs: list[int]) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from mcpsniff.core.model import SENDER
 from mcpsniff.core.protocol import (
     META_CLIENT_CAPS,
     META_CLIENT_INFO,
@@ -21,7 +22,6 @@ from mcpsniff.core.protocol import (
     META_VERSION,
     REMOVED_IN_V5,
 )
-from mcpsniff.core.rules.removed import report_removed
 
 if TYPE_CHECKING:
     from mcpsniff.core.session import Session
@@ -65,6 +65,19 @@ def stateless_request(session: Session, msg: Msg, meta: dict[str, Any] | None) -
             [msg.frame],
         )
     removed_request(session, msg)
+
+
+def report_removed(session: Session, msg: Msg, removed: frozenset[str]) -> None:
+    """MOD-REMOVED when ``msg``'s method is one of ``removed``, from whichever side sent it."""
+    method = msg.method or ""
+    if method in removed:
+        session.report(
+            "MOD-REMOVED",
+            f'the {SENDER[msg.direction]} sent "{method}", which 2026-07-28 removed',
+            [msg.frame],
+            method=method,
+            severity="warning",
+        )
 
 
 def removed_request(session: Session, msg: Msg) -> None:

@@ -238,14 +238,10 @@ def message(
         request.missing_reported = False
         request.fingerprint = this_print
         pending[key] = request
-        if era == HANDSHAKE and state.version != V5:
-            handlers = LEGACY_REQUEST_HANDLERS.get(method)
-            if handlers is None:
-                handlers = registry.handlers(registry.REQUEST, method, legacy=True)
-        else:
-            handlers = REQUEST_HANDLERS.get(method)
-            if handlers is None:
-                handlers = registry.handlers(registry.REQUEST, method)
+        legacy = era == HANDSHAKE and state.version != V5
+        handlers = (LEGACY_REQUEST_HANDLERS if legacy else REQUEST_HANDLERS).get(method)
+        if handlers is None:
+            handlers = registry.handlers(registry.REQUEST, method, legacy=legacy)
         for handler in handlers:
             handler(session, msg)
     elif kind == NOTIFICATION:
@@ -253,14 +249,10 @@ def message(
             invalid(session, msg)
             return msg
         state = session.state
-        if state.era == HANDSHAKE and state.version != V5:
-            handlers = LEGACY_NOTIFICATION_HANDLERS.get(method)
-            if handlers is None:
-                handlers = registry.handlers(registry.NOTIFICATION, method, legacy=True)
-        else:
-            handlers = NOTIFICATION_HANDLERS.get(method)
-            if handlers is None:
-                handlers = registry.handlers(registry.NOTIFICATION, method)
+        legacy = state.era == HANDSHAKE and state.version != V5
+        handlers = (LEGACY_NOTIFICATION_HANDLERS if legacy else NOTIFICATION_HANDLERS).get(method)
+        if handlers is None:
+            handlers = registry.handlers(registry.NOTIFICATION, method, legacy=legacy)
         for handler in handlers:
             handler(session, msg)
     elif kind == INVALID:
@@ -312,14 +304,9 @@ def message(
             request = msg.request
         answered_method = "" if request is None else request.method
         legacy = state.era == HANDSHAKE and state.version != V5
-        if legacy:
-            handlers = LEGACY_RESPONSE_HANDLERS.get(answered_method)
-            if handlers is None:
-                handlers = registry.handlers(registry.RESPONSE, answered_method, legacy=True)
-        else:
-            handlers = RESPONSE_HANDLERS.get(answered_method)
-            if handlers is None:
-                handlers = registry.handlers(registry.RESPONSE, answered_method)
+        handlers = (LEGACY_RESPONSE_HANDLERS if legacy else RESPONSE_HANDLERS).get(answered_method)
+        if handlers is None:
+            handlers = registry.handlers(registry.RESPONSE, answered_method, legacy=legacy)
         for handler in handlers:
             handler(session, msg)
         if request is not None:
@@ -333,24 +320,19 @@ def message(
                 # The method's own result (``reply``, inlined for the usual one).
                 # Whether the session is legacy is asked again: a RESPONSE rule
                 # (the initialize answer's) may have just decided it.
-                if state.era == HANDSHAKE and state.version != V5:
-                    handlers = LEGACY_REPLY_HANDLERS.get(answered_method)
-                    if handlers is None:
-                        handlers = registry.handlers(registry.REPLY, answered_method, legacy=True)
-                    for handler in handlers:
-                        handler(session, msg)
-                    handlers = LEGACY_RESULT_HANDLERS.get(answered_method)
-                    if handlers is None:
-                        handlers = registry.handlers(registry.RESULT, answered_method, legacy=True)
-                else:
-                    handlers = REPLY_HANDLERS.get(answered_method)
-                    if handlers is None:
-                        handlers = registry.handlers(registry.REPLY, answered_method)
-                    for handler in handlers:
-                        handler(session, msg)
-                    handlers = RESULT_HANDLERS.get(answered_method)
-                    if handlers is None:
-                        handlers = registry.handlers(registry.RESULT, answered_method)
+                legacy = state.era == HANDSHAKE and state.version != V5
+                handlers = (LEGACY_REPLY_HANDLERS if legacy else REPLY_HANDLERS).get(
+                    answered_method
+                )
+                if handlers is None:
+                    handlers = registry.handlers(registry.REPLY, answered_method, legacy=legacy)
+                for handler in handlers:
+                    handler(session, msg)
+                handlers = (LEGACY_RESULT_HANDLERS if legacy else RESULT_HANDLERS).get(
+                    answered_method
+                )
+                if handlers is None:
+                    handlers = registry.handlers(registry.RESULT, answered_method, legacy=legacy)
                 for handler in handlers:
                     handler(session, msg, result)
             else:
