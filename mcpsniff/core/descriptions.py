@@ -11,22 +11,25 @@ from __future__ import annotations
 
 PLAIN: dict[str, str] = {
     # JSON-RPC 2.0 (JR-*)
-    "JR-METHOD-TYPE": "A request's method must be a string. A receiver answers any other value "
-    "with -32600 Invalid Request; fix the sender to put the method name in quotes.",
+    "JR-METHOD-TYPE": "The method of a request or notification must be a string. Fix the sender "
+    "to put the method name in quotes.",
     "JR-METHOD-RPC-RESERVED": 'Method names that begin with "rpc." are reserved by JSON-RPC '
     "for its own extensions. Rename the method.",
     "JR-PARAMS-STRUCTURED": "When a message has params, they must be an object or an array, "
     "never a number, string, boolean or null. Leave params out instead of sending null.",
     "JR-ID-TYPE": "A request id must be a string or a number. Booleans, objects and arrays "
     "are not ids; fix the sender's id generator.",
-    "JR-RESULT-XOR-ERROR": "A response carries either result or error, never both and never "
-    "neither. Fix the responder to send exactly one of them.",
-    "JR-ERROR-OBJECT": "An error must be an object with an integer code and a string message "
-    "(data is optional). Fix the responder's error serializer.",
+    "JR-RESULT-XOR-ERROR": "A message is either a request or notification (with a method) or a "
+    "response (with a result or an error), never both; this one had a method and a result "
+    "or error. Fix the sender to send them as separate messages.",
+    "JR-ERROR-OBJECT": "The error member of a response must be an object, and its message a "
+    "string. Fix the responder's error serializer to send an object with an integer code "
+    "and a string message (data is optional).",
     "JR-ERROR-CODE-INT": "An error code must be an integer, not a string or a fraction. Send "
     "the number itself, for example -32602.",
-    "JR-ERROR-MSG-SHORT": "An error message should be one short sentence. Put details such as "
-    "stack traces in error.data instead of the message.",
+    "JR-ERROR-MSG-SHORT": "An error message should be one short sentence; mcpsniff flags a "
+    "message with a line break or longer than 200 characters. Put details such as stack "
+    "traces in error.data instead.",
     "JR-ERROR-RESERVED": "Error codes from -32768 to -32000 are reserved by JSON-RPC; only the "
     "five predefined codes and the server-error block (-32099 to -32000) may be used. Use an "
     "application code outside that range.",
@@ -51,8 +54,9 @@ PLAIN: dict[str, str] = {
     "responder's error objects.",
     "MSG-ERR-ID": "An error response carries the id of the request it answers; only when the "
     "request was too malformed to read its id may the id be null or missing.",
-    "MSG-NOTIF-NO-ID": "A notification has no id member; with an id it is a request that "
-    "expects an answer. Drop the id from notifications.",
+    "MSG-NOTIF-NO-ID": "A notification has no id member. A message whose method starts with "
+    "notifications/ came with an id, which makes it a request that expects an answer. Drop "
+    "the id from notifications.",
     "MSG-METHOD-DIRECTION": "This method does not exist in the session's protocol version, or "
     "this side may not send it (initialize goes from client to server, sampling requests from "
     "server to client). Send it only where the specification allows.",
@@ -66,10 +70,11 @@ PLAIN: dict[str, str] = {
     "its own first.",
     "MSG-BATCH-REMOVED": "Batches were removed in 2025-06-18: every stdio line and every HTTP "
     "POST body holds exactly one message. Send each message on its own.",
-    "MSG-META-KEYS": "Every _meta key is an optional prefix (dot-separated labels ending in /) "
-    "and a name made of letters, digits, dots, dashes and underscores. Rename the key.",
-    "MSG-META-PROGRESS": "A progress token in _meta must be a string or an integer. Fix the "
-    "requester's token.",
+    "MSG-META-KEYS": "From 2025-06-18 on, every _meta key is an optional prefix (dot-separated "
+    "labels ending in /) and a name made of letters, digits, dots, dashes and underscores "
+    "(traceparent, tracestate and baggage are allowed too). Rename the key.",
+    "MSG-META-PROGRESS": "A progress token in _meta must be a string or a number (MCP asks for "
+    "an integer); a boolean, null, object or array is flagged. Fix the requester's token.",
     # Lifecycle (LC-*)
     "LC-INIT-PARAMS": "The initialize request needs protocolVersion (a string), capabilities "
     "(an object) and clientInfo with a name and a version. Fix the client's initialize.",
@@ -78,8 +83,9 @@ PLAIN: dict[str, str] = {
     "LC-INITIALIZED-ORDER": "The client sent requests after the initialize result but before "
     "notifications/initialized. Send the notification first: it tells the server the client "
     "is ready.",
-    "LC-VERSION-CLIENT": "The client should request a published protocol version, the latest "
-    "it supports. Update the client's version string.",
+    "LC-VERSION-CLIENT": "The client's initialize asked for a protocolVersion that is not a "
+    "date-shaped version string (YYYY-MM-DD). A client should ask for a published protocol "
+    "version, the latest it supports.",
     "LC-VERSION-CLIENT-DISCONNECT": "The server answered with another protocol version than "
     "the client asked for and the client kept going. A client that does not support the "
     "server's version should disconnect; check that it really supports it.",
@@ -108,138 +114,167 @@ PLAIN: dict[str, str] = {
     "CAP-ROOTS": "The server sent roots/list although the client did not declare the roots "
     "capability.",
     "CAP-ROOTS-LISTCHANGED": "The client sent notifications/roots/list_changed without "
-    "declaring roots.listChanged as true.",
+    "declaring roots.listChanged as true. A client must declare that capability before it "
+    "sends the notification.",
     "CAP-ELICITATION": "The server sent elicitation/create although the client did not declare "
     "the elicitation capability.",
     "CAP-ELICIT-MODE": "The server asked for an elicitation mode the client did not declare "
     "(an empty elicitation capability means form mode only; URL mode needs elicitation.url).",
-    "CAP-SAMPLING-TOOLS": "The server sent tools or toolChoice in a sampling request although "
-    "the client did not declare sampling.tools.",
+    "CAP-SAMPLING-TOOLS": "The server sent tools or toolChoice in a sampling/createMessage "
+    "request although the client did not declare sampling.tools. A server must check that "
+    "capability first.",
     "CAP-SAMPLING-CONTEXT": "The server asked for includeContext thisServer or allServers "
-    "although the client did not declare sampling.context.",
+    "although the client did not declare sampling.context. A server must check that "
+    "capability first.",
     "CAP-SHAPE": "Capability values are objects, listChanged and subscribe are booleans, and "
     "experimental maps names to objects. Fix the declared capabilities.",
     # Cancellation and progress
-    "CANCEL-SHAPE": "A notifications/cancelled needs the requestId of the request to cancel and "
-    "may carry a string reason.",
+    "CANCEL-SHAPE": "A notifications/cancelled needs params.requestId, a string or a number "
+    "naming the request to cancel, and its reason, if any, must be a string. Fix the "
+    "sender's cancellation.",
     "CANCEL-SAME-DIRECTION": "A cancellation may only name a request its own sender issued; "
     "this one names an unknown request or one the other side sent.",
     "CANCEL-IN-PROGRESS": "The sender cancelled a request it had already received the answer "
     "to. Only cancel requests that are still in flight.",
-    "CANCEL-TASK": "A task-augmented request is cancelled with tasks/cancel, not with "
-    "notifications/cancelled.",
-    "PROG-TOKEN-TYPE": "A progress token must be a string or an integer.",
+    "CANCEL-TASK": "A request that runs as a task is cancelled with tasks/cancel, never with "
+    "notifications/cancelled. Fix the requestor's cancellation.",
+    "PROG-TOKEN-TYPE": "A progress token must be a string or an integer; this one was a "
+    "fractional number. Fix the requester's token.",
     "PROG-TOKEN-UNIQUE": "Progress tokens must be unique among the sender's requests in "
     "flight; this one is already used by another active request.",
     "PROG-ACTIVE-TOKEN": "A progress notification must name the token of a request still in "
     "flight that the other side sent; this token is unknown or its request has finished.",
-    "PROG-TASK-TOKEN": "For a task-augmented request the original progress token stays valid "
-    "until the task ends and must be the one used for its progress.",
-    "PROG-PARAMS": "A progress notification needs a numeric progress and may carry a numeric "
-    "total and a string message.",
+    "PROG-TASK-TOKEN": "A task-augmented request's progress token stays valid until the task "
+    "ends, and no longer: this progress came after the task reached a terminal status. Stop "
+    "sending progress when the task ends.",
+    "PROG-PARAMS": "A notifications/progress needs a progressToken and a numeric progress; its "
+    "total, if any, must be a number and its message a string. Fix the sender's progress "
+    "notification.",
     "PROG-TOTAL": "The progress value is larger than the total, which usually means the total "
-    "is wrong.",
-    "PROG-DIRECTION-V5": "In 2026-07-28 only the server sends progress, and only about a "
-    "client's request.",
+    "is wrong. Send a total the progress does not exceed, or none.",
+    "PROG-DIRECTION-V5": "In 2026-07-28 only the server sends progress notifications, and only "
+    "about a client's request. Fix the client to stop sending them.",
     "PING-EMPTY-RESULT": "The answer to ping is an empty result object ({}); only _meta may be "
-    "in it.",
-    "PING-NO-PARAMS": "A ping request has no parameters (only _meta is tolerated).",
+    "in it. Fix the receiver to answer ping with {}.",
+    "PING-NO-PARAMS": "A ping request has no parameters (only _meta is tolerated). Send ping "
+    "without params.",
     # Logging
-    "LOG-LEVEL-ENUM": "Log levels are debug, info, notice, warning, error, critical, alert and "
-    "emergency; this level is none of them.",
-    "LOG-SETLEVEL-INVALID": "The server should answer an invalid level in logging/setLevel "
-    "with -32602 Invalid params.",
+    "LOG-LEVEL-ENUM": "Log levels in logging/setLevel and notifications/message are debug, "
+    "info, notice, warning, error, critical, alert and emergency; this level is none of "
+    "them. Use one of those names.",
+    "LOG-SETLEVEL-INVALID": "A server should answer logging/setLevel with an invalid level by "
+    "the error -32602 Invalid params. Fix the server's setLevel handler.",
     "LOG-SETLEVEL-RESULT": "A successful logging/setLevel result is empty.",
     "LOG-FILTER": "After the client set a log level, the server sent a log message below it. "
     "Filter messages by the level the client asked for.",
-    "LOG-MESSAGE-PARAMS": "A notifications/message needs a level and data, and may name a string "
-    "logger.",
+    "LOG-MESSAGE-PARAMS": "A notifications/message needs level and data in its params, and its "
+    "logger, if any, must be a string. Fix the server's log notification.",
     # Completion and pagination
-    "COMPL-MAX-100": "A completion result lists at most 100 values. Return the first 100 and "
-    "set hasMore.",
-    "COMPL-RESULT-SHAPE": "A completion result has values (strings), and optionally an integer "
-    "total and a boolean hasMore.",
-    "COMPL-REF": "A completion request names a ref of type ref/prompt (with a name) or "
-    "ref/resource (with a uri), and an argument with a string name and value.",
-    "COMPL-CONTEXT": "The completion context's arguments map names to strings.",
-    "COMPL-REF-KNOWN": "The completion request names a prompt or resource template the server "
-    "never listed.",
-    "PAGE-SHAPE": "Paginated list requests take an optional string cursor, and their results "
-    "an optional string nextCursor.",
+    "COMPL-MAX-100": "A completion/complete result lists at most 100 values. Return the first "
+    "100 and set hasMore.",
+    "COMPL-RESULT-SHAPE": "A completion/complete result needs completion.values, an array of "
+    "strings. Fix the server's completion result.",
+    "COMPL-REF": "A completion/complete request needs a ref of type ref/prompt (with a name) or "
+    "ref/resource (with a uri), and an argument with a string name and a string value. Fix "
+    "the client's request.",
+    "COMPL-CONTEXT": "The context.arguments of a completion/complete request map argument names "
+    "to string values. Fix the client's request.",
+    "COMPL-REF-KNOWN": "The completion/complete request names a prompt that the server's "
+    "prompts/list did not list. Complete only arguments of listed prompts.",
+    "PAGE-SHAPE": "A paginated list request takes an optional string cursor, and its result an "
+    "optional string nextCursor. Send cursors as strings.",
     "PAGE-CURSOR-OPAQUE": "A cursor must be sent back exactly as the server gave it in "
     "nextCursor for the same method; clients must not build or change cursors.",
     "PAGE-CURSOR-SESSION": "The client reused a cursor from another session. Cursors are only "
     "valid in the session that issued them.",
-    "PAGE-INVALID-CURSOR": "The server should answer an invalid cursor with -32602 Invalid params.",
+    "PAGE-INVALID-CURSOR": "A server should answer a cursor it never issued with the error "
+    "-32602 Invalid params, not with a page or another error. Fix the server's pagination.",
     # Tools
-    "TOOL-LIST-SHAPE": "Each tool in tools/list needs a name and an inputSchema object whose "
-    'root type is "object"; the other fields have fixed types. Fix the tool definitions.',
-    "TOOL-INPUTSCHEMA-VALID": "A tool's inputSchema must be a valid JSON Schema (2020-12 "
-    "unless $schema says otherwise). A tool without arguments can use "
+    "TOOL-LIST-SHAPE": "Each tool in a tools/list result needs a string name and an inputSchema "
+    'object whose type is "object", and the result needs a tools array. Fix the tool '
+    "definitions.",
+    "TOOL-INPUTSCHEMA-VALID": "From 2025-11-25 on, a tool's inputSchema must be a valid JSON "
+    "Schema (2020-12 unless $schema says otherwise). A tool without arguments can use "
     '{"type": "object", "additionalProperties": false}.',
     "TOOL-NAME-UNIQUE": "Two tools in tools/list have the same name, so a client cannot tell "
     "which one it calls. Rename one.",
-    "TOOL-NAME-FORMAT": "Tool names should be 1 to 128 characters of letters, digits, "
-    "underscores, dots and dashes, without spaces or commas.",
-    "TOOL-CALL-ARGS-OBJECT": "The arguments of tools/call must be an object mapping argument "
-    "names to values.",
-    "TOOL-STRUCTURED-TYPE": "A tool result's structuredContent must be a JSON object in this "
-    "protocol version.",
+    "TOOL-NAME-FORMAT": "From 2025-11-25 on, tool names should be 1 to 128 characters of "
+    "letters, digits, underscores, dots and dashes, without spaces or commas. Rename the "
+    "tool.",
+    "TOOL-CALL-ARGS-OBJECT": "The arguments of a tools/call request must be an object mapping "
+    "argument names to values. Fix the client's call.",
+    "TOOL-STRUCTURED-TYPE": "From 2025-06-18 on, a tool result's structuredContent must be a "
+    "JSON object. Wrap other values in an object.",
     "TOOL-STRUCTURED-TEXT": "A tool result with structuredContent should also carry the same "
     "JSON as text, for clients that do not read structured output.",
-    "TOOL-BINARY-BASE64": "Image and audio content and embedded blobs carry base64 data and a "
-    "valid MIME type.",
+    "TOOL-BINARY-BASE64": "Image and audio blocks need base64 data and a MIME type, and an "
+    "embedded resource's blob must be base64. Fix the server's content.",
     "TOOL-EMBEDDED-RES-CAP": "The tool result embeds a resource, but the server does not "
     "declare the resources capability. Declare it.",
-    "TOOL-RESOURCE-LINK-SHAPE": "A resource_link content block needs a uri and a name.",
-    "TOOL-ANNOTATIONS-SHAPE": "Tool annotations (readOnlyHint, destructiveHint, "
-    "idempotentHint, openWorldHint) are booleans and title is a string.",
+    "TOOL-RESOURCE-LINK-SHAPE": "A resource_link content block needs a string uri and a string "
+    "name. Fix the server's content.",
+    "TOOL-ANNOTATIONS-SHAPE": "Tool annotations readOnlyHint, destructiveHint, idempotentHint "
+    "and openWorldHint are booleans, and title is a string. Fix the tool definition.",
     # Resources
-    "RES-LIST-SHAPE": "Each resource in resources/list needs a uri and a name; the other "
-    "fields have fixed types.",
+    "RES-LIST-SHAPE": "Every entry of a resources/list result needs a string uri and a string "
+    "name. Fix the server's resource list.",
     "RES-READ-SHAPE": "Each item of a resources/read result has a uri and exactly one of text "
     "or blob (base64).",
-    "RES-BLOB-BASE64": "A resource blob must be valid base64.",
-    "RES-URI": "A resource uri must be a valid URI (RFC 3986), custom schemes included.",
-    "RES-TEMPLATE-SHAPE": "Each resource template needs a uriTemplate (RFC 6570) and a name.",
+    "RES-BLOB-BASE64": "The blob of a resources/read item must be valid base64. Fix the "
+    "server's encoding.",
+    "RES-URI": "A resource uri must be a valid URI (RFC 3986: a scheme, a colon, no "
+    "whitespace); custom schemes are fine. Fix the server's resource URIs.",
+    "RES-TEMPLATE-SHAPE": "Every entry of a resources/templates/list result needs a string "
+    "uriTemplate and a string name. Fix the server's template list.",
     "RES-SUB-RESULT": "A successful resources/subscribe or resources/unsubscribe result is empty.",
-    "RES-ANNOTATIONS": 'Resource annotations: audience lists "user" or "assistant", '
-    "priority is between 0 and 1, and lastModified is an ISO 8601 date.",
+    "RES-ANNOTATIONS": 'In resource and content annotations, audience lists only "user" or '
+    '"assistant", priority is a number from 0 to 1, and lastModified is an ISO 8601 '
+    "date-time. Fix the annotations.",
     # Prompts
-    "PROMPT-LIST-SHAPE": "Each prompt in prompts/list needs a name; its arguments, if any, "
-    "each have a name.",
-    "PROMPT-GET-ARGS": "The argument values of prompts/get must be strings.",
+    "PROMPT-LIST-SHAPE": "Every entry of a prompts/list result needs a string name, and its "
+    "arguments, if any, must be an array. Fix the server's prompt list.",
+    "PROMPT-GET-ARGS": "The argument values of a prompts/get request must be strings. Fix the "
+    "client to send every argument as a string.",
     "PROMPT-REQUIRED-ARGS": (
         "The client called prompts/get without an argument that prompts/list marked as "
         "required; the server will refuse it with -32602. Pass every required argument."
     ),
-    "PROMPT-MESSAGES": "Each prompt message has a role of user or assistant and one content "
-    "block of a type the protocol version allows.",
-    "PROMPT-EMBEDDED": "An embedded resource in a prompt needs a valid URI, its MIME type and "
-    "text or a base64 blob.",
+    "PROMPT-MESSAGES": "Every message of a prompts/get result needs a role of user or assistant "
+    "and one content block (an object, not an array). Fix the server's prompt messages.",
+    "PROMPT-EMBEDDED": "An embedded resource in a prompts/get message needs a valid URI and "
+    "either a text or a base64 blob. Fix the server's prompt.",
     # Sampling, roots, elicitation
-    "SAMP-REQ-SHAPE": "A sampling request needs messages (each with a role and content) and an "
-    "integer maxTokens; the optional fields have fixed types.",
-    "SAMP-PRIORITIES": "The cost, speed and intelligence priorities of modelPreferences are "
-    "numbers between 0 and 1.",
-    "SAMP-RESULT-SHAPE": "A sampling result needs a role, content and the model's name.",
-    "SAMP-TOOLRESULT-ONLY": "A user message that contains tool results contains nothing else.",
-    "SAMP-TOOL-BALANCE": "Every assistant message with tool_use blocks must be followed by a "
-    "user message of tool_result blocks, one for each tool_use id.",
-    "SAMP-TOOLCHOICE": "The mode of toolChoice is auto, required or none, and with none the result "
-    "must not use a tool.",
-    "ROOTS-FILE-URI": "Every root's uri must be a file:// URI.",
-    "ROOTS-RESULT-SHAPE": "A roots/list result lists roots, each with a uri and an optional name.",
-    "ELIC-SCHEMA-FLAT": "An elicitation's requestedSchema is a flat object of simple "
-    "properties (strings, numbers, booleans, enums); nested objects are not allowed.",
-    "ELIC-RESULT-ACTION": "An elicitation result's action is accept, decline or cancel; "
-    "content comes only with accept in form mode.",
+    "SAMP-REQ-SHAPE": "A sampling/createMessage request needs messages (each with a role of "
+    "user or assistant and content) and an integer maxTokens. Fix the server's sampling "
+    "request.",
+    "SAMP-PRIORITIES": "The costPriority, speedPriority and intelligencePriority of "
+    "modelPreferences are numbers between 0 and 1. Fix the server's sampling request.",
+    "SAMP-RESULT-SHAPE": "A sampling/createMessage result needs a role of user or assistant, "
+    "content and a string model name. Fix the client's sampling result.",
+    "SAMP-TOOLRESULT-ONLY": "A sampling message that contains tool results contains nothing "
+    "else. Fix the server to send tool results in a message of their own.",
+    "SAMP-TOOL-BALANCE": "Every assistant sampling message with tool_use blocks must be "
+    "followed by a user message of tool_result blocks, one for each tool_use id. Fix the "
+    "server's message list.",
+    "SAMP-TOOLCHOICE": "The mode of toolChoice is auto, required or none, and when the server "
+    "asked for none the client's result must not use a tool. Fix the side the finding "
+    "names.",
+    "ROOTS-FILE-URI": "Every root in a roots/list result must have a file:// URI. Fix the "
+    "client's roots.",
+    "ROOTS-RESULT-SHAPE": "A roots/list result needs a roots array whose entries each have a "
+    "string uri. Fix the client's roots result.",
+    "ELIC-SCHEMA-FLAT": "An elicitation's requestedSchema is an object of flat properties: "
+    "strings, numbers, integers, booleans, enums, or arrays of fixed options. Nested "
+    "objects are not allowed; flatten the form.",
+    "ELIC-RESULT-ACTION": "An elicitation/create result's action must be accept, decline or "
+    "cancel. Fix the client's elicitation result.",
     "ELIC-CONTENT-SCHEMA": "The content the client accepted must match the requestedSchema it "
-    "was asked for.",
-    "ELIC-MODE-FIELDS": "Form mode needs a requestedSchema; URL mode needs a valid url and a "
-    "message (and in 2025-11-25 an elicitationId).",
+    "was asked for. Fix the client's form handling.",
+    "ELIC-MODE-FIELDS": "A form-mode elicitation needs a requestedSchema object; a URL-mode one "
+    "needs a string url, message and elicitationId. Fix the server's elicitation request.",
     "ELIC-COMPLETE-NOTIF": "A notifications/elicitation/complete must name the elicitationId of "
-    "an earlier URL-mode elicitation on the same connection.",
+    "an earlier URL-mode elicitation/create of the same session. Fix the server to complete "
+    "only elicitations it started.",
     "ELIC-URL-REQUIRED-ERR": 'Error -32042 is only for "URL elicitation required", and its '
     "data lists URL-mode elicitations, each with an elicitationId.",
     "ELIC-URL-SAFE": (
@@ -251,31 +286,36 @@ PLAIN: dict[str, str] = {
     # Tasks (2025-11-25)
     "TASK-CAP-REQUESTOR": "A request may only be task-augmented when the receiver declared "
     "task support for that kind of request in capabilities.tasks.",
-    "TASK-LIST-CANCEL-CAP": "The requests tasks/list and tasks/cancel may only be sent when "
-    "the receiver declared tasks.list or tasks.cancel.",
+    "TASK-LIST-CANCEL-CAP": "A requestor may send tasks/list or tasks/cancel only when the "
+    "receiver declared tasks.list or tasks.cancel. Check the capability first.",
     "TASK-TOOL-NO-CAP": "The client called a tool as a task although the server did not "
     "declare tasks.requests.tools.call.",
     "TASK-TOOL-FORBIDDEN": "The client called a tool as a task although the tool does not "
     "support tasks (execution.taskSupport absent or forbidden).",
-    "TASK-TOOL-REQUIRED": "A tool whose execution.taskSupport is required must be called as a "
-    "task; the server answers any other call with -32601.",
+    "TASK-TOOL-REQUIRED": 'A tool whose execution.taskSupport is "required" must be called as a '
+    "task, with params.task; the client called it without. Fix the client to call it as a "
+    "task.",
     "TASK-UNDECLARED-RECEIVER": "A receiver that never declared task support answered a "
     "task-augmented request with a task. It should process the request normally.",
-    "TASK-ID": "A taskId is a string the receiver generates, unique among its tasks.",
-    "TASK-FIELDS": "Every task carries ISO 8601 createdAt and lastUpdatedAt; tasks/get also "
-    "carries ttl (a number or null).",
-    "TASK-RELATED-META": "Messages about a task carry _meta io.modelcontextprotocol/"
-    "related-task with its taskId, and tasks/get, tasks/list, tasks/cancel and status "
-    "notifications do not.",
-    "TASK-CANCEL-TERMINAL": "Cancelling a task that already ended is answered with -32602.",
-    "TASK-CANCEL-RESULT": 'A successful tasks/cancel shows status "cancelled", and the task '
-    "stays cancelled.",
-    "TASK-ERRORS": "An unknown taskId or an invalid tasks/list cursor is answered with -32602, "
-    "an internal failure with -32603.",
-    "TASK-POLL-INTERVAL": "The requester polled tasks/get faster than the pollInterval the "
-    "receiver asked for.",
+    "TASK-ID": "A taskId is a non-empty string the receiver generates, unique among its tasks. "
+    "Fix the receiver's task ids.",
+    "TASK-FIELDS": "Every task carries a known status and ISO 8601 createdAt and lastUpdatedAt; "
+    "ttl is a number or null (and present where the spec requires it), and pollInterval, if "
+    "any, is a number. Fix the receiver's task objects.",
+    "TASK-RELATED-META": "The requests tasks/get, tasks/list and tasks/cancel and the task "
+    "status notifications name their task by its taskId parameter, so they should not carry "
+    "_meta io.modelcontextprotocol/related-task. Drop that metadata from them.",
+    "TASK-CANCEL-TERMINAL": "A tasks/cancel of a task that already ended must fail with -32602 "
+    "Invalid params. Fix the receiver's tasks/cancel.",
+    "TASK-CANCEL-RESULT": "A successful tasks/cancel answers with the task in status "
+    '"cancelled". Fix the receiver\'s tasks/cancel result.',
+    "TASK-ERRORS": "An error answering tasks/get, tasks/result, tasks/cancel or tasks/list uses "
+    "-32602 for an unknown task or invalid cursor and -32603 for an internal failure "
+    "(tasks/result may pass on the task's own error). Use those codes.",
+    "TASK-POLL-INTERVAL": "The requestor polled tasks/get faster than the pollInterval the "
+    "receiver asked for. Wait at least that long between polls.",
     "TASK-FAILED-ISERROR": "A tool task whose result has isError true should end with status "
-    "failed.",
+    "failed, not completed. Fix the server's task status.",
     # Transports
     "SSE-ENDPOINT-EVENT": "On the legacy HTTP+SSE transport the server's first event is "
     '"endpoint", whose data is the URI to POST messages to.',
@@ -303,8 +343,8 @@ PLAIN: dict[str, str] = {
     "AUTH-401-WWW-AUTH": "A 401 response carries a WWW-Authenticate header that points to the "
     "protected resource metadata, so the client can find the authorization server.",
     # General fields
-    "ICON-SHAPE": "Each icon needs a src URI and may carry a mimeType, sizes and a theme of "
-    "light or dark.",
+    "ICON-SHAPE": "Each icon needs a string src, and its sizes, if any, are strings and its "
+    "theme light or dark. Fix the icon list.",
     "ICON-SAFE-SCHEME": "Icon sources must be https: or data: URIs; clients reject javascript:, "
     "file: and other schemes.",
     # 2026-07-28 (MOD-*)
@@ -319,8 +359,8 @@ PLAIN: dict[str, str] = {
     "serverInfo naming the server.",
     "MOD-UNSUPPORTED-VERSION": "A server that does not support the requested protocol version "
     "answers -32022 with data.supported (the versions it speaks) and data.requested (HTTP 400).",
-    "MOD-MISSING-CLIENT-CAP": "A request that needs a client capability the client did not "
-    "declare is answered with -32021 and data.requiredCapabilities (HTTP 400).",
+    "MOD-MISSING-CLIENT-CAP": "In 2026-07-28 a -32021 error (missing client capability) must "
+    "name the capabilities it needs in data.requiredCapabilities. Add them to the error.",
     "MOD-DISCOVER": "The server/discover request must be implemented: its result has resultType, "
     "supportedVersions, capabilities and the cache hints ttlMs and cacheScope.",
     "MOD-RESULTTYPE": 'In 2026-07-28 every result carries resultType "complete" or '
@@ -332,8 +372,8 @@ PLAIN: dict[str, str] = {
     "MOD-MRTR-CONTENT": "An input_required result carries inputRequests or requestState; each "
     "input request is an elicitation, sampling or roots request for a feature the client "
     "declared in that request.",
-    "MOD-MRTR-RETRY-ID": "The client's retry of a request that needed input uses a new "
-    "JSON-RPC id.",
+    "MOD-MRTR-RETRY-ID": "When a client retries a request that got an input_required result, "
+    "the retry must use a new JSON-RPC id. Fix the client's retry.",
     "MOD-MRTR-STATE-ECHO": (
         "The client echoes requestState unchanged in its retry of a request that needed "
         "input, and invents none when the server gave none."
