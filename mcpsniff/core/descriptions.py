@@ -334,14 +334,16 @@ PLAIN: dict[str, str] = {
     "new initialize without a session id instead of reusing the dead one.",
     "HTTP-PROTO-HEADER-VALUE": "The MCP-Protocol-Version header must name the protocol version "
     "the session negotiated.",
-    "HTTP-PROTO-HEADER-400": "The server should answer an invalid or unsupported "
-    "MCP-Protocol-Version header with 400 Bad Request.",
+    "HTTP-PROTO-HEADER-400": "A server must answer a request whose MCP-Protocol-Version header "
+    "names no MCP version with 400 Bad Request. Validate the header before handling the "
+    "request.",
     "AUTH-BEARER-EVERY": "Once authorized, the client sends Authorization: Bearer with every "
     "HTTP request, not only the first.",
     "AUTH-NO-QUERY-TOKEN": "Access tokens must never travel in the URL's query string; send "
     "them in the Authorization header.",
-    "AUTH-401-WWW-AUTH": "A 401 response carries a WWW-Authenticate header that points to the "
-    "protected resource metadata, so the client can find the authorization server.",
+    "AUTH-401-WWW-AUTH": "A server's 401 Unauthorized response must carry a WWW-Authenticate "
+    "header, which points the client to the protected resource metadata and so to the "
+    "authorization server. Add the header to every 401.",
     # General fields
     "ICON-SHAPE": "Each icon needs a string src, and its sizes, if any, are strings and its "
     "theme light or dark. Fix the icon list.",
@@ -357,8 +359,10 @@ PLAIN: dict[str, str] = {
     "clientInfo naming the client.",
     "MOD-SERVERINFO": "In 2026-07-28 every result should carry _meta io.modelcontextprotocol/"
     "serverInfo naming the server.",
-    "MOD-UNSUPPORTED-VERSION": "A server that does not support the requested protocol version "
-    "answers -32022 with data.supported (the versions it speaks) and data.requested (HTTP 400).",
+    "MOD-UNSUPPORTED-VERSION": "A 2026-07-28 server that does not support the requested "
+    "protocol version answers -32022 with data.supported (the versions it speaks, an array "
+    "of strings without the refused one) and data.requested, under HTTP 400; a client that "
+    "retries picks a version from data.supported.",
     "MOD-MISSING-CLIENT-CAP": "In 2026-07-28 a -32021 error (missing client capability) must "
     "name the capabilities it needs in data.requiredCapabilities. Add them to the error.",
     "MOD-DISCOVER": "The server/discover request must be implemented: its result has resultType, "
@@ -375,12 +379,14 @@ PLAIN: dict[str, str] = {
     "MOD-MRTR-RETRY-ID": "When a client retries a request that got an input_required result, "
     "the retry must use a new JSON-RPC id. Fix the client's retry.",
     "MOD-MRTR-STATE-ECHO": (
-        "The client echoes requestState unchanged in its retry of a request that needed "
-        "input, and invents none when the server gave none."
+        "A client must send back the requestState of an input_required result unchanged, in the "
+        "one retry of the request it answered, and invent none when the server gave none. Fix "
+        "the client's retry."
     ),
     "MOD-LOG-OPTIN": (
-        "In 2026-07-28 the server sends log messages only while a request whose _meta asked "
-        "for them (io.modelcontextprotocol/logLevel) is in flight."
+        "In 2026-07-28 a server sends log messages only for a request whose _meta asked for "
+        "them (io.modelcontextprotocol/logLevel), at or above the level asked, and never on a "
+        "subscriptions/listen stream. Send logs only where they were asked for."
     ),
     "MOD-CACHE": (
         "Complete results of server/discover and the list and read methods carry ttlMs (an "
@@ -389,10 +395,10 @@ PLAIN: dict[str, str] = {
     "MOD-ERRCODES": "2026-07-28 allows only -32020, -32021 and -32022 between -32020 and "
     "-32099, and never -32002 or -32042. Use the codes the specification defines.",
     "MOD-RES-NOT-FOUND": (
-        "In 2026-07-28 a server must not answer resources/read of a resource that does not "
-        "exist with an empty contents array: it answers -32602 Invalid params. A resource is "
-        "known not to exist when the server's complete resource list and template list both "
-        "leave its URI out."
+        "In 2026-07-28 a server answers resources/read of a resource that does not exist with "
+        "-32602 Invalid params, not -32002 and not an empty contents array. A resource is known "
+        "not to exist when the server's complete resource list and template list both leave its "
+        "URI out."
     ),
     "MOD-REMOVED": "2026-07-28 removed initialize, notifications/initialized, ping, "
     "logging/setLevel, resource subscriptions, notifications/roots/list_changed, the tasks "
@@ -473,4 +479,92 @@ PLAIN: dict[str, str] = {
     "PING-PROMPT": "A ping is answered promptly with an empty result. Reported as a notice "
     "when the answer takes more than ten seconds: the receiver's message loop was blocked, "
     "and the sender may take the connection for dead.",
+    "MOD-LOGLEVEL-INVALID": "In 2026-07-28, a server should reject a request whose _meta "
+    "io.modelcontextprotocol/logLevel is not a log level with the error -32602 Invalid "
+    "params. This one answered with a result or another error.",
+    "MOD-LIST-STABLE": "A 2026-07-28 server should list its tools in a deterministic order: "
+    "two tools/list results with the same tools in a different order defeat a client's "
+    "cache. Sort the tools the same way every time.",
+    "MOD-HTTP-PARAM-HEADERS": "When a tool's inputSchema marks a parameter with x-mcp-header, "
+    "a 2026-07-28 client over Streamable HTTP must send its value in the Mcp-Param-<name> "
+    "header (and no header when the value is null or absent), and the server must reject a "
+    "mismatch with HTTP 400 and -32020. The server's annotations must themselves be valid "
+    "(a non-empty token, unique, on a string, integer or boolean parameter), since clients "
+    "drop tools whose annotations are not.",
+    "MOD-HTTP-BASE64": "Over 2026-07-28 Streamable HTTP, a client must send an Mcp-Name or "
+    "Mcp-Param header value that is not plain ASCII (non-ASCII text, control characters, "
+    "leading or trailing spaces, or text that looks like the marker) as =?base64?<base64 of "
+    "the UTF-8>?=, with the markers in lower case. A server must decode such a value before "
+    "comparing it with the body. The finding names the side at fault.",
+    "MOD-HTTP-404-METHOD": "A 2026-07-28 server that does not implement a method must answer "
+    "with HTTP 404 Not Found and a JSON-RPC -32601 error; this -32601 came with another "
+    "HTTP status. Send 404 with it.",
+    "MOD-HTTP-SSE": "On the SSE stream that answers a 2026-07-28 request, a server's progress "
+    "notifications must carry that request's progressToken, the final response should end "
+    "the stream, and the stream's response should carry the header X-Accel-Buffering: no so "
+    "that proxies do not hold events back. Fix the server's stream handling.",
+    "MOD-DEPRECATED": "2026-07-28 deprecates roots, sampling, logging, the HTTP+SSE transport "
+    "and includeContext thisServer or allServers: they still work but will be removed. "
+    "mcpsniff notes the first use of each in a session, with the way to migrate.",
+    "EXT-TASKS-NEGOTIATED": "A server may answer a request with a task only when that "
+    "request's clientCapabilities declare the io.modelcontextprotocol/tasks extension and "
+    "the server advertises it; a client that has not declared it must not send tasks/get, "
+    "tasks/update or tasks/cancel or ask for taskIds on subscriptions/listen (the server "
+    "refuses those with -32021).",
+    "EXT-TASKS-RESULTTYPE": 'A server may set resultType "task" only on a CreateTaskResult '
+    "answering tools/call; its results of tasks/get, tasks/update and tasks/cancel must "
+    'carry resultType "complete". Fix the server\'s result types.',
+    "EXT-TASKS-FIELDS": "Every task a server sends (in a CreateTaskResult, a tasks/get result "
+    "or notifications/tasks) needs a non-empty string taskId, a known status, ISO 8601 "
+    "createdAt and lastUpdatedAt, ttlMs (an integer or null) and, if present, an integer "
+    "pollIntervalMs. An input_required task carries inputRequests, a completed one its "
+    "result and a failed one its error.",
+    "EXT-TASKS-TRANSITION": "A task moves between working and input_required and ends "
+    "completed, failed or cancelled; once it ends, its status never changes. The server "
+    "sent a task that left a terminal status; keep ended tasks as they are.",
+    "EXT-TASKS-UNKNOWN": "A server's tasks/get answer must describe the task that was asked "
+    "for, it may send notifications/tasks only for tasks a subscription agreed to "
+    "(taskIds), and it must refuse an unknown or expired taskId with -32602 (an internal "
+    "failure is -32603).",
+    "EXT-TASKS-ACK": "A server must acknowledge a successful tasks/update or tasks/cancel "
+    "with an empty result: nothing but resultType and _meta. Drop the other fields.",
+    "EXT-TASKS-CANCEL": "A client must cancel a request that was answered with a task by "
+    "tasks/cancel, never by notifications/cancelled. Fix the client's cancellation.",
+    "EXT-TASKS-HEADER": "Over Streamable HTTP, a client must send tasks/get, tasks/update and "
+    "tasks/cancel with the Mcp-Name header set to the request's params.taskId, so that the "
+    "request reaches the server that holds the task.",
+    "EXT-TASKS-INPUT-KEYS": "A server must keep each inputRequests key for one request over a "
+    "task's lifetime (never reuse it for a different one), and a client's tasks/update must "
+    "answer only keys the task's inputRequests asked. The finding names the side at fault.",
+    "EXT-APPS-RESOURCE": "A ui:// resource is an MCP App view: a server must return it from "
+    "resources/read with mimeType text/html;profile=mcp-app. Fix the resource's MIME type.",
+    "EXT-APPS-TOOL-URI": "A tool's _meta.ui.resourceUri must be a ui:// URI naming a resource "
+    "the server has: reading it must not fail. Fix the URI or serve the resource.",
+    "EXT-APPS-NEGOTIATED": "A server should list tools with _meta.ui (an MCP App view) only "
+    "to a client that declared the io.modelcontextprotocol/ui extension in its "
+    "capabilities. Check the client's capabilities first.",
+    "GUARD-HIDDEN-DEFINITION": "A tool, parameter, prompt or resource description carried "
+    "something aimed at the model that the user does not see or would not approve: Unicode "
+    "tag, zero-width or bidirectional control characters, HTML comments or hidden markup, "
+    'instructions to the model ("ignore previous instructions", "do not tell the user"), '
+    "requests to read secret files or call another server's tools, encoded blobs, or URLs "
+    "that carry data out. Remove it from the description.",
+    "GUARD-HIDDEN-RESULT": "The text of a tool result carried something aimed at the model "
+    "that the user does not see: the same hidden characters, markup, instructions and "
+    "secret-file requests as in GUARD-HIDDEN-DEFINITION (a base64 run counts only when it "
+    "decodes to instructions). Treat the server as untrusted until it is fixed.",
+    "GUARD-DRIFT-SESSION": "Within one session, a complete tools/list, prompts/list, "
+    "resources/list or resources/templates/list changed the definitions of the previous one "
+    "(name, description, schemas, annotations or _meta). What the user approved is no "
+    "longer what the model is told; the finding lists the changes field by field.",
+    "RESIL-DROP-HANG": "When mcpsniff withheld a request or its answer (--fault drop), the "
+    "peer that sent the request should time out and send notifications/cancelled for it "
+    "before the session ends, instead of waiting forever. Add a timeout to every request.",
+    "RESIL-PARSE-NO-REPLY": "When mcpsniff delivered a client message damaged into invalid "
+    "JSON (--fault corrupt), the server should answer it with a -32700 Parse error with a "
+    "null id and carry on. This server never answered it.",
+    "RESIL-VERSION-NO-RETRY": "After mcpsniff answered a request with -32022 "
+    "UnsupportedProtocolVersion (--fault 'error -32022'), the client should retry it with a "
+    "version from data.supported, or stop and show the error. This client went on as if the "
+    "request had succeeded.",
 }

@@ -258,10 +258,11 @@ WRITTEN: dict[str, str] = {
     ),
     "MOD-HTTP-POST-ONLY": (
         "2026-07-28 Streamable HTTP is stateless: a server never mints an Mcp-Session-Id nor "
-        "echoes the client's, and GET/DELETE on the endpoint should get 405. This server "
-        "answered a 2026-07-28 request with an Mcp-Session-Id header, so clients that honour "
-        "it tie themselves to one server instance. Drop the header for modern requests "
-        "(a dual-era server may still mint one for a 2025-era initialize)."
+        "echoes the client's, and answers GET or DELETE on the endpoint with 405 Method Not "
+        "Allowed. This server sent an Mcp-Session-Id on a 2026-07-28 reply, or answered a "
+        "2026-07-28 GET or DELETE with another status. Drop the header for modern requests and "
+        "refuse GET and DELETE (a dual-era server may still mint a session for a 2025-era "
+        "initialize)."
     ),
     "MOD-SUBS-ACK-FIRST": (
         "On a subscriptions/listen subscription the server's first message must be "
