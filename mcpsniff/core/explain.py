@@ -19,12 +19,12 @@ from mcpsniff.core.descriptions import PLAIN
 #: Hand-written paragraphs: the meaning first, then the fix.
 WRITTEN: dict[str, str] = {
     "JR-PARSE": (
-        "A frame was not valid JSON, so the receiver cannot read it at all and (if it "
-        "answers) must reply with a single -32700 Parse error whose id is null. The cause "
-        "names the usual mistake: a log line or print() on stdout, a pretty-printed "
-        "(multi-line) message, a trailing comma, NaN, a comment, a raw control character, "
-        "a byte order mark, UTF-16 or invalid UTF-8. Fix the writer: serialize every "
-        "message with a real JSON encoder, on one line, UTF-8, and send logs to stderr."
+        "A frame was not valid JSON, so the receiver cannot read it at all and (if it answers) "
+        "must reply with a single -32700 Parse error whose id is null. The cause names the "
+        "usual mistake: a log line or print() on stdout, a pretty-printed message, a trailing "
+        "comma, NaN, a comment, a raw control character, a byte order mark, UTF-16, invalid "
+        "UTF-8 or an empty line (a notice). Fix the writer: serialize every message with a real "
+        "JSON encoder, on one line, UTF-8, and send logs to stderr."
     ),
     "JR-TOPLEVEL": (
         "A frame held valid JSON that is not a JSON-RPC message: a number, a string, an empty "

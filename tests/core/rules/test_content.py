@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from mcpsniff.core.rules import registry
-from tests.core.rules.dsl import Proof, assert_proof, c, req, res, s
+from tests.core.rules.dsl import Proof, assert_cause, assert_proof, c, req, res, s
 
 PNG = "iVBORw0KGgo="
 CALL = req(2, "tools/call", {"name": "t", "arguments": {}})
@@ -174,3 +174,23 @@ def test_a_wrapped_plain_value_in_the_text_block_counts_as_the_serialized_json()
     for text, value in (("Echo: hi", "Echo: hi"), ("2.0", 2.0)):
         steps = called({"type": "text", "text": text}, structuredContent={"result": value})
         assert play(Proof("-", [], []), steps).findings == []
+
+
+#: Causes the descriptions name beyond the one each proof fires: (proof, message fragment).
+CALLED = {"name": "t", "arguments": {}}
+CAUSES = [
+    (
+        Proof(
+            "RES-URI",
+            # A resource_link in a tool result whose uri is no URI.
+            fire=asked("tools/call", CALLED, {"content": [{**LINK, "uri": "my file.txt"}]}),
+            miss=asked("tools/call", CALLED, {"content": [LINK]}),
+        ),
+        "resource uri 'my file.txt' is not a valid URI",
+    ),
+]
+
+
+@pytest.mark.parametrize(("p", "fragment"), CAUSES, ids=[f for _, f in CAUSES])
+def test_each_cause_the_description_names_fires(p: Proof, fragment: str) -> None:
+    assert_cause(p, fragment)
