@@ -402,7 +402,9 @@ PLAIN: dict[str, str] = {
     ),
     "MOD-REMOVED": "2026-07-28 removed initialize, notifications/initialized, ping, "
     "logging/setLevel, resource subscriptions, notifications/roots/list_changed, the tasks "
-    "methods and URL elicitation completion. Stop sending them in 2026-07-28 sessions.",
+    "methods and their params.task augmentation, notifications/elicitation/complete and the "
+    "elicitationId of URL elicitations, and stream resumption with Last-Event-ID. Stop "
+    "sending them in 2026-07-28 sessions.",
     "MOD-HTTP-PROTO-HEADER": "Every 2026-07-28 POST carries an MCP-Protocol-Version header equal "
     "to the body's _meta protocol version; a server answers a mismatch with 400 and -32020.",
     "MOD-HTTP-STD-HEADERS": "Every 2026-07-28 POST carries Mcp-Method equal to the body's "
