@@ -365,8 +365,9 @@ PLAIN: dict[str, str] = {
     "retries picks a version from data.supported.",
     "MOD-MISSING-CLIENT-CAP": "In 2026-07-28 a -32021 error (missing client capability) must "
     "name the capabilities it needs in data.requiredCapabilities. Add them to the error.",
-    "MOD-DISCOVER": "The server/discover request must be implemented: its result has resultType, "
-    "supportedVersions, capabilities and the cache hints ttlMs and cacheScope.",
+    "MOD-DISCOVER": "A 2026-07-28 server/discover result needs supportedVersions (an array) and "
+    "capabilities (an object); its resultType and cache hints are judged by MOD-RESULTTYPE "
+    "and MOD-CACHE. Fix the server's discover result.",
     "MOD-RESULTTYPE": 'In 2026-07-28 every result carries resultType "complete" or '
     '"input_required" (or a value an advertised extension defines).',
     "MOD-NO-SERVER-REQUESTS": "In 2026-07-28 the server sends no JSON-RPC requests (sampling, "

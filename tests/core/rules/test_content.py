@@ -176,9 +176,55 @@ def test_a_wrapped_plain_value_in_the_text_block_counts_as_the_serialized_json()
         assert play(Proof("-", [], []), steps).findings == []
 
 
+def listed_with(**annotations: Any) -> list:
+    """A resources/list result with one resource carrying ``annotations``."""
+    resource = {"uri": "file:///a", "name": "a", "annotations": annotations}
+    return asked("resources/list", {}, {"resources": [resource]})
+
+
 #: Causes the descriptions name beyond the one each proof fires: (proof, message fragment).
 CALLED = {"name": "t", "arguments": {}}
 CAUSES = [
+    (
+        Proof(
+            "TOOL-BINARY-BASE64",
+            fire=called({**IMAGE, "mimeType": "png"}),
+            miss=called(IMAGE),
+        ),
+        "has no valid mimeType",
+    ),
+    (
+        Proof(
+            "TOOL-BINARY-BASE64",
+            fire=called({"type": "resource", "resource": {"uri": "file:///a", "blob": "%%"}}),
+            miss=called({"type": "resource", "resource": {"uri": "file:///a", "blob": "AAAA"}}),
+        ),
+        "has a blob that is not base64",
+    ),
+    (
+        Proof(
+            "TOOL-ANNOTATIONS-SHAPE",
+            fire=asked("tools/list", {}, tools_with(annotations={"title": 5})),
+            miss=asked("tools/list", {}, tools_with(annotations={"title": "T"})),
+        ),
+        "malformed annotations: title",
+    ),
+    (
+        Proof(
+            "RES-ANNOTATIONS",
+            fire=listed_with(audience=["robot"]),
+            miss=listed_with(audience=["user"]),
+        ),
+        "audience must list only",
+    ),
+    (
+        Proof(
+            "RES-ANNOTATIONS",
+            fire=listed_with(lastModified="Tuesday"),
+            miss=listed_with(lastModified="2025-01-12T15:00:58Z"),
+        ),
+        "lastModified must be an ISO 8601",
+    ),
     (
         Proof(
             "RES-URI",

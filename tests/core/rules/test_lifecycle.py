@@ -541,6 +541,27 @@ def test_a_server_info_without_a_version_does_not_identify_the_server() -> None:
 #: Causes the descriptions name beyond the one each proof fires: (proof, message fragment).
 CAUSES = [
     (
+        hs("LC-INIT-PARAMS", fire=[c(init(version=None))], miss=[c(init())]),
+        "protocolVersion (string)",
+    ),
+    (hs("LC-INIT-PARAMS", fire=[c(init(caps=[]))], miss=[c(init())]), "capabilities (object)"),
+    (
+        hs(
+            "LC-INIT-RESULT",
+            fire=[c(init()), s(res(0, {**init_result()["result"], "instructions": 5}))],
+            miss=[c(init()), s(res(0, {**init_result()["result"], "instructions": "Be brief."}))],
+        ),
+        "instructions (string)",
+    ),
+    (
+        hs(
+            "CAP-SHAPE",
+            fire=[c(init(caps={"experimental": {"x": True}}))],
+            miss=[c(init(caps={"experimental": {"x": {}}}))],
+        ),
+        "capability 'experimental' is malformed",
+    ),
+    (
         hs(
             "MOD-NO-SERVER-REQUESTS",
             # The client answers a server request (itself MOD-NO-SERVER-REQUESTS).

@@ -394,6 +394,22 @@ def test_rule_fires_and_near_miss_does_not(p: Proof) -> None:
 CAUSES = [
     (
         proof(
+            "TOOL-RESULT-SHAPE",
+            fire=[*TOOLS, c(call("add", {"a": 1})), s(res(2, {**text("3"), "isError": "no"}))],
+            miss=[*TOOLS, c(call("add", {"a": 1})), s(res(2, {**text("3"), "isError": False}))],
+        ),
+        "isError must be a boolean",
+    ),
+    (
+        proof(
+            "TOOL-RESULT-SHAPE",
+            fire=[*TOOLS, c(call("add", {"a": 1})), s(res(2, {"content": [{"type": "html"}]}))],
+            miss=[*TOOLS, c(call("add", {"a": 1})), s(res(2, text("3")))],
+        ),
+        "unknown content block type(s) html",
+    ),
+    (
+        proof(
             "PAGE-SHAPE",
             fire=[c(req(6, "prompts/list", {"cursor": 2}))],
             miss=[c(req(6, "prompts/list", {"cursor": "2"}))],

@@ -367,6 +367,42 @@ def test_failed_iserror_not_judged_for_a_result_without_iserror() -> None:
 CAUSES = [
     (
         proof(
+            "TASK-FIELDS",
+            fire=[*CREATED, c(req(3, "tasks/get", {"taskId": "t1"})), s(res(3, task(ttl="1h")))],
+            miss=[*CREATED, c(req(3, "tasks/get", {"taskId": "t1"})), s(res(3, task(ttl=None)))],
+        ),
+        "ttl must be a number or null",
+    ),
+    (
+        proof(
+            "TASK-FIELDS",
+            fire=[
+                *CREATED,
+                c(req(3, "tasks/get", {"taskId": "t1"})),
+                s(res(3, task(pollInterval="soon"))),
+            ],
+            miss=[
+                *CREATED,
+                c(req(3, "tasks/get", {"taskId": "t1"})),
+                s(res(3, task(pollInterval=500))),
+            ],
+        ),
+        "pollInterval must be a number",
+    ),
+    (
+        proof(
+            "TASK-FIELDS",
+            fire=[
+                *CREATED,
+                c(req(3, "tasks/get", {"taskId": "t1"})),
+                s(res(3, task(status="done"))),
+            ],
+            miss=[*CREATED, c(req(3, "tasks/get", {"taskId": "t1"})), s(res(3, task()))],
+        ),
+        "status 'done' is not one of",
+    ),
+    (
+        proof(
             "TASK-CREATE-RESULT",
             fire=[*LISTED, c(call(2)), s(res(2, {"task": "t1"}))],
             miss=CREATED,
