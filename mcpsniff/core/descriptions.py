@@ -60,8 +60,9 @@ PLAIN: dict[str, str] = {
     "MSG-METHOD-DIRECTION": "This method does not exist in the session's protocol version, or "
     "this side may not send it (initialize goes from client to server, sampling requests from "
     "server to client). Send it only where the specification allows.",
-    "MSG-METHOD-UNKNOWN": "The method is not part of the protocol version in use and no "
-    "negotiated extension covers it, so the receiver will answer -32601 Method not found.",
+    "MSG-METHOD-UNKNOWN": "The request names a method that no MCP version or official extension "
+    "mcpsniff knows, so the receiver will answer -32601 Method not found. A custom "
+    "notification under notifications/ is not reported, since receivers ignore those.",
     "MSG-BATCH-V1": "Protocol version 2024-11-05 has no JSON-RPC batches. Send each message on "
     "its own.",
     "MSG-BATCH-V2-SHAPE": "A batch holds either only requests and notifications or only "
@@ -96,8 +97,9 @@ PLAIN: dict[str, str] = {
     "declare the prompts capability. Check the server's capabilities before calling.",
     "CAP-RESOURCES": "The client called resources/list, resources/read or "
     "resources/templates/list although the server did not declare the resources capability.",
-    "CAP-RES-SUBSCRIBE": "The client subscribed to a resource although the server did not "
-    "declare resources.subscribe as true.",
+    "CAP-RES-SUBSCRIBE": "The client sent resources/subscribe or resources/unsubscribe although "
+    "the server did not declare resources.subscribe as true. Check the server's "
+    "capabilities first.",
     "CAP-LOGGING-SETLEVEL": "The client sent logging/setLevel although the server did not "
     "declare the logging capability.",
     "CAP-COMPLETIONS": "The client sent completion/complete although the server did not "
@@ -275,8 +277,9 @@ PLAIN: dict[str, str] = {
     "ELIC-COMPLETE-NOTIF": "A notifications/elicitation/complete must name the elicitationId of "
     "an earlier URL-mode elicitation/create of the same session. Fix the server to complete "
     "only elicitations it started.",
-    "ELIC-URL-REQUIRED-ERR": 'Error -32042 is only for "URL elicitation required", and its '
-    "data lists URL-mode elicitations, each with an elicitationId.",
+    "ELIC-URL-REQUIRED-ERR": "An error -32042 (URL elicitation required) must carry "
+    "data.elicitations: a non-empty list of URL-mode elicitations, each with an "
+    "elicitationId. Fix the server's error.",
     "ELIC-URL-SAFE": (
         "An elicitation URL must not carry credentials: no token, password or session in its "
         "query and no user:password; it should use https outside local development."
@@ -357,8 +360,9 @@ PLAIN: dict[str, str] = {
     ),
     "MOD-CLIENTINFO": "In 2026-07-28 requests should carry _meta io.modelcontextprotocol/"
     "clientInfo naming the client.",
-    "MOD-SERVERINFO": "In 2026-07-28 every result should carry _meta io.modelcontextprotocol/"
-    "serverInfo naming the server.",
+    "MOD-SERVERINFO": "In 2026-07-28 every result should carry _meta "
+    "io.modelcontextprotocol/serverInfo with the server's name and version. Add it to every "
+    "result.",
     "MOD-UNSUPPORTED-VERSION": "A 2026-07-28 server that does not support the requested "
     "protocol version answers -32022 with data.supported (the versions it speaks, an array "
     "of strings without the refused one) and data.requested, under HTTP 400; a client that "
@@ -369,7 +373,7 @@ PLAIN: dict[str, str] = {
     "capabilities (an object); its resultType and cache hints are judged by MOD-RESULTTYPE "
     "and MOD-CACHE. Fix the server's discover result.",
     "MOD-RESULTTYPE": 'In 2026-07-28 every result carries resultType "complete" or '
-    '"input_required" (or a value an advertised extension defines).',
+    '"input_required" (or "task", from the tasks extension). Set it on every result.',
     "MOD-NO-SERVER-REQUESTS": "In 2026-07-28 the server sends no JSON-RPC requests (sampling, "
     "elicitation and roots travel inside inputRequests) and the client sends no responses.",
     "MOD-MRTR-METHODS": 'A resultType of "input_required" may only answer prompts/get, '

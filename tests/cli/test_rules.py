@@ -51,7 +51,7 @@ VERBS = re.compile(
     r"changed?|leaves?|refuses?|returns?|takes?|comes?|came|mirrors?|deprecates?|removed|"
     r"accepted|notes|means|says|reached|went|tells?|keeps?|allows?|fix|add|drop|use|send|"
     r"rename|wait|stop|split|declare|check|pick|treat|remove|reject|put|spell|give|start|complete|"
-    r"reused|will|wrap|pass|contains?|reaches|serialize|write|validate|sort|carried)\b",
+    r"reused|will|wrap|pass|contains?|reaches|serialize|write|validate|sort|carried|set)\b",
     re.IGNORECASE,
 )
 RULE_ID = re.compile(r"\b[A-Z]{2,}(?:-[A-Z0-9]+)+\b")
