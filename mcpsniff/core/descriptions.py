@@ -368,7 +368,8 @@ PLAIN: dict[str, str] = {
     "of strings without the refused one) and data.requested, under HTTP 400; a client that "
     "retries picks a version from data.supported.",
     "MOD-MISSING-CLIENT-CAP": "In 2026-07-28 a -32021 error (missing client capability) must "
-    "name the capabilities it needs in data.requiredCapabilities. Add them to the error.",
+    "name the capabilities it needs in data.requiredCapabilities, and over HTTP come with "
+    "status 400 Bad Request. Fix the server's error.",
     "MOD-DISCOVER": "A 2026-07-28 server/discover result needs supportedVersions (an array) and "
     "capabilities (an object); its resultType and cache hints are judged by MOD-RESULTTYPE "
     "and MOD-CACHE. Fix the server's discover result.",
