@@ -18,6 +18,7 @@ sessions, the lock file, shadowing, policy gates) are ``mcpsniff/guard/``'s.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -52,7 +53,14 @@ def _method(msg: Msg) -> str:
     return request.method if request is not None else (msg.method or "")
 
 
-def _severity(hits: list[Hit]) -> str:
+def _carries(hits: Sequence[Hit]) -> str:
+    """What the first hit carries and why, and how many more there are."""
+    first = hits[0]
+    more = f" and {len(hits) - 1} more" if len(hits) > 1 else ""
+    return f"carries {first.kind} ({first.why}): {first.quote!r}{more}"
+
+
+def _severity(hits: Sequence[Hit]) -> str:
     return "warning" if any(h.strength == "strong" for h in hits) else "info"
 
 
@@ -95,12 +103,9 @@ def hidden_in_definitions(session: Session, msg: Msg, result: dict[str, Any]) ->
         found = _hidden_definitions(method, result)
         kept[method] = (raw, found)
     for definition, where, hits in found:
-        first = hits[0]
         session.report(
             "GUARD-HIDDEN-DEFINITION",
-            f"{definition.kind} {definition.name[:80]!r}: {where} carries {first.kind} "
-            f"({first.why}): {first.quote!r}"
-            + (f" and {len(hits) - 1} more" if len(hits) > 1 else ""),
+            f"{definition.kind} {definition.name[:80]!r}: {where} {_carries(hits)}",
             [msg.frame],
             severity=_severity(hits),
             definition=definition.key[:200],
@@ -139,12 +144,9 @@ def hidden_in_result(session: Session, msg: Msg, result: dict[str, Any]) -> None
         if not hits:
             continue
         tool = msg.request.params.get("name") if msg.request and msg.request.params else None
-        first = hits[0]
         session.report(
             "GUARD-HIDDEN-RESULT",
-            f"the result of tool {str(tool)[:80]!r}, content[{index}], carries {first.kind} "
-            f"({first.why}): {first.quote!r}"
-            + (f" and {len(hits) - 1} more" if len(hits) > 1 else ""),
+            f"the result of tool {str(tool)[:80]!r}, content[{index}], {_carries(hits)}",
             [msg.frame],
             severity=_severity(hits),
             tool=str(tool)[:200],
