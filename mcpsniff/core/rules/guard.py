@@ -18,6 +18,7 @@ sessions, the lock file, shadowing, policy gates) are ``mcpsniff/guard/``'s.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -80,12 +81,14 @@ def _listing(session: Session, msg: Msg, result: dict[str, Any]) -> bytes | None
     kept = session.state.rule_state.get("guard_listing")
     if kept is not None and kept[0] is msg:
         return kept[1]
-    try:
-        raw: bytes | None = orjson.dumps(result)
-    except (TypeError, orjson.JSONEncodeError):
-        raw = None
-    if raw is not None and len(raw) > MAX_KEPT_LIST:
-        raw = None
+    raw: bytes | None = None
+    source = msg.source
+    # The frame bounds the result: a huge one is not copied to be measured.
+    if source is None or len(source.raw) <= MAX_KEPT_LIST:
+        with contextlib.suppress(TypeError, orjson.JSONEncodeError):
+            raw = orjson.dumps(result)
+        if raw is not None and len(raw) > MAX_KEPT_LIST:
+            raw = None
     session.state.rule_state["guard_listing"] = (msg, raw)
     return raw
 

@@ -166,3 +166,14 @@ def test_an_unkeepable_list_is_judged_afresh() -> None:
     convo = play(PROOFS[0], steps)
     assert len(convo.find("GUARD-HIDDEN-DEFINITION")) == 2
     assert convo.find("GUARD-DRIFT-SESSION") == []
+
+
+def test_a_list_in_a_frame_too_big_to_keep_is_judged_afresh(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from mcpsniff.core.rules import guard
+
+    monkeypatch.setattr(guard, "MAX_KEPT_LIST", 64)
+    convo = play(PROOFS[0], _listings(*[{"tools": [POISONED]}] * 2))
+    assert len(convo.find("GUARD-HIDDEN-DEFINITION")) == 2
+    assert convo.session.state.rule_state["guard_hidden"]["tools/list"][0] is None
