@@ -18,7 +18,7 @@ import heapq
 import html
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -26,15 +26,17 @@ from typing import Any, BinaryIO
 import orjson
 
 from mcpsniff.core.error_layers import LAYER_TITLES
-from mcpsniff.core.model import EventRecord, FrameRecord, Record
-from mcpsniff.filter import Filter
+from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, Record
+from mcpsniff.filter import Filter, MessageView
+from mcpsniff.filter.view import FindingsIndex
 from mcpsniff.stats.compute import TraceStats
 from mcpsniff.trace.codec import TraceError
 from mcpsniff.ui.assets import SCRIPTS, static_text
+from mcpsniff.ui.collector import collector_paused
 from mcpsniff.ui.details import BODY_LIMIT, json_safe, record_detail
 from mcpsniff.ui.follow import LINE_LIMIT, Header, OffsetTail, decode_line, trace_records
 from mcpsniff.ui.model import SESSION_LIST_LIMIT, SessionModel, TraceModel, bounded
-from mcpsniff.ui.queries import context_costs, session_views
+from mcpsniff.ui.queries import context_costs, findings_index, session_views
 
 #: Rows a report holds at most (over all its sessions); the rest is cut, and the page says so.
 REPORT_ROWS = 50_000
@@ -77,13 +79,18 @@ class _Budget:
     body: int = REPORT_BODY_TOTAL
 
 
-def load_model(path: Path, keep: set[str] | None = None) -> TraceModel:
+def load_model(
+    path: Path,
+    keep: set[str] | None = None,
+    findings: FindingsIndex | None = None,
+    on_view: Callable[[MessageView], None] | None = None,
+) -> TraceModel:
     """The trace at ``path`` as the views see it (only sessions ``keep``, when given).
 
-    Raises ``TraceError``.
+    ``findings`` and ``on_view`` go to the model (``TraceModel``). Raises ``TraceError``.
     """
     tail = OffsetTail(path)
-    model = TraceModel(path, "0")
+    model = TraceModel(path, "0", findings=findings, on_view=on_view)
     while True:
         items, more = tail.poll()
         for offset, item in items:
@@ -100,13 +107,25 @@ def load_model(path: Path, keep: set[str] | None = None) -> TraceModel:
     return model
 
 
-def _session_starts(path: Path) -> dict[str, float]:
-    """When each session of the trace starts (its first frame or event), in trace order."""
+def _scan(path: Path) -> tuple[dict[str, float], FindingsIndex | None]:
+    """When each session starts (its first frame or event), and the findings by (session, seq).
+
+    One pass that reads no message record (most of a trace). The findings are
+    given up (None) once the trace holds more than ``REPORT_SESSIONS``
+    sessions: only the kept ones' are read then, in a pass of their own.
+    """
     starts: dict[str, float] = {}
-    for record in trace_records(path):
-        if isinstance(record, FrameRecord | EventRecord) and record.session not in starts:
+    index: FindingsIndex | None = {}
+    for record in trace_records(path, messages=False):
+        if isinstance(record, FindingRecord):
+            if index is not None:
+                for seq in record.seq:
+                    index.setdefault((record.session, seq), []).append(record)
+        elif isinstance(record, FrameRecord | EventRecord) and record.session not in starts:
             starts[record.session] = record.t
-    return starts
+            if len(starts) > REPORT_SESSIONS:
+                index = None
+    return starts, index
 
 
 def _newest(starts: dict[str, float], candidates: Iterable[str]) -> set[str]:
@@ -117,53 +136,59 @@ def _newest(starts: dict[str, float], candidates: Iterable[str]) -> set[str]:
     return set(heapq.nlargest(REPORT_SESSIONS, keys, key=lambda k: starts.get(k) or 0))
 
 
-def _matching_messages(path: Path, flt: Filter) -> dict[str, set[tuple[int, int | None]]]:
+def _matching_messages(
+    path: Path, flt: Filter, index: FindingsIndex | None
+) -> dict[str, set[tuple[int, int | None]]]:
     """The messages ``flt`` matches, as (frame seq, batch index) per session (one pass)."""
     matching: dict[str, set[tuple[int, int | None]]] = {}
-    for view in session_views(path):
+    for view in session_views(path, index=index):
         if flt.matches(view):
             matching.setdefault(view.session, set()).add((view.seq, view.index))
     return matching
-
-
-def _stats(path: Path, keys: set[str], flt: Filter | None) -> dict[str, TraceStats]:
-    """``stats`` of the sessions ``keys`` (only theirs: a trace may hold 200,000)."""
-    stats: dict[str, TraceStats] = {key: TraceStats() for key in keys}
-    for view in session_views(path, keys):
-        figures = stats.get(view.session)
-        if figures is not None:
-            figures.add(view, flt is None or flt.matches(view))
-    return stats
 
 
 def report_data(path: Path, flt: Filter | None = None) -> tuple[dict[str, Any], ReportResult]:
     """The data the page needs for the sessions of the trace at ``path`` (the newest, capped).
 
     Sessions are chosen before the model is built, and the model holds only
-    them: 200,000 sessions modelled whole took a gigabyte.
+    them: 200,000 sessions modelled whole took a gigabyte. The trace is read
+    in at most four passes, and only one of them reads its message records
+    (without ``flt``): the model's, which also sums up the sessions (``stats``)
+    from the same views. (Five passes that each parsed every message, 200,000
+    of them for a batch of 100,000, took 19 s of CPU.)
     """
-    starts = _session_starts(path)
+    starts, index = _scan(path)
     matched: dict[str, set[tuple[int, int | None]]] = {}
     if flt is not None:
-        matched = _matching_messages(path, flt)
+        matched = _matching_messages(path, flt, index)
     candidates = [key for key in starts if flt is None or key in matched]
     for key in matched:  # a session with no frame or event of its own (hand-cut traces)
         if key not in starts:
             candidates.append(key)
     keep = _newest(starts, candidates)
-    model = load_model(path, keep if len(keep) < len(starts) else None)
+    if index is None:
+        index = findings_index(path, keep)
+    # Every kept session's figures, as ``stats`` computes them; a view the filter
+    # rejects is still seen (its answer pairs a matching request).
+    stats: dict[str, TraceStats] = {key: TraceStats() for key in keep}
+
+    def on_view(view: MessageView) -> None:
+        figures = stats.get(view.session)
+        if figures is not None:
+            figures.add(view, flt is None or flt.matches(view))
+
+    model = load_model(path, keep if len(keep) < len(starts) else None, index, on_view)
     chosen = [s for s in model.sessions.values() if s.key in keep]
     matching: dict[str, set[int]] = {}
     for session in chosen:
-        rows = (session.row_for(seq, index) for seq, index in matched.get(session.key, ()))
+        rows = (session.row_for(seq, element) for seq, element in matched.get(session.key, ()))
         matching[session.key] = {n for n in rows if n is not None}
     if flt is not None:
         chosen = [s for s in chosen if matching[s.key]]
     sessions_cut = len(candidates) - len(keep)
-    stats = _stats(path, {s.key for s in chosen}, flt)
     sessions = []
     data: dict[str, Any] = {}
-    costs = context_costs(path, [s.to_json() for s in stats.values()])
+    costs = context_costs(path, [stats[s.key].to_json() for s in chosen])
     budget = _Budget()
     cut = 0
     with open(path, "rb") as trace:
@@ -322,8 +347,9 @@ def render_html(page: dict[str, Any]) -> str:
 
 def write_report(path: Path, out: Path, flt: Filter | None = None) -> ReportResult:
     """Write the report of the trace at ``path`` to ``out`` (mode 0600: it holds traffic)."""
-    page, result = report_data(path, flt)
-    text = render_html(page)
+    with collector_paused():
+        page, result = report_data(path, flt)
+        text = render_html(page)
     fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)
