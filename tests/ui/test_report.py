@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from mcpsniff.cli import main
-from mcpsniff.core.model import FrameRecord, MessageRecord
+from mcpsniff.core.model import EventRecord, FrameRecord, MessageRecord
 from mcpsniff.trace.writer import TraceWriter
 from tests.support import long_keys_trace
 
@@ -127,3 +127,81 @@ def test_a_redacted_trace_reports_no_secret(tmp_path: Path) -> None:
     assert SECRET not in html and SECRET[:12] not in html  # ... and nothing more
     assert "fetch" in html
     assert oct(out.stat().st_mode & 0o777) == "0o600"
+
+
+def _batch_trace(path: Path) -> Path:
+    """Two sessions recorded as a relay records them: batches with findings in one,
+    a request never answered (a finding raised at the end) in both."""
+    from mcpsniff.core.analyzer import replay
+
+    init = (
+        b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":'
+        b'"2025-03-26","capabilities":{},"clientInfo":{"name":"c"}}}\n'
+    )
+    reply = (
+        b'{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-03-26",'
+        b'"capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}\n'
+    )
+    calls = (
+        b"["
+        + b",".join(
+            b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"echo"}}' % i
+            for i in range(1, 6)
+        )
+        + b',{"id":9,"method":"tools/call"}]\n'
+    )
+    results = (
+        b"["
+        + b",".join(
+            b'{"jsonrpc":"2.0","id":%d,"result":{"content":[],"isError":%s}}'
+            % (i, b"true" if i == 2 else b"false")
+            for i in (3, 1, 2, 5)
+        )
+        + b"]\n"
+    )
+    frames = []
+    for key in ("a", "b"):
+        frames += [(key, "c2s", init), (key, "s2c", reply)]
+        frames += [(key, "c2s", b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')]
+    frames += [("a", "c2s", calls), ("a", "s2c", results)]
+    frames += [("b", "c2s", b'{"jsonrpc":"2.0","id":7,"method":"ping"}\n')]
+    records = [
+        FrameRecord(n + 1, 1767225600.0 + n, key, d, "stdio", raw)
+        for n, (key, d, raw) in enumerate(frames)
+    ]
+    end = len(records)
+    records += [
+        EventRecord(end + n, 1767225700.0, k, "session-end", {}) for n, k in enumerate("ab", 1)
+    ]
+    writer = TraceWriter.create(path, meta={"source": "test"})
+    writer.write_all(list(replay(records)))
+    writer.close()
+    return path
+
+
+@pytest.mark.parametrize("expression", [None, "kind == request", "severity >= warning", "echo"])
+def test_the_page_sums_each_session_up_as_stats_does(
+    tmp_path: Path, expression: str | None
+) -> None:
+    """The figures come from the model's own pass now: they must stay ``stats``'s."""
+    from mcpsniff.filter import compile_filter
+    from mcpsniff.stats.compute import compute
+    from mcpsniff.ui.details import json_safe
+    from mcpsniff.ui.queries import session_views
+    from mcpsniff.ui.report import load_model, report_data
+
+    path = _batch_trace(tmp_path / "t.jsonl")
+    flt = compile_filter(expression) if expression is not None else None
+    page, _result = report_data(path, flt)
+    model = load_model(path)
+    findings = 0
+    assert page["sessions"], "the filter matches something in every case"
+    for summary in page["sessions"]:
+        key = summary["key"]
+        expected = json_safe(compute(session_views(path, {key}), flt).to_json())
+        got = dict(page["data"][summary["id"]]["stats"])
+        got.pop("layer_titles")
+        assert got == expected
+        assert model.sessions[key].key == key
+        findings += sum(got["findings"].values())
+    assert findings > 0  # the batch's bad element and the unanswered ping are counted
