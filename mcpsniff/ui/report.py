@@ -107,25 +107,50 @@ def load_model(
     return model
 
 
-def _scan(path: Path) -> tuple[dict[str, float], FindingsIndex | None]:
-    """When each session starts (its first frame or event), and the findings by (session, seq).
+def _scan(path: Path, whole: bool) -> tuple[dict[str, float], FindingsIndex | None, set[str]]:
+    """When each session starts (its first frame or event), the findings by (session, seq),
+    and the sessions whose findings were left out.
 
-    One pass that reads no message record (most of a trace). The findings are
-    given up (None) once the trace holds more than ``REPORT_SESSIONS``
-    sessions: only the kept ones' are read then, in a pass of their own.
+    One pass that reads no message record (most of a trace). ``whole``: every
+    session's findings are wanted (a filter judges them all), given up (None)
+    once the trace holds more than ``REPORT_SESSIONS`` sessions. Otherwise
+    only those of the sessions that may still be kept, the newest
+    ``REPORT_SESSIONS`` by start so far, as ``_newest`` ranks them: one pushed
+    out never comes back (the bar only rises), so its findings are dropped.
     """
     starts: dict[str, float] = {}
     index: FindingsIndex | None = {}
+    #: The newest sessions so far, least new first: (start, -order, key).
+    newest: list[tuple[float, int, str]] = []
+    dropped: set[str] = set()
+    #: Each session's seqs in the index, to drop its findings with it.
+    named: dict[str, list[int]] = {}
     for record in trace_records(path, messages=False):
         if isinstance(record, FindingRecord):
-            if index is not None:
-                for seq in record.seq:
-                    index.setdefault((record.session, seq), []).append(record)
+            if index is None or record.session in dropped:
+                continue
+            for seq in record.seq:
+                found = index.get((record.session, seq))
+                if found is None:
+                    index[(record.session, seq)] = found = []
+                    named.setdefault(record.session, []).append(seq)
+                found.append(record)
         elif isinstance(record, FrameRecord | EventRecord) and record.session not in starts:
             starts[record.session] = record.t
-            if len(starts) > REPORT_SESSIONS:
-                index = None
-    return starts, index
+            if whole:
+                if len(starts) > REPORT_SESSIONS:
+                    index = None
+                continue
+            entry = (record.t or 0, -len(starts), record.session)
+            if len(newest) < REPORT_SESSIONS:
+                heapq.heappush(newest, entry)
+                continue
+            _t, _order, out = heapq.heappushpop(newest, entry)
+            dropped.add(out)
+            if index is not None:
+                for seq in named.pop(out, ()):
+                    index.pop((out, seq), None)
+    return starts, index, dropped
 
 
 def _newest(starts: dict[str, float], candidates: Iterable[str]) -> set[str]:
@@ -151,13 +176,12 @@ def report_data(path: Path, flt: Filter | None = None) -> tuple[dict[str, Any], 
     """The data the page needs for the sessions of the trace at ``path`` (the newest, capped).
 
     Sessions are chosen before the model is built, and the model holds only
-    them: 200,000 sessions modelled whole took a gigabyte. The trace is read
-    in at most four passes, and only one of them reads its message records
-    (without ``flt``): the model's, which also sums up the sessions (``stats``)
-    from the same views. (Five passes that each parsed every message, 200,000
-    of them for a batch of 100,000, took 19 s of CPU.)
+    them: 200,000 sessions modelled whole took a gigabyte. Without ``flt`` the
+    trace is read in two passes, and only the second reads its message records:
+    the model's, which also sums up the sessions (``stats``) from the same views
+    (each pass that parses every message costs seconds on a batch of 100,000).
     """
-    starts, index = _scan(path)
+    starts, index, dropped = _scan(path, flt is not None)
     matched: dict[str, set[tuple[int, int | None]]] = {}
     if flt is not None:
         matched = _matching_messages(path, flt, index)
@@ -166,7 +190,7 @@ def report_data(path: Path, flt: Filter | None = None) -> tuple[dict[str, Any], 
         if key not in starts:
             candidates.append(key)
     keep = _newest(starts, candidates)
-    if index is None:
+    if index is None or not keep.isdisjoint(dropped):
         index = findings_index(path, keep)
     # Every kept session's figures, as ``stats`` computes them; a view the filter
     # rejects is still seen (its answer pairs a matching request).

@@ -205,3 +205,35 @@ def test_the_page_sums_each_session_up_as_stats_does(
         assert model.sessions[key].key == key
         findings += sum(got["findings"].values())
     assert findings > 0  # the batch's bad element and the unanswered ping are counted
+
+
+def test_the_scan_keeps_the_findings_of_exactly_the_sessions_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the session cap the scan drops the findings of every session pushed out
+    of the newest so far; what remains is the kept sessions' findings, ties included."""
+    from mcpsniff.core.analyzer import replay
+    from mcpsniff.ui import report
+    from mcpsniff.ui.queries import findings_index
+
+    monkeypatch.setattr(report, "REPORT_SESSIONS", 3)
+    starts = [5.0, 1.0, 9.0, 5.0, 7.0, 5.0, 2.0, 9.0, 5.0, 3.0]
+    ping = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+    frames = [FrameRecord(n + 1, t, f"s{n}", "c2s", "stdio", ping) for n, t in enumerate(starts)]
+    path = tmp_path / "t.jsonl"
+    writer = TraceWriter.create(path, meta={})
+    writer.write_all(list(replay(frames)))
+    writer.close()
+    got, index, dropped = report._scan(path, False)
+    keep = report._newest(got, list(got))
+    assert keep == {"s2", "s7", "s4"}  # 9.0, 9.0, 7.0
+    assert keep.isdisjoint(dropped) and len(dropped) == len(starts) - 3
+    assert index == findings_index(path, keep) and index
+    page, result = report.report_data(path)
+    assert {s["key"] for s in page["sessions"]} == keep and result.sessions_cut == 7
+    # A tie at the bar: the earlier of two sessions starting at 5.0 is kept, as _newest keeps it.
+    monkeypatch.setattr(report, "REPORT_SESSIONS", 5)
+    got, index, dropped = report._scan(path, False)
+    keep = report._newest(got, list(got))
+    assert keep == {"s2", "s7", "s4", "s0", "s3"}
+    assert keep.isdisjoint(dropped) and index == findings_index(path, keep)

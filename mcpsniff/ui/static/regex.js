@@ -16,6 +16,8 @@
   const MAX_REPEAT = 1000;
   //: Instructions a compiled pattern may hold ("pattern too large" beyond).
   const MAX_PROGRAM = 20000;
+  //: The upper count of `*`, `+` and `{n,}`.
+  const UNBOUNDED = -1;
   const POSIX = {
     alnum: "0-9A-Za-z", alpha: "A-Za-z", ascii: "\\x00-\\x7F", blank: "\\t ", cntrl: "\\x00-\\x1F\\x7F",
     digit: "0-9", graph: "!-~", lower: "a-z", print: " -~", punct: "!-\\/:-@\\[-`{-~",
@@ -75,15 +77,15 @@
     function quantifier() {
       const c = peek();
       const at = i;
-      if (c === "*") { i++; return [0, Infinity]; }
-      if (c === "+") { i++; return [1, Infinity]; }
+      if (c === "*") { i++; return [0, UNBOUNDED]; }
+      if (c === "+") { i++; return [1, UNBOUNDED]; }
       if (c === "?") { i++; return [0, 1]; }
       if (c !== "{") return null;
       const m = /^\{(\d+)(,(\d*))?\}/.exec(s.slice(i, i + 16).join(""));
       if (!m) return null; // a literal brace, as in RE2
       const min = Number(m[1]);
-      const max = m[2] === undefined ? min : m[3] === "" ? Infinity : Number(m[3]);
-      if (min > MAX_REPEAT || (max !== Infinity && (max > MAX_REPEAT || max < min))) {
+      const max = m[2] === undefined ? min : m[3] === "" ? UNBOUNDED : Number(m[3]);
+      if (min > MAX_REPEAT || (max !== UNBOUNDED && (max > MAX_REPEAT || max < min))) {
         throw new RegexError(`bad repetition operator: ${m[0]}`, at);
       }
       i += m[0].length;
@@ -287,7 +289,7 @@
       }
       // Repetition: min copies, then (max - min) optional copies, or a loop.
       for (let k = 0; k < node.min; k++) gen(node.item);
-      if (node.max === Infinity) {
+      if (node.max === UNBOUNDED) {
         const split = emit({ op: "split", x: 0, y: 0 });
         prog[split].x = prog.length;
         gen(node.item);
