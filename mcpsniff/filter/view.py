@@ -228,6 +228,9 @@ class ViewBuilder:
         self._views = []
         self._event_view = None
         self._frame = None
+        # The frame is complete: a builder kept for a growing trace (the UI's)
+        # must not hold its bytes and parsed body, a batch's million objects.
+        self._scanned = None
         return done
 
     def _findings_of(self, session: str, seq: int) -> list[FindingRecord]:
