@@ -116,6 +116,15 @@ def _may_carry_trace(raw: bytes) -> bool:
     return _TRACEPARENT_BYTES in raw or (b"\\" in raw and b"\\u" in raw)
 
 
+def _may_flag_error(raw: bytes) -> bool:
+    """Whether ``raw`` may hold an ``isError`` key: the cheap test before parsing a result.
+
+    A batch of 100,000 results parses into over a million objects, 120 MB, for
+    a flag almost no result carries; the key spelt with escapes is still the key.
+    """
+    return b"isError" in raw or (b"\\" in raw and b"\\u" in raw)
+
+
 def message_body(frame: FrameRecord | None, index: int | None) -> Any:
     """The JSON value of a frame (or of element ``index`` of its batch), or ``None``."""
     if frame is None:
@@ -181,6 +190,9 @@ class ViewBuilder:
         #: The last frame searched for a traceparent, and the answer.
         self._scanned: FrameRecord | None = None
         self._scanned_may_carry = False
+        #: The last frame searched for an isError key, and the answer.
+        self._error_scanned: FrameRecord | None = None
+        self._error_may = False
         self._views: list[MessageView] = []
         self._event_view: MessageView | None = None
         #: Requests by (session, frame seq, batch index), to pair responses.
@@ -231,6 +243,7 @@ class ViewBuilder:
         # The frame is complete: a builder kept for a growing trace (the UI's)
         # must not hold its bytes and parsed body, a batch's million objects.
         self._scanned = None
+        self._error_scanned = None
         return done
 
     def _findings_of(self, session: str, seq: int) -> list[FindingRecord]:
@@ -246,6 +259,13 @@ class ViewBuilder:
             self._scanned = frame
             self._scanned_may_carry = _may_carry_trace(frame.raw)
         return self._scanned_may_carry
+
+    def _may_flag_error(self, frame: FrameRecord) -> bool:
+        """``_may_flag_error(frame.raw)``, found once per frame, not once per batch element."""
+        if frame is not self._error_scanned:
+            self._error_scanned = frame
+            self._error_may = _may_flag_error(frame.raw)
+        return self._error_may
 
     def _message_view(self, frame: FrameRecord, message: MessageRecord) -> MessageView:
         view = MessageView(
@@ -287,7 +307,7 @@ class ViewBuilder:
                 if request.trace is not None:
                     view.trace = request.trace
                     view.trace_inherited = True
-            if kind == RESPONSE and view.method == TOOLS_CALL:
+            if kind == RESPONSE and view.method == TOOLS_CALL and self._may_flag_error(frame):
                 body = view.body
                 result = body.get("result") if isinstance(body, dict) else None
                 view.is_error = isinstance(result, dict) and result.get("isError") is True

@@ -250,7 +250,15 @@ def read_record_at(path: Path, offset: int, limit: int = LINE_LIMIT) -> Record |
 
 
 def decode_line(line: bytes) -> Record | None:
-    """The frame or event record a trace line holds, or ``None`` (not one, or not valid)."""
+    """The frame or event record a trace line holds, or ``None`` (not one, or not valid).
+
+    An embedded-JSON frame is read from its head, as ``OffsetTail`` reads it: its
+    payload (a batch of 100,000 elements) is not parsed until a view needs it.
+    """
+    if line.startswith(_FRAME):
+        frame = _frame_head(line)
+        if frame is not None and _plausible(frame):
+            return frame
     try:
         obj = exact_loads(line)
         if problem(obj) is not None:

@@ -23,3 +23,36 @@ def test_a_completed_frame_is_not_held_by_the_builder() -> None:
     assert [v.index for v in views] == [0, 1] and all(v.frame is frame for v in views)
     del views
     assert sys.getrefcount(frame) == before
+
+
+def _answered(result_raw: bytes) -> tuple[object, FrameRecord]:
+    """The view of a tools/call result in ``result_raw``, answering a request in frame 1."""
+    from mcpsniff.core.model import S2C
+
+    request = FrameRecord(1, 1.0, "s", C2S, "stdio", b"{}\n")
+    result = FrameRecord(2, 2.0, "s", S2C, "stdio", result_raw)
+    builder = ViewBuilder({})
+    builder.feed(request)
+    builder.feed(MessageRecord(1, "s", C2S, "request", id=1, has_id=True, method="tools/call"))
+    builder.feed(result)
+    answer = MessageRecord(2, "s", S2C, "response", id=1, has_id=True, answers=1)
+    builder.feed(answer)
+    (view,) = builder.flush()
+    return view, result
+
+
+def test_a_tool_error_is_found_however_the_key_is_spelt() -> None:
+    plain, _ = _answered(b'{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}\n')
+    escaped, _ = _answered(
+        b'{"jsonrpc":"2.0","id":1,"result":{"content":[],"is\\u0045rror":true}}\n'
+    )
+    assert plain.is_error and escaped.is_error  # type: ignore[attr-defined]
+
+
+def test_a_result_without_the_key_is_not_parsed_to_learn_it_is_no_error() -> None:
+    from mcpsniff.core.model import UNPARSED
+
+    view, frame = _answered(b'{"jsonrpc":"2.0","id":1,"result":{"content":[]}}\n')
+    assert not view.is_error  # type: ignore[attr-defined]
+    assert frame.value is UNPARSED  # nothing asked for the body yet
+    assert view.body == {"jsonrpc": "2.0", "id": 1, "result": {"content": []}}  # type: ignore[attr-defined]
