@@ -184,8 +184,15 @@ class ViewBuilder:
     a view of its own, of kind ``"finding"``.
     """
 
-    def __init__(self, findings_index: FindingsIndex | None = None) -> None:
+    def __init__(self, findings_index: FindingsIndex | None = None, stream: bool = False) -> None:
+        """``stream`` (with a ``findings_index``): return each message's view as soon as
+        its record is read, not its frame's views together at the next frame."""
         self._index = findings_index
+        # With an index a view is complete when made (its findings come from the index,
+        # no finding record joins it later): a batch of 100,000 elements then need not
+        # hold 100,000 views at once. A model that links findings to a frame's rows
+        # wants them together, and does not stream.
+        self._stream = stream and findings_index is not None
         self._frame: FrameRecord | None = None
         #: The last frame searched for a traceparent, and the answer.
         self._scanned: FrameRecord | None = None
@@ -204,7 +211,10 @@ class ViewBuilder:
         """The views that became complete with ``record``."""
         if isinstance(record, MessageRecord):
             if self._frame is not None and record.frame == self._frame.seq:
-                self._views.append(self._message_view(self._frame, record))
+                view = self._message_view(self._frame, record)
+                if self._stream:
+                    return [view]
+                self._views.append(view)
             return []
         if isinstance(record, FindingRecord):
             if self._index is not None:
@@ -384,8 +394,8 @@ def index_findings(records: Iterable[Record]) -> FindingsIndex:
 def build_views(
     records: Iterable[Record], findings_index: FindingsIndex | None = None
 ) -> Iterator[MessageView]:
-    """Every view of a record stream, in trace order."""
-    builder = ViewBuilder(findings_index)
+    """Every view of a record stream, in trace order (each as soon as it is complete)."""
+    builder = ViewBuilder(findings_index, stream=True)
     for record in records:
         yield from builder.feed(record)
     yield from builder.flush()

@@ -187,6 +187,8 @@ def json_safe(value: Any, depth: int = 0) -> Any:
         return value if math.isfinite(value) else None
     if isinstance(value, str):
         return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, orjson.Fragment):
+        return value  # JSON text already made safe (the report's rows and details)
     if depth >= DEPTH_LIMIT:
         return f"<nested deeper than {DEPTH_LIMIT} levels>"
     if isinstance(value, dict):

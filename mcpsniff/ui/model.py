@@ -391,8 +391,14 @@ class TraceModel:
             cancelled = session.row_for(view.cancellation.request_seq, None)
             if cancelled is not None:
                 row["cancels"] = cancelled
-        session.rows.append(row)
-        self._unsealed.append((session, n))
+        if view.kind == BATCH:
+            # Its elements, which follow, count themselves in it: a dict until its frame ends.
+            session.rows.append(row)
+            self._unsealed.append((session, n))
+        else:
+            # Nothing changes a message's row once made: compact now, not at the frame's
+            # end (a batch of 100,000 elements held 100,000 dicts until then).
+            session.rows.append(compact(row))
         session.offsets.append(offset)
         session.by_key[(view.seq, view.index)] = n
         self._rows += 1

@@ -16,7 +16,6 @@ import base64
 import hashlib
 import heapq
 import html
-import json
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -277,7 +276,7 @@ def _session_data(
                     row[link] = new[row[link]]
                 else:
                     del row[link]
-        rows.append(row)
+        rows.append(_fragment(row))
         raw_limit: int | None = None
         if session.offsets[old] != offset:
             offset = session.offsets[old]
@@ -298,7 +297,7 @@ def _session_data(
                 "of frames; only the raw start of this one"
             )
         detail["n"] = new[old]
-        details[new[old]] = detail
+        details[new[old]] = _fragment(detail)
     findings = []
     for finding in session.findings:
         linked = [new[r] for r in finding["rows"] if r in new]
@@ -309,6 +308,18 @@ def _session_data(
         entry["n"] = len(findings)
         findings.append(entry)
     return {"rows": rows, "findings": findings, "details": details, "stats": stats}
+
+
+def _fragment(value: dict[str, Any]) -> orjson.Fragment:
+    """``value`` as the JSON text the page will hold: 50,000 rows and details are kept as
+    their text until the page is written, not as their objects (several times the size)."""
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:
+        text = orjson.dumps(json_safe(value))
+    # orjson's result keeps its 4 KiB buffer (100,000 of them were 400 MB); a copy is its size.
+    with memoryview(text) as view:
+        return orjson.Fragment(view.tobytes())
 
 
 def _record_at(trace: BinaryIO, offset: int) -> Record | None:
@@ -328,7 +339,7 @@ def _script_json(value: Any) -> str:
         # The details are keyed by row number: orjson writes int keys as strings.
         text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode("utf-8")
     except TypeError:
-        text = json.dumps(json_safe(value), ensure_ascii=False, separators=(",", ":"))
+        text = orjson.dumps(json_safe(value)).decode("utf-8")
     # str.replace, one character at a time: several times faster than translate
     # on the tens of megabytes a long trace's page holds.
     for char, escaped in _SCRIPT_ESCAPES:

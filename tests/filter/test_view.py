@@ -56,3 +56,26 @@ def test_a_result_without_the_key_is_not_parsed_to_learn_it_is_no_error() -> Non
     assert not view.is_error  # type: ignore[attr-defined]
     assert frame.value is UNPARSED  # nothing asked for the body yet
     assert view.body == {"jsonrpc": "2.0", "id": 1, "result": {"content": []}}  # type: ignore[attr-defined]
+
+
+def test_views_streamed_with_an_index_are_those_built_frame_by_frame() -> None:
+    """``build_views`` returns each view when its record is read (a batch's 100,000 views
+    are not held together): the same views, in the same order, as a frame at a time."""
+    from pathlib import Path
+
+    from mcpsniff.filter.view import build_views, index_findings
+    from mcpsniff.trace.reader import TraceReader
+
+    gallery = Path(__file__).resolve().parents[2] / "recordings"
+    batches = 0
+    for trace in sorted(gallery.glob("*.jsonl")):
+        with TraceReader(trace) as reader:
+            records = list(reader.records())
+        index = index_findings(records)
+        streamed = list(build_views(records, index))
+        builder = ViewBuilder(index)
+        whole = [view for record in records for view in builder.feed(record)]
+        whole += builder.flush()
+        assert [repr(v) for v in streamed] == [repr(v) for v in whole], trace.name
+        batches += sum(v.index is not None for v in streamed)
+    assert batches > 0  # the gallery has batches: their elements were streamed
