@@ -5,7 +5,7 @@ from __future__ import annotations
 from importlib import resources
 
 #: The page's scripts, in the order they run (app.js, last, uses the others).
-SCRIPTS = ("filter.js", "waterfall.js", "actions.js", "complete.js", "app.js")
+SCRIPTS = ("regex.js", "filter.js", "waterfall.js", "actions.js", "complete.js", "app.js")
 #: Every file the server hands out, with its media type.
 STATIC = {
     **dict.fromkeys(SCRIPTS, "text/javascript"),

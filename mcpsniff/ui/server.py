@@ -19,18 +19,19 @@ import json
 import signal
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from aiohttp import web
 
 from mcpsniff.ui.assets import STATIC, static_text
+from mcpsniff.ui.collector import collector_paused
 from mcpsniff.ui.details import json_safe, message_detail
 from mcpsniff.ui.downloads import FORMATS, DownloadError, session_download
 from mcpsniff.ui.guard import Guard
 from mcpsniff.ui.library import Library
 from mcpsniff.ui.model import SESSION_LIST_LIMIT
-from mcpsniff.ui.queries import QueryCache, cached_key, matching_rows, parse, session_stats
+from mcpsniff.ui.queries import QueryCache, cached_key, parse, session_query, session_stats
 
 #: How often the trace files are polled (seconds).
 POLL_INTERVAL = 0.3
@@ -44,6 +45,7 @@ CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
+T = TypeVar("T")
 SECURITY_HEADERS = {
     "Content-Security-Policy": CSP,
     "X-Content-Type-Options": "nosniff",
@@ -244,7 +246,7 @@ class UiServer:
     async def message(self, request: web.Request) -> web.Response:
         followed, session = self._session(request)
         n = _int(request.match_info["n"], -1)
-        detail = await asyncio.to_thread(message_detail, followed.model.path, session, n)
+        detail = await _bulk(message_detail, followed.model.path, session, n)
         if detail is None:
             raise web.HTTPNotFound(text="no such message", headers=SECURITY_HEADERS)
         return json_response(detail)
@@ -259,16 +261,23 @@ class UiServer:
             return json_response(flt)
         path = followed.model.path
         key = cached_key(path, session, "filter:" + expression)
-        rows = await asyncio.to_thread(
-            self.cache.get, key, lambda: matching_rows(path, session, flt)
-        )
+        stats_key = cached_key(path, session, "stats")
+
+        def query() -> list[int]:
+            # The pass that filters the session also sums it up: the stats tab
+            # then answers from the cache instead of reading the trace again.
+            rows, stats = session_query(path, session, flt)
+            self.cache.put(stats_key, stats)
+            return rows
+
+        rows = await _bulk(self.cache.get, key, query)
         return json_response({"rows": rows})
 
     async def stats(self, request: web.Request) -> web.Response:
         followed, session = self._session(request)
         path = followed.model.path
         key = cached_key(path, session, "stats")
-        stats = await asyncio.to_thread(self.cache.get, key, lambda: session_stats(path, session))
+        stats = await _bulk(self.cache.get, key, lambda: session_stats(path, session))
         return json_response(json_safe(stats))
 
     async def download(self, request: web.Request) -> web.Response:
@@ -278,7 +287,7 @@ class UiServer:
         if fmt not in FORMATS:
             raise web.HTTPNotFound(text="no such format", headers=SECURITY_HEADERS)
         try:
-            made = await asyncio.to_thread(session_download, followed.model.path, session.key, fmt)
+            made = await _bulk(session_download, followed.model.path, session.key, fmt)
         except DownloadError as exc:
             return web.Response(status=409, text=f"{exc}\n", headers=SECURITY_HEADERS)
         except OSError as exc:
@@ -293,6 +302,16 @@ class UiServer:
             "Content-Disposition": f'attachment; filename="{made.filename}"',
         }
         return web.Response(body=made.body, content_type=made.media_type, headers=headers)
+
+
+async def _bulk(work: Callable[..., T], *args: Any) -> T:
+    """``work(*args)`` in a thread, the cycle collector paused (it reads a trace in bulk)."""
+
+    def paused() -> T:
+        with collector_paused():
+            return work(*args)
+
+    return await asyncio.to_thread(paused)
 
 
 def _int(text: str | None, default: int) -> int:

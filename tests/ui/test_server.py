@@ -134,3 +134,23 @@ def test_the_snapshot_is_bounded_and_counts_the_rest(tmp_path: Path) -> None:
         assert snapshot["total"] == count
         assert len(snapshot["sessions"]) == SESSION_LIST_LIMIT
         assert snapshot["sessions"][0]["key"] == f"s{count - 1}"
+
+
+def test_the_stats_a_filter_computed_on_its_way_are_the_sessions(tmp_path: Path) -> None:
+    """The filter's pass also sums the session up, and the stats tab answers from it."""
+    from mcpsniff.ui.details import json_safe
+    from mcpsniff.ui.queries import session_stats
+    from mcpsniff.ui.report import load_model
+
+    copy_gallery(tmp_path, "stdout-pollution.jsonl")
+    path = tmp_path / "stdout-pollution.jsonl"
+    (session,) = load_model(path).sessions.values()
+    expected = json.loads(json.dumps(json_safe(session_stats(path, session))))
+    with ui_server(tmp_path) as served:
+        _, _, body = get(served + "api/sessions")
+        sid = json.loads(body)["sessions"][0]["id"]
+        status, _, body = get(served + f"api/session/{sid}/filter?q=kind%20%3D%3D%20request")
+        assert status == 200 and json.loads(body)["rows"]
+        status, _, body = get(served + f"api/session/{sid}/stats")
+        assert status == 200 and json.loads(body) == expected
+        assert expected["findings"]["error"] == 2
