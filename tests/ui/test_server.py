@@ -134,3 +134,31 @@ def test_the_snapshot_is_bounded_and_counts_the_rest(tmp_path: Path) -> None:
         assert snapshot["total"] == count
         assert len(snapshot["sessions"]) == SESSION_LIST_LIMIT
         assert snapshot["sessions"][0]["key"] == f"s{count - 1}"
+
+
+def test_compare_answers_with_the_comparison_and_refuses_what_it_cannot(url: str) -> None:
+    _, _, body = get(url + "api/sessions")
+    (session,) = json.loads(body)["sessions"]
+    sid = session["id"]
+    status, headers, body = get(url + f"api/compare?a={sid}&b={sid}")
+    assert status == 200 and "default-src 'none'" in headers["Content-Security-Policy"]
+    same = json.loads(body)
+    # A session beside itself: every request answered alike.
+    assert same["differ"] is False and same["total"] == same["same"] > 0
+    assert all(r["same"] and r["differences"] == [] for r in same["requests"])
+    for query in ("", f"a={sid}", f"a={sid}&b=9:9", "a=x&b=y", f"a={sid}&b={sid}:1"):
+        status, _, body = get(url + "api/compare?" + query)
+        assert status == 404 and body.startswith(b"no such session"), (query, body)
+
+
+def test_without_a_comparer_compare_is_not_found(tmp_path: Path) -> None:
+    from aiohttp.test_utils import make_mocked_request
+    from aiohttp.web import HTTPNotFound
+
+    server = UiServer(Library([tmp_path]), "127.0.0.1", 0)
+    request = make_mocked_request("GET", "/api/compare?a=0:0&b=0:0")
+    import asyncio
+
+    with pytest.raises(HTTPNotFound) as raised:
+        asyncio.run(server.compare(request))
+    assert raised.value.text == "comparison not available"
