@@ -76,7 +76,9 @@ def test_verbose_prints_bodies_and_raw_bytes_safely(trace: Path) -> None:
 
 
 def test_filter_keeps_matching_messages_and_labels_responses(trace: Path) -> None:
-    lines = show(str(trace), "--filter", "kind == response and tool == fs_read")
+    title, *lines = show(str(trace), "--filter", "kind == response and tool == fs_read")
+    # The session's title above its first line, as an unfiltered show lists it first.
+    assert title == "session test: s 1 · client t 1 · 1970-01-01 00:16:40 · 6.0 s · ended"
     assert len(lines) == 2
     # The request was filtered out, yet the response still names it.
     assert "result" in lines[0] and "tools/call fs_read" in lines[0]
@@ -118,9 +120,10 @@ def test_json_output_is_terminal_safe(trace: Path) -> None:
 
 
 def test_late_findings_sit_with_their_request_when_filtering() -> None:
-    lines = show(
+    title, *lines = show(
         str(RECORDINGS / "unanswered-request.jsonl"), "--filter", "rule == JR-RESP-REQUIRED"
     )
+    assert title.startswith("session unanswered-request: gallery-server 1.0 · client ")
     assert len(lines) == 2
     assert "request" in lines[0] and "id=3" in lines[0]
     assert "JR-RESP-REQUIRED" in lines[1]

@@ -15,7 +15,7 @@ def message(seq: int) -> MessageRecord:
 
 
 def finding(seq: int) -> FindingRecord:
-    return FindingRecord((seq,), "s", "RULE", "warning", "text")
+    return FindingRecord("RULE", "warning", "text", "s", [seq])
 
 
 def test_a_later_group_waits_for_an_earlier_one_that_arrives_late() -> None:
