@@ -124,6 +124,10 @@ def test_compare_aligns_requests_and_marks_each_differing_field(
             second = rows.nth(1)
             assert second.locator(".cmp-side button").all_inner_texts() == ["#5", "#6"]
             assert second.locator("mark").all_inner_texts() == ["$.result.content[0].text"]
+            # Each differing answer is shown on both sides; a request only B made, on B's.
+            assert second.locator("pre").count() == 2
+            assert '"4"' in second.locator("pre").nth(1).inner_text()
+            assert rows.nth(3).locator("pre").count() == 1
             assert "only in B" in rows.nth(3).inner_text()
             assert rows.nth(3).locator("td").nth(0).inner_text() == "(not asked)"
             # The field is highlighted: a background unlike the cell's.
@@ -203,7 +207,7 @@ def test_whole_file_interleaves_the_sessions_of_a_file_by_time(
             seqs = [rows.nth(i).locator("button").inner_text().split()[0] for i in range(10)]
             assert seqs == ["#1", "#6", "#2", "#7", "#3", "#8", "#4", "#9", "#5", "#10"]
             status = page.locator(".file-status").inner_text()
-            assert status == "10 rows of 2 sessions of " + str(shared) + " on one time axis"
+            assert status == "10 rows of 2 sessions of two.jsonl on one time axis"
             overflow = page.evaluate(
                 "document.getElementById('tab-file').scrollWidth"
                 " - document.getElementById('tab-file').clientWidth"

@@ -95,8 +95,8 @@
       first.scope = "row";
       first.appendChild(el("div", "cmp-state", kind === "only" ? (r.a ? "only in A" : "only in B") : kind === "same" ? "same" : "differs"));
       tr.appendChild(first);
-      tr.appendChild(sideCell(r.a, a, "A"));
-      tr.appendChild(sideCell(r.b, b, "B"));
+      tr.appendChild(sideCell(r.a, a, "A", r.same));
+      tr.appendChild(sideCell(r.b, b, "B", r.same));
       const fields = el("td", "cmp-fields");
       if (r.differences.length) {
         const list = el("ul");
@@ -119,8 +119,9 @@
     return t;
   }
 
-  // One side's answer, with a button that opens that request on its session's timeline.
-  function sideCell(side, session, name) {
+  // One side's answer (the same answer twice is said, not shown), with a button that
+  // opens that request on its session's timeline.
+  function sideCell(side, session, name, same) {
     const td = el("td", "cmp-side");
     if (!side) { td.appendChild(el("span", "muted", "(not asked)")); return td; }
     const go = el("button", "link", `#${side.seq}`);
@@ -129,7 +130,8 @@
     go.setAttribute("aria-label", visible(`open request #${side.seq} of ${name} on its timeline`));
     go.addEventListener("click", () => openAt(session.id, side.seq));
     td.appendChild(go);
-    td.appendChild(el("pre", "cmp-answer", side.answer === null ? "(no answer)" : side.answer));
+    if (same) td.appendChild(el("span", "muted", " the same answer"));
+    else td.appendChild(el("pre", "cmp-answer", side.answer === null ? "(no answer)" : side.answer));
     return td;
   }
 

@@ -58,7 +58,7 @@
       }
     }
     merged.sort((x, y) => x.t - y.t || x.s - y.s || x.row.n - y.row.n);
-    const file = fileOf(state.current) || "this report";
+    const file = state.current.file || fileOf(state.current) || "this report";
     status.textContent = `${merged.length} rows of ${sessions.length} sessions of ${file} on one time axis` +
       (cut ? ` (cut: the first ${FILE_SESSIONS} sessions and ${FILE_ROWS} rows)` : "");
     box.appendChild(legend(sessions));
