@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,7 +13,7 @@ from click.testing import CliRunner
 from mcpsniff.cli import main
 from mcpsniff.trace.writer import TraceWriter
 from tests.conftest import Conversation, notification, request, result
-from tests.relay.stdio_support import relay_env, wait_until
+from tests.relay.stdio_support import show_follow, wait_until
 
 RECORDINGS = Path(__file__).resolve().parents[2] / "recordings"
 
@@ -154,12 +152,7 @@ def test_check_honours_the_filter() -> None:
 
 def test_follow_waits_for_a_trace_that_does_not_exist_yet(tmp_path: Path) -> None:
     path = tmp_path / "later.jsonl"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mcpsniff", "show", "--follow", "--interval", "0.05", str(path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=relay_env(NO_COLOR="1"),
-    )
+    proc = show_follow(path)
     try:
         assert proc.stderr is not None and proc.stdout is not None
         assert (

@@ -45,10 +45,13 @@ def relay_command(trace: Path, otlp: str, *server: str) -> list[str]:
     return [*relay, "--", *server]
 
 
-def run_sdk_client(trace: Path, otlp: str) -> dict[str, Any]:
+def run_sdk_client(trace: Path, otlp: str, *options: str) -> dict[str, Any]:
+    """The SDK client and server through ``mcpsniff stdio --otlp OTLP OPTIONS``."""
     if not SDK2_PYTHON.exists():
         pytest.skip("end-to-end peers not installed; run scripts/setup-peers.sh")
     command = relay_command(trace, otlp, str(SDK2_PYTHON), str(SDK2_SERVER))
+    at = command.index("--")
+    command[at:at] = options
     client = subprocess.Popen(
         [str(SDK2_PYTHON), str(SDK_CLIENT), "--", *command],
         cwd=ROOT,
@@ -95,20 +98,7 @@ def test_live_stdio_session_with_the_sdk_peers(collector: Collector, tmp_path: P
 
 
 def test_live_service_is_the_name_a_person_gave(collector: Collector, tmp_path: Path) -> None:
-    if not SDK2_PYTHON.exists():
-        pytest.skip("end-to-end peers not installed; run scripts/setup-peers.sh")
-    trace = tmp_path / "named.jsonl"
-    relay = relay_command(trace, collector.http_url, str(SDK2_PYTHON), str(SDK2_SERVER))
-    relay.insert(relay.index("--"), "--name")
-    relay.insert(relay.index("--"), "weather-live")
-    client = subprocess.Popen(
-        [str(SDK2_PYTHON), str(SDK_CLIENT), "--", *relay],
-        cwd=ROOT,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    client_result(client, "SDK client through mcpsniff stdio --name --otlp")
+    run_sdk_client(tmp_path / "named.jsonl", collector.http_url, "--name", "weather-live")
     deadline = time.monotonic() + TIMEOUT
     while "service.name: Str(weather-live)" not in collector.text():
         assert time.monotonic() < deadline, "no span with service.name weather-live"

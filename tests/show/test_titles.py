@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -13,7 +11,7 @@ from mcpsniff.filter import ViewBuilder
 from mcpsniff.show.titles import BODY_LIMIT, FirstLineTitles, LiveTitles
 from mcpsniff.trace.writer import TraceWriter
 from tests.conftest import Conversation
-from tests.relay.stdio_support import relay_env, wait_until
+from tests.relay.stdio_support import show_follow, wait_until
 
 
 def test_a_session_is_titled_once_its_server_names_itself() -> None:
@@ -62,12 +60,7 @@ def test_first_line_titles_name_each_session_once_and_only_known_ones() -> None:
 def test_show_follow_titles_each_session_as_it_goes(tmp_path: Path) -> None:
     path = tmp_path / "live.jsonl"
     writer = TraceWriter.create(path, meta={"name": "watched"})
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mcpsniff", "show", "--follow", "--interval", "0.05", str(path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=relay_env(NO_COLOR="1"),
-    )
+    proc = show_follow(path)
     try:
         assert proc.stdout is not None
         c = Conversation()

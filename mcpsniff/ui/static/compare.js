@@ -8,7 +8,7 @@
 
 (function () {
   const A = window.McpApp;
-  const { visible, el, clear } = window.McpDom;
+  const { visible, el, clear, headedTable } = window.McpDom;
   const state = A.state;
 
   function sessionName(s) {
@@ -75,19 +75,8 @@
   }
 
   function compareTable(requests, a, b) {
-    const t = el("table", "compare");
-    const caption = el("caption", "muted", `A: ${sessionName(a)} — B: ${sessionName(b)}`);
-    t.appendChild(caption);
-    const head = el("tr");
-    for (const h of ["request", "A answered", "B answered", "differing fields"]) {
-      const th = el("th", null, h);
-      th.scope = "col";
-      head.appendChild(th);
-    }
-    const thead = el("thead");
-    thead.appendChild(head);
-    t.appendChild(thead);
-    const body = el("tbody");
+    const { table: t, body } = headedTable("compare", ["request", "A answered", "B answered", "differing fields"]);
+    t.insertBefore(el("caption", "muted", `A: ${sessionName(a)} — B: ${sessionName(b)}`), t.firstChild);
     for (const r of requests) {
       const kind = !r.a || !r.b ? "only" : r.same ? "same" : "differ";
       const tr = el("tr", `cmp-${kind}`);
@@ -115,7 +104,6 @@
       tr.appendChild(fields);
       body.appendChild(tr);
     }
-    t.appendChild(body);
     return t;
   }
 

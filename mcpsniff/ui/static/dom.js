@@ -69,5 +69,22 @@
     return parts.join(" ");
   }
 
-  window.McpDom = { visible, el, svg, clear, fmtTime, fmtDate, fmtDuration, fmtMs, SEV_RANK, KIND_LABEL, describe };
+  // A table with a head row of column headings; its rows go into the returned body.
+  function headedTable(cls, headings) {
+    const table = el("table", cls);
+    const head = el("tr");
+    for (const h of headings) {
+      const th = el("th", null, h);
+      th.scope = "col";
+      head.appendChild(th);
+    }
+    const thead = el("thead");
+    thead.appendChild(head);
+    table.appendChild(thead);
+    const body = el("tbody");
+    table.appendChild(body);
+    return { table, body };
+  }
+
+  window.McpDom = { visible, el, svg, clear, fmtTime, fmtDate, fmtDuration, fmtMs, SEV_RANK, KIND_LABEL, describe, headedTable };
 })();

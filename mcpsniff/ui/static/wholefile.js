@@ -7,7 +7,7 @@
 
 (function () {
   const A = window.McpApp;
-  const { el, clear, fmtTime, KIND_LABEL, describe } = window.McpDom;
+  const { el, clear, fmtTime, KIND_LABEL, describe, headedTable } = window.McpDom;
   const state = A.state;
   // A file of many sessions is drawn in part: its first sessions and rows, said so.
   const FILE_SESSIONS = 50;
@@ -76,17 +76,7 @@
   }
 
   function fileTable(merged, sessions) {
-    const t = el("table", "file-rows");
-    const head = el("tr");
-    for (const h of ["time", "session", "direction", "message"]) {
-      const th = el("th", null, h);
-      th.scope = "col";
-      head.appendChild(th);
-    }
-    const thead = el("thead");
-    thead.appendChild(head);
-    t.appendChild(thead);
-    const body = el("tbody");
+    const { table: t, body } = headedTable("file-rows", ["time", "session", "direction", "message"]);
     for (const { row, s } of merged) {
       const session = sessions[s];
       const tr = el("tr");
@@ -104,7 +94,6 @@
       tr.appendChild(what);
       body.appendChild(tr);
     }
-    t.appendChild(body);
     return t;
   }
 
