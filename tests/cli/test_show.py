@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import time
 from pathlib import Path
 
@@ -13,7 +12,7 @@ from click.testing import CliRunner
 from mcpsniff.cli import main
 from mcpsniff.trace.writer import TraceWriter
 from tests.conftest import Conversation, notification, request, result
-from tests.relay.stdio_support import show_follow, wait_until
+from tests.relay.stdio_support import show_follow, stop_follow
 
 RECORDINGS = Path(__file__).resolve().parents[2] / "recordings"
 
@@ -170,9 +169,7 @@ def test_follow_waits_for_a_trace_that_does_not_exist_yet(tmp_path: Path) -> Non
         time.sleep(0.1)
         writer.close()
     finally:
-        proc.send_signal(signal.SIGINT)
-        proc.wait(30)
-    wait_until(lambda: proc.poll() is not None, "show to exit")
+        stop_follow(proc)
 
 
 @pytest.mark.parametrize("command", ["show", "check", "stats"])

@@ -52,6 +52,13 @@ def show_follow(path: Path) -> subprocess.Popen[bytes]:
     )
 
 
+def stop_follow(proc: subprocess.Popen[bytes]) -> None:
+    """Ctrl-C a ``show_follow`` process, as a person at the terminal would, and reap it."""
+    proc.send_signal(signal.SIGINT)
+    proc.wait(30)
+    wait_until(lambda: proc.poll() is not None, "show to exit")
+
+
 def peer(*args: str) -> list[str]:
     """The command line of a ``stdio_peers.py`` mode."""
     return [sys.executable, PEERS, *args]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import signal
 import time
 from pathlib import Path
 
@@ -11,7 +10,7 @@ from mcpsniff.filter import ViewBuilder
 from mcpsniff.show.titles import BODY_LIMIT, FirstLineTitles, LiveTitles
 from mcpsniff.trace.writer import TraceWriter
 from tests.conftest import Conversation
-from tests.relay.stdio_support import show_follow, wait_until
+from tests.relay.stdio_support import show_follow, stop_follow
 
 
 def test_a_session_is_titled_once_its_server_names_itself() -> None:
@@ -71,9 +70,7 @@ def test_show_follow_titles_each_session_as_it_goes(tmp_path: Path) -> None:
         time.sleep(0.1)
         writer.close()
     finally:
-        proc.send_signal(signal.SIGINT)
-        proc.wait(30)
-    wait_until(lambda: proc.poll() is not None, "show to exit")
+        stop_follow(proc)
     assert "initialize" in lines[0] and "request" in lines[0]
     assert lines[1].startswith("session test: watched · server s 1 · client t 1 · ")
     assert lines[1].endswith(" · live")
