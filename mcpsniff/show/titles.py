@@ -19,7 +19,7 @@ from mcpsniff.core.model import EventRecord, FrameRecord, Record
 from mcpsniff.filter import MessageView
 from mcpsniff.listing.identity import Origin, SessionIdentity
 
-#: Sessions whose identity is tracked at most (a trace of more goes untitled past it).
+#: Sessions titled at most, tracked or said (a trace of more goes untitled past it).
 SESSION_LIMIT = 10_000
 #: A frame longer than this is not parsed for the peers' names.
 BODY_LIMIT = 1 << 20
@@ -50,7 +50,7 @@ class LiveTitles:
             return None
         identity = self.identities.get(key)
         if identity is None:
-            if len(self.identities) >= SESSION_LIMIT:
+            if len(self.identities) + len(self.announced) >= SESSION_LIMIT:
                 return None
             identity = self.identities[key] = SessionIdentity(key, self.origin)
         identity.saw_time(record.t)

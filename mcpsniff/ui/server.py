@@ -39,6 +39,9 @@ POLL_INTERVAL = 0.3
 KEEPALIVE = 15.0
 #: Rows per page of ``/api/session/{id}/rows``.
 PAGE_LIMIT = 5000
+#: A trace file larger than this is not compared in the page (``mcpsniff diff`` reads any):
+#: the comparison reads both files whole, in the server's memory.
+COMPARE_FILE_LIMIT = 256 << 20
 #: Server-sent event streams open at once.
 STREAM_LIMIT = 64
 CSP = (
@@ -320,6 +323,12 @@ class UiServer:
             followed, session = found
             sides.append((followed.model.path, session.key))
         (path_a, key_a), (path_b, key_b) = sides
+        for path in (path_a, path_b):
+            if file_size(path) > COMPARE_FILE_LIMIT:
+                limit = COMPARE_FILE_LIMIT >> 20
+                return json_response(
+                    {"error": f"{path.name} is over {limit} MiB: compare it with mcpsniff diff"}
+                )
         # Keyed by both files' sizes: a session that grew is compared again.
         key = ("compare", str(path_a), file_size(path_a), key_a)
         key += (str(path_b), file_size(path_b), key_b)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
+
 from mcpsniff.core.model import EventRecord, FrameRecord
 from mcpsniff.filter import ViewBuilder
 from mcpsniff.show.titles import BODY_LIMIT, FirstLineTitles, LiveTitles
@@ -75,3 +77,14 @@ def test_show_follow_titles_each_session_as_it_goes(tmp_path: Path) -> None:
     assert lines[1].startswith("session test: watched · server s 1 · client t 1 · ")
     assert lines[1].endswith(" · live")
     assert "result" in lines[2] and "initialize" in lines[2]
+
+
+def test_titles_stop_past_the_session_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    import mcpsniff.show.titles as titles_module
+
+    monkeypatch.setattr(titles_module, "SESSION_LIMIT", 2)
+    titles = LiveTitles()
+    said = [titles.feed(EventRecord(n, 1.0, f"s{n}", "session-end", {})) for n in range(1, 5)]
+    # Two sessions titled; what is kept stays bounded and the rest go untitled.
+    assert [s is not None for s in said] == [True, True, False, False]
+    assert len(titles.announced) + len(titles.identities) == 2

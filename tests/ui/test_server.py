@@ -151,6 +151,39 @@ def test_compare_answers_with_the_comparison_and_refuses_what_it_cannot(url: str
         assert status == 404 and body.startswith(b"no such session"), (query, body)
 
 
+def test_compare_refuses_a_trace_too_large_to_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    from aiohttp.test_utils import make_mocked_request
+
+    import mcpsniff.ui.server as server_module
+
+    (trace,) = copy_gallery(tmp_path, "stdout-pollution.jsonl")
+    library = Library([tmp_path])
+    library.poll()
+    library.poll()
+    (session,) = library.sessions()
+    called: list[str] = []
+
+    def comparer(*args: object) -> dict[str, object]:
+        called.append("yes")
+        return {"differ": False}
+
+    server = UiServer(library, "127.0.0.1", 0, comparer=comparer)
+    request = make_mocked_request("GET", f"/api/compare?a={session['id']}&b={session['id']}")
+    monkeypatch.setattr(server_module, "COMPARE_FILE_LIMIT", trace.stat().st_size - 1)
+    answer = asyncio.run(server.compare(request))
+    assert json.loads(answer.body) == {
+        "error": "stdout-pollution.jsonl is over 0 MiB: compare it with mcpsniff diff"
+    }
+    assert called == []
+    monkeypatch.setattr(server_module, "COMPARE_FILE_LIMIT", trace.stat().st_size)
+    answer = asyncio.run(server.compare(request))
+    assert json.loads(answer.body) == {"differ": False} and called == ["yes"]
+
+
 def test_without_a_comparer_compare_is_not_found(tmp_path: Path) -> None:
     from aiohttp.test_utils import make_mocked_request
     from aiohttp.web import HTTPNotFound
