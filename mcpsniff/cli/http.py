@@ -8,7 +8,12 @@ from pathlib import Path
 import click
 
 from mcpsniff.capture.sinks import Outputs
-from mcpsniff.cli.recording import OTLP_HELP, live_display, otlp_sink, recording_options
+from mcpsniff.cli.recording import (
+    OTLP_HELP,
+    otlp_sink,
+    recording_options,
+    time_ordered_display,
+)
 from mcpsniff.cli.seconds import Seconds
 from mcpsniff.cli.shared import fail
 from mcpsniff.core.escape import terminal_safe
@@ -111,9 +116,16 @@ def http(
     def warn(text: str) -> None:
         click.echo(terminal_safe(text), err=True)
 
-    listener, flush = live_display(show)
+    listener, flush, close = time_ordered_display(show)
     try:
-        status = run_http(options, announce=announce, warn=warn, show=listener, show_flush=flush)
+        status = run_http(
+            options,
+            announce=announce,
+            warn=warn,
+            show=listener,
+            show_flush=flush,
+            show_close=close,
+        )
     except StartError as exc:
         fail("http", str(exc))
     sys.exit(status)

@@ -195,6 +195,7 @@ class HttpRelay:
         show: Callable[[Record], None] | None = None,
         show_flush: Callable[[], None] | None = None,
         capture: Capture | None = None,
+        show_close: Callable[[], None] | None = None,
     ) -> None:
         self.options = options
         upstream = parse_upstream(options.upstream)
@@ -228,6 +229,8 @@ class HttpRelay:
                 recorder.listeners.append(show)
             if show_flush is not None:
                 recorder.batch_listeners.append(show_flush)
+            if show_close is not None:
+                recorder.close_listeners.append(show_close)
             self.capture = InProcess(adapter(recorder, options).apply)
         else:
             self.capture = capture
@@ -423,6 +426,7 @@ async def serve(
     *,
     show: Callable[[Record], None] | None = None,
     show_flush: Callable[[], None] | None = None,
+    show_close: Callable[[], None] | None = None,
     announce: Callable[[HttpRelay], None] | None = None,
     stop: asyncio.Event | None = None,
     analysis: AnalysisProcess | None = None,
@@ -456,7 +460,7 @@ async def serve(
         )
         capture.on_broken = supervisor.pipe_broke
     try:
-        relay = HttpRelay(options, writer, show, show_flush, capture)
+        relay = HttpRelay(options, writer, show, show_flush, capture, show_close)
         await relay.start(sock)
         stop = stop or asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -496,6 +500,7 @@ def run_http(
     warn: Callable[[str], None] | None = None,
     show: Callable[[Record], None] | None = None,
     show_flush: Callable[[], None] | None = None,
+    show_close: Callable[[], None] | None = None,
 ) -> int:
     """``mcpsniff http``: bind, open the trace, fork the analysis, proxy until stopped.
 
@@ -550,6 +555,7 @@ def run_http(
             outputs=options.outputs,
             show=show,
             show_flush=show_flush,
+            show_close=show_close,
             warn=warn,
             idle=not options.show,
             in_child=sock.close,  # the listening socket is the relay's alone

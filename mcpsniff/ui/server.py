@@ -28,6 +28,7 @@ from mcpsniff.ui.assets import STATIC, static_text
 from mcpsniff.ui.collector import collector_paused
 from mcpsniff.ui.details import json_safe, message_detail
 from mcpsniff.ui.downloads import FORMATS, DownloadError, session_download
+from mcpsniff.ui.follow import file_size
 from mcpsniff.ui.guard import Guard
 from mcpsniff.ui.library import Library
 from mcpsniff.ui.model import SESSION_LIST_LIMIT
@@ -39,6 +40,9 @@ POLL_INTERVAL = 0.3
 KEEPALIVE = 15.0
 #: Rows per page of ``/api/session/{id}/rows``.
 PAGE_LIMIT = 5000
+#: A trace file larger than this is not compared in the page (``mcpsniff diff`` reads any):
+#: the comparison reads both files whole, in the server's memory.
+COMPARE_FILE_LIMIT = 256 << 20
 #: Server-sent event streams open at once.
 STREAM_LIMIT = 64
 CSP = (
@@ -52,6 +56,10 @@ SECURITY_HEADERS = {
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
+#: Two sessions (trace file, session key each) compared request by request, for the page.
+#: ``replay`` sits beside ``ui`` in the layers (docs/architecture.md), so the command
+#: line, above both, hands its comparison in.
+Comparer = Callable[[Path, str, Path, str], dict[str, Any]]
 
 
 def dumps(value: Any) -> bytes:
@@ -71,8 +79,16 @@ def json_response(value: Any, status: int = 200) -> web.Response:
 class UiServer:
     """The aiohttp application over a ``Library``."""
 
-    def __init__(self, library: Library, host: str, port: int, token: str | None = None) -> None:
+    def __init__(
+        self,
+        library: Library,
+        host: str,
+        port: int,
+        token: str | None = None,
+        comparer: Comparer | None = None,
+    ) -> None:
         self.library = library
+        self.comparer = comparer
         self.host = host
         self.port = port
         self.guard = Guard(host, token)
@@ -94,6 +110,7 @@ class UiServer:
                 web.get("/api/session/{sid}/filter", self.filter),
                 web.get("/api/session/{sid}/stats", self.stats),
                 web.get("/api/session/{sid}/download/{fmt}", self.download),
+                web.get("/api/compare", self.compare),
             ]
         )
 
@@ -303,6 +320,33 @@ class UiServer:
         }
         return web.Response(body=made.body, content_type=made.media_type, headers=headers)
 
+    async def compare(self, request: web.Request) -> web.Response:
+        """Two sessions (``?a=ID&b=ID``) side by side: requests aligned, answers compared."""
+        if self.comparer is None:
+            raise web.HTTPNotFound(text="comparison not available", headers=SECURITY_HEADERS)
+        sides = []
+        for name in ("a", "b"):
+            found = self.library.find(request.query.get(name, ""))
+            if found is None:
+                raise web.HTTPNotFound(text=f"no such session {name}", headers=SECURITY_HEADERS)
+            followed, session = found
+            sides.append((followed.model.path, session.key))
+        (path_a, key_a), (path_b, key_b) = sides
+        for path in (path_a, path_b):
+            if file_size(path) > COMPARE_FILE_LIMIT:
+                limit = COMPARE_FILE_LIMIT >> 20
+                return json_response(
+                    {"error": f"{path.name} is over {limit} MiB: compare it with mcpsniff diff"}
+                )
+        # Keyed by both files' sizes: a session that grew is compared again.
+        key = ("compare", str(path_a), file_size(path_a), key_a)
+        key += (str(path_b), file_size(path_b), key_b)
+        comparer = self.comparer
+        result = await asyncio.to_thread(
+            self.cache.get, key, lambda: comparer(path_a, key_a, path_b, key_b)
+        )
+        return json_response(json_safe(result))
+
 
 async def _bulk(work: Callable[..., T], *args: Any) -> T:
     """``work(*args)`` in a thread, the cycle collector paused (it reads a trace in bulk)."""
@@ -328,15 +372,19 @@ async def serve(
     announce: Callable[[str], None],
     ready: Callable[[str], None] | None = None,
     token: str | None = None,
+    comparer: Comparer | None = None,
 ) -> None:
-    """Serve the UI over ``roots`` until cancelled (``token``: the run's, else a random one)."""
+    """Serve the UI over ``roots`` until cancelled (``token``: the run's, else a random one).
+
+    ``comparer`` answers ``/api/compare`` (none: the page offers no comparison).
+    """
     stop = asyncio.Event()
     with contextlib.suppress(NotImplementedError, RuntimeError):
         # SIGTERM (kill, a service manager) stops as cleanly as Ctrl-C does;
         # installed before the URL is announced, so no early TERM is lost.
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     library = Library(roots)
-    server = UiServer(library, host, port, token)
+    server = UiServer(library, host, port, token, comparer)
     await asyncio.to_thread(library.poll)
     runner = web.AppRunner(server.app, access_log=None)
     await runner.setup()
