@@ -1,0 +1,228 @@
+"""The HTTP relay under ``--guard enforce``: each POST held to its end, then forwarded or answered.
+
+Only with ``--guard enforce``; without it the relay forwards every request
+as its bytes come (``http_wire``). Here a POST's head and body are held until
+the body ends, then its body goes to the session's gate
+(``mcpsniff/guard/enforce.py``, the decision the stdio relay shares): a
+``tools/call`` the gate refuses is answered by mcpsniff, with HTTP 200 and a
+JSON-RPC error (``application/json``, ``X-Mcpsniff: guard-refused``), and its
+bytes never reach the server; anything else is forwarded byte for byte, as
+it came. A body over ``MAX_JUDGED`` is forwarded unjudged as soon as it is
+that long, as a longer stdio line is.
+
+The trace records the request as the client sent it, the answer's head,
+the event ``guard-answered`` (tool, reason, id), then the answer's body: the
+exchange says that mcpsniff answered, and the core pairs the request with
+that reply, so ``check`` blames neither peer.
+
+The gate of a session (its ``Mcp-Session-Id``; none: one shared gate) learns
+the server's name and tools from the replies to the ``initialize`` and
+``tools/list`` requests it forwarded: a JSON body, or the events of an SSE
+stream, decoded when compressed with gzip or deflate (bounded, as the held
+request is). A request body compressed otherwise is refused unread, with the
+id ``null`` (JSON-RPC 2.0 §5): the gate cannot tell what it calls.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from mcpsniff.core.framing import SseParser
+from mcpsniff.core.http.headers import header
+from mcpsniff.guard.enforce import (
+    MAX_JUDGED,
+    Answer,
+    Expected,
+    Gates,
+    Verdict,
+    refused_unread,
+)
+from mcpsniff.http1.events import RequestHead, ResponseHead
+from mcpsniff.http1.fields import wants_close
+
+if TYPE_CHECKING:
+    from mcpsniff.capture.remote_exchange import RemoteExchange
+
+
+@dataclass(slots=True, eq=False)
+class HeldRequest:
+    """A POST held back until its end: the bytes to forward, and the body to judge."""
+
+    #: The head and the body with their framing, as they would be forwarded.
+    raw: list[bytes]
+    #: The body's content (de-chunked), for the gate.
+    payload: list[bytes] = field(default_factory=list)
+    size: int = 0
+
+    def add(self, raw: bytes, payload: bytes) -> bool:
+        """Hold one more piece; False once the whole is too long to be judged."""
+        self.raw.append(raw)
+        self.payload.append(payload)
+        self.size += len(raw)
+        return self.size <= MAX_JUDGED
+
+    def forwarded(self) -> bytes:
+        """Everything held, to forward as it came."""
+        return b"".join(self.raw)
+
+
+class HttpGate:
+    """The HTTP relay's side of the gate: holds, judges, answers, and reads replies."""
+
+    def __init__(self, gates: Gates) -> None:
+        self.gates = gates
+
+    def hold(self, head: RequestHead, forwarded: bytes) -> HeldRequest | None:
+        """A request to hold until its end (a POST), or None to forward as it comes."""
+        if head.method != "POST":
+            return None
+        return HeldRequest([forwarded])
+
+    def judge(self, head: RequestHead, held: HeldRequest) -> Verdict:
+        """The gate's decision on a held request, now whole."""
+        encoding = _value(head, "content-encoding").strip().lower()
+        body = b"".join(held.payload)
+        if encoding not in ("", "identity"):
+            decoded, problem = bounded_decode(body, encoding)
+            if decoded is None:
+                return Verdict(refused_unread(problem or encoding))
+            body = decoded
+        session = _value(head, "mcp-session-id") if "mcp-session-id" in head.names else ""
+        return self.gates.gate(session).judge(body)
+
+    def answer(self, head: RequestHead, remote: RemoteExchange, answer: Answer) -> bytes:
+        """The response to write for a refused request; its head, event and body noted."""
+        body = answer.body
+        fields = [
+            ("Content-Type", "application/json"),
+            ("X-Mcpsniff", "guard-refused"),
+            ("Content-Length", str(len(body))),
+        ]
+        if wants_close(head.version, head.headers, head.names):
+            fields.append(("Connection", "close"))
+        elif head.version == "HTTP/1.0":
+            fields.append(("Connection", "keep-alive"))
+        remote.response(200, fields)
+        for refusal in answer.refusals:
+            remote.guard_answered(refusal.tool, refusal.reason, refusal.request_id)
+        remote.whole_body(body)
+        lines = b"".join(b"%s: %s\r\n" % (k.encode(), v.encode()) for k, v in fields)
+        return b"HTTP/1.1 200 OK\r\n" + lines + b"\r\n" + body
+
+    def reader(
+        self, request: RequestHead, response: ResponseHead, expects: dict[bytes, Expected]
+    ) -> ReplyReader | None:
+        """What reads the replies ``expects`` waits for in this response (None: nothing to)."""
+        if response.status != 200:
+            return None
+        session = _value(response, "mcp-session-id") or (
+            _value(request, "mcp-session-id") if "mcp-session-id" in request.names else ""
+        )
+        content_type = _value(response, "content-type").split(";")[0].strip().lower()
+        encoding = _value(response, "content-encoding").strip().lower()
+        decoder = None
+        if encoding not in ("", "identity"):
+            if encoding not in _ZLIB:
+                return None  # unread: the calls it would allow are refused as unlisted
+            decoder = BoundedDecoder()
+        if content_type == "text/event-stream":
+            return ReplyReader(self.gates, session, expects, decoder, SseParser())
+        return ReplyReader(self.gates, session, expects, decoder, None)
+
+
+class ReplyReader:
+    """Reads one response for the replies its request expects, and teaches the gate."""
+
+    __slots__ = ("body", "decoder", "expects", "gates", "parser", "seen", "session")
+
+    def __init__(
+        self,
+        gates: Gates,
+        session: str,
+        expects: dict[bytes, Expected],
+        decoder: BoundedDecoder | None,
+        parser: SseParser | None,
+    ) -> None:
+        self.gates = gates
+        self.session = session
+        self.expects = dict(expects)
+        self.decoder = decoder
+        self.parser = parser
+        self.body = bytearray()
+        #: Content bytes read so far; past MAX_JUDGED the reader stops.
+        self.seen = 0
+
+    def feed(self, chunk: bytes) -> None:
+        """A piece of the response body, as forwarded."""
+        if self.seen > MAX_JUDGED or not self.expects:
+            return
+        if self.decoder is not None:
+            chunk = self.decoder.decode(chunk)
+        self.seen += len(chunk)
+        if self.seen > MAX_JUDGED:
+            return
+        if self.parser is None:
+            self.body += chunk
+            return
+        for event in self.parser.feed(chunk):
+            if event.data:
+                self._reply(event.data.encode("utf-8", "surrogatepass"))
+
+    def end(self) -> None:
+        """The response ended: a JSON body is read whole now."""
+        if self.parser is None and self.body and self.seen <= MAX_JUDGED:
+            self._reply(bytes(self.body))
+        self.body = bytearray()
+
+    def _reply(self, data: bytes) -> None:
+        self.gates.gate(self.session).read_replies(data, self.expects)
+
+
+#: The content codings read with zlib: gzip (its header detected), deflate (zlib-wrapped).
+_ZLIB = frozenset({"gzip", "x-gzip", "deflate"})
+
+
+class BoundedDecoder:
+    """gzip or deflate, decoded piece by piece into at most ``MAX_JUDGED`` bytes."""
+
+    __slots__ = ("_zlib", "broken", "made")
+
+    def __init__(self) -> None:
+        # 32 + MAX_WBITS: a gzip or a zlib header, whichever the body has.
+        self._zlib = zlib.decompressobj(32 + zlib.MAX_WBITS)
+        self.made = 0
+        #: Not decodable, or over the bound: nothing more comes out.
+        self.broken = False
+
+    def decode(self, chunk: bytes) -> bytes:
+        """What ``chunk`` decodes to, or b"" once broken or over the bound."""
+        if self.broken:
+            return b""
+        room = MAX_JUDGED + 1 - self.made
+        try:
+            out = self._zlib.decompress(chunk, room)
+        except zlib.error:
+            self.broken = True
+            return b""
+        self.made += len(out)
+        if self.made > MAX_JUDGED or self._zlib.unconsumed_tail:
+            self.broken = True
+        return out
+
+
+def bounded_decode(body: bytes, encoding: str) -> tuple[bytes | None, str | None]:
+    """A compressed request body decoded, or (None, why) when it cannot be (within the bound)."""
+    if encoding not in _ZLIB:
+        return None, f"content-encoding {encoding[:40]!r}"
+    decoder = BoundedDecoder()
+    out = decoder.decode(body)
+    if decoder.broken:
+        return None, f"{encoding} body undecodable or over {MAX_JUDGED} bytes decoded"
+    return out, None
+
+
+def _value(head: RequestHead | ResponseHead, name: str) -> str:
+    """The first value of field ``name`` (lower case), or ""."""
+    return (header(head.headers, name) or "").strip()
