@@ -46,6 +46,8 @@ MAX_PENDING = 4096
 MAX_JUDGED = 16 << 20
 #: Most sessions the HTTP relay keeps a gate for (the oldest goes first).
 MAX_SESSIONS = 4096
+#: Most distinct definitions the HTTP relay's gates share (then the sharing starts afresh).
+MAX_SHARED = 1 << 16
 #: The requests whose replies the gate reads: the server's name, its tools.
 _LEARNED = frozenset({"initialize", "tools/list"})
 #: A message that may be a request the gate acts on: the method names as they
@@ -103,8 +105,11 @@ _FORWARD = Verdict()
 class Gate:
     """One session's gate: decides which client requests mcpsniff answers itself."""
 
-    def __init__(self, policy: EnforcePolicy) -> None:
+    def __init__(self, policy: EnforcePolicy, shared: dict[str, Listed] | None = None) -> None:
         self.policy = policy
+        #: Definitions by fingerprint, shared by the sessions of one server, so that
+        #: many sessions listing the same tools hold them once.
+        self._shared: dict[str, Listed] = {} if shared is None else shared
         self.server_name: str | None = None
         #: The tools listed in this session: name -> fingerprint; None until listed.
         self.listed: dict[str, Listed] | None = None
@@ -180,8 +185,11 @@ class Gate:
             self.server_name = info["name"][:200]
         if method != "tools/list":
             return
+        shared = self._shared
+        if len(shared) > MAX_SHARED:
+            shared.clear()
         page = {
-            d.key: Listed(d.kind, d.name, d.fingerprint, d.body)
+            d.key: shared.setdefault(d.fingerprint, Listed(d.kind, d.name, d.fingerprint, d.body))
             for d in definitions("tools/list", result)
         }
         if paged:
@@ -233,6 +241,7 @@ class Gates:
     def __init__(self, policy: EnforcePolicy) -> None:
         self.policy = policy
         self._gates: dict[str, Gate] = {}
+        self._shared: dict[str, Listed] = {}
 
     def gate(self, session: str) -> Gate:
         """The gate of ``session``, made at its first use (the oldest goes past the bound)."""
@@ -240,7 +249,7 @@ class Gates:
         if gate is None:
             if len(self._gates) >= MAX_SESSIONS:
                 del self._gates[next(iter(self._gates))]
-            gate = self._gates[session] = Gate(self.policy)
+            gate = self._gates[session] = Gate(self.policy, self._shared)
         return gate
 
 

@@ -123,3 +123,15 @@ def test_sessions_have_gates_of_their_own_and_are_bounded() -> None:
     for number in range(MAX_SESSIONS + 1):
         gates.gate(str(number))
     assert gates.gate("a") is not first  # the oldest went
+
+
+def test_sessions_listing_the_same_tools_share_their_definitions() -> None:
+    gates = Gates(EnforcePolicy("http:u", None, ("x",)))
+    for session in ("a", "b"):
+        gates.gate(session).learn(("tools/list", False), {"tools": [tool("add", "Adds.")]})
+    one, two = gates.gate("a").listed, gates.gate("b").listed
+    assert one is not None and two is not None
+    assert one["tool:add"] is two["tool:add"]  # held once
+    gates.gate("c").learn(("tools/list", False), {"tools": [tool("add", "Adds more.")]})
+    third = gates.gate("c").listed
+    assert third is not None and third["tool:add"].fingerprint != one["tool:add"].fingerprint
