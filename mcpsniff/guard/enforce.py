@@ -50,10 +50,6 @@ MAX_SESSIONS = 4096
 MAX_SHARED = 1 << 16
 #: The requests whose replies the gate reads: the server's name, its tools.
 _LEARNED = frozenset({"initialize", "tools/list"})
-#: A message that may be a request the gate acts on: the method names as they
-#: appear unescaped, or any escape (``"tools\/call"`` or ``\u0063`` decode to
-#: the same name, so an escaped call must not slip past the pre-test).
-_MARKS = (b'"tools/call"', b'"tools/list"', b'"initialize"', b"\\u", b"\\/")
 
 
 @dataclass(frozen=True)
@@ -136,7 +132,7 @@ class Gate:
 
     def judge(self, body: bytes) -> Verdict:
         """The decision on one client message (a line, or an HTTP request body)."""
-        if len(body) > MAX_JUDGED or not any(mark in body for mark in _MARKS):
+        if len(body) > MAX_JUDGED or not _marked(body):
             return _FORWARD
         value = _parsed(body)
         batch = type(value) is list
@@ -226,6 +222,8 @@ class Gate:
                 f"mcpsniff guard refused {tool!r}: its definition was not listed in this "
                 "session, so it cannot be checked against the pin"
             )
+        if pinned[key].fingerprint == self.listed[key].fingerprint:
+            return None  # unchanged (the fingerprint covers every member the diff reads)
         changes = diff_offers({key: pinned[key]}, {key: self.listed[key]})
         if changes:
             return (
@@ -282,6 +280,22 @@ def _batch_reply(messages: list[dict[str, Any]], refusals: list[Refusal]) -> byt
         else:
             replies.append(_error(refusal.request_id, refusal.reason, refusal.tool))
     return orjson.dumps(replies)
+
+
+def _marked(body: bytes) -> bool:
+    """Whether a message may be a request the gate acts on (else it is not parsed).
+
+    The method names as they appear unescaped, or any escape: ``"tools\\/call"``
+    and ``\\u0063`` decode to the same name, so an escaped call must not slip
+    past this pre-test.
+    """
+    return (
+        b'"tools/call"' in body
+        or b'"tools/list"' in body
+        or b'"initialize"' in body
+        or b"\\u" in body
+        or b"\\/" in body
+    )
 
 
 def _parsed(body: bytes) -> Any:

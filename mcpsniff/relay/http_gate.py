@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mcpsniff.core.framing import SseParser
-from mcpsniff.core.http.headers import header
 from mcpsniff.guard.enforce import (
     MAX_JUDGED,
     Answer,
@@ -58,14 +57,17 @@ class HeldRequest:
 
     def add(self, raw: bytes, payload: bytes) -> bool:
         """Hold one more piece; False once the whole is too long to be judged."""
-        self.raw.append(raw)
-        self.payload.append(payload)
-        self.size += len(raw)
+        if raw:
+            self.raw.append(raw)
+            self.size += len(raw)
+        if payload:
+            self.payload.append(payload)
         return self.size <= MAX_JUDGED
 
     def forwarded(self) -> bytes:
         """Everything held, to forward as it came."""
-        return b"".join(self.raw)
+        raw = self.raw
+        return raw[0] if len(raw) == 1 else b"".join(raw)
 
 
 class HttpGate:
@@ -82,14 +84,17 @@ class HttpGate:
 
     def judge(self, head: RequestHead, held: HeldRequest) -> Verdict:
         """The gate's decision on a held request, now whole."""
-        encoding = _value(head, "content-encoding").strip().lower()
-        body = b"".join(held.payload)
-        if encoding not in ("", "identity"):
-            decoded, problem = bounded_decode(body, encoding)
-            if decoded is None:
-                return Verdict(refused_unread(problem or encoding))
-            body = decoded
-        session = _value(head, "mcp-session-id") if "mcp-session-id" in head.names else ""
+        payload = held.payload
+        body = payload[0] if len(payload) == 1 else b"".join(payload)
+        names = head.names
+        if "content-encoding" in names:
+            encoding = _value(head, "content-encoding").lower()
+            if encoding not in ("", "identity"):
+                decoded, problem = bounded_decode(body, encoding)
+                if decoded is None:
+                    return Verdict(refused_unread(problem or encoding))
+                body = decoded
+        session = _value(head, "mcp-session-id") if "mcp-session-id" in names else ""
         return self.gates.gate(session).judge(body)
 
     def answer(self, head: RequestHead, remote: RemoteExchange, answer: Answer) -> bytes:
@@ -225,4 +230,7 @@ def bounded_decode(body: bytes, encoding: str) -> tuple[bytes | None, str | None
 
 def _value(head: RequestHead | ResponseHead, name: str) -> str:
     """The first value of field ``name`` (lower case), or ""."""
-    return (header(head.headers, name) or "").strip()
+    try:
+        return head.headers[head.names.index(name)][1].strip()
+    except ValueError:
+        return ""
