@@ -23,6 +23,7 @@ forwarding part of it would change the bytes the client sent.
 from __future__ import annotations
 
 import fnmatch
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -132,7 +133,10 @@ class Gate:
 
     def judge(self, body: bytes) -> Verdict:
         """The decision on one client message (a line, or an HTTP request body)."""
-        if len(body) > MAX_JUDGED or not _marked(body):
+        if len(body) > MAX_JUDGED:
+            return _FORWARD
+        body = _utf8(body)
+        if not _marked(body):
             return _FORWARD
         value = _parsed(body)
         batch = type(value) is list
@@ -280,6 +284,21 @@ def _batch_reply(messages: list[dict[str, Any]], refusals: list[Refusal]) -> byt
         else:
             replies.append(_error(refusal.request_id, refusal.reason, refusal.tool))
     return orjson.dumps(replies)
+
+
+def _utf8(body: bytes) -> bytes:
+    """A message in UTF-16 or UTF-32, or with a BOM, as UTF-8 (else as it is).
+
+    Python's ``json.loads`` reads those encodings from bytes (RFC 8259 §8.1
+    allows only UTF-8 between systems, but a server built on it takes them),
+    so a call must not pass unjudged for being encoded another way.
+    """
+    if body[:1] not in (b"\xef", b"\xfe", b"\xff", b"\x00") and b"\x00" not in body[:4]:
+        return body  # the usual case, at the cost of two byte tests
+    try:
+        return body.decode(json.detect_encoding(body)).encode("utf-8", "surrogatepass")
+    except (UnicodeError, LookupError):
+        return body
 
 
 def _marked(body: bytes) -> bool:

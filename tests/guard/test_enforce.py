@@ -135,3 +135,20 @@ def test_sessions_listing_the_same_tools_share_their_definitions() -> None:
     gates.gate("c").learn(("tools/list", False), {"tools": [tool("add", "Adds more.")]})
     third = gates.gate("c").listed
     assert third is not None and third["tool:add"].fingerprint != one["tool:add"].fingerprint
+
+
+def test_a_call_in_another_unicode_encoding_is_judged_too() -> None:
+    """Python's json.loads reads UTF-16, UTF-32 and a UTF-8 BOM from bytes."""
+    import json
+
+    gate = Gate(EnforcePolicy("http:u", None, ("delete_*",)))
+    text = call(1, "delete_x").decode().strip()
+    for encoded in (
+        text.encode("utf-16"),
+        text.encode("utf-16-le"),
+        text.encode("utf-32-be"),
+        b"\xef\xbb\xbf" + text.encode(),
+    ):
+        assert json.loads(encoded)["params"]["name"] == "delete_x"  # what a server reads
+        assert gate.client_line(encoded) is not None, encoded[:8]
+    assert gate.client_line(b"\x00\x00\x00") is None  # nothing readable: forwarded
