@@ -26,9 +26,9 @@ from tests.e2e.test_http_peers import (
     REPO,
     RUN_TIMEOUT,
     START_TIMEOUT,
-    Server,
     free_port,
     stop_process,
+    wait_for_port,
 )
 
 SDK1_PYTHON = PEERS / "sdk1" / "bin" / "python"
@@ -67,20 +67,33 @@ class Proxy:
         return [json.loads(line) for line in self.trace.read_text().splitlines()]
 
 
-def serve(port: int, calls: Path, tmp: Path, *description: str) -> Server:
-    command = [str(SDK1_PYTHON), str(SERVER), "{port}", str(calls), *description]
-    server = Server.__new__(Server)
-    # Server picks a free port itself; the lock names the URL, so this one reuses ``port``.
-    server.port, server.log = port, tmp / f"server-{port}-{len(description)}.log"
-    from tests.e2e.test_http_peers import wait_for_port
-
-    argv = [part.format(port=port) for part in command]
-    with server.log.open("wb") as out:
-        server.proc = subprocess.Popen(
+def serve(port: int, calls: Path, tmp: Path, *description: str) -> subprocess.Popen[bytes]:
+    """The server on ``port`` (the lock names the URL, so every run reuses one port)."""
+    log = tmp / f"server-{len(description)}.log"
+    argv = [str(SDK1_PYTHON), str(SERVER), str(port), str(calls), *description]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
             argv, cwd=REPO, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT
         )
-    wait_for_port(port, server.proc, server.log)
-    return server
+    wait_for_port(port, proc, log)
+    return proc
+
+
+def session(
+    port: int, state: Path, tmp: Path, server: list[str], relay: list[str | Path], *tools: str
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[str]]:
+    """The client through ``mcpsniff http RELAY`` to the server (``SERVER``: its description):
+    what the client got, the trace, and the calls the server ran."""
+    calls = tmp / "calls"
+    proc = serve(port, calls, tmp, *server)
+    try:
+        proxy = Proxy(f"http://127.0.0.1:{port}/mcp", tmp / "trace.jsonl", state, *relay)
+        out = client(proxy.url, *tools)
+        trace = proxy.stop()
+    finally:
+        stop_process(proc)
+    ran = calls.read_text().split() if calls.exists() else []
+    return out, trace, ran
 
 
 def client(url: str, *tools: str) -> dict[str, Any]:
@@ -101,15 +114,10 @@ def pinned(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, Path
     """A port, a state folder and the lock file pinned from a session on that port."""
     tmp = tmp_path_factory.mktemp("guard-http")
     port = free_port()
-    server = serve(port, tmp / "approved-calls", tmp)
-    try:
-        proxy = Proxy(server.url("/mcp"), tmp / "approved.jsonl", tmp)
-        assert client(proxy.url)["tools"] == ["add", "delete_all"]
-        proxy.stop()
-    finally:
-        server.stop()
+    out, _, _ = session(port, tmp, tmp, [], [])
+    assert out["tools"] == ["add", "delete_all"]
     lock = tmp / "mcpsniff.lock"
-    done = mcpsniff("pin", tmp / "approved.jsonl", "-o", lock, state=tmp)
+    done = mcpsniff("pin", tmp / "trace.jsonl", "-o", lock, state=tmp)
     assert done.returncode == 0, done.stderr
     assert f"http:http://127.0.0.1:{port}/mcp [guarded]" in lock.read_text()
     yield port, tmp, lock
@@ -131,24 +139,8 @@ def test_a_forbidden_tool_is_answered_by_mcpsniff_and_a_pinned_one_passes(
     pinned: tuple[int, Path, Path], tmp_path: Path
 ) -> None:
     port, state, lock = pinned
-    calls = tmp_path / "calls"
-    server = serve(port, calls, tmp_path)
-    try:
-        proxy = Proxy(
-            server.url("/mcp"),
-            tmp_path / "enforced.jsonl",
-            state,
-            "--guard",
-            "enforce",
-            "--pins",
-            lock,
-            "--forbid-tool",
-            "delete_*",
-        )
-        out = client(proxy.url, "add", "delete_all", "add")
-        trace = proxy.stop()
-    finally:
-        server.stop()
+    enforce = ["--guard", "enforce", "--pins", lock, "--forbid-tool", "delete_*"]
+    out, trace, ran = session(port, state, tmp_path, [], enforce, "add", "delete_all", "add")
     added, refused, again = out["calls"]
     assert added == {"tool": "add", "text": "5.0", "isError": False}
     assert again == added
@@ -156,7 +148,7 @@ def test_a_forbidden_tool_is_answered_by_mcpsniff_and_a_pinned_one_passes(
     assert refused["error"] == (
         "mcpsniff guard refused 'delete_all': forbidden by --forbid-tool 'delete_*'"
     )
-    assert calls.read_text().split() == ["add", "add"]  # the server never saw delete_all
+    assert ran == ["add", "add"]  # the server never saw delete_all
     (event,) = guarded(trace)
     assert event["data"]["tool"] == "delete_all" and event["data"]["id"] == refused_id(trace)
     answer = [
@@ -168,7 +160,7 @@ def test_a_forbidden_tool_is_answered_by_mcpsniff_and_a_pinned_one_passes(
     ]
     (response,) = answer
     assert ["X-Mcpsniff", "guard-refused"] in response["data"]["headers"]
-    no_blame(tmp_path / "enforced.jsonl", state)
+    no_blame(tmp_path / "trace.jsonl", state)
 
 
 def refused_id(trace: list[dict[str, Any]]) -> Any:
@@ -184,46 +176,29 @@ def test_a_drifted_tool_is_answered_by_mcpsniff_with_the_diff(
     pinned: tuple[int, Path, Path], tmp_path: Path
 ) -> None:
     port, state, lock = pinned
-    calls = tmp_path / "calls"
-    server = serve(port, calls, tmp_path, "Adds two integers.")
-    try:
-        proxy = Proxy(
-            server.url("/mcp"),
-            tmp_path / "drift.jsonl",
-            state,
-            "--guard",
-            "enforce",
-            "--pins",
-            lock,
-        )
-        out = client(proxy.url, "add", "delete_all")
-        trace = proxy.stop()
-    finally:
-        server.stop()
+    enforce = ["--guard", "enforce", "--pins", lock]
+    out, trace, ran = session(
+        port, state, tmp_path, ["Adds two integers."], enforce, "add", "delete_all"
+    )
     drifted, passed = out["calls"]
     assert drifted["code"] == REFUSED
     assert drifted["error"].startswith("mcpsniff guard refused 'add': its definition drifted")
     assert "-'numbers.' +'integers.'" in drifted["error"]
     assert passed == {"tool": "delete_all", "text": "deleted", "isError": False}
-    assert calls.read_text().split() == ["delete_all"]
+    assert ran == ["delete_all"]
     assert [e["data"]["tool"] for e in guarded(trace)] == ["add"]
-    no_blame(tmp_path / "drift.jsonl", state)
+    no_blame(tmp_path / "trace.jsonl", state)
 
 
 def test_guard_off_stays_a_transparent_recorder(
     pinned: tuple[int, Path, Path], tmp_path: Path
 ) -> None:
     port, state, _ = pinned
-    calls = tmp_path / "calls"
-    server = serve(port, calls, tmp_path, "Adds two integers.")
-    try:
-        proxy = Proxy(server.url("/mcp"), tmp_path / "plain.jsonl", state)
-        out = client(proxy.url, "add", "delete_all")
-        trace = proxy.stop()
-    finally:
-        server.stop()
+    out, trace, ran = session(
+        port, state, tmp_path, ["Adds two integers."], [], "add", "delete_all"
+    )
     assert [c.get("text") for c in out["calls"]] == ["5.0", "deleted"]
-    assert calls.read_text().split() == ["add", "delete_all"]
+    assert ran == ["add", "delete_all"]
     assert guarded(trace) == []
 
 

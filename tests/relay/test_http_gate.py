@@ -24,29 +24,23 @@ def gated(*forbid: str) -> Playbook:
     return book
 
 
+def message(start: bytes, body: bytes, *fields: bytes) -> bytes:
+    """An HTTP/1.1 message with a JSON body of its Content-Length, and ``fields``."""
+    head = start + b"\r\nContent-Type: application/json\r\n" + b"".join(f + b"\r\n" for f in fields)
+    return head + b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
 def post(body: bytes, *fields: bytes) -> bytes:
-    head = b"POST /mcp HTTP/1.1\r\nHost: h\r\nContent-Type: application/json\r\n"
-    return (
-        head
-        + b"".join(f + b"\r\n" for f in fields)
-        + b"Content-Length: %d\r\n\r\n" % len(body)
-        + body
-    )
+    return message(b"POST /mcp HTTP/1.1\r\nHost: h", body, *fields)
+
+
+def reply(body: bytes, *fields: bytes) -> bytes:
+    return message(b"HTTP/1.1 200 OK", body, *fields)
 
 
 def call(ident: object, name: str) -> bytes:
     message = {"jsonrpc": "2.0", "id": ident, "method": "tools/call", "params": {"name": name}}
     return orjson.dumps(message)
-
-
-def reply(body: bytes, *fields: bytes) -> bytes:
-    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-    return (
-        head
-        + b"".join(f + b"\r\n" for f in fields)
-        + b"Content-Length: %d\r\n\r\n" % len(body)
-        + body
-    )
 
 
 def answer_of(raw: bytes) -> tuple[bytes, dict[str, object]]:
