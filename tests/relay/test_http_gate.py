@@ -200,3 +200,35 @@ def test_an_answer_to_a_closing_request_closes(close: bytes | None) -> None:
     head, _ = answer_of(book.to_client())
     assert (b"Connection: close" in head) == (close is not None)
     assert book.client_wire.closed == (close is not None)
+
+
+def test_an_unreachable_upstream_answers_502_in_turn_and_the_guard_its_own() -> None:
+    book = gated("bad")
+    book.client_sends(post(call(1, "ok")) + post(call(2, "bad")))
+    book.client._unreachable("connection refused")
+    out = book.to_client()
+    assert out.startswith(b"HTTP/1.1 502 Bad Gateway")
+    assert out.index(b"502 Bad Gateway") < out.index(b"X-Mcpsniff: guard-refused")
+    assert out.endswith(b'"tool":"bad"}}}')
+    kinds = [(o[0], o[1]) for o in book.observed() if o[0] in ("Unreachable", "HttpGuardAnswered")]
+    assert kinds == [("Unreachable", 1), ("HttpGuardAnswered", 2)]
+
+
+def test_a_held_request_cut_off_never_reached_the_upstream() -> None:
+    book = gated("x")
+    request = post(call(1, "x"))
+    book.client_sends(request[:-5]).client_closes()
+    assert book.to_upstream() == b""
+    observed = book.observed()
+    assert [o[0] for o in observed] == ["RequestBegin", "ExchangeEnd"]  # no RequestCut
+    assert observed[-1][2:] == ("client-disconnected mid-body", False)
+
+
+def test_a_held_request_whose_framing_breaks_is_answered_400_unforwarded() -> None:
+    book = gated("x")
+    book.client_sends(
+        b"POST /mcp HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\nzz\r\n"
+    )
+    assert book.to_upstream() == b""
+    assert book.to_client().startswith(b"HTTP/1.1 400 Bad Request")
+    assert book.client_wire.closed
