@@ -208,3 +208,55 @@ def test_enforce_needs_something_to_enforce(tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "--guard enforce needs --pins FILE or --forbid-tool GLOB" in done.stderr
+
+
+SDK2_PYTHON = PEERS / "sdk2" / "bin" / "python"
+SDK2_SERVER = REPO / "tests" / "e2e" / "peers" / "sdk2_http_server.py"
+SDK2_CLIENT = REPO / "tests" / "e2e" / "peers" / "guard_http_client_sdk2.py"
+
+
+@pytest.mark.skipif(not SDK2_PYTHON.exists(), reason="no SDK 2.x venv in .peers/")
+def test_a_stateless_2026_client_is_guarded_too(tmp_path: Path) -> None:
+    """SDK 2.x negotiates 2026-07-28: no initialize, no Mcp-Session-Id; one gate serves
+    every request, and the lock names the server by its URL alone, as the trace does."""
+    port = free_port()
+    log = tmp_path / "server.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [str(SDK2_PYTHON), str(SDK2_SERVER), str(port)],
+            cwd=REPO,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
+
+    def through(trace: str, *options: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        proxy = Proxy(f"http://127.0.0.1:{port}/mcp", tmp_path / trace, tmp_path, *options)
+        done = subprocess.run(
+            [str(SDK2_PYTHON), str(SDK2_CLIENT), proxy.url, "echo", "get-sum"],
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT,
+        )
+        trace_records = proxy.stop()
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout), trace_records
+
+    try:
+        wait_for_port(port, proc, log)
+        approved, _ = through("approved.jsonl")
+        assert approved["version"] == "2026-07-28"
+        lock = tmp_path / "mcpsniff.lock"
+        assert (
+            mcpsniff("pin", tmp_path / "approved.jsonl", "-o", lock, state=tmp_path).returncode == 0
+        )
+        enforce = ["--guard", "enforce", "--pins", lock, "--forbid-tool", "get-*"]
+        out, trace = through("enforced.jsonl", *enforce)
+    finally:
+        stop_process(proc)
+    echo, summed = out["calls"]
+    assert echo == approved["calls"][0] and echo["text"] == "Echo: guarded"  # pinned: passes
+    assert summed["code"] == REFUSED
+    assert "forbidden by --forbid-tool 'get-*'" in summed["error"]
+    assert [e["data"]["tool"] for e in guarded(trace)] == ["get-sum"]
+    no_blame(tmp_path / "enforced.jsonl", tmp_path)
