@@ -45,10 +45,18 @@ if TYPE_CHECKING:
     from mcpsniff.capture.remote_exchange import RemoteExchange
 
 
+#: Most bytes every connection together holds for judging: past it a request
+#: still held is answered 503 and not forwarded (invariant 6: a peer cannot
+#: take the relay's memory by sending many big requests slowly).
+HELD_BUDGET = 256 << 20
+
+
 @dataclass(slots=True, eq=False)
 class HeldRequest:
     """A POST held back until its end: the bytes to forward, and the body to judge."""
 
+    #: The gate whose budget it counts against.
+    gate: HttpGate
     #: The head and the body with their framing, as they would be forwarded.
     raw: list[bytes]
     #: The body's content (de-chunked), for the gate.
@@ -60,32 +68,50 @@ class HeldRequest:
         if raw:
             self.raw.append(raw)
             self.size += len(raw)
+            self.gate.held += len(raw)
         if payload:
             self.payload.append(payload)
         return self.size <= MAX_JUDGED
 
+    @property
+    def over_budget(self) -> bool:
+        """Every connection together holds more than the gate's budget."""
+        return self.gate.held > self.gate.budget
+
     def forwarded(self) -> bytes:
-        """Everything held, to forward as it came."""
+        """Everything held, to forward as it came (and no longer held)."""
         raw = self.raw
+        self.drop()
         return raw[0] if len(raw) == 1 else b"".join(raw)
+
+    def drop(self) -> None:
+        """No longer held: judged, forwarded or cut off."""
+        self.gate.held -= self.size
+        self.size = 0
 
 
 class HttpGate:
     """The HTTP relay's side of the gate: holds, judges, answers, and reads replies."""
 
-    def __init__(self, gates: Gates) -> None:
+    def __init__(self, gates: Gates, budget: int = HELD_BUDGET) -> None:
         self.gates = gates
+        self.budget = budget
+        #: Bytes every connection's held requests hold now.
+        self.held = 0
 
     def hold(self, head: RequestHead, forwarded: bytes) -> HeldRequest | None:
         """A request to hold until its end (a POST), or None to forward as it comes."""
         if head.method != "POST":
             return None
-        return HeldRequest([forwarded])
+        held = HeldRequest(self, [])
+        held.add(forwarded, b"")
+        return held
 
     def judge(self, head: RequestHead, held: HeldRequest) -> Verdict:
         """The gate's decision on a held request, now whole."""
         payload = held.payload
         body = payload[0] if len(payload) == 1 else b"".join(payload)
+        held.drop()
         names = head.names
         if "content-encoding" in names:
             encoding = _value(head, "content-encoding").lower()

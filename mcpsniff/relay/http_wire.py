@@ -140,6 +140,10 @@ class ClientSide(asyncio.Protocol):
                         out.append(event.raw)
                     elif not held.add(event.raw, event.payload):
                         self._release(incoming, out)  # too long to judge: forwarded as it is
+                    elif held.over_budget:
+                        self._record_cut(incoming, "guard-budget: not forwarded", forwarded=False)
+                        self.refuse(503, "mcpsniff guard: too many request bytes held to judge")
+                        break
                     if event.payload and incoming.keep(event.payload):
                         self._stream_body(incoming)
                 case RequestHead():
@@ -299,6 +303,9 @@ class ClientSide(asyncio.Protocol):
         """A request that ended before its end: recorded, with what was forwarded of it."""
         if self.incoming is exchange:
             self.incoming = None
+        if exchange.held_request is not None:
+            exchange.held_request.drop()  # judged never: nothing of it went upstream
+            exchange.held_request = None
         if exchange in self.exchanges:
             self.exchanges.remove(exchange)
         self._begin(exchange)

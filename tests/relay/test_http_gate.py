@@ -15,7 +15,8 @@ import pytest
 
 from mcpsniff.guard.enforce import MAX_JUDGED, REFUSED, EnforcePolicy, Gates
 from mcpsniff.relay.http_gate import BoundedDecoder, HttpGate, bounded_decode
-from tests.relay.playbook import Playbook
+from mcpsniff.relay.http_wire import ClientSide
+from tests.relay.playbook import Playbook, Wire
 
 
 def gated(*forbid: str) -> Playbook:
@@ -232,3 +233,25 @@ def test_a_held_request_whose_framing_breaks_is_answered_400_unforwarded() -> No
     assert book.to_upstream() == b""
     assert book.to_client().startswith(b"HTTP/1.1 400 Bad Request")
     assert book.client_wire.closed
+
+
+def test_every_connection_together_holds_no_more_than_the_budget() -> None:
+    book = gated("x")
+    gate = book.relay.gate
+    assert gate is not None
+    gate.budget = 4096
+    body = call(1, "read") + b" " * 3000
+    first = post(body)
+    book.client_sends(first[:-10])
+    assert 3000 < gate.held <= 4096 and book.to_upstream() == b""
+    other = ClientSide(book.relay)
+    wire = Wire(("127.0.0.1", 50001))
+    other.connection_made(wire)  # type: ignore[arg-type]
+    other.data_received(post(body)[:-10])
+    assert wire.written.startswith(b"HTTP/1.1 503 Service Unavailable") and wire.closed
+    assert "too many request bytes held" in wire.written.decode()
+    book.client_sends(first[-10:])
+    assert book.to_upstream() == first  # the first one is judged and forwarded whole
+    assert gate.held == 0  # nothing held is left counted
+    book.client_sends(post(call(2, "read"))[:-3]).client_closes()
+    assert gate.held == 0  # a request cut off is no longer counted either
