@@ -140,7 +140,7 @@ class Gate:
             return _FORWARD
         value = _parsed(body)
         batch = type(value) is list
-        messages = list(_messages(value))
+        messages = _messages(value)
         refusals: list[Refusal] = []
         expects: dict[bytes, Expected] = {}
         for message in messages:
