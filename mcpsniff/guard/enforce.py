@@ -77,7 +77,8 @@ class Refusal:
 class Answer:
     """mcpsniff's reply to a message it refused: the JSON-RPC body, and the calls refused."""
 
-    #: The reply, one JSON document (an object, or an array for a batch), no newline.
+    #: The reply, one JSON document (an object, or an array for a batch), no newline;
+    #: empty when nothing is to be answered (notifications only, JSON-RPC 2.0 §4.1).
     body: bytes
     refusals: tuple[Refusal, ...]
 
@@ -144,22 +145,24 @@ class Gate:
         refusals: list[Refusal] = []
         expects: dict[bytes, Expected] = {}
         for message in messages:
-            if "id" not in message:
-                continue  # a notification: nothing to answer (the server ignores it)
             method = message.get("method")
             params = message.get("params")
-            if method in _LEARNED:
+            if method in _LEARNED and "id" in message:
                 paged = type(params) is dict and "cursor" in params
                 expects[_key(message["id"])] = (method, paged)
             elif method == "tools/call":
                 name = params.get("name") if type(params) is dict else None
                 reason = self.reason(name) if type(name) is str else None
                 if reason is not None:
-                    refusals.append(Refusal(name, reason, message["id"]))  # type: ignore[arg-type]
+                    # Sent as a notification (no id), it gets no answer (JSON-RPC 2.0
+                    # §4.1), but a lenient server might still run it: not forwarded.
+                    refusals.append(Refusal(name, reason, message.get("id")))  # type: ignore[arg-type]
         if not refusals:
             return Verdict(None, expects) if expects else _FORWARD
         if not batch:
             (refusal,) = refusals
+            if "id" not in messages[0]:
+                return Verdict(Answer(b"", (refusal,)))
             body = _error(refusal.request_id, refusal.reason, refusal.tool)
             return Verdict(Answer(orjson.dumps(body), (refusal,)))
         return Verdict(Answer(_batch_reply(messages, refusals), tuple(refusals)))
@@ -271,7 +274,7 @@ def _error(request_id: Any, reason: str, tool: str | None = None) -> dict[str, A
 
 def _batch_reply(messages: list[dict[str, Any]], refusals: list[Refusal]) -> bytes:
     """One error for each request of a refused batch, in its order (notifications get none)."""
-    refused = {_key(r.request_id): r for r in refusals}
+    refused = {_key(r.request_id): r for r in refusals if r.request_id is not None}
     tools = ", ".join(repr(r.tool) for r in refusals)
     others = f"mcpsniff guard refused this batch: it calls {tools[:300]}"
     replies = []
@@ -283,7 +286,8 @@ def _batch_reply(messages: list[dict[str, Any]], refusals: list[Refusal]) -> byt
             replies.append(_error(message["id"], others))
         else:
             replies.append(_error(refusal.request_id, refusal.reason, refusal.tool))
-    return orjson.dumps(replies)
+    # A batch of notifications only is answered with nothing at all (JSON-RPC 2.0 §6).
+    return orjson.dumps(replies) if replies else b""
 
 
 def _utf8(body: bytes) -> bytes:

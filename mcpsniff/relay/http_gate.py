@@ -5,8 +5,9 @@ as its bytes come (``http_wire``). Here a POST's head and body are held until
 the body ends, then its body goes to the session's gate
 (``mcpsniff/guard/enforce.py``, the decision the stdio relay shares): a
 ``tools/call`` the gate refuses is answered by mcpsniff, with HTTP 200 and a
-JSON-RPC error (``application/json``, ``X-Mcpsniff: guard-refused``), and its
-bytes never reach the server; anything else is forwarded byte for byte, as
+JSON-RPC error (``application/json``, ``X-Mcpsniff: guard-refused``; 202 and
+no body when it was sent as a notification), and its bytes never reach the
+server; anything else is forwarded byte for byte, as
 it came. A body over ``MAX_JUDGED`` is forwarded unjudged as soon as it is
 that long, as a longer stdio line is.
 
@@ -126,21 +127,21 @@ class HttpGate:
     def answer(self, head: RequestHead, remote: RemoteExchange, answer: Answer) -> bytes:
         """The response to write for a refused request; its head, event and body noted."""
         body = answer.body
-        fields = [
-            ("Content-Type", "application/json"),
-            ("X-Mcpsniff", "guard-refused"),
-            ("Content-Length", str(len(body))),
-        ]
+        # Nothing to answer (refused notifications): 202, as a server acknowledges them.
+        status, phrase = (200, b"OK") if body else (202, b"Accepted")
+        fields = [("Content-Type", "application/json")] if body else []
+        fields += [("X-Mcpsniff", "guard-refused"), ("Content-Length", str(len(body)))]
         if wants_close(head.version, head.headers, head.names):
             fields.append(("Connection", "close"))
         elif head.version == "HTTP/1.0":
             fields.append(("Connection", "keep-alive"))
-        remote.response(200, fields)
+        remote.response(status, fields)
         for refusal in answer.refusals:
             remote.guard_answered(refusal.tool, refusal.reason, refusal.request_id)
-        remote.whole_body(body)
+        if body:
+            remote.whole_body(body)
         lines = b"".join(b"%s: %s\r\n" % (k.encode(), v.encode()) for k, v in fields)
-        return b"HTTP/1.1 200 OK\r\n" + lines + b"\r\n" + body
+        return b"HTTP/1.1 %d %s\r\n" % (status, phrase) + lines + b"\r\n" + body
 
     def reader(
         self, request: RequestHead, response: ResponseHead, expects: dict[bytes, Expected]

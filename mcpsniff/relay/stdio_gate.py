@@ -88,10 +88,11 @@ async def _pump_stdin(
             send_data(C2S, now, line)
             for refusal in answer.refusals:
                 send(GuardAnswered(now, refusal.tool, refusal.reason, refusal.request_id))
-            reply = answer.body + b"\n"
-            await stdout.write(reply)
-            forwarded[S2C] += len(reply)
-            send_data(S2C, now, reply)
+            if answer.body:  # else a refused notification: nothing to answer
+                reply = answer.body + b"\n"
+                await stdout.write(reply)
+                forwarded[S2C] += len(reply)
+                send_data(S2C, now, reply)
     send(StreamEnd(C2S, time.time()))
     with contextlib.suppress(Exception):
         sink.close()

@@ -68,7 +68,12 @@ def test_forbidden_and_what_is_never_touched() -> None:
     assert gate.client_line(call(1, "delete_all")) is not None
     assert gate.client_line(call(2, "read")) is None
     notification = line({"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "delete_x"}})
-    assert gate.client_line(notification) is None  # nothing to answer
+    dropped = gate.client_line(notification)  # nothing to answer, but a server might run it
+    assert dropped is not None and dropped.body == b""
+    assert [(r.tool, r.request_id) for r in dropped.refusals] == [("delete_x", None)]
+    batch = orjson.dumps([orjson.loads(notification)])
+    only = gate.client_line(batch)
+    assert only is not None and only.body == b""  # a batch of notifications: no answer at all
     assert gate.client_line(b"not json tools/call\n") is None
     assert gate.client_line(line({"jsonrpc": "2.0", "id": 3, "method": "ping"})) is None
 

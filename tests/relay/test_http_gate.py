@@ -255,3 +255,15 @@ def test_every_connection_together_holds_no_more_than_the_budget() -> None:
     assert gate.held == 0  # nothing held is left counted
     book.client_sends(post(call(2, "read"))[:-3]).client_closes()
     assert gate.held == 0  # a request cut off is no longer counted either
+
+
+def test_a_refused_notification_is_acknowledged_202_and_never_forwarded() -> None:
+    book = gated("delete_*")
+    note = b'{"jsonrpc":"2.0","method":"tools/call","params":{"name":"delete_all"}}'
+    book.client_sends(post(note))
+    assert book.to_upstream() == b""
+    head, _, body = book.to_client().partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 202 Accepted\r\n") and b"Content-Length: 0" in head
+    assert body == b""
+    kinds = [o[0] for o in book.observed()]
+    assert kinds == ["RequestBegin", "ResponseBegin", "HttpGuardAnswered", "ExchangeEnd"]
