@@ -69,7 +69,9 @@ async def _pump_stdin(
         chunk = await source.read()
         if chunk:
             buffer += chunk
-            lines = _lines(buffer)
+            # Scanned only when the chunk ends a line (or the line is too long to
+            # hold): a long line arriving in many chunks is not searched again each time.
+            lines = _lines(buffer) if b"\n" in chunk or len(buffer) > MAX_LINE else []
         else:
             ended, lines = True, ([bytes(buffer)] if buffer else [])
         for line in lines:
@@ -111,6 +113,8 @@ async def _pump_out(
         if not chunk:
             break
         buffer += chunk
+        if b"\n" not in chunk and len(buffer) <= MAX_LINE:
+            continue  # the line goes on (see _pump_stdin)
         lines = _lines(buffer)
         if not lines:
             continue
