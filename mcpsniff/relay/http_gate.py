@@ -159,41 +159,48 @@ class HttpGate:
             if encoding not in _ZLIB:
                 return None  # unread: the calls it would allow are refused as unlisted
             decoder = BoundedDecoder()
-        if content_type == "text/event-stream":
-            return ReplyReader(self.gates, session, expects, decoder, SseParser())
-        return ReplyReader(self.gates, session, expects, decoder, None)
+        parser = SseParser() if content_type == "text/event-stream" else None
+        return ReplyReader(self, session, expects, decoder, parser)
 
 
 class ReplyReader:
-    """Reads one response for the replies its request expects, and teaches the gate."""
+    """Reads one response for the replies its request expects, and teaches the gate.
 
-    __slots__ = ("body", "decoder", "expects", "gates", "parser", "seen", "session")
+    What it keeps (a JSON body, an SSE event still arriving) counts against the
+    gate's budget until it is done: past the budget, or ``MAX_JUDGED``, it stops
+    reading, and the gate learns nothing from this response.
+    """
+
+    __slots__ = ("body", "charged", "decoder", "expects", "gate", "parser", "session")
 
     def __init__(
         self,
-        gates: Gates,
+        gate: HttpGate,
         session: str,
         expects: dict[bytes, Expected],
         decoder: BoundedDecoder | None,
         parser: SseParser | None,
     ) -> None:
-        self.gates = gates
+        self.gate = gate
         self.session = session
         self.expects = dict(expects)
         self.decoder = decoder
         self.parser = parser
         self.body = bytearray()
-        #: Content bytes read so far; past MAX_JUDGED the reader stops.
-        self.seen = 0
+        #: Content bytes read so far, counted in the gate's ``held``.
+        self.charged = 0
 
     def feed(self, chunk: bytes) -> None:
         """A piece of the response body, as forwarded."""
-        if self.seen > MAX_JUDGED or not self.expects:
+        if not self.expects:
             return
         if self.decoder is not None:
             chunk = self.decoder.decode(chunk)
-        self.seen += len(chunk)
-        if self.seen > MAX_JUDGED:
+        self.charged += len(chunk)
+        self.gate.held += len(chunk)
+        if self.charged > MAX_JUDGED or self.gate.held > self.gate.budget:
+            self.expects.clear()  # no more reading: nothing learned from it
+            self.done()
             return
         if self.parser is None:
             self.body += chunk
@@ -201,15 +208,24 @@ class ReplyReader:
         for event in self.parser.feed(chunk):
             if event.data:
                 self._reply(event.data.encode("utf-8", "surrogatepass"))
+        if not self.expects:
+            self.done()  # every reply is in: the rest of the stream passes unread
 
-    def end(self) -> None:
-        """The response ended: a JSON body is read whole now."""
-        if self.parser is None and self.body and self.seen <= MAX_JUDGED:
+    def end(self, whole: bool) -> None:
+        """The response ended (``whole``: not cut off): a JSON body is read whole now."""
+        if whole and self.parser is None and self.body and self.expects:
             self._reply(bytes(self.body))
+        self.done()
+
+    def done(self) -> None:
+        """Nothing more is read: what was kept is let go of (and uncounted)."""
+        self.gate.held -= self.charged
+        self.charged = 0
         self.body = bytearray()
+        self.parser = None
 
     def _reply(self, data: bytes) -> None:
-        self.gates.gate(self.session).read_replies(data, self.expects)
+        self.gate.gates.gate(self.session).read_replies(data, self.expects)
 
 
 #: The content codings read with zlib: gzip (its header detected), deflate (zlib-wrapped).

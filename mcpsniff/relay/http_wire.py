@@ -600,8 +600,6 @@ class ClientSide(asyncio.Protocol):
                 case End():
                     ended = True
                     self.exchanges.popleft()
-                    if exchange.reader is not None:
-                        exchange.reader.end()
                     if exchange.holding or exchange.rechunk:
                         self._write(out)
                         self._run(observe)
@@ -684,6 +682,9 @@ class ClientSide(asyncio.Protocol):
             self._finish(exchange, arg, whole=True)
 
     def _finish(self, exchange: RelayedExchange, outcome: str, *, whole: bool) -> None:
+        if exchange.reader is not None:
+            exchange.reader.end(whole)  # --guard enforce: the gate learns from the reply
+            exchange.reader = None
         if exchange.finished:
             return
         if exchange.remote is None:

@@ -267,3 +267,25 @@ def test_a_refused_notification_is_acknowledged_202_and_never_forwarded() -> Non
     assert body == b""
     kinds = [o[0] for o in book.observed()]
     assert kinds == ["RequestBegin", "ResponseBegin", "HttpGuardAnswered", "ExchangeEnd"]
+
+
+def test_a_reply_too_big_for_the_budget_teaches_nothing_and_is_let_go_of() -> None:
+    book = gated("x")
+    gate = book.relay.gate
+    assert gate is not None
+    gate.budget = 2048
+    listing = b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}'
+    tools = [{"name": f"t{n}", "description": "d" * 100} for n in range(30)]
+    big = orjson.dumps({"jsonrpc": "2.0", "id": 1, "result": {"tools": tools}})
+    book.client_sends(post(listing, b"Mcp-Session-Id: s"))
+    book.upstream_sends(reply(big)[:-100])
+    assert gate.held == 0  # over the budget: it stopped reading and let go
+    book.upstream_sends(reply(big)[-100:])
+    assert book.to_client() == reply(big)  # forwarded all the same
+    assert gate.gates.gate("s").listed is None
+    small = orjson.dumps({"jsonrpc": "2.0", "id": 2, "result": {"tools": tools[:2]}})
+    book.client_sends(post(listing.replace(b'"id":1', b'"id":2'), b"Mcp-Session-Id: s"))
+    book.upstream_sends(reply(small))
+    listed = gate.gates.gate("s").listed
+    assert listed is not None and sorted(listed) == ["tool:t0", "tool:t1"]
+    assert gate.held == 0
