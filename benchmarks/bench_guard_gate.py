@@ -22,8 +22,9 @@ Usage::
 
     python benchmarks/bench_guard_gate.py [--repeat 9] [--count 2000]
 
-Prints microseconds per call for each configuration (the fastest run, the least
-disturbed on a shared machine, and the median) and the ratios to guard off.
+Prints microseconds per call for each configuration (the fastest run and the
+median; on a loaded machine even the fastest run is disturbed, so read the
+medians) and the ratios to guard off.
 """
 
 from __future__ import annotations
@@ -192,7 +193,6 @@ def main() -> int:
     for _ in range(ns.repeat):
         for name, run in cases.items():
             times[name].append(run())
-    # The fastest run is the least disturbed one on a shared machine; the median is beside it.
     off = min(times["http, guard off"])
     off_median = statistics.median(times["http, guard off"])
     print(f"{'':40} {'fastest':>8}  {'median':>8} us per call")
