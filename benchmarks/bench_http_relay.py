@@ -344,6 +344,10 @@ def start_mitmdump(folder: Path, upstream: str) -> tuple[subprocess.Popen[bytes]
     return proc, port_from_log(log, r"listening at 127\.0\.0\.1:(\d+)", "mitmdump", proc)
 
 
+#: ``--guard enforce`` options given to ``mcpsniff http`` (``--guard-enforce``, docs/guard.md).
+GUARD: list[str] = []
+
+
 def start_mcpsniff(
     folder: Path, upstream: str, trace: Path, name: str, prefix: list[str] | None = None
 ) -> tuple[subprocess.Popen[bytes], int]:
@@ -354,7 +358,7 @@ def start_mcpsniff(
     else:
         argv = [*prefix, "-m", "mcpsniff"]
     argv += ["http", "--upstream", f"{upstream}/json", "--listen", "127.0.0.1:0"]
-    argv += ["--trace", str(trace)]
+    argv += ["--trace", str(trace), *GUARD]
     with log.open("wb") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
     pattern = r"mcpsniff: proxying http://127\.0\.0\.1:(\d+)/"
@@ -957,6 +961,11 @@ def main() -> int:
         default="concurrent",
         help="the workload --profile runs",
     )
+    parser.add_argument(
+        "--guard-enforce",
+        action="store_true",
+        help="run mcpsniff with --guard enforce --forbid-tool 'never_*' (every call judged)",
+    )
     parser.add_argument("--serve-upstream", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--serve-bare-relay", nargs=2, help=argparse.SUPPRESS)
     ns = parser.parse_args()
@@ -964,6 +973,8 @@ def main() -> int:
         parser.error("--rounds, --seconds, --sequential, --block and --clients must be positive")
     if not ns.formats or set(ns.formats) - set(MODES):
         parser.error("--formats takes json, sse or json,sse")
+    if ns.guard_enforce:
+        GUARD.extend(["--guard", "enforce", "--forbid-tool", "never_*"])
     if ns.serve_upstream is not None:
         serve_upstream(ns.serve_upstream)
         return 0

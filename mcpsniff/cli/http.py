@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from mcpsniff.capture.sinks import Outputs
+from mcpsniff.cli.guard_options import enforce_policy, guard_relay_options
 from mcpsniff.cli.recording import (
     OTLP_HELP,
     otlp_sink,
@@ -65,6 +66,7 @@ from mcpsniff.core.escape import terminal_safe
     help="Most bytes of one request body kept for analysis; a bigger one is forwarded "
     "whole and recorded as a capture gap.",
 )
+@guard_relay_options
 def http(
     upstream: str,
     listen: str,
@@ -77,6 +79,9 @@ def http(
     idle_timeout: float,
     capture_limit: int,
     otlp: str | None = None,
+    guard_mode: str = "off",
+    guard_pins: Path | None = None,
+    guard_forbid: tuple[str, ...] = (),
 ) -> None:
     """Reverse-proxy and record an MCP server over Streamable HTTP or HTTP+SSE.
 
@@ -84,6 +89,7 @@ def http(
     3 when it could not be written in full (a warning says why), 2 when the
     proxy cannot start.
     """
+    from mcpsniff.core.redact import redact_query
     from mcpsniff.relay.http import HttpOptions, StartError, parse_listen, run_http
 
     try:
@@ -103,6 +109,9 @@ def http(
         idle_timeout=idle_timeout,
         capture_limit=capture_limit,
     )
+    # The server as the trace's header names it, so that the lock file's keys match.
+    shown = upstream if no_redact else redact_query(upstream)
+    options.guard = enforce_policy("http", f"http:{shown}", guard_mode, guard_pins, guard_forbid)
     if otlp:
         otlp_sink("http", otlp, upstream)  # a bad endpoint or a missing extra: exit 2 now
         options.outputs = Outputs(otlp=otlp, otlp_upstream=upstream)

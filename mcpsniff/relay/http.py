@@ -13,7 +13,8 @@ in its analysis process (``mcpsniff.capture.worker``) by
 ``mcpsniff/core/http/``, shared with the mitmproxy addon (the
 transport events are documented in ``mcpsniff/core/rules/http.py``). It
 never answers in the server's place,
-except with 502 when the upstream cannot be reached.
+except with 502 when the upstream cannot be reached, and, asked for with
+``--guard enforce``, a ``tools/call`` the guard refuses (``http_gate``).
 The one deliberate change to forwarded bytes is the legacy ``endpoint`` event:
 an absolute URL pointing at the upstream is rewritten to the proxy's own
 address so that the client keeps talking through mcpsniff, and the trace
@@ -47,10 +48,12 @@ from mcpsniff.core.http.session_keys import RELAY_SESSION
 from mcpsniff.core.model import Record
 from mcpsniff.core.observations import HttpRefused
 from mcpsniff.core.redact import redact_query
+from mcpsniff.guard.enforce import EnforcePolicy, Gates
 from mcpsniff.http1.events import RequestHead
 from mcpsniff.net.listen_address import parse_listen_address
 from mcpsniff.relay import event_loop
 from mcpsniff.relay.event_loop import Spinner
+from mcpsniff.relay.http_gate import HttpGate
 from mcpsniff.relay.http_wire import ClientSide
 from mcpsniff.trace.paths import TraceOpenError, open_trace_file
 from mcpsniff.trace.salvage import TracePlace
@@ -106,6 +109,8 @@ class HttpOptions:
     capture_limit: int = CAPTURE_LIMIT
     #: Most client connections at once (None: as many as the descriptors allow).
     max_connections: int | None = None
+    #: ``--guard enforce``: what the relay refuses to forward (None: a transparent recorder).
+    guard: EnforcePolicy | None = None
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -244,6 +249,8 @@ class HttpRelay:
         self.max_connections = options.max_connections or max_connections()
         self.hold_limit = HOLD_LIMIT
         self.hold_seconds = HOLD_SECONDS
+        #: ``--guard enforce``: every POST is held to its end and judged (``http_gate``).
+        self.gate = HttpGate(Gates(options.guard)) if options.guard is not None else None
         #: Busy polling after activity while one client talks alone.
         self.spinner: Spinner | None = None
         #: The connection that forwarded a whole message last.

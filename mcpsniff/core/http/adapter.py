@@ -32,6 +32,7 @@ from mcpsniff.core.observations import (
     CaptureEnd,
     CaptureGap,
     ExchangeEnd,
+    HttpGuardAnswered,
     NoFirstEvent,
     Observation,
     RequestBegin,
@@ -107,6 +108,7 @@ class ObservationAdapter:
             NoFirstEvent: self._no_first_event,
             EndpointRewritten: AnalyzedExchange.told,
             RequestCut: AnalyzedExchange.told,
+            HttpGuardAnswered: AnalyzedExchange.told,
             ExchangeEnd: self._finish,
             Unreachable: self._unreachable,
         }

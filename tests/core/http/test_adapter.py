@@ -23,6 +23,7 @@ from mcpsniff.core.observations import (
     CaptureGap,
     EndpointRewritten,
     ExchangeEnd,
+    HttpGuardAnswered,
     HttpRefused,
     Observation,
     RequestBegin,
@@ -265,6 +266,25 @@ def test_what_the_shell_tells_itself_is_recorded_as_the_trace_always_had_it() ->
         "from": "http://up/m?sessionId=1",
         "to": "http://me/m?sessionId=1",
     }
+
+
+def test_a_guard_answer_is_recorded_in_its_exchange_s_session_after_its_request() -> None:
+    body = b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x"}}'
+    headers = (("Mcp-Session-Id", "s9"), ("Content-Type", "application/json"))
+    answer = b'{"jsonrpc":"2.0","id":4,"error":{"code":-32001,"message":"no"}}'
+    records = run(
+        [
+            RequestBegin(1, 1.0, "POST", "/mcp", headers, None, None, len(body), body),
+            ResponseBegin(1, 2.0, 200, (("Content-Type", "application/json"),)),
+            HttpGuardAnswered(1, 2.0, "x", "forbidden", 4),
+            ResponseBody(1, 2.0, True, answer),
+            ExchangeEnd(1, 2.0, "complete", True),
+        ]
+    )
+    names = [(r[2], r[3]) for r in records if r[0] == "event"]
+    assert names[:3] == [("s9", "http-request"), ("s9", "http-response"), ("s9", "guard-answered")]
+    (data,) = [json.loads(r[4]) for r in records if r[0] == "event" and r[3] == "guard-answered"]
+    assert data == {"exchange": 1, "tool": "x", "reason": "forbidden", "id": 4}
 
 
 class _Log:
