@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from mcpsniff.capture.sinks import Outputs
+from mcpsniff.cli.fault_option import fault_options, parsed_faults
 from mcpsniff.cli.recording import OTLP_HELP, live_display, otlp_sink, recording_options
 from mcpsniff.cli.seconds import Seconds
 from mcpsniff.cli.shared import fail
@@ -60,6 +61,7 @@ from mcpsniff.core.escape import terminal_safe
     help="Most bytes of one request body kept for analysis; a bigger one is forwarded "
     "whole and recorded as a capture gap.",
 )
+@fault_options
 def http(
     upstream: str,
     listen: str,
@@ -71,6 +73,8 @@ def http(
     head_timeout: float,
     idle_timeout: float,
     capture_limit: int,
+    fault_specs: tuple[str, ...] = (),
+    fault_files: tuple[str, ...] = (),
     otlp: str | None = None,
 ) -> None:
     """Reverse-proxy and record an MCP server over Streamable HTTP or HTTP+SSE.
@@ -81,6 +85,7 @@ def http(
     """
     from mcpsniff.relay.http import HttpOptions, StartError, parse_listen, run_http
 
+    faults = parsed_faults("http", fault_specs, fault_files, http=True)
     try:
         host, port = parse_listen(listen)
     except ValueError as exc:
@@ -97,6 +102,7 @@ def http(
         head_timeout=head_timeout,
         idle_timeout=idle_timeout,
         capture_limit=capture_limit,
+        faults=faults,
     )
     if otlp:
         otlp_sink("http", otlp, upstream)  # a bad endpoint or a missing extra: exit 2 now

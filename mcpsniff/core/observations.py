@@ -352,6 +352,25 @@ class RequestCut:
 
 @fast_init
 @dataclass(frozen=True, slots=True)
+class ExchangeFault:
+    """``--fault`` did something to an HTTP exchange on purpose (``mcpsniff/relay/http_faults.py``).
+
+    Told to the exchange, so that its ``fault`` event lands in the exchange's
+    session, before the frames it marks; ``record`` is the fault record as
+    ``FaultInjected`` carries it.
+    """
+
+    name: ClassVar[str] = "fault"
+    exchange: int
+    t: float
+    record: dict[str, Any]
+
+    def data(self) -> dict[str, Any]:
+        return self.record
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
 class HttpRefused:
     """What the relay refused or cut that belongs to no exchange (a bad head, a slow one)."""
 
@@ -383,6 +402,7 @@ Observation = (
     | NoFirstEvent
     | EndpointRewritten
     | RequestCut
+    | ExchangeFault
     | HttpRefused
     | ExchangeEnd
     | Unreachable
@@ -419,4 +439,5 @@ KINDS: tuple[type, ...] = (
     ChildExited,
     GuardAnswered,
     FaultInjected,
+    ExchangeFault,
 )

@@ -171,7 +171,10 @@ class ClientSide(asyncio.Protocol):
             return
         now = time.monotonic()
         self.last_active = now
-        out: list[bytes] = []
+        sent: list[bytes] = []
+        # Where the bytes of the request underway go: ``sent``, or what holds them.
+        incoming = self.incoming
+        out = sent if incoming is None or incoming.wire is None else incoming.wire
         ended: list[RelayedExchange] = []
         for event in self.parser.feed(data):
             # Class patterns only (no keyword sub-patterns): each of those is an
@@ -184,9 +187,10 @@ class ClientSide(asyncio.Protocol):
                     if event.payload and incoming.keep(event.payload):
                         self._stream_body(incoming)
                 case RequestHead():
-                    self._request_head(event, out)
+                    out = self._request_head(event, sent)
                 case End():
                     out.append(event.raw)
+                    out = sent
                     exchange = self.incoming
                     assert exchange is not None
                     exchange.request_done = True
@@ -200,7 +204,7 @@ class ClientSide(asyncio.Protocol):
                 case Malformed():
                     self._bad_request(event, out)
                     break
-        self._send_upstream(out)
+        self._send_upstream(sent)
         for exchange in ended:
             self._begin(exchange)
         if ended:
@@ -259,7 +263,8 @@ class ClientSide(asyncio.Protocol):
 
     # ------------------------------------------------------------------ requests
 
-    def _request_head(self, head: RequestHead, out: list[bytes]) -> None:
+    def _request_head(self, head: RequestHead, out: list[bytes]) -> list[bytes]:
+        """Start an exchange; its head goes to ``out``, which its body follows (returned)."""
         exchange = RelayedExchange(head, time.time())
         self.incoming = exchange
         self.exchanges.append(exchange)
@@ -273,6 +278,7 @@ class ClientSide(asyncio.Protocol):
             if extra:
                 forwarded = forwarded[:-2] + extra + b"\r\n"
         out.append(forwarded)
+        return out
 
     def _stream_body(self, exchange: RelayedExchange) -> None:
         """Send what is held of a big request body on to the observer, ahead of its end."""

@@ -51,6 +51,14 @@ class RelayedExchange:
     body_bytes: int = 0
     #: The observer's number for it, reserved once its body started streaming.
     number: int | None = None
+    #: ``--fault``: the request's bytes held until it is judged (None: not held).
+    wire: list[bytes] | None = None
+    #: ``--fault``: what carries out the faults on its response (``http_faults``).
+    faulted: Any = None
+    #: ``--fault``: the response mcpsniff answers in the server's place, sent in turn.
+    answer: bytes | None = None
+    #: ``--fault``: a duplicate sent upstream; its response is recorded, never delivered.
+    swallow: bool = False
 
     def keep(self, payload: bytes) -> bool:
         """Hold a piece of the request body for the observer; whether to stream it on now."""

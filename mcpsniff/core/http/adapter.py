@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from mcpsniff.core.http.events import (
     EndpointRewritten,
+    ExchangeFault,
     ExchangeGap,
     Frame,
     HttpRefused,
@@ -107,6 +108,7 @@ class ObservationAdapter:
             NoFirstEvent: self._no_first_event,
             EndpointRewritten: AnalyzedExchange.told,
             RequestCut: AnalyzedExchange.told,
+            ExchangeFault: AnalyzedExchange.told,
             ExchangeEnd: self._finish,
             Unreachable: self._unreachable,
         }
