@@ -99,7 +99,9 @@ class HttpFaults:
         **extra: Any,
     ) -> None:
         """Record ``injection`` in exchange ``number``'s session."""
-        record = fault_record(self.engine, injection, marks=marks, delivered=delivered, **extra)
+        record = fault_record(
+            self.engine, injection, marks=marks, delivered=delivered, transport="http", **extra
+        )
         observer.sink(ExchangeFault(number, time.time(), record))
 
 
@@ -237,7 +239,11 @@ class FaultedClientSide(ClientSide):
             # A fault must never cost a message or the relay: forwarded as it came.
             if exchange.remote is not None:
                 self.faults.tell(
-                    self.relay.observer, exchange.remote.number, injection, {}, delivered=True,
+                    self.relay.observer,
+                    exchange.remote.number,
+                    injection,
+                    {},
+                    delivered=True,
                     failed=str(exc)[:200],
                 )
         self._answer_front()
@@ -257,13 +263,26 @@ class FaultedClientSide(ClientSide):
         remote = exchange.remote
         assert remote is not None
         number = remote.number
+        session = "mcp-session-id" in exchange.head.names
+
+        def tell(marks: dict[str, int | str], *, delivered: bool, **extra: Any) -> None:
+            faults.tell(
+                observer,
+                number,
+                injection,
+                marks,
+                delivered=delivered,
+                session_id=session,
+                **extra,
+            )
+
         if action == DELAY:
             self.pause_reading("fault-delay")
             loop = asyncio.get_running_loop()
             loop.call_later(injection.delay_ms / 1000.0, self._delayed, wire, exchange, injection)
             return
         if action == DROP:
-            faults.tell(observer, number, injection, {C2S: 1}, delivered=False)
+            tell({C2S: 1}, delivered=False)
             if kind == REQUEST:
                 # Lost on the way: no answer comes; nothing after it is read.
                 self.last_request = True
@@ -273,7 +292,7 @@ class FaultedClientSide(ClientSide):
                 exchange.answer = response_bytes(202, b"", b"text/plain")[0]
             return
         if action == DUPLICATE:
-            faults.tell(observer, number, injection, {C2S: 2, S2C: 2}, delivered=True)
+            tell({C2S: 2, S2C: 2}, delivered=True)
             self._send_upstream(wire)
             self._send_upstream(wire)
             shadow = RelayedExchange(exchange.head, time.time(), request_done=True, swallow=True)
@@ -281,7 +300,10 @@ class FaultedClientSide(ClientSide):
             if self.upstream is not None:
                 self.upstream.parser.expect(exchange.head.method)
             shadow.remote = observer.begin(
-                exchange.head.method, exchange.head.target, exchange.head.headers, body,
+                exchange.head.method,
+                exchange.head.target,
+                exchange.head.headers,
+                body,
                 client=self.peer,
             )
             return
@@ -295,11 +317,11 @@ class FaultedClientSide(ClientSide):
                 reply = answer(injection)
                 exchange.answer = response_bytes(200, reply, b"application/json")[0]
                 marks = {C2S: 1, S2C: 1}
-            faults.tell(observer, number, injection, marks, delivered=False)
+            tell(marks, delivered=False)
             return
         if action == CORRUPT:
             extra = original_bytes(body, verbatim=faults.verbatim)
-            faults.tell(observer, number, injection, {C2S: 1}, delivered=True, **extra)
+            tell({C2S: 1}, delivered=True, **extra)
             head = with_length(wire[0], len(damaged))
             if injection.fault.corruption == "split":
                 self._send_in_pieces(head, damaged)
@@ -307,7 +329,7 @@ class FaultedClientSide(ClientSide):
                 self._send_upstream([head, damaged])
             return
         if action == DISCONNECT:
-            faults.tell(observer, number, injection, {C2S: 1}, delivered=False)
+            tell({C2S: 1}, delivered=False)
             data = b"".join(wire)
             self._send_upstream([data[: len(wire[0]) + len(body) // 2]])
             self._finish(exchange, "fault: disconnect", whole=False)
@@ -327,7 +349,11 @@ class FaultedClientSide(ClientSide):
         if self.closed:
             if remote is not None:
                 self.faults.tell(
-                    self.relay.observer, remote.number, injection, {C2S: 1}, delivered=False,
+                    self.relay.observer,
+                    remote.number,
+                    injection,
+                    {C2S: 1},
+                    delivered=False,
                     cut_short=True,
                 )
             return
@@ -619,9 +645,7 @@ class ResponseFaults:
             outcome, self.deferred_end = self.deferred_end, None
             self.connection.ended_late(self.exchange, outcome)
 
-    def _write(
-        self, data: bytes, *, deliver: bool = True, observed: bytes | None = None
-    ) -> None:
+    def _write(self, data: bytes, *, deliver: bool = True, observed: bytes | None = None) -> None:
         if deliver and not self.silent and data:
             self.connection.send(chunk(data) if self.chunked else data)
         remote = self.exchange.remote
@@ -639,8 +663,9 @@ class ResponseFaults:
         self.connection.cut()
 
 
-def faulted_factory(relay: Relay, faults: list[Fault], *, verbatim: bool) -> Callable[[], ClientSide]:
+def faulted_factory(
+    relay: Relay, faults: list[Fault], *, verbatim: bool
+) -> Callable[[], ClientSide]:
     """The protocol factory of a relay that injects ``faults``."""
     shared = HttpFaults(faults, verbatim=verbatim)
     return lambda: FaultedClientSide(relay, shared)
-
