@@ -6,8 +6,8 @@ Run it with an SDK venv, never with mcpsniff's own interpreter::
     .peers/sdk1/bin/python tests/e2e/peers/fault_client.py --url http://127.0.0.1:PORT/mcp
 
 It starts SERVER over stdio (or connects to ``--url`` over Streamable HTTP),
-runs the handshake, then calls the ``echo`` tool ``--calls`` times one after another, each with a read timeout of ``--timeout``
-seconds, and prints one JSON object: the initialize outcome and, per call,
+runs the handshake, then calls the ``echo`` tool ``--calls`` times one after
+another, each with a read timeout of ``--timeout`` seconds, and prints one JSON object: the initialize outcome and, per call,
 the wall time in milliseconds and what came back (``ok`` with the text,
 ``error`` with the JSON-RPC code, ``tool-error`` with the text, ``timeout``,
 or ``failed`` with the exception type); ``crashed`` names the exception when the
