@@ -8,7 +8,8 @@ Run it with an SDK venv, never with mcpsniff's own interpreter::
 It starts SERVER over stdio (or connects to ``--url`` over Streamable HTTP),
 runs the handshake, then calls the ``echo`` tool ``--calls`` times one after
 another, each with a read timeout of ``--timeout`` seconds, and prints one
-JSON object: the initialize outcome and, per call, the wall time in milliseconds and what came back (``ok`` with the text,
+JSON object: the initialize outcome and, per call, the wall time in
+milliseconds and what came back (``ok`` with the text,
 ``error`` with the JSON-RPC code, ``tool-error`` with the text, ``timeout``,
 or ``failed`` with the exception type); ``crashed`` names the exception when the
 SDK itself gave way. The fault injection tests judge a client's resilience from
