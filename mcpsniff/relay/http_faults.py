@@ -439,7 +439,8 @@ class FaultedClientSide(ClientSide):
             and (not codings or codings == ["chunked"])
             and head.status == 200
         )
-        if not judged:
+        if not judged or not (sse or self.faults.engine.answers_may_match(S2C)):
+            # A JSON answer no fault can match keeps its framing, untouched.
             return head
         exchange.rechunk = True  # every piece of the body comes to _held_body
         chunked = bool(codings) or has_length
