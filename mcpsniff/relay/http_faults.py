@@ -27,7 +27,6 @@ unjudged.
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from collections import deque
 from collections.abc import Callable
@@ -39,6 +38,7 @@ from mcpsniff.core.model import C2S, REQUEST, S2C
 from mcpsniff.core.observations import ExchangeFault
 from mcpsniff.faults.damage import answer, corrupt
 from mcpsniff.faults.engine import FaultEngine, Injection, fault_record, original_bytes
+from mcpsniff.faults.http import event_data, response_bytes, split_events, status_text, with_data
 from mcpsniff.faults.spec import (
     CORRUPT,
     DELAY,
@@ -65,12 +65,6 @@ DROP_HOLD = 60.0
 SPLIT_PAUSE = 0.02
 #: How many pieces ``corrupt split`` writes a body in.
 SPLIT_PIECES = 3
-#: Statuses sent with ``Retry-After`` (RFC 9110 §10.2.3), in seconds.
-RETRY_AFTER = {429: b"1", 503: b"1"}
-#: The end of an SSE event: an empty line (HTML Living Standard § 9.2.5: CRLF, LF or CR).
-_EVENT_END = re.compile(rb"(?:\r\n|\n|\r(?!\n))(?:\r\n|\n|\r(?!\n))")
-_LINE = re.compile(rb"\r\n|\n|\r")
-_PHRASES = {200: b"OK", 202: b"Accepted", 404: b"Not Found", 500: b"Internal Server Error"}
 
 
 class HttpFaults:
@@ -105,23 +99,6 @@ class HttpFaults:
         observer.sink(ExchangeFault(number, time.time(), record))
 
 
-def response_bytes(
-    status: int, body: bytes, content_type: bytes, *, close: bool = False
-) -> tuple[bytes, list[tuple[str, str]]]:
-    """A whole response mcpsniff sends in the server's place, and its header fields."""
-    headers = [("Content-Type", content_type.decode()), ("X-Mcpsniff", "fault")]
-    retry = RETRY_AFTER.get(status)
-    if retry is not None:
-        headers.append(("Retry-After", retry.decode()))
-    if close:
-        headers.append(("Connection", "close"))
-    headers.append(("Content-Length", str(len(body))))
-    phrase = _PHRASES.get(status, b"Fault")
-    head = b"HTTP/1.1 %d %s\r\n" % (status, phrase)
-    head += b"".join(f"{k}: {v}\r\n".encode() for k, v in headers)
-    return head + b"\r\n" + body, headers
-
-
 def with_length(head: bytes, length: int) -> bytes:
     """A forwarded request head framing a body of ``length`` bytes with Content-Length."""
     lines = head[:-4].split(b"\r\n")
@@ -154,31 +131,6 @@ def chunked_head(head: ResponseHead) -> ResponseHead:
 def silent_head(head: ResponseHead) -> ResponseHead:
     """``head`` forwarded as nothing: the response of a duplicate nobody asked for."""
     return replace(head, lines=[], names=[], raw=b"")
-
-
-def event_data(block: bytes) -> bytes | None:
-    """The data of one SSE event (its ``data`` lines joined by LF), or None without any."""
-    values = []
-    for line in _LINE.split(block):
-        if line.startswith(b"data:"):
-            value = line[5:]
-            values.append(value[1:] if value.startswith(b" ") else value)
-    return b"\n".join(values) if values else None
-
-
-def with_data(block: bytes, data: bytes) -> bytes:
-    """``block`` (an SSE event and its end) carrying ``data`` instead of its own."""
-    lines = [line for line in _LINE.split(block) if line]
-    out: list[bytes] = []
-    placed = False
-    for line in lines:
-        if line.startswith(b"data:"):
-            if not placed:
-                out.extend(b"data: " + piece for piece in data.split(b"\n"))
-                placed = True
-            continue
-        out.append(line)
-    return b"\n".join(out) + b"\n\n"
 
 
 class FaultedClientSide(ClientSide):
@@ -310,7 +262,7 @@ class FaultedClientSide(ClientSide):
         if action in (ERROR, TOOL_ERROR, STATUS):
             if action == STATUS:
                 code = injection.fault.code
-                text = f"mcpsniff: injected HTTP {code}\n".encode()
+                text = status_text(code)
                 exchange.answer = response_bytes(code, text, b"text/plain; charset=utf-8")[0]
                 marks: dict[str, int | str] = {C2S: 1}
             else:
@@ -551,14 +503,8 @@ class ResponseFaults:
         self._then(self._finish)
 
     def _events(self) -> None:
-        buffer = self.buffer
-        start = 0
-        for match in _EVENT_END.finditer(buffer):
-            block = bytes(buffer[start : match.end()])
-            start = match.end()
+        for block in split_events(self.buffer):
             self._message(block)
-        if start:
-            del buffer[:start]
 
     # ------------------------------------------------------------------ one message
 

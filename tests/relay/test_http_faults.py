@@ -32,13 +32,7 @@ from mcpsniff.core.model import EventRecord, FrameRecord, Record
 from mcpsniff.faults.spec import parse_faults
 from mcpsniff.http1.parser import ResponseParser
 from mcpsniff.relay.http import HttpOptions, HttpRelay
-from mcpsniff.relay.http_faults import (
-    chunked_head,
-    event_data,
-    response_bytes,
-    with_data,
-    with_length,
-)
+from mcpsniff.relay.http_faults import chunked_head, with_length
 from mcpsniff.trace.reader import TraceReader
 
 REPO = Path(__file__).resolve().parents[2]
@@ -526,17 +520,6 @@ def test_an_error_answer_is_json_rpc_with_the_request_id() -> None:
 # --------------------------------------------------------------------------- pieces
 
 
-def test_event_data_joins_data_lines() -> None:
-    assert event_data(b'event: message\nid: 7\ndata: {"a":\ndata: 1}\n\n') == b'{"a":\n1}'
-    assert event_data(b"data:x\r\n\r\n") == b"x"
-    assert event_data(b": keep-alive\n\n") is None
-
-
-def test_with_data_keeps_the_other_fields() -> None:
-    block = b"event: message\nid: 7\ndata: {}\n\n"
-    assert with_data(block, b"{\n}") == b"event: message\nid: 7\ndata: {\ndata: }\n\n"
-
-
 def test_with_length_frames_the_new_body() -> None:
     head = b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nAccept: */*\r\n\r\n"
     assert with_length(head, 12) == (
@@ -552,10 +535,3 @@ def test_chunked_head_drops_the_length() -> None:
     changed = chunked_head(head)  # type: ignore[arg-type]
     assert changed.raw == b"HTTP/1.1 200 OK\r\nX-A: b\r\nTransfer-Encoding: chunked\r\n\r\n"
     assert changed.names == ["x-a", "transfer-encoding"]
-
-
-def test_response_bytes_says_it_is_a_fault() -> None:
-    data, fields = response_bytes(503, b"down\n", b"text/plain")
-    assert data.startswith(b"HTTP/1.1 503 Fault\r\n")
-    assert ("Retry-After", "1") in fields and ("X-Mcpsniff", "fault") in fields
-    assert data.endswith(b"Content-Length: 5\r\n\r\ndown\n")
