@@ -174,16 +174,24 @@ def run(
             command, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err
         )
     try:
-        url = _announced(relay, err_path)
-        argv = [str(client), str(FAULT_CLIENT), "--url", url, "--calls", str(calls)]
-        proc = subprocess.run(
-            [*argv, "--timeout", str(timeout)],
-            capture_output=True,
-            timeout=RUN_TIMEOUT,
-            cwd=REPO,
-        )
+        proc = client_run(client, _announced(relay, err_path), calls, timeout)
     finally:
         assert _stop(relay, signal.SIGINT) == 0, err_path.read_text(errors="replace")
+    return judged(proc, trace)
+
+
+def client_run(
+    client: Path, url: str, calls: int, timeout: float
+) -> subprocess.CompletedProcess[bytes]:
+    """``fault_client.py --url URL``, to its end."""
+    argv = [str(client), str(FAULT_CLIENT), "--url", url, "--calls", str(calls)]
+    return subprocess.run(
+        [*argv, "--timeout", str(timeout)], capture_output=True, timeout=RUN_TIMEOUT, cwd=REPO
+    )
+
+
+def judged(proc: subprocess.CompletedProcess[bytes], trace: Path) -> Run:
+    """The client's report, the trace, and what ``check`` makes of it."""
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-3000:]
     report = json.loads(proc.stdout.splitlines()[-1])
     with TraceReader(trace) as reader:
