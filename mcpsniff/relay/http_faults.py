@@ -58,6 +58,8 @@ from mcpsniff.relay.relayed_exchange import STREAM_AT, RelayedExchange
 
 #: Most bytes of a body (or of one SSE event) judged; a bigger one passes as it is.
 JUDGE_LIMIT = STREAM_AT
+#: How a piece of an event stream ends when it ends with whole events.
+_WHOLE = (b"\n\n", b"\r\n\r\n", b"\r\r")
 #: Seconds a dropped request's connection stays open, unanswered, before it is cut:
 #: the client is to time out and cancel first (basic/lifecycle.mdx § Timeouts).
 DROP_HOLD = 60.0
@@ -231,7 +233,14 @@ class FaultedClientSide(ClientSide):
         if action == DELAY:
             self.pause_reading("fault-delay")
             loop = asyncio.get_running_loop()
-            loop.call_later(injection.delay_ms / 1000.0, self._delayed, wire, exchange, injection)
+            loop.call_later(
+                injection.delay_ms / 1000.0,
+                self._delayed,
+                wire,
+                exchange,
+                injection,
+                time.monotonic(),
+            )
             return
         if action == DROP:
             tell({C2S: 1}, delivered=False)
@@ -296,7 +305,9 @@ class FaultedClientSide(ClientSide):
         # kill (refused on HTTP), reorder: nothing an HTTP exchange can carry out.
         self._send_upstream(wire)
 
-    def _delayed(self, wire: list[bytes], exchange: RelayedExchange, injection: Injection) -> None:
+    def _delayed(
+        self, wire: list[bytes], exchange: RelayedExchange, injection: Injection, arrived: float
+    ) -> None:
         remote = exchange.remote
         if self.closed:
             if remote is not None:
@@ -310,7 +321,14 @@ class FaultedClientSide(ClientSide):
                 )
             return
         if remote is not None:
-            self.faults.tell(self.relay.observer, remote.number, injection, {}, delivered=True)
+            self.faults.tell(
+                self.relay.observer,
+                remote.number,
+                injection,
+                {},
+                delivered=True,
+                held_ms=_since(arrived),
+            )
         self._send_upstream(wire)
         self.resume_reading("fault-delay")
 
@@ -482,6 +500,16 @@ class ResponseFaults:
         if self.passing:
             self._then(lambda: self._write(payload))
             return
+        if (
+            self.sse
+            and not self.buffer
+            and not self.busy
+            and payload.endswith(_WHOLE)
+            and not self.connection.faults.engine.could_match(payload, S2C)
+        ):
+            # Whole events no fault can match (a byte search said so): on as they came.
+            self._write(payload)
+            return
         self.buffer += payload
         if self.sse:
             self._events()
@@ -527,8 +555,10 @@ class ResponseFaults:
             faults.tell(observer, number, injection, marks, delivered=delivered, **extra)
 
         if action == DELAY:
+            arrived = time.monotonic()
             self._then(lambda: injection.delay_ms / 1000.0)
-            self._then(lambda: tell({}, delivered=True))
+            # What the hold came to, as this event loop kept it (for the user to check).
+            self._then(lambda: tell({}, delivered=True, held_ms=_since(arrived)))
             self._then(lambda: self._write(block))
             return
         if action == DROP:
@@ -616,3 +646,8 @@ def faulted_factory(
     """The protocol factory of a relay that injects ``faults``."""
     shared = HttpFaults(faults, verbatim=verbatim)
     return lambda: FaultedClientSide(relay, shared)
+
+
+def _since(start: float) -> float:
+    """Milliseconds since ``start`` (``time.monotonic``), to 0.1 ms."""
+    return round((time.monotonic() - start) * 1000.0, 1)

@@ -257,11 +257,15 @@ def test_delay_holds_each_matching_answer_300_to_400_ms(everything: str, tmp_pat
     spec = f"delay 300ms when {ECHO} and direction == s2c after 1"
     result = run(everything, [spec], tmp_path, calls=6)
     assert result.outcomes() == ["ok"] * 6
-    # What the relay added, from the trace: each answer went out 300-400 ms after its
-    # request came in (the server answers echo in a few ms).
-    held = _latencies_ms(result.records, "tools/call")
-    assert len(held) == 6 and held[0] < 300, held
-    assert all(300 <= ms <= 400 for ms in held[1:]), held
+    # Each answer was held 300-400 ms, as the relay measured it between its arrival
+    # from the server and its delivery to the client.
+    held = [f.data["held_ms"] for f in result.faults]
+    assert all(300 <= ms <= 400 for ms in held), held
+    # The trace: 300 ms and the server's time (a few ms, more on a loaded machine)
+    # between each request and its answer, the first one not held.
+    latencies = _latencies_ms(result.records, "tools/call")
+    assert len(latencies) == 6 and latencies[0] < 300, latencies
+    assert all(300 <= ms <= 450 for ms in latencies[1:]), latencies
     # The client saw the hold too (its own times add its HTTP round trip).
     assert all(call["ms"] >= 300 for call in result.client["calls"][1:])
     assert [f.data["action"] for f in result.faults] == ["delay"] * 5
