@@ -8,6 +8,13 @@ Shared by the HTTP relay (``mcpsniff.relay.http_faults``) and the mitmproxy addo
 from __future__ import annotations
 
 import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+from mcpsniff.core.observations import ExchangeFault
+from mcpsniff.faults.engine import FaultEngine, Injection, fault_record
+from mcpsniff.faults.spec import Fault
 
 #: Statuses sent with ``Retry-After`` (RFC 9110 §10.2.3), in seconds.
 RETRY_AFTER = {429: b"1", 503: b"1"}
@@ -17,6 +24,38 @@ _LINE = re.compile(rb"\r\n|\n|\r")
 _PHRASES = {200: b"OK", 202: b"Accepted", 404: b"Not Found", 500: b"Internal Server Error"}
 #: The header fields of an answer mcpsniff gives in the server's place.
 FAULT_FIELD = ("X-Mcpsniff", "fault")
+
+
+class ExchangeFaults:
+    """The fault engine of one HTTP shell run, and how its faults reach the analysis."""
+
+    def __init__(self, faults: list[Fault], *, verbatim: bool = False) -> None:
+        self.engine = FaultEngine(faults)
+        #: Whether fault records may copy a damaged message's original bytes (no redaction).
+        self.verbatim = verbatim
+
+    def judge(self, direction: str, body: bytes) -> Injection | None:
+        """The fault for the one message ``body`` carries, if any (batches pass)."""
+        engine = self.engine
+        if not body or not engine.could_match(body, direction):
+            return None
+        return engine.judge(engine.read(direction, body))
+
+    def tell(
+        self,
+        sink: Callable[[Any], None],
+        number: int,
+        injection: Injection,
+        marks: dict[str, int | str],
+        *,
+        delivered: bool,
+        **extra: Any,
+    ) -> None:
+        """Record ``injection`` in exchange ``number``'s session, through the shell's ``sink``."""
+        record = fault_record(
+            self.engine, injection, marks=marks, delivered=delivered, transport="http", **extra
+        )
+        sink(ExchangeFault(number, time.time(), record))
 
 
 def status_text(code: int) -> bytes:

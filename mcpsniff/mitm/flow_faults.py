@@ -14,7 +14,6 @@ does (``mcpsniff.relay.http_faults``): ``check`` never blames a peer for it.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -22,10 +21,16 @@ from mitmproxy import ctx, http
 
 from mcpsniff.capture.remote_exchange import RemoteExchange, RemoteObserver
 from mcpsniff.core.model import C2S, REQUEST, S2C
-from mcpsniff.core.observations import ExchangeFault
 from mcpsniff.faults.damage import answer, corrupt
-from mcpsniff.faults.engine import FaultEngine, Injection, fault_record, original_bytes
-from mcpsniff.faults.http import answer_fields, event_data, split_events, status_text, with_data
+from mcpsniff.faults.engine import Injection, original_bytes
+from mcpsniff.faults.http import (
+    ExchangeFaults,
+    answer_fields,
+    event_data,
+    split_events,
+    status_text,
+    with_data,
+)
 from mcpsniff.faults.spec import (
     CORRUPT,
     DELAY,
@@ -35,7 +40,6 @@ from mcpsniff.faults.spec import (
     ERROR,
     STATUS,
     TOOL_ERROR,
-    Fault,
 )
 
 #: ``flow.metadata`` key of a duplicate the addon sent itself: never judged again.
@@ -49,35 +53,8 @@ JUDGE_LIMIT = 256 << 10
 Step = bytes | Callable[[], None]
 
 
-class FlowFaults:
+class FlowFaults(ExchangeFaults):
     """The fault engine of one addon, and what it does to flows."""
-
-    def __init__(self, faults: list[Fault], *, verbatim: bool) -> None:
-        self.engine = FaultEngine(faults)
-        self.verbatim = verbatim
-
-    def judge(self, direction: str, body: bytes) -> Injection | None:
-        """The fault for the one message ``body`` carries, if any."""
-        engine = self.engine
-        if not body or not engine.could_match(body, direction):
-            return None
-        return engine.judge(engine.read(direction, body))
-
-    def tell(
-        self,
-        observer: RemoteObserver,
-        exchange: RemoteExchange,
-        injection: Injection,
-        marks: dict[str, int | str],
-        *,
-        delivered: bool,
-        **extra: Any,
-    ) -> None:
-        """Record ``injection`` in ``exchange``'s session."""
-        record = fault_record(
-            self.engine, injection, marks=marks, delivered=delivered, transport="http", **extra
-        )
-        observer.sink(ExchangeFault(exchange.number, time.time(), record))
 
     # ------------------------------------------------------------------ requests
 
@@ -108,8 +85,8 @@ class FlowFaults:
 
         def tell(marks: dict[str, int | str], *, delivered: bool, **extra: Any) -> None:
             self.tell(
-                observer,
-                exchange,
+                observer.sink,
+                exchange.number,
                 injection,
                 marks,
                 delivered=delivered,
@@ -177,7 +154,9 @@ class FlowFaults:
         action = injection.fault.action
 
         def tell(marks: dict[str, int | str], *, delivered: bool, **extra: Any) -> None:
-            self.tell(observer, exchange, injection, marks, delivered=delivered, **extra)
+            self.tell(
+                observer.sink, exchange.number, injection, marks, delivered=delivered, **extra
+            )
 
         if action == DELAY:
             return body, self._later(injection.delay_ms / 1000.0, lambda: tell({}, delivered=True))
@@ -260,7 +239,7 @@ class SseFaults:
 
         def tell(marks: dict[str, int | str], delivered: bool, **extra: Any) -> Callable[[], None]:
             return lambda: faults.tell(
-                observer, exchange, injection, marks, delivered=delivered, **extra
+                observer.sink, exchange.number, injection, marks, delivered=delivered, **extra
             )
 
         if action == DROP:

@@ -33,12 +33,17 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from mcpsniff.capture.remote_exchange import RemoteObserver
 from mcpsniff.core.model import C2S, REQUEST, S2C
-from mcpsniff.core.observations import ExchangeFault
 from mcpsniff.faults.damage import answer, corrupt
-from mcpsniff.faults.engine import FaultEngine, Injection, fault_record, original_bytes
-from mcpsniff.faults.http import event_data, response_bytes, split_events, status_text, with_data
+from mcpsniff.faults.engine import Injection, original_bytes
+from mcpsniff.faults.http import (
+    ExchangeFaults,
+    event_data,
+    response_bytes,
+    split_events,
+    status_text,
+    with_data,
+)
 from mcpsniff.faults.spec import (
     CORRUPT,
     DELAY,
@@ -67,38 +72,6 @@ DROP_HOLD = 60.0
 SPLIT_PAUSE = 0.02
 #: How many pieces ``corrupt split`` writes a body in.
 SPLIT_PIECES = 3
-
-
-class HttpFaults:
-    """The fault engine of one relay run, and how its faults are told to the analysis."""
-
-    def __init__(self, faults: list[Fault], *, verbatim: bool = False) -> None:
-        self.engine = FaultEngine(faults)
-        #: Whether fault records may copy a damaged message's original bytes (no redaction).
-        self.verbatim = verbatim
-
-    def judge(self, direction: str, body: bytes) -> Injection | None:
-        """The fault for the one message ``body`` carries, if any (batches pass)."""
-        engine = self.engine
-        if not engine.could_match(body, direction):
-            return None
-        return engine.judge(engine.read(direction, body))
-
-    def tell(
-        self,
-        observer: RemoteObserver,
-        number: int,
-        injection: Injection,
-        marks: dict[str, int | str],
-        *,
-        delivered: bool,
-        **extra: Any,
-    ) -> None:
-        """Record ``injection`` in exchange ``number``'s session."""
-        record = fault_record(
-            self.engine, injection, marks=marks, delivered=delivered, transport="http", **extra
-        )
-        observer.sink(ExchangeFault(number, time.time(), record))
 
 
 def with_length(head: bytes, length: int) -> bytes:
@@ -138,7 +111,7 @@ def silent_head(head: ResponseHead) -> ResponseHead:
 class FaultedClientSide(ClientSide):
     """A client connection whose requests and responses go through the fault engine."""
 
-    def __init__(self, relay: Relay, faults: HttpFaults) -> None:
+    def __init__(self, relay: Relay, faults: ExchangeFaults) -> None:
         super().__init__(relay)
         self.faults = faults
         self._drop_timer: asyncio.TimerHandle | None = None
@@ -193,7 +166,7 @@ class FaultedClientSide(ClientSide):
             # A fault must never cost a message or the relay: forwarded as it came.
             if exchange.remote is not None:
                 self.faults.tell(
-                    self.relay.observer,
+                    self.relay.observer.sink,
                     exchange.remote.number,
                     injection,
                     {},
@@ -221,7 +194,7 @@ class FaultedClientSide(ClientSide):
 
         def tell(marks: dict[str, int | str], *, delivered: bool, **extra: Any) -> None:
             faults.tell(
-                observer,
+                observer.sink,
                 number,
                 injection,
                 marks,
@@ -312,7 +285,7 @@ class FaultedClientSide(ClientSide):
         if self.closed:
             if remote is not None:
                 self.faults.tell(
-                    self.relay.observer,
+                    self.relay.observer.sink,
                     remote.number,
                     injection,
                     {C2S: 1},
@@ -322,7 +295,7 @@ class FaultedClientSide(ClientSide):
             return
         if remote is not None:
             self.faults.tell(
-                self.relay.observer,
+                self.relay.observer.sink,
                 remote.number,
                 injection,
                 {},
@@ -552,7 +525,7 @@ class ResponseFaults:
         number = remote.number if remote is not None else 0
 
         def tell(marks: dict[str, int | str], *, delivered: bool, **extra: Any) -> None:
-            faults.tell(observer, number, injection, marks, delivered=delivered, **extra)
+            faults.tell(observer.sink, number, injection, marks, delivered=delivered, **extra)
 
         if action == DELAY:
             arrived = time.monotonic()
@@ -644,10 +617,11 @@ def faulted_factory(
     relay: Relay, faults: list[Fault], *, verbatim: bool
 ) -> Callable[[], ClientSide]:
     """The protocol factory of a relay that injects ``faults``."""
-    shared = HttpFaults(faults, verbatim=verbatim)
+    shared = ExchangeFaults(faults, verbatim=verbatim)
     return lambda: FaultedClientSide(relay, shared)
 
 
 def _since(start: float) -> float:
-    """Milliseconds since ``start`` (``time.monotonic``), to 0.1 ms."""
-    return round((time.monotonic() - start) * 1000.0, 1)
+    """Milliseconds since ``start`` (``time.monotonic``), to the millisecond (asyncio may
+    run a timer a fraction of a millisecond before its time)."""
+    return float(round((time.monotonic() - start) * 1000.0))

@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -34,6 +32,7 @@ from mcpsniff.http1.parser import ResponseParser
 from mcpsniff.relay.http import HttpOptions, HttpRelay
 from mcpsniff.relay.http_faults import chunked_head, with_length
 from mcpsniff.trace.reader import TraceReader
+from tests.e2e.test_http_peers import Server, stop_process
 
 REPO = Path(__file__).resolve().parents[2]
 PEERS = REPO / ".peers"
@@ -52,72 +51,30 @@ ECHO = 'tool == "echo"'
 # --------------------------------------------------------------------------- peers
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_for_port(port: int, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            pytest.fail(f"the server exited {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            time.sleep(0.05)
-    pytest.fail(f"nothing listens on 127.0.0.1:{port}")
-
-
-def _stop(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> int:
-    if proc.poll() is None:
-        proc.send_signal(sig)
-        try:
-            return proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-    return proc.wait(10)
-
-
-def _server(command: list[str], env: dict[str, str], port: int) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen(
-        command,
-        cwd=REPO,
-        env={**os.environ, **env},
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    _wait_for_port(port, proc)
-    return proc
-
-
 @pytest.fixture(scope="module")
-def everything() -> Iterator[str]:
+def everything(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """server-everything over Streamable HTTP (sessions, resumable streams): its URL."""
     if not EVERYTHING_JS.exists() or shutil.which("node") is None:
         pytest.skip("server-everything or node missing (scripts/setup-peers.sh)")
-    port = _free_port()
-    proc = _server(["node", str(EVERYTHING_JS), "streamableHttp"], {"PORT": str(port)}, port)
+    log = tmp_path_factory.mktemp("everything") / "server.log"
+    server = Server(["node", str(EVERYTHING_JS), "streamableHttp"], {"PORT": "{port}"}, log)
     try:
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield server.url("/mcp")
     finally:
-        _stop(proc)
+        server.stop()
 
 
 @pytest.fixture(scope="module")
-def sdk2_server() -> Iterator[str]:
+def sdk2_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The SDK 2.x server over Streamable HTTP (2026-07-28: one POST per request)."""
     if not SDK2_PYTHON.exists():
         pytest.skip("the SDK 2.x venv is missing (scripts/setup-peers.sh)")
-    port = _free_port()
-    proc = _server([str(SDK2_PYTHON), str(SDK2_HTTP_SERVER), str(port)], {}, port)
+    log = tmp_path_factory.mktemp("sdk2") / "server.log"
+    server = Server([str(SDK2_PYTHON), str(SDK2_HTTP_SERVER), "{port}"], {}, log)
     try:
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield server.url("/mcp")
     finally:
-        _stop(proc)
+        server.stop()
 
 
 @dataclass
@@ -176,7 +133,7 @@ def run(
     try:
         proc = client_run(client, _announced(relay, err_path), calls, timeout)
     finally:
-        assert _stop(relay, signal.SIGINT) == 0, err_path.read_text(errors="replace")
+        assert stop_process(relay, signal.SIGINT) == 0, err_path.read_text(errors="replace")
     return judged(proc, trace)
 
 

@@ -83,6 +83,18 @@ RESUME = http(
 )
 LIST = req(7, "tools/list")
 
+#: After the injected 404 the client POSTs again with the expired session id.
+REUSED = [
+    http(3, "POST", **POST_HEADERS),
+    EXPIRED,
+    c(CALL),
+    http_response(3, 404),
+    http(4, "POST", **POST_HEADERS),
+    c(LIST),
+    s(res(7, {"tools": []})),
+    end(),
+]
+
 PROOFS = [
     Proof(
         "RESIL-DROP-HANG",
@@ -120,16 +132,7 @@ PROOFS = [
     Proof(
         "RESIL-SESSION-REUSED",
         # After the injected 404 the client POSTs again with the expired session id.
-        fire=[
-            http(3, "POST", **POST_HEADERS),
-            EXPIRED,
-            c(CALL),
-            http_response(3, 404),
-            http(4, "POST", **POST_HEADERS),
-            c(LIST),
-            s(res(7, {"tools": []})),
-            end(),
-        ],
+        fire=REUSED,
         # ... or it lets the session go (its DELETE ending it is no use of it).
         miss=[
             http(3, "POST", **POST_HEADERS),
@@ -254,17 +257,7 @@ def test_a_dropped_answer_redelivered_is_coped_with() -> None:
 
 
 def test_an_injected_404_leaves_the_reuse_to_the_resilience_rule() -> None:
-    steps = [
-        http(3, "POST", **POST_HEADERS),
-        EXPIRED,
-        c(CALL),
-        http_response(3, 404),
-        http(4, "POST", **POST_HEADERS),
-        c(LIST),
-        s(res(7, {"tools": []})),
-        end(),
-    ]
-    assert _findings(steps) == ["RESIL-SESSION-REUSED"]
+    assert _findings(REUSED) == ["RESIL-SESSION-REUSED"]
     # A 404 of the server's own: the transport rule says it.
-    real = [s for s in steps if s is not EXPIRED]
+    real = [s for s in REUSED if s is not EXPIRED]
     assert "HTTP-SESSION-REINIT" in _findings(real)
