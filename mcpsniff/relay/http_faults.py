@@ -519,6 +519,23 @@ class ResponseFaults:
         if injection is None:
             self._then(lambda: self._write(block))
             return
+        try:
+            self._inject(block, data, injection)
+        except (OSError, ValueError, TypeError) as exc:
+            # A fault must never cost a message or the relay: delivered as it came.
+            remote = self.exchange.remote
+            number = remote.number if remote is not None else 0
+            sink = connection.relay.observer.sink
+            failed = str(exc)[:200]
+            self._then(
+                lambda: connection.faults.tell(
+                    sink, number, injection, {}, delivered=True, failed=failed
+                )
+            )
+            self._then(lambda: self._write(block))
+
+    def _inject(self, block: bytes, data: bytes | None, injection: Injection) -> None:
+        connection = self.connection
         action = injection.fault.action
         faults, observer = connection.faults, connection.relay.observer
         remote = self.exchange.remote

@@ -504,3 +504,17 @@ def test_chunked_head_drops_the_length() -> None:
     changed = chunked_head(head)  # type: ignore[arg-type]
     assert changed.raw == b"HTTP/1.1 200 OK\r\nX-A: b\r\nTransfer-Encoding: chunked\r\n\r\n"
     assert changed.names == ["x-a", "transfer-encoding"]
+
+
+def test_a_body_too_big_to_judge_is_forwarded_as_it_came() -> None:
+    # Over 256 KiB: streamed on unjudged, never held whole (the fault would answer it).
+    big = b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"pad":"'
+    big += b"x" * (300 << 10) + b'"}}'
+    status, _, payload = _one_exchange(["error -32000 when direction == c2s"], big)
+    assert status == 200
+    assert payload == b'{"jsonrpc":"2.0","id":3,"result":{}}'
+
+
+def test_a_body_that_is_not_json_is_forwarded_unjudged() -> None:
+    status, _, payload = _one_exchange(["error -32000 when method == tools/call"], b"\xff{")
+    assert status == 200 and payload == b'{"jsonrpc":"2.0","id":3,"result":{}}'
