@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from mcpsniff.capture.sinks import Outputs
+from mcpsniff.cli.fault_option import fault_options, parsed_faults
 from mcpsniff.cli.guard_options import enforce_policy, guard_relay_options
 from mcpsniff.cli.recording import (
     OTLP_HELP,
@@ -67,6 +68,7 @@ from mcpsniff.core.escape import terminal_safe
     "whole and recorded as a capture gap.",
 )
 @guard_relay_options
+@fault_options
 def http(
     upstream: str,
     listen: str,
@@ -78,6 +80,8 @@ def http(
     head_timeout: float,
     idle_timeout: float,
     capture_limit: int,
+    fault_specs: tuple[str, ...] = (),
+    fault_files: tuple[str, ...] = (),
     otlp: str | None = None,
     guard_mode: str = "off",
     guard_pins: Path | None = None,
@@ -92,6 +96,7 @@ def http(
     from mcpsniff.core.redact import redact_query
     from mcpsniff.relay.http import HttpOptions, StartError, parse_listen, run_http
 
+    faults = parsed_faults("http", fault_specs, fault_files, http=True)
     try:
         host, port = parse_listen(listen)
     except ValueError as exc:
@@ -108,10 +113,14 @@ def http(
         head_timeout=head_timeout,
         idle_timeout=idle_timeout,
         capture_limit=capture_limit,
+        faults=faults,
     )
     # The server as the trace's header names it, so that the lock file's keys match.
     shown = upstream if no_redact else redact_query(upstream)
     options.guard = enforce_policy("http", f"http:{shown}", guard_mode, guard_pins, guard_forbid)
+    if options.guard is not None and faults:
+        # Both hold each request to judge it, in two different ways: one at a time.
+        fail("http", "--fault and --guard enforce cannot be used together; choose one")
     if otlp:
         otlp_sink("http", otlp, upstream)  # a bad endpoint or a missing extra: exit 2 now
         options.outputs = Outputs(otlp=otlp, otlp_upstream=upstream)

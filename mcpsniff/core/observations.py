@@ -372,6 +372,25 @@ class HttpGuardAnswered:
 
 @fast_init
 @dataclass(frozen=True, slots=True)
+class ExchangeFault:
+    """``--fault`` did something to an HTTP exchange on purpose (``mcpsniff/relay/http_faults.py``).
+
+    Told to the exchange, so that its ``fault`` event lands in the exchange's
+    session, before the frames it marks; ``record`` is the fault record as
+    ``FaultInjected`` carries it.
+    """
+
+    name: ClassVar[str] = "fault"
+    exchange: int
+    t: float
+    record: dict[str, Any]
+
+    def data(self) -> dict[str, Any]:
+        return self.record
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
 class HttpRefused:
     """What the relay refused or cut that belongs to no exchange (a bad head, a slow one)."""
 
@@ -404,6 +423,7 @@ Observation = (
     | EndpointRewritten
     | RequestCut
     | HttpGuardAnswered
+    | ExchangeFault
     | HttpRefused
     | ExchangeEnd
     | Unreachable
@@ -441,4 +461,5 @@ KINDS: tuple[type, ...] = (
     GuardAnswered,
     FaultInjected,
     HttpGuardAnswered,
+    ExchangeFault,
 )

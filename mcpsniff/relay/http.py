@@ -48,6 +48,7 @@ from mcpsniff.core.http.session_keys import RELAY_SESSION
 from mcpsniff.core.model import Record
 from mcpsniff.core.observations import HttpRefused
 from mcpsniff.core.redact import redact_query
+from mcpsniff.faults.spec import Fault
 from mcpsniff.guard.enforce import EnforcePolicy, Gates
 from mcpsniff.http1.events import RequestHead
 from mcpsniff.net.listen_address import parse_listen_address
@@ -111,6 +112,9 @@ class HttpOptions:
     max_connections: int | None = None
     #: ``--guard enforce``: what the relay refuses to forward (None: a transparent recorder).
     guard: EnforcePolicy | None = None
+
+    #: Faults to inject (``mcpsniff.faults``); empty: a transparent relay.
+    faults: list[Fault] = field(default_factory=list)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -277,12 +281,16 @@ class HttpRelay:
         loop = asyncio.get_running_loop()
         if self.options.busy_poll:
             self.spinner = Spinner(loop)
+        factory: Callable[[], ClientSide] = lambda: ClientSide(self)  # noqa: E731
+        if self.options.faults:
+            # --fault: connections that judge each message (relay/http_faults.py).
+            from mcpsniff.relay.http_faults import faulted_factory
+
+            factory = faulted_factory(self, self.options.faults, verbatim=not self.options.redact)
         if sock is not None:
-            self.server = await loop.create_server(lambda: ClientSide(self), sock=sock)
+            self.server = await loop.create_server(factory, sock=sock)
         else:
-            self.server = await loop.create_server(
-                lambda: ClientSide(self), self.options.host, self.options.port
-            )
+            self.server = await loop.create_server(factory, self.options.host, self.options.port)
         sockets = self.server.sockets
         self.port = sockets[0].getsockname()[1] if sockets else self.options.port
         host = self.options.host.lower()

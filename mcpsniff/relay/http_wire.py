@@ -126,7 +126,10 @@ class ClientSide(asyncio.Protocol):
             return
         now = time.monotonic()
         self.last_active = now
-        out: list[bytes] = []
+        sent: list[bytes] = []
+        # Where the bytes of the request underway go: ``sent``, or what holds them.
+        incoming = self.incoming
+        out = sent if incoming is None or incoming.wire is None else incoming.wire
         ended: list[RelayedExchange] = []
         for event in self.parser.feed(data):
             # Class patterns only (no keyword sub-patterns): each of those is an
@@ -147,7 +150,7 @@ class ClientSide(asyncio.Protocol):
                     if event.payload and incoming.keep(event.payload):
                         self._stream_body(incoming)
                 case RequestHead():
-                    self._request_head(event, out)
+                    out = self._request_head(event, sent)
                 case End():
                     exchange = self.incoming
                     assert exchange is not None
@@ -156,6 +159,7 @@ class ClientSide(asyncio.Protocol):
                     else:
                         exchange.held_request.add(event.raw, b"")
                         self._judged(exchange, out)
+                    out = sent
                     exchange.request_done = True
                     self.incoming = None
                     ended.append(exchange)
@@ -167,7 +171,7 @@ class ClientSide(asyncio.Protocol):
                 case Malformed():
                     self._bad_request(event, out)
                     break
-        self._send_upstream(out)
+        self._send_upstream(sent)
         for exchange in ended:
             self._begin(exchange)
         if ended:
@@ -227,7 +231,8 @@ class ClientSide(asyncio.Protocol):
 
     # ------------------------------------------------------------------ requests
 
-    def _request_head(self, head: RequestHead, out: list[bytes]) -> None:
+    def _request_head(self, head: RequestHead, out: list[bytes]) -> list[bytes]:
+        """Start an exchange; its head goes to ``out``, which its body follows (returned)."""
         exchange = RelayedExchange(head, time.time())
         self.incoming = exchange
         self.exchanges.append(exchange)
@@ -240,9 +245,10 @@ class ClientSide(asyncio.Protocol):
         if gate is not None:
             exchange.held_request = gate.hold(head, forwarded)
             if exchange.held_request is not None:
-                return  # judged at its end (``_judged``)
+                return out  # judged at its end (``_judged``)
         self._sending(exchange)
         out.append(forwarded)
+        return out
 
     def _sending(self, exchange: RelayedExchange) -> None:
         """The request's head goes upstream: its response is expected there."""

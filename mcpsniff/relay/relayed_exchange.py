@@ -63,6 +63,15 @@ class RelayedExchange:
     expects: dict[bytes, Expected] | None = None
     reader: ReplyReader | None = None
 
+    #: ``--fault``: the request's bytes held until it is judged (None: not held).
+    wire: list[bytes] | None = None
+    #: ``--fault``: what carries out the faults on its response (``http_faults``).
+    faulted: Any = None
+    #: ``--fault``: the response mcpsniff answers in the server's place, sent in turn.
+    fault_answer: bytes | None = None
+    #: ``--fault``: a duplicate sent upstream; its response is recorded, never delivered.
+    swallow: bool = False
+
     def keep(self, payload: bytes) -> bool:
         """Hold a piece of the request body for the observer; whether to stream it on now."""
         self.body_bytes += len(payload)

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from mcpsniff.core.http.events import (
     EndpointRewritten,
+    ExchangeFault,
     ExchangeGap,
     Frame,
     HttpRefused,
@@ -109,6 +110,7 @@ class ObservationAdapter:
             EndpointRewritten: AnalyzedExchange.told,
             RequestCut: AnalyzedExchange.told,
             HttpGuardAnswered: AnalyzedExchange.told,
+            ExchangeFault: AnalyzedExchange.told,
             ExchangeEnd: self._finish,
             Unreachable: self._unreachable,
         }

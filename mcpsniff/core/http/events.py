@@ -13,8 +13,8 @@ JSON reply, an SSE event's data).
 The events are frozen, slotted dataclasses made by ``fast_init``
 (``mcpsniff.core.frozen``): the adapter makes an event and a frame for every
 SSE event, and a frozen dataclass's own ``__init__`` would cost four times as
-much. ``EndpointRewritten``, ``RequestCut``, ``HttpGuardAnswered`` and ``HttpRefused``
-are observations too: the shell sends them as they are
+much. ``EndpointRewritten``, ``RequestCut``, ``HttpGuardAnswered``, ``ExchangeFault``
+and ``HttpRefused`` are observations too: the shell sends them as they are
 (``mcpsniff.core.observations``).
 """
 
@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 from mcpsniff.core.frozen import fast_init
 from mcpsniff.core.observations import (
     EndpointRewritten,
+    ExchangeFault,
     HttpGuardAnswered,
     HttpRefused,
     RequestCut,
@@ -224,6 +225,7 @@ HttpEvent = (
     | EndpointRewritten
     | RequestCut
     | HttpGuardAnswered
+    | ExchangeFault
     | HttpRefused
 )
 
