@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,13 +47,15 @@ def _import_package() -> str | None:
 
 
 #: The inert addon's options: name, type, default (``McpSniff.load`` describes them).
-INERT_OPTIONS: tuple[tuple[str, type, Any], ...] = (
+INERT_OPTIONS: tuple[tuple[str, Any, Any], ...] = (
     ("mcpsniff_trace", str, ""),
     ("mcpsniff_show", bool, False),
     ("mcpsniff_redact", bool, True),
     ("mcpsniff_filter", str, ""),
     ("mcpsniff_hold", str, "auto"),
     ("mcpsniff_otlp", str, ""),
+    ("mcpsniff_fault", Sequence[str], []),
+    ("mcpsniff_faults", str, ""),
 )
 
 

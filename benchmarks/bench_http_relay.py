@@ -58,6 +58,7 @@ Usage::
     python benchmarks/bench_http_relay.py
     python benchmarks/bench_http_relay.py --rounds 4 --seconds 2.5 --sequential 300 --block 25
     python benchmarks/bench_http_relay.py --profile py-spy       # or cprofile; no verdict
+    python benchmarks/bench_http_relay.py --fault 'delay 1s when tool == "none"'  # + its cost
     python benchmarks/bench_http_relay.py --profile py-spy --formats sse
 
 ``--profile`` (``py-spy``, ``py-spy-gil`` or ``cprofile``, as in
@@ -128,6 +129,8 @@ START_TIMEOUT = 30.0
 DEADLINE = 900
 MODES = ("json", "sse")
 PATHS = ("direct", "aiohttp relay", "mcpsniff", "mitmdump")
+#: The path of ``--fault``: ``mcpsniff http`` with those faults (information, no target).
+FAULTED = "mcpsniff+flt"
 SSE_HEAD = b"event: message\ndata: "
 SSE_TAIL = b"\n\n"
 
@@ -344,8 +347,17 @@ def start_mitmdump(folder: Path, upstream: str) -> tuple[subprocess.Popen[bytes]
     return proc, port_from_log(log, r"listening at 127\.0\.0\.1:(\d+)", "mitmdump", proc)
 
 
+#: ``--guard enforce`` options given to ``mcpsniff http`` (``--guard-enforce``, docs/guard.md).
+GUARD: list[str] = []
+
+
 def start_mcpsniff(
-    folder: Path, upstream: str, trace: Path, name: str, prefix: list[str] | None = None
+    folder: Path,
+    upstream: str,
+    trace: Path,
+    name: str,
+    prefix: list[str] | None = None,
+    faults: list[str] | None = None,
 ) -> tuple[subprocess.Popen[bytes], int]:
     """``mcpsniff http`` in front of ``upstream``, recording to ``trace``: process and port."""
     log = folder / f"{name}.log"
@@ -354,7 +366,9 @@ def start_mcpsniff(
     else:
         argv = [*prefix, "-m", "mcpsniff"]
     argv += ["http", "--upstream", f"{upstream}/json", "--listen", "127.0.0.1:0"]
-    argv += ["--trace", str(trace)]
+    argv += ["--trace", str(trace), *GUARD]
+    for spec in faults or []:
+        argv += ["--fault", spec]
     with log.open("wb") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
     pattern = r"mcpsniff: proxying http://127\.0\.0\.1:(\d+)/"
@@ -822,6 +836,14 @@ def bench(ns: argparse.Namespace, folder: Path) -> int:
             "mcpsniff": sniff_proc.pid,
             "mitmdump": mitm_proc.pid,
         }
+        fault_trace = folder / "fault-trace.jsonl"
+        if ns.fault:
+            fault_proc, fault_port = start_mcpsniff(
+                folder, upstream, fault_trace, FAULTED, faults=ns.fault
+            )
+            procs.append(fault_proc)
+            urls[FAULTED] = f"http://127.0.0.1:{fault_port}"
+            pids[FAULTED] = fault_proc.pid
         print(
             f"{ns.rounds} rounds: {ns.clients} concurrent clients for {ns.seconds:g} s and "
             f"{ns.sequential} sequential requests per path and format; 1 KiB tools/call "
@@ -838,6 +860,8 @@ def bench(ns: argparse.Namespace, folder: Path) -> int:
         failures.append(f"mcpsniff http exited with status {statuses.get(sniff_proc.pid)}")
     failures += check_trace(trace, clients["mcpsniff"])
     trace.unlink()
+    if ns.fault:
+        failures += check_trace(fault_trace, clients[FAULTED])
     print(f"peak RSS of the long-running mcpsniff: {sniff_peak.peak_kib / 1024:.1f} MB")
 
     med = statistics.median
@@ -849,7 +873,7 @@ def bench(ns: argparse.Namespace, folder: Path) -> int:
         "                   best    median     proxy  upstream  | p50  rounds' p50    p99  us/req"
     )
     for mode in ns.formats:
-        for path in PATHS:
+        for path in [*PATHS, *([FAULTED] if ns.fault else [])]:
             r = results[path, mode]
             proxy = f"{med(r.proxy_cpu_us):5.0f}" if path != "direct" else "    -"
             seq_proxy = f"{med(r.seq_proxy_cpu_us):5.0f}" if path != "direct" else "    -"
@@ -871,6 +895,15 @@ def bench(ns: argparse.Namespace, folder: Path) -> int:
             f"{mode}: mcpsniff sustained (until its analysis caught up): best"
             f" {max(sniff.sustained):.0f} req/s, {max(sniff.sustained) / max(direct.rates):.2f}x"
             f" direct, {max(sniff.sustained) / max(mitm.rates):.2f}x mitmdump"
+        )
+    med = statistics.median
+    for mode in ns.formats if ns.fault else []:
+        sniff, faulted = results["mcpsniff", mode], results[FAULTED, mode]
+        print(
+            f"{mode}: mcpsniff --fault {' --fault '.join(map(repr, ns.fault))} / mcpsniff: "
+            f"concurrent best {max(faulted.rates) / max(sniff.rates):.3f}, "
+            f"median {med(faulted.rates) / med(sniff.rates):.3f}; "
+            f"sequential p50 {med(faulted.times) / med(sniff.times):.3f}"
         )
     print()
     verdicts = []
@@ -957,6 +990,17 @@ def main() -> int:
         default="concurrent",
         help="the workload --profile runs",
     )
+    parser.add_argument(
+        "--guard-enforce",
+        action="store_true",
+        help="run mcpsniff with --guard enforce --forbid-tool 'never_*' (every call judged)",
+    )
+    parser.add_argument(
+        "--fault",
+        action="append",
+        metavar="SPEC",
+        help="also measure mcpsniff http --fault SPEC (repeatable), against mcpsniff without",
+    )
     parser.add_argument("--serve-upstream", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--serve-bare-relay", nargs=2, help=argparse.SUPPRESS)
     ns = parser.parse_args()
@@ -964,6 +1008,8 @@ def main() -> int:
         parser.error("--rounds, --seconds, --sequential, --block and --clients must be positive")
     if not ns.formats or set(ns.formats) - set(MODES):
         parser.error("--formats takes json, sse or json,sse")
+    if ns.guard_enforce:
+        GUARD.extend(["--guard", "enforce", "--forbid-tool", "never_*"])
     if ns.serve_upstream is not None:
         serve_upstream(ns.serve_upstream)
         return 0

@@ -379,6 +379,12 @@ def client_cpu() -> float:
 FAULTS: list[str] = []
 
 
+#: ``--guard enforce`` options given to the mcpsniff configuration (docs/guard.md).
+GUARD: list[str] = []
+#: What ``--guard-enforce`` adds: a pattern no tool matches, so every call is judged and passes.
+GUARD_ENFORCE = ["--guard", "enforce", "--forbid-tool", "never_*"]
+
+
 def server_argv() -> list[str]:
     """The command that runs the benchmark's stdio server."""
     return [sys.executable, str(Path(__file__).resolve()), "--serve"]
@@ -392,7 +398,7 @@ def config_argv(name: str, trace: Path) -> list[str]:
         return [sys.executable, str(Path(__file__).resolve()), "--byte-relay", *server_argv()]
     mcpsniff = Path(sys.executable).with_name("mcpsniff")
     faults = [arg for spec in FAULTS for arg in ("--fault", spec)]
-    return [str(mcpsniff), "stdio", "--trace", str(trace), *faults, "--", *server_argv()]
+    return [str(mcpsniff), "stdio", "--trace", str(trace), *faults, *GUARD, "--", *server_argv()]
 
 
 @dataclass
@@ -1262,12 +1268,19 @@ def main() -> int:
         metavar="SPEC",
         help="run mcpsniff with this --fault (repeatable), e.g. 'drop when method == none'",
     )
+    parser.add_argument(
+        "--guard-enforce",
+        action="store_true",
+        help="run mcpsniff with --guard enforce --forbid-tool 'never_*' (every call judged)",
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--byte-relay", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     ns = parser.parse_args()
     if min(ns.rounds, ns.block) < 1 or min(ns.count, ns.sequential) < (0 if ns.profile else 1):
         parser.error("--rounds, --count, --sequential and --block must be positive")
     FAULTS.extend(ns.fault)
+    if ns.guard_enforce:
+        GUARD.extend(GUARD_ENFORCE)
     if ns.serve:
         return serve()
     if ns.byte_relay:

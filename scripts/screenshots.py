@@ -50,6 +50,8 @@ SHOTS = (
     "ui-actions.png",
     "ui-stats-sorted.png",
     "ui-1920-dark.png",
+    "ui-compare.png",
+    "ui-whole-file.png",
 )
 
 
@@ -104,6 +106,62 @@ def write_live(path: Path) -> None:
     writer.flush()
 
 
+def write_shared(path: Path) -> None:
+    """One trace file of two servers' sessions whose requests interleave in time."""
+    import json
+
+    from mcpsniff.core.analyzer import replay
+    from mcpsniff.core.model import EventRecord, FrameRecord
+    from mcpsniff.trace.writer import TraceWriter
+
+    def session(key: str, server: str, tool: str, first_seq: int, t0: float) -> list:
+        init = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "claude-code", "version": "2.1"},
+        }
+        info = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": server, "version": "1.0"},
+        }
+        messages = [
+            ("c2s", {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": init}),
+            ("s2c", {"jsonrpc": "2.0", "id": 0, "result": info}),
+            ("c2s", {"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            (
+                "c2s",
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "tools/call",
+                    "params": {"name": tool, "arguments": {}},
+                },
+            ),
+            ("s2c", {"jsonrpc": "2.0", "id": 1, "result": {"content": []}}),
+        ]
+        out: list = [EventRecord(first_seq, t0, key, "session-start", {"transport": "stdio"})]
+        out += [
+            FrameRecord(
+                first_seq + 1 + i,
+                t0 + 0.3 * (i + 1),
+                key,
+                d,
+                "stdio",
+                (json.dumps(m) + "\n").encode(),
+            )
+            for i, (d, m) in enumerate(messages)
+        ]
+        out.append(EventRecord(first_seq + 6, t0 + 2.0, key, "session-end", {}))
+        return out  # fmt: skip
+
+    records = session("weather", "weather", "forecast", 1, 1767225600.0)
+    records += session("files", "files", "read_file", 8, 1767225600.15)
+    writer = TraceWriter.create(path, meta={"source": "screenshots"})
+    writer.write_all(list(replay(records)))
+    writer.close()
+
+
 def start_ui(folder: Path) -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "mcpsniff", "ui", str(folder), "--listen", "127.0.0.1:0"],
@@ -136,6 +194,7 @@ def main() -> int:
         for name in TRACES:
             shutil.copyfile(GALLERY / name, folder / name)
         write_live(folder / "live.jsonl")
+        write_shared(folder / "two-servers.jsonl")
         report = folder / "report.html"
         subprocess.run(
             [
@@ -192,6 +251,20 @@ def main() -> int:
                 page.wait_for_selector("table.stats")
                 page.get_by_role("button", name="sort by max").first.click()
                 page.screenshot(path=str(out / "ui-stats-sorted.png"))
+                page.fill("#filter", "")
+                page.press("#filter", "Enter")
+                open_session(page, "unanswered-request.jsonl")
+                page.locator("[data-tab=compare]").click()
+                other = page.evaluate(
+                    "[...document.querySelectorAll('#compare-with option')]"
+                    ".find((o) => o.textContent.includes('clean-2025-11-25')).value"
+                )
+                page.select_option("#compare-with", other)
+                page.wait_for_selector("table.compare tbody tr")
+                page.screenshot(path=str(out / "ui-compare.png"))
+                page.locator(".file-head", has_text="two-servers.jsonl").locator("button").click()
+                page.wait_for_selector("table.file-rows tbody tr")
+                page.screenshot(path=str(out / "ui-whole-file.png"))
                 wide = browser.new_page(viewport=WIDE, color_scheme="dark")
                 wide.goto(url)
                 open_session(wide, "out-of-order-batch.jsonl")

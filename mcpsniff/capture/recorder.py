@@ -41,6 +41,8 @@ class TraceRecorder:
         self.listeners: list[Listener] = []
         #: Called after each batch of records (one feed call), e.g. to flush a display.
         self.batch_listeners: list[Callable[[], None]] = []
+        #: Called once the sessions are closed, after their last records (a display's end).
+        self.close_listeners: list[Callable[[], None]] = []
         #: Further outputs (OTLP, a live view): see mcpsniff.capture.sinks.
         self.sinks: list[Sink] = []
         self.findings = 0
@@ -120,6 +122,8 @@ class TraceRecorder:
     def close(self, t: float) -> list[Record]:
         """End all sessions and flush the trace."""
         records = self._emit(self.analyzer.close(t))
+        for hook in self.close_listeners:
+            hook()
         if self.writer is not None:
             self.writer.flush()
         for sink in self.sinks:

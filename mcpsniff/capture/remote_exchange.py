@@ -26,6 +26,7 @@ from mcpsniff.core.http.headers import end_to_end, header, lowered, text_headers
 from mcpsniff.core.observations import (
     EndpointRewritten,
     ExchangeEnd,
+    HttpGuardAnswered,
     NoFirstEvent,
     Observation,
     RequestBegin,
@@ -196,6 +197,10 @@ class RemoteExchange:
     def endpoint_rewritten(self, old: str, new: str) -> None:
         """The relay rewrote the legacy endpoint URL ``old`` to ``new`` (its own address)."""
         self._sink(EndpointRewritten(self.number, time.time(), old, new))
+
+    def guard_answered(self, tool: str, reason: str, request_id: object) -> None:
+        """``--guard enforce`` answered this exchange's call to ``tool`` itself (after its head)."""
+        self._sink(HttpGuardAnswered(self.number, time.time(), tool, reason, request_id))
 
     def request_cut(self, body_bytes: int) -> None:
         """The request ended before its end; ``body_bytes`` of its body went upstream."""

@@ -50,6 +50,10 @@ class Outputs:
     otlp: str = ""
     #: The HTTP relay's upstream, for the spans' ``server.address``/``server.port``.
     otlp_upstream: str = ""
+    #: The server's name as a person gave it (``--name``), and the name to use when
+    #: neither that nor its ``serverInfo`` is known (the program): the spans' service.
+    otlp_name: str = ""
+    otlp_fallback: str = ""
 
     def to_json(self) -> str:
         """For the addon's analysis process, which gets it on its command line."""
@@ -69,7 +73,15 @@ def build_sinks(outputs: Outputs) -> list[Sink]:
     if outputs.otlp:
         from mcpsniff.export.live import try_otlp_sink
 
-        sinks.extend(try_otlp_sink(outputs.otlp, _warn, outputs.otlp_upstream or None))
+        sinks.extend(
+            try_otlp_sink(
+                outputs.otlp,
+                _warn,
+                outputs.otlp_upstream or None,
+                outputs.otlp_name or None,
+                outputs.otlp_fallback or None,
+            )
+        )
     return sinks
 
 

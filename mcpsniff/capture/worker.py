@@ -111,6 +111,7 @@ def fork_analysis(
     outputs: Outputs,
     show: Callable[[Record], None] | None = None,
     show_flush: Callable[[], None] | None = None,
+    show_close: Callable[[], None] | None = None,
     warn: Callable[[str], None] | None = None,
     label: str = "mcpsniff",
     idle: bool = False,
@@ -120,7 +121,8 @@ def fork_analysis(
     """Fork a relay's analysis process: a ``Worker`` writing ``writer``; ``OSError`` if it fails.
 
     ``make_adapter(recorder)`` gives the shell's adapter (its ``apply``, and
-    ``lost`` if it has one). ``show``/``show_flush`` see every record (``--show``);
+    ``lost`` if it has one). ``show``/``show_flush`` see every record (``--show``),
+    and ``show_close`` the end of the sessions;
     the sinks ``outputs`` asks for are built in the child, where they run;
     ``in_child`` runs there first (to let go of what is the relay's alone).
     ``history_label`` (the server's name for the guard, ``stdio:LABEL`` or
@@ -139,6 +141,8 @@ def fork_analysis(
         recorder.listeners.append(show)
     if show_flush is not None:
         recorder.batch_listeners.append(show_flush)
+    if show_close is not None:
+        recorder.close_listeners.append(show_close)
     adapter = make_adapter(recorder)
     worker = Worker(
         recorder, adapter.apply, lost=getattr(adapter, "lost", None), label=label, warn=warn

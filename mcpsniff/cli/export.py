@@ -11,7 +11,7 @@ import click
 from mcpsniff.cli.filter_option import filter_option, parse_filter
 from mcpsniff.cli.options import output_option
 from mcpsniff.cli.shared import fail, warner
-from mcpsniff.export.otlp_trace import send_trace
+from mcpsniff.export.otlp_trace import send_trace, trace_service
 from mcpsniff.trace.codec import TraceError
 from mcpsniff.trace.output_target import holds_a_trace
 from mcpsniff.trace.reader import TraceReader
@@ -93,7 +93,7 @@ def otlp(
             protocol=protocol,
             headers=parse_headers(headers),
         )
-        exporter = OtlpExporter(settings, deadline=deadline)
+        exporter = OtlpExporter(settings, deadline=deadline, service=trace_service(trace))
     except (OtlpSettingsError, OtlpUnavailable) as exc:
         fail("export otlp", str(exc))
     reader = _open("export otlp", trace)

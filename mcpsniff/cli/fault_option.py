@@ -10,7 +10,7 @@ import click
 
 from mcpsniff.cli.shared import EXIT_ERROR
 from mcpsniff.core.escape import terminal_safe
-from mcpsniff.faults.spec import HTTP_ONLY, Fault, FaultSpecError, load_faults
+from mcpsniff.faults.spec import HTTP_ONLY, STDIO_ONLY, Fault, FaultSpecError, load_faults
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -18,6 +18,11 @@ FAULT_HELP = (
     "Inject a fault: 'ACTION [ARGS] [when FILTER] [prob P seed N] [times N] [after N]', "
     "for example 'delay 300ms when tool == \"echo\"' (repeatable; docs/faults.md)."
 )
+#: Why an HTTP relay refuses a stdio-only action.
+STDIO_ONLY_WHY = {
+    "kill": "an HTTP relay has no server process to end; try disconnect",
+    "reorder": "each HTTP exchange carries its own message; try delay",
+}
 #: Longest specification shown again under its error with a caret.
 CARET_LIMIT = 200
 
@@ -50,8 +55,15 @@ def parsed_faults(
             for line in exc.caret().split("\n"):
                 click.echo(f"  {line}", err=True)
         sys.exit(EXIT_ERROR)
-    if not http:
-        for fault in faults:
+    for fault in faults:
+        if http and fault.action in STDIO_ONLY:
+            click.echo(
+                f"mcpsniff {command}: --fault: {fault.action} needs a stdio relay "
+                f"({STDIO_ONLY_WHY[fault.action]}) ({terminal_safe(fault.text[:80])})",
+                err=True,
+            )
+            sys.exit(EXIT_ERROR)
+        if not http:
             if fault.action in HTTP_ONLY:
                 click.echo(
                     f"mcpsniff {command}: --fault: {fault.action} needs an HTTP relay"

@@ -8,7 +8,14 @@ from pathlib import Path
 import click
 
 from mcpsniff.capture.sinks import Outputs
-from mcpsniff.cli.recording import OTLP_HELP, live_display, otlp_sink, recording_options
+from mcpsniff.cli.fault_option import fault_options, parsed_faults
+from mcpsniff.cli.guard_options import enforce_policy, guard_relay_options
+from mcpsniff.cli.recording import (
+    OTLP_HELP,
+    otlp_sink,
+    recording_options,
+    time_ordered_display,
+)
 from mcpsniff.cli.seconds import seconds_option
 from mcpsniff.cli.shared import fail
 from mcpsniff.core.escape import terminal_safe
@@ -58,6 +65,8 @@ from mcpsniff.core.escape import terminal_safe
     help="Most bytes of one request body kept for analysis; a bigger one is forwarded "
     "whole and recorded as a capture gap.",
 )
+@guard_relay_options
+@fault_options
 def http(
     upstream: str,
     listen: str,
@@ -69,7 +78,12 @@ def http(
     head_timeout: float,
     idle_timeout: float,
     capture_limit: int,
+    fault_specs: tuple[str, ...] = (),
+    fault_files: tuple[str, ...] = (),
     otlp: str | None = None,
+    guard_mode: str = "off",
+    guard_pins: Path | None = None,
+    guard_forbid: tuple[str, ...] = (),
 ) -> None:
     """Reverse-proxy and record an MCP server over Streamable HTTP or HTTP+SSE.
 
@@ -77,8 +91,10 @@ def http(
     3 when it could not be written in full (a warning says why), 2 when the
     proxy cannot start.
     """
+    from mcpsniff.core.redact import redact_query
     from mcpsniff.relay.http import HttpOptions, StartError, parse_listen, run_http
 
+    faults = parsed_faults("http", fault_specs, fault_files, http=True)
     try:
         host, port = parse_listen(listen)
     except ValueError as exc:
@@ -95,7 +111,14 @@ def http(
         head_timeout=head_timeout,
         idle_timeout=idle_timeout,
         capture_limit=capture_limit,
+        faults=faults,
     )
+    # The server as the trace's header names it, so that the lock file's keys match.
+    shown = upstream if no_redact else redact_query(upstream)
+    options.guard = enforce_policy("http", f"http:{shown}", guard_mode, guard_pins, guard_forbid)
+    if options.guard is not None and faults:
+        # Both hold each request to judge it, in two different ways: one at a time.
+        fail("http", "--fault and --guard enforce cannot be used together; choose one")
     if otlp:
         otlp_sink("http", otlp, upstream)  # a bad endpoint or a missing extra: exit 2 now
         options.outputs = Outputs(otlp=otlp, otlp_upstream=upstream)
@@ -109,9 +132,16 @@ def http(
     def warn(text: str) -> None:
         click.echo(terminal_safe(text), err=True)
 
-    listener, flush = live_display(show)
+    listener, flush, close = time_ordered_display(show)
     try:
-        status = run_http(options, announce=announce, warn=warn, show=listener, show_flush=flush)
+        status = run_http(
+            options,
+            announce=announce,
+            warn=warn,
+            show=listener,
+            show_flush=flush,
+            show_close=close,
+        )
     except StartError as exc:
         fail("http", str(exc))
     sys.exit(status)

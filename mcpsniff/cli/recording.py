@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -71,6 +72,58 @@ def live_display(
         sys.stderr.flush()
 
     return listener, flush
+
+
+def time_ordered_display(
+    show: bool,
+) -> tuple[Callable[[Record], None] | None, Callable[[], None] | None, Callable[[], None] | None]:
+    """``mcpsniff http``'s ``--show``: the timeline in observation time, not arrival order.
+
+    A record listener, a flush after each batch and a close at the end. Each
+    line waits up to ``HOLD`` seconds for earlier ones (``terminal/time_order.py``);
+    a clock thread, started in the analysis process on the first record, lets
+    them out when no traffic comes.
+    """
+    if not show:
+        return None, None, None
+    from mcpsniff.terminal.time_order import TimeOrder
+
+    timeline = Timeline(Style(colour(sys.stderr)), time_format=_short_time)
+    order = TimeOrder()
+    lock = threading.Lock()
+    clock: list[threading.Thread] = []
+
+    def write(records: list[Record]) -> None:
+        for record in records:
+            for line in timeline.feed(record):
+                sys.stderr.write(line + "\n")
+        if records:
+            for line in timeline.flush():
+                sys.stderr.write(line + "\n")
+            sys.stderr.flush()
+
+    def tick() -> None:
+        while True:
+            time.sleep(0.1)
+            with lock:
+                write(order.due(time.time()))
+
+    def listener(record: Record) -> None:
+        with lock:
+            order.add(record)
+            if not clock:
+                clock.append(threading.Thread(target=tick, name="show-clock", daemon=True))
+                clock[0].start()
+
+    def flush() -> None:
+        with lock:
+            write(order.due(time.time()))
+
+    def close() -> None:
+        with lock:
+            write(order.drain())
+
+    return listener, flush, close
 
 
 def _short_time(t: float) -> str:

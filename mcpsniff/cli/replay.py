@@ -119,8 +119,6 @@ def serve(
     """
     tolerate_surrogates()
     faults = parsed_faults("replay", fault_specs, fault_files, http=listen is not None)
-    if faults and listen:
-        fail("replay", "--fault works over stdio only for now (not with --http)")
     from mcpsniff.replay.run import CannotServe, serve_script
     from mcpsniff.replay.tap import Tap
 

@@ -59,7 +59,9 @@ def stdio(
         fail("stdio", "--fault and --guard enforce cannot be used together; choose one")
     if otlp:
         otlp_sink("stdio", otlp)  # a bad endpoint or a missing extra: exit 2 now, not later
-        options.outputs = Outputs(otlp=otlp)
+        options.outputs = Outputs(
+            otlp=otlp, otlp_name=name or "", otlp_fallback=Path(command[0]).name
+        )
 
     def announce(writer: TraceWriter) -> None:
         if writer.note:

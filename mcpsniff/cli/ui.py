@@ -36,6 +36,7 @@ def ui(paths: tuple[Path, ...], listen: str, open_browser: bool) -> None:
     PATHS are trace files or folders of traces (default: the state folder, where
     relays record). Sessions recorded while the page is open appear as they happen.
     """
+    from mcpsniff.replay.trace_diff import compare_sessions
     from mcpsniff.ui.server import serve
 
     host, port = parse_listen(listen)
@@ -57,7 +58,7 @@ def ui(paths: tuple[Path, ...], listen: str, open_browser: bool) -> None:
             webbrowser.open(url)
 
     try:
-        asyncio.run(serve(roots, host, port, announce, ready))
+        asyncio.run(serve(roots, host, port, announce, ready, comparer=compare_sessions))
     except KeyboardInterrupt:
         pass
     except OSError as exc:

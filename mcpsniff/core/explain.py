@@ -19,18 +19,19 @@ from mcpsniff.core.descriptions import PLAIN
 #: Hand-written paragraphs: the meaning first, then the fix.
 WRITTEN: dict[str, str] = {
     "JR-PARSE": (
-        "A frame was not valid JSON, so the receiver cannot read it at all and (if it "
-        "answers) must reply with a single -32700 Parse error whose id is null. The cause "
-        "names the usual mistake: a log line or print() on stdout, a pretty-printed "
-        "(multi-line) message, a trailing comma, NaN, a comment, a raw control character, "
-        "a byte order mark, UTF-16 or invalid UTF-8. Fix the writer: serialize every "
-        "message with a real JSON encoder, on one line, UTF-8, and send logs to stderr."
+        "A frame was not valid JSON, so the receiver cannot read it at all and (if it answers) "
+        "must reply with a single -32700 Parse error whose id is null. The cause names the "
+        "usual mistake: a log line or print() on stdout, a pretty-printed message, a trailing "
+        "comma, NaN, a comment, a raw control character, a byte order mark, UTF-16, invalid "
+        "UTF-8 or an empty line (a notice). Fix the writer: serialize every message with a real "
+        "JSON encoder, on one line, UTF-8, and send logs to stderr."
     ),
     "JR-TOPLEVEL": (
-        "A frame held valid JSON that is not a JSON-RPC message: a number, a string, an "
-        "empty array [], or an array element that is not an object. The receiver answers "
-        "it with -32600 Invalid Request and id null. Fix the sender to write one request, "
-        "notification or response object per message."
+        "A frame held valid JSON that is not a JSON-RPC message: a number, a string, an empty "
+        "array [], an array element that is not an object, or an object with neither a method "
+        "nor a result or error. The receiver answers it with -32600 Invalid Request and id "
+        "null. Fix the sender to write one request, notification or response object per "
+        "message."
     ),
     "JR-VERSION": (
         'Every JSON-RPC 2.0 message must carry "jsonrpc": "2.0" exactly (not 2.0 as a '
@@ -38,11 +39,11 @@ WRITTEN: dict[str, str] = {
         "the member to every request, notification and response."
     ),
     "JR-RESP-ID": (
-        "A response's id must be the request's id, with the same JSON type and value: "
-        '"1" and 1 are different ids. The cause says what went wrong: the id came back as '
-        "another type, a response answered an id nobody sent, a request was answered "
-        "twice, or an integer id lost precision through a 64-bit float. Fix the server to "
-        "echo the id exactly as received (keep it as the parsed JSON value, never convert it)."
+        "A response's id must be the request's id, with the same JSON type and value: \"1\" and 1 "
+        "are different ids. The cause says what went wrong: a result carried no id, the id came "
+        "back as another type, a response answered an id nobody sent, a request was answered "
+        "twice, or an integer id lost precision through a 64-bit float. Fix the server to echo "
+        "the id exactly as received (keep it as the parsed JSON value, never convert it)."
     ),
     "JR-RESP-REQUIRED": (
         "Every request must get exactly one response; this one never did before the "
@@ -61,15 +62,14 @@ WRITTEN: dict[str, str] = {
         "receiver's batch handling to treat [] as an invalid request."
     ),
     "JR-ERROR-SEMANTICS": (
-        "An error code was used against its predefined meaning: -32700 means the bytes "
-        "were not JSON, -32600 that valid JSON was not a valid request, -32601 an unknown "
-        "method, -32602 bad params, -32603 an internal error. Clients act on these codes; "
-        "pick the one that says what really happened."
+        "A -32700 Parse error answered JSON that did parse: a request, or valid JSON that is "
+        "not a request (which calls for -32600 Invalid Request). -32700 says the bytes were not "
+        "JSON at all; clients act on the code, so use the one that says what happened."
     ),
     "JR-NOTIF-NO-REPLY": (
-        "Something answered a notification, or sent a result with a null id. Notifications "
-        "must never be answered. Fix the receiver to send nothing back for messages without "
-        "an id."
+        'A result arrived with "id": null, which can only answer a notification or nothing at '
+        "all. Notifications must never be answered: fix the receiver to send nothing back for a "
+        "message without an id."
     ),
     "MSG-ID-REUSE": (
         "A request id was used twice in one session. MCP forbids it even for retries (the "
@@ -88,8 +88,8 @@ WRITTEN: dict[str, str] = {
         "notification."
     ),
     "MSG-ID-TYPE": (
-        "MCP request ids are strings or integers; a fractional number, a boolean, an array "
-        "or an object is not allowed. Use a counter or a UUID string."
+        "MCP request ids are strings or integers; this id was a fractional number, which "
+        "JSON-RPC allows but MCP does not. Use a counter or a UUID string."
     ),
     "STDIO-STDOUT-CLEAN": (
         "The server wrote something to stdout that is not an MCP message. On stdio, stdout "
@@ -123,21 +123,23 @@ WRITTEN: dict[str, str] = {
         "failing right after connecting. Send it once, right after the initialize result."
     ),
     "LC-INITIALIZED-EARLY": (
-        "The client sent notifications/initialized before the initialize result arrived. "
-        "Wait for the result first: it settles the version the notification belongs to."
+        "The client sent notifications/initialized before the initialize result arrived, or "
+        "after initialize failed. Send it only after a successful initialize result: that "
+        "result settles the version the notification belongs to."
     ),
     "LC-CLIENT-PRE-RESPONSE": (
         "The client sent a request (other than ping) before the initialize result came. "
         "Wait for the result: until then no version or capability is agreed."
     ),
     "LC-SERVER-PRE-INITIALIZED": (
-        "The server sent a request (other than ping) before the client's "
-        "notifications/initialized. Wait for it before sampling, elicitation or roots requests."
+        "The server sent a request other than ping before the client's "
+        "notifications/initialized. A server must wait for that notification before it sends "
+        "sampling, elicitation or roots requests."
     ),
     "LC-VERSION-SERVER": (
-        "The server answered initialize with a protocol version it may not choose: it must "
-        "be the client's version when the server supports it, else another version the "
-        "server supports. Fix the server's version negotiation."
+        "The server answered initialize with a protocolVersion that is not a published MCP "
+        "version. A server must answer with the client's version when it supports it, else "
+        "another published version it supports."
     ),
     "CAP-LOGGING-NOTIFY": (
         "The server sent log notifications without declaring the logging capability. "
@@ -148,9 +150,10 @@ WRITTEN: dict[str, str] = {
         "Check the capabilities of the initialize result before calling a feature."
     ),
     "TOOL-RESULT-SHAPE": (
-        "A tools/call result must have a content array of known content blocks (text, "
-        "image, audio, resource, resource_link) and a boolean isError. Build the result "
-        "with the SDK's types, and report tool failures as isError: true, not as odd shapes."
+        "A tools/call result must have a content array of content blocks of types the protocol "
+        "version knows (text, image, audio, resource, resource_link), and isError, when "
+        "present, must be a boolean. Build the result with the SDK's types, and report tool "
+        "failures as isError: true."
     ),
     "TOOL-ARGS-SCHEMA": (
         "The arguments of a tools/call do not match the tool's inputSchema from tools/list. "
@@ -166,8 +169,8 @@ WRITTEN: dict[str, str] = {
         "tool list (after notifications/tools/list_changed) and call only listed tools."
     ),
     "PROG-STOP": (
-        "Progress notifications for a token must stop when its request is answered (or, for "
-        "a task, when the task ends). Send no progress after the final result."
+        "Progress notifications for a token must stop when its request is answered. Send no "
+        "progress after the final result."
     ),
     "PROG-MONOTONIC": (
         "The progress value must increase with each notification for a token. Send a "
@@ -255,10 +258,11 @@ WRITTEN: dict[str, str] = {
     ),
     "MOD-HTTP-POST-ONLY": (
         "2026-07-28 Streamable HTTP is stateless: a server never mints an Mcp-Session-Id nor "
-        "echoes the client's, and GET/DELETE on the endpoint should get 405. This server "
-        "answered a 2026-07-28 request with an Mcp-Session-Id header, so clients that honour "
-        "it tie themselves to one server instance. Drop the header for modern requests "
-        "(a dual-era server may still mint one for a 2025-era initialize)."
+        "echoes the client's, and answers GET or DELETE on the endpoint with 405 Method Not "
+        "Allowed. This server sent an Mcp-Session-Id on a 2026-07-28 reply, or answered a "
+        "2026-07-28 GET or DELETE with another status. Drop the header for modern requests and "
+        "refuse GET and DELETE (a dual-era server may still mint a session for a 2025-era "
+        "initialize)."
     ),
     "MOD-SUBS-ACK-FIRST": (
         "On a subscriptions/listen subscription the server's first message must be "

@@ -24,8 +24,14 @@ from mcpsniff.core.model import C2S, S2C, EventRecord, FrameRecord
 
 #: ``marks`` value: every later frame of the direction.
 REST = "rest"
-#: Rules whose findings assume that the sender of a request saw its answer.
-ANSWER_SEEN_RULES = frozenset({"CANCEL-IN-PROGRESS"})
+#: Rules whose findings assume that the sender of a request saw its answer: a
+#: cancel after it, or a second answer (a stream resumed after mcpsniff cut the
+#: first one off redelivers it, as 2025-11-25 basic/transports.mdx § Resumability
+#: and Redelivery has the server do).
+ANSWER_SEEN_RULES = frozenset({"CANCEL-IN-PROGRESS", "JR-RESP-ID"})
+#: Rules a resilience rule judges instead when mcpsniff caused what they react to:
+#: a client reusing a session after an injected 404 is RESIL-SESSION-REUSED's.
+JUDGED_BY_RESILIENCE = {"HTTP-SESSION-REINIT": ("status", 404)}
 #: Notes a ledger keeps (a long run with ``prob`` faults must stay bounded).
 NOTES_LIMIT = 100_000
 
@@ -75,6 +81,12 @@ class FaultLedger:
     requested_after: dict[str, list[tuple[int, str]]] = field(
         default_factory=lambda: {C2S: [], S2C: []}
     )
+    #: Answers (ids, ``repr``) each direction carried after a fault, and when: one
+    #: mcpsniff withheld may come again on a resumed stream.
+    answered_after: dict[str, dict[str, float]] = field(default_factory=lambda: {C2S: {}, S2C: {}})
+    #: HTTP requests after a fault, as (seq of their event, whether they resume a
+    #: stream with Last-Event-ID, their Mcp-Session-Id, their method).
+    http_requests: list[tuple[int, bool, str | None, str]] = field(default_factory=list)
 
     def note(self, record: EventRecord) -> FaultNote | None:
         """Take a ``fault`` event: remember it and the frames it announces."""
@@ -137,6 +149,24 @@ class FaultLedger:
                 after = self.requested_after[direction]
                 if len(after) < NOTES_LIMIT:
                     after.append((frame.seq, method))
+            elif method is None and "id" in value:
+                answered = self.answered_after[direction]
+                if len(answered) < NOTES_LIMIT:
+                    answered.setdefault(repr(value["id"]), frame.t)
+
+    def http_request(self, record: EventRecord) -> None:
+        """An ``http-request`` event after a fault: does it resume a stream, in which session?"""
+        if not self.notes or len(self.http_requests) >= NOTES_LIMIT:
+            return
+        headers = record.data.get("headers")
+        names: dict[str, str] = {}
+        if isinstance(headers, list):
+            for pair in headers[:200]:
+                if isinstance(pair, list) and len(pair) == 2 and isinstance(pair[0], str):
+                    names.setdefault(pair[0].lower(), str(pair[1]))
+        resumes = "last-event-id" in names
+        method = str(record.data.get("method", ""))[:20]
+        self.http_requests.append((record.seq, resumes, names.get("mcp-session-id"), method))
 
     def withheld_finding(self, rule: str, seqs: list[int]) -> None:
         """Count a finding withheld because it named a touched frame."""
@@ -148,9 +178,15 @@ class FaultLedger:
         """Whether a finding of ``rule`` naming ``seqs`` would blame a peer for mcpsniff's doing.
 
         It names a touched frame; or it says a request was answered when
-        mcpsniff withheld that answer from the peer it concerns.
+        mcpsniff withheld that answer from the peer it concerns; or a resilience
+        rule judges the same reaction to what mcpsniff did (``JUDGED_BY_RESILIENCE``).
         """
         touched = self.touched
         if any(seq in touched for seq in seqs):
+            return True
+        judged = JUDGED_BY_RESILIENCE.get(rule)
+        if judged is not None and any(
+            note.action == judged[0] and note.data.get("code") == judged[1] for note in self.notes
+        ):
             return True
         return rule in ANSWER_SEEN_RULES and any(seq in self.answer_withheld for seq in seqs)

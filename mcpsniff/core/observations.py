@@ -352,6 +352,45 @@ class RequestCut:
 
 @fast_init
 @dataclass(frozen=True, slots=True)
+class HttpGuardAnswered:
+    """``--guard enforce`` answered an exchange's ``tools/call`` itself (see ``GuardAnswered``).
+
+    Sent after the answer's head, so that the event sits in the exchange's
+    session, after its request and before the body mcpsniff wrote.
+    """
+
+    name: ClassVar[str] = "guard-answered"
+    exchange: int
+    t: float
+    tool: str
+    reason: str
+    id: Any
+
+    def data(self) -> dict[str, Any]:
+        return {"exchange": self.exchange, "tool": self.tool, "reason": self.reason, "id": self.id}
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
+class ExchangeFault:
+    """``--fault`` did something to an HTTP exchange on purpose (``mcpsniff/relay/http_faults.py``).
+
+    Told to the exchange, so that its ``fault`` event lands in the exchange's
+    session, before the frames it marks; ``record`` is the fault record as
+    ``FaultInjected`` carries it.
+    """
+
+    name: ClassVar[str] = "fault"
+    exchange: int
+    t: float
+    record: dict[str, Any]
+
+    def data(self) -> dict[str, Any]:
+        return self.record
+
+
+@fast_init
+@dataclass(frozen=True, slots=True)
 class HttpRefused:
     """What the relay refused or cut that belongs to no exchange (a bad head, a slow one)."""
 
@@ -383,6 +422,8 @@ Observation = (
     | NoFirstEvent
     | EndpointRewritten
     | RequestCut
+    | HttpGuardAnswered
+    | ExchangeFault
     | HttpRefused
     | ExchangeEnd
     | Unreachable
@@ -419,4 +460,6 @@ KINDS: tuple[type, ...] = (
     ChildExited,
     GuardAnswered,
     FaultInjected,
+    HttpGuardAnswered,
+    ExchangeFault,
 )

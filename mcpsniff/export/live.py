@@ -15,6 +15,7 @@ from mcpsniff.export.otlp import (
     check_endpoint,
 )
 from mcpsniff.export.otlp_sink import OtlpSink
+from mcpsniff.listing.identity import Origin
 
 #: Seconds one live export may take, retries included.
 LIVE_TIMEOUT = 2.0
@@ -25,10 +26,14 @@ def otlp_sink(
     warn: Callable[[str], None],
     upstream: str | None = None,
     protocol: str | None = None,
+    name: str | None = None,
+    fallback: str | None = None,
 ) -> OtlpSink:
     """The sink for ``--otlp ENDPOINT``; raises ``OtlpSettingsError``/``OtlpUnavailable``.
 
     ``upstream`` (the HTTP relay's) gives ``server.address``/``server.port``.
+    The spans' ``service.name`` is ``name`` (``--name``), else the server's
+    ``serverInfo`` name, else ``fallback`` (the program, the upstream's host).
     Everything else comes from the ``OTEL_EXPORTER_OTLP_*`` variables.
     """
     check_available()
@@ -47,11 +52,17 @@ def otlp_sink(
         if parts is not None and parts.hostname:
             options.server_address = parts.hostname
             options.server_port = port
-    return OtlpSink(settings, options, warn)
+    if fallback is None and options.server_address:
+        fallback = options.server_address
+    return OtlpSink(settings, options, warn, origin=Origin(name, fallback))
 
 
 def try_otlp_sink(
-    endpoint: str, warn: Callable[[str], None], upstream: str | None = None
+    endpoint: str,
+    warn: Callable[[str], None],
+    upstream: str | None = None,
+    name: str | None = None,
+    fallback: str | None = None,
 ) -> list[OtlpSink]:
     """``[sink]`` for ``endpoint``, or ``[]`` after one warning saying why not.
 
@@ -59,7 +70,7 @@ def try_otlp_sink(
     the recording (mitmproxy has already started when the option arrives).
     """
     try:
-        return [otlp_sink(endpoint, warn, upstream)]
+        return [otlp_sink(endpoint, warn, upstream, name=name, fallback=fallback)]
     except (OtlpSettingsError, OtlpUnavailable) as exc:
         warn(f"mcpsniff: OTLP export disabled: {exc}")
         return []

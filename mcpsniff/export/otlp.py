@@ -176,8 +176,15 @@ class OtlpExporter:
     Not thread-safe: one thread drives it.
     """
 
-    def __init__(self, settings: OtlpSettings, deadline: float | None = None) -> None:
-        """``deadline``: seconds the whole run may wait on the collector (None: no bound)."""
+    def __init__(
+        self, settings: OtlpSettings, deadline: float | None = None, service: str | None = None
+    ) -> None:
+        """``deadline``: seconds the whole run may wait on the collector (None: no bound).
+
+        ``service``: the ``service.name`` of the spans, the server's name (its label,
+        else its ``serverInfo`` name); ``mcpsniff`` when none is known.
+        ``OTEL_SERVICE_NAME`` overrides either.
+        """
         sdk = _import_sdk()
         #: When (``time.monotonic()``) the exporter stops waiting on the collector.
         self.deadline = time.monotonic() + deadline if deadline is not None else None
@@ -192,7 +199,7 @@ class OtlpExporter:
         self._metric_exporter = metric_exporter
         attributes: dict[str, Any] = {"telemetry.sdk.name": "opentelemetry"}
         if not os.environ.get("OTEL_SERVICE_NAME"):
-            attributes["service.name"] = "mcpsniff"
+            attributes["service.name"] = service or "mcpsniff"
         resource = sdk.Resource.create(attributes)
         self._resource = resource
         self._scope = sdk.InstrumentationScope("mcpsniff", __version__)

@@ -13,6 +13,7 @@ on the network in its thread (the Sink contract, ``mcpsniff/capture/sinks.py``).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import queue
 import threading
@@ -20,9 +21,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from mcpsniff.core.model import Record
+from mcpsniff.core.model import FrameRecord, Record
 from mcpsniff.export.otel_spans import ExportOptions, SpanBuilder
 from mcpsniff.export.otlp import OtlpExporter, OtlpSettings
+from mcpsniff.listing.identity import Origin, SessionIdentity
 
 #: Batches waiting for the worker; beyond this they are dropped (and counted).
 QUEUE_LIMIT = 1024
@@ -38,6 +40,9 @@ CPU_BUDGET = 0.25
 #: stdio server about two seconds to exit after closing its stdin (the official
 #: SDKs then terminate it), and mcpsniff exits only after its analysis process.
 CLOSE_TIMEOUT = 1.0
+
+#: A frame longer than this is not parsed for the server's name.
+NAME_BODY_LIMIT = 1 << 20
 
 _STOP = object()
 
@@ -73,8 +78,12 @@ class OtlpSink:
         options: ExportOptions | None = None,
         warn: Callable[[str], None] | None = None,
         queue_limit: int = QUEUE_LIMIT,
+        origin: Origin | None = None,
     ) -> None:
         self.settings = settings
+        #: The server, as its spans' ``service.name``: ``origin.name`` (a person's
+        #: --name), else its ``serverInfo`` (read here), else ``origin.fallback``.
+        self.server = SessionIdentity("", origin or Origin())
         self.options = options or ExportOptions()
         self.warn = warn or (lambda text: None)
         self._builder: SpanBuilder | None = None
@@ -98,6 +107,15 @@ class OtlpSink:
             if self._builder is None:
                 self._start()
             assert self._builder is not None
+            if (
+                self.server.server is None
+                and type(record) is FrameRecord
+                and record.direction == "s2c"
+                and len(record.raw) <= NAME_BODY_LIMIT
+                and b"serverInfo" in record.raw
+            ):
+                with contextlib.suppress(ValueError, RecursionError):
+                    self.server.saw_body("s2c", json.loads(record.raw))
             self._builder.feed(record)
         except Exception as exc:
             self._give_up(f"OTLP export stopped after an internal error: {exc!r}")
@@ -180,20 +198,30 @@ class OtlpSink:
         # one by one): what it does is worth less than forwarding and analysis.
         with contextlib.suppress(OSError, AttributeError):
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        # The exporter (and with it the spans' service.name) is made with the first
+        # operations: by then the initialize result has named the server.
+        first = self._queue.get()
+        if first is _STOP:
+            return
         try:
-            exporter = OtlpExporter(self.settings)
+            name = self.server.name
+            exporter = OtlpExporter(self.settings, service=None if name == "?" else name)
         except Exception as exc:
             self._give_up(f"OTLP export disabled: {exc}")
             self._drain()
             return
+        carried: Any = first
         last_send = last_metrics = time.monotonic()
         budget = _Budget(CPU_BUDGET)
         stopping = False
         while not stopping:
-            try:
-                item = self._queue.get(timeout=SEND_INTERVAL)
-            except queue.Empty:
-                item = None
+            if carried is not None:
+                item, carried = carried, None
+            else:
+                try:
+                    item = self._queue.get(timeout=SEND_INTERVAL)
+                except queue.Empty:
+                    item = None
             if item is _STOP:
                 stopping = True
             elif item is not None:

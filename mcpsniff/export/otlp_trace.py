@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mcpsniff.core.analyzer import replay
@@ -12,7 +13,9 @@ from mcpsniff.core.model import Record
 from mcpsniff.export.otel_spans import ExportOptions, SpanDraft, spans_of
 from mcpsniff.filter import Filter
 from mcpsniff.filter.view import MessageView, ViewBuilder
+from mcpsniff.listing.summary import summarize
 from mcpsniff.trace.reader import TraceReader
+from mcpsniff.trace.spool import is_stream
 
 if TYPE_CHECKING:
     from mcpsniff.export.otlp import OtlpExporter
@@ -27,6 +30,21 @@ class SentTrace:
 
     operations: int
     ok: bool
+
+
+def trace_service(path: Path) -> str | None:
+    """The spans' ``service.name`` for the trace at ``path``: its server's name, as ``ls``
+    shows it (the newest session's ``--name``, else its ``serverInfo``, else the program).
+
+    None when the trace names no server, or is a pipe (it can be read only once).
+    """
+    if is_stream(path):
+        return None
+    summary = summarize(path)
+    if summary is None or not summary.identities:
+        return None
+    name = summary.server
+    return None if name == "?" else name
 
 
 def send_trace(

@@ -132,6 +132,14 @@ class FaultEngine:
             return True
         return bool(self._pending[S2C if direction == C2S else C2S])
 
+    def answers_may_match(self, direction: str) -> bool:
+        """Whether an answer going in ``direction`` may match a fault (False: pass it unread).
+
+        With name needles, an answer matches only through the request it
+        answers, which the engine then has in flight.
+        """
+        return self.needles is None or bool(self._pending[S2C if direction == C2S else C2S])
+
     def seed_of(self, index: int) -> int:
         """The seed fault ``index`` draws from (its own, or the one chosen for it)."""
         return self._states[index].seed

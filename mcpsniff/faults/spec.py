@@ -52,6 +52,8 @@ CORRUPTIONS = ("truncate", "trailing-comma", "invalid-utf8", "banner", "split", 
 ANSWERS = frozenset({ERROR, TOOL_ERROR, STATUS})
 #: Actions that only an HTTP relay can carry out.
 HTTP_ONLY = frozenset({STATUS})
+#: Actions that only a stdio relay can carry out (an HTTP relay has no server process).
+STDIO_ONLY = frozenset({KILL, REORDER})
 
 _TOKEN = re.compile(r'\s*(?:"((?:[^"\\]|\\.)*)"|(\S+))')
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")

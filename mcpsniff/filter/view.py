@@ -116,6 +116,15 @@ def _may_carry_trace(raw: bytes) -> bool:
     return _TRACEPARENT_BYTES in raw or (b"\\" in raw and b"\\u" in raw)
 
 
+def _may_flag_error(raw: bytes) -> bool:
+    """Whether ``raw`` may hold an ``isError`` key: the cheap test before parsing a result.
+
+    A batch of 100,000 results parses into over a million objects, 120 MB, for
+    a flag almost no result carries; the key spelt with escapes is still the key.
+    """
+    return b"isError" in raw or (b"\\" in raw and b"\\u" in raw)
+
+
 def message_body(frame: FrameRecord | None, index: int | None) -> Any:
     """The JSON value of a frame (or of element ``index`` of its batch), or ``None``."""
     if frame is None:
@@ -175,12 +184,22 @@ class ViewBuilder:
     a view of its own, of kind ``"finding"``.
     """
 
-    def __init__(self, findings_index: FindingsIndex | None = None) -> None:
+    def __init__(self, findings_index: FindingsIndex | None = None, stream: bool = False) -> None:
+        """``stream`` (with a ``findings_index``): return each message's view as soon as
+        its record is read, not its frame's views together at the next frame."""
         self._index = findings_index
+        # With an index a view is complete when made (its findings come from the index,
+        # no finding record joins it later): a batch of 100,000 elements then need not
+        # hold 100,000 views at once. A model that links findings to a frame's rows
+        # wants them together, and does not stream.
+        self._stream = stream and findings_index is not None
         self._frame: FrameRecord | None = None
         #: The last frame searched for a traceparent, and the answer.
         self._scanned: FrameRecord | None = None
         self._scanned_may_carry = False
+        #: The last frame searched for an isError key, and the answer.
+        self._error_scanned: FrameRecord | None = None
+        self._error_may = False
         self._views: list[MessageView] = []
         self._event_view: MessageView | None = None
         #: Requests by (session, frame seq, batch index), to pair responses.
@@ -192,7 +211,10 @@ class ViewBuilder:
         """The views that became complete with ``record``."""
         if isinstance(record, MessageRecord):
             if self._frame is not None and record.frame == self._frame.seq:
-                self._views.append(self._message_view(self._frame, record))
+                view = self._message_view(self._frame, record)
+                if self._stream:
+                    return [view]
+                self._views.append(view)
             return []
         if isinstance(record, FindingRecord):
             if self._index is not None:
@@ -228,6 +250,10 @@ class ViewBuilder:
         self._views = []
         self._event_view = None
         self._frame = None
+        # The frame is complete: a builder kept for a growing trace (the UI's)
+        # must not hold its bytes and parsed body, a batch's million objects.
+        self._scanned = None
+        self._error_scanned = None
         return done
 
     def _findings_of(self, session: str, seq: int) -> list[FindingRecord]:
@@ -243,6 +269,13 @@ class ViewBuilder:
             self._scanned = frame
             self._scanned_may_carry = _may_carry_trace(frame.raw)
         return self._scanned_may_carry
+
+    def _may_flag_error(self, frame: FrameRecord) -> bool:
+        """``_may_flag_error(frame.raw)``, found once per frame, not once per batch element."""
+        if frame is not self._error_scanned:
+            self._error_scanned = frame
+            self._error_may = _may_flag_error(frame.raw)
+        return self._error_may
 
     def _message_view(self, frame: FrameRecord, message: MessageRecord) -> MessageView:
         view = MessageView(
@@ -284,7 +317,7 @@ class ViewBuilder:
                 if request.trace is not None:
                     view.trace = request.trace
                     view.trace_inherited = True
-            if kind == RESPONSE and view.method == TOOLS_CALL:
+            if kind == RESPONSE and view.method == TOOLS_CALL and self._may_flag_error(frame):
                 body = view.body
                 result = body.get("result") if isinstance(body, dict) else None
                 view.is_error = isinstance(result, dict) and result.get("isError") is True
@@ -361,8 +394,8 @@ def index_findings(records: Iterable[Record]) -> FindingsIndex:
 def build_views(
     records: Iterable[Record], findings_index: FindingsIndex | None = None
 ) -> Iterator[MessageView]:
-    """Every view of a record stream, in trace order."""
-    builder = ViewBuilder(findings_index)
+    """Every view of a record stream, in trace order (each as soon as it is complete)."""
+    builder = ViewBuilder(findings_index, stream=True)
     for record in records:
         yield from builder.feed(record)
     yield from builder.flush()

@@ -1,7 +1,9 @@
 """Reading, writing and backing up configuration files.
 
-Before a configuration file is changed, a backup records its exact bytes, the
-bytes written in their place, and the original text of each entry wrapped.
+Before a configuration file is changed, a backup keeps a plain copy of it
+(``NAME.orig``: ``cp`` puts it back) and, beside it, what ``uninstall`` needs
+(``NAME.json``): its exact bytes, the bytes written in their place, and the
+original text of each entry wrapped.
 ``uninstall`` restores those bytes when the file is still exactly what
 ``install`` wrote (newest backup first, so several installs unwind in turn);
 when something else changed the file since, it removes only the wrapping.
@@ -26,6 +28,8 @@ from mcpsniff.terminal.safe_output import json_line
 from mcpsniff.trace.paths import make_private_dirs, state_dir
 
 BACKUP_SUFFIX = ".json"
+#: The plain copy of the file as it was, beside its backup's metadata.
+COPY_SUFFIX = ".orig"
 RESTORED_SUFFIX = ".restored"
 
 
@@ -74,28 +78,54 @@ def write_atomically(path: Path, data: bytes, expected: bytes | None = None) -> 
 def write_backup(
     client: str, path: Path, original: bytes, written: bytes, entries: dict[str, Any]
 ) -> Path:
-    """Record a change about to be made to ``path``; returns the backup file."""
+    """Record a change about to be made to ``path``; returns the backup's metadata file.
+
+    Its plain copy is ``copy_of(backup)``, written first: a metadata file always
+    has its copy.
+    """
     folder = backup_dir()
     make_private_dirs(folder)
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    document = {
-        "client": client,
-        "path": str(path.resolve()),
-        "time": time.time(),
-        "original_b64": base64.b64encode(original).decode("ascii"),
-        "written_sha256": digest(written),
-        "entries": entries,
-    }
     for n in range(1000):
-        backup = folder / f"{client}-{stamp}-{n}{BACKUP_SUFFIX}"
+        stem = f"{client}-{stamp}-{n}"
+        copy = folder / f"{stem}{COPY_SUFFIX}"
         try:
-            fd = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:
             continue
         with os.fdopen(fd, "wb") as handle:
-            handle.write(json_line(document).encode("utf-8"))
+            handle.write(original)
+        document = {
+            "client": client,
+            "path": str(path.resolve()),
+            "time": time.time(),
+            "copy": copy.name,
+            "original_b64": base64.b64encode(original).decode("ascii"),
+            "written_sha256": digest(written),
+            "entries": entries,
+        }
+        backup = folder / f"{stem}{BACKUP_SUFFIX}"
+        try:
+            fd = os.open(backup, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(json_line(document).encode("utf-8"))
+        except OSError:
+            copy.unlink()
+            raise
         return backup
     raise OSError(f"cannot name a backup in {folder}")
+
+
+def copy_of(backup: Path) -> Path:
+    """The plain copy of the file a backup's metadata (``write_backup``) was made for."""
+    return backup.with_suffix(COPY_SUFFIX)
+
+
+def drop_backup(backup: Path) -> None:
+    """Remove a backup whose change was not made (it would only mislead ``uninstall``)."""
+    for part in (backup, copy_of(backup)):
+        with contextlib.suppress(FileNotFoundError):
+            part.unlink()
 
 
 def backups_for(path: Path) -> list[tuple[Path, dict[str, Any]]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import shlex
 import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -22,7 +23,9 @@ from mcpsniff.install.entries import Entry
 from mcpsniff.install.files import (
     ChangedMeanwhile,
     backups_for,
+    copy_of,
     digest,
+    drop_backup,
     mark_restored,
     original_bytes,
     write_atomically,
@@ -105,15 +108,29 @@ def _text_diff(path: Path, old: str, new: str) -> Iterator[str]:
         yield terminal_safe(line.rstrip("\n"))
 
 
-def _proxy_hint(entry: Entry) -> list[str]:
+def _backup_line(backup: Path, path: Path) -> str:
+    copy = copy_of(backup)
+    return terminal_safe(
+        f"  backup: {copy} (to put the file back: cp {shlex.quote(str(copy))} "
+        f"{shlex.quote(str(path))})"
+    )
+
+
+#: The port of the first suggested ``mcpsniff http`` (its default); the next ones count up.
+PROXY_PORT = 6280
+
+
+def _proxy_hint(entry: Entry, port: int) -> list[str]:
+    """How to record an HTTP server: a proxy on ``port``, one port per server suggested."""
     url = entry.url or ""
     path = urlsplit(url).path or "/"
     pattern = _literal(traces_dir()) + os.sep + f"{safe_name(entry.name)}-{{time}}-{{pid}}.jsonl"
     return [
         f"  ~ {terminal_safe(entry.name)}: HTTP server {terminal_safe(url)}, not changed; "
         "to record it, run",
-        f"      mcpsniff http --upstream {terminal_safe(url)} --trace '{terminal_safe(pattern)}'",
-        f"    and point the client at http://127.0.0.1:6280{terminal_safe(path)}",
+        f"      mcpsniff http --upstream {terminal_safe(url)} --trace '{terminal_safe(pattern)}'"
+        f" --listen 127.0.0.1:{port}",
+        f"    and point the client at http://127.0.0.1:{port}{terminal_safe(path)}",
     ]
 
 
@@ -164,13 +181,15 @@ def run_install(
     """Wrap the chosen servers of every chosen configuration file (a diff with ``dry_run``)."""
     servers, all_servers, dry_run = selection.servers, selection.all_servers, selection.dry_run
     _one_selection("install", servers, all_servers)
+    choosing = not servers and not all_servers
     targets = _targets("install", selection.client_names, selection.config_paths)
-    if not servers and not all_servers:
+    if choosing and not dry_run:
         _list_servers(targets, note)
         raise InstallError(
             "install", "say which servers to wrap: --server NAME (repeatable) or --all"
         )
-    names = None if all_servers else set(servers)
+    # A dry run that names no server shows every choice: each --server, and --all's diff.
+    names = None if all_servers or choosing else set(servers)
     try:
         plans = [(title, plan_install(path, names, trace_pattern())) for title, path in targets]
     except ConfigError as exc:
@@ -178,15 +197,20 @@ def run_install(
     _check_names("install", [p for _, p in plans], names)
     if not dry_run:
         _check_all_writable(plans)
+    port = PROXY_PORT
     for title, plan in plans:
         say(f"{title}: {terminal_safe(str(plan.path))}")
         for entry in plan.changed:
-            say(f"  + {terminal_safe(entry.name)}: runs under mcpsniff stdio")
+            if choosing:
+                say(f"  + --server {_quoted(entry.name)}: would run it under mcpsniff stdio")
+            else:
+                say(f"  + {terminal_safe(entry.name)}: runs under mcpsniff stdio")
         for entry in plan.unchanged:
             say(f"  = {terminal_safe(entry.name)}: already runs under mcpsniff")
         for entry in plan.http:
-            for line in _proxy_hint(entry):
+            for line in _proxy_hint(entry, port):
                 say(line)
+            port += 1
         for entry in plan.other:
             say(f"  ? {terminal_safe(entry.name)}: {entry.why}; left alone")
         if not (plan.changed or plan.unchanged or plan.http or plan.other):
@@ -195,6 +219,8 @@ def run_install(
         if not plan.differs:
             continue
         if dry_run:
+            if choosing:
+                say("  --all: every server marked + above, this diff:")
             for line in _diff(plan):
                 say(line)
             continue
@@ -209,7 +235,7 @@ def run_install(
         try:
             write_atomically(plan.path, plan.new_bytes, expected=plan.original)
         except OSError as exc:
-            backup.unlink()  # nothing was changed: a backup of it would only mislead uninstall
+            drop_backup(backup)  # nothing was changed: a backup would only mislead uninstall
             if isinstance(exc, ChangedMeanwhile):
                 raise InstallError(
                     "install", f"{plan.path}: changed while mcpsniff was editing it; run again"
@@ -217,9 +243,16 @@ def run_install(
             raise InstallError(
                 "install", f"{plan.path}: cannot write: {exc.strerror or exc}"
             ) from None
-        say(f"  backup: {terminal_safe(str(backup))}")
+        say(_backup_line(backup, plan.path))
     if not dry_run and any(p.changed for _, p in plans):
         say(f"traces will go to {traces_dir()}; restart the client to apply")
+    if choosing:
+        say("nothing changed (--dry-run); choose with --server NAME (repeatable) or --all")
+
+
+def _quoted(name: str) -> str:
+    """A server's name as a shell word (the line shows the option to type)."""
+    return terminal_safe(shlex.quote(name))
 
 
 def run_install_self(selection: Selection, say: Callable[[str], None]) -> None:
@@ -257,7 +290,7 @@ def run_install_self(selection: Selection, say: Callable[[str], None]) -> None:
             raise InstallError(
                 "install", f"{plan.path}: cannot write: {exc.strerror or exc}"
             ) from None
-        say(f"  backup: {terminal_safe(str(backup))}")
+        say(_backup_line(backup, plan.path))
 
 
 def _check_writable(command: str, path: Path) -> None:
@@ -354,4 +387,4 @@ def _uninstall_file(
         for used, _ in backups:
             if used.exists():
                 mark_restored(used)
-    say(f"  backup: {terminal_safe(str(backup))}")
+    say(_backup_line(backup, path))

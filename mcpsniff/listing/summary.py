@@ -243,7 +243,7 @@ def _account(summary: TraceSummary, line: bytes) -> None:
                 # An initialize (or server/discover) exchange: the peers' names.
                 record = _parse(line)
                 if record is not None:
-                    identity.saw_body(record.get("dir"), record.get("json"))
+                    identity.saw_body(record.get("dir"), _body(record))
     elif line.startswith(_EVENT):
         identity = _stamped(summary, line)
         if identity is not None:
@@ -288,6 +288,19 @@ def _key(quoted: bytes) -> str:
     except orjson.JSONDecodeError:
         key = None
     return key if isinstance(key, str) else quoted.decode("utf-8", "replace")
+
+
+def _body(record: dict[str, Any]) -> Any:
+    """A frame record's message: its ``json``, or its ``text`` (bytes not in canonical form)."""
+    if "json" in record:
+        return record["json"]
+    text = record.get("text")
+    if isinstance(text, str):
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return None
+    return None
 
 
 def _parse(line: bytes) -> dict[str, Any] | None:

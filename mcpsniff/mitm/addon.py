@@ -23,8 +23,9 @@ addon takes the flow as it is at the ``response`` hook (``mcpsniff_hold``).
 
 Options: ``mcpsniff_trace`` (path), ``mcpsniff_show`` (a line per MCP message
 in the event log), ``mcpsniff_redact`` (default on), ``mcpsniff_filter`` (a
-mitmproxy filter expression restricting what is examined) and
-``mcpsniff_hold`` (auto, on or off).
+mitmproxy filter expression restricting what is examined),
+``mcpsniff_hold`` (auto, on or off), and ``mcpsniff_fault`` / ``mcpsniff_faults``
+(misbehave on purpose, as ``mcpsniff http --fault``: ``mcpsniff.mitm.flow_faults``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import functools
 import logging
 import os
 import time
+from collections.abc import Awaitable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +50,8 @@ from mcpsniff.core.escape import terminal_safe
 from mcpsniff.core.http.classify import is_mcp_request
 from mcpsniff.core.http.headers import client_address, lowered
 from mcpsniff.core.http.session_keys import RELAY_SESSION
+from mcpsniff.faults.spec import STDIO_ONLY, FaultSpecError, load_faults
+from mcpsniff.mitm.flow_faults import FlowFaults, SseFaults
 from mcpsniff.mitm.flow_findings import FlowBook
 from mcpsniff.mitm.link import AnalysisClient, Reply, create_trace
 from mcpsniff.trace.codec import header as trace_header
@@ -109,6 +113,8 @@ class McpSniff:
         self.hosts: dict[str, str] = {}
         #: Per analysis client: what completes its trace should its process die.
         self.supervisors: dict[int, Supervisor] = {}
+        #: ``mcpsniff_fault``: what misbehaves on purpose (None: nothing does).
+        self.faults: FlowFaults | None = None
 
     # ------------------------------------------------------------------ options
 
@@ -141,6 +147,16 @@ class McpSniff:
             "while save_stream_file is set). Off, findings follow moments later with an update "
             "event, which mitmweb shows, and responses wait for nothing.",
             choices=HOLD_CHOICES,
+        )
+        loader.add_option(
+            "mcpsniff_fault",
+            Sequence[str],
+            [],
+            "Inject a fault, as mcpsniff http --fault: 'ACTION [ARGS] [when FILTER] "
+            "[MODIFIERS]' (repeatable; docs/faults.md). Changes the traffic on purpose.",
+        )
+        loader.add_option(
+            "mcpsniff_faults", str, "", "Read fault specifications from this file, one a line."
         )
         loader.add_option(
             "mcpsniff_otlp",
@@ -187,8 +203,31 @@ class McpSniff:
             self.show = ctx.options.mcpsniff_show
             if self.analysis is not None:
                 self.analysis.set_show(self.show)
+        if updated & {"mcpsniff_fault", "mcpsniff_faults", "mcpsniff_redact"}:
+            self._faults(
+                list(ctx.options.mcpsniff_fault),
+                ctx.options.mcpsniff_faults,
+                ctx.options.mcpsniff_redact,
+            )
         if "mcpsniff_trace" in updated or "mcpsniff_redact" in updated:
             self._open(ctx.options.mcpsniff_trace, ctx.options.mcpsniff_redact)
+
+    def _faults(self, specs: list[str], path: str, redact: bool) -> None:
+        """Parse the faults; a bad one is one clear option error."""
+        try:
+            faults = load_faults(specs, [path] if path else [])
+        except FaultSpecError as exc:
+            self._option_error(f"mcpsniff_fault: {exc}")
+            return
+        refused = [f for f in faults if f.action in STDIO_ONLY]
+        if refused:
+            self._option_error(
+                f"mcpsniff_fault: {refused[0].action} needs a stdio relay ({refused[0].text[:80]})"
+            )
+            return
+        self.faults = FlowFaults(faults, verbatim=not redact) if faults else None
+        if faults:
+            log.warning(f"mcpsniff: injecting {len(faults)} fault(s) into MCP traffic")
 
     def _open(self, path: str, redact: bool) -> None:
         if self.analysis is not None and (path, redact) == self.opened:
@@ -347,10 +386,10 @@ class McpSniff:
             host = self.hosts[authority] = url.parse_authority(authority, check=False)[0]
         return host
 
-    def request(self, flow: http.HTTPFlow) -> None:
+    def request(self, flow: http.HTTPFlow) -> Awaitable[None] | None:
         observer = self.observer
         if observer is None:
-            return
+            return None
         try:
             if self.filter is not None and not self.filter(flow):
                 return
@@ -362,7 +401,10 @@ class McpSniff:
             path = request.path
             body = request.raw_content or b""
             if not is_mcp_request(method, headers, body, path, names=first):
-                return
+                return None
+            original, injection, faults = body, None, self.faults
+            if faults is not None:
+                injection, body = faults.request_body(flow, body)
             exchange = observer.begin(
                 method,
                 path,
@@ -374,8 +416,11 @@ class McpSniff:
             )
             self.exchanges[flow.id] = exchange
             self.book.remember(exchange.number, flow)
+            if faults is not None and injection is not None:
+                return faults.request(flow, observer, exchange, injection, original)
         except Exception as exc:  # one bad flow must never break the proxy
             log.error(f"mcpsniff: cannot examine {flow.request.pretty_url}: {exc!r}")
+        return None
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         exchange = self.exchanges.get(flow.id)
@@ -391,16 +436,21 @@ class McpSniff:
                 # mitmproxy buffers bodies by default, which would hang an event
                 # stream: stream it. The head is recorded (which analyzes the
                 # request) after this hook has let it go on, like every chunk.
-                response.stream = self._tee(exchange, lambda: exchange.response(status, headers))
+                faulted = None
+                if self.faults is not None and self.observer is not None:
+                    faulted = self.faults.sse(flow, self.observer, exchange)
+                response.stream = self._tee(
+                    exchange, lambda: exchange.response(status, headers), faulted
+                )
             else:
                 # The body is buffered until the response hook anyway: nothing waits.
                 exchange.response(status, headers)
         except Exception as exc:
             log.error(f"mcpsniff: {flow.request.pretty_url}: {exc!r}")
 
-    def _tee(self, exchange: RemoteExchange, head: Any) -> Any:
+    def _tee(self, exchange: RemoteExchange, head: Any, faulted: SseFaults | None = None) -> Any:
         loop = asyncio.get_running_loop()
-        pending: list[bytes] = []
+        pending: list[Any] = []
         heads = [head]
 
         def observe() -> None:
@@ -408,13 +458,24 @@ class McpSniff:
                 while heads:
                     heads.pop()()
                 while pending:
-                    exchange.body_chunk(pending.pop(0))
+                    step = pending.pop(0)
+                    if type(step) is bytes:
+                        exchange.body_chunk(step)
+                    else:
+                        step()  # a fault told before the bytes it marks
             except Exception as exc:
                 pending.clear()
                 log.error(f"mcpsniff: recording an event stream failed: {exc!r}")
 
         def tee(chunk: bytes) -> bytes:
             # Forward first, observe second: the chunk goes out before it is analyzed.
+            if faulted is not None:
+                chunk, steps = faulted.chunk(chunk) if chunk else faulted.end()
+                if steps:
+                    if not pending:
+                        loop.call_soon(observe)
+                    pending.extend(steps)
+                return chunk
             if chunk:
                 if not pending:
                     loop.call_soon(observe)
@@ -431,9 +492,15 @@ class McpSniff:
         exchange = self.exchanges.pop(flow.id, None)
         if exchange is None or flow.response is None:
             return
+        wait = None
         try:
+            if exchange.status is None:
+                # Answered by a fault in the request hook: no responseheaders hook came.
+                exchange.response(flow.response.status_code, _header_list(flow.response))
             if not exchange.is_sse:
                 body = flow.response.raw_content
+                if body and self.faults is not None and self.observer is not None:
+                    body, wait = self.faults.json_response(flow, self.observer, exchange, body)
                 if body:
                     # mitmproxy holds the whole body already: handed over as it is.
                     exchange.whole_body(body)
@@ -451,7 +518,10 @@ class McpSniff:
         self._finish(exchange, "complete")
         # The analysis runs elsewhere: mitmproxy awaits its findings before the later
         # addons see the flow.
-        return self._findings_of(exchange.number)
+        findings = self._findings_of(exchange.number)
+        if wait is None:
+            return findings
+        return asyncio.ensure_future(_both(wait, findings))
 
     def error(self, flow: http.HTTPFlow) -> asyncio.Future[None] | None:
         exchange = self.exchanges.pop(flow.id, None)
@@ -518,6 +588,13 @@ class McpSniff:
         task = loop.create_task(ctx.master.addons.trigger_event(hooks.UpdateHook(flows)))
         self.updates.add(task)
         task.add_done_callback(self.updates.discard)
+
+
+async def _both(first: Awaitable[None], second: Awaitable[None] | None) -> None:
+    """A held (delayed) response, then its findings."""
+    await first
+    if second is not None:
+        await second
 
 
 def _log_warning(text: str) -> None:

@@ -13,7 +13,8 @@ in its analysis process (``mcpsniff.capture.worker``) by
 ``mcpsniff/core/http/``, shared with the mitmproxy addon (the
 transport events are documented in ``mcpsniff/core/rules/http.py``). It
 never answers in the server's place,
-except with 502 when the upstream cannot be reached.
+except with 502 when the upstream cannot be reached, and, asked for with
+``--guard enforce``, a ``tools/call`` the guard refuses (``http_gate``).
 The one deliberate change to forwarded bytes is the legacy ``endpoint`` event:
 an absolute URL pointing at the upstream is rewritten to the proxy's own
 address so that the client keeps talking through mcpsniff, and the trace
@@ -46,10 +47,13 @@ from mcpsniff.core.http.session_keys import RELAY_SESSION
 from mcpsniff.core.model import Record
 from mcpsniff.core.observations import HttpRefused
 from mcpsniff.core.redact import redact_query
+from mcpsniff.faults.spec import Fault
+from mcpsniff.guard.enforce import EnforcePolicy, Gates
 from mcpsniff.http1.events import RequestHead
 from mcpsniff.net.listen_address import is_loopback, parse_listen_address, wildcard_warning
 from mcpsniff.relay import event_loop
 from mcpsniff.relay.event_loop import Spinner
+from mcpsniff.relay.http_gate import HttpGate
 from mcpsniff.relay.http_wire import ClientSide
 from mcpsniff.trace.paths import TraceOpenError, open_trace_file
 from mcpsniff.trace.salvage import TracePlace
@@ -105,6 +109,11 @@ class HttpOptions:
     capture_limit: int = CAPTURE_LIMIT
     #: Most client connections at once (None: as many as the descriptors allow).
     max_connections: int | None = None
+    #: ``--guard enforce``: what the relay refuses to forward (None: a transparent recorder).
+    guard: EnforcePolicy | None = None
+
+    #: Faults to inject (``mcpsniff.faults``); empty: a transparent relay.
+    faults: list[Fault] = field(default_factory=list)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -184,6 +193,7 @@ class HttpRelay:
         show: Callable[[Record], None] | None = None,
         show_flush: Callable[[], None] | None = None,
         capture: Capture | None = None,
+        show_close: Callable[[], None] | None = None,
     ) -> None:
         self.options = options
         upstream = parse_upstream(options.upstream)
@@ -217,6 +227,8 @@ class HttpRelay:
                 recorder.listeners.append(show)
             if show_flush is not None:
                 recorder.batch_listeners.append(show_flush)
+            if show_close is not None:
+                recorder.close_listeners.append(show_close)
             self.capture = InProcess(adapter(recorder, options).apply)
         else:
             self.capture = capture
@@ -230,6 +242,8 @@ class HttpRelay:
         self.max_connections = options.max_connections or max_connections()
         self.hold_limit = HOLD_LIMIT
         self.hold_seconds = HOLD_SECONDS
+        #: ``--guard enforce``: every POST is held to its end and judged (``http_gate``).
+        self.gate = HttpGate(Gates(options.guard)) if options.guard is not None else None
         #: Busy polling after activity while one client talks alone.
         self.spinner: Spinner | None = None
         #: The connection that forwarded a whole message last.
@@ -256,12 +270,16 @@ class HttpRelay:
         loop = asyncio.get_running_loop()
         if self.options.busy_poll:
             self.spinner = Spinner(loop)
+        factory: Callable[[], ClientSide] = lambda: ClientSide(self)  # noqa: E731
+        if self.options.faults:
+            # --fault: connections that judge each message (relay/http_faults.py).
+            from mcpsniff.relay.http_faults import faulted_factory
+
+            factory = faulted_factory(self, self.options.faults, verbatim=not self.options.redact)
         if sock is not None:
-            self.server = await loop.create_server(lambda: ClientSide(self), sock=sock)
+            self.server = await loop.create_server(factory, sock=sock)
         else:
-            self.server = await loop.create_server(
-                lambda: ClientSide(self), self.options.host, self.options.port
-            )
+            self.server = await loop.create_server(factory, self.options.host, self.options.port)
         sockets = self.server.sockets
         self.port = sockets[0].getsockname()[1] if sockets else self.options.port
         host = self.options.host.lower()
@@ -412,6 +430,7 @@ async def serve(
     *,
     show: Callable[[Record], None] | None = None,
     show_flush: Callable[[], None] | None = None,
+    show_close: Callable[[], None] | None = None,
     announce: Callable[[HttpRelay], None] | None = None,
     stop: asyncio.Event | None = None,
     analysis: AnalysisProcess | None = None,
@@ -445,7 +464,7 @@ async def serve(
         )
         capture.on_broken = supervisor.pipe_broke
     try:
-        relay = HttpRelay(options, writer, show, show_flush, capture)
+        relay = HttpRelay(options, writer, show, show_flush, capture, show_close)
         await relay.start(sock)
         stop = stop or asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -485,6 +504,7 @@ def run_http(
     warn: Callable[[str], None] | None = None,
     show: Callable[[Record], None] | None = None,
     show_flush: Callable[[], None] | None = None,
+    show_close: Callable[[], None] | None = None,
 ) -> int:
     """``mcpsniff http``: bind, open the trace, fork the analysis, proxy until stopped.
 
@@ -537,6 +557,7 @@ def run_http(
             outputs=options.outputs,
             show=show,
             show_flush=show_flush,
+            show_close=show_close,
             warn=warn,
             idle=not options.show,
             in_child=sock.close,  # the listening socket is the relay's alone

@@ -59,7 +59,9 @@ def bad_gateway(target: str, reason: str) -> bytes:
 
 def refusal(status: int, reason: str) -> bytes:
     """What the relay answers a request it cannot frame or waited too long for, then closes."""
-    phrase = {400: b"Bad Request", 408: b"Request Timeout"}.get(status, b"Error")
+    phrase = {400: b"Bad Request", 408: b"Request Timeout", 503: b"Service Unavailable"}.get(
+        status, b"Error"
+    )
     body = f"mcpsniff: {reason}\n".encode()
     return (
         b"HTTP/1.1 %d %s\r\n"

@@ -11,7 +11,8 @@ observer (``remote_exchange.RemoteExchange``).
 The connection code matches on the framer's events (``mcpsniff.http1.events``)
 and keeps one ``RelayedExchange`` per request: the bytes side of an exchange
 (what is held, what is forwarded), beside the ``RemoteExchange`` that notes
-it for the analysis. What it needs of the proxy it belongs to is ``Relay``
+it for the analysis; its upstream connection is an ``UpstreamSide``
+(``http_upstream``). What it needs of the proxy it belongs to is ``Relay``
 (``mcpsniff.relay.http.HttpRelay``), so that this module imports no shell.
 
 Why not aiohttp's server and client: a relay built from them (the benchmark's
@@ -31,7 +32,8 @@ from mcpsniff.capture.remote_exchange import RemoteExchange, RemoteObserver
 from mcpsniff.core.http.headers import client_address
 from mcpsniff.http1.events import Body, End, Event, Malformed, RequestHead, ResponseHead
 from mcpsniff.http1.fields import field_tokens, wants_close
-from mcpsniff.http1.parser import RequestParser, ResponseParser
+from mcpsniff.http1.parser import RequestParser
+from mcpsniff.relay.http_gate import HttpGate
 from mcpsniff.relay.http_messages import (
     LAST_CHUNK,
     bad_gateway,
@@ -41,6 +43,7 @@ from mcpsniff.relay.http_messages import (
     keep_alive_line,
     refusal,
 )
+from mcpsniff.relay.http_upstream import UpstreamSide
 from mcpsniff.relay.relayed_exchange import RelayedExchange
 
 #: Seconds to wait for a connection to the upstream.
@@ -61,6 +64,8 @@ class Relay(Protocol):
     ssl_context: ssl.SSLContext | None
     hold_limit: int
     hold_seconds: float
+    #: ``--guard enforce``: the gate every POST is held for (None: off).
+    gate: HttpGate | None
 
     def make_room(self, newcomer: ClientSide) -> None: ...
 
@@ -73,56 +78,6 @@ class Relay(Protocol):
     def target(self, path: str) -> str: ...
 
     def rewrite_endpoint(self, exchange: RemoteExchange, held: bytes) -> bytes: ...
-
-
-class UpstreamSide(asyncio.Protocol):
-    """The connection to the upstream server that one client connection uses."""
-
-    def __init__(self, client: ClientSide) -> None:
-        self.client = client
-        self.parser = ResponseParser()
-        self.transport: asyncio.Transport | None = None
-        #: Set when the client side let go of it, or it was lost.
-        self.detached = False
-        #: Why it was lost before the client side took it (the connect race).
-        self.lost_reason: str | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-
-    def data_received(self, data: bytes) -> None:
-        if not self.detached:
-            self.client.response_events(self, self.parser.feed(data), eof=False)
-
-    def eof_received(self) -> bool:
-        return False  # close: a response delimited by the close has ended
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        # A full write buffer to a connection that is gone holds up nothing.
-        self.client.resume_reading("upstream-full")
-        if self.detached:
-            return
-        self.detached = True
-        if exc is not None:
-            self.lost_reason = str(exc) or type(exc).__name__
-        self.client.upstream_lost(self, self.parser.feed_eof(), exc)
-
-    def pause_writing(self) -> None:
-        if not self.detached:
-            self.client.pause_reading("upstream-full")
-
-    def resume_writing(self) -> None:
-        self.client.resume_reading("upstream-full")
-
-    def close(self, abort: bool = False) -> None:
-        """Let go of the connection (abort: cut it, so the upstream's handler is cancelled)."""
-        self.detached = True
-        self.client.resume_reading("upstream-full")
-        if self.transport is not None:
-            if abort:
-                self.transport.abort()
-            else:
-                self.transport.close()
 
 
 class ClientSide(asyncio.Protocol):
@@ -171,24 +126,40 @@ class ClientSide(asyncio.Protocol):
             return
         now = time.monotonic()
         self.last_active = now
-        out: list[bytes] = []
+        sent: list[bytes] = []
+        # Where the bytes of the request underway go: ``sent``, or what holds them.
+        incoming = self.incoming
+        out = sent if incoming is None or incoming.wire is None else incoming.wire
         ended: list[RelayedExchange] = []
         for event in self.parser.feed(data):
             # Class patterns only (no keyword sub-patterns): each of those is an
             # attribute look-up the relay would pay on every piece of every body.
             match event:
                 case Body():
-                    out.append(event.raw)
                     incoming = self.incoming
                     assert incoming is not None  # a body follows its head
+                    held = incoming.held_request
+                    if held is None:
+                        out.append(event.raw)
+                    elif not held.add(event.raw, event.payload):
+                        self._release(incoming, out)  # too long to judge: forwarded as it is
+                    elif held.over_budget:
+                        self._record_cut(incoming, "guard-budget: not forwarded", forwarded=False)
+                        self.refuse(503, "mcpsniff guard: too many request bytes held to judge")
+                        break
                     if event.payload and incoming.keep(event.payload):
                         self._stream_body(incoming)
                 case RequestHead():
-                    self._request_head(event, out)
+                    out = self._request_head(event, sent)
                 case End():
-                    out.append(event.raw)
                     exchange = self.incoming
                     assert exchange is not None
+                    if exchange.held_request is None:
+                        out.append(event.raw)
+                    else:
+                        exchange.held_request.add(event.raw, b"")
+                        self._judged(exchange, out)
+                    out = sent
                     exchange.request_done = True
                     self.incoming = None
                     ended.append(exchange)
@@ -200,10 +171,11 @@ class ClientSide(asyncio.Protocol):
                 case Malformed():
                     self._bad_request(event, out)
                     break
-        self._send_upstream(out)
+        self._send_upstream(sent)
         for exchange in ended:
             self._begin(exchange)
         if ended:
+            self._flush_answers()
             self.relay.forwarded(self)
         if self.parser.receiving_head:
             if self.head_started is None:
@@ -259,20 +231,69 @@ class ClientSide(asyncio.Protocol):
 
     # ------------------------------------------------------------------ requests
 
-    def _request_head(self, head: RequestHead, out: list[bytes]) -> None:
+    def _request_head(self, head: RequestHead, out: list[bytes]) -> list[bytes]:
+        """Start an exchange; its head goes to ``out``, which its body follows (returned)."""
         exchange = RelayedExchange(head, time.time())
         self.incoming = exchange
         self.exchanges.append(exchange)
-        if self.upstream is not None:
-            self.upstream.parser.expect(head.method)
-        elif self.connecting is None:
-            self._connect()
         forwarded = forwarded_head(head, self.relay.host_line(head))
         if head.version == "HTTP/1.0":
             extra = keep_alive_line(head)
             if extra:
                 forwarded = forwarded[:-2] + extra + b"\r\n"
+        gate = self.relay.gate
+        if gate is not None:
+            exchange.held_request = gate.hold(head, forwarded)
+            if exchange.held_request is not None:
+                return out  # judged at its end (``_judged``)
+        self._sending(exchange)
         out.append(forwarded)
+        return out
+
+    def _sending(self, exchange: RelayedExchange) -> None:
+        """The request's head goes upstream: its response is expected there."""
+        exchange.sent = True
+        if self.upstream is not None:
+            self.upstream.parser.expect(exchange.head.method)
+        elif self.connecting is None:
+            self._connect()
+
+    def _release(self, exchange: RelayedExchange, out: list[bytes]) -> None:
+        """A held request goes upstream as it came (``--guard enforce`` let it pass)."""
+        held = exchange.held_request
+        assert held is not None
+        exchange.held_request = None
+        self._sending(exchange)
+        out.append(held.forwarded())
+
+    def _judged(self, exchange: RelayedExchange, out: list[bytes]) -> None:
+        """A held request is whole: forwarded, or refused and answered in its turn."""
+        held, gate = exchange.held_request, self.relay.gate
+        assert held is not None and gate is not None
+        verdict = gate.judge(exchange.head, held)
+        if verdict.answer is None:
+            exchange.expects = verdict.expects or None
+            self._release(exchange, out)
+            return
+        exchange.held_request = None
+        exchange.answer = verdict.answer
+
+    def _flush_answers(self) -> None:
+        """Write the guard's answers whose turn it is (every earlier response is out)."""
+        gate = self.relay.gate
+        flushed = False
+        while self.exchanges and self.exchanges[0].answer is not None:
+            exchange = self.exchanges[0]
+            if exchange.remote is None or gate is None:
+                return  # noted once its request is in (``_begin``)
+            self.exchanges.popleft()
+            answer = gate.answer(exchange.head, exchange.remote, exchange.answer)  # type: ignore[arg-type]
+            exchange.answer = None
+            self._send_client(answer)
+            self._finish(exchange, "complete", whole=True)
+            flushed = True
+        if flushed:
+            self._after_response(None)
 
     def _stream_body(self, exchange: RelayedExchange) -> None:
         """Send what is held of a big request body on to the observer, ahead of its end."""
@@ -288,10 +309,13 @@ class ClientSide(asyncio.Protocol):
         """A request that ended before its end: recorded, with what was forwarded of it."""
         if self.incoming is exchange:
             self.incoming = None
+        if exchange.held_request is not None:
+            exchange.held_request.drop()  # judged never: nothing of it went upstream
+            exchange.held_request = None
         if exchange in self.exchanges:
             self.exchanges.remove(exchange)
         self._begin(exchange)
-        if forwarded and exchange.remote is not None:
+        if forwarded and exchange.sent and exchange.remote is not None:
             # Its head and ``body_bytes`` of its body reached the upstream.
             exchange.remote.request_cut(exchange.body_bytes)
         self._finish(exchange, outcome, whole=False)
@@ -350,7 +374,7 @@ class ClientSide(asyncio.Protocol):
             self._record_cut(exchange, f"bad-request: {bad.reason}", forwarded=partial is not None)
         else:
             self.relay.refused(self.peer, "bad-request", bad.reason)
-        if partial is None:
+        if partial is None or not partial.sent:
             # Nothing of it went upstream: answered, as an origin server would
             # (RFC 9112 §6.3: 400, then close), once earlier responses are out.
             self.refuse(400, f"bad request: {bad.reason}")
@@ -474,7 +498,8 @@ class ClientSide(asyncio.Protocol):
             return
         self.upstream = upstream
         for exchange in self.exchanges:
-            upstream.parser.expect(exchange.head.method)
+            if exchange.sent:
+                upstream.parser.expect(exchange.head.method)
         if self.pending:
             assert upstream.transport is not None
             upstream.transport.write(b"".join(self.pending))
@@ -486,9 +511,16 @@ class ClientSide(asyncio.Protocol):
     def _unreachable(self, reason: str) -> None:
         """Every request still without a response gets a 502, in order."""
         for exchange in self.exchanges:
-            exchange.unreachable = reason
+            if exchange.sent:  # a held or refused request needs no upstream yet
+                exchange.unreachable = reason
         while self.exchanges and self.exchanges[0].request_done:
-            self._answer_unreachable(self.exchanges[0])
+            first = self.exchanges[0]
+            if first.sent:
+                self._answer_unreachable(first)
+            else:
+                self._flush_answers()
+            if self.exchanges and self.exchanges[0] is first:
+                break  # its request is not noted yet: answered from ``_begin``
 
     def _answer_unreachable(self, exchange: RelayedExchange) -> None:
         if self.exchanges and self.exchanges[0] is exchange and exchange.remote is not None:
@@ -519,6 +551,8 @@ class ClientSide(asyncio.Protocol):
             exchange = self.exchanges[0]
             match event:
                 case Body():  # the commonest first
+                    if exchange.reader is not None:
+                        exchange.reader.feed(event.payload)
                     if exchange.holding or exchange.rechunk:
                         self._write(out)
                         self._run(observe)
@@ -547,6 +581,10 @@ class ClientSide(asyncio.Protocol):
                     if event.interim:
                         continue  # 100 Continue and the like: forwarded, the final one follows
                     exchange.response_started = True
+                    if exchange.expects and self.relay.gate is not None:
+                        exchange.reader = self.relay.gate.reader(
+                            exchange.head, event, exchange.expects
+                        )
                     exchange.upstream_closes = wants_close(
                         event.version, event.headers, event.names
                     )
@@ -574,6 +612,10 @@ class ClientSide(asyncio.Protocol):
                         self.last_request = True
                     elif exchange.upstream_closes:
                         drop = True
+                    if self.exchanges and self.exchanges[0].answer is not None:
+                        # The guard's answer is next: out before any later response.
+                        self._write(out)
+                        self._run(observe)
                 case Malformed():
                     self._write(out)
                     self._run(observe)
@@ -640,6 +682,9 @@ class ClientSide(asyncio.Protocol):
             self._finish(exchange, arg, whole=True)
 
     def _finish(self, exchange: RelayedExchange, outcome: str, *, whole: bool) -> None:
+        if exchange.reader is not None:
+            exchange.reader.end(whole)  # --guard enforce: the gate learns from the reply
+            exchange.reader = None
         if exchange.finished:
             return
         if exchange.remote is None:
@@ -649,9 +694,12 @@ class ClientSide(asyncio.Protocol):
         exchange.finished = True
         exchange.remote.finish(outcome, whole=whole)
 
-    def _after_response(self, exchange: RelayedExchange) -> None:
-        """A response is out: close what has to close."""
+    def _after_response(self, exchange: RelayedExchange | None) -> None:
+        """A response is out: the guard's answers next in turn go, then what has to close does."""
         if self.closed or self.transport is None:
+            return
+        if self.exchanges and self.exchanges[0].answer is not None:
+            self._flush_answers()
             return
         self.last_active = time.monotonic()
         if self.refused is not None and not self.exchanges:

@@ -12,7 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcpsniff.capture.remote_exchange import RemoteExchange
+from mcpsniff.guard.enforce import Answer, Expected
 from mcpsniff.http1.events import RequestHead
+from mcpsniff.relay.http_gate import HeldRequest, ReplyReader
 
 #: Request body bytes held before they are streamed on to the observer: a body
 #: is never held whole here, whatever its size (the analysis side bounds it).
@@ -51,6 +53,24 @@ class RelayedExchange:
     body_bytes: int = 0
     #: The observer's number for it, reserved once its body started streaming.
     number: int | None = None
+    #: Its head went upstream (or is on its way): its response is expected there.
+    sent: bool = False
+    #: ``--guard enforce``: the request held until its end, to be judged (``http_gate``).
+    held_request: HeldRequest | None = None
+    #: ``--guard enforce`` refused it: mcpsniff's answer, written in its turn.
+    answer: Answer | None = None
+    #: The replies the gate reads in its response, and what reads them.
+    expects: dict[bytes, Expected] | None = None
+    reader: ReplyReader | None = None
+
+    #: ``--fault``: the request's bytes held until it is judged (None: not held).
+    wire: list[bytes] | None = None
+    #: ``--fault``: what carries out the faults on its response (``http_faults``).
+    faulted: Any = None
+    #: ``--fault``: the response mcpsniff answers in the server's place, sent in turn.
+    fault_answer: bytes | None = None
+    #: ``--fault``: a duplicate sent upstream; its response is recorded, never delivered.
+    swallow: bool = False
 
     def keep(self, payload: bytes) -> bool:
         """Hold a piece of the request body for the observer; whether to stream it on now."""

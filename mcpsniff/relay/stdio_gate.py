@@ -19,15 +19,15 @@ from typing import TYPE_CHECKING
 
 from mcpsniff.core.model import C2S, S2C
 from mcpsniff.core.observations import GuardAnswered, StreamEnd
-from mcpsniff.guard.enforce import Gate
-from mcpsniff.relay.stdio_io import CHUNK, Input, Output, forward, write_through
+from mcpsniff.guard.enforce import MAX_JUDGED, Gate
+from mcpsniff.relay.stdio_io import CHUNK, Input, Output, write_through
 
 if TYPE_CHECKING:
     from mcpsniff.relay.stdio import StdioRelay
 
 #: The longest line the gate holds back waiting for its newline; a longer one is
 #: forwarded in pieces, unjudged (a tools/call is never that long).
-MAX_LINE = 16 << 20
+MAX_LINE = MAX_JUDGED
 
 
 def gated_pumps(
@@ -69,23 +69,32 @@ async def _pump_stdin(
         chunk = await source.read()
         if chunk:
             buffer += chunk
-            lines = _lines(buffer)
+            # Scanned only when the chunk ends a line (or the line is too long to
+            # hold): a long line arriving in many chunks is not searched again each time.
+            lines = _lines(buffer) if b"\n" in chunk or len(buffer) > MAX_LINE else []
         else:
             ended, lines = True, ([bytes(buffer)] if buffer else [])
         for line in lines:
-            refusal = gate.client_line(line)
+            answer = gate.client_line(line)
             now = time.time()
             forwarded[C2S] += len(line)
-            if refusal is None:
+            if answer is None:
                 if child_reads:
-                    child_reads = await forward(sink, line)
+                    try:
+                        sink.write(line)
+                        await sink.drain()
+                    except (BrokenPipeError, ConnectionResetError):
+                        child_reads = False
                 send_data(C2S, now, line)
                 continue
             send_data(C2S, now, line)
-            send(GuardAnswered(now, refusal.tool, refusal.reason, refusal.request_id))
-            await stdout.write(refusal.reply)
-            forwarded[S2C] += len(refusal.reply)
-            send_data(S2C, now, refusal.reply)
+            for refusal in answer.refusals:
+                send(GuardAnswered(now, refusal.tool, refusal.reason, refusal.request_id))
+            if answer.body:  # else a refused notification: nothing to answer
+                reply = answer.body + b"\n"
+                await stdout.write(reply)
+                forwarded[S2C] += len(reply)
+                send_data(S2C, now, reply)
     send(StreamEnd(C2S, time.time()))
     with contextlib.suppress(Exception):
         sink.close()
@@ -104,6 +113,8 @@ async def _pump_out(
         if not chunk:
             break
         buffer += chunk
+        if b"\n" not in chunk and len(buffer) <= MAX_LINE:
+            continue  # the line goes on (see _pump_stdin)
         lines = _lines(buffer)
         if not lines:
             continue

@@ -12,12 +12,15 @@ import asyncio
 import contextlib
 import signal
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from aiohttp import web
 
+from mcpsniff.capture.channel import InProcess
 from mcpsniff.core.model import C2S, S2C
+from mcpsniff.faults.spec import Fault
 from mcpsniff.net.listen_address import parse_listen_address
+from mcpsniff.relay.http import HttpOptions, HttpRelay, adapter
 from mcpsniff.replay import safejson
 from mcpsniff.replay.plan import RecordedExchange
 from mcpsniff.replay.script import Frame
@@ -144,11 +147,19 @@ async def serve_http(
     port: int,
     announce: Callable[[str], None] | None = None,
     ready: Callable[[str], None] | None = None,
+    faults: Sequence[Fault] = (),
 ) -> None:
     """Serve until cancelled (Ctrl-C); ``ready`` gets the URL once listening.
 
-    ``make_server`` makes the replay server of each client session.
+    ``make_server`` makes the replay server of each client session. With
+    ``faults`` the replay listens on a loopback port of its own, behind an
+    ``mcpsniff http`` relay that carries the faults out (``relay/http_faults.py``)
+    and records, into ``tap``'s trace, what the client got and each fault.
     """
+    if faults:
+        front = tap
+        # The replay's own view (before the faults) is analyzed, not recorded twice.
+        tap = Tap(transport="http")
     replay = HttpReplay(make_server, tap)
     app = web.Application(client_max_size=FRAME_LIMIT)
     app.router.add_route("POST", "/{tail:.*}", replay.post)
@@ -156,11 +167,15 @@ async def serve_http(
     app.router.add_route("DELETE", "/{tail:.*}", replay.delete)
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
+    site = web.TCPSite(runner, "127.0.0.1" if faults else host, 0 if faults else port)
+    relay = None
     try:
         await site.start()
         bound = runner.addresses[0][1] if runner.addresses else port
         url = f"http://{host}:{bound}/mcp"
+        if faults:
+            relay = await _faulty_front(f"http://127.0.0.1:{bound}/mcp", front, host, port, faults)
+            url = relay.client_url
         if announce is not None:
             announce(f"serving {replay.server.script.path} at {url}")
         if ready is not None:
@@ -171,4 +186,18 @@ async def serve_http(
             asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
         await stop.wait()
     finally:
+        if relay is not None:
+            await relay.stop()
         await runner.cleanup()
+
+
+async def _faulty_front(
+    inner: str, tap: Tap, host: str, port: int, faults: Sequence[Fault]
+) -> HttpRelay:
+    """The relay in front of the replay that misbehaves on purpose, recording into ``tap``."""
+    options = HttpOptions(
+        upstream=inner, host=host, port=port, redact=False, busy_poll=False, faults=list(faults)
+    )
+    relay = HttpRelay(options, None, capture=InProcess(adapter(tap.recorder, options).apply))
+    await relay.start()
+    return relay

@@ -124,7 +124,7 @@ def serve_script(
             )
             if warning:
                 warn(warning)
-            asyncio.run(serve_http(make_server, tap, host, port, announce=warn))
+            asyncio.run(serve_http(make_server, tap, host, port, announce=warn, faults=faults))
         else:
             from mcpsniff.replay.stdio_serve import serve_stdio
 

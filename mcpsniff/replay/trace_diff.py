@@ -10,14 +10,16 @@ parts (timestamps, session ids) left out, as ``replay drive`` compares.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from mcpsniff.core.model import C2S, REQUEST
 from mcpsniff.replay.compare import Difference, diff, format_path, match_key
 from mcpsniff.replay.difftext import difference_lines, show_value
-from mcpsniff.replay.script import Script, id_key
+from mcpsniff.replay.script import ReplayError, Script, id_key, load_script
 
 #: Exchanges listed in full in the text form (the JSON form has them all).
 SHOWN = 200
@@ -155,3 +157,70 @@ def json_value(pairs: list[Aligned]) -> dict[str, Any]:
             for p in pairs
         ],
     }
+
+
+#: Aligned requests a page's comparison holds, and characters of one value shown in it.
+PAGE_PAIRS = 2000
+PAGE_VALUE = 4000
+#: Differing fields listed for one request on a page.
+PAGE_FIELDS = 100
+
+
+def value_text(value: Any, limit: int = PAGE_VALUE) -> str:
+    """A JSON value as indented text, cut past ``limit`` characters (the trace holds it whole)."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, indent=1)
+    except (TypeError, ValueError, RecursionError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def page_value(pairs: list[Aligned]) -> dict[str, Any]:
+    """The comparison bounded for a page: each value as text of at most PAGE_VALUE characters."""
+
+    def side(e: Exchange | None) -> dict[str, Any] | None:
+        if e is None:
+            return None
+        answer = None if e.answer is None else value_text(e.answer)
+        return {"label": _cut(e.label, 300), "seq": e.seq, "answer": answer}
+
+    shown = pairs[:PAGE_PAIRS]
+    return {
+        "differ": differs(pairs),
+        "total": len(pairs),
+        "same": sum(1 for p in pairs if p.same),
+        "onlyA": sum(1 for p in pairs if p.b is None),
+        "onlyB": sum(1 for p in pairs if p.a is None),
+        "requests": [
+            {
+                "a": side(p.a),
+                "b": side(p.b),
+                "same": p.same,
+                "fields": len(p.differences),
+                "differences": [
+                    {
+                        "path": _cut(format_path(d.path), 300),
+                        "change": d.change,
+                        "a": value_text(d.recorded, 300),
+                        "b": value_text(d.live, 300),
+                    }
+                    for d in p.differences[:PAGE_FIELDS]
+                ],
+            }
+            for p in shown
+        ],
+    }
+
+
+def compare_sessions(path_a: Path, key_a: str, path_b: Path, key_b: str) -> dict[str, Any]:
+    """Two recorded sessions compared for a page (``mcpsniff ui``), or ``{"error": why}``."""
+    try:
+        left = load_script(path_a, key_a)
+        right = load_script(path_b, key_b)
+    except ReplayError as exc:
+        return {"error": str(exc)}
+    return page_value(align(exchanges(left), exchanges(right)))

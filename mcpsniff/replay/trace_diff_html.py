@@ -11,11 +11,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
-import json
 from typing import Any
 
 from mcpsniff.replay.compare import format_path
-from mcpsniff.replay.trace_diff import Aligned, differs
+from mcpsniff.replay.trace_diff import Aligned, differs, value_text
 
 #: Characters of one answer shown in its cell (the traces hold them whole).
 ANSWER_LIMIT = 4000
@@ -42,11 +41,7 @@ mark { background: #fde68a; color: #1d2026; }
 
 
 def _text(value: Any, limit: int = ANSWER_LIMIT) -> str:
-    try:
-        text = json.dumps(value, ensure_ascii=False, indent=1)
-    except (TypeError, ValueError, RecursionError):
-        text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return value_text(value, limit)
 
 
 def _row(pair: Aligned) -> str:

@@ -8,14 +8,16 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from mcpsniff.core.escape import terminal_safe
 from mcpsniff.core.model import Record
-from mcpsniff.filter import Filter, ViewBuilder, index_findings
+from mcpsniff.filter import Filter, MessageView, ViewBuilder, index_findings
 from mcpsniff.filter.analyzed import AnalyzedRecords, frames_only
 from mcpsniff.filter.reading import LazyTraceRecords
 from mcpsniff.listing.summary import session_titles
 from mcpsniff.show.printer import ViewPrinter
+from mcpsniff.show.titles import FirstLineTitles, LiveTitles
 from mcpsniff.terminal.render import Style
 from mcpsniff.trace.codec import TraceError
 from mcpsniff.trace.reader import TraceReader
@@ -115,14 +117,18 @@ def _show(trace: Path, options: ShowOptions, note: Callable[[str], None]) -> Non
             raise ShowError(str(exc)) from None
     builder = ViewBuilder(index)
     printer = ViewPrinter(Style(options.colour), verbose=options.verbose, fmt=options.fmt, flt=flt)
-    if options.fmt == "text" and flt is None and not follow:
-        # The whole trace is shown: first which sessions it holds. (A filtered view
-        # shows a selection; a followed trace has not ended.)
-        _print_titles(trace, Style(options.colour))
+    first = None
+    if options.fmt == "text" and not follow:
+        if flt is None:
+            # The whole trace is shown: first which sessions it holds. (A followed
+            # trace has not ended: its sessions are titled as they go, ``LiveTitles``.)
+            _print_titles(trace, Style(options.colour))
+        else:
+            first = FirstLineTitles(session_titles(trace, counts=False))
     if analyze and not follow:
         analyzed = AnalyzedRecords(trace)
         try:
-            printed = _print_all(analyzed, builder, printer)
+            printed = _print_all(analyzed, builder, printer, first)
         except TraceError as exc:
             raise ShowError(str(exc)) from None
         except BrokenPipeError:
@@ -135,8 +141,9 @@ def _show(trace: Path, options: ShowOptions, note: Callable[[str], None]) -> Non
             note("no message or event matched --filter")
         return
     tail = TraceTail(trace)
+    titles = LiveTitles() if follow and options.fmt == "text" else None
     try:
-        printed = _print(tail, builder, printer, follow, interval)
+        printed = _print(tail, builder, printer, follow, interval, titles, first)
         if flt is not None and not printed and not follow:
             # An empty output alone reads as an empty trace or a broken command.
             note("no message or event matched --filter")
@@ -161,47 +168,75 @@ _CHUNK = 4 << 20
 
 
 def _print(
-    tail: TraceTail, builder: ViewBuilder, printer: ViewPrinter, follow: bool, interval: float
+    tail: TraceTail,
+    builder: ViewBuilder,
+    printer: ViewPrinter,
+    follow: bool,
+    interval: float,
+    titles: LiveTitles | None = None,
+    first: FirstLineTitles | None = None,
 ) -> int:
-    """Print the trace's views; the number of lines printed."""
+    """Print the trace's views (and with ``titles``, each session's title); lines printed."""
     out = sys.stdout
     printed = 0
     try:
         while True:
             for record in tail.poll(final=not follow, max_bytes=_CHUNK):
-                for line in printer.lines(builder.feed(record)):
-                    out.write(line + "\n")
-                    printed += 1
+                printed += _write(out, printer, builder.feed(record), first)
+                if titles is not None:
+                    titles.use_header(tail.header)
+                    titled = titles.feed(record)
+                    if titled is not None:
+                        out.write(printer.style("bold", f"session {titled[0]}: {titled[1]}") + "\n")
             if tail.more:
                 continue  # the rest of what is already there, a chunk at a time
             if not follow:
                 break
-            for line in printer.lines(builder.flush()):
-                out.write(line + "\n")
-                printed += 1
+            printed += _write(out, printer, builder.flush(), first)
             out.flush()
             time.sleep(interval)
     except KeyboardInterrupt:
         pass
-    for line in [*printer.lines(builder.flush()), *printer.flush()]:
+    printed += _write(out, printer, builder.flush(), first)
+    for line in printer.flush():
         out.write(line + "\n")
         printed += 1
     out.flush()
     return printed
 
 
-def _print_all(records: Iterable[Record], builder: ViewBuilder, printer: ViewPrinter) -> int:
+def _print_all(
+    records: Iterable[Record],
+    builder: ViewBuilder,
+    printer: ViewPrinter,
+    first: FirstLineTitles | None = None,
+) -> int:
     """Print the views of ``records``; the number of lines printed."""
     out = sys.stdout
     printed = 0
     for record in records:
-        for line in printer.lines(builder.feed(record)):
-            out.write(line + "\n")
-            printed += 1
-    for line in [*printer.lines(builder.flush()), *printer.flush()]:
+        printed += _write(out, printer, builder.feed(record), first)
+    printed += _write(out, printer, builder.flush(), first)
+    for line in printer.flush():
         out.write(line + "\n")
         printed += 1
     out.flush()
+    return printed
+
+
+def _write(
+    out: TextIO, printer: ViewPrinter, views: Iterable[MessageView], first: FirstLineTitles | None
+) -> int:
+    """Print the lines of ``views``, under their session's title if they are its first."""
+    views = list(views)
+    printed = 0
+    for line in printer.lines(views):
+        if not printed and first is not None:
+            titled = first.before(views)
+            if titled is not None:
+                out.write(printer.style("bold", f"session {titled[0]}: {titled[1]}") + "\n")
+        out.write(line + "\n")
+        printed += 1
     return printed
 
 

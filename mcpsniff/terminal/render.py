@@ -178,10 +178,9 @@ class Timeline:
         s = self.style
         when = self.time_format(frame.t)
         head = _line(s("dim", when), " ", s(frame.direction, ARROWS.get(frame.direction, "?")))
-        if self._multi_session:
-            key = frame.session
-            label = key if len(key) <= 24 else f"{key[:11]}…{key[-8:]}"
-            head = _line(head, " ", s("dim", _line("[", label, "]")))
+        tag = self._session_tag(frame.session)
+        if tag:
+            head = _line(head, " ", tag)
         lines: list[str] = []
         messages = pending.messages
         if not messages:
@@ -198,6 +197,13 @@ class Timeline:
         for finding in pending.findings:
             lines.extend(self._finding_lines(finding, standalone=False))
         return lines
+
+    def _session_tag(self, key: str) -> Trusted | None:
+        """``[session]`` on the lines of a trace of several sessions, short."""
+        if not self._multi_session or not key:
+            return None
+        label = key if len(key) <= 24 else f"{key[:11]}…{key[-8:]}"
+        return self.style("dim", _line("[", label, "]"))
 
     def _describe(self, message: MessageRecord) -> Trusted:
         s = self.style
@@ -255,6 +261,10 @@ class Timeline:
         if detail is None:
             return []
         when = s("dim", self.time_format(event.t))
+        # A stderr or exit line names its session as a message line does.
+        tag = self._session_tag(event.session)
+        if tag:
+            when = _line(when, " ", tag)
         return [_line(when, " ", s("dim", "···"), " ", s("dim", event.event), " ", detail).rstrip()]
 
 

@@ -5,7 +5,25 @@ from __future__ import annotations
 from importlib import resources
 
 #: The page's scripts, in the order they run (app.js, last, uses the others).
-SCRIPTS = ("filter.js", "waterfall.js", "actions.js", "complete.js", "app.js")
+SCRIPTS = (
+    "regex.js",
+    "filter.js",
+    "waterfall.js",
+    "actions.js",
+    "complete.js",
+    "dom.js",
+    "state.js",
+    "sources.js",
+    "sessions.js",
+    "timeline.js",
+    "detail.js",
+    "filtering.js",
+    "findings.js",
+    "stats.js",
+    "compare.js",
+    "wholefile.js",
+    "app.js",
+)
 #: Every file the server hands out, with its media type.
 STATIC = {
     **dict.fromkeys(SCRIPTS, "text/javascript"),

@@ -59,6 +59,9 @@ class OffsetTail:
     """
 
     path: Path
+    #: False: message records are passed over unread (a pass that wants the
+    #: other records only: session starts, findings); see ``_plain_message``.
+    messages: bool = True
     position: int = 0
     skipped: int = 0
     notes: list[str] = field(default_factory=list)
@@ -150,6 +153,8 @@ class OffsetTail:
             if frame is not None and _plausible(frame):
                 return offset, frame
         if line.startswith(_MESSAGE):
+            if not self.messages and _plain_message(line):
+                return None
             # The commonest derived record: one orjson parse, the exact parser only
             # for an id beyond 64 bits (as LazyTraceRecords reads them), and the
             # same shape checks as every record (a hostile trace may hold anything).
@@ -193,13 +198,14 @@ class OffsetTail:
         return offset, record
 
 
-def trace_records(path: Path) -> Iterator[Record]:
+def trace_records(path: Path, messages: bool = True) -> Iterator[Record]:
     """Every record of the trace at ``path`` as the UI reads it: checked, bodies unparsed.
 
     Raises ``TraceError`` when the file is not a trace. Records that do not
-    have the format's shape are skipped, as everywhere.
+    have the format's shape are skipped, as everywhere. ``messages`` False
+    leaves the message records out, unparsed (most of a trace's records).
     """
-    tail = OffsetTail(path)
+    tail = OffsetTail(path, messages)
     while True:
         items, more = tail.poll()
         for _, item in items:
@@ -207,6 +213,17 @@ def trace_records(path: Path) -> Iterator[Record]:
                 yield item
         if not more:
             break
+
+
+def _plain_message(line: bytes) -> bool:
+    """Whether a line that starts as a message record can be nothing else.
+
+    Its one ``"type"`` key says ``message``: a line with a second one, or with
+    an escape that may spell one (``"typ\\u0065"``), could be read as another
+    record by a JSON parser that keeps the last of duplicate keys, so it is
+    parsed as usual.
+    """
+    return b"\\" not in line and line.count(b'"type"') == 1
 
 
 def _plausible(frame: FrameRecord) -> bool:
@@ -233,7 +250,15 @@ def read_record_at(path: Path, offset: int, limit: int = LINE_LIMIT) -> Record |
 
 
 def decode_line(line: bytes) -> Record | None:
-    """The frame or event record a trace line holds, or ``None`` (not one, or not valid)."""
+    """The frame or event record a trace line holds, or ``None`` (not one, or not valid).
+
+    An embedded-JSON frame is read from its head, as ``OffsetTail`` reads it: its
+    payload (a batch of 100,000 elements) is not parsed until a view needs it.
+    """
+    if line.startswith(_FRAME):
+        frame = _frame_head(line)
+        if frame is not None and _plausible(frame):
+            return frame
     try:
         obj = exact_loads(line)
         if problem(obj) is not None:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from mcpsniff.trace.codec import TraceError
+from mcpsniff.ui.collector import collector_paused
 from mcpsniff.ui.follow import READ_LIMIT, OffsetTail, file_size
 from mcpsniff.ui.model import RowBudget, SessionModel, TraceModel, bounded
 
@@ -74,6 +75,10 @@ class Library:
 
         Runs in a worker thread; request handlers read the models under ``lock``.
         """
+        with collector_paused():
+            return self._poll(limit)
+
+    def _poll(self, limit: int) -> bool:
         changed = False
         found = self.discover()
         gone = set(self.traces) - set(found)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter, OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,7 +40,7 @@ from mcpsniff.core.model import (
 from mcpsniff.core.rules.interruption import interruption_reason
 from mcpsniff.core.spec_links import spec_link
 from mcpsniff.filter import MessageView, ViewBuilder, cancelled_request_id, progress_values
-from mcpsniff.filter.view import CANCELLED, EVENT, PROGRESS
+from mcpsniff.filter.view import CANCELLED, EVENT, PROGRESS, FindingsIndex
 from mcpsniff.listing.identity import Origin, SessionIdentity
 from mcpsniff.listing.summary import server_name
 from mcpsniff.terminal.render import fault_text
@@ -215,13 +215,26 @@ class SessionModel:
 class TraceModel:
     """Everything the views show of one trace file, built incrementally."""
 
-    def __init__(self, path: Path, trace_id: str, budget: RowBudget | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        trace_id: str,
+        budget: RowBudget | None = None,
+        findings: FindingsIndex | None = None,
+        on_view: Callable[[MessageView], None] | None = None,
+    ) -> None:
+        """``findings``: the trace's findings indexed (``filter.index_findings``), so that
+        each view carries all of its own; ``on_view``: called with every view built,
+        in trace order (the report sums the sessions up from the same pass)."""
         self.path = path
         self.id = trace_id
         self.budget = budget if budget is not None else RowBudget()
         self.header: dict[str, Any] = {}
         self.sessions: dict[str, SessionModel] = {}
-        self._builder = ViewBuilder({})
+        # The rows need no findings (they come from the finding records): an empty
+        # index keeps the builder from making views of them.
+        self._builder = ViewBuilder(findings if findings is not None else {})
+        self._on_view = on_view
         self._name = "?"
         self._origin = Origin()
         self._frame_offset = -1
@@ -303,7 +316,10 @@ class TraceModel:
         self._unsealed.clear()
 
     def _build(self, views: list[MessageView]) -> None:
+        on_view = self._on_view
         for view in views:
+            if on_view is not None:
+                on_view(view)
             session = self._session(view.session, view.t)
             if view.kind == EVENT:
                 self._event(session, view)
@@ -375,8 +391,14 @@ class TraceModel:
             cancelled = session.row_for(view.cancellation.request_seq, None)
             if cancelled is not None:
                 row["cancels"] = cancelled
-        session.rows.append(row)
-        self._unsealed.append((session, n))
+        if view.kind == BATCH:
+            # Its elements, which follow, count themselves in it: a dict until its frame ends.
+            session.rows.append(row)
+            self._unsealed.append((session, n))
+        else:
+            # Nothing changes a message's row once made: compact now, not at the frame's
+            # end (a batch of 100,000 elements held 100,000 dicts until then).
+            session.rows.append(compact(row))
         session.offsets.append(offset)
         session.by_key[(view.seq, view.index)] = n
         self._rows += 1

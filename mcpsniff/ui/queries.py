@@ -16,7 +16,6 @@ from typing import Any
 
 from mcpsniff.core.error_layers import LAYER_TITLES
 from mcpsniff.core.guard.fingerprint import LISTS
-from mcpsniff.core.model import Record
 from mcpsniff.filter import (
     Filter,
     FilterError,
@@ -25,9 +24,10 @@ from mcpsniff.filter import (
     compile_filter,
     index_findings,
 )
+from mcpsniff.filter.view import FindingsIndex
 from mcpsniff.guard.context_cost import session_costs
 from mcpsniff.guard.inventory import InventoryError, read_inventory
-from mcpsniff.stats.compute import compute
+from mcpsniff.stats.compute import TraceStats, compute
 from mcpsniff.ui.follow import file_size, trace_records
 from mcpsniff.ui.model import SessionModel
 
@@ -65,11 +65,16 @@ class QueryCache:
             finally:
                 with self._lock:
                     self._running.pop(key, None)
-            with self._lock:
-                self._items[key] = value
-                while len(self._items) > CACHE_SIZE:
-                    self._items.popitem(last=False)
+            self.put(key, value)
         return value
+
+    def put(self, key: tuple[Any, ...], value: Any) -> None:
+        """Remember ``value`` for ``key`` (a result another query computed on its way)."""
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > CACHE_SIZE:
+                self._items.popitem(last=False)
 
 
 def parse(expression: str) -> Filter | dict[str, Any]:
@@ -82,42 +87,73 @@ def parse(expression: str) -> Filter | dict[str, Any]:
         return {"error": str(exc), "caret": exc.caret()}
 
 
-def session_views(path: Path, keep: set[str] | None = None) -> Iterator[MessageView]:
+def findings_index(path: Path, keep: set[str] | None = None) -> FindingsIndex:
+    """The findings of the trace (of the sessions ``keep``) by (session, seq).
+
+    The first of a filter's two passes reads no message record: those are
+    most of a trace's records, and the index holds none of them.
+    """
+    records = trace_records(path, messages=False)
+    if keep is not None:
+        records = (r for r in records if r.session in keep)
+    return index_findings(records)
+
+
+def session_views(
+    path: Path, keep: set[str] | None = None, index: FindingsIndex | None = None
+) -> Iterator[MessageView]:
     """Every view of the trace, each with all its findings, as ``show --filter`` builds them.
 
     Read with the UI's own reader, which checks every record's shape (a
     hostile trace may hold an unhashable index or a list as a session) and
     keeps frame bodies unparsed until a field needs one. With ``keep``, only
-    the views of those sessions (the others are not even paired).
+    the views of those sessions (the others are not even paired); ``index``,
+    when the findings were indexed already (``findings_index``).
     """
-
-    def records() -> Iterator[Record]:
-        if keep is None:
-            return trace_records(path)
-        return (r for r in trace_records(path) if r.session in keep)
-
-    index = index_findings(records())
-    yield from build_views(records(), index)
+    if index is None:
+        index = findings_index(path, keep)
+    records = trace_records(path)
+    if keep is not None:
+        records = (r for r in records if r.session in keep)
+    yield from build_views(records, index)
 
 
 def matching_rows(path: Path, session: SessionModel, flt: Filter) -> list[int]:
     """The row numbers of ``session`` whose message (or event) ``flt`` matches."""
+    return session_query(path, session, flt)[0]
+
+
+def session_query(
+    path: Path, session: SessionModel, flt: Filter
+) -> tuple[list[int], dict[str, Any]]:
+    """``matching_rows`` and ``session_stats`` of ``session`` from one pass over the trace.
+
+    The page asks for both (the filter, then the stats tab); the pass is most
+    of either's cost, the figures little more.
+    """
     rows: list[int] = []
+    stats = TraceStats()
     for view in session_views(path, {session.key}):
-        if view.session != session.key or not flt.matches(view):
+        if view.session != session.key:
+            continue
+        stats.add(view)
+        if not flt.matches(view):
             continue
         n = session.row_for(view.seq, view.index)
         if n is not None:
             rows.append(n)
-    return rows
+    return rows, _stats_json(path, session.key, stats)
 
 
 def session_stats(path: Path, session: SessionModel) -> dict[str, Any]:
     """``mcpsniff stats --format json`` for one session, with the error layers' titles."""
-    stats = compute(session_views(path, {session.key}))
+    return _stats_json(path, session.key, compute(session_views(path, {session.key})))
+
+
+def _stats_json(path: Path, key: str, stats: TraceStats) -> dict[str, Any]:
     out = stats.to_json()
     out["layer_titles"] = dict(LAYER_TITLES)
-    cost = context_costs(path, [out]).get(session.key)
+    cost = context_costs(path, [out]).get(key)
     if cost is not None:
         out["context_cost"] = cost
     return out

@@ -16,9 +16,8 @@ import base64
 import hashlib
 import heapq
 import html
-import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -26,15 +25,17 @@ from typing import Any, BinaryIO
 import orjson
 
 from mcpsniff.core.error_layers import LAYER_TITLES
-from mcpsniff.core.model import EventRecord, FrameRecord, Record
-from mcpsniff.filter import Filter
+from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, Record
+from mcpsniff.filter import Filter, MessageView
+from mcpsniff.filter.view import FindingsIndex
 from mcpsniff.stats.compute import TraceStats
 from mcpsniff.trace.codec import TraceError
 from mcpsniff.ui.assets import SCRIPTS, static_text
+from mcpsniff.ui.collector import collector_paused
 from mcpsniff.ui.details import BODY_LIMIT, json_safe, record_detail
 from mcpsniff.ui.follow import LINE_LIMIT, Header, OffsetTail, decode_line, trace_records
 from mcpsniff.ui.model import SESSION_LIST_LIMIT, SessionModel, TraceModel, bounded
-from mcpsniff.ui.queries import context_costs, session_views
+from mcpsniff.ui.queries import context_costs, findings_index, session_views
 
 #: Rows a report holds at most (over all its sessions); the rest is cut, and the page says so.
 REPORT_ROWS = 50_000
@@ -77,13 +78,18 @@ class _Budget:
     body: int = REPORT_BODY_TOTAL
 
 
-def load_model(path: Path, keep: set[str] | None = None) -> TraceModel:
+def load_model(
+    path: Path,
+    keep: set[str] | None = None,
+    findings: FindingsIndex | None = None,
+    on_view: Callable[[MessageView], None] | None = None,
+) -> TraceModel:
     """The trace at ``path`` as the views see it (only sessions ``keep``, when given).
 
-    Raises ``TraceError``.
+    ``findings`` and ``on_view`` go to the model (``TraceModel``). Raises ``TraceError``.
     """
     tail = OffsetTail(path)
-    model = TraceModel(path, "0")
+    model = TraceModel(path, "0", findings=findings, on_view=on_view)
     while True:
         items, more = tail.poll()
         for offset, item in items:
@@ -100,13 +106,50 @@ def load_model(path: Path, keep: set[str] | None = None) -> TraceModel:
     return model
 
 
-def _session_starts(path: Path) -> dict[str, float]:
-    """When each session of the trace starts (its first frame or event), in trace order."""
+def _scan(path: Path, whole: bool) -> tuple[dict[str, float], FindingsIndex | None, set[str]]:
+    """When each session starts (its first frame or event), the findings by (session, seq),
+    and the sessions whose findings were left out.
+
+    One pass that reads no message record (most of a trace). ``whole``: every
+    session's findings are wanted (a filter judges them all), given up (None)
+    once the trace holds more than ``REPORT_SESSIONS`` sessions. Otherwise
+    only those of the sessions that may still be kept, the newest
+    ``REPORT_SESSIONS`` by start so far, as ``_newest`` ranks them: one pushed
+    out never comes back (the bar only rises), so its findings are dropped.
+    """
     starts: dict[str, float] = {}
-    for record in trace_records(path):
-        if isinstance(record, FrameRecord | EventRecord) and record.session not in starts:
+    index: FindingsIndex | None = {}
+    #: The newest sessions so far, least new first: (start, -order, key).
+    newest: list[tuple[float, int, str]] = []
+    dropped: set[str] = set()
+    #: Each session's seqs in the index, to drop its findings with it.
+    named: dict[str, list[int]] = {}
+    for record in trace_records(path, messages=False):
+        if isinstance(record, FindingRecord):
+            if index is None or record.session in dropped:
+                continue
+            for seq in record.seq:
+                found = index.get((record.session, seq))
+                if found is None:
+                    index[(record.session, seq)] = found = []
+                    named.setdefault(record.session, []).append(seq)
+                found.append(record)
+        elif isinstance(record, FrameRecord | EventRecord) and record.session not in starts:
             starts[record.session] = record.t
-    return starts
+            if whole:
+                if len(starts) > REPORT_SESSIONS:
+                    index = None
+                continue
+            entry = (record.t or 0, -len(starts), record.session)
+            if len(newest) < REPORT_SESSIONS:
+                heapq.heappush(newest, entry)
+                continue
+            _t, _order, out = heapq.heappushpop(newest, entry)
+            dropped.add(out)
+            if index is not None:
+                for seq in named.pop(out, ()):
+                    index.pop((out, seq), None)
+    return starts, index, dropped
 
 
 def _newest(starts: dict[str, float], candidates: Iterable[str]) -> set[str]:
@@ -117,53 +160,58 @@ def _newest(starts: dict[str, float], candidates: Iterable[str]) -> set[str]:
     return set(heapq.nlargest(REPORT_SESSIONS, keys, key=lambda k: starts.get(k) or 0))
 
 
-def _matching_messages(path: Path, flt: Filter) -> dict[str, set[tuple[int, int | None]]]:
+def _matching_messages(
+    path: Path, flt: Filter, index: FindingsIndex | None
+) -> dict[str, set[tuple[int, int | None]]]:
     """The messages ``flt`` matches, as (frame seq, batch index) per session (one pass)."""
     matching: dict[str, set[tuple[int, int | None]]] = {}
-    for view in session_views(path):
+    for view in session_views(path, index=index):
         if flt.matches(view):
             matching.setdefault(view.session, set()).add((view.seq, view.index))
     return matching
-
-
-def _stats(path: Path, keys: set[str], flt: Filter | None) -> dict[str, TraceStats]:
-    """``stats`` of the sessions ``keys`` (only theirs: a trace may hold 200,000)."""
-    stats: dict[str, TraceStats] = {key: TraceStats() for key in keys}
-    for view in session_views(path, keys):
-        figures = stats.get(view.session)
-        if figures is not None:
-            figures.add(view, flt is None or flt.matches(view))
-    return stats
 
 
 def report_data(path: Path, flt: Filter | None = None) -> tuple[dict[str, Any], ReportResult]:
     """The data the page needs for the sessions of the trace at ``path`` (the newest, capped).
 
     Sessions are chosen before the model is built, and the model holds only
-    them: 200,000 sessions modelled whole took a gigabyte.
+    them: 200,000 sessions modelled whole took a gigabyte. Without ``flt`` the
+    trace is read in two passes, and only the second reads its message records:
+    the model's, which also sums up the sessions (``stats``) from the same views
+    (each pass that parses every message costs seconds on a batch of 100,000).
     """
-    starts = _session_starts(path)
+    starts, index, dropped = _scan(path, flt is not None)
     matched: dict[str, set[tuple[int, int | None]]] = {}
     if flt is not None:
-        matched = _matching_messages(path, flt)
+        matched = _matching_messages(path, flt, index)
     candidates = [key for key in starts if flt is None or key in matched]
     for key in matched:  # a session with no frame or event of its own (hand-cut traces)
         if key not in starts:
             candidates.append(key)
     keep = _newest(starts, candidates)
-    model = load_model(path, keep if len(keep) < len(starts) else None)
+    if index is None or not keep.isdisjoint(dropped):
+        index = findings_index(path, keep)
+    # Every kept session's figures, as ``stats`` computes them; a view the filter
+    # rejects is still seen (its answer pairs a matching request).
+    stats: dict[str, TraceStats] = {key: TraceStats() for key in keep}
+
+    def on_view(view: MessageView) -> None:
+        figures = stats.get(view.session)
+        if figures is not None:
+            figures.add(view, flt is None or flt.matches(view))
+
+    model = load_model(path, keep if len(keep) < len(starts) else None, index, on_view)
     chosen = [s for s in model.sessions.values() if s.key in keep]
     matching: dict[str, set[int]] = {}
     for session in chosen:
-        rows = (session.row_for(seq, index) for seq, index in matched.get(session.key, ()))
+        rows = (session.row_for(seq, element) for seq, element in matched.get(session.key, ()))
         matching[session.key] = {n for n in rows if n is not None}
     if flt is not None:
         chosen = [s for s in chosen if matching[s.key]]
     sessions_cut = len(candidates) - len(keep)
-    stats = _stats(path, {s.key for s in chosen}, flt)
     sessions = []
     data: dict[str, Any] = {}
-    costs = context_costs(path, [s.to_json() for s in stats.values()])
+    costs = context_costs(path, [stats[s.key].to_json() for s in chosen])
     budget = _Budget()
     cut = 0
     with open(path, "rb") as trace:
@@ -228,7 +276,7 @@ def _session_data(
                     row[link] = new[row[link]]
                 else:
                     del row[link]
-        rows.append(row)
+        rows.append(_fragment(row))
         raw_limit: int | None = None
         if session.offsets[old] != offset:
             offset = session.offsets[old]
@@ -249,7 +297,7 @@ def _session_data(
                 "of frames; only the raw start of this one"
             )
         detail["n"] = new[old]
-        details[new[old]] = detail
+        details[new[old]] = _fragment(detail)
     findings = []
     for finding in session.findings:
         linked = [new[r] for r in finding["rows"] if r in new]
@@ -260,6 +308,18 @@ def _session_data(
         entry["n"] = len(findings)
         findings.append(entry)
     return {"rows": rows, "findings": findings, "details": details, "stats": stats}
+
+
+def _fragment(value: dict[str, Any]) -> orjson.Fragment:
+    """``value`` as the JSON text the page will hold: 50,000 rows and details are kept as
+    their text until the page is written, not as their objects (several times the size)."""
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:
+        text = orjson.dumps(json_safe(value))
+    # orjson's result keeps its 4 KiB buffer (100,000 of them were 400 MB); a copy is its size.
+    with memoryview(text) as view:
+        return orjson.Fragment(view.tobytes())
 
 
 def _record_at(trace: BinaryIO, offset: int) -> Record | None:
@@ -279,7 +339,7 @@ def _script_json(value: Any) -> str:
         # The details are keyed by row number: orjson writes int keys as strings.
         text = orjson.dumps(value, option=orjson.OPT_NON_STR_KEYS).decode("utf-8")
     except TypeError:
-        text = json.dumps(json_safe(value), ensure_ascii=False, separators=(",", ":"))
+        text = orjson.dumps(json_safe(value)).decode("utf-8")
     # str.replace, one character at a time: several times faster than translate
     # on the tens of megabytes a long trace's page holds.
     for char, escaped in _SCRIPT_ESCAPES:
@@ -322,8 +382,9 @@ def render_html(page: dict[str, Any]) -> str:
 
 def write_report(path: Path, out: Path, flt: Filter | None = None) -> ReportResult:
     """Write the report of the trace at ``path`` to ``out`` (mode 0600: it holds traffic)."""
-    page, result = report_data(path, flt)
-    text = render_html(page)
+    with collector_paused():
+        page, result = report_data(path, flt)
+        text = render_html(page)
     fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as handle:
         handle.write(text)

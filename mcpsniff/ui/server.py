@@ -19,18 +19,20 @@ import json
 import signal
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 from aiohttp import web
 
 from mcpsniff.ui.assets import STATIC, static_text
+from mcpsniff.ui.collector import collector_paused
 from mcpsniff.ui.details import json_safe, message_detail
 from mcpsniff.ui.downloads import FORMATS, DownloadError, session_download
+from mcpsniff.ui.follow import file_size
 from mcpsniff.ui.guard import Guard
 from mcpsniff.ui.library import Library
 from mcpsniff.ui.model import SESSION_LIST_LIMIT
-from mcpsniff.ui.queries import QueryCache, cached_key, matching_rows, parse, session_stats
+from mcpsniff.ui.queries import QueryCache, cached_key, parse, session_query, session_stats
 
 #: How often the trace files are polled (seconds).
 POLL_INTERVAL = 0.3
@@ -38,18 +40,26 @@ POLL_INTERVAL = 0.3
 KEEPALIVE = 15.0
 #: Rows per page of ``/api/session/{id}/rows``.
 PAGE_LIMIT = 5000
+#: A trace file larger than this is not compared in the page (``mcpsniff diff`` reads any):
+#: the comparison reads both files whole, in the server's memory.
+COMPARE_FILE_LIMIT = 256 << 20
 #: Server-sent event streams open at once.
 STREAM_LIMIT = 64
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
+T = TypeVar("T")
 SECURITY_HEADERS = {
     "Content-Security-Policy": CSP,
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",
     "Cache-Control": "no-store",
 }
+#: Two sessions (trace file, session key each) compared request by request, for the page.
+#: ``replay`` sits beside ``ui`` in the layers (docs/architecture.md), so the command
+#: line, above both, hands its comparison in.
+Comparer = Callable[[Path, str, Path, str], dict[str, Any]]
 
 
 def dumps(value: Any) -> bytes:
@@ -69,8 +79,16 @@ def json_response(value: Any, status: int = 200) -> web.Response:
 class UiServer:
     """The aiohttp application over a ``Library``."""
 
-    def __init__(self, library: Library, host: str, port: int, token: str | None = None) -> None:
+    def __init__(
+        self,
+        library: Library,
+        host: str,
+        port: int,
+        token: str | None = None,
+        comparer: Comparer | None = None,
+    ) -> None:
         self.library = library
+        self.comparer = comparer
         self.host = host
         self.port = port
         self.guard = Guard(host, token)
@@ -92,6 +110,7 @@ class UiServer:
                 web.get("/api/session/{sid}/filter", self.filter),
                 web.get("/api/session/{sid}/stats", self.stats),
                 web.get("/api/session/{sid}/download/{fmt}", self.download),
+                web.get("/api/compare", self.compare),
             ]
         )
 
@@ -244,7 +263,7 @@ class UiServer:
     async def message(self, request: web.Request) -> web.Response:
         followed, session = self._session(request)
         n = _int(request.match_info["n"], -1)
-        detail = await asyncio.to_thread(message_detail, followed.model.path, session, n)
+        detail = await _bulk(message_detail, followed.model.path, session, n)
         if detail is None:
             raise web.HTTPNotFound(text="no such message", headers=SECURITY_HEADERS)
         return json_response(detail)
@@ -259,16 +278,23 @@ class UiServer:
             return json_response(flt)
         path = followed.model.path
         key = cached_key(path, session, "filter:" + expression)
-        rows = await asyncio.to_thread(
-            self.cache.get, key, lambda: matching_rows(path, session, flt)
-        )
+        stats_key = cached_key(path, session, "stats")
+
+        def query() -> list[int]:
+            # The pass that filters the session also sums it up: the stats tab
+            # then answers from the cache instead of reading the trace again.
+            rows, stats = session_query(path, session, flt)
+            self.cache.put(stats_key, stats)
+            return rows
+
+        rows = await _bulk(self.cache.get, key, query)
         return json_response({"rows": rows})
 
     async def stats(self, request: web.Request) -> web.Response:
         followed, session = self._session(request)
         path = followed.model.path
         key = cached_key(path, session, "stats")
-        stats = await asyncio.to_thread(self.cache.get, key, lambda: session_stats(path, session))
+        stats = await _bulk(self.cache.get, key, lambda: session_stats(path, session))
         return json_response(json_safe(stats))
 
     async def download(self, request: web.Request) -> web.Response:
@@ -278,7 +304,7 @@ class UiServer:
         if fmt not in FORMATS:
             raise web.HTTPNotFound(text="no such format", headers=SECURITY_HEADERS)
         try:
-            made = await asyncio.to_thread(session_download, followed.model.path, session.key, fmt)
+            made = await _bulk(session_download, followed.model.path, session.key, fmt)
         except DownloadError as exc:
             return web.Response(status=409, text=f"{exc}\n", headers=SECURITY_HEADERS)
         except OSError as exc:
@@ -293,6 +319,43 @@ class UiServer:
             "Content-Disposition": f'attachment; filename="{made.filename}"',
         }
         return web.Response(body=made.body, content_type=made.media_type, headers=headers)
+
+    async def compare(self, request: web.Request) -> web.Response:
+        """Two sessions (``?a=ID&b=ID``) side by side: requests aligned, answers compared."""
+        if self.comparer is None:
+            raise web.HTTPNotFound(text="comparison not available", headers=SECURITY_HEADERS)
+        sides = []
+        for name in ("a", "b"):
+            found = self.library.find(request.query.get(name, ""))
+            if found is None:
+                raise web.HTTPNotFound(text=f"no such session {name}", headers=SECURITY_HEADERS)
+            followed, session = found
+            sides.append((followed.model.path, session.key))
+        (path_a, key_a), (path_b, key_b) = sides
+        for path in (path_a, path_b):
+            if file_size(path) > COMPARE_FILE_LIMIT:
+                limit = COMPARE_FILE_LIMIT >> 20
+                return json_response(
+                    {"error": f"{path.name} is over {limit} MiB: compare it with mcpsniff diff"}
+                )
+        # Keyed by both files' sizes: a session that grew is compared again.
+        key = ("compare", str(path_a), file_size(path_a), key_a)
+        key += (str(path_b), file_size(path_b), key_b)
+        comparer = self.comparer
+        result = await asyncio.to_thread(
+            self.cache.get, key, lambda: comparer(path_a, key_a, path_b, key_b)
+        )
+        return json_response(json_safe(result))
+
+
+async def _bulk(work: Callable[..., T], *args: Any) -> T:
+    """``work(*args)`` in a thread, the cycle collector paused (it reads a trace in bulk)."""
+
+    def paused() -> T:
+        with collector_paused():
+            return work(*args)
+
+    return await asyncio.to_thread(paused)
 
 
 def _int(text: str | None, default: int) -> int:
@@ -309,15 +372,19 @@ async def serve(
     announce: Callable[[str], None],
     ready: Callable[[str], None] | None = None,
     token: str | None = None,
+    comparer: Comparer | None = None,
 ) -> None:
-    """Serve the UI over ``roots`` until cancelled (``token``: the run's, else a random one)."""
+    """Serve the UI over ``roots`` until cancelled (``token``: the run's, else a random one).
+
+    ``comparer`` answers ``/api/compare`` (none: the page offers no comparison).
+    """
     stop = asyncio.Event()
     with contextlib.suppress(NotImplementedError, RuntimeError):
         # SIGTERM (kill, a service manager) stops as cleanly as Ctrl-C does;
         # installed before the URL is announced, so no early TERM is lost.
         asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
     library = Library(roots)
-    server = UiServer(library, host, port, token)
+    server = UiServer(library, host, port, token, comparer)
     await asyncio.to_thread(library.poll)
     runner = web.AppRunner(server.app, access_log=None)
     await runner.setup()

@@ -12,6 +12,7 @@ from mcpsniff.core.http.exchange import HttpSettings, begin_exchange
 from mcpsniff.core.observations import (
     EndpointRewritten,
     ExchangeEnd,
+    HttpGuardAnswered,
     NoFirstEvent,
     RequestBegin,
     RequestBody,
@@ -40,6 +41,7 @@ def test_an_exchange_is_numbered_and_each_step_is_one_observation() -> None:
     exchange.whole_body(b"{}")
     exchange.endpoint_rewritten("a", "b")
     exchange.request_cut(3)
+    exchange.guard_answered("delete_all", "forbidden", 7)
     exchange.finish()
     other = remote.begin("GET", "/x", [], b"")
     other.unreachable("http://u/x", "refused")
@@ -51,11 +53,13 @@ def test_an_exchange_is_numbered_and_each_step_is_one_observation() -> None:
         ResponseBody,
         EndpointRewritten,
         RequestCut,
+        HttpGuardAnswered,
         ExchangeEnd,
         RequestBegin,
         Unreachable,
     ]
-    assert {o.exchange for o in seen[:7]} == {number} and seen[-1].exchange == number + 1
+    assert {o.exchange for o in seen[:8]} == {number} and seen[-1].exchange == number + 1
+    assert (seen[6].tool, seen[6].reason, seen[6].id) == ("delete_all", "forbidden", 7)
     assert (seen[4].old, seen[4].new, seen[5].body_bytes) == ("a", "b", 3)
     assert seen[1].size == 7 and seen[1].body == b"1}"
     assert seen[3].whole is True and exchange.status == 200 and not exchange.is_sse

@@ -200,15 +200,21 @@ def test_junit_one_case_per_session_failures_at_or_above_fail_on(
     assert code == 1
     root = ET.fromstring(out)
     assert root.tag == "testsuites"
-    cases = root.findall("./testsuite/testcase")
-    assert len(cases) == 1
-    assert cases[0].get("name") == "session missing-initialized"
-    found = cases[0].findall("failure")
-    assert len(found) == failures
-    assert "LC-INITIALIZED-MISSING" in {f.get("type") for f in found}
-    assert root.get("tests") == "1" and root.get("failures") == "1"
-    out_text = cases[0].findtext("system-out") or ""
-    assert out_text.count("\n") + bool(out_text) == quiet
+    session, *failing = root.findall("./testsuite/testcase")
+    # The session's own case passes; each rule at or above --fail-on is a failing case.
+    assert session.get("name") == "session missing-initialized"
+    assert session.findall("failure") == []
+    assert len(failing) == failures
+    assert all(len(case.findall("failure")) == 1 for case in failing)
+    types = [case.find("failure").get("type") for case in failing]  # type: ignore[union-attr]
+    assert "LC-INITIALIZED-MISSING" in types
+    assert [case.get("name") for case in failing] == [
+        f"session missing-initialized {t}" for t in types
+    ]
+    assert root.get("tests") == str(1 + failures) and root.get("failures") == str(failures)
+    out_text = session.findtext("system-out") or ""
+    # One line a finding, its spec link indented under it.
+    assert len([line for line in out_text.splitlines() if not line.startswith("  ")]) == quiet
     if quiet:
         assert "LC-INITIALIZED-ORDER" in out_text
 
@@ -238,7 +244,8 @@ def test_hostile_text_stays_valid_xml_and_json(tmp_path: Path) -> None:
     assert "\x1b" not in text and "\u202e" not in text
     assert "\\x1b" in text
     names = [c.get("name") for c in root.iter("testcase")]
-    assert names == ["session sess\\x1b[31m<&>"]
+    assert names[0] == "session sess\\x1b[31m<&>" and len(names) > 1
+    assert all(name.startswith("session sess\\x1b[31m<&> ") for name in names[1:])
     assert code == 1
     code, out = check("--format", "sarif", "--fail-on", "info", str(trace))
     log = json.loads(out)

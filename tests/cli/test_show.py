@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,7 +12,7 @@ from click.testing import CliRunner
 from mcpsniff.cli import main
 from mcpsniff.trace.writer import TraceWriter
 from tests.conftest import Conversation, notification, request, result
-from tests.relay.stdio_support import relay_env, wait_until
+from tests.relay.stdio_support import show_follow, stop_follow
 
 RECORDINGS = Path(__file__).resolve().parents[2] / "recordings"
 
@@ -76,7 +73,9 @@ def test_verbose_prints_bodies_and_raw_bytes_safely(trace: Path) -> None:
 
 
 def test_filter_keeps_matching_messages_and_labels_responses(trace: Path) -> None:
-    lines = show(str(trace), "--filter", "kind == response and tool == fs_read")
+    title, *lines = show(str(trace), "--filter", "kind == response and tool == fs_read")
+    # The session's title above its first line, as an unfiltered show lists it first.
+    assert title == "session test: s 1 · client t 1 · 1970-01-01 00:16:40 · 6.0 s · ended"
     assert len(lines) == 2
     # The request was filtered out, yet the response still names it.
     assert "result" in lines[0] and "tools/call fs_read" in lines[0]
@@ -118,9 +117,10 @@ def test_json_output_is_terminal_safe(trace: Path) -> None:
 
 
 def test_late_findings_sit_with_their_request_when_filtering() -> None:
-    lines = show(
+    title, *lines = show(
         str(RECORDINGS / "unanswered-request.jsonl"), "--filter", "rule == JR-RESP-REQUIRED"
     )
+    assert title.startswith("session unanswered-request: gallery-server 1.0 · client ")
     assert len(lines) == 2
     assert "request" in lines[0] and "id=3" in lines[0]
     assert "JR-RESP-REQUIRED" in lines[1]
@@ -151,12 +151,7 @@ def test_check_honours_the_filter() -> None:
 
 def test_follow_waits_for_a_trace_that_does_not_exist_yet(tmp_path: Path) -> None:
     path = tmp_path / "later.jsonl"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "mcpsniff", "show", "--follow", "--interval", "0.05", str(path)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=relay_env(NO_COLOR="1"),
-    )
+    proc = show_follow(path)
     try:
         assert proc.stderr is not None and proc.stdout is not None
         assert (
@@ -174,9 +169,7 @@ def test_follow_waits_for_a_trace_that_does_not_exist_yet(tmp_path: Path) -> Non
         time.sleep(0.1)
         writer.close()
     finally:
-        proc.send_signal(signal.SIGINT)
-        proc.wait(30)
-    wait_until(lambda: proc.poll() is not None, "show to exit")
+        stop_follow(proc)
 
 
 @pytest.mark.parametrize("command", ["show", "check", "stats"])

@@ -113,12 +113,13 @@ def test_added_rules_are_whole_entries() -> None:
 
 
 def test_resilience_rules_are_whole_entries() -> None:
-    """catalog_resilience.json: whole entries, warnings (SHOULD), in their own section."""
+    """catalog_resilience.json: whole entries, warnings (SHOULD) or notes (INFO), in their own
+    section: how a peer copes with mcpsniff's own doing is never an error."""
     for rule_id, data in _resilience().items():
         entry = get(rule_id)
         assert set(data) == {"sev", "versions", "check", "source", "section"}, rule_id
         assert rule_id.startswith("RESIL-") and entry.check.startswith("["), rule_id
-        assert entry.default_severity == "warning", rule_id
+        assert entry.default_severity in ("warning", "info"), rule_id
         assert entry.section == "18. Resilience under injected faults (RESIL-*)", rule_id
 
 

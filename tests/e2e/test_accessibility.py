@@ -82,6 +82,19 @@ def each_view(page: object) -> Iterator[str]:
     page.click("#tab-button-stats")  # type: ignore[attr-defined]
     page.wait_for_selector("table.stats", timeout=WAIT_MS)  # type: ignore[attr-defined]
     yield "stats"
+    if page.locator("#tab-button-compare").is_visible():  # type: ignore[attr-defined]
+        page.click("#tab-button-compare")  # type: ignore[attr-defined]
+        page.wait_for_selector("#compare-with", timeout=WAIT_MS)  # type: ignore[attr-defined]
+        other = page.evaluate(  # type: ignore[attr-defined]
+            "[...document.querySelectorAll('#compare-with option')]"
+            ".find((o) => o.textContent.includes('clean')).value"
+        )
+        page.select_option("#compare-with", other)  # type: ignore[attr-defined]
+        page.wait_for_selector("table.compare tbody tr", timeout=WAIT_MS)  # type: ignore[attr-defined]
+        yield "compare"
+    page.click("#tab-button-file")  # type: ignore[attr-defined]
+    page.wait_for_selector("table.file-rows tbody tr", timeout=WAIT_MS)  # type: ignore[attr-defined]
+    yield "whole file"
     page.click("#tab-button-timeline")  # type: ignore[attr-defined]
     page.click("#filter")  # type: ignore[attr-defined]
     page.keyboard.type("method == tools/")  # type: ignore[attr-defined]
@@ -109,7 +122,7 @@ def test_every_view_of_the_ui_has_no_serious_violation(
                 found[view] = violations(page)
     finally:
         context.close()
-    assert len(found) == 6
+    assert len(found) == 8 and "compare" in found and "whole file" in found
     assert {view: v for view, v in found.items() if v} == {}
 
 
@@ -133,5 +146,5 @@ def test_every_view_of_the_report_has_no_serious_violation(
             found[view] = violations(page)
     finally:
         context.close()
-    assert len(found) == 6
+    assert len(found) == 7 and "whole file" in found  # a report has no Compare tab
     assert {view: v for view, v in found.items() if v} == {}

@@ -283,18 +283,52 @@ def _stop(server: subprocess.Popen[bytes]) -> None:
 
 
 def test_its_own_traffic_gives_no_finding(traces: Path, tmp_path: Path) -> None:
+    """Every tool, served over the real SDK session alone: not one finding at any level."""
+    clean, plan = _clean_folder_and_plan(traces, tmp_path)
+    own = tmp_path / "own.jsonl"
+    target = ["--", *MCPSNIFF, "stdio", "--trace", str(own), "--", *MCPSNIFF, "mcp", str(clean)]
+    got = _ask(plan, tmp_path, target)
+    assert len(got["steps"]) == len(plan)
+    assert unquote(got["steps"][0]["text"])["session"]["name"] == "mcpsniff-e2e-sdk2"
+    _assert_no_finding(own)
+    _assert_recorded(own, plan)
+
+
+def _clean_folder_and_plan(traces: Path, tmp_path: Path) -> tuple[Path, list[dict[str, Any]]]:
+    """A folder with the real SDK session alone, and PLAN aimed at it.
+
+    Every step but the unknown tool, which is the client's mistake (TOOL-CALL-KNOWN).
+    """
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    (clean / "sdk2.jsonl").write_bytes((traces / "sdk2.jsonl").read_bytes())
+    steps = [step for step in PLAN if step.get("tool") != "no_such_tool"]
+    aimed = json.dumps(steps).replace("{session:weather-hostile}", "{session:mcpsniff-e2e-sdk2}")
+    return clean, json.loads(aimed)
+
+
+def _assert_no_finding(trace: Path) -> None:
+    check = _check_all_levels(trace)
+    assert check.stdout.decode() == "", check.stdout.decode()
+    assert check.returncode == 0, check.stderr.decode()
+
+
+def test_its_own_traffic_quoting_a_hostile_trace(traces: Path, tmp_path: Path) -> None:
+    """Over the hostile trace, the only findings are the guard's, on the quoted text."""
     own = tmp_path / "own.jsonl"
     target = ["--", *MCPSNIFF, "stdio", "--trace", str(own), "--", *MCPSNIFF, "mcp", str(traces)]
-    # Every step but the unknown tool, which is the client's mistake (TOOL-CALL-KNOWN).
     plan = [step for step in PLAN if step.get("tool") != "no_such_tool"]
     got = _ask(plan, tmp_path, target)
     assert len(got["steps"]) == len(plan)
-    check = subprocess.run(
-        [*MCPSNIFF, "check", "--format", "json", "--fail-on", "info", str(own)],
+    _assert_only_quoted_poison(_check_all_levels(own))
+    _assert_recorded(own, plan)
+
+
+def _check_all_levels(trace: Path) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [*MCPSNIFF, "check", "--format", "json", "--fail-on", "info", str(trace)],
         cwd=REPO, capture_output=True, timeout=RUN_TIMEOUT,
     )  # fmt: skip
-    _assert_only_quoted_poison(check)
-    _assert_recorded(own, plan)
 
 
 def _assert_only_quoted_poison(check: subprocess.CompletedProcess[bytes]) -> None:
@@ -354,9 +388,11 @@ def test_conformance_server_scenarios(traces: Path, tmp_path: Path) -> None:
 
 
 def test_its_own_http_traffic_gives_no_finding(traces: Path, tmp_path: Path) -> None:
+    """The same over Streamable HTTP through ``mcpsniff http``: not one finding."""
+    clean, plan = _clean_folder_and_plan(traces, tmp_path)
     own = tmp_path / "own-http.jsonl"
     server = subprocess.Popen(
-        [*MCPSNIFF, "mcp", str(traces), "--http", "--listen", "127.0.0.1:0"],
+        [*MCPSNIFF, "mcp", str(clean), "--http", "--listen", "127.0.0.1:0"],
         cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
     )  # fmt: skip
     relay = None
@@ -372,16 +408,11 @@ def test_its_own_http_traffic_gives_no_finding(traces: Path, tmp_path: Path) -> 
         line = relay.stderr.readline().decode()
         match = re.search(r"proxying (http://\S+)", line)
         assert match is not None, line
-        plan = [step for step in PLAN if step.get("tool") != "no_such_tool"]
         got = _ask(plan, tmp_path, ["--url", match.group(1)])
         assert len(got["steps"]) == len(plan)
     finally:
         if relay is not None:
             _stop(relay)
         _stop(server)
-    check = subprocess.run(
-        [*MCPSNIFF, "check", "--format", "json", "--fail-on", "info", str(own)],
-        cwd=REPO, capture_output=True, timeout=RUN_TIMEOUT,
-    )  # fmt: skip
-    _assert_only_quoted_poison(check)
+    _assert_no_finding(own)
     _assert_recorded(own, plan)

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -44,10 +45,13 @@ def relay_command(trace: Path, otlp: str, *server: str) -> list[str]:
     return [*relay, "--", *server]
 
 
-def run_sdk_client(trace: Path, otlp: str) -> dict[str, Any]:
+def run_sdk_client(trace: Path, otlp: str, *options: str) -> dict[str, Any]:
+    """The SDK client and server through ``mcpsniff stdio --otlp OTLP OPTIONS``."""
     if not SDK2_PYTHON.exists():
         pytest.skip("end-to-end peers not installed; run scripts/setup-peers.sh")
     command = relay_command(trace, otlp, str(SDK2_PYTHON), str(SDK2_SERVER))
+    at = command.index("--")
+    command[at:at] = options
     client = subprocess.Popen(
         [str(SDK2_PYTHON), str(SDK_CLIENT), "--", *command],
         cwd=ROOT,
@@ -89,6 +93,16 @@ def test_live_stdio_session_with_the_sdk_peers(collector: Collector, tmp_path: P
     methods = sorted(m.method for m in recorded if m.method)
     assert sorted(s["attributes"]["mcp.method.name"] for s in clients) == methods
     assert collector.metric_points("mcp.client.operation.duration")
+    # The spans' service is the server, as its serverInfo names it.
+    assert "service.name: Str(mcpsniff-e2e-sdk2)" in collector.text()
+
+
+def test_live_service_is_the_name_a_person_gave(collector: Collector, tmp_path: Path) -> None:
+    run_sdk_client(tmp_path / "named.jsonl", collector.http_url, "--name", "weather-live")
+    deadline = time.monotonic() + TIMEOUT
+    while "service.name: Str(weather-live)" not in collector.text():
+        assert time.monotonic() < deadline, "no span with service.name weather-live"
+        time.sleep(0.1)
 
 
 def _send(proc: subprocess.Popen[bytes], message: dict[str, Any]) -> None:

@@ -55,6 +55,9 @@ EXPRESSIONS = [
     "kind == event and event == session-start",
     "(method == ping || method == tools/list) && !kind == request",
     "tool == add",
+    'method ~ "^(tools|resources)/(call|list)$"',
+    'method ~ "[[:alpha:]]+/l.st" or rule ~ "\\bRESP"',
+    'method ~ "(?:no|ti){1,3}f" and method !~ "x{2,}"',
 ]
 BAD = {
     "latency > fast": "bad duration 'fast'",
@@ -62,6 +65,9 @@ BAD = {
     "kind == answer": "unknown kind 'answer'",
     "(method == x": "expected ')'",
     "method < 3": "compares numbers",
+    'method ~ "(a)\\1"': "invalid escape sequence",
+    'method ~ "(?=a)"': "invalid or unsupported Perl syntax",
+    'method ~ "a{1001}"': "bad repetition operator",
 }
 
 
@@ -239,4 +245,32 @@ def test_the_stats_tab_shows_the_context_cost_largest_first(page: object, tmp_pa
     sizes = [int(r.split("\t")[2]) for r in rows[1:]]
     assert sizes == sorted(sizes, reverse=True)
     assert "not estimated" in page.locator(".context-cost p").inner_text()
+    assert page.errors == []
+
+
+def test_a_backtracking_pattern_leaves_the_page_responsive(page: object, tmp_path: Path) -> None:
+    """``(.|.)*z`` against 2,000 distinct 300-character methods: RegExp never finished
+    (2**300 paths each); the page's own matcher answers at once, and goes on answering."""
+    trace = tmp_path / "long.jsonl"
+    lines = ['{"type":"header","format":"mcpsniff-trace","version":2,"tool":"t","meta":{}}']
+    for i in range(2000):
+        method = f"m{i}" + "a" * 290
+        text = json.dumps({"jsonrpc": "2.0", "method": method}) + "\n"
+        frame = {"type": "frame", "seq": i + 1, "t": 1.0 + i, "session": "s", "dir": "c2s"}
+        lines.append(json.dumps({**frame, "transport": "stdio", "text": text}))
+    trace.write_text("\n".join(lines) + "\n")
+    out = make_report(trace, tmp_path / "long.html")
+    page.goto(out.as_uri())
+    page.wait_for_selector(".row", timeout=WAIT_MS)
+    started = time.monotonic()
+    page.fill("#filter", 'method ~ "(.|.)*z"')
+    page.press("#filter", "Enter")
+    wait_for(page, "window.mcpsniffState.filtered !== null", timeout=30)
+    assert page.evaluate("window.mcpsniffState.visible.length") == 0
+    assert time.monotonic() - started < 30
+    # Still responsive: the next filter (the same pattern, one that matches) answers too.
+    page.fill("#filter", 'method ~ "^m1(.|.)*a$"')
+    page.press("#filter", "Enter")
+    wait_for(page, "window.mcpsniffState.visible.length === 1111", timeout=30)
+    assert page.evaluate("1 + 1") == 2
     assert page.errors == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -313,3 +314,21 @@ def test_only_a_valid_traceparent_joins_the_callers_trace(
         assert client["trace_id"] not in (TRACE_ID, "0" * 32), name
     good = by_name[("tools/call tp-good", "SPAN_KIND_CLIENT")]
     assert good["trace_id"] == TRACE_ID and good["parent_id"] == PARENT_ID
+
+
+def test_the_service_is_the_server_named_in_the_trace(collector: Collector, tmp_path: Path) -> None:
+    from mcpsniff.export.otlp_trace import trace_service
+
+    frames = session_frames("svc")
+    frames[1] = ("s2c", ok(0, {"protocolVersion": "2025-11-25", "serverInfo": {"name": "wx-7"}}))
+    trace = write_stdio_trace(tmp_path / "named.jsonl", frames, session="svc")
+    assert trace_service(trace) == "wx-7"
+    code, output = export(trace, "--endpoint", collector.http_url)
+    assert code == 0, output
+    deadline = time.monotonic() + 20
+    while "service.name: Str(wx-7)" not in collector.text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert "service.name: Str(wx-7)" in collector.text()
+    # A trace naming no server keeps mcpsniff's own.
+    anonymous = write_stdio_trace(tmp_path / "anon.jsonl", [("c2s", req(1, "ping"))], session="x")
+    assert trace_service(anonymous) is None

@@ -119,3 +119,16 @@ def test_an_escaped_method_name_is_still_read() -> None:
     escaped = b'{"jsonrpc":"2.0","id":1,"method":"tools\\/call"}'
     assert engine.could_match(escaped, "c2s")
     assert engine.judge(engine.read("c2s", escaped)) is not None
+
+
+def test_answers_may_match_only_with_their_request_in_flight() -> None:
+    engine = FaultEngine(parse_faults(['drop when tool == "echo" and direction == s2c']))
+    assert not engine.answers_may_match("s2c")
+    engine.read("c2s", LIST)  # holds no needle: not kept
+    assert not engine.answers_may_match("s2c")
+    engine.read("c2s", CALL)
+    assert engine.answers_may_match("s2c")
+    engine.read("s2c", ANSWER)
+    assert not engine.answers_may_match("s2c")
+    # A fault without a name to look for may match anything.
+    assert FaultEngine(parse_faults(["drop when direction == s2c"])).answers_may_match("s2c")

@@ -133,14 +133,19 @@ def test_install_wraps_every_stdio_server_and_uninstall_restores_the_bytes(
         assert {k: v for k, v in entry.items() if k not in ("command", "args")} == {
             k: v for k, v in old.items() if k not in ("command", "args")
         }
-    backups = list((home / ".local/state/mcpsniff/install-backups").iterdir())
-    assert len(backups) == 1 and f"backup: {backups[0]}" in result.output
+    folder = home / ".local/state/mcpsniff/install-backups"
+    (copy,) = folder.glob("*.orig")
+    (meta,) = folder.glob("*.json")
+    assert len(list(folder.iterdir())) == 2 and copy.stem == meta.stem
+    # The backup is the file as it was, byte for byte: cp puts it back.
+    assert copy.read_bytes() == original and copy.stat().st_mode & 0o777 == 0o600
+    assert f"backup: {copy} (to put the file back: cp {copy} {path})" in result.output
     # Idempotent: a second install changes nothing and writes no backup.
     wrapped = path.read_bytes()
     again = run("install", "--client", client, "--all")
     assert again.exit_code == 0 and "already runs under mcpsniff" in again.output
     assert path.read_bytes() == wrapped
-    assert len(list(backups[0].parent.iterdir())) == 1
+    assert len(list(folder.iterdir())) == 2
     result = run("uninstall", "--client", client)
     assert result.exit_code == 0, result.output
     assert path.read_bytes() == original
@@ -322,3 +327,60 @@ def test_install_of_a_real_server_does_not_say_so(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert "+ fs: runs under mcpsniff stdio" in result.output
     assert "no MCP servers" not in result.output
+
+
+def test_a_dry_run_without_a_choice_shows_each_choice_and_changes_nothing(home: Path) -> None:
+    path, original = place(home, "cursor")
+    result = run("install", "--client", "cursor", "--dry-run")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert "  + --server fs: would run it under mcpsniff stdio" in lines
+    # The HTTP server's proxy, and --all's diff: every stdio server wrapped.
+    assert any("mcpsniff http --upstream https://example.com/mcp" in line for line in lines)
+    assert "  --all: every server marked + above, this diff:" in lines
+    assert any(line.startswith("+") and "mcpsniff" in line for line in lines)
+    assert lines[-1] == (
+        "nothing changed (--dry-run); choose with --server NAME (repeatable) or --all"
+    )
+    assert path.read_bytes() == original
+    assert not (home / ".local/state/mcpsniff").exists()
+    # Without --dry-run, a missing choice is still refused.
+    refused = run("install", "--client", "cursor")
+    assert refused.exit_code == 2 and path.read_bytes() == original
+
+
+def test_each_suggested_proxy_listens_on_its_own_port(home: Path) -> None:
+    config = home / "mcp.json"
+    servers = {
+        "one": {"url": "https://one.example/mcp"},
+        "two": {"url": "https://two.example/api/mcp"},
+        "three": {"serverUrl": "http://three.example:8080/"},
+    }
+    config.write_text(json.dumps({"mcpServers": servers}))
+    result = run("install", "--config", str(config), "--all")
+    assert result.exit_code == 0, result.output
+    listens = [line.rsplit(" ", 1)[1] for line in result.output.splitlines() if "--listen" in line]
+    assert listens == ["127.0.0.1:6280", "127.0.0.1:6281", "127.0.0.1:6282"]
+    points = [line.split("at ", 1)[1] for line in result.output.splitlines() if "point" in line]
+    assert points == [
+        "http://127.0.0.1:6280/mcp",
+        "http://127.0.0.1:6281/api/mcp",
+        "http://127.0.0.1:6282/",
+    ]
+
+
+def test_uninstall_keeps_a_plain_copy_of_what_it_changed_too(home: Path) -> None:
+    path, original = place(home, "claude-desktop")
+    assert run("install", "--client", "claude-desktop", "--server", "git").exit_code == 0
+    wrapped = path.read_bytes()
+    # Someone edits the file after install: uninstall unwraps instead of restoring bytes.
+    path.write_bytes(wrapped.replace(b'"git"', b'"git" ', 1))
+    edited = path.read_bytes()
+    result = run("uninstall", "--client", "claude-desktop")
+    assert result.exit_code == 0, result.output
+    folder = home / ".local/state/mcpsniff/install-backups"
+    (copy,) = folder.glob("uninstall-*.orig")
+    assert copy.read_bytes() == edited
+    assert f"cp {copy} {path}" in result.output
+    assert path.read_bytes() != edited and b"mcpsniff" not in path.read_bytes()
+    assert json.loads(path.read_bytes()) == json.loads(original)

@@ -115,3 +115,24 @@ def test_a_finding_nested_in_an_intact_finding_is_counted_once(tmp_path: Path) -
     folder = _folder(tmp_path, b"", encode_line(outer))
     row = _ls(folder)
     assert row["findings"] == {"error": 0, "warning": 1, "info": 0}
+
+
+def test_a_server_names_itself_in_bytes_that_are_not_canonical_json(tmp_path: Path) -> None:
+    """An initialize result with spaces is kept as ``text``: its serverInfo still names it."""
+    from mcpsniff.listing.summary import summarize
+
+    spaced = b'{"jsonrpc": "2.0", "id": 0, "result": {"serverInfo": {"name": "weather"}}}\n'
+    path = tmp_path / "t.jsonl"
+    writer = TraceWriter.create(path, meta={}, created=1.0)
+    writer.write(FrameRecord(1, 2.0, "k", "s2c", "stdio", spaced))
+    writer.close()
+    assert b'"text":' in path.read_bytes()  # stored as text, not as json
+    summary = summarize(path)
+    assert summary is not None and summary.server == "weather"
+    # A text that is no JSON names nobody (and breaks nothing).
+    other = tmp_path / "u.jsonl"
+    writer = TraceWriter.create(other, meta={}, created=1.0)
+    writer.write(FrameRecord(1, 2.0, "k", "s2c", "stdio", b'{"serverInfo": oops\n'))
+    writer.close()
+    broken = summarize(other)
+    assert broken is not None and broken.server == "?"

@@ -18,6 +18,7 @@ every server the tests need, chosen by path:
   an absolute URL of this server, ``legacybad`` sends a message event before
   the endpoint event, ``legacypad`` a comment (padding) before an absolute one.
 * ``/echo...``: answers any method with what it received, as JSON.
+* ``/delay``: answers a JSON-RPC request ``params.delay`` seconds later.
 * ``/lockstep``, ``/idle``, ``/hang``, ``/truncated``, ``/bigsse``: SSE
   streams for buffering, idle, disconnect, truncation and size tests.
 * ``/_control/ack?name=``: a side channel the tests call directly (not
@@ -168,6 +169,7 @@ class Upstream:
         app.router.add_route("*", "/_control/ack", self.ack)
         app.router.add_route("*", "/echo{tail:.*}", self.echo)
         app.router.add_route("*", "/lockstep", self.lockstep)
+        app.router.add_route("POST", "/delay", self.delay)
         app.router.add_route("*", "/idle", self.idle)
         app.router.add_route("*", "/hang", self.hang)
         app.router.add_route("*", "/truncated", self.truncated)
@@ -256,6 +258,14 @@ class Upstream:
         return web.Response(text="ok")
 
     # ------------------------------------------------------------------ echo
+
+    async def delay(self, request: web.Request) -> web.Response:
+        """A JSON-RPC request answered ``params.delay`` seconds later with an empty result."""
+        message = json.loads(await request.read())
+        if "id" not in message:
+            return web.Response(status=202)
+        await asyncio.sleep(float((message.get("params") or {}).get("delay", 0)))
+        return web.json_response({"jsonrpc": "2.0", "id": message["id"], "result": {}})
 
     async def echo(self, request: web.Request) -> web.Response:
         _body, seen = await self._record(request)

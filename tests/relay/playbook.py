@@ -15,7 +15,9 @@ from typing import Any
 from mcpsniff.capture.remote_exchange import RemoteExchange, RemoteObserver
 from mcpsniff.core.observations import Observation
 from mcpsniff.http1.events import RequestHead
-from mcpsniff.relay.http_wire import ClientSide, UpstreamSide
+from mcpsniff.relay.http_gate import HttpGate
+from mcpsniff.relay.http_upstream import UpstreamSide
+from mcpsniff.relay.http_wire import ClientSide
 
 UPSTREAM = "http://up:80"
 PROXY = "http://proxy:6280"
@@ -75,6 +77,7 @@ class PlaybookRelay:
     ssl_context: None = None
     hold_limit: int = 1 << 20
     hold_seconds: float = 1.0
+    gate: HttpGate | None = None
     observer: RemoteObserver = field(init=False)
 
     def __post_init__(self) -> None:

@@ -42,6 +42,23 @@ def relay_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def show_follow(path: Path) -> subprocess.Popen[bytes]:
+    """``mcpsniff show --follow`` of ``path``, polling every 50 ms, without colour."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "mcpsniff", "show", "--follow", "--interval", "0.05", str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=relay_env(NO_COLOR="1"),
+    )
+
+
+def stop_follow(proc: subprocess.Popen[bytes]) -> None:
+    """Ctrl-C a ``show_follow`` process, as a person at the terminal would, and reap it."""
+    proc.send_signal(signal.SIGINT)
+    proc.wait(30)
+    wait_until(lambda: proc.poll() is not None, "show to exit")
+
+
 def peer(*args: str) -> list[str]:
     """The command line of a ``stdio_peers.py`` mode."""
     return [sys.executable, PEERS, *args]

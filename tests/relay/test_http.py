@@ -2305,3 +2305,42 @@ def test_http_a_refused_salvage_is_warned_once(
     refusals = [line for line in proxy.stderr.splitlines() if "the trace stays incomplete" in line]
     assert len(refusals) == 1, proxy.stderr
     assert "is no longer the trace this run wrote" in refusals[0]
+
+
+def test_show_prints_concurrent_exchanges_in_time_order(
+    start_proxy: ProxyFactory, upstream: Upstream
+) -> None:
+    """A slow exchange's request is shown before the requests sent while it waited."""
+    proxy = start_proxy(upstream.url("/delay"), "--show")
+
+    async def call(http: aiohttp.ClientSession, n: int, delay: float, after: float) -> None:
+        await asyncio.sleep(after)
+        body = {"jsonrpc": "2.0", "id": n, "method": f"m{n}", "params": {"delay": delay}}
+        async with http.post(proxy.url, json=body) as response:
+            assert response.status == 200
+            await response.read()
+
+    async def talk() -> None:
+        # Three connections at once: m1 is answered last, m2 and m3 while it waits.
+        async with client() as one, client() as two, client() as three:
+            await asyncio.gather(
+                call(one, 1, 0.6, 0.0), call(two, 2, 0.0, 0.15), call(three, 3, 0.1, 0.3)
+            )
+
+    run(talk())
+    proxy.proc.send_signal(signal.SIGTERM)
+    assert proxy.proc.wait(PROCESS_TIMEOUT) == 0
+    proxy._reader.join(PROCESS_TIMEOUT)
+    # The trace has them in the order the analysis finished each exchange: m1 last.
+    with TraceReader(proxy.trace_path) as reader:
+        records = list(reader.records())
+    requests = [r for r in records if isinstance(r, MessageRecord) and r.kind == "request"]
+    assert [r.method for r in requests] == ["m2", "m3", "m1"]
+    shown = [line for line in proxy.stderr_lines if " request " in line or " result " in line]
+    order = [
+        line.split("id=")[1].split()[0] + (" req" if " request " in line else " res")
+        for line in shown
+    ]
+    assert order == ["1 req", "2 req", "2 res", "3 req", "3 res", "1 res"], proxy.stderr
+    stamps = [line.split()[0] for line in proxy.stderr_lines if line[:2].isdigit()]
+    assert stamps == sorted(stamps), stamps

@@ -149,3 +149,50 @@ def test_an_unreadable_trace_exits_2_with_one_line(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert done.stdout == ""
     assert len(done.stderr.splitlines()) == 1 and done.stderr.startswith("mcpsniff diff: ")
+
+
+def test_the_page_form_is_bounded_and_says_how_much(tmp_path: Path) -> None:
+    from mcpsniff.replay.compare import Difference
+    from mcpsniff.replay.trace_diff import (
+        PAGE_FIELDS,
+        PAGE_PAIRS,
+        PAGE_VALUE,
+        Aligned,
+        Exchange,
+        compare_sessions,
+        page_value,
+    )
+
+    huge = {"text": "x" * (PAGE_VALUE * 3)}
+    many = [Difference(("result", i), i, i + 1) for i in range(PAGE_FIELDS + 5)]
+    a = Exchange("k", "tools/call " + "n" * 1000, 3, huge)
+    pairs = [Aligned(a, a, many)] * (PAGE_PAIRS + 7)
+    page = page_value(pairs)
+    assert page["total"] == PAGE_PAIRS + 7 and len(page["requests"]) == PAGE_PAIRS
+    first = page["requests"][0]
+    assert len(first["a"]["answer"]) == PAGE_VALUE and first["a"]["answer"].endswith("…")
+    assert len(first["a"]["label"]) == 300
+    assert first["fields"] == PAGE_FIELDS + 5 and len(first["differences"]) == PAGE_FIELDS
+    assert first["differences"][0] == {
+        "path": "$.result[0]",
+        "change": "changed",
+        "a": "0",
+        "b": "1",
+    }
+    # Real recordings: the same as `mcpsniff diff --format json` says, and a clear error.
+    before = record(tmp_path / "a.jsonl", "1.0", 0, [(1, 2)])
+    after = record(tmp_path / "b.jsonl", "1.1", 0, [(1, 2)])
+    result = compare_sessions(before, _only_session(before), after, _only_session(after))
+    assert result["differ"] is True and result["total"] == 2 and result["same"] == 1
+    assert result["requests"][0]["differences"][0]["path"] == "$.result.serverInfo.version"
+    missing = compare_sessions(before, "no-such", after, _only_session(after))
+    assert set(missing) == {"error"} and "no session 'no-such'" in missing["error"]
+
+
+def _only_session(path: Path) -> str:
+    from mcpsniff.core.model import FrameRecord
+    from mcpsniff.trace.reader import TraceReader
+
+    with TraceReader(path) as reader:
+        (name,) = {r.session for r in reader.records() if isinstance(r, FrameRecord)}
+    return name

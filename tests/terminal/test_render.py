@@ -9,8 +9,8 @@ from click.testing import CliRunner
 
 from mcpsniff.cli import main
 from mcpsniff.core.analyzer import replay
-from mcpsniff.core.model import FrameRecord
-from mcpsniff.terminal.render import MAX_PIECE
+from mcpsniff.core.model import EventRecord, FrameRecord, MessageRecord
+from mcpsniff.terminal.render import MAX_PIECE, Style, Timeline
 from mcpsniff.trace.writer import TraceWriter
 
 
@@ -81,3 +81,36 @@ def test_every_kind_is_padded_alike_so_ids_line_up(tmp_path: Path) -> None:
     # "error id=2" was one column left of "result   id=1".
     assert len({line.index(" id=") for line in lines}) == 1, lines
     assert "error    id=2" in lines[3]
+
+
+def test_stderr_and_exit_lines_name_their_session_as_message_lines_do() -> None:
+    timeline = Timeline(Style(False))
+    ping = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+    beta = "beta\x1b[31m"
+    lines: list[str] = []
+    for record in [
+        FrameRecord(1, 1767225600.0, "alpha", "c2s", "stdio", ping),
+        MessageRecord(1, "alpha", "c2s", "request", id=1, has_id=True, method="ping"),
+        FrameRecord(2, 1767225600.1, beta, "c2s", "stdio", ping),
+        MessageRecord(2, beta, "c2s", "request", id=1, has_id=True, method="ping"),
+        EventRecord(3, 1767225600.2, "alpha", "stderr", {"line": "alpha says hi"}),
+        EventRecord(4, 1767225600.3, beta, "stderr", {"line": "beta says hi"}),
+        EventRecord(5, 1767225600.4, "alpha", "exit", {"status": 0, "returncode": 0}),
+    ]:
+        lines.extend(timeline.feed(record))
+    lines.extend(timeline.flush())
+    events = [line for line in lines if "···" in line]
+    assert len(events) == 3
+    assert "[alpha]" in events[0] and events[0].endswith("stderr alpha says hi")
+    assert "[beta\\x1b[31m]" in events[1] and events[1].endswith("stderr beta says hi")
+    assert "[alpha]" in events[2] and "exit" in events[2]
+    # The escape in the key is shown, never sent to the terminal.
+    assert all("\x1b" not in line for line in lines)
+    # The message line of the second session carries the same tag.
+    assert "[beta\\x1b[31m]" in [line for line in lines if "request" in line][1]
+
+
+def test_one_session_puts_no_tag_on_its_event_lines() -> None:
+    timeline = Timeline(Style(False))
+    lines = timeline.feed(EventRecord(1, 1767225600.0, "only", "stderr", {"line": "hello"}))
+    assert lines == [lines[0]] and "[only]" not in lines[0] and lines[0].endswith("stderr hello")

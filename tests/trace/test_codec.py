@@ -32,6 +32,7 @@ from mcpsniff.trace.codec import (
     GLUE_TRIES,
     encode_line,
     encode_record,
+    exact_loads,
     glued_record,
     header,
 )
@@ -565,3 +566,14 @@ def test_check_judges_the_record_glued_after_a_torn_derived_line(
     assert result.exit_code == 0, result.stdout + result.stderr
     assert result.stderr.count("its first 40 bytes are a torn write") == 1, result.stderr
     assert "line 6:" in result.stderr
+
+
+@pytest.mark.parametrize("big", [2**70 + 1, -(2**66) - 3, 2**63])
+def test_a_long_line_keeps_a_big_integer_exact(big: int) -> None:
+    """A line past the length searched for a 19-digit literal first is still exact."""
+    padding = "x" * (40 << 10)
+    line = f'{{"pad":"{padding}","list":[1,2.5,{{"n":{big}}}]}}'.encode()
+    value = exact_loads(line)
+    assert value["list"][2]["n"] == big and type(value["list"][2]["n"]) is int
+    plain = f'{{"pad":"{padding}","n":123456789012345678,"f":1e300}}'.encode()
+    assert exact_loads(plain) == {"pad": padding, "n": 123456789012345678, "f": 1e300}

@@ -156,3 +156,37 @@ def test_offset_tail_refuses_a_junk_first_line_read_in_pieces(tmp_path: Path) ->
     with pytest.raises(TraceError, match="no mcpsniff-trace header"):
         for _ in range(100):
             tail.poll(limit=16)
+
+
+def test_a_pass_without_messages_reads_every_other_record(tmp_path: Path) -> None:
+    """``trace_records(messages=False)``: message lines passed over unparsed, the rest read."""
+    from mcpsniff.core.model import FindingRecord, MessageRecord
+    from mcpsniff.ui.follow import trace_records
+
+    path = _start(tmp_path)
+    message = MessageRecord(2, "s", C2S, "request", id=1, has_id=True, method="ping")
+    finding = FindingRecord("JR-RESP-REQUIRED", "error", "m", "s", [2])
+    with path.open("ab") as handle:
+        handle.write(encode_line(FRAME) + encode_line(message) + encode_line(finding))
+    every = list(trace_records(path))
+    some = list(trace_records(path, messages=False))
+    assert any(isinstance(r, MessageRecord) for r in every)
+    assert some == [r for r in every if not isinstance(r, MessageRecord)]
+    assert [type(r) for r in some] == [EventRecord, FrameRecord, FindingRecord]
+
+
+def test_a_frame_read_back_is_read_from_its_head(tmp_path: Path) -> None:
+    """The detail pane reads a frame back at its offset: a batch's payload stays bytes
+    (exact), parsed only when a view asks for its body."""
+    from mcpsniff.core.model import UNPARSED
+    from mcpsniff.ui.follow import decode_line
+
+    raw = b'[{"jsonrpc":"2.0","id":1,"method":"ping"},{"id":18446744073709551617}]\n'
+    parsed = FrameRecord(2, 2.0, "s", C2S, "stdio", raw, value=[{}, {}])
+    line = encode_line(parsed)
+    assert b'"json":[' in line  # embedded, as relays write parsed frames
+    frame = decode_line(line)
+    assert isinstance(frame, FrameRecord)
+    assert frame.raw == raw and frame.value is UNPARSED and frame.seq == 2
+    # A line whose head is not a frame's takes the full path, and is refused.
+    assert decode_line(b'{"type":"frame","seq":"x","json":[]}\n') is None

@@ -134,3 +134,84 @@ def test_the_snapshot_is_bounded_and_counts_the_rest(tmp_path: Path) -> None:
         assert snapshot["total"] == count
         assert len(snapshot["sessions"]) == SESSION_LIST_LIMIT
         assert snapshot["sessions"][0]["key"] == f"s{count - 1}"
+
+
+def test_the_stats_a_filter_computed_on_its_way_are_the_sessions(tmp_path: Path) -> None:
+    """The filter's pass also sums the session up, and the stats tab answers from it."""
+    from mcpsniff.ui.details import json_safe
+    from mcpsniff.ui.queries import session_stats
+    from mcpsniff.ui.report import load_model
+
+    copy_gallery(tmp_path, "stdout-pollution.jsonl")
+    path = tmp_path / "stdout-pollution.jsonl"
+    (session,) = load_model(path).sessions.values()
+    expected = json.loads(json.dumps(json_safe(session_stats(path, session))))
+    with ui_server(tmp_path) as served:
+        _, _, body = get(served + "api/sessions")
+        sid = json.loads(body)["sessions"][0]["id"]
+        status, _, body = get(served + f"api/session/{sid}/filter?q=kind%20%3D%3D%20request")
+        assert status == 200 and json.loads(body)["rows"]
+        status, _, body = get(served + f"api/session/{sid}/stats")
+        assert status == 200 and json.loads(body) == expected
+        assert expected["findings"]["error"] == 2
+
+
+def test_compare_answers_with_the_comparison_and_refuses_what_it_cannot(url: str) -> None:
+    _, _, body = get(url + "api/sessions")
+    (session,) = json.loads(body)["sessions"]
+    sid = session["id"]
+    status, headers, body = get(url + f"api/compare?a={sid}&b={sid}")
+    assert status == 200 and "default-src 'none'" in headers["Content-Security-Policy"]
+    same = json.loads(body)
+    # A session beside itself: every request answered alike.
+    assert same["differ"] is False and same["total"] == same["same"] > 0
+    assert all(r["same"] and r["differences"] == [] for r in same["requests"])
+    for query in ("", f"a={sid}", f"a={sid}&b=9:9", "a=x&b=y", f"a={sid}&b={sid}:1"):
+        status, _, body = get(url + "api/compare?" + query)
+        assert status == 404 and body.startswith(b"no such session"), (query, body)
+
+
+def test_compare_refuses_a_trace_too_large_to_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    from aiohttp.test_utils import make_mocked_request
+
+    import mcpsniff.ui.server as server_module
+
+    (trace,) = copy_gallery(tmp_path, "stdout-pollution.jsonl")
+    library = Library([tmp_path])
+    library.poll()
+    library.poll()
+    (session,) = library.sessions()
+    called: list[str] = []
+
+    def comparer(*args: object) -> dict[str, object]:
+        called.append("yes")
+        return {"differ": False}
+
+    server = UiServer(library, "127.0.0.1", 0, comparer=comparer)
+    request = make_mocked_request("GET", f"/api/compare?a={session['id']}&b={session['id']}")
+    monkeypatch.setattr(server_module, "COMPARE_FILE_LIMIT", trace.stat().st_size - 1)
+    answer = asyncio.run(server.compare(request))
+    assert json.loads(answer.body) == {
+        "error": "stdout-pollution.jsonl is over 0 MiB: compare it with mcpsniff diff"
+    }
+    assert called == []
+    monkeypatch.setattr(server_module, "COMPARE_FILE_LIMIT", trace.stat().st_size)
+    answer = asyncio.run(server.compare(request))
+    assert json.loads(answer.body) == {"differ": False} and called == ["yes"]
+
+
+def test_without_a_comparer_compare_is_not_found(tmp_path: Path) -> None:
+    from aiohttp.test_utils import make_mocked_request
+    from aiohttp.web import HTTPNotFound
+
+    server = UiServer(Library([tmp_path]), "127.0.0.1", 0)
+    request = make_mocked_request("GET", "/api/compare?a=0:0&b=0:0")
+    import asyncio
+
+    with pytest.raises(HTTPNotFound) as raised:
+        asyncio.run(server.compare(request))
+    assert raised.value.text == "comparison not available"

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from mcpsniff.core.http.events import (
     EndpointRewritten,
+    ExchangeFault,
     ExchangeGap,
     Frame,
     HttpRefused,
@@ -32,6 +33,7 @@ from mcpsniff.core.observations import (
     CaptureEnd,
     CaptureGap,
     ExchangeEnd,
+    HttpGuardAnswered,
     NoFirstEvent,
     Observation,
     RequestBegin,
@@ -107,6 +109,8 @@ class ObservationAdapter:
             NoFirstEvent: self._no_first_event,
             EndpointRewritten: AnalyzedExchange.told,
             RequestCut: AnalyzedExchange.told,
+            HttpGuardAnswered: AnalyzedExchange.told,
+            ExchangeFault: AnalyzedExchange.told,
             ExchangeEnd: self._finish,
             Unreachable: self._unreachable,
         }

@@ -13,8 +13,8 @@ JSON reply, an SSE event's data).
 The events are frozen, slotted dataclasses made by ``fast_init``
 (``mcpsniff.core.frozen``): the adapter makes an event and a frame for every
 SSE event, and a frozen dataclass's own ``__init__`` would cost four times as
-much. ``EndpointRewritten``, ``RequestCut`` and ``HttpRefused`` are
-observations too: the shell sends them as they are
+much. ``EndpointRewritten``, ``RequestCut``, ``HttpGuardAnswered``, ``ExchangeFault``
+and ``HttpRefused`` are observations too: the shell sends them as they are
 (``mcpsniff.core.observations``).
 """
 
@@ -24,7 +24,13 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from mcpsniff.core.frozen import fast_init
-from mcpsniff.core.observations import EndpointRewritten, HttpRefused, RequestCut
+from mcpsniff.core.observations import (
+    EndpointRewritten,
+    ExchangeFault,
+    HttpGuardAnswered,
+    HttpRefused,
+    RequestCut,
+)
 
 
 @fast_init
@@ -218,6 +224,8 @@ HttpEvent = (
     | ExchangeGap
     | EndpointRewritten
     | RequestCut
+    | HttpGuardAnswered
+    | ExchangeFault
     | HttpRefused
 )
 

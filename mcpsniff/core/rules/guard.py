@@ -18,10 +18,14 @@ sessions, the lock file, shadowing, policy gates) are ``mcpsniff/guard/``'s.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from mcpsniff.core.guard.diff import Listed, diff_offers
-from mcpsniff.core.guard.fingerprint import LISTS, definitions, texts
+from mcpsniff.core.guard.fingerprint import LISTS, Definition, definitions, texts
 from mcpsniff.core.guard.hidden import Hit, scan
 from mcpsniff.core.rules.registry import RESULT, rule
 
@@ -35,6 +39,8 @@ RULES = ("GUARD-HIDDEN-DEFINITION", "GUARD-HIDDEN-RESULT", "GUARD-DRIFT-SESSION"
 MAX_REPORTED = 20
 #: At most this many content blocks of one tool result are scanned.
 MAX_BLOCKS = 100
+#: A definition, where in it, and the hits of that text.
+Hidden = tuple[Definition, str, tuple[Hit, ...]]
 
 
 def hit_data(hit: Hit) -> dict[str, Any]:
@@ -48,43 +54,81 @@ def _method(msg: Msg) -> str:
     return request.method if request is not None else (msg.method or "")
 
 
-def _report_hits(
-    session: Session, msg: Msg, rule_id: str, place: str, hits: list[Hit], **data: Any
-) -> None:
-    """``rule_id`` for what ``scan`` found in the text at ``place``: the first hit, quoted."""
+def _carries(hits: Sequence[Hit]) -> str:
+    """What the first hit carries and why, and how many more there are."""
     first = hits[0]
-    session.report(
-        rule_id,
-        f"{place} carries {first.kind} ({first.why}): {first.quote!r}"
-        + (f" and {len(hits) - 1} more" if len(hits) > 1 else ""),
-        [msg.frame],
-        severity="warning" if any(h.strength == "strong" for h in hits) else "info",
-        **data,
-        hits=[hit_data(h) for h in hits],
-    )
+    more = f" and {len(hits) - 1} more" if len(hits) > 1 else ""
+    return f"carries {first.kind} ({first.why}): {first.quote!r}{more}"
+
+
+def _severity(hits: Sequence[Hit]) -> str:
+    return "warning" if any(h.strength == "strong" for h in hits) else "info"
+
+
+#: A list result longer than this (in JSON) is judged afresh each time, not kept.
+MAX_KEPT_LIST = 1 << 20
+
+
+def _listing(session: Session, msg: Msg, result: dict[str, Any]) -> bytes | None:
+    """The list result as orjson bytes (made once per message for both list rules).
+
+    Servers send the same list again and again; a result byte for byte the
+    previous one of its method has the same definitions, texts and
+    fingerprints, so both rules answer it from what they kept. orjson tells
+    ``true``, ``1`` and ``1.0`` apart (a fingerprint does too). None: too big
+    to keep, or not JSON again (an integer beyond 64 bits).
+    """
+    kept = session.state.rule_state.get("guard_listing")
+    if kept is not None and kept[0] is msg:
+        return kept[1]
+    raw: bytes | None = None
+    source = msg.source
+    # The frame bounds the result: a huge one is not copied to be measured.
+    if source is None or len(source.raw) <= MAX_KEPT_LIST:
+        with contextlib.suppress(TypeError, orjson.JSONEncodeError):
+            raw = orjson.dumps(result)
+        if raw is not None and len(raw) > MAX_KEPT_LIST:
+            raw = None
+    session.state.rule_state["guard_listing"] = (msg, raw)
+    return raw
 
 
 @rule("GUARD-HIDDEN-DEFINITION", on=RESULT, methods=tuple(LISTS))
 def hidden_in_definitions(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     """Every text of every listed definition, scanned; one finding per definition."""
-    reported = 0
-    for definition in definitions(_method(msg), result):
+    method = _method(msg)
+    raw = _listing(session, msg, result)
+    kept = session.state.rule_state.setdefault("guard_hidden", {})
+    previous = kept.get(method)
+    if raw is not None and previous is not None and previous[0] == raw:
+        found = previous[1]
+    else:
+        found = _hidden_definitions(method, result)
+        kept[method] = (raw, found)
+    for definition, where, hits in found:
+        session.report(
+            "GUARD-HIDDEN-DEFINITION",
+            f"{definition.kind} {definition.name[:80]!r}: {where} {_carries(hits)}",
+            [msg.frame],
+            severity=_severity(hits),
+            definition=definition.key[:200],
+            where=where[:200],
+            hits=[hit_data(h) for h in hits],
+        )
+
+
+def _hidden_definitions(method: str, result: dict[str, Any]) -> tuple[Hidden, ...]:
+    """The definitions of a list result that carry hidden content, at most ``MAX_REPORTED``."""
+    found: list[Hidden] = []
+    for definition in definitions(method, result):
         for where, text in texts(definition):
             hits = scan(text)
             if not hits:
                 continue
-            _report_hits(
-                session,
-                msg,
-                "GUARD-HIDDEN-DEFINITION",
-                f"{definition.kind} {definition.name[:80]!r}: {where}",
-                hits,
-                definition=definition.key[:200],
-                where=where[:200],
-            )
-            reported += 1
-            if reported >= MAX_REPORTED:
-                return
+            found.append((definition, where, tuple(hits)))
+            if len(found) >= MAX_REPORTED:
+                return tuple(found)
+    return tuple(found)
 
 
 @rule("GUARD-HIDDEN-RESULT", on=RESULT, methods=("tools/call",))
@@ -103,14 +147,14 @@ def hidden_in_result(session: Session, msg: Msg, result: dict[str, Any]) -> None
         if not hits:
             continue
         tool = msg.request.params.get("name") if msg.request and msg.request.params else None
-        _report_hits(
-            session,
-            msg,
+        session.report(
             "GUARD-HIDDEN-RESULT",
-            f"the result of tool {str(tool)[:80]!r}, content[{index}],",
-            hits,
+            f"the result of tool {str(tool)[:80]!r}, content[{index}], {_carries(hits)}",
+            [msg.frame],
+            severity=_severity(hits),
             tool=str(tool)[:200],
             block=index,
+            hits=[hit_data(h) for h in hits],
         )
         return  # one finding per result says enough
 
@@ -132,11 +176,18 @@ def drift_in_session(session: Session, msg: Msg, result: dict[str, Any]) -> None
     ):
         return  # one page of a paginated list: not the whole offer
     method = _method(msg)
+    memory = session.state.rule_state.setdefault("guard_offers", {})
+    previous = memory.get(method)
+    raw = _listing(session, msg, result)
+    listed = session.state.rule_state.setdefault("guard_offer_listing", {})
+    if raw is not None and previous is not None and listed.get(method) == raw:
+        # The previous complete list again: the same offer, nothing changed.
+        memory[method] = (previous[0], msg.frame, msg.sent_at)
+        return
+    listed[method] = raw
     offer = {
         d.key: Listed(d.kind, d.name, d.fingerprint, d.body) for d in definitions(method, result)
     }
-    memory = session.state.rule_state.setdefault("guard_offers", {})
-    previous = memory.get(method)
     # The relays keep the last offer of each session in the state folder's
     # history when the capture ends (``mcpsniff/guard/live.py``).
     memory[method] = (offer, msg.frame, msg.sent_at)

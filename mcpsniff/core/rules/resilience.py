@@ -10,7 +10,12 @@ reaction to each fault, from the spec:
 * a client message delivered as invalid JSON (``corrupt``): the server should
   answer -32700 with a null id (JSON-RPC 2.0 §5, §5.1);
 * an injected -32022 (``error -32022``): the client should retry with a
-  supported version or stop (2026-07-28 basic/versioning.mdx).
+  supported version or stop (2026-07-28 basic/versioning.mdx);
+* an injected 404 to a request naming its ``Mcp-Session-Id`` (``status 404``):
+  the client must start a new session, never use that id again
+  (2025-03-26 to 2025-11-25 basic/transports.mdx § Session Management);
+* a response stream cut (``disconnect`` on HTTP): the client should resume it
+  (``Last-Event-ID``, before 2026-07-28), or retry or cancel the request.
 
 Each finding names the ``fault`` event (never a frame the fault touched).
 """
@@ -31,7 +36,18 @@ if TYPE_CHECKING:
 #: and pretty leave the message itself parseable on a lenient reader).
 NOT_JSON = frozenset({"truncate", "trailing-comma", "invalid-utf8"})
 UNSUPPORTED_VERSION = -32022
-RULES = ("RESIL-DROP-HANG", "RESIL-PARSE-NO-REPLY", "RESIL-VERSION-NO-RETRY")
+RULES = (
+    "RESIL-DROP-HANG",
+    "RESIL-PARSE-NO-REPLY",
+    "RESIL-VERSION-NO-RETRY",
+    "RESIL-SESSION-REUSED",
+    "RESIL-STREAM-NO-RESUME",
+)
+#: HTTP methods that use a session (a DELETE ending the dead one does no harm).
+SESSION_USES = frozenset({"POST", "GET"})
+#: The version that removed stream resumability (its changelog: "Remove SSE stream
+#: resumability and message redelivery").
+NO_RESUME_VERSION = "2026-07-28"
 #: What a ``note.reaction`` says when the peer coped.
 COPED = "coped"
 
@@ -49,13 +65,23 @@ def fault(session: Session, record: EventRecord) -> None:
         # The server is gone: nothing it left unanswered is its own doing.
         for pending in session.state.pending[C2S].values():
             ledger.touched.add(pending.seq)
-    elif note.action == "drop" and note.has_id and note.kind in ("response", "error"):
+    elif (
+        note.action in ("drop", "disconnect") and note.has_id and note.kind in ("response", "error")
+    ):
         # The requester never saw this answer: cancelling afterwards is no race.
         asked = session.state.pending[OPPOSITE[note.direction]]
         for pending in asked.values():
             if pending.id == note.id and type(pending.id) is type(note.id):
                 ledger.answer_withheld.add(pending.seq)
                 break
+
+
+@rule("RESIL-SESSION-REUSED", "RESIL-STREAM-NO-RESUME", on=EVENT, keys=("http-request",))
+def http_request(session: Session, record: EventRecord) -> None:
+    """After a fault, note each HTTP request: a resume, a session still in use."""
+    ledger = session.faults
+    if ledger is not None:
+        ledger.http_request(record)
 
 
 @rule("RESIL-PARSE-NO-REPLY", on=PAIRING, keys=("bad-input-reply", "orphan-bad-input-reply"))
@@ -79,6 +105,10 @@ def reactions(session: Session, record: EventRecord) -> None:
             _corrupted(session, ledger, note)
         elif note.action == "error" and note.data.get("code") == UNSUPPORTED_VERSION:
             _unsupported_version(session, ledger, note)
+        elif note.action == "status" and note.data.get("code") == 404:
+            _expired_session(session, ledger, note)
+        elif note.action == "disconnect" and note.data.get("transport") == "http":
+            _cut_stream(session, ledger, note)
 
 
 def _dropped(session: Session, ledger: FaultLedger, note: FaultNote) -> None:
@@ -90,6 +120,10 @@ def _dropped(session: Session, ledger: FaultLedger, note: FaultNote) -> None:
     cancelled_at = ledger.cancelled[waiting].get(repr(note.id))
     if cancelled_at is not None:
         note.reaction = f"{COPED}: the {who} cancelled it {cancelled_at - note.t:.2f} s later"
+        return
+    again = ledger.answered_after[note.direction].get(repr(note.id))
+    if note.kind != REQUEST and again is not None and again >= note.t:
+        note.reaction = f"{COPED}: the answer came again {again - note.t:.2f} s later"
         return
     what = "request" if note.kind == REQUEST else "answer"
     note.reaction = f"the {who} never cancelled"
@@ -137,3 +171,65 @@ def _unsupported_version(session: Session, ledger: FaultLedger, note: FaultNote)
         [note.seq],
         fault=note.seq,
     )
+
+
+def _expired_session(session: Session, ledger: FaultLedger, note: FaultNote) -> None:
+    if note.direction != C2S or not note.data.get("session_id"):
+        return
+    later = [
+        seq
+        for seq, _, sid, method in _requests_after(ledger, note)
+        if sid is not None and method in SESSION_USES
+    ]
+    if not later:
+        note.reaction = f"{COPED}: the client stopped using the session"
+        return
+    note.reaction = "the client went on with the expired session"
+    session.report(
+        "RESIL-SESSION-REUSED",
+        f"mcpsniff answered 404 to {note.method or 'a request'} as to an expired "
+        f"Mcp-Session-Id; the client sent {len(later)} more request(s) with that session id "
+        "instead of starting a new session with initialize",
+        [note.seq],
+        fault=note.seq,
+        requests=len(later),
+    )
+
+
+def _cut_stream(session: Session, ledger: FaultLedger, note: FaultNote) -> None:
+    if note.direction == C2S or not note.has_id or note.kind not in ("response", "error"):
+        return
+    again = ledger.answered_after[note.direction].get(repr(note.id))
+    if again is not None and again >= note.t:
+        note.reaction = f"{COPED}: the answer came again {again - note.t:.2f} s later"
+        return
+    if any(resumes for _, resumes, _, _ in _requests_after(ledger, note)):
+        note.reaction = f"{COPED}: the client resumed the stream (Last-Event-ID)"
+        return
+    if repr(note.id) in ledger.cancelled[C2S]:
+        note.reaction = f"{COPED}: the client cancelled the request"
+        return
+    if any(seq > note.seq and m == note.method for seq, m in ledger.requested_after[C2S]):
+        note.reaction = f"{COPED}: the client sent the request again"
+        return
+    modern = session.state.version == NO_RESUME_VERSION
+    note.reaction = "the client neither " + ("retried" if modern else "resumed, retried")
+    note.reaction += " nor cancelled"
+    what = (
+        "retried nor cancelled it"
+        if modern
+        else ("resumed the stream (Last-Event-ID), retried nor cancelled it")
+    )
+    session.report(
+        "RESIL-STREAM-NO-RESUME",
+        f"mcpsniff cut the stream carrying the answer to {note.method or 'a request'} id "
+        f"{show_id(note.id)}; the client neither {what}",
+        [note.seq],
+        fault=note.seq,
+    )
+
+
+def _requests_after(
+    ledger: FaultLedger, note: FaultNote
+) -> list[tuple[int, bool, str | None, str]]:
+    return [entry for entry in ledger.http_requests if entry[0] > note.seq]

@@ -92,8 +92,12 @@ def log_opt_in(session: Session, msg: Msg) -> None:
         session.report(
             "MOD-LOG-OPTIN",
             "the server sent notifications/message, but "
-            + ("the request it answers" if exchange is not None else "no request in flight")
-            + f" asked for logs (_meta {LOG_LEVEL_META})",
+            + (
+                "the request it answers did not ask"
+                if exchange is not None
+                else "no request in flight asked"
+            )
+            + f" for logs (_meta {LOG_LEVEL_META})",
             [msg.frame],
             cause="no-opt-in",
         )

@@ -265,13 +265,26 @@
     const get = field.get;
     const op = node.op;
     if (op === "~" || op === "!~") {
+      // Not RegExp, which backtracks: `(.|.)*z` on a long value froze the tab.
+      // regex.js matches in time linear in the text, with RE2's syntax, as the server.
       let pattern;
       try {
-        pattern = new RegExp(node.value, "i");
+        pattern = window.McpRegex.compile(node.value);
       } catch (e) {
-        throw new FilterError(`bad regular expression: ${e.message}`, source, node.valuePos);
+        const at = typeof e.index === "number" ? e.index : 0;
+        throw new FilterError(`bad regular expression: ${e.message}`, source, node.valuePos + (node.quoted ? 1 : 0) + at);
       }
-      const match = (x) => get(x).some((v) => pattern.test(asText(v)));
+      // Rows repeat their values (a method, a tool): each distinct one is searched once.
+      const seen = new Map();
+      const search = (text) => {
+        let found = seen.get(text);
+        if (found === undefined) {
+          found = pattern.test(text);
+          if (seen.size < 100000) seen.set(text, found);
+        }
+        return found;
+      };
+      const match = (x) => get(x).some((v) => search(asText(v)));
       return op === "~" ? match : (x) => !match(x);
     }
     if (["<", ">", "<=", ">="].includes(op) && !["number", "duration", "severity"].includes(field.type)) {

@@ -23,6 +23,8 @@ from mcpsniff.core.observations import (
     CaptureGap,
     EndpointRewritten,
     ExchangeEnd,
+    ExchangeFault,
+    HttpGuardAnswered,
     HttpRefused,
     Observation,
     RequestBegin,
@@ -265,6 +267,47 @@ def test_what_the_shell_tells_itself_is_recorded_as_the_trace_always_had_it() ->
         "from": "http://up/m?sessionId=1",
         "to": "http://me/m?sessionId=1",
     }
+
+
+def test_a_guard_answer_is_recorded_in_its_exchange_s_session_after_its_request() -> None:
+    body = b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"x"}}'
+    headers = (("Mcp-Session-Id", "s9"), ("Content-Type", "application/json"))
+    answer = b'{"jsonrpc":"2.0","id":4,"error":{"code":-32001,"message":"no"}}'
+    records = run(
+        [
+            RequestBegin(1, 1.0, "POST", "/mcp", headers, None, None, len(body), body),
+            ResponseBegin(1, 2.0, 200, (("Content-Type", "application/json"),)),
+            HttpGuardAnswered(1, 2.0, "x", "forbidden", 4),
+            ResponseBody(1, 2.0, True, answer),
+            ExchangeEnd(1, 2.0, "complete", True),
+        ]
+    )
+    names = [(r[2], r[3]) for r in records if r[0] == "event"]
+    assert names[:3] == [("s9", "http-request"), ("s9", "http-response"), ("s9", "guard-answered")]
+    (data,) = [json.loads(r[4]) for r in records if r[0] == "event" and r[3] == "guard-answered"]
+    assert data == {"exchange": 1, "tool": "x", "reason": "forbidden", "id": 4}
+
+
+def test_a_fault_lands_in_its_exchanges_session_before_the_request_frame() -> None:
+    """``ExchangeFault`` (mcpsniff http --fault): told after the request began, recorded
+    before the frames it marks, in the session the response names."""
+    record = {"fault_version": 1, "action": "error", "marks": {"c2s": 1, "s2c": 1}}
+    answer = _json({"jsonrpc": "2.0", "id": 1, "error": {"code": -32603, "message": "x"}})
+    headers = (("Content-Type", "application/json"), ("Mcp-Session-Id", "s-1"))
+    records = run(
+        [
+            *request(1, _json(INIT), whole),
+            ExchangeFault(1, 1.5, record),
+            *response(1, 200, headers, answer, whole),
+        ]
+    )
+    kinds = [(r[0], r[3]) for r in records if r[0] in ("event", "frame")]
+    fault_at = kinds.index(("event", "fault"))
+    first_frame = next(i for i, k in enumerate(kinds) if k[0] == "frame")
+    assert fault_at < first_frame
+    fault = next(r for r in records if r[0] == "event" and r[3] == "fault")
+    frame = next(r for r in records if r[0] == "frame")
+    assert fault[2] == frame[2] and json.loads(fault[4]) == record
 
 
 class _Log:

@@ -198,6 +198,18 @@ def play(proof: Proof, steps: Sequence[Step], *, near: bool = False) -> Conversa
     return convo
 
 
+def assert_cause(proof: Proof, fragment: str) -> None:
+    """The rule fires on ``fire`` with a message holding ``fragment``, and not on ``miss``.
+
+    For the causes a rule's description names beyond the one its proof fires.
+    """
+    fired = play(proof, proof.fire)
+    messages = [f.message for f in fired.find(proof.rule)]
+    assert any(fragment in m for m in messages), (proof.rule, fragment, messages)
+    missed = play(proof, proof.miss, near=True)
+    assert not missed.find(proof.rule), [f.message for f in missed.find(proof.rule)]
+
+
 def assert_proof(proof: Proof) -> None:
     """The rule fires on ``fire`` and stays silent on ``miss``."""
     fired = play(proof, proof.fire)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.core.rules.dsl import Proof, assert_proof, c, err, note, req, res, s
+from tests.core.rules.dsl import Proof, assert_cause, assert_proof, c, err, note, req, res, s
 
 TEXT = {"type": "text", "text": "hi"}
 SAMPLE = {"messages": [{"role": "user", "content": TEXT}], "maxTokens": 9}
@@ -217,3 +217,21 @@ def test_an_unbalanced_sampling_request_refused_with_invalid_params_is_right() -
     assert not refused.find("SAMP-ERRORS")
     (finding,) = answered.find("SAMP-ERRORS")
     assert "lacks the tool results" in finding.message
+
+
+#: Causes the descriptions name beyond the one each proof fires: (proof, message fragment).
+CAUSES = [
+    (
+        proof(
+            "ELIC-MODE-FIELDS",
+            fire=elicit({"message": "Your name?"}),
+            miss=elicit(FORM),
+        ),
+        "form-mode elicitation request lacks requestedSchema",
+    ),
+]
+
+
+@pytest.mark.parametrize(("p", "fragment"), CAUSES, ids=[f for _, f in CAUSES])
+def test_each_cause_the_description_names_fires(p: Proof, fragment: str) -> None:
+    assert_cause(p, fragment)

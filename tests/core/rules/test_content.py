@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from mcpsniff.core.rules import registry
-from tests.core.rules.dsl import Proof, assert_proof, c, req, res, s
+from tests.core.rules.dsl import Proof, assert_cause, assert_proof, c, req, res, s
 
 PNG = "iVBORw0KGgo="
 CALL = req(2, "tools/call", {"name": "t", "arguments": {}})
@@ -174,3 +174,69 @@ def test_a_wrapped_plain_value_in_the_text_block_counts_as_the_serialized_json()
     for text, value in (("Echo: hi", "Echo: hi"), ("2.0", 2.0)):
         steps = called({"type": "text", "text": text}, structuredContent={"result": value})
         assert play(Proof("-", [], []), steps).findings == []
+
+
+def listed_with(**annotations: Any) -> list:
+    """A resources/list result with one resource carrying ``annotations``."""
+    resource = {"uri": "file:///a", "name": "a", "annotations": annotations}
+    return asked("resources/list", {}, {"resources": [resource]})
+
+
+#: Causes the descriptions name beyond the one each proof fires: (proof, message fragment).
+CALLED = {"name": "t", "arguments": {}}
+CAUSES = [
+    (
+        Proof(
+            "TOOL-BINARY-BASE64",
+            fire=called({**IMAGE, "mimeType": "png"}),
+            miss=called(IMAGE),
+        ),
+        "has no valid mimeType",
+    ),
+    (
+        Proof(
+            "TOOL-BINARY-BASE64",
+            fire=called({"type": "resource", "resource": {"uri": "file:///a", "blob": "%%"}}),
+            miss=called({"type": "resource", "resource": {"uri": "file:///a", "blob": "AAAA"}}),
+        ),
+        "has a blob that is not base64",
+    ),
+    (
+        Proof(
+            "TOOL-ANNOTATIONS-SHAPE",
+            fire=asked("tools/list", {}, tools_with(annotations={"title": 5})),
+            miss=asked("tools/list", {}, tools_with(annotations={"title": "T"})),
+        ),
+        "malformed annotations: title",
+    ),
+    (
+        Proof(
+            "RES-ANNOTATIONS",
+            fire=listed_with(audience=["robot"]),
+            miss=listed_with(audience=["user"]),
+        ),
+        "audience must list only",
+    ),
+    (
+        Proof(
+            "RES-ANNOTATIONS",
+            fire=listed_with(lastModified="Tuesday"),
+            miss=listed_with(lastModified="2025-01-12T15:00:58Z"),
+        ),
+        "lastModified must be an ISO 8601",
+    ),
+    (
+        Proof(
+            "RES-URI",
+            # A resource_link in a tool result whose uri is no URI.
+            fire=asked("tools/call", CALLED, {"content": [{**LINK, "uri": "my file.txt"}]}),
+            miss=asked("tools/call", CALLED, {"content": [LINK]}),
+        ),
+        "resource uri 'my file.txt' is not a valid URI",
+    ),
+]
+
+
+@pytest.mark.parametrize(("p", "fragment"), CAUSES, ids=[f for _, f in CAUSES])
+def test_each_cause_the_description_names_fires(p: Proof, fragment: str) -> None:
+    assert_cause(p, fragment)

@@ -8,7 +8,7 @@ import pytest
 
 from mcpsniff.core.model import MessageRecord
 from tests.conftest import Conversation, notification, request, result
-from tests.core.rules.dsl import Proof, assert_proof, c, end, note, req, res, s
+from tests.core.rules.dsl import Proof, assert_cause, assert_proof, c, end, note, req, res, s
 
 V5 = "2026-07-28"
 PING = req(1, "ping")
@@ -150,3 +150,37 @@ def test_progress_rules(convo: Conversation) -> None:
 @pytest.mark.parametrize("p", PROOFS, ids=[p.rule for p in PROOFS])
 def test_rule_fires_and_near_miss_does_not(p: Proof) -> None:
     assert_proof(p)
+
+
+#: Causes the descriptions name beyond the one each proof fires: (proof, message fragment).
+CAUSES = [
+    (
+        Proof(
+            "CANCEL-SHAPE",
+            fire=[c(PING), c(cancel(1, reason=5))],
+            miss=[c(PING), c(cancel(1, reason="user stopped it"))],
+        ),
+        "reason that is not a string",
+    ),
+    (
+        Proof(
+            "PROG-PARAMS",
+            fire=[c(call()), s(note("notifications/progress", {"progress": 0.5}))],
+            miss=[c(call()), s(progress(0.5))],
+        ),
+        "without a token",
+    ),
+    (
+        Proof(
+            "PROG-PARAMS",
+            fire=[c(call()), s(progress(0.5, total="ten"))],
+            miss=[c(call()), s(progress(0.5, total=10))],
+        ),
+        "total (number)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("p", "fragment"), CAUSES, ids=[f for _, f in CAUSES])
+def test_each_cause_the_description_names_fires(p: Proof, fragment: str) -> None:
+    assert_cause(p, fragment)

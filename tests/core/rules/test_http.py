@@ -9,6 +9,7 @@ import pytest
 from tests.core.rules.dsl import (
     ACCEPT_BOTH,
     Proof,
+    assert_cause,
     assert_proof,
     body,
     http,
@@ -205,3 +206,31 @@ def test_a_reply_body_pairs_with_its_request() -> None:
     assert convo.findings == []
     (reply,) = [m for m in convo.messages if m.kind == "response" and m.id == 1]
     assert reply.answers is not None
+
+
+#: Causes the descriptions name beyond the one each proof fires: (proof, message fragment).
+CAUSES = [
+    (
+        proof(
+            "SSE-ENDPOINT-EVENT",
+            # A session-less GET stream whose endpoint event comes after another event.
+            fire=[
+                http(1, "GET", "/sse", accept=STREAM),
+                sse(1, event="message"),
+                sse(1, event="endpoint", endpoint="/messages?session=1"),
+            ],
+            miss=[
+                http(1, "GET", "/sse", accept=STREAM),
+                sse(1, event="endpoint", endpoint="/messages?session=1"),
+                sse(1, event="message"),
+            ],
+            version=None,
+        ),
+        "other events before its endpoint event",
+    ),
+]
+
+
+@pytest.mark.parametrize(("p", "fragment"), CAUSES, ids=[f for _, f in CAUSES])
+def test_each_cause_the_description_names_fires(p: Proof, fragment: str) -> None:
+    assert_cause(p, fragment)

@@ -9,6 +9,7 @@ import pytest
 from tests.core.rules.dsl import (
     ACCEPT_BOTH,
     Proof,
+    assert_cause,
     assert_proof,
     body,
     http,
@@ -158,3 +159,37 @@ def test_a_resumed_get_stream_may_carry_responses() -> None:
         ],
     )
     assert convo.find("HTTP-GET-NO-RESPONSES") == []
+
+
+def _listing(id_: int) -> dict[str, Any]:
+    return req(id_, "tools/list", {"_meta": V5_META})
+
+
+#: Causes the descriptions name beyond the one each proof fires: (proof, message fragment).
+CAUSES = [
+    (
+        proof(
+            "MOD-HTTP-POST-BODY",
+            # A 2026-07-28 client POSTing a batch.
+            fire=post(1, [_listing(1), _listing(2)], V5, mcp_method="tools/list"),
+            miss=post(1, _listing(1), V5, mcp_method="tools/list"),
+            version=None,
+        ),
+        "POSTed a JSON array; in 2026-07-28",
+    ),
+    (
+        proof(
+            "HTTP-POST-BODY",
+            # A 2025-03-26 batch mixing a request and a response (MSG-BATCH-V2-SHAPE's root).
+            fire=post(1, [req(1, "ping"), res(9, {})], V2),
+            miss=post(1, [req(1, "ping"), req(2, "ping")], V2),
+            version=V2,
+        ),
+        "a batch mixing requests or notifications with responses",
+    ),
+]
+
+
+@pytest.mark.parametrize(("p", "fragment"), CAUSES, ids=[f for _, f in CAUSES])
+def test_each_cause_the_description_names_fires(p: Proof, fragment: str) -> None:
+    assert_cause(p, fragment)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.core.rules.dsl import Proof, assert_proof, c, note, req, res, s
+from tests.core.rules.dsl import Proof, assert_cause, assert_proof, c, note, req, res, s
 
 V1, V2, V3 = "2024-11-05", "2025-03-26", "2025-06-18"
 PING = req(1, "ping")
@@ -138,3 +138,26 @@ PROOFS = [
 @pytest.mark.parametrize("p", PROOFS, ids=[p.rule for p in PROOFS])
 def test_rule_fires_and_near_miss_does_not(p: Proof) -> None:
     assert_proof(p)
+
+
+#: Causes the descriptions name beyond the one each proof fires: (proof, message fragment).
+CAUSES = [
+    (
+        Proof("JR-RESP-ID", fire=[c(PING), s(raw(result={}))], miss=[c(PING), s(PONG)]),
+        "without an id",
+    ),
+    (
+        Proof(
+            "JR-ERROR-OBJECT",
+            fire=[c(PING), s(failure(1, err(message=["no"])))],
+            miss=[c(PING), s(failure(1, err(message="no")))],
+        ),
+        '"message" that is a array',
+    ),
+    (Proof("JR-TOPLEVEL", fire=[c(1)], miss=[c(PING)]), "sent a JSON int"),
+]
+
+
+@pytest.mark.parametrize(("p", "fragment"), CAUSES, ids=[f for _, f in CAUSES])
+def test_each_cause_the_description_names_fires(p: Proof, fragment: str) -> None:
+    assert_cause(p, fragment)

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Conversation, error, notification, request, result
-from tests.core.rules.dsl import Proof, assert_proof, c, end, note, play, req, res, s
+from tests.core.rules.dsl import Proof, assert_cause, assert_proof, c, end, note, play, req, res, s
 
 V4, V5 = "2025-11-25", "2026-07-28"
 INFO = {"name": "x", "version": "1"}
@@ -536,3 +536,44 @@ def test_a_server_info_without_a_version_does_not_identify_the_server() -> None:
     assert (
         _findings([c(v5(1, "tools/call", {"name": "a"})), s(v5_result(1, {"content": []}))]) == []
     )
+
+
+#: Causes the descriptions name beyond the one each proof fires: (proof, message fragment).
+CAUSES = [
+    (
+        hs("LC-INIT-PARAMS", fire=[c(init(version=None))], miss=[c(init())]),
+        "protocolVersion (string)",
+    ),
+    (hs("LC-INIT-PARAMS", fire=[c(init(caps=[]))], miss=[c(init())]), "capabilities (object)"),
+    (
+        hs(
+            "LC-INIT-RESULT",
+            fire=[c(init()), s(res(0, {**init_result()["result"], "instructions": 5}))],
+            miss=[c(init()), s(res(0, {**init_result()["result"], "instructions": "Be brief."}))],
+        ),
+        "instructions (string)",
+    ),
+    (
+        hs(
+            "CAP-SHAPE",
+            fire=[c(init(caps={"experimental": {"x": True}}))],
+            miss=[c(init(caps={"experimental": {"x": {}}}))],
+        ),
+        "capability 'experimental' is malformed",
+    ),
+    (
+        hs(
+            "MOD-NO-SERVER-REQUESTS",
+            # The client answers a server request (itself MOD-NO-SERVER-REQUESTS).
+            fire=[c(v5(1, "tools/list")), s(req(7, "roots/list")), c(res(7, {"roots": []}))],
+            miss=[c(v5(1, "tools/list")), s(v5_result(1, {"tools": []}, **CACHE))],
+        ),
+        "the client sent a JSON-RPC response",
+    ),
+    (hs("LC-INIT-FIRST", fire=[c(INITIALIZED)], miss=shake()), "first message is notifications"),
+]
+
+
+@pytest.mark.parametrize(("p", "fragment"), CAUSES, ids=[f for _, f in CAUSES])
+def test_each_cause_the_description_names_fires(p: Proof, fragment: str) -> None:
+    assert_cause(p, fragment)

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import Conversation, request, result
-from tests.core.rules.dsl import Proof, assert_proof, c, note, req, res, s
+from tests.core.rules.dsl import Proof, assert_cause, assert_proof, c, note, req, res, s
 
 OBJ = {"type": "object"}
 ADD_SCHEMA = {
@@ -388,3 +388,81 @@ def test_tools_list_under_a_new_version_is_checked_again() -> None:
 @pytest.mark.parametrize("p", PROOFS, ids=[p.rule for p in PROOFS])
 def test_rule_fires_and_near_miss_does_not(p: Proof) -> None:
     assert_proof(p)
+
+
+#: Causes the descriptions name beyond the one each proof fires: (proof, message fragment).
+CAUSES = [
+    (
+        proof(
+            "TOOL-RESULT-SHAPE",
+            fire=[*TOOLS, c(call("add", {"a": 1})), s(res(2, {**text("3"), "isError": "no"}))],
+            miss=[*TOOLS, c(call("add", {"a": 1})), s(res(2, {**text("3"), "isError": False}))],
+        ),
+        "isError must be a boolean",
+    ),
+    (
+        proof(
+            "TOOL-RESULT-SHAPE",
+            fire=[*TOOLS, c(call("add", {"a": 1})), s(res(2, {"content": [{"type": "html"}]}))],
+            miss=[*TOOLS, c(call("add", {"a": 1})), s(res(2, text("3")))],
+        ),
+        "unknown content block type(s) html",
+    ),
+    (
+        proof(
+            "PAGE-SHAPE",
+            fire=[c(req(6, "prompts/list", {"cursor": 2}))],
+            miss=[c(req(6, "prompts/list", {"cursor": "2"}))],
+        ),
+        "cursor that is not a string",
+    ),
+    (
+        proof(
+            "LOG-LEVEL-ENUM",
+            fire=[s(note("notifications/message", {"level": "verbose", "data": "x"}))],
+            miss=[s(note("notifications/message", {"level": "debug", "data": "x"}))],
+        ),
+        "a log message has level 'verbose'",
+    ),
+    (
+        proof(
+            "TOOL-LIST-SHAPE",
+            fire=[c(req(1, "tools/list")), s(res(1, {"tool": []}))],
+            miss=[c(req(1, "tools/list")), s(res(1, {"tools": []}))],
+        ),
+        "no tools array",
+    ),
+    (
+        proof(
+            "TOOL-OUTPUT-CONFORMS",
+            fire=[*TOOLS, c(call("weather", {})), s(res(2, text()))],
+            miss=[
+                *TOOLS,
+                c(call("weather", {})),
+                s(res(2, {**text(), "structuredContent": {"t": 30}})),
+            ],
+        ),
+        "has no structuredContent",
+    ),
+    (
+        proof(
+            "RES-READ-SHAPE",
+            fire=asked("resources/read", READ, {"content": []}),
+            miss=asked("resources/read", READ, {"contents": []}),
+        ),
+        "needs a contents array",
+    ),
+    (
+        proof(
+            "RES-READ-SHAPE",
+            fire=asked("resources/read", READ, {"contents": [{"text": "a"}]}),
+            miss=asked("resources/read", READ, {"contents": [{"uri": "file:///a", "text": "a"}]}),
+        ),
+        "needs a string uri",
+    ),
+]
+
+
+@pytest.mark.parametrize(("p", "fragment"), CAUSES, ids=[f for _, f in CAUSES])
+def test_each_cause_the_description_names_fires(p: Proof, fragment: str) -> None:
+    assert_cause(p, fragment)

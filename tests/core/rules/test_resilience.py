@@ -8,7 +8,21 @@ from typing import Any
 import pytest
 
 from tests.conftest import Conversation
-from tests.core.rules.dsl import Proof, Step, assert_proof, c, end, err, note, play, req, res, s
+from tests.core.rules.dsl import (
+    Proof,
+    Step,
+    assert_proof,
+    c,
+    end,
+    err,
+    http,
+    http_response,
+    note,
+    play,
+    req,
+    res,
+    s,
+)
 
 V5 = "2026-07-28"
 CALL = req(5, "tools/call", {"name": "echo", "arguments": {"message": "hi"}})
@@ -52,6 +66,35 @@ V5_CALL = v5(5, "tools/call", {"name": "echo", "arguments": {}})
 UNSUPPORTED = err(5, -32022, "injected by mcpsniff")
 VERSION_FAULT = fault("error", "c2s", "request", {"c2s": 1, "s2c": 1}, code=-32022)
 
+SID = "a1b2c3"
+EXPIRED = fault("status", "c2s", "request", {"c2s": 1}, code=404, transport="http", session_id=True)
+CUT = fault("disconnect", "s2c", "response", {"s2c": 1}, transport="http")
+POST_HEADERS = {
+    "accept": "application/json, text/event-stream",
+    "mcp_protocol_version": "2025-11-25",
+    "mcp_session_id": SID,
+}
+RESUME = http(
+    5,
+    "GET",
+    accept="text/event-stream",
+    mcp_protocol_version="2025-11-25",
+    last_event_id="e-1",
+)
+LIST = req(7, "tools/list")
+
+#: After the injected 404 the client POSTs again with the expired session id.
+REUSED = [
+    http(3, "POST", **POST_HEADERS),
+    EXPIRED,
+    c(CALL),
+    http_response(3, 404),
+    http(4, "POST", **POST_HEADERS),
+    c(LIST),
+    s(res(7, {"tools": []})),
+    end(),
+]
+
 PROOFS = [
     Proof(
         "RESIL-DROP-HANG",
@@ -85,6 +128,27 @@ PROOFS = [
             end(),
         ],
         version=None,
+    ),
+    Proof(
+        "RESIL-SESSION-REUSED",
+        # After the injected 404 the client POSTs again with the expired session id.
+        fire=REUSED,
+        # ... or it lets the session go (its DELETE ending it is no use of it).
+        miss=[
+            http(3, "POST", **POST_HEADERS),
+            EXPIRED,
+            c(CALL),
+            http_response(3, 404),
+            http(4, "DELETE", **POST_HEADERS),
+            end(),
+        ],
+    ),
+    Proof(
+        "RESIL-STREAM-NO-RESUME",
+        # The stream carrying the answer was cut; the client never came back for it.
+        fire=[c(CALL), CUT, s(ANSWER), end()],
+        # It resumed the stream with Last-Event-ID.
+        miss=[c(CALL), CUT, s(ANSWER), RESUME, end()],
     ),
 ]
 
@@ -165,3 +229,35 @@ def test_cancelling_a_request_the_server_never_read_is_not_the_clients_mistake()
     steps = [broken, c(BROKEN), c(cancel), s(PARSE_ERROR), end()]
     assert _findings(steps) == []
     assert "CANCEL-SAME-DIRECTION" in _findings([c(BROKEN), c(cancel), s(PARSE_ERROR), end()])
+
+
+def test_a_cut_stream_whose_answer_comes_again_is_no_second_answer_of_the_servers() -> None:
+    # The resumed stream redelivers the answer mcpsniff cut off: the client coped,
+    # and the server answering twice is no JR-RESP-ID of its own.
+    steps = [c(CALL), CUT, s(ANSWER), RESUME, s(ANSWER), end()]
+    assert _findings(steps) == []
+    assert "JR-RESP-ID" in _findings([c(CALL), s(ANSWER), s(ANSWER), end()])
+
+
+def test_a_cut_stream_retried_or_cancelled_is_coped_with() -> None:
+    again = req(8, "tools/call", {"name": "echo", "arguments": {"message": "hi"}})
+    answer = res(8, {"content": []})
+    assert _findings([c(CALL), CUT, s(ANSWER), c(again), s(answer), end()]) == []
+    assert _findings([c(CALL), CUT, s(ANSWER), c(CANCEL), end()]) == []
+
+
+def test_a_dropped_answer_redelivered_is_coped_with() -> None:
+    steps = [c(CALL), DROP_ANSWER, s(ANSWER), s(ANSWER), end()]
+    convo = play(Proof("RESIL-DROP-HANG", fire=[], miss=[]), steps)
+    assert [f.rule for f in convo.findings] == []
+    ledger = convo.session.faults
+    assert ledger is not None
+    assert ledger.notes[0].reaction is not None
+    assert ledger.notes[0].reaction.startswith("coped: the answer came again")
+
+
+def test_an_injected_404_leaves_the_reuse_to_the_resilience_rule() -> None:
+    assert _findings(REUSED) == ["RESIL-SESSION-REUSED"]
+    # A 404 of the server's own: the transport rule says it.
+    real = [s for s in REUSED if s is not EXPIRED]
+    assert "HTTP-SESSION-REINIT" in _findings(real)

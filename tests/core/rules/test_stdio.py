@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from mcpsniff.core.rules import stdio
-from tests.core.rules.dsl import Proof, assert_proof, c, end, play, req, res, s
+from tests.core.rules.dsl import Proof, assert_cause, assert_proof, c, end, play, req, res, s
 
 PING = req(1, "ping")
 PRETTY_REPLY = (json.dumps(res(1, {}), indent=2) + "\n").encode()
@@ -195,3 +195,14 @@ def test_an_unreadable_frame_naming_no_pending_id_stays_unlinked() -> None:
     (root,) = convo.find("JR-PARSE")
     assert "answers" not in root.data
     assert len(convo.find("JR-RESP-REQUIRED")) == 1
+
+
+#: Causes the descriptions name beyond the one each proof fires: (proof, message fragment).
+CAUSES = [
+    (Proof("JR-PARSE", fire=[c(PING), c(b"\n")], miss=[c(PING)]), "sent an empty line"),
+]
+
+
+@pytest.mark.parametrize(("p", "fragment"), CAUSES, ids=[f for _, f in CAUSES])
+def test_each_cause_the_description_names_fires(p: Proof, fragment: str) -> None:
+    assert_cause(p, fragment)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.core.rules.dsl import Proof, assert_proof, c, end, note, play, req, res, s
+from tests.core.rules.dsl import Proof, assert_cause, assert_proof, c, end, note, play, req, res, s
 
 V5 = "2026-07-28"
 INFO = {"name": "proof", "version": "1"}
@@ -192,3 +192,25 @@ def test_two_http_clients_with_the_same_listen_id_keep_their_own_filters() -> No
     assert [f.rule for f in crossed.findings if f.rule.startswith("MOD-SUBS")] == [
         "MOD-SUBS-FILTER"
     ]
+
+
+#: Causes the descriptions name beyond the one each proof fires: (proof, message fragment).
+CAUSES = [
+    (
+        proof(
+            "MOD-SUBS-FILTER",
+            # The acknowledgement honours prompts changes the client did not ask for.
+            fire=[
+                listen(7, toolsListChanged=True),
+                ack(7, toolsListChanged=True, promptsListChanged=True),
+            ],
+            miss=[listen(7, toolsListChanged=True), ack(7, toolsListChanged=True)],
+        ),
+        "which the client did not ask for; it honours a subset",
+    ),
+]
+
+
+@pytest.mark.parametrize(("p", "fragment"), CAUSES, ids=[f for _, f in CAUSES])
+def test_each_cause_the_description_names_fires(p: Proof, fragment: str) -> None:
+    assert_cause(p, fragment)

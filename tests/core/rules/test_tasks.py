@@ -7,7 +7,19 @@ from typing import Any
 import pytest
 
 from mcpsniff.core.rules import tasks
-from tests.core.rules.dsl import Proof, assert_proof, c, end, note, play, req, res, s, wait
+from tests.core.rules.dsl import (
+    Proof,
+    assert_cause,
+    assert_proof,
+    c,
+    end,
+    note,
+    play,
+    req,
+    res,
+    s,
+    wait,
+)
 
 RELATED = "io.modelcontextprotocol/related-task"
 SERVER_CAPS: dict[str, Any] = {
@@ -349,3 +361,83 @@ def test_failed_iserror_not_judged_for_a_result_without_iserror() -> None:
         s(status("t1", "completed")),
     ]
     assert not play(proof("TASK-FAILED-ISERROR", [], []), steps).find("TASK-FAILED-ISERROR")
+
+
+#: Causes the descriptions name beyond the one each proof fires: (proof, message fragment).
+CAUSES = [
+    (
+        proof(
+            "TASK-FIELDS",
+            fire=[*CREATED, c(req(3, "tasks/get", {"taskId": "t1"})), s(res(3, task(ttl="1h")))],
+            miss=[*CREATED, c(req(3, "tasks/get", {"taskId": "t1"})), s(res(3, task(ttl=None)))],
+        ),
+        "ttl must be a number or null",
+    ),
+    (
+        proof(
+            "TASK-FIELDS",
+            fire=[
+                *CREATED,
+                c(req(3, "tasks/get", {"taskId": "t1"})),
+                s(res(3, task(pollInterval="soon"))),
+            ],
+            miss=[
+                *CREATED,
+                c(req(3, "tasks/get", {"taskId": "t1"})),
+                s(res(3, task(pollInterval=500))),
+            ],
+        ),
+        "pollInterval must be a number",
+    ),
+    (
+        proof(
+            "TASK-FIELDS",
+            fire=[
+                *CREATED,
+                c(req(3, "tasks/get", {"taskId": "t1"})),
+                s(res(3, task(status="done"))),
+            ],
+            miss=[*CREATED, c(req(3, "tasks/get", {"taskId": "t1"})), s(res(3, task()))],
+        ),
+        "status 'done' is not one of",
+    ),
+    (
+        proof(
+            "TASK-CREATE-RESULT",
+            fire=[*LISTED, c(call(2)), s(res(2, {"task": "t1"}))],
+            miss=CREATED,
+        ),
+        "has a task that is not an object",
+    ),
+    (
+        proof(
+            "TASK-ID",
+            fire=[*CREATED, c(call(3)), s(res(3, {"task": task()}))],
+            miss=[*CREATED, c(call(3)), s(res(3, {"task": task("t2")}))],
+        ),
+        "a second time",
+    ),
+    (
+        proof(
+            "TASK-CANCEL-TERMINAL",
+            fire=[
+                *CREATED,
+                s(status("t1", "completed")),
+                c(req(3, "tasks/cancel", {"taskId": "t1"})),
+                s({"jsonrpc": "2.0", "id": 3, "error": {"code": -32603, "message": "ended"}}),
+            ],
+            miss=[
+                *CREATED,
+                s(status("t1", "completed")),
+                c(req(3, "tasks/cancel", {"taskId": "t1"})),
+                s({"jsonrpc": "2.0", "id": 3, "error": {"code": -32602, "message": "ended"}}),
+            ],
+        ),
+        "was refused with code -32603",
+    ),
+]
+
+
+@pytest.mark.parametrize(("p", "fragment"), CAUSES, ids=[f for _, f in CAUSES])
+def test_each_cause_the_description_names_fires(p: Proof, fragment: str) -> None:
+    assert_cause(p, fragment)

@@ -8,6 +8,7 @@ import pytest
 
 from tests.core.rules.dsl import (
     Proof,
+    assert_cause,
     assert_proof,
     c,
     err,
@@ -330,3 +331,22 @@ def test_task_notifications_carry_their_subscription_id() -> None:
 def test_an_acknowledgement_agrees_to_a_subset_of_the_tasks_asked() -> None:
     assert rules_of([*CREATED, listen(5, "t1"), ack(5, "t1", "t9")]) == ["MOD-SUBS-FILTER"]
     assert rules_of([*CREATED, listen(5, "t1", "t2"), ack(5, "t1")]) == []
+
+
+#: Causes the descriptions name beyond the one each proof fires: (proof, message fragment).
+CAUSES = [
+    (
+        proof(
+            "EXT-TASKS-RESULTTYPE",
+            # tasks/get answered with resultType "input_required" instead of "complete".
+            fire=[*CREATED, get(3), s(answer(3, "input_required", **task()))],
+            miss=[*CREATED, get(3), s(answer(3, **task()))],
+        ),
+        "resultType 'input_required'; it must be \"complete\"",
+    ),
+]
+
+
+@pytest.mark.parametrize(("p", "fragment"), CAUSES, ids=[f for _, f in CAUSES])
+def test_each_cause_the_description_names_fires(p: Proof, fragment: str) -> None:
+    assert_cause(p, fragment)

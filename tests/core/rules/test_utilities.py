@@ -9,6 +9,7 @@ import pytest
 from tests.core.rules.dsl import (
     ACCEPT_BOTH,
     Proof,
+    assert_cause,
     assert_proof,
     body,
     c,
@@ -296,3 +297,27 @@ def test_a_retry_answers_its_input_required_once() -> None:
     ]
     convo = play(Proof("-", steps, [], version=None), steps)
     assert [f.rule for f in convo.findings if f.rule.startswith("MOD-MRTR")] == []
+
+
+#: Causes the descriptions name beyond the one each proof fires: (proof, message fragment).
+CAUSES = [
+    (
+        Proof(
+            "PAGE-INVALID-CURSOR",
+            # A page answering a cursor the server never issued.
+            fire=[c(req(3, "tools/list", {"cursor": "zzz"})), s(res(3, {"tools": []}))],
+            miss=[
+                c(req(1, "tools/list")),
+                s(res(1, {"tools": [], "nextCursor": "zzz"})),
+                c(req(3, "tools/list", {"cursor": "zzz"})),
+                s(res(3, {"tools": []})),
+            ],
+        ),
+        "answered a page for cursor 'zzz'",
+    ),
+]
+
+
+@pytest.mark.parametrize(("p", "fragment"), CAUSES, ids=[f for _, f in CAUSES])
+def test_each_cause_the_description_names_fires(p: Proof, fragment: str) -> None:
+    assert_cause(p, fragment)

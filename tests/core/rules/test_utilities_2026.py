@@ -115,7 +115,7 @@ def test_over_http_the_stream_names_the_request() -> None:
         *sse_log(2, "info"),
     )
     (finding,) = convo.find("MOD-LOG-OPTIN")
-    assert "the request it answers" in finding.message
+    assert "the request it answers did not ask for logs" in finding.message
     clean = http_run(
         *post(1, asked, mcp_name="t"), *post(2, silent, mcp_name="t"), *sse_log(1, "info")
     )

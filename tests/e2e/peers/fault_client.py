@@ -3,11 +3,13 @@
 Run it with an SDK venv, never with mcpsniff's own interpreter::
 
     .peers/sdk2/bin/python tests/e2e/peers/fault_client.py --calls 3 --timeout 2 -- SERVER...
+    .peers/sdk1/bin/python tests/e2e/peers/fault_client.py --url http://127.0.0.1:PORT/mcp
 
-It starts SERVER over stdio, runs the handshake, then calls the ``echo`` tool
-``--calls`` times one after another, each with a read timeout of ``--timeout``
-seconds, and prints one JSON object: the initialize outcome and, per call,
-the wall time in milliseconds and what came back (``ok`` with the text,
+It starts SERVER over stdio (or connects to ``--url`` over Streamable HTTP),
+runs the handshake, then calls the ``echo`` tool ``--calls`` times one after
+another, each with a read timeout of ``--timeout`` seconds, and prints one
+JSON object: the initialize outcome and, per call, the wall time in
+milliseconds and what came back (``ok`` with the text,
 ``error`` with the JSON-RPC code, ``tool-error`` with the text, ``timeout``,
 or ``failed`` with the exception type); ``crashed`` names the exception when the
 SDK itself gave way. The fault injection tests judge a client's resilience from
@@ -27,6 +29,11 @@ from typing import Any
 import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+
+try:
+    from mcp.client.streamable_http import streamablehttp_client as http_client
+except ImportError:  # SDK 2.x
+    from mcp.client.streamable_http import streamable_http_client as http_client
 
 try:  # SDK 2.x
     from mcp.shared.exceptions import MCPError as McpError
@@ -68,12 +75,21 @@ async def _call(session: ClientSession, number: int, timeout: float) -> dict[str
     return outcome
 
 
-async def run(command: list[str], calls: int, timeout: float) -> dict[str, Any]:
-    params = StdioServerParameters(command=command[0], args=command[1:])
+def _transport(command: list[str], url: str | None) -> Any:
+    if url is not None:
+        return http_client(url)
+    return stdio_client(StdioServerParameters(command=command[0], args=command[1:]))
+
+
+async def run(
+    command: list[str], calls: int, timeout: float, url: str | None = None
+) -> dict[str, Any]:
     report: dict[str, Any] = {"sdk": MAJOR, "calls": []}
     async with (
-        stdio_client(params) as (read, write),
-        ClientSession(read, write, read_timeout_seconds=_timeout(INIT_TIMEOUT)) as session,
+        _transport(command, url) as streams,
+        ClientSession(
+            streams[0], streams[1], read_timeout_seconds=_timeout(INIT_TIMEOUT)
+        ) as session,
     ):
         try:
             await session.initialize()
@@ -90,11 +106,12 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=5.0)
+    parser.add_argument("--url", help="connect over Streamable HTTP instead of a command")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     ns = parser.parse_args(argv)
     command = ns.command[1:] if ns.command[:1] == ["--"] else ns.command
     try:
-        report = anyio.run(run, command, ns.calls, ns.timeout)
+        report = anyio.run(run, command, ns.calls, ns.timeout, ns.url)
     except BaseException as exc:  # the SDK itself gave way: that is the finding
         inner = exc
         while isinstance(inner, BaseExceptionGroup) and inner.exceptions:

@@ -1,0 +1,520 @@
+"""``mcpsniff http --fault``, end to end: the official SDK clients over Streamable HTTP
+against server-everything and the SDK 2.x server, through a relay that misbehaves on purpose;
+and the pieces of ``relay/http_faults.py`` on their own.
+
+Each end-to-end test runs a real client (``tests/e2e/peers/fault_client.py --url``)
+against ``mcpsniff http --fault ...`` in front of a real server, then reads what
+the client saw, the trace the relay wrote, and what ``check`` makes of it: every
+fault is recorded, the client sees exactly the misbehaviour asked for, and no
+peer is blamed for what mcpsniff did. Without the peers (``scripts/setup-peers.sh``)
+those tests skip.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcpsniff.core.model import EventRecord, FrameRecord, Record
+from mcpsniff.faults.spec import parse_faults
+from mcpsniff.http1.parser import ResponseParser
+from mcpsniff.relay.http import HttpOptions, HttpRelay
+from mcpsniff.relay.http_faults import chunked_head, with_length
+from mcpsniff.trace.reader import TraceReader
+from tests.e2e.test_http_peers import Server, stop_process
+
+REPO = Path(__file__).resolve().parents[2]
+PEERS = REPO / ".peers"
+SDK1_PYTHON = PEERS / "sdk1" / "bin" / "python"
+SDK2_PYTHON = PEERS / "sdk2" / "bin" / "python"
+FAULT_CLIENT = REPO / "tests" / "e2e" / "peers" / "fault_client.py"
+SDK2_HTTP_SERVER = REPO / "tests" / "e2e" / "peers" / "sdk2_http_server.py"
+EVERYTHING_JS = (
+    PEERS / "node" / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist"
+) / "index.js"
+RUN_TIMEOUT = 90
+START_TIMEOUT = 30
+ECHO = 'tool == "echo"'
+
+
+# --------------------------------------------------------------------------- peers
+
+
+@pytest.fixture(scope="module")
+def everything(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """server-everything over Streamable HTTP (sessions, resumable streams): its URL."""
+    if not EVERYTHING_JS.exists() or shutil.which("node") is None:
+        pytest.skip("server-everything or node missing (scripts/setup-peers.sh)")
+    log = tmp_path_factory.mktemp("everything") / "server.log"
+    server = Server(["node", str(EVERYTHING_JS), "streamableHttp"], {"PORT": "{port}"}, log)
+    try:
+        yield server.url("/mcp")
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def sdk2_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The SDK 2.x server over Streamable HTTP (2026-07-28: one POST per request)."""
+    if not SDK2_PYTHON.exists():
+        pytest.skip("the SDK 2.x venv is missing (scripts/setup-peers.sh)")
+    log = tmp_path_factory.mktemp("sdk2") / "server.log"
+    server = Server([str(SDK2_PYTHON), str(SDK2_HTTP_SERVER), "{port}"], {}, log)
+    try:
+        yield server.url("/mcp")
+    finally:
+        server.stop()
+
+
+@dataclass
+class Run:
+    """What one client run through a faulty relay produced."""
+
+    client: dict[str, Any]
+    records: list[Record]
+    check: list[dict[str, Any]]
+    summary: str
+
+    @property
+    def faults(self) -> list[EventRecord]:
+        return [r for r in self.records if isinstance(r, EventRecord) and r.event == "fault"]
+
+    def outcomes(self) -> list[str]:
+        return [call["outcome"] for call in self.client["calls"]]
+
+    def rules(self) -> list[str]:
+        return [finding["rule"] for finding in self.check]
+
+    def frames(self, direction: str) -> list[dict[str, Any]]:
+        out = []
+        for record in self.records:
+            if isinstance(record, FrameRecord) and record.direction == direction:
+                try:
+                    out.append(json.loads(record.raw))
+                except ValueError:
+                    out.append({"unparseable": record.raw[:60]})
+        return out
+
+
+def run(
+    upstream: str,
+    faults: list[str],
+    tmp_path: Path,
+    *,
+    client: Path = SDK1_PYTHON,
+    calls: int = 3,
+    timeout: float = 3.0,
+    name: str = "trace.jsonl",
+) -> Run:
+    """Run the client through ``mcpsniff http`` with ``faults``; the outcome and the trace."""
+    if not client.exists():
+        pytest.skip(f"{client} missing (scripts/setup-peers.sh)")
+    trace = tmp_path / name
+    command = [sys.executable, "-m", "mcpsniff", "http", "--upstream", upstream]
+    command += ["--listen", "127.0.0.1:0", "--trace", str(trace)]
+    for spec in faults:
+        command += ["--fault", spec]
+    err_path = trace.with_suffix(".stderr")
+    with err_path.open("wb") as err:
+        relay = subprocess.Popen(
+            command, cwd=REPO, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err
+        )
+    try:
+        proc = client_run(client, _announced(relay, err_path), calls, timeout)
+    finally:
+        assert stop_process(relay, signal.SIGINT) == 0, err_path.read_text(errors="replace")
+    return judged(proc, trace)
+
+
+def client_run(
+    client: Path, url: str, calls: int, timeout: float
+) -> subprocess.CompletedProcess[bytes]:
+    """``fault_client.py --url URL``, to its end."""
+    argv = [str(client), str(FAULT_CLIENT), "--url", url, "--calls", str(calls)]
+    return subprocess.run(
+        [*argv, "--timeout", str(timeout)], capture_output=True, timeout=RUN_TIMEOUT, cwd=REPO
+    )
+
+
+def judged(proc: subprocess.CompletedProcess[bytes], trace: Path) -> Run:
+    """The client's report, the trace, and what ``check`` makes of it."""
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")[-3000:]
+    report = json.loads(proc.stdout.splitlines()[-1])
+    with TraceReader(trace) as reader:
+        records = list(reader.records())
+        assert reader.torn is None
+    assert not [r for r in records if isinstance(r, EventRecord) and r.event == "analyzer-error"]
+    mcpsniff = [sys.executable, "-m", "mcpsniff", "check"]
+    check = subprocess.run(
+        [*mcpsniff, "--format", "json", "--fail-on", "info", str(trace)],
+        capture_output=True,
+        timeout=RUN_TIMEOUT,
+        cwd=REPO,
+    )
+    findings = [json.loads(line) for line in check.stdout.decode().splitlines() if line.strip()]
+    summary = subprocess.run(
+        [*mcpsniff, "--faults-summary", str(trace)],
+        capture_output=True,
+        timeout=RUN_TIMEOUT,
+        cwd=REPO,
+    )
+    return Run(report, records, findings, summary.stdout.decode())
+
+
+def _announced(relay: subprocess.Popen[bytes], err_path: Path) -> str:
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        for line in err_path.read_text(errors="replace").splitlines():
+            if line.startswith("mcpsniff: proxying "):
+                return line.split()[2]
+        if relay.poll() is not None:
+            pytest.fail(f"mcpsniff http exited {relay.returncode}: {err_path.read_text()}")
+        time.sleep(0.05)
+    pytest.fail("mcpsniff http did not announce its URL")
+
+
+def _latencies_ms(records: list[Record], method: str) -> list[float]:
+    """Per request of ``method``: ms from its frame to its answer's frame, in the trace."""
+    asked: dict[Any, float] = {}
+    out = []
+    for record in records:
+        if not isinstance(record, FrameRecord):
+            continue
+        try:
+            value = json.loads(record.raw)
+        except ValueError:
+            continue
+        if record.direction == "c2s" and value.get("method") == method:
+            asked[value.get("id")] = record.t
+        elif record.direction == "s2c" and "method" not in value and value.get("id") in asked:
+            out.append(round((record.t - asked.pop(value["id"])) * 1000, 1))
+    return out
+
+
+def _ids(frames: list[dict[str, Any]], method: str | None = None) -> list[Any]:
+    return [f.get("id") for f in frames if method is None or f.get("method") == method]
+
+
+# --------------------------------------------------------------------------- each action
+
+
+def test_delay_holds_each_matching_answer_300_to_400_ms(everything: str, tmp_path: Path) -> None:
+    # The first call warms the client up and is not delayed.
+    spec = f"delay 300ms when {ECHO} and direction == s2c after 1"
+    result = run(everything, [spec], tmp_path, calls=6)
+    assert result.outcomes() == ["ok"] * 6
+    # Each answer was held 300-400 ms, as the relay measured it between its arrival
+    # from the server and its delivery to the client.
+    held = [f.data["held_ms"] for f in result.faults]
+    assert all(300 <= ms <= 400 for ms in held), held
+    # The trace: 300 ms and the server's time (a few ms, more on a loaded machine)
+    # between each request and its answer, the first one not held.
+    latencies = _latencies_ms(result.records, "tools/call")
+    assert len(latencies) == 6 and latencies[0] < 300, latencies
+    assert all(300 <= ms <= 450 for ms in latencies[1:]), latencies
+    # The client saw the hold too (its own times add its HTTP round trip).
+    assert all(call["ms"] >= 300 for call in result.client["calls"][1:])
+    assert [f.data["action"] for f in result.faults] == ["delay"] * 5
+    assert all(f.data["delay_ms"] == 300 and f.data["transport"] == "http" for f in result.faults)
+    assert result.rules() == []
+
+
+def test_an_injected_error_reaches_the_client_and_the_server_never_sees_the_call(
+    everything: str, tmp_path: Path
+) -> None:
+    result = run(everything, [f'error -32603 "backend down" when {ECHO}'], tmp_path)
+    assert result.outcomes() == ["error"] * 3
+    assert {call["code"] for call in result.client["calls"]} == {-32603}
+    assert {call["message"] for call in result.client["calls"]} == {"backend down"}
+    # Recorded as sent and as answered, each marked (not delivered to the server).
+    assert [f.data["delivered"] for f in result.faults] == [False] * 3
+    assert [f.data["marks"] for f in result.faults] == [{"c2s": 1, "s2c": 1}] * 3
+    errors = [f for f in result.frames("s2c") if f.get("error", {}).get("code") == -32603]
+    assert len(errors) == 3
+    assert result.rules() == []
+
+
+def test_tool_error_answers_with_is_error(everything: str, tmp_path: Path) -> None:
+    result = run(everything, [f'tool-error "quota exceeded" when {ECHO} times 1'], tmp_path)
+    assert result.outcomes() == ["tool-error", "ok", "ok"]
+    assert result.client["calls"][0]["text"] == "quota exceeded"
+    assert result.rules() == []
+
+
+def test_status_404_expires_the_session_and_the_sdk1_client_goes_on_with_it(
+    everything: str, tmp_path: Path
+) -> None:
+    result = run(everything, [f"status 404 when {ECHO} times 1"], tmp_path)
+    assert result.outcomes()[0] == "error"
+    (fault,) = result.faults
+    assert fault.data["code"] == 404 and fault.data["session_id"] is True
+    # The SDK 1.x client keeps the expired session id instead of initializing again:
+    # judged as a reaction to mcpsniff's 404, not reported twice.
+    assert result.rules() == ["RESIL-SESSION-REUSED"]
+    assert "reaction: the client went on with the expired session" in result.summary
+
+
+def test_status_503_is_answered_with_retry_after(tmp_path: Path) -> None:
+    status, head, _ = _one_exchange(["status 503 when method == tools/call"], _CALL)
+    assert status == 503
+    assert head["retry-after"] == "1" and head["x-mcpsniff"] == "fault"
+
+
+def test_a_dropped_request_times_out(everything: str, tmp_path: Path) -> None:
+    result = run(everything, [f"drop when {ECHO} and direction == c2s times 1"], tmp_path)
+    assert result.outcomes() == ["timeout", "ok", "ok"]
+    (fault,) = result.faults
+    assert fault.data["delivered"] is False and fault.data["kind"] == "request"
+    # The request is in the trace all the same; the server is not blamed for no answer.
+    assert "JR-RESP-REQUIRED" not in result.rules()
+    assert set(result.rules()) <= {"RESIL-DROP-HANG"}
+
+
+def test_a_dropped_answer_comes_again_on_the_resumed_stream(
+    everything: str, tmp_path: Path
+) -> None:
+    result = run(everything, [f"drop when {ECHO} and direction == s2c times 1"], tmp_path)
+    assert result.outcomes() == ["ok"] * 3
+    # The SDK client resumed with Last-Event-ID and server-everything redelivered it.
+    assert _ids(result.frames("s2c")).count(result.faults[0].data["id"]) == 2
+    assert result.rules() == []
+    assert "coped: the answer came again" in result.summary
+
+
+def test_a_duplicated_answer_is_ignored_by_the_client(everything: str, tmp_path: Path) -> None:
+    result = run(everything, [f"duplicate when {ECHO} and direction == s2c times 1"], tmp_path)
+    assert result.outcomes() == ["ok"] * 3
+    ident = result.faults[0].data["id"]
+    assert _ids(result.frames("s2c")).count(ident) == 2
+    assert result.rules() == []
+
+
+def test_a_duplicated_request_reaches_the_server_twice(everything: str, tmp_path: Path) -> None:
+    result = run(everything, [f"duplicate when {ECHO} and direction == c2s times 1"], tmp_path)
+    assert result.outcomes() == ["ok"] * 3
+    ident = result.faults[0].data["id"]
+    # Both copies are recorded, and each answer the server gave (server-everything
+    # routes answers by request id, so it answers the second copy, or not, by a race);
+    # only the first reached the client.
+    assert _ids(result.frames("c2s"), "tools/call").count(ident) == 2
+    assert _ids(result.frames("s2c")).count(ident) in (1, 2)
+    assert result.rules() == []
+    assert "MSG-ID-REUSE" in result.summary  # withheld, named
+
+
+def test_a_truncated_request_gets_a_parse_error(everything: str, tmp_path: Path) -> None:
+    spec = f"corrupt truncate when {ECHO} and direction == c2s times 1"
+    result = run(everything, [spec], tmp_path)
+    (fault,) = result.faults
+    assert fault.data["corruption"] == "truncate"
+    assert fault.data["original_len"] > 0 and "original_sha256" in fault.data  # redacted
+    assert result.rules() == []
+    assert "coped: the server answered -32700" in result.summary
+
+
+@pytest.mark.parametrize("kind", ["pretty", "split", "trailing-comma"])
+def test_a_damaged_answer_is_not_held_against_the_server(
+    everything: str, tmp_path: Path, kind: str
+) -> None:
+    spec = f"corrupt {kind} when {ECHO} and direction == s2c times 1"
+    result = run(everything, [spec], tmp_path, timeout=2.0)
+    assert [f.data["corruption"] for f in result.faults] == [kind]
+    # pretty and split still parse; a trailing comma does not, and the call times out.
+    expected = "ok" if kind != "trailing-comma" else "timeout"
+    assert result.outcomes()[0] == expected
+    assert result.outcomes()[1:] == ["ok", "ok"]
+    assert [r for r in result.rules() if not r.startswith("RESIL-")] == []
+
+
+def test_a_cut_stream_is_resumed(everything: str, tmp_path: Path) -> None:
+    spec = f"disconnect when {ECHO} and direction == s2c times 1"
+    result = run(everything, [spec], tmp_path)
+    assert result.outcomes() == ["ok"] * 3
+    assert result.faults[0].data["delivered"] is False
+    assert result.rules() == []
+    assert "coped: the answer came again" in result.summary
+
+
+def test_a_request_cut_mid_body_cuts_the_client_off(everything: str, tmp_path: Path) -> None:
+    spec = f"disconnect when {ECHO} and direction == c2s times 1"
+    result = run(everything, [spec], tmp_path)
+    # The SDK 1.x client gives up on the whole session when its POST is cut.
+    assert result.client.get("crashed") or result.outcomes()[0] != "ok"
+    assert [f.data["action"] for f in result.faults] == ["disconnect"]
+    assert "JR-RESP-REQUIRED" not in result.rules()
+
+
+def test_prob_with_a_seed_gives_the_same_faults_twice(everything: str, tmp_path: Path) -> None:
+    spec = f"error -32000 flaky when {ECHO} prob 0.5 seed 11"
+    first = run(everything, [spec], tmp_path, calls=8, name="a.jsonl")
+    second = run(everything, [spec], tmp_path, calls=8, name="b.jsonl")
+    assert first.outcomes() == second.outcomes()
+    assert "ok" in first.outcomes() and "error" in first.outcomes()
+    assert [f.data["count"] for f in first.faults] == [f.data["count"] for f in second.faults]
+    assert all(f.data["seed"] == 11 for f in first.faults)
+
+
+def test_a_fault_that_matches_nothing_changes_nothing(everything: str, tmp_path: Path) -> None:
+    result = run(everything, ['delay 2s when tool == "nothing-has-this-name"'], tmp_path)
+    assert result.outcomes() == ["ok"] * 3
+    assert result.faults == []
+    assert result.rules() == []
+
+
+def test_the_2026_sdk_pair_over_http(sdk2_server: str, tmp_path: Path) -> None:
+    # 2026-07-28: no session, one POST per request; the fault works the same.
+    spec = f'tool-error "injected" when {ECHO} after 1 times 1'
+    result = run(sdk2_server, [spec], tmp_path, client=SDK2_PYTHON)
+    assert result.outcomes() == ["ok", "tool-error", "ok"]
+    assert [f.data["action"] for f in result.faults] == ["tool-error"]
+    assert result.rules() == []
+
+
+def test_kill_and_reorder_are_refused_on_http() -> None:
+    for spec, word in (("kill", "no server process"), ("reorder", "its own message")):
+        argv = [sys.executable, "-m", "mcpsniff", "http", "--upstream", "http://127.0.0.1:9/mcp"]
+        proc = subprocess.run(
+            [*argv, "--fault", spec],
+            capture_output=True,
+            timeout=RUN_TIMEOUT,
+            cwd=REPO,
+        )
+        assert proc.returncode == 2
+        assert "needs a stdio relay" in proc.stderr.decode() and word in proc.stderr.decode()
+
+
+# --------------------------------------------------------------------------- in process
+
+_CALL = b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo"}}'
+
+
+def _one_exchange(faults: list[str], body: bytes) -> tuple[int, dict[str, str], bytes]:
+    """POST ``body`` through an in-process relay to an upstream that answers JSON."""
+
+    async def main() -> tuple[int, dict[str, str], bytes]:
+        async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.read(65536)
+            answer = b'{"jsonrpc":"2.0","id":3,"result":{}}'
+            writer.write(
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n%s" % (len(answer), answer)
+            )
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(upstream, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        options = HttpOptions(
+            upstream=f"http://127.0.0.1:{port}/mcp",
+            port=0,
+            busy_poll=False,
+            faults=parse_faults(faults),
+        )
+        relay = HttpRelay(options, None)
+        await relay.start()
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", relay.port)
+            writer.write(
+                b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+            )
+            await writer.drain()
+            parser = ResponseParser()
+            parser.expect("POST")
+            head: Any = None
+            payload = b""
+            done = False
+            while not done:
+                data = await asyncio.wait_for(reader.read(65536), 5)
+                events = parser.feed(data) if data else parser.feed_eof()
+                for event in events:
+                    kind = type(event).__name__
+                    if kind == "ResponseHead":
+                        head = event
+                    elif kind == "Body":
+                        payload += event.payload
+                    elif kind == "End":
+                        done = True
+                if not data:
+                    break
+            writer.close()
+        finally:
+            await relay.stop()
+            server.close()
+        fields = {name.lower(): value for name, value in head.headers}
+        return head.status, fields, payload
+
+    return asyncio.run(main())
+
+
+def test_a_json_answer_is_damaged_and_sent_chunked() -> None:
+    status, head, payload = _one_exchange(
+        ["corrupt truncate when method == tools/call and direction == s2c"], _CALL
+    )
+    whole = b'{"jsonrpc":"2.0","id":3,"result":{}}'
+    assert status == 200
+    assert head["transfer-encoding"] == "chunked" and "content-length" not in head
+    assert payload == whole[: len(whole) // 2]
+
+
+def test_a_json_answer_passes_unchanged_when_nothing_matches() -> None:
+    status, head, payload = _one_exchange(["drop when method == ping"], _CALL)
+    assert status == 200
+    # Its framing too: no fault could match it, so the relay left it alone.
+    assert head["content-length"] == "36" and "transfer-encoding" not in head
+    assert payload == b'{"jsonrpc":"2.0","id":3,"result":{}}'
+
+
+def test_an_error_answer_is_json_rpc_with_the_request_id() -> None:
+    status, head, payload = _one_exchange(['error -32001 "nope" when method == tools/call'], _CALL)
+    assert status == 200 and head["content-type"] == "application/json"
+    assert json.loads(payload) == {
+        "jsonrpc": "2.0",
+        "id": 3,
+        "error": {"code": -32001, "message": "nope"},
+    }
+
+
+# --------------------------------------------------------------------------- pieces
+
+
+def test_with_length_frames_the_new_body() -> None:
+    head = b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nAccept: */*\r\n\r\n"
+    assert with_length(head, 12) == (
+        b"POST /mcp HTTP/1.1\r\nHost: x\r\nAccept: */*\r\nContent-Length: 12\r\n\r\n"
+    )
+
+
+def test_chunked_head_drops_the_length() -> None:
+    parser = ResponseParser()
+    parser.expect("POST")
+    raw = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-A: b\r\n\r\n"
+    head = parser.feed(raw)[0]
+    changed = chunked_head(head)  # type: ignore[arg-type]
+    assert changed.raw == b"HTTP/1.1 200 OK\r\nX-A: b\r\nTransfer-Encoding: chunked\r\n\r\n"
+    assert changed.names == ["x-a", "transfer-encoding"]
+
+
+def test_a_body_too_big_to_judge_is_forwarded_as_it_came() -> None:
+    # Over 256 KiB: streamed on unjudged, never held whole (the fault would answer it).
+    big = b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"pad":"'
+    big += b"x" * (300 << 10) + b'"}}'
+    status, _, payload = _one_exchange(["error -32000 when direction == c2s"], big)
+    assert status == 200
+    assert payload == b'{"jsonrpc":"2.0","id":3,"result":{}}'
+
+
+def test_a_body_that_is_not_json_is_forwarded_unjudged() -> None:
+    status, _, payload = _one_exchange(["error -32000 when method == tools/call"], b"\xff{")
+    assert status == 200 and payload == b'{"jsonrpc":"2.0","id":3,"result":{}}'
