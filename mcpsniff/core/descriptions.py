@@ -575,4 +575,12 @@ PLAIN: dict[str, str] = {
     "UnsupportedProtocolVersion (--fault 'error -32022'), the client should retry it with a "
     "version from data.supported, or stop and show the error. This client went on as if the "
     "request had succeeded.",
+    "RESIL-SESSION-REUSED": "After mcpsniff answered 404 Not Found to a request carrying an "
+    "Mcp-Session-Id (--fault 'status 404', as when a session expires), the client must drop "
+    "that session id and start a new session with an initialize request that carries none. "
+    "This client still used the expired session id.",
+    "RESIL-STREAM-NO-RESUME": "After mcpsniff cut the SSE stream that was to carry the answer "
+    "to a request (--fault disconnect), the client should resume the stream with "
+    "Last-Event-ID (before 2026-07-28), send the request again, or cancel it. This client "
+    "was still waiting for an answer that could no longer come.",
 }
