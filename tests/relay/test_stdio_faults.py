@@ -218,8 +218,11 @@ def test_a_truncated_request_to_the_sdk_server(tmp_path: Path) -> None:
 
 def test_kill_ends_the_server_and_no_request_is_blamed_on_it(tmp_path: Path) -> None:
     result = run(tmp_path, ['kill when tool == "echo" and direction == c2s after 1'], timeout=3)
-    assert result.outcomes()[0] == "ok"
-    assert "ok" not in result.outcomes()[1:]
+    outcomes = result.outcomes()
+    assert len(outcomes) == 3 and outcomes[0] == "ok"
+    # SIGKILL follows the matching request once it is written to the server, so a
+    # server quicker than the signal may still answer that one; never a later one.
+    assert outcomes[2] != "ok", outcomes
     exits = [r for r in result.records if isinstance(r, EventRecord) and r.event == "exit"]
     assert exits and exits[0].data.get("signal") == "SIGKILL"
     assert "JR-RESP-REQUIRED" not in _rules(result.check)
