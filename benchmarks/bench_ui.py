@@ -42,6 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
@@ -72,6 +73,20 @@ ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+
+def ui_token(url: str) -> str:
+    """The run's token of the UI at ``url``, from the cookie its page sets (docs/ui.md)."""
+    with urllib.request.urlopen(url) as page:
+        return str(page.headers["Set-Cookie"].split(";", 1)[0].split("=", 1)[1])
+
+
+def api_request(url: str, path: str) -> urllib.request.Request:
+    """A request for the UI's API at ``url`` with the run's token."""
+    token = ui_token(url)
+    request = urllib.request.Request(url + path)
+    request.add_header("X-Mcpsniff-Token", token)
+    return request
 
 
 def index(path: Path) -> int:
@@ -116,7 +131,7 @@ def page_ratio(path: Path) -> tuple[float, float, float, float] | None:
 
         total = 0
         while True:  # until the server has indexed the whole file
-            with urllib.request.urlopen(url + "api/sessions") as answer:
+            with urllib.request.urlopen(api_request(url, "api/sessions")) as answer:
                 sessions = json.load(answer)["sessions"]
             if sessions and sessions[0]["rows"] == total:
                 break
@@ -127,6 +142,7 @@ def page_ratio(path: Path) -> tuple[float, float, float, float] | None:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS)
             page = browser.new_page(viewport={"width": 1500, "height": 900})
             page.add_init_script(WATCH_LONG_TASKS)
+            page.set_extra_http_headers({"X-Mcpsniff-Token": ui_token(url)})
             page.goto(url + "static/app.css")  # same origin, no UI running
             transfer = page.evaluate(
                 """async ([sid, total]) => {
@@ -265,7 +281,7 @@ def many_sessions(count: int) -> tuple[float, float, float] | None:
         assert proc.stderr is not None
         url = re.search(r"serving (http://\S+/)", proc.stderr.readline()).group(1)  # type: ignore[union-attr]
         while True:
-            with urllib.request.urlopen(url + "api/sessions") as answer:
+            with urllib.request.urlopen(api_request(url, "api/sessions")) as answer:
                 if json.load(answer)["total"] >= count:
                     break
             time.sleep(1.0)
