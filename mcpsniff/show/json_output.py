@@ -8,6 +8,7 @@ written as ``\\uXXXX`` escapes.
 from __future__ import annotations
 
 import base64
+from collections.abc import Iterable
 from typing import Any
 
 from mcpsniff.core.error_layers import TOOL_ERROR, error_layer
@@ -16,6 +17,13 @@ from mcpsniff.filter import MessageView, cancelled_request_id, progress_values
 from mcpsniff.filter.view import CANCELLED, PROGRESS
 from mcpsniff.terminal.render import finding_json
 from mcpsniff.terminal.safe_output import terminal_json_line
+
+
+def _add_set(obj: dict[str, Any], members: Iterable[tuple[str, Any]]) -> None:
+    """Add each (key, value) of ``members`` to ``obj`` whose value is not None."""
+    for key, value in members:
+        if value is not None:
+            obj[key] = value
 
 
 def view_json(view: MessageView, raw: bool = False) -> dict[str, Any]:
@@ -30,21 +38,19 @@ def view_json(view: MessageView, raw: bool = False) -> dict[str, Any]:
         obj["index"] = view.index
     if view.has_id:
         obj["id"] = view.id
-    for key, value in (
-        ("method", view.method),
-        ("tool", view.tool),
-        ("target", view.target),
-        ("error_code", view.error_code),
-        ("latency_ms", view.latency_ms),
-    ):
-        if value is not None:
-            obj[key] = value
+    _add_set(
+        obj,
+        (
+            ("method", view.method),
+            ("tool", view.tool),
+            ("target", view.target),
+            ("error_code", view.error_code),
+            ("latency_ms", view.latency_ms),
+        ),
+    )
     message = view.message
     if message is not None:
-        if message.answers is not None:
-            obj["answers"] = message.answers
-        if message.note is not None:
-            obj["note"] = message.note
+        _add_set(obj, (("answers", message.answers), ("note", message.note)))
     if view.is_error:
         obj["is_error"] = True
         obj["error_layer"] = TOOL_ERROR.as_json()

@@ -197,12 +197,7 @@ def _print(
             time.sleep(interval)
     except KeyboardInterrupt:
         pass
-    printed += _write(out, printer, builder.flush(), first)
-    for line in printer.flush():
-        out.write(line + "\n")
-        printed += 1
-    out.flush()
-    return printed
+    return printed + _finish(out, builder, printer, first)
 
 
 def _print_all(
@@ -216,7 +211,14 @@ def _print_all(
     printed = 0
     for record in records:
         printed += _write(out, printer, builder.feed(record), first)
-    printed += _write(out, printer, builder.flush(), first)
+    return printed + _finish(out, builder, printer, first)
+
+
+def _finish(
+    out: TextIO, builder: ViewBuilder, printer: ViewPrinter, first: FirstLineTitles | None
+) -> int:
+    """Print what the builder and the printer still hold, and flush; lines printed."""
+    printed = _write(out, printer, builder.flush(), first)
     for line in printer.flush():
         out.write(line + "\n")
         printed += 1

@@ -33,7 +33,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import fcntl
-import json
 import os
 import stat
 import time
@@ -45,7 +44,13 @@ from typing import Any
 import orjson
 
 from mcpsniff.core.model import C2S, S2C, EventRecord, FrameRecord
-from mcpsniff.trace.codec import TraceError, decode_record, encode_line, glued_record
+from mcpsniff.trace.codec import (
+    TraceError,
+    decode_record,
+    encode_line,
+    exact_loads,
+    glued_record,
+)
 from mcpsniff.trace.validate import event_problem, frame_problem
 from mcpsniff.trace.writer import TraceWriter
 
@@ -262,19 +267,11 @@ def _whole_record(fd: int, offset: int, length: int, head: bytes) -> bool:
 
 
 def _loads(line: bytes) -> Any:
+    """The line's JSON value, exact as the trace reader reads it; None when it is not JSON."""
     try:
-        obj = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        obj = None
-    else:
-        if not isinstance(obj, dict) or type(obj.get("seq")) is not float:
-            return obj
-    try:
-        # orjson reads integers past 64 bits as floats, or refuses them and
-        # deep nesting; the standard library keeps them exact.
-        return json.loads(line)
-    except (ValueError, RecursionError):
-        return obj
+        return exact_loads(line)
+    except ValueError:
+        return None
 
 
 def _lines(fd: int, start: int) -> Iterator[bytes]:
