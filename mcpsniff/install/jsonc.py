@@ -10,6 +10,7 @@ the span of text it occupies.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,12 +128,8 @@ class _Parser:
 
     def obj(self, depth: int) -> Node:
         node = Node({}, self.i, self.i)
-        self.i += 1
-        while True:
-            self.skip()
-            if self.take("}"):
-                node.end = self.i
-                return node
+
+        def member() -> None:
             if not self.at('"'):
                 raise self.error("expected a member name in double quotes")
             key_start = self.i
@@ -143,24 +140,34 @@ class _Parser:
             child = self.value(depth + 1)
             node.value[key] = child.value
             node.members[key] = (child, key_start)
-            self.skip()
-            if not self.take(",") and not self.at("}"):
-                raise self.error("expected ',' or '}'")
+
+        return self.elements(node, "}", member)
 
     def array(self, depth: int) -> Node:
         node = Node([], self.i, self.i)
-        self.i += 1
-        while True:
-            self.skip()
-            if self.take("]"):
-                node.end = self.i
-                return node
+
+        def item() -> None:
             child = self.value(depth + 1)
             node.value.append(child.value)
             node.items.append(child)
+
+        return self.elements(node, "]", item)
+
+    def elements(self, node: Node, close: str, element: Callable[[], None]) -> Node:
+        """Step over the opening bracket, then ``element`` after ``element`` up to ``close``.
+
+        A comma may follow the last element: JSONC allows trailing commas.
+        """
+        self.i += 1
+        while True:
             self.skip()
-            if not self.take(",") and not self.at("]"):
-                raise self.error("expected ',' or ']'")
+            if self.take(close):
+                node.end = self.i
+                return node
+            element()
+            self.skip()
+            if not self.take(",") and not self.at(close):
+                raise self.error(f"expected ',' or '{close}'")
 
 
 def parse(text: str) -> Node:

@@ -11,22 +11,12 @@
   const A = window.McpApp;
   const { visible } = window.McpDom;
   const state = A.state;
-  const renderWindow = (...args) => A.renderWindow(...args);
-  const renderFindings = (...args) => A.renderFindings(...args);
-  const renderStats = (...args) => A.renderStats(...args);
-  const renderCompare = (...args) => A.renderCompare(...args);
-  const renderWholeFile = (...args) => A.renderWholeFile(...args);
+  const {
+    renderWindow, renderFindings, renderStats, renderCompare, renderWholeFile, setDetailShown,
+    scheduleFilter, filterNow, onRowsClick, onKey, setupTimeline, renderSessions, httpSource,
+    staticSource, overview,
+  } = A.late;
   const TABS = ["timeline", "findings", "stats", "compare", "file"];
-  const setDetailShown = (...args) => A.setDetailShown(...args);
-  const scheduleFilter = (...args) => A.scheduleFilter(...args);
-  const filterNow = (...args) => A.filterNow(...args);
-  const onRowsClick = (...args) => A.onRowsClick(...args);
-  const onKey = (...args) => A.onKey(...args);
-  const setupTimeline = (...args) => A.setupTimeline(...args);
-  const renderSessions = (...args) => A.renderSessions(...args);
-  const httpSource = (...args) => A.httpSource(...args);
-  const staticSource = (...args) => A.staticSource(...args);
-  const overview = (...args) => A.overview(...args);
 
   // ------------------------------------------------------------------ tabs, theme, start
 

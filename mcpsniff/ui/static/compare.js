@@ -17,10 +17,9 @@
 
   // The picker: the open session is A, the one chosen here is B.
   function renderCompare() {
-    const box = document.getElementById("tab-compare");
-    if (!state.current || state.compareFor === state.current.id) return;
-    state.compareFor = state.current.id;
-    clear(box);
+    const tab = A.openTab("tab-compare", "compareFor");
+    if (!tab) return;
+    const { box } = tab;
     if (!state.source.compare) {
       box.appendChild(el("p", "empty muted", "Comparing sessions needs mcpsniff ui (or mcpsniff report --compare A B)."));
       return;

@@ -9,9 +9,7 @@
   const A = window.McpApp;
   const { visible, el, clear, fmtTime, fmtMs, KIND_LABEL, describe } = window.McpDom;
   const state = A.state;
-  const closeDetail = (...args) => A.closeDetail(...args);
-  const select = (...args) => A.select(...args);
-  const filterNow = (...args) => A.filterNow(...args);
+  const { closeDetail, select, filterNow } = A.late;
 
   const JSON_NODE_LIMIT = 4000;
 

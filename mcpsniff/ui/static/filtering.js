@@ -8,7 +8,7 @@
 (function () {
   const A = window.McpApp;
   const state = A.state;
-  const relayout = (...args) => A.relayout(...args);
+  const { relayout } = A.late;
 
   // ------------------------------------------------------------------ filter
 

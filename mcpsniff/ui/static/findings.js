@@ -8,9 +8,7 @@
   const A = window.McpApp;
   const { visible, el, clear, SEV_RANK, KIND_LABEL, describe } = window.McpDom;
   const state = A.state;
-  const showTab = (...args) => A.showTab(...args);
-  const select = (...args) => A.select(...args);
-  const specLine = (...args) => A.specLine(...args);
+  const { showTab, select, specLine } = A.late;
 
   // ------------------------------------------------------------------ findings tab
 

@@ -9,15 +9,10 @@
   const A = window.McpApp;
   const { visible, el, clear, fmtDate, fmtDuration } = window.McpDom;
   const state = A.state;
-  const relayout = (...args) => A.relayout(...args);
-  const renderWindow = (...args) => A.renderWindow(...args);
-  const scheduleFilter = (...args) => A.scheduleFilter(...args);
-  const applyFilter = (...args) => A.applyFilter(...args);
-  const showTab = (...args) => A.showTab(...args);
-  const renderFindings = (...args) => A.renderFindings(...args);
-  const renderStats = (...args) => A.renderStats(...args);
-  const overview = (...args) => A.overview(...args);
-  const fileOf = (...args) => A.fileOf(...args);
+  const {
+    relayout, renderWindow, scheduleFilter, applyFilter, showTab, renderFindings, renderStats,
+    overview, fileOf,
+  } = A.late;
 
   // ------------------------------------------------------------------ session list
 
@@ -212,6 +207,23 @@
     renderWindow(false);
   }
 
+  // Fetch the session's `kind` ("rows" or "findings") page by page from where
+  // state[kind] ends, handing each item to `take` and calling `between` after each
+  // page but the last. Whether any came; null when another session was opened meanwhile.
+  async function loadPages(sid, kind, take, between) {
+    let grew = false;
+    for (;;) {
+      const page = await state.source[kind](sid, state[kind].length);
+      if (!state.current || state.current.id !== sid) return null;
+      if (!page[kind].length) break;
+      for (const item of page[kind]) take(item);
+      grew = true;
+      if (state[kind].length >= page.total) break;
+      if (between) between();
+    }
+    return grew;
+  }
+
   let lastLayout = 0;
   async function loadMore() {
     if (state.loadingRows || !state.current) return;
@@ -219,39 +231,29 @@
     const sid = state.current.id;
     let grew = false;
     try {
-      for (;;) {
-        const page = await state.source.rows(sid, state.rows.length);
-        if (!state.current || state.current.id !== sid) return;
-        if (!page.rows.length) break;
-        for (const row of page.rows) {
-          state.rows[row.n] = row;
-          // A response names its request; the request learns its answer here.
-          if (row.pair !== undefined && state.rows[row.pair]) state.rows[row.pair].pair = row.n;
-        }
-        grew = true;
-        if (state.rows.length >= page.total) break;
+      const rows = await loadPages(sid, "rows", (row) => {
+        state.rows[row.n] = row;
+        // A response names its request; the request learns its answer here.
+        if (row.pair !== undefined && state.rows[row.pair]) state.rows[row.pair].pair = row.n;
+      }, () => {
         if (performance.now() - lastLayout > 400) {
           // A long session shows its first pages while the rest arrives.
           lastLayout = performance.now();
           relayout();
         }
-      }
-      for (;;) {
-        const page = await state.source.findings(sid, state.findings.length);
-        if (!state.current || state.current.id !== sid) return;
-        if (!page.findings.length) break;
-        for (const f of page.findings) {
-          state.findings[f.n] = f;
-          for (const r of f.rows || []) {
-            const row = state.rows[r];
-            if (!row) continue;
-            row.f = row.f || [];
-            if (!row.f.includes(f.n)) row.f.push(f.n);
-          }
+      });
+      if (rows === null) return;
+      const findings = await loadPages(sid, "findings", (f) => {
+        state.findings[f.n] = f;
+        for (const r of f.rows || []) {
+          const row = state.rows[r];
+          if (!row) continue;
+          row.f = row.f || [];
+          if (!row.f.includes(f.n)) row.f.push(f.n);
         }
-        grew = true;
-        if (state.findings.length >= page.total) break;
-      }
+      });
+      if (findings === null) return;
+      grew = rows || findings;
     } finally {
       state.loadingRows = false;
     }

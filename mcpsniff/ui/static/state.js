@@ -19,5 +19,23 @@
     statsFor: null,
   };
 
-  window.McpApp = { state };
+  const A = { state };
+
+  // A function a later script hangs on McpApp, looked up when called:
+  // `const { relayout, showTab } = A.late;` works whatever order the scripts ran in.
+  A.late = new Proxy({}, { get: (_, name) => (...args) => A[name](...args) });
+
+  // A tab draws each session once: when it does not show the current session yet,
+  // mark it as showing it (state[forKey]) and hand back its emptied box and the
+  // session's id; else null.
+  A.openTab = function (boxId, forKey) {
+    if (!state.current || state[forKey] === state.current.id) return null;
+    const sid = state.current.id;
+    state[forKey] = sid;
+    const box = document.getElementById(boxId);
+    window.McpDom.clear(box);
+    return { box, sid };
+  };
+
+  window.McpApp = A;
 })();

@@ -13,11 +13,9 @@
   // ------------------------------------------------------------------ stats tab
 
   async function renderStats() {
-    const box = document.getElementById("tab-stats");
-    if (!state.current || state.statsFor === state.current.id) return;
-    const sid = state.current.id;
-    state.statsFor = sid;
-    clear(box);
+    const tab = A.openTab("tab-stats", "statsFor");
+    if (!tab) return;
+    const { box, sid } = tab;
     box.appendChild(el("p", "empty muted", "Computing…"));
     let stats;
     try {

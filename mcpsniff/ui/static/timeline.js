@@ -9,9 +9,7 @@
   const A = window.McpApp;
   const { visible, el, svg, clear, fmtTime, fmtMs, SEV_RANK, KIND_LABEL, describe } = window.McpDom;
   const state = A.state;
-  const updateFilterStatus = (...args) => A.updateFilterStatus(...args);
-  const showDetail = (...args) => A.showDetail(...args);
-  const setDetailShown = (...args) => A.setDetailShown(...args);
+  const { updateFilterStatus, showDetail, setDetailShown } = A.late;
 
   const ROW_H = 28;
   const OVERSCAN = 10;

@@ -7,7 +7,7 @@
 
 (function () {
   const A = window.McpApp;
-  const { el, clear, fmtTime, KIND_LABEL, describe, headedTable } = window.McpDom;
+  const { el, fmtTime, KIND_LABEL, describe, headedTable } = window.McpDom;
   const state = A.state;
   // A file of many sessions is drawn in part: its first sessions and rows, said so.
   const FILE_SESSIONS = 50;
@@ -30,11 +30,9 @@
   }
 
   async function renderWholeFile() {
-    const box = document.getElementById("tab-file");
-    if (!state.current || state.fileFor === state.current.id) return;
-    const sid = state.current.id;
-    state.fileFor = sid;
-    clear(box);
+    const tab = A.openTab("tab-file", "fileFor");
+    if (!tab) return;
+    const { box, sid } = tab;
     const all = sessionsOfFile(state.current);
     const sessions = all.slice(0, FILE_SESSIONS);
     const status = el("p", "file-status muted", "Reading the sessions…");
