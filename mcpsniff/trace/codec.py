@@ -106,10 +106,6 @@ def encode_record(record: Record) -> dict[str, Any]:
     raise TypeError(f"not a trace record: {record!r}")
 
 
-#: The message members a trace line ends with, each only when set, in this order.
-_TRAILING_MEMBERS = ("error_code", "target", "note")
-
-
 def _message_object(record: MessageRecord) -> dict[str, Any]:
     """The JSON object of a message record's trace line."""
     obj: dict[str, Any] = {
@@ -130,10 +126,12 @@ def _message_object(record: MessageRecord) -> dict[str, Any]:
         if record.request_index is not None:
             obj["request_index"] = record.request_index
         obj["latency_ms"] = record.latency_ms
-    for name in _TRAILING_MEMBERS:
-        value = getattr(record, name)
-        if value is not None:
-            obj[name] = value
+    if record.error_code is not None:
+        obj["error_code"] = record.error_code
+    if record.target is not None:
+        obj["target"] = record.target
+    if record.note is not None:
+        obj["note"] = record.note
     return obj
 
 
