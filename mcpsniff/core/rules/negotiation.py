@@ -38,9 +38,9 @@ from mcpsniff.core.protocol import (
     VERSION_PATTERN,
     VERSIONS,
 )
-from mcpsniff.core.rules.http_status_2026 import lacks_meta
 from mcpsniff.core.rules.registry import REQUEST, rule
 from mcpsniff.core.rules.registry import RESPONSE as ON_RESPONSE
+from mcpsniff.core.rules.stateless_era import lacks_meta
 
 if TYPE_CHECKING:
     from mcpsniff.core.session import Session
