@@ -8,8 +8,6 @@ method of the request they answer, so the check knows what shape to expect
 
 from __future__ import annotations
 
-import base64
-import binascii
 import functools
 import re
 from collections.abc import Callable
@@ -18,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from mcpsniff.core.ids import BoundedMap
-from mcpsniff.core.jsontypes import json_type
+from mcpsniff.core.jsontypes import is_base64, json_type
 from mcpsniff.core.model import SENDER
 from mcpsniff.core.protocol import (
     LOG_LEVEL_ORDER,
@@ -618,7 +616,7 @@ def _resources_read(session: Session, msg: Msg, result: dict[str, Any]) -> None:
                 f"resources/read contents[{i}] must have exactly one of text or blob",
                 [msg.frame],
             )
-        elif has_blob and not _is_base64(item["blob"]):
+        elif has_blob and not is_base64(item["blob"]):
             session.report(
                 "RES-BLOB-BASE64",
                 f"resources/read contents[{i}].blob is not valid base64",
@@ -746,11 +744,3 @@ def _compiled(tool: ToolInfo, which: str) -> CompiledSchema:
     if tool.output_compiled is None:
         tool.output_compiled = compile_schema(tool.output_schema)
     return tool.output_compiled  # type: ignore[no-any-return]
-
-
-def _is_base64(text: str) -> bool:
-    try:
-        base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        return False
-    return True

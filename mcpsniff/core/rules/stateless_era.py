@@ -112,20 +112,17 @@ def v5_result(session: Session, msg: Msg, method: str) -> None:
         )
     meta = result.get("_meta")
     info = meta.get(META_SERVER_INFO) if isinstance(meta, dict) else None
+    carries: str | None = None  # what the result carries instead of the server's identity
     if info is None:
-        session.report(
-            "MOD-SERVERINFO",
-            f'the result of "{method}" carries no _meta {META_SERVER_INFO}',
-            [msg.frame],
-            method=method,
-        )
+        carries = f"no _meta {META_SERVER_INFO}"
     elif not (isinstance(info, dict) and info.get("name") and info.get("version")):
         # "Servers SHOULD identify themselves" (basic/index.mdx): an Implementation
         # with an empty name or version (a server built without one) names nothing.
+        carries = f"_meta {META_SERVER_INFO} without a name and a version that identify the server"
+    if carries is not None:
         session.report(
             "MOD-SERVERINFO",
-            f'the result of "{method}" carries _meta {META_SERVER_INFO} without a name '
-            "and a version that identify the server",
+            f'the result of "{method}" carries {carries}',
             [msg.frame],
             method=method,
         )

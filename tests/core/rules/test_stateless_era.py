@@ -79,6 +79,35 @@ def _result(method: str, **result: Any) -> list[str]:
     return _findings(v5_result, obj, method)
 
 
+@pytest.mark.parametrize(
+    ("meta", "carries"),
+    [
+        ({}, f"no _meta {META_SERVER_INFO}"),
+        ({META_SERVER_INFO: None}, f"no _meta {META_SERVER_INFO}"),
+        (
+            {META_SERVER_INFO: {"name": "s", "version": ""}},
+            f"_meta {META_SERVER_INFO} without a name and a version that identify the server",
+        ),
+        (
+            {META_SERVER_INFO: "s 1"},
+            f"_meta {META_SERVER_INFO} without a name and a version that identify the server",
+        ),
+    ],
+)
+def test_a_result_without_the_servers_identity(meta: dict[str, Any], carries: str) -> None:
+    session = Session("k")
+    session.state.version = V5
+    obj = {"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete", "_meta": meta}}
+    v5_result(session, MessageRecord(1, "k", "s2c", "response", obj=obj), "ping")
+    (finding,) = [r for r in session.output if isinstance(r, FindingRecord)]
+    assert (finding.rule, finding.message, finding.seq, finding.data) == (
+        "MOD-SERVERINFO",
+        f'the result of "ping" carries {carries}',
+        [1],
+        {"method": "ping"},
+    )
+
+
 def test_v5_result() -> None:
     info = {META_SERVER_INFO: {"name": "s", "version": "1"}}
     hints = {"ttlMs": 0, "cacheScope": "public"}
