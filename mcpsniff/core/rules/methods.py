@@ -562,36 +562,29 @@ def _task_support(tool: Any) -> str | None:
     return support if isinstance(support, str) else None
 
 
-@_result_rule("RES-LIST-SHAPE", methods=("resources/list",))
-def _resources_list(session: Session, msg: Msg, result: dict[str, Any]) -> None:
-    items = result.get("resources")
-    ok = isinstance(items, list) and all(
-        isinstance(r, dict) and isinstance(r.get("uri"), str) and isinstance(r.get("name"), str)
-        for r in items
-    )
-    if not ok:
-        session.report(
-            "RES-LIST-SHAPE",
-            "every resources/list entry needs a string uri and name",
-            [msg.frame],
+def _named_entries(rule_id: str, method: str, key: str, locator: str) -> ResultCheck:
+    """A list result check: every entry of ``result[key]`` has a string ``locator`` and name."""
+    message = f"every {method} entry needs a string {locator} and name"
+
+    def check(session: Session, msg: Msg, result: dict[str, Any]) -> None:
+        items = result.get(key)
+        ok = isinstance(items, list) and all(
+            isinstance(r, dict)
+            and isinstance(r.get(locator), str)
+            and isinstance(r.get("name"), str)
+            for r in items
         )
+        if not ok:
+            session.report(rule_id, message, [msg.frame])
+
+    return check
 
 
-@_result_rule("RES-TEMPLATE-SHAPE", methods=("resources/templates/list",))
-def _templates_list(session: Session, msg: Msg, result: dict[str, Any]) -> None:
-    items = result.get("resourceTemplates")
-    ok = isinstance(items, list) and all(
-        isinstance(r, dict)
-        and isinstance(r.get("uriTemplate"), str)
-        and isinstance(r.get("name"), str)
-        for r in items
-    )
-    if not ok:
-        session.report(
-            "RES-TEMPLATE-SHAPE",
-            "every resources/templates/list entry needs a string uriTemplate and name",
-            [msg.frame],
-        )
+for _method, _rule_id, _key, _locator in (
+    ("resources/list", "RES-LIST-SHAPE", "resources", "uri"),
+    ("resources/templates/list", "RES-TEMPLATE-SHAPE", "resourceTemplates", "uriTemplate"),
+):
+    _result_rule(_rule_id, methods=(_method,))(_named_entries(_rule_id, _method, _key, _locator))
 
 
 @_result_rule("RES-BLOB-BASE64", "RES-READ-SHAPE", methods=("resources/read",))
