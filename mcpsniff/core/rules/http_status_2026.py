@@ -75,8 +75,8 @@ def reply_status(session: Session, frame: FrameRecord, messages: list[MessageRec
     """The replies in a server's HTTP body (JSON or SSE) to the request its POST carried."""
     if frame.direction != S2C or session.state.era != STATELESS or not messages:
         return
-    exchange = http.streamable_exchange(session, frame)
-    if exchange is None or exchange.method != "POST":
+    exchange = http.streamable_exchange(session, frame, "POST")
+    if exchange is None:
         return
     status = exchange.status
     posted = {m.frame for m in exchange.methods}
