@@ -7,7 +7,9 @@ hints, and the error codes the era removed or added are checked here.
 ``lifecycle.py``'s rules, which decide the era, call these for a stateless
 session's requests, results and errors: this module registers no rule of its
 own (so it is not in ``rules.MODULES``), and the rules run where lifecycle.py
-registers them.
+registers them. ``lacks_meta`` (the required ``_meta`` a request lacks) also
+serves negotiation.py and http_status_2026.py, which judge the server's answer
+to such a request.
 """
 
 from __future__ import annotations
