@@ -126,8 +126,8 @@ def _dropped(session: Session, ledger: FaultLedger, note: FaultNote) -> None:
         note.reaction = f"{COPED}: the answer came again {again - note.t:.2f} s later"
         return
     what = "request" if note.kind == REQUEST else "answer"
-    # Not ``_not_coped``: this finding's data has always named the waiting side
-    # before the fault, and traces compared across versions keep that order.
+    # Not ``_not_coped``: this finding's data names the waiting side before the
+    # fault, and the trace and ``check --format json`` write the keys in that order.
     note.reaction = f"the {who} never cancelled"
     session.report(
         "RESIL-DROP-HANG",
