@@ -1,7 +1,9 @@
-"""Naming JSON value types the way the JSON-RPC and MCP specs do."""
+"""Naming JSON value types the way the JSON-RPC and MCP specs do, and telling a base64 string."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +21,17 @@ def json_type(value: Any) -> str:
     if isinstance(value, list):
         return "array"
     return "object"
+
+
+def is_base64(value: Any) -> bool:
+    """Whether ``value`` is a base64 string (MCP's ``blob`` and ``data``: "base64-encoded")."""
+    if not isinstance(value, str):
+        return False
+    try:
+        base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
 
 
 def any_leaf(value: Any, test: Callable[[Any], bool]) -> bool:

@@ -20,13 +20,38 @@ trace ends.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any, ClassVar, get_args
 
 from mcpsniff.core.frozen import fast_init
 
 #: Header pairs as text, or the bytes pairs mitmproxy holds (decoded on the analysis side).
 Headers = tuple[tuple[str, str], ...] | tuple[tuple[bytes, bytes], ...]
+
+
+class Event:
+    """What the trace keeps as a transport event record: its ``name`` and ``data()``.
+
+    The shells' own events here and the HTTP layer's (``mcpsniff.core.http.events``)
+    are frozen, slotted dataclasses deriving from it. ``data()`` is every field but
+    ``t`` (the record's own time), each under its own name, in the class's order; a
+    class whose record names, leaves out or adds a member defines its own.
+    """
+
+    __slots__ = ()
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+    name: ClassVar[str]
+
+    def data(self) -> dict[str, Any]:
+        """The event record's ``data`` object."""
+        names = _DATA_NAMES.get(type(self))
+        if names is None:
+            names = _DATA_NAMES[type(self)] = tuple(f.name for f in fields(self) if f.name != "t")
+        return {name: getattr(self, name) for name in names}
+
+
+#: Event class -> the fields its ``data()`` holds, found on its first event.
+_DATA_NAMES: dict[type, tuple[str, ...]] = {}
 
 
 @fast_init
@@ -173,7 +198,7 @@ class Unreachable:
 
 @fast_init
 @dataclass(frozen=True, slots=True)
-class StdioStart:
+class StdioStart(Event):
     """``mcpsniff stdio`` began, to run ``command`` (as the trace stores it), as process ``pid``."""
 
     name: ClassVar[str] = "session-start"
@@ -187,7 +212,7 @@ class StdioStart:
 
 @fast_init
 @dataclass(frozen=True, slots=True)
-class ChildSpawned:
+class ChildSpawned(Event):
     """The stdio child runs as ``child_pid``, the program ``argv0`` resolved to."""
 
     name: ClassVar[str] = "spawned"
@@ -195,13 +220,10 @@ class ChildSpawned:
     child_pid: int
     argv0: str
 
-    def data(self) -> dict[str, Any]:
-        return {"child_pid": self.child_pid, "argv0": self.argv0}
-
 
 @fast_init
 @dataclass(frozen=True, slots=True)
-class SpawnFailed:
+class SpawnFailed(Event):
     """The stdio child could not be started: ``error`` says why."""
 
     name: ClassVar[str] = "spawn-failed"
@@ -209,26 +231,20 @@ class SpawnFailed:
     command: list[str]
     error: str
 
-    def data(self) -> dict[str, Any]:
-        return {"command": self.command, "error": self.error}
-
 
 @fast_init
 @dataclass(frozen=True, slots=True)
-class SignalForwarded:
+class SignalForwarded(Event):
     """mcpsniff received ``signal`` (its name, ``SIGTERM``) and passed it to the child's group."""
 
     name: ClassVar[str] = "signal"
     t: float
     signal: str
 
-    def data(self) -> dict[str, Any]:
-        return {"signal": self.signal}
-
 
 @fast_init
 @dataclass(frozen=True, slots=True)
-class ChildExited:
+class ChildExited(Event):
     """The stdio child exited: its return code and the exit status mcpsniff passes on.
 
     ``signal`` names the signal that killed it (a negative return code), and
@@ -253,7 +269,7 @@ class ChildExited:
 
 @fast_init
 @dataclass(frozen=True, slots=True)
-class GuardAnswered:
+class GuardAnswered(Event):
     """``--guard enforce`` answered a ``tools/call`` itself and did not forward it.
 
     ``tool`` is the refused tool, ``reason`` why, ``id`` the request's id: the
@@ -266,13 +282,10 @@ class GuardAnswered:
     reason: str
     id: Any
 
-    def data(self) -> dict[str, Any]:
-        return {"tool": self.tool, "reason": self.reason, "id": self.id}
-
 
 @fast_init
 @dataclass(frozen=True, slots=True)
-class FaultInjected:
+class FaultInjected(Event):
     """``--fault`` did something to the traffic on purpose (``mcpsniff/faults``).
 
     ``record`` is the fault record as the trace keeps it (``fault_version``,
@@ -323,7 +336,7 @@ class CaptureEnd:
 
 @fast_init
 @dataclass(frozen=True, slots=True)
-class EndpointRewritten:
+class EndpointRewritten(Event):
     """The shell rewrote a legacy endpoint event's URL to point at itself."""
 
     name: ClassVar[str] = "endpoint-rewrite"
@@ -338,7 +351,7 @@ class EndpointRewritten:
 
 @fast_init
 @dataclass(frozen=True, slots=True)
-class RequestCut:
+class RequestCut(Event):
     """A request ended before its end; ``body_bytes`` of its body reached the upstream."""
 
     name: ClassVar[str] = "http-request-cut"
@@ -346,13 +359,10 @@ class RequestCut:
     t: float
     body_bytes: int
 
-    def data(self) -> dict[str, Any]:
-        return {"exchange": self.exchange, "body_bytes": self.body_bytes}
-
 
 @fast_init
 @dataclass(frozen=True, slots=True)
-class HttpGuardAnswered:
+class HttpGuardAnswered(Event):
     """``--guard enforce`` answered an exchange's ``tools/call`` itself (see ``GuardAnswered``).
 
     Sent after the answer's head, so that the event sits in the exchange's
@@ -366,13 +376,10 @@ class HttpGuardAnswered:
     reason: str
     id: Any
 
-    def data(self) -> dict[str, Any]:
-        return {"exchange": self.exchange, "tool": self.tool, "reason": self.reason, "id": self.id}
-
 
 @fast_init
 @dataclass(frozen=True, slots=True)
-class ExchangeFault:
+class ExchangeFault(Event):
     """``--fault`` did something to an HTTP exchange on purpose (``mcpsniff/relay/http_faults.py``).
 
     Told to the exchange, so that its ``fault`` event lands in the exchange's
@@ -391,7 +398,7 @@ class ExchangeFault:
 
 @fast_init
 @dataclass(frozen=True, slots=True)
-class HttpRefused:
+class HttpRefused(Event):
     """What the relay refused or cut that belongs to no exchange (a bad head, a slow one)."""
 
     name: ClassVar[str] = "http-refused"

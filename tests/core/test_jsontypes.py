@@ -1,10 +1,13 @@
-"""``json_type`` names values as the specs do; ``any_leaf`` finds a leaf at any depth."""
+"""``json_type`` names values as the specs do; ``any_leaf`` finds a leaf at any depth;
+``is_base64`` tells MCP's base64 strings."""
 
 from __future__ import annotations
 
 import sys
 
-from mcpsniff.core.jsontypes import any_leaf, json_type
+import pytest
+
+from mcpsniff.core.jsontypes import any_leaf, is_base64, json_type
 
 
 def test_json_type_names_each_value() -> None:
@@ -30,3 +33,21 @@ def test_any_leaf_survives_nesting_deeper_than_the_recursion_limit() -> None:
         deep = [deep]
     assert any_leaf(deep, lambda item: item == "needle")
     assert not any_leaf(deep, lambda item: item == "hay")
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("aGVsbG8=", True),
+        ("", True),  # no bytes, validly encoded
+        ("aGVsbG8", False),  # padding missing
+        ("aGV sbG8=", False),  # a space is no base64 character
+        ("aGVsbG8=\n", False),
+        ("é", False),  # not ASCII: b64decode raises ValueError
+        (b"aGVsbG8=", False),  # JSON has no bytes: only a string is base64
+        (None, False),
+        (12, False),
+    ],
+)
+def test_is_base64_takes_only_strict_base64_strings(value: object, expected: bool) -> None:
+    assert is_base64(value) is expected

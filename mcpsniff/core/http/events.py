@@ -26,6 +26,7 @@ from typing import Any, ClassVar
 from mcpsniff.core.frozen import fast_init
 from mcpsniff.core.observations import (
     EndpointRewritten,
+    Event,
     ExchangeFault,
     HttpGuardAnswered,
     HttpRefused,
@@ -35,7 +36,7 @@ from mcpsniff.core.observations import (
 
 @fast_init
 @dataclass(frozen=True, slots=True)
-class HttpRequest:
+class HttpRequest(Event):
     """A request went to the server (its frame, if any, follows it)."""
 
     name: ClassVar[str] = "http-request"
@@ -66,7 +67,7 @@ class HttpRequest:
 
 @fast_init
 @dataclass(frozen=True, slots=True)
-class HttpResponse:
+class HttpResponse(Event):
     """The response head came back."""
 
     name: ClassVar[str] = "http-response"
@@ -75,13 +76,10 @@ class HttpResponse:
     status: int
     headers: list[list[str]]
 
-    def data(self) -> dict[str, Any]:
-        return {"exchange": self.exchange, "status": self.status, "headers": self.headers}
-
 
 @fast_init
 @dataclass(frozen=True, slots=True)
-class SseEventSeen:
+class SseEventSeen(Event):
     """One event (or comment-only block) of a response's event stream."""
 
     name: ClassVar[str] = "sse-event"
@@ -116,7 +114,7 @@ class SseEventSeen:
 
 @fast_init
 @dataclass(frozen=True, slots=True)
-class HttpEnd:
+class HttpEnd(Event):
     """The exchange is over (``body_bytes``: the response body's size; None: no response)."""
 
     name: ClassVar[str] = "http-end"
@@ -133,7 +131,7 @@ class HttpEnd:
 
 @fast_init
 @dataclass(frozen=True, slots=True)
-class UpstreamUnreachable:
+class UpstreamUnreachable(Event):
     """The upstream could not be reached; the shell answered 502."""
 
     name: ClassVar[str] = "upstream-unreachable"
@@ -142,13 +140,10 @@ class UpstreamUnreachable:
     url: str
     error: str
 
-    def data(self) -> dict[str, Any]:
-        return {"exchange": self.exchange, "url": self.url, "error": self.error}
-
 
 @fast_init
 @dataclass(frozen=True, slots=True)
-class HttpErrorBody:
+class HttpErrorBody(Event):
     """The start of an HTTP error's body that is no JSON-RPC (an HTML 404 page, say)."""
 
     name: ClassVar[str] = "http-error-body"
@@ -156,13 +151,10 @@ class HttpErrorBody:
     t: float
     excerpt: str
 
-    def data(self) -> dict[str, Any]:
-        return {"exchange": self.exchange, "excerpt": self.excerpt}
-
 
 @fast_init
 @dataclass(frozen=True, slots=True)
-class BodyNotAnalyzed:
+class BodyNotAnalyzed(Event):
     """A body passed, but could not be decoded for the analyzer: no frame."""
 
     name: ClassVar[str] = "http-body-not-analyzed"
@@ -178,7 +170,7 @@ class BodyNotAnalyzed:
 
 @fast_init
 @dataclass(frozen=True, slots=True)
-class ExchangeGap:
+class ExchangeGap(Event):
     """Bytes of an exchange's body never reached the analysis: forwarded, not analyzed."""
 
     name: ClassVar[str] = "capture-gap"

@@ -6,13 +6,12 @@ the event (a result) and the methods whose results it reads.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from mcpsniff.core.jsontypes import is_base64
 from mcpsniff.core.rules.registry import RESULT, rule
 
 if TYPE_CHECKING:
@@ -61,16 +60,6 @@ def _blocks(result: dict[str, Any], key: str = "content") -> list[dict[str, Any]
     if not isinstance(items, list):
         return []
     return [b for b in items[:MAX_ITEMS] if isinstance(b, dict)]
-
-
-def _is_base64(value: Any) -> bool:
-    if not isinstance(value, str):
-        return False
-    try:
-        base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        return False
-    return True
 
 
 # --------------------------------------------------------------------------- tools/call
@@ -133,7 +122,7 @@ def binary_blocks(session: Session, msg: Msg, result: dict[str, Any]) -> None:
         kind = block.get("type")
         problem = None
         if kind in ("image", "audio"):
-            if not _is_base64(block.get("data")):
+            if not is_base64(block.get("data")):
                 problem = f"{kind} block {i} has data that is not base64"
             elif not isinstance(block.get("mimeType"), str) or "/" not in block["mimeType"]:
                 problem = f"{kind} block {i} has no valid mimeType"
@@ -142,7 +131,7 @@ def binary_blocks(session: Session, msg: Msg, result: dict[str, Any]) -> None:
             if (
                 isinstance(resource, dict)
                 and "blob" in resource
-                and not _is_base64(resource["blob"])
+                and not is_base64(resource["blob"])
             ):
                 problem = f"the embedded resource of block {i} has a blob that is not base64"
         if problem is not None:
@@ -360,7 +349,7 @@ def prompt_embedded(session: Session, msg: Msg, result: dict[str, Any]) -> None:
             isinstance(resource, dict)
             and isinstance(resource.get("uri"), str)
             and _URI.match(resource["uri"]) is not None
-            and (isinstance(resource.get("text"), str) or _is_base64(resource.get("blob")))
+            and (isinstance(resource.get("text"), str) or is_base64(resource.get("blob")))
         )
         if not ok:
             session.report(

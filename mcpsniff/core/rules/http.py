@@ -140,8 +140,13 @@ class HttpState:
 _PAIR_TYPES = (list, tuple)
 
 
-def streamable_exchange(session: Session, frame: FrameRecord) -> ExchangeFacts | None:
-    """The Streamable HTTP exchange ``frame`` travelled in (its meta names it), if any."""
+def streamable_exchange(
+    session: Session, frame: FrameRecord, method: str | None = None
+) -> ExchangeFacts | None:
+    """The Streamable HTTP exchange ``frame`` travelled in (its meta names it), if any.
+
+    ``method``: only an exchange of that HTTP method (``POST``: a client's message and its replies).
+    """
     meta = frame.meta
     number = meta.get("exchange") if meta else None
     state = session.state.http
@@ -149,6 +154,8 @@ def streamable_exchange(session: Session, frame: FrameRecord) -> ExchangeFacts |
         return None
     exchange = state.exchanges.get(number)
     if exchange is None or exchange.transport != STREAMABLE:
+        return None
+    if method is not None and exchange.method != method:
         return None
     return exchange
 

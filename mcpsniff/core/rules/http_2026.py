@@ -85,8 +85,8 @@ def request_headers(session: Session, frame: FrameRecord, messages: list[Message
     """The headers of a 2026-07-28 POST against the request in its body."""
     if frame.direction != C2S or session.state.era != STATELESS or not messages:
         return
-    exchange = http.streamable_exchange(session, frame)
-    if exchange is None or exchange.method != "POST":
+    exchange = http.streamable_exchange(session, frame, "POST")
+    if exchange is None:
         return
     for message in exchange.methods:
         if message.kind == REQUEST and message.frame == frame.seq:

@@ -38,8 +38,8 @@ def post_body(session: Session, frame: FrameRecord, messages: list[MessageRecord
     """The body a client POSTed: one message of a kind the version allows there."""
     if frame.direction != C2S or not messages:
         return
-    exchange = http.streamable_exchange(session, frame)
-    if exchange is None or exchange.method != "POST":
+    exchange = http.streamable_exchange(session, frame, "POST")
+    if exchange is None:
         return
     top = messages[0]
     is_batch = top.kind == BATCH and top.index is None

@@ -36,9 +36,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mcpsniff.core.model import ERROR, RESPONSE, S2C
-from mcpsniff.core.protocol import META_CLIENT_CAPS, META_VERSION, STATELESS, V5
+from mcpsniff.core.protocol import STATELESS, V5
 from mcpsniff.core.rules import http, http_2026
 from mcpsniff.core.rules.registry import EVENT, FRAME, rule
+from mcpsniff.core.rules.stateless_era import lacks_meta
 
 if TYPE_CHECKING:
     from mcpsniff.core.model import EventRecord, FrameRecord, MessageRecord
@@ -62,20 +63,6 @@ STATUS_OF_CODE: dict[int, tuple[int, str, str]] = {
 }
 
 
-def lacks_meta(request: Pending | MessageRecord) -> list[str]:
-    """The required ``_meta`` fields a 2026-07-28 request lacks (basic/index.mdx § _meta)."""
-    params = request.params
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    if not isinstance(meta, dict):
-        return [META_VERSION, META_CLIENT_CAPS]
-    missing = []
-    if not isinstance(meta.get(META_VERSION), str):
-        missing.append(META_VERSION)
-    if not isinstance(meta.get(META_CLIENT_CAPS), dict):
-        missing.append(META_CLIENT_CAPS)
-    return missing
-
-
 @rule(
     *RULES[:5],
     "MOD-HTTP-PROTO-HEADER",
@@ -88,8 +75,8 @@ def reply_status(session: Session, frame: FrameRecord, messages: list[MessageRec
     """The replies in a server's HTTP body (JSON or SSE) to the request its POST carried."""
     if frame.direction != S2C or session.state.era != STATELESS or not messages:
         return
-    exchange = http.streamable_exchange(session, frame)
-    if exchange is None or exchange.method != "POST":
+    exchange = http.streamable_exchange(session, frame, "POST")
+    if exchange is None:
         return
     status = exchange.status
     posted = {m.frame for m in exchange.methods}

@@ -142,12 +142,6 @@ def _has_cap(caps: dict[str, Any] | None, path: tuple[str, ...]) -> bool:
 # --------------------------------------------------------------------------- requests
 
 
-def _meta(msg: Msg) -> dict[str, Any] | None:
-    params = msg.params
-    meta = None if params is None else params.get("_meta")
-    return meta if isinstance(meta, dict) else None
-
-
 @rule(
     "CAP-COMPLETIONS",
     "CAP-ELICITATION",
@@ -192,7 +186,7 @@ def on_request(session: Session, msg: Msg) -> None:
                 _removed_request(session, msg)
         elif state.era == STATELESS:
             # The era is already decided (core/session/scoping.py); only its rules read _meta.
-            _stateless_request(session, msg, _meta(msg))
+            _stateless_request(session, msg)
         else:
             # Once initialize has an answer and initialized came, only the
             # capability gate can fire; the one-capability gate declared is

@@ -8,8 +8,6 @@ method of the request they answer, so the check knows what shape to expect
 
 from __future__ import annotations
 
-import base64
-import binascii
 import functools
 import re
 from collections.abc import Callable
@@ -18,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from mcpsniff.core.ids import BoundedMap
-from mcpsniff.core.jsontypes import json_type
+from mcpsniff.core.jsontypes import is_base64, json_type
 from mcpsniff.core.model import SENDER
 from mcpsniff.core.protocol import (
     LOG_LEVEL_ORDER,
@@ -564,36 +562,29 @@ def _task_support(tool: Any) -> str | None:
     return support if isinstance(support, str) else None
 
 
-@_result_rule("RES-LIST-SHAPE", methods=("resources/list",))
-def _resources_list(session: Session, msg: Msg, result: dict[str, Any]) -> None:
-    items = result.get("resources")
-    ok = isinstance(items, list) and all(
-        isinstance(r, dict) and isinstance(r.get("uri"), str) and isinstance(r.get("name"), str)
-        for r in items
-    )
-    if not ok:
-        session.report(
-            "RES-LIST-SHAPE",
-            "every resources/list entry needs a string uri and name",
-            [msg.frame],
+def _named_entries(rule_id: str, method: str, key: str, locator: str) -> ResultCheck:
+    """A list result check: every entry of ``result[key]`` has a string ``locator`` and name."""
+    message = f"every {method} entry needs a string {locator} and name"
+
+    def check(session: Session, msg: Msg, result: dict[str, Any]) -> None:
+        items = result.get(key)
+        ok = isinstance(items, list) and all(
+            isinstance(r, dict)
+            and isinstance(r.get(locator), str)
+            and isinstance(r.get("name"), str)
+            for r in items
         )
+        if not ok:
+            session.report(rule_id, message, [msg.frame])
+
+    return check
 
 
-@_result_rule("RES-TEMPLATE-SHAPE", methods=("resources/templates/list",))
-def _templates_list(session: Session, msg: Msg, result: dict[str, Any]) -> None:
-    items = result.get("resourceTemplates")
-    ok = isinstance(items, list) and all(
-        isinstance(r, dict)
-        and isinstance(r.get("uriTemplate"), str)
-        and isinstance(r.get("name"), str)
-        for r in items
-    )
-    if not ok:
-        session.report(
-            "RES-TEMPLATE-SHAPE",
-            "every resources/templates/list entry needs a string uriTemplate and name",
-            [msg.frame],
-        )
+for _method, _rule_id, _key, _locator in (
+    ("resources/list", "RES-LIST-SHAPE", "resources", "uri"),
+    ("resources/templates/list", "RES-TEMPLATE-SHAPE", "resourceTemplates", "uriTemplate"),
+):
+    _result_rule(_rule_id, methods=(_method,))(_named_entries(_rule_id, _method, _key, _locator))
 
 
 @_result_rule("RES-BLOB-BASE64", "RES-READ-SHAPE", methods=("resources/read",))
@@ -618,7 +609,7 @@ def _resources_read(session: Session, msg: Msg, result: dict[str, Any]) -> None:
                 f"resources/read contents[{i}] must have exactly one of text or blob",
                 [msg.frame],
             )
-        elif has_blob and not _is_base64(item["blob"]):
+        elif has_blob and not is_base64(item["blob"]):
             session.report(
                 "RES-BLOB-BASE64",
                 f"resources/read contents[{i}].blob is not valid base64",
@@ -746,11 +737,3 @@ def _compiled(tool: ToolInfo, which: str) -> CompiledSchema:
     if tool.output_compiled is None:
         tool.output_compiled = compile_schema(tool.output_schema)
     return tool.output_compiled  # type: ignore[no-any-return]
-
-
-def _is_base64(text: str) -> bool:
-    try:
-        base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        return False
-    return True

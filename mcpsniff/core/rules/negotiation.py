@@ -38,9 +38,9 @@ from mcpsniff.core.protocol import (
     VERSION_PATTERN,
     VERSIONS,
 )
-from mcpsniff.core.rules.http_status_2026 import lacks_meta
 from mcpsniff.core.rules.registry import REQUEST, rule
 from mcpsniff.core.rules.registry import RESPONSE as ON_RESPONSE
+from mcpsniff.core.rules.stateless_era import lacks_meta
 
 if TYPE_CHECKING:
     from mcpsniff.core.session import Session
@@ -110,14 +110,29 @@ def _result(session: Session, msg: Msg, request: Pending) -> None:
         return
     version = requested_version(request.params)
     if unsupported(session, version):
-        session.report(
-            "MOD-UNSUPPORTED-VERSION",
-            f"the server answered {request.method[:60]} with a result for protocol version "
-            f"{str(version)[:40]!r}, which it does not support; it must answer -32022 "
-            "(UnsupportedProtocolVersion) listing the versions it supports",
-            [request.seq, msg.frame],
-            requested=str(version)[:100],
-        )
+        _accepted_unsupported(session, msg, request, version, "with a result ", "")
+
+
+def _accepted_unsupported(
+    session: Session,
+    msg: Msg,
+    request: Pending,
+    version: Any,
+    answer: str,
+    error: str,
+    **data: Any,
+) -> None:
+    """MOD-UNSUPPORTED-VERSION: ``msg`` answered a request for an unsupported version other
+    than with -32022 (``answer`` and ``error`` say how, before and after the version)."""
+    session.report(
+        "MOD-UNSUPPORTED-VERSION",
+        f"the server answered {request.method[:60]} {answer}for protocol version "
+        f"{str(version)[:40]!r}, which it does not support{error}; it must answer -32022 "
+        "(UnsupportedProtocolVersion) listing the versions it supports",
+        [request.seq, msg.frame],
+        requested=str(version)[:100],
+        **data,
+    )
 
 
 def _error(session: Session, msg: Msg, request: Pending) -> None:
@@ -125,14 +140,8 @@ def _error(session: Session, msg: Msg, request: Pending) -> None:
     version = requested_version(request.params)
     if code != -32022:
         if unsupported(session, version) and not lacks_meta(request):
-            session.report(
-                "MOD-UNSUPPORTED-VERSION",
-                f"the server answered {request.method[:60]} for protocol version "
-                f"{str(version)[:40]!r}, which it does not support, with error {code}; it must "
-                "answer -32022 (UnsupportedProtocolVersion) listing the versions it supports",
-                [request.seq, msg.frame],
-                requested=str(version)[:100],
-                code=code,
+            _accepted_unsupported(
+                session, msg, request, version, "", f", with error {code}", code=code
             )
         return
     error = msg.obj.get("error")

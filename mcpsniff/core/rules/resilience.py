@@ -126,6 +126,8 @@ def _dropped(session: Session, ledger: FaultLedger, note: FaultNote) -> None:
         note.reaction = f"{COPED}: the answer came again {again - note.t:.2f} s later"
         return
     what = "request" if note.kind == REQUEST else "answer"
+    # Not ``_not_coped``: this finding's data names the waiting side before the
+    # fault, and the trace and ``check --format json`` write the keys in that order.
     note.reaction = f"the {who} never cancelled"
     session.report(
         "RESIL-DROP-HANG",
@@ -143,13 +145,13 @@ def _corrupted(session: Session, ledger: FaultLedger, note: FaultNote) -> None:
     if any(seq in ledger.answered_culprits for seq in note.frames):
         note.reaction = f"{COPED}: the server answered -32700"
         return
-    note.reaction = "the server did not answer -32700"
-    session.report(
+    _not_coped(
+        session,
+        note,
+        "the server did not answer -32700",
         "RESIL-PARSE-NO-REPLY",
         f"mcpsniff delivered a client message as invalid JSON ({note.data.get('corruption')}); "
         "the server never answered it with a -32700 Parse error",
-        [note.seq],
-        fault=note.seq,
     )
 
 
@@ -163,13 +165,13 @@ def _unsupported_version(session: Session, ledger: FaultLedger, note: FaultNote)
         did = "retried" if later else "stopped there"
         note.reaction = f"{COPED}: the client {did}"
         return
-    note.reaction = "the client went on without retrying"
-    session.report(
+    _not_coped(
+        session,
+        note,
+        "the client went on without retrying",
         "RESIL-VERSION-NO-RETRY",
         f"mcpsniff answered {note.method} id {show_id(note.id)} with -32022; "
         "the client went on with other requests and never retried it",
-        [note.seq],
-        fault=note.seq,
     )
 
 
@@ -184,14 +186,14 @@ def _expired_session(session: Session, ledger: FaultLedger, note: FaultNote) -> 
     if not later:
         note.reaction = f"{COPED}: the client stopped using the session"
         return
-    note.reaction = "the client went on with the expired session"
-    session.report(
+    _not_coped(
+        session,
+        note,
+        "the client went on with the expired session",
         "RESIL-SESSION-REUSED",
         f"mcpsniff answered 404 to {note.method or 'a request'} as to an expired "
         f"Mcp-Session-Id; the client sent {len(later)} more request(s) with that session id "
         "instead of starting a new session with initialize",
-        [note.seq],
-        fault=note.seq,
         requests=len(later),
     )
 
@@ -213,20 +215,30 @@ def _cut_stream(session: Session, ledger: FaultLedger, note: FaultNote) -> None:
         note.reaction = f"{COPED}: the client sent the request again"
         return
     modern = session.state.version == NO_RESUME_VERSION
-    note.reaction = "the client neither " + ("retried" if modern else "resumed, retried")
-    note.reaction += " nor cancelled"
     what = (
         "retried nor cancelled it"
         if modern
         else ("resumed the stream (Last-Event-ID), retried nor cancelled it")
     )
-    session.report(
+    _not_coped(
+        session,
+        note,
+        "the client neither " + ("retried" if modern else "resumed, retried") + " nor cancelled",
         "RESIL-STREAM-NO-RESUME",
         f"mcpsniff cut the stream carrying the answer to {note.method or 'a request'} id "
         f"{show_id(note.id)}; the client neither {what}",
-        [note.seq],
-        fault=note.seq,
     )
+
+
+def _not_coped(
+    session: Session, note: FaultNote, reaction: str, rule_id: str, message: str, **data: Any
+) -> None:
+    """Record that the peer did not cope with ``note``'s fault, and report ``rule_id`` on it.
+
+    The finding names the faulted frame (``fault``) ahead of ``data``.
+    """
+    note.reaction = reaction
+    session.report(rule_id, message, [note.seq], fault=note.seq, **data)
 
 
 def _requests_after(

@@ -7,12 +7,14 @@ hints, and the error codes the era removed or added are checked here.
 ``lifecycle.py``'s rules, which decide the era, call these for a stateless
 session's requests, results and errors: this module registers no rule of its
 own (so it is not in ``rules.MODULES``), and the rules run where lifecycle.py
-registers them.
+registers them. ``lacks_meta`` (the required ``_meta`` a request lacks) also
+serves negotiation.py and http_status_2026.py, which judge the server's answer
+to such a request.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mcpsniff.core.model import SENDER
 from mcpsniff.core.protocol import (
@@ -25,7 +27,7 @@ from mcpsniff.core.protocol import (
 
 if TYPE_CHECKING:
     from mcpsniff.core.session import Session
-    from mcpsniff.core.state import Msg
+    from mcpsniff.core.state import Msg, Pending
 
 #: Results that must carry cache hints in 2026-07-28 (MOD-CACHE).
 _CACHEABLE = frozenset(
@@ -42,13 +44,23 @@ _MRTR_METHODS = frozenset({"prompts/get", "resources/read", "tools/call"})
 _V5_CODES = {-32020, -32021, -32022}
 
 
-def stateless_request(session: Session, msg: Msg, meta: dict[str, Any] | None) -> None:
-    method = msg.method or ""
+def lacks_meta(request: Pending | Msg) -> list[str]:
+    """The required ``_meta`` fields a 2026-07-28 request lacks (basic/index.mdx § _meta)."""
+    params = request.params
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if not isinstance(meta, dict):
+        return [META_VERSION, META_CLIENT_CAPS]
     missing = []
-    if meta is None or not isinstance(meta.get(META_VERSION), str):
+    if not isinstance(meta.get(META_VERSION), str):
         missing.append(META_VERSION)
-    if meta is None or not isinstance(meta.get(META_CLIENT_CAPS), dict):
+    if not isinstance(meta.get(META_CLIENT_CAPS), dict):
         missing.append(META_CLIENT_CAPS)
+    return missing
+
+
+def stateless_request(session: Session, msg: Msg) -> None:
+    method = msg.method or ""
+    missing = lacks_meta(msg)
     if missing:
         session.report(
             "MOD-META-REQUIRED",
@@ -58,7 +70,7 @@ def stateless_request(session: Session, msg: Msg, meta: dict[str, Any] | None) -
             [msg.frame],
             missing=missing,
         )
-    elif META_CLIENT_INFO not in meta:
+    elif META_CLIENT_INFO not in msg.params["_meta"]:  # an object: lacks_meta says so
         session.report(
             "MOD-CLIENTINFO",
             f'the client request "{method}" carries no _meta {META_CLIENT_INFO}',
@@ -102,20 +114,17 @@ def v5_result(session: Session, msg: Msg, method: str) -> None:
         )
     meta = result.get("_meta")
     info = meta.get(META_SERVER_INFO) if isinstance(meta, dict) else None
+    carries: str | None = None  # what the result carries instead of the server's identity
     if info is None:
-        session.report(
-            "MOD-SERVERINFO",
-            f'the result of "{method}" carries no _meta {META_SERVER_INFO}',
-            [msg.frame],
-            method=method,
-        )
+        carries = f"no _meta {META_SERVER_INFO}"
     elif not (isinstance(info, dict) and info.get("name") and info.get("version")):
         # "Servers SHOULD identify themselves" (basic/index.mdx): an Implementation
         # with an empty name or version (a server built without one) names nothing.
+        carries = f"_meta {META_SERVER_INFO} without a name and a version that identify the server"
+    if carries is not None:
         session.report(
             "MOD-SERVERINFO",
-            f'the result of "{method}" carries _meta {META_SERVER_INFO} without a name '
-            "and a version that identify the server",
+            f'the result of "{method}" carries {carries}',
             [msg.frame],
             method=method,
         )

@@ -191,6 +191,35 @@ def test_the_exchanges_answer_what_correlation_asks() -> None:
     assert [exchanges.sole_request(n) for n in (2, 3, 4)] == [None, None, None]
 
 
+def test_streamable_exchange_finds_a_frames_exchange_of_the_method_asked() -> None:
+    from mcpsniff.core.model import FrameRecord
+    from mcpsniff.core.rules.http import streamable_exchange
+    from mcpsniff.core.session import Session
+
+    session = Session("http", "http")
+    for number, method, transport in ((1, "POST", "streamable"), (2, "GET", "streamable")):
+        data = {"exchange": number, "method": method, "path": "/mcp", "headers": []}
+        session.event("http-request", 0.0, {**data, "transport": transport})
+    session.event(
+        "http-request",
+        0.0,
+        {"exchange": 3, "method": "POST", "path": "/m", "headers": [], "transport": "legacy-sse"},
+    )
+
+    def frame(meta: Any) -> FrameRecord:
+        return FrameRecord(1, 0.0, "http", "c2s", "http", b"{}", meta)
+
+    def found(meta: Any, method: str | None = None) -> Any:
+        exchange = streamable_exchange(session, frame(meta), method)
+        return None if exchange is None else exchange.method
+
+    assert [found({"exchange": n}) for n in (1, 2, 3, 4)] == ["POST", "GET", None, None]
+    assert [found({"exchange": n}, "POST") for n in (1, 2)] == ["POST", None]
+    assert found({"exchange": 2}, "GET") == "GET"
+    # A frame that names no exchange, or not by number (a hand-edited trace).
+    assert [found(meta, "POST") for meta in (None, {}, {"exchange": "1"})] == [None, None, None]
+
+
 def test_a_reply_body_pairs_with_its_request() -> None:
     from tests.core.rules.dsl import play
 

@@ -40,11 +40,32 @@ def test_a_correct_negotiation_stays_clean() -> None:
     assert convo.findings == []
 
 
-@pytest.mark.parametrize("answer", [err(1, -32602), complete(1, {"tools": []})])
-def test_an_unsupported_version_must_get_32022(answer: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("answer", "how", "data"),
+    [
+        (
+            err(1, -32602),
+            f"tools/list for protocol version {OLD!r}, which it does not support, "
+            "with error -32602",
+            {"requested": OLD, "code": -32602},
+        ),
+        (
+            complete(1, {"tools": []}),
+            f"tools/list with a result for protocol version {OLD!r}, which it does not support",
+            {"requested": OLD},
+        ),
+    ],
+)
+def test_an_unsupported_version_must_get_32022(
+    answer: dict[str, Any], how: str, data: dict[str, Any]
+) -> None:
     convo = stdio(("c", v5(1, "tools/list", version=OLD)), ("s", answer))
-    found = convo.find("MOD-UNSUPPORTED-VERSION")
-    assert len(found) == 1 and "must answer -32022" in found[0].message
+    (finding,) = convo.find("MOD-UNSUPPORTED-VERSION")
+    assert finding.message == (
+        f"the server answered {how}; it must answer -32022 (UnsupportedProtocolVersion) "
+        "listing the versions it supports"
+    )
+    assert list(finding.data.items()) == list(data.items())  # the keys in the trace's order
 
 
 @pytest.mark.parametrize("version", ["2025-11-25", "2099-01-01", V5])

@@ -17,7 +17,7 @@ from mcpsniff.core.protocol import (
     META_SERVER_INFO,
     META_VERSION,
 )
-from mcpsniff.core.rules.stateless_era import stateless_request, v5_error, v5_result
+from mcpsniff.core.rules.stateless_era import lacks_meta, stateless_request, v5_error, v5_result
 from mcpsniff.core.session import Session
 
 V5 = "2026-07-28"
@@ -52,12 +52,60 @@ FULL_META = {META_VERSION: V5, META_CLIENT_CAPS: {}, META_CLIENT_INFO: {"name": 
 )
 def test_stateless_request(meta: Any, method: str, rules: list[str]) -> None:
     request = _request(meta, method)
-    assert _findings(stateless_request, request, meta) == rules
+    assert _findings(stateless_request, request) == rules
+
+
+@pytest.mark.parametrize(
+    ("params", "missing"),
+    [
+        ({"_meta": FULL_META}, []),
+        ({"_meta": {META_VERSION: V5}}, [META_CLIENT_CAPS]),
+        ({"_meta": {META_VERSION: 5, META_CLIENT_CAPS: {}}}, [META_VERSION]),
+        ({"_meta": {META_CLIENT_CAPS: []}}, [META_VERSION, META_CLIENT_CAPS]),
+        ({"_meta": "x"}, [META_VERSION, META_CLIENT_CAPS]),
+        ({}, [META_VERSION, META_CLIENT_CAPS]),
+        (None, [META_VERSION, META_CLIENT_CAPS]),
+        (["not", "an", "object"], [META_VERSION, META_CLIENT_CAPS]),
+    ],
+)
+def test_lacks_meta(params: Any, missing: list[str]) -> None:
+    msg = MessageRecord(1, "k", "c2s", "request", method="tools/list")
+    msg.params = params
+    assert lacks_meta(msg) == missing
 
 
 def _result(method: str, **result: Any) -> list[str]:
     obj = {"jsonrpc": "2.0", "id": 1, "result": result}
     return _findings(v5_result, obj, method)
+
+
+@pytest.mark.parametrize(
+    ("meta", "carries"),
+    [
+        ({}, f"no _meta {META_SERVER_INFO}"),
+        ({META_SERVER_INFO: None}, f"no _meta {META_SERVER_INFO}"),
+        (
+            {META_SERVER_INFO: {"name": "s", "version": ""}},
+            f"_meta {META_SERVER_INFO} without a name and a version that identify the server",
+        ),
+        (
+            {META_SERVER_INFO: "s 1"},
+            f"_meta {META_SERVER_INFO} without a name and a version that identify the server",
+        ),
+    ],
+)
+def test_a_result_without_the_servers_identity(meta: dict[str, Any], carries: str) -> None:
+    session = Session("k")
+    session.state.version = V5
+    obj = {"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete", "_meta": meta}}
+    v5_result(session, MessageRecord(1, "k", "s2c", "response", obj=obj), "ping")
+    (finding,) = [r for r in session.output if isinstance(r, FindingRecord)]
+    assert (finding.rule, finding.message, finding.seq, finding.data) == (
+        "MOD-SERVERINFO",
+        f'the result of "ping" carries {carries}',
+        [1],
+        {"method": "ping"},
+    )
 
 
 def test_v5_result() -> None:

@@ -1,0 +1,66 @@
+"""core/observations.py: the shells' events make the transport event records the trace keeps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcpsniff.core import observations
+from mcpsniff.core.http import events
+from mcpsniff.core.observations import (
+    KINDS,
+    ChildSpawned,
+    Event,
+    GuardAnswered,
+    HttpGuardAnswered,
+    RequestCut,
+    SignalForwarded,
+    SpawnFailed,
+)
+
+
+@pytest.mark.parametrize(
+    ("event", "data"),
+    [
+        (ChildSpawned(1.0, 42, "/usr/bin/node"), {"child_pid": 42, "argv0": "/usr/bin/node"}),
+        (
+            SpawnFailed(1.0, ["srv", "-x"], "not found"),
+            {"command": ["srv", "-x"], "error": "not found"},
+        ),
+        (SignalForwarded(1.0, "SIGTERM"), {"signal": "SIGTERM"}),
+        (GuardAnswered(1.0, "rm", "hidden", 7), {"tool": "rm", "reason": "hidden", "id": 7}),
+        (RequestCut(3, 1.0, 10), {"exchange": 3, "body_bytes": 10}),
+        (
+            HttpGuardAnswered(3, 1.0, "rm", "hidden", "a"),
+            {"exchange": 3, "tool": "rm", "reason": "hidden", "id": "a"},
+        ),
+    ],
+)
+def test_an_events_data_is_its_fields_but_t_in_their_order(
+    event: Event, data: dict[str, Any]
+) -> None:
+    assert list(event.data().items()) == list(data.items())
+    assert event.data() is not event.data()  # a fresh object: the recorder may keep it
+
+
+def _named(module: Any) -> list[type]:
+    return [
+        cls
+        for cls in vars(module).values()
+        if isinstance(cls, type) and cls.__module__ == module.__name__ and "name" in vars(cls)
+    ]
+
+
+def test_every_class_the_trace_names_is_an_event_and_no_other() -> None:
+    named = _named(observations) + _named(events)
+    assert len(named) == 20
+    assert all(issubclass(cls, Event) for cls in named)
+    unnamed = [cls for cls in KINDS if cls not in named]
+    assert unnamed and not any(issubclass(cls, Event) for cls in unnamed)
+
+
+def test_an_event_keeps_no_instance_dict() -> None:
+    # Event adds no slot: the subclasses stay as small as their own fields.
+    assert Event.__slots__ == ()
+    assert not hasattr(RequestCut(1, 1.0, 2), "__dict__")
