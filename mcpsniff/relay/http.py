@@ -50,11 +50,11 @@ from mcpsniff.core.redact import redact_query
 from mcpsniff.faults.spec import Fault
 from mcpsniff.guard.enforce import EnforcePolicy, Gates
 from mcpsniff.http1.events import RequestHead
+from mcpsniff.intercept.http_gate import HttpGate
+from mcpsniff.intercept.http_wire import ClientSide
 from mcpsniff.net.listen_address import is_loopback, parse_listen_address, wildcard_warning
 from mcpsniff.relay import event_loop
 from mcpsniff.relay.event_loop import Spinner
-from mcpsniff.relay.http_gate import HttpGate
-from mcpsniff.relay.http_wire import ClientSide
 from mcpsniff.trace.paths import TraceOpenError, open_trace_file
 from mcpsniff.trace.salvage import TracePlace
 from mcpsniff.trace.writer import TraceWriter
@@ -272,8 +272,8 @@ class HttpRelay:
             self.spinner = Spinner(loop)
         factory: Callable[[], ClientSide] = lambda: ClientSide(self)  # noqa: E731
         if self.options.faults:
-            # --fault: connections that judge each message (relay/http_faults.py).
-            from mcpsniff.relay.http_faults import faulted_factory
+            # --fault: connections that judge each message (intercept/http_faults.py).
+            from mcpsniff.intercept.http_faults import faulted_factory
 
             factory = faulted_factory(self, self.options.faults, verbatim=not self.options.redact)
         if sock is not None:

@@ -46,15 +46,8 @@ from mcpsniff.core.redact import recorded_argv
 from mcpsniff.core.stdio_adapter import SESSION, StdioAdapter
 from mcpsniff.faults.spec import Fault
 from mcpsniff.guard.enforce import EnforcePolicy, Gate
-from mcpsniff.relay.stdio_io import (
-    CHUNK,
-    Input,
-    Output,
-    blocking_modes,
-    forward,
-    restore_blocking,
-    write_through,
-)
+from mcpsniff.intercept.stdio_pipes import CHUNK, write_through
+from mcpsniff.relay.stdio_io import Input, Output, blocking_modes, forward, restore_blocking
 from mcpsniff.trace.paths import TraceOpenError, open_trace_file
 from mcpsniff.trace.salvage import TracePlace
 from mcpsniff.trace.writer import TraceWriter
@@ -236,8 +229,8 @@ class StdioRelay:
         proc = self.proc
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         if self.options.faults:
-            # --fault: whole lines, each judged by the fault engine (relay/stdio_faults.py).
-            from mcpsniff.relay.stdio_faults import faulted_pumps
+            # --fault: whole lines, each judged by the fault engine (intercept/stdio_faults.py).
+            from mcpsniff.intercept.stdio_faults import faulted_pumps
 
             c2s_pump, s2c_pump = faulted_pumps(
                 self.options.faults,
@@ -253,8 +246,8 @@ class StdioRelay:
             to_child = asyncio.create_task(c2s_pump)
             from_child = asyncio.create_task(s2c_pump)
         elif self.options.guard is not None:
-            # --guard enforce: whole lines, tools/call judged (relay/stdio_gate.py).
-            from mcpsniff.relay.stdio_gate import gated_pumps
+            # --guard enforce: whole lines, tools/call judged (intercept/stdio_gate.py).
+            from mcpsniff.intercept.stdio_gate import gated_pumps
 
             gate = Gate(self.options.guard)
             to_child, from_child = gated_pumps(self, stdin, stdout, proc, gate)

@@ -14,7 +14,7 @@ from typing import Any
 from mcpsniff.capture.remote_exchange import RemoteExchange
 from mcpsniff.guard.enforce import Answer, Expected
 from mcpsniff.http1.events import RequestHead
-from mcpsniff.relay.http_gate import HeldRequest, ReplyReader
+from mcpsniff.intercept.http_gate import HeldRequest, ReplyReader
 
 #: Request body bytes held before they are streamed on to the observer: a body
 #: is never held whole here, whatever its size (the analysis side bounds it).

@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING
 from mcpsniff.core.model import C2S, S2C
 from mcpsniff.core.observations import GuardAnswered, StreamEnd
 from mcpsniff.guard.enforce import MAX_JUDGED, Gate
-from mcpsniff.relay.stdio_io import CHUNK, Input, Output, write_through
+from mcpsniff.intercept.stdio_pipes import CHUNK, write_through
 
 if TYPE_CHECKING:
     from mcpsniff.relay.stdio import StdioRelay
+    from mcpsniff.relay.stdio_io import Input, Output
 
 #: The longest line the gate holds back waiting for its newline; a longer one is
 #: forwarded in pieces, unjudged (a tools/call is never that long).

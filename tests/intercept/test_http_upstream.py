@@ -1,11 +1,11 @@
-"""relay/http_upstream.py: the upstream connection hands its framed responses to its client side."""
+"""intercept/http_upstream.py: the upstream connection hands its responses to its client side."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from mcpsniff.http1.events import Body, End, ResponseHead
-from mcpsniff.relay.http_upstream import UpstreamSide
+from mcpsniff.intercept.http_upstream import UpstreamSide
 from tests.relay.playbook import Wire
 
 

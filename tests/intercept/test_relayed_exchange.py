@@ -1,10 +1,10 @@
-"""relay/relayed_exchange.py: a request body is held for the observer only up to STREAM_AT."""
+"""intercept/relayed_exchange.py: a request body is held for the observer only up to STREAM_AT."""
 
 from __future__ import annotations
 
 from mcpsniff.http1.events import RequestHead
 from mcpsniff.http1.parser import RequestParser
-from mcpsniff.relay.relayed_exchange import STREAM_AT, RelayedExchange
+from mcpsniff.intercept.relayed_exchange import STREAM_AT, RelayedExchange
 
 
 def exchange() -> RelayedExchange:

@@ -33,8 +33,8 @@ from mcpsniff.core.http.headers import client_address
 from mcpsniff.http1.events import Body, End, Event, Malformed, RequestHead, ResponseHead
 from mcpsniff.http1.fields import field_tokens, wants_close
 from mcpsniff.http1.parser import RequestParser
-from mcpsniff.relay.http_gate import HttpGate
-from mcpsniff.relay.http_messages import (
+from mcpsniff.intercept.http_gate import HttpGate
+from mcpsniff.intercept.http_messages import (
     LAST_CHUNK,
     bad_gateway,
     chunk,
@@ -43,8 +43,8 @@ from mcpsniff.relay.http_messages import (
     keep_alive_line,
     refusal,
 )
-from mcpsniff.relay.http_upstream import UpstreamSide
-from mcpsniff.relay.relayed_exchange import RelayedExchange
+from mcpsniff.intercept.http_upstream import UpstreamSide
+from mcpsniff.intercept.relayed_exchange import RelayedExchange
 
 #: Seconds to wait for a connection to the upstream.
 CONNECT_TIMEOUT = 15.0

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcpsniff.capture.channel import Channel
 from mcpsniff.core.model import C2S, S2C
@@ -20,7 +20,10 @@ from mcpsniff.core.observations import FaultInjected, StreamEnd
 from mcpsniff.faults.engine import FaultEngine
 from mcpsniff.faults.lines import LineFaults, StreamPort
 from mcpsniff.faults.spec import Fault
-from mcpsniff.relay.stdio_io import CHUNK, Input, Output, write_through
+from mcpsniff.intercept.stdio_pipes import CHUNK, write_through
+
+if TYPE_CHECKING:
+    from mcpsniff.relay.stdio_io import Input, Output
 
 #: How long held (delayed) messages may still be delivered once a stream ended, seconds.
 HELD_GRACE = 5.0

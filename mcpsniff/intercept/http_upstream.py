@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from mcpsniff.http1.parser import ResponseParser
 
 if TYPE_CHECKING:
-    from mcpsniff.relay.http_wire import ClientSide
+    from mcpsniff.intercept.http_wire import ClientSide
 
 
 class UpstreamSide(asyncio.Protocol):
