@@ -220,15 +220,11 @@ class HttpRelay:
         #: ``run_http`` uses), or a replay in this process.
         self.capture: Capture
         if capture is None:
-            recorder = TraceRecorder(writer, "http", redact=options.redact).attach_sinks(
-                options.outputs
+            recorder = (
+                TraceRecorder(writer, "http", redact=options.redact)
+                .attach_sinks(options.outputs)
+                .attach_display(show, show_flush, show_close)
             )
-            if show is not None:
-                recorder.listeners.append(show)
-            if show_flush is not None:
-                recorder.batch_listeners.append(show_flush)
-            if show_close is not None:
-                recorder.close_listeners.append(show_close)
             self.capture = InProcess(adapter(recorder, options).apply)
         else:
             self.capture = capture
