@@ -13,14 +13,13 @@ A last line without a newline is judged and forwarded when its stream ends.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from typing import TYPE_CHECKING
 
 from mcpsniff.core.model import C2S, S2C
 from mcpsniff.core.observations import GuardAnswered, StreamEnd
 from mcpsniff.guard.enforce import MAX_JUDGED, Gate
-from mcpsniff.intercept.stdio_pipes import CHUNK, write_through
+from mcpsniff.intercept.stdio_pipes import CHUNK, ChildInput
 
 if TYPE_CHECKING:
     from mcpsniff.relay.stdio import StdioRelay
@@ -58,12 +57,9 @@ def _lines(buffer: bytearray) -> list[bytes]:
 async def _pump_stdin(
     relay: StdioRelay, source: Input, stdout: Output, proc: asyncio.subprocess.Process, gate: Gate
 ) -> None:
-    assert proc.stdin is not None
-    sink = proc.stdin
-    write_through(sink.transport)
+    child = ChildInput(proc)
     send_data, send = relay.channel.send_data, relay.channel.send
     forwarded = relay.forwarded
-    child_reads = True
     buffer = bytearray()
     ended = False
     while not ended:
@@ -80,12 +76,7 @@ async def _pump_stdin(
             now = time.time()
             forwarded[C2S] += len(line)
             if answer is None:
-                if child_reads:
-                    try:
-                        sink.write(line)
-                        await sink.drain()
-                    except (BrokenPipeError, ConnectionResetError):
-                        child_reads = False
+                await child.write(line)
                 send_data(C2S, now, line)
                 continue
             send_data(C2S, now, line)
@@ -97,8 +88,7 @@ async def _pump_stdin(
                 forwarded[S2C] += len(reply)
                 send_data(S2C, now, reply)
     send(StreamEnd(C2S, time.time()))
-    with contextlib.suppress(Exception):
-        sink.close()
+    child.close()
 
 
 async def _pump_out(

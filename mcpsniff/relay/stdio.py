@@ -46,8 +46,8 @@ from mcpsniff.core.redact import recorded_argv
 from mcpsniff.core.stdio_adapter import SESSION, StdioAdapter
 from mcpsniff.faults.spec import Fault
 from mcpsniff.guard.enforce import EnforcePolicy, Gate
-from mcpsniff.intercept.stdio_pipes import CHUNK, write_through
-from mcpsniff.relay.stdio_io import Input, Output, blocking_modes, forward, restore_blocking
+from mcpsniff.intercept.stdio_pipes import CHUNK, ChildInput
+from mcpsniff.relay.stdio_io import Input, Output, blocking_modes, restore_blocking
 from mcpsniff.trace.paths import TraceOpenError, open_trace_file
 from mcpsniff.trace.salvage import TracePlace
 from mcpsniff.trace.writer import TraceWriter
@@ -302,23 +302,18 @@ class StdioRelay:
     # ------------------------------------------------------------------ pumps
 
     async def _pump_stdin(self, source: Input, proc: asyncio.subprocess.Process) -> None:
-        assert proc.stdin is not None
-        sink = proc.stdin
-        write_through(sink.transport)
-        send_data, send = self.channel.send_data, self.channel.send
+        child = ChildInput(proc)
+        send_data = self.channel.send_data
         forwarded = self.forwarded
-        child_reads = True
         while True:
             chunk = await source.read()
             if not chunk:
                 break
             forwarded[C2S] += len(chunk)
-            if child_reads:
-                child_reads = await forward(sink, chunk)
+            await child.write(chunk)
             send_data(C2S, time.time(), chunk)
-        send(StreamEnd(C2S, time.time()))
-        with contextlib.suppress(Exception):
-            sink.close()
+        self.channel.send(StreamEnd(C2S, time.time()))
+        child.close()
 
     async def _pump_out(self, source: asyncio.StreamReader, sink: Output, direction: str) -> None:
         send_data = self.channel.send_data

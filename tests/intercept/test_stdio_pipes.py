@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 
-from mcpsniff.intercept.stdio_pipes import CHUNK, write_through
+from mcpsniff.intercept.stdio_pipes import CHUNK, ChildInput, write_through
 
 
 def test_write_through_leaves_no_byte_in_the_transport_after_drain() -> None:
@@ -40,3 +41,36 @@ def test_write_through_leaves_no_byte_in_the_transport_after_drain() -> None:
     assert limits == (0, 0)
     assert left == 0
     assert got == b"x" * (4 * CHUNK)
+
+
+def test_child_input_writes_through_and_goes_quiet_once_the_child_stops_reading() -> None:
+    async def main() -> tuple[bytes, bool, bool, tuple[int, int]]:
+        # A child that reads one line, echoes it to stdout, and closes its stdin.
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            "import os, sys; line = sys.stdin.buffer.readline(); os.close(0);"
+            " sys.stdout.buffer.write(line); sys.stdout.flush(); import time; time.sleep(0.5)",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        child = ChildInput(proc)
+        assert proc.stdin is not None and proc.stdout is not None
+        limits = proc.stdin.transport.get_write_buffer_limits()
+        await child.write(b"hello\n")
+        echoed = await proc.stdout.readline()
+        # Its stdin is closed now: writing fails, and the next writes are not tried.
+        for _ in range(50):
+            await child.write(b"x" * CHUNK)
+            if not child.reads:
+                break
+        stopped = not child.reads
+        child.close()
+        await child.write(b"never")  # quiet, no exception
+        await proc.wait()
+        return echoed, stopped, child.reads, limits
+
+    echoed, stopped, reads_after_close, limits = asyncio.run(main())
+    assert echoed == b"hello\n"
+    assert stopped and reads_after_close is False
+    assert limits == (0, 0)
