@@ -52,7 +52,7 @@ class Relay(Protocol):
 
     connections: set[ClientSide]
     max_connections: int
-    #: The connection that forwarded last (``event_loop``'s busy poll).
+    #: The connection that forwarded last (``relay/event_loop.py``'s busy poll).
     last_forwarder: ClientSide | None
     stopping: bool
     observer: RemoteObserver

@@ -1,7 +1,7 @@
 """The stdio relay's pumps under ``--guard enforce``: whole lines, and a gate on ``tools/call``.
 
 Only with ``--guard enforce`` (``mcpsniff/guard/enforce.py``); the default
-pumps in ``stdio.py`` forward chunks as they come and never look inside. Here
+pumps in ``relay/stdio.py`` forward chunks as they come and never look inside. Here
 both directions are forwarded a whole line at a time, so that a reply mcpsniff
 writes itself falls between two of the server's lines, never inside one. A
 refused request is recorded as the client sent it, then the event

@@ -6,7 +6,7 @@ headers and bodies unchanged (hop-by-hop headers excepted) and streaming
 responses chunk by chunk, so SSE events reach the client as they arrive.
 Compressed bodies are forwarded compressed; the analyzer gets a decoded copy.
 
-The shell only moves bytes (``http_wire``) and notes what happens to each
+The shell only moves bytes (``intercept/http_wire.py``) and notes what happens to each
 exchange (``remote_exchange``), as observations sent down the capture channel
 (``mcpsniff.capture.channel``); what that means to the analyzer is worked out
 in its analysis process (``mcpsniff.capture.worker``) by
@@ -14,7 +14,7 @@ in its analysis process (``mcpsniff.capture.worker``) by
 transport events are documented in ``mcpsniff/core/rules/http.py``). It
 never answers in the server's place,
 except with 502 when the upstream cannot be reached, and, asked for with
-``--guard enforce``, a ``tools/call`` the guard refuses (``http_gate``).
+``--guard enforce``, a ``tools/call`` the guard refuses (``intercept/http_gate.py``).
 The one deliberate change to forwarded bytes is the legacy ``endpoint`` event:
 an absolute URL pointing at the upstream is rewritten to the proxy's own
 address so that the client keeps talking through mcpsniff, and the trace
@@ -184,7 +184,7 @@ def parse_upstream(text: str) -> URL:
 
 
 class HttpRelay:
-    """The proxy: a listening socket whose connections are relayed by ``http_wire``."""
+    """The proxy: a listening socket whose connections are relayed by ``intercept/http_wire.py``."""
 
     def __init__(
         self,
@@ -238,7 +238,7 @@ class HttpRelay:
         self.max_connections = options.max_connections or max_connections()
         self.hold_limit = HOLD_LIMIT
         self.hold_seconds = HOLD_SECONDS
-        #: ``--guard enforce``: every POST is held to its end and judged (``http_gate``).
+        #: ``--guard enforce``: each POST held to its end, judged (``intercept/http_gate.py``).
         self.gate = HttpGate(Gates(options.guard)) if options.guard is not None else None
         #: Busy polling after activity while one client talks alone.
         self.spinner: Spinner | None = None
