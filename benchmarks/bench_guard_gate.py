@@ -53,10 +53,10 @@ from mcpsniff.core.guard.diff import Listed  # noqa: E402
 from mcpsniff.core.guard.fingerprint import definitions  # noqa: E402
 from mcpsniff.guard.enforce import EnforcePolicy, Gate, Gates  # noqa: E402
 from mcpsniff.guard.lockfile import Lock  # noqa: E402
+from mcpsniff.intercept.http_gate import HttpGate  # noqa: E402
+from mcpsniff.intercept.http_upstream import UpstreamSide  # noqa: E402
+from mcpsniff.intercept.http_wire import ClientSide  # noqa: E402
 from mcpsniff.relay.http import HttpOptions, HttpRelay  # noqa: E402
-from mcpsniff.relay.http_gate import HttpGate  # noqa: E402
-from mcpsniff.relay.http_upstream import UpstreamSide  # noqa: E402
-from mcpsniff.relay.http_wire import ClientSide  # noqa: E402
 
 LABEL = "http:http://127.0.0.1:1/mcp"
 

@@ -53,6 +53,21 @@ class TraceRecorder:
             self.sinks.extend(build_sinks(outputs))
         return self
 
+    def attach_display(
+        self,
+        show: Listener | None,
+        flush: Callable[[], None] | None = None,
+        close: Callable[[], None] | None = None,
+    ) -> TraceRecorder:
+        """Let a display (``--show``) see every record, each batch's end and the sessions' end."""
+        if show is not None:
+            self.listeners.append(show)
+        if flush is not None:
+            self.batch_listeners.append(flush)
+        if close is not None:
+            self.close_listeners.append(close)
+        return self
+
     def _emit(self, records: list[Record]) -> list[Record]:
         if self.analyzer.drops:
             # Sessions whose state was dropped to make room (core/analyzer.py

@@ -137,12 +137,7 @@ def fork_analysis(
     """
     # Flushed once per batch of observations (the worker does it).
     recorder = TraceRecorder(writer, transport, redact=redact, autoflush=False)
-    if show is not None:
-        recorder.listeners.append(show)
-    if show_flush is not None:
-        recorder.batch_listeners.append(show_flush)
-    if show_close is not None:
-        recorder.close_listeners.append(show_close)
+    recorder.attach_display(show, show_flush, show_close)
     adapter = make_adapter(recorder)
     worker = Worker(
         recorder, adapter.apply, lost=getattr(adapter, "lost", None), label=label, warn=warn

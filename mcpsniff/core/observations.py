@@ -380,7 +380,7 @@ class HttpGuardAnswered(Event):
 @fast_init
 @dataclass(frozen=True, slots=True)
 class ExchangeFault(Event):
-    """``--fault`` did something to an HTTP exchange on purpose (``mcpsniff/relay/http_faults.py``).
+    """``--fault`` did something to an HTTP exchange on purpose (``intercept/http_faults.py``).
 
     Told to the exchange, so that its ``fault`` event lands in the exchange's
     session, before the frames it marks; ``record`` is the fault record as

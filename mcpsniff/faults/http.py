@@ -1,7 +1,7 @@
 """What a fault puts on an HTTP wire: SSE events taken apart and put back, answers in
 the server's place.
 
-Shared by the HTTP relay (``mcpsniff.relay.http_faults``) and the mitmproxy addon
+Shared by the HTTP relay (``mcpsniff.intercept.http_faults``) and the mitmproxy addon
 (``mcpsniff.mitm.flow_faults``): pure functions of bytes.
 """
 

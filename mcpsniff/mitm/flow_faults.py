@@ -8,7 +8,7 @@ the ``response`` hook; an SSE response event by event as it streams
 (``SseFaults``: left out, sent twice or damaged; a streamed event cannot be
 held or cut, and such a fault is recorded as ``failed``). Each fault is told
 to the analysis (``ExchangeFault``) before the frames it marks, as the relay
-does (``mcpsniff.relay.http_faults``): ``check`` never blames a peer for it.
+does (``mcpsniff.intercept.http_faults``): ``check`` never blames a peer for it.
 """
 
 from __future__ import annotations

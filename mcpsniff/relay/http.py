@@ -6,7 +6,7 @@ headers and bodies unchanged (hop-by-hop headers excepted) and streaming
 responses chunk by chunk, so SSE events reach the client as they arrive.
 Compressed bodies are forwarded compressed; the analyzer gets a decoded copy.
 
-The shell only moves bytes (``http_wire``) and notes what happens to each
+The shell only moves bytes (``intercept/http_wire.py``) and notes what happens to each
 exchange (``remote_exchange``), as observations sent down the capture channel
 (``mcpsniff.capture.channel``); what that means to the analyzer is worked out
 in its analysis process (``mcpsniff.capture.worker``) by
@@ -14,7 +14,7 @@ in its analysis process (``mcpsniff.capture.worker``) by
 transport events are documented in ``mcpsniff/core/rules/http.py``). It
 never answers in the server's place,
 except with 502 when the upstream cannot be reached, and, asked for with
-``--guard enforce``, a ``tools/call`` the guard refuses (``http_gate``).
+``--guard enforce``, a ``tools/call`` the guard refuses (``intercept/http_gate.py``).
 The one deliberate change to forwarded bytes is the legacy ``endpoint`` event:
 an absolute URL pointing at the upstream is rewritten to the proxy's own
 address so that the client keeps talking through mcpsniff, and the trace
@@ -50,11 +50,11 @@ from mcpsniff.core.redact import redact_query
 from mcpsniff.faults.spec import Fault
 from mcpsniff.guard.enforce import EnforcePolicy, Gates
 from mcpsniff.http1.events import RequestHead
+from mcpsniff.intercept.http_gate import HttpGate
+from mcpsniff.intercept.http_wire import ClientSide
 from mcpsniff.net.listen_address import is_loopback, parse_listen_address, wildcard_warning
 from mcpsniff.relay import event_loop
 from mcpsniff.relay.event_loop import Spinner
-from mcpsniff.relay.http_gate import HttpGate
-from mcpsniff.relay.http_wire import ClientSide
 from mcpsniff.trace.paths import TraceOpenError, open_trace_file
 from mcpsniff.trace.salvage import TracePlace
 from mcpsniff.trace.writer import TraceWriter
@@ -184,7 +184,7 @@ def parse_upstream(text: str) -> URL:
 
 
 class HttpRelay:
-    """The proxy: a listening socket whose connections are relayed by ``http_wire``."""
+    """The proxy: a listening socket whose connections are relayed by ``intercept/http_wire.py``."""
 
     def __init__(
         self,
@@ -220,15 +220,11 @@ class HttpRelay:
         #: ``run_http`` uses), or a replay in this process.
         self.capture: Capture
         if capture is None:
-            recorder = TraceRecorder(writer, "http", redact=options.redact).attach_sinks(
-                options.outputs
+            recorder = (
+                TraceRecorder(writer, "http", redact=options.redact)
+                .attach_sinks(options.outputs)
+                .attach_display(show, show_flush, show_close)
             )
-            if show is not None:
-                recorder.listeners.append(show)
-            if show_flush is not None:
-                recorder.batch_listeners.append(show_flush)
-            if show_close is not None:
-                recorder.close_listeners.append(show_close)
             self.capture = InProcess(adapter(recorder, options).apply)
         else:
             self.capture = capture
@@ -242,7 +238,7 @@ class HttpRelay:
         self.max_connections = options.max_connections or max_connections()
         self.hold_limit = HOLD_LIMIT
         self.hold_seconds = HOLD_SECONDS
-        #: ``--guard enforce``: every POST is held to its end and judged (``http_gate``).
+        #: ``--guard enforce``: each POST held to its end, judged (``intercept/http_gate.py``).
         self.gate = HttpGate(Gates(options.guard)) if options.guard is not None else None
         #: Busy polling after activity while one client talks alone.
         self.spinner: Spinner | None = None
@@ -272,8 +268,8 @@ class HttpRelay:
             self.spinner = Spinner(loop)
         factory: Callable[[], ClientSide] = lambda: ClientSide(self)  # noqa: E731
         if self.options.faults:
-            # --fault: connections that judge each message (relay/http_faults.py).
-            from mcpsniff.relay.http_faults import faulted_factory
+            # --fault: connections that judge each message (intercept/http_faults.py).
+            from mcpsniff.intercept.http_faults import faulted_factory
 
             factory = faulted_factory(self, self.options.faults, verbatim=not self.options.redact)
         if sock is not None:

@@ -46,15 +46,8 @@ from mcpsniff.core.redact import recorded_argv
 from mcpsniff.core.stdio_adapter import SESSION, StdioAdapter
 from mcpsniff.faults.spec import Fault
 from mcpsniff.guard.enforce import EnforcePolicy, Gate
-from mcpsniff.relay.stdio_io import (
-    CHUNK,
-    Input,
-    Output,
-    blocking_modes,
-    forward,
-    restore_blocking,
-    write_through,
-)
+from mcpsniff.intercept.stdio_pipes import CHUNK, ChildInput
+from mcpsniff.relay.stdio_io import Input, Output, blocking_modes, restore_blocking
 from mcpsniff.trace.paths import TraceOpenError, open_trace_file
 from mcpsniff.trace.salvage import TracePlace
 from mcpsniff.trace.writer import TraceWriter
@@ -236,8 +229,8 @@ class StdioRelay:
         proc = self.proc
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         if self.options.faults:
-            # --fault: whole lines, each judged by the fault engine (relay/stdio_faults.py).
-            from mcpsniff.relay.stdio_faults import faulted_pumps
+            # --fault: whole lines, each judged by the fault engine (intercept/stdio_faults.py).
+            from mcpsniff.intercept.stdio_faults import faulted_pumps
 
             c2s_pump, s2c_pump = faulted_pumps(
                 self.options.faults,
@@ -253,8 +246,8 @@ class StdioRelay:
             to_child = asyncio.create_task(c2s_pump)
             from_child = asyncio.create_task(s2c_pump)
         elif self.options.guard is not None:
-            # --guard enforce: whole lines, tools/call judged (relay/stdio_gate.py).
-            from mcpsniff.relay.stdio_gate import gated_pumps
+            # --guard enforce: whole lines, tools/call judged (intercept/stdio_gate.py).
+            from mcpsniff.intercept.stdio_gate import gated_pumps
 
             gate = Gate(self.options.guard)
             to_child, from_child = gated_pumps(self, stdin, stdout, proc, gate)
@@ -309,23 +302,18 @@ class StdioRelay:
     # ------------------------------------------------------------------ pumps
 
     async def _pump_stdin(self, source: Input, proc: asyncio.subprocess.Process) -> None:
-        assert proc.stdin is not None
-        sink = proc.stdin
-        write_through(sink.transport)
-        send_data, send = self.channel.send_data, self.channel.send
+        child = ChildInput(proc)
+        send_data = self.channel.send_data
         forwarded = self.forwarded
-        child_reads = True
         while True:
             chunk = await source.read()
             if not chunk:
                 break
             forwarded[C2S] += len(chunk)
-            if child_reads:
-                child_reads = await forward(sink, chunk)
+            await child.write(chunk)
             send_data(C2S, time.time(), chunk)
-        send(StreamEnd(C2S, time.time()))
-        with contextlib.suppress(Exception):
-            sink.close()
+        self.channel.send(StreamEnd(C2S, time.time()))
+        child.close()
 
     async def _pump_out(self, source: asyncio.StreamReader, sink: Output, direction: str) -> None:
         send_data = self.channel.send_data

@@ -17,8 +17,7 @@ import stat
 import threading
 from typing import Any, TextIO
 
-#: Bytes read at a time.
-CHUNK = 1 << 16
+from mcpsniff.intercept.stdio_pipes import CHUNK, write_through
 
 
 class Output:
@@ -187,17 +186,6 @@ class Input:
 def _resolve(future: asyncio.Future[bytes], data: bytes) -> None:
     if not future.done():
         future.set_result(data)
-
-
-def write_through(transport: asyncio.WriteTransport) -> None:
-    """Make ``drain()`` wait until the pipe has taken every byte, not just most of them.
-
-    A chunk is handed to the analysis process only after ``drain()``; with
-    asyncio's default high-water mark up to 64 KiB could still sit in the
-    transport's buffer then, and if mcpsniff were killed at that moment the
-    trace would record bytes the peer never received.
-    """
-    transport.set_write_buffer_limits(high=0, low=0)
 
 
 async def forward(sink: asyncio.StreamWriter, data: bytes) -> bool:

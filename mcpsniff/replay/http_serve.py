@@ -153,7 +153,7 @@ async def serve_http(
 
     ``make_server`` makes the replay server of each client session. With
     ``faults`` the replay listens on a loopback port of its own, behind an
-    ``mcpsniff http`` relay that carries the faults out (``relay/http_faults.py``)
+    ``mcpsniff http`` relay that carries the faults out (``intercept/http_faults.py``)
     and records, into ``tap``'s trace, what the client got and each fault.
     """
     if faults:

@@ -110,3 +110,19 @@ def test_a_session_dropped_at_the_cap_is_written_to_the_trace_and_check_agrees(
     assert [r.rule for r in checked if isinstance(r, FindingRecord) and r.session == "s0"] == [
         "LC-INIT-FIRST"
     ]
+
+
+def test_a_display_sees_records_batch_ends_and_the_sessions_end_once_attached() -> None:
+    seen: list[Any] = []
+    marks: list[str] = []
+    recorder = TraceRecorder(None, "stdio")
+    assert recorder.attach_display(None) is recorder  # nothing to show: nothing attached
+    assert (recorder.listeners, recorder.batch_listeners, recorder.close_listeners) == ([], [], [])
+    recorder.attach_display(seen.append, lambda: marks.append("batch"), lambda: marks.append("end"))
+    recorder.event("stdio", "session-start", 1.0)
+    recorder.close(2.0)
+    assert [r.event for r in seen if isinstance(r, EventRecord)] == [
+        "session-start",
+        "session-end",
+    ]
+    assert marks[-1] == "end" and marks.count("end") == 1 and "batch" in marks

@@ -2,7 +2,7 @@
 server-everything, with the official SDK 1.x client over Streamable HTTP
 (``tests/e2e/peers/fault_client.py``): the misbehaviour the client sees, the
 trace, and ``check``'s verdict, as for ``mcpsniff http --fault``
-(``tests/relay/test_http_faults.py``, whose peers and helpers these tests share).
+(``tests/intercept/test_http_faults.py``, whose peers and helpers these tests share).
 """
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.mitm.support import Mitmdump
-from tests.relay.test_http_faults import (
+from tests.intercept.test_http_faults import (
     ECHO,
     SDK1_PYTHON,
     Run,
@@ -22,6 +21,7 @@ from tests.relay.test_http_faults import (
     everything,
     judged,
 )
+from tests.mitm.support import Mitmdump
 
 __all__ = ["everything"]  # the module-scoped server-everything fixture
 

@@ -15,9 +15,9 @@ from typing import Any
 from mcpsniff.capture.remote_exchange import RemoteExchange, RemoteObserver
 from mcpsniff.core.observations import Observation
 from mcpsniff.http1.events import RequestHead
-from mcpsniff.relay.http_gate import HttpGate
-from mcpsniff.relay.http_upstream import UpstreamSide
-from mcpsniff.relay.http_wire import ClientSide
+from mcpsniff.intercept.http_gate import HttpGate
+from mcpsniff.intercept.http_upstream import UpstreamSide
+from mcpsniff.intercept.http_wire import ClientSide
 
 UPSTREAM = "http://up:80"
 PROXY = "http://proxy:6280"

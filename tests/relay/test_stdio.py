@@ -16,8 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from mcpsniff.intercept.stdio_pipes import CHUNK
 from mcpsniff.relay.stdio import EXIT_NOT_STARTED
-from mcpsniff.relay.stdio_io import CHUNK
 
 BOUND = 30.0
 

@@ -19,7 +19,7 @@ import pytest
 from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord
 from mcpsniff.replay.stdio_serve import LINE_LIMIT, InFlight
 from mcpsniff.trace.reader import TraceReader
-from tests.relay.test_stdio_faults import (
+from tests.intercept.test_stdio_faults import (
     EVERYTHING_JS,
     FAULT_CLIENT,
     RUN_TIMEOUT,

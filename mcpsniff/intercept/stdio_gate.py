@@ -1,7 +1,7 @@
 """The stdio relay's pumps under ``--guard enforce``: whole lines, and a gate on ``tools/call``.
 
 Only with ``--guard enforce`` (``mcpsniff/guard/enforce.py``); the default
-pumps in ``stdio.py`` forward chunks as they come and never look inside. Here
+pumps in ``relay/stdio.py`` forward chunks as they come and never look inside. Here
 both directions are forwarded a whole line at a time, so that a reply mcpsniff
 writes itself falls between two of the server's lines, never inside one. A
 refused request is recorded as the client sent it, then the event
@@ -13,17 +13,17 @@ A last line without a newline is judged and forwarded when its stream ends.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from typing import TYPE_CHECKING
 
 from mcpsniff.core.model import C2S, S2C
 from mcpsniff.core.observations import GuardAnswered, StreamEnd
 from mcpsniff.guard.enforce import MAX_JUDGED, Gate
-from mcpsniff.relay.stdio_io import CHUNK, Input, Output, write_through
+from mcpsniff.intercept.stdio_pipes import CHUNK, ChildInput
 
 if TYPE_CHECKING:
     from mcpsniff.relay.stdio import StdioRelay
+    from mcpsniff.relay.stdio_io import Input, Output
 
 #: The longest line the gate holds back waiting for its newline; a longer one is
 #: forwarded in pieces, unjudged (a tools/call is never that long).
@@ -57,12 +57,9 @@ def _lines(buffer: bytearray) -> list[bytes]:
 async def _pump_stdin(
     relay: StdioRelay, source: Input, stdout: Output, proc: asyncio.subprocess.Process, gate: Gate
 ) -> None:
-    assert proc.stdin is not None
-    sink = proc.stdin
-    write_through(sink.transport)
+    child = ChildInput(proc)
     send_data, send = relay.channel.send_data, relay.channel.send
     forwarded = relay.forwarded
-    child_reads = True
     buffer = bytearray()
     ended = False
     while not ended:
@@ -79,12 +76,7 @@ async def _pump_stdin(
             now = time.time()
             forwarded[C2S] += len(line)
             if answer is None:
-                if child_reads:
-                    try:
-                        sink.write(line)
-                        await sink.drain()
-                    except (BrokenPipeError, ConnectionResetError):
-                        child_reads = False
+                await child.write(line)
                 send_data(C2S, now, line)
                 continue
             send_data(C2S, now, line)
@@ -96,8 +88,7 @@ async def _pump_stdin(
                 forwarded[S2C] += len(reply)
                 send_data(S2C, now, reply)
     send(StreamEnd(C2S, time.time()))
-    with contextlib.suppress(Exception):
-        sink.close()
+    child.close()
 
 
 async def _pump_out(

@@ -9,10 +9,9 @@ must never land inside a line the server is writing.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcpsniff.capture.channel import Channel
 from mcpsniff.core.model import C2S, S2C
@@ -20,7 +19,10 @@ from mcpsniff.core.observations import FaultInjected, StreamEnd
 from mcpsniff.faults.engine import FaultEngine
 from mcpsniff.faults.lines import LineFaults, StreamPort
 from mcpsniff.faults.spec import Fault
-from mcpsniff.relay.stdio_io import CHUNK, Input, Output, write_through
+from mcpsniff.intercept.stdio_pipes import CHUNK, ChildInput
+
+if TYPE_CHECKING:
+    from mcpsniff.relay.stdio_io import Input, Output
 
 #: How long held (delayed) messages may still be delivered once a stream ended, seconds.
 HELD_GRACE = 5.0
@@ -39,23 +41,12 @@ def faulted_pumps(
     redact: bool = True,
 ) -> tuple[Coroutine[Any, Any, None], Coroutine[Any, Any, None]]:
     """The two pump coroutines (client to server, server to client) that carry out ``faults``."""
-    assert proc.stdin is not None and proc.stdout is not None
-    child_in = proc.stdin
+    assert proc.stdout is not None
+    child_in = ChildInput(proc)
     child_out = proc.stdout
-    write_through(child_in.transport)
-    child_reads = [True]
 
     async def write(direction: str, data: bytes) -> None:
-        if direction == S2C:
-            await stdout.write(data)
-            return
-        if not child_reads[0]:
-            return
-        try:
-            child_in.write(data)
-            await child_in.drain()
-        except (BrokenPipeError, ConnectionResetError):
-            child_reads[0] = False
+        await (stdout.write(data) if direction == S2C else child_in.write(data))
 
     def observe(direction: str, data: bytes) -> None:
         forwarded[direction] += len(data)
@@ -63,9 +54,7 @@ def faulted_pumps(
 
     def close(direction: str) -> None:
         if direction == C2S:
-            child_reads[0] = False
-            with contextlib.suppress(Exception):
-                child_in.close()
+            child_in.close()
         elif stdout.writer is not None:
             stdout.broken = True
             stdout.writer.transport.close()
@@ -90,8 +79,7 @@ def faulted_pumps(
 
     async def client_to_server() -> None:
         await carry_all(stdin.read, C2S)
-        with contextlib.suppress(Exception):
-            child_in.close()
+        child_in.close()
 
     async def server_to_client() -> None:
         await carry_all(lambda: child_out.read(CHUNK), S2C)

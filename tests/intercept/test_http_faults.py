@@ -1,6 +1,6 @@
 """``mcpsniff http --fault``, end to end: the official SDK clients over Streamable HTTP
 against server-everything and the SDK 2.x server, through a relay that misbehaves on purpose;
-and the pieces of ``relay/http_faults.py`` on their own.
+and the pieces of ``intercept/http_faults.py`` on their own.
 
 Each end-to-end test runs a real client (``tests/e2e/peers/fault_client.py --url``)
 against ``mcpsniff http --fault ...`` in front of a real server, then reads what
@@ -29,8 +29,8 @@ import pytest
 from mcpsniff.core.model import EventRecord, FrameRecord, Record
 from mcpsniff.faults.spec import parse_faults
 from mcpsniff.http1.parser import ResponseParser
+from mcpsniff.intercept.http_faults import chunked_head, with_length
 from mcpsniff.relay.http import HttpOptions, HttpRelay
-from mcpsniff.relay.http_faults import chunked_head, with_length
 from mcpsniff.trace.reader import TraceReader
 from tests.e2e.test_http_peers import Server, stop_process
 

@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 
 from mcpsniff.guard.enforce import REFUSED
-from mcpsniff.relay import stdio_gate
-from mcpsniff.relay.stdio_gate import _lines
+from mcpsniff.intercept import stdio_gate
+from mcpsniff.intercept.stdio_gate import _lines
 from tests.relay.stdio_support import events, peer, read_trace, relay
 
 

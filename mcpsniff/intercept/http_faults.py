@@ -57,9 +57,9 @@ from mcpsniff.faults.spec import (
 )
 from mcpsniff.http1.events import End, RequestHead, ResponseHead
 from mcpsniff.http1.fields import field_tokens
-from mcpsniff.relay.http_messages import LAST_CHUNK, chunk, is_event_stream
-from mcpsniff.relay.http_wire import ClientSide, Relay
-from mcpsniff.relay.relayed_exchange import STREAM_AT, RelayedExchange
+from mcpsniff.intercept.http_messages import LAST_CHUNK, chunk, is_event_stream
+from mcpsniff.intercept.http_wire import ClientSide, Relay
+from mcpsniff.intercept.relayed_exchange import STREAM_AT, RelayedExchange
 
 #: Most bytes of a body (or of one SSE event) judged; a bigger one passes as it is.
 JUDGE_LIMIT = STREAM_AT

@@ -1,4 +1,4 @@
-"""relay/http_gate.py: ``mcpsniff http --guard enforce`` on one connection (a Playbook).
+"""intercept/http_gate.py: ``mcpsniff http --guard enforce`` on one connection (a Playbook).
 
 Events in, bytes and observations out (``tests/relay/playbook.py``): a POST is
 held to its end, then forwarded byte for byte or answered by mcpsniff in its
@@ -14,8 +14,8 @@ import orjson
 import pytest
 
 from mcpsniff.guard.enforce import MAX_JUDGED, REFUSED, EnforcePolicy, Gates
-from mcpsniff.relay.http_gate import BoundedDecoder, HttpGate, bounded_decode
-from mcpsniff.relay.http_wire import ClientSide
+from mcpsniff.intercept.http_gate import BoundedDecoder, HttpGate, bounded_decode
+from mcpsniff.intercept.http_wire import ClientSide
 from tests.relay.playbook import Playbook, Wire
 
 

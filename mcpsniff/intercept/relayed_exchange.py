@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mcpsniff.capture.remote_exchange import RemoteExchange
+from mcpsniff.capture.remote_exchange import RemoteExchange, RemoteObserver
 from mcpsniff.guard.enforce import Answer, Expected
-from mcpsniff.http1.events import RequestHead
-from mcpsniff.relay.http_gate import HeldRequest, ReplyReader
+from mcpsniff.http1.events import RequestHead, ResponseHead
+from mcpsniff.http1.fields import field_tokens
+from mcpsniff.intercept.http_gate import HeldRequest, ReplyReader
 
 #: Request body bytes held before they are streamed on to the observer: a body
 #: is never held whole here, whatever its size (the analysis side bounds it).
@@ -86,3 +87,44 @@ class RelayedExchange:
         self.pieces = []
         self.kept = 0
         return body
+
+    def stream_body(self, observer: RemoteObserver) -> None:
+        """Send what is held of a big request body on to ``observer``, ahead of its end."""
+        if self.number is None:
+            self.number = observer.reserve()
+        offset = self.body_bytes - self.kept
+        observer.request_body(self.number, self.take(), offset)
+
+    def begin(self, observer: RemoteObserver, client: str | None) -> RemoteExchange:
+        """The request is in: ``observer`` notes it, with the body still held."""
+        head = self.head
+        return observer.begin(
+            head.method,
+            head.target,
+            head.headers,
+            self.take(),
+            t=self.t,
+            client=client,
+            number=self.number,
+            size=self.body_bytes,
+        )
+
+    def hold_stream(self, head: ResponseHead) -> bool:
+        """Hold the response's bytes until its first event; False if they must pass as they are.
+
+        A body with a Content-Length and no other framing cannot be held: a
+        rewritten endpoint would change its length.
+        """
+        codings = field_tokens(head.headers, "transfer-encoding")
+        if not codings and any(k.lower() == "content-length" for k, _ in head.headers):
+            return False
+        self.holding = True
+        self.chunked = bool(codings) and codings[-1] == "chunked"
+        return True
+
+    def let_go(self) -> bytes:
+        """Hold the response no longer: the bytes held until now."""
+        held = bytes(self.held)
+        self.held = bytearray()
+        self.holding = False
+        return held

@@ -1,10 +1,10 @@
-"""relay/http_messages.py: what the relay sends, fed heads from the real parser."""
+"""intercept/http_messages.py: what the relay sends, fed heads from the real parser."""
 
 from __future__ import annotations
 
 from mcpsniff.http1.events import RequestHead, ResponseHead
 from mcpsniff.http1.parser import RequestParser, ResponseParser
-from mcpsniff.relay.http_messages import (
+from mcpsniff.intercept.http_messages import (
     LAST_CHUNK,
     bad_gateway,
     chunk,

@@ -13,7 +13,12 @@ from typing import TYPE_CHECKING
 from mcpsniff.http1.parser import ResponseParser
 
 if TYPE_CHECKING:
-    from mcpsniff.relay.http_wire import ClientSide
+    import ssl
+
+    from mcpsniff.intercept.http_wire import ClientSide
+
+#: Seconds to wait for a connection to the upstream.
+CONNECT_TIMEOUT = 15.0
 
 
 class UpstreamSide(asyncio.Protocol):
@@ -64,3 +69,25 @@ class UpstreamSide(asyncio.Protocol):
                 self.transport.abort()
             else:
                 self.transport.close()
+
+
+async def connect(
+    client: ClientSide, host: str, port: int, ssl_context: ssl.SSLContext | None
+) -> UpstreamSide:
+    """Open ``client``'s connection to the upstream (TLS with a context).
+
+    Raises what opening it raises: ``OSError``, ``TimeoutError`` after
+    ``CONNECT_TIMEOUT``, ``ValueError`` for a host that cannot be encoded.
+    """
+    upstream = UpstreamSide(client)
+    await asyncio.wait_for(
+        asyncio.get_running_loop().create_connection(
+            lambda: upstream,
+            host,
+            port,
+            ssl=ssl_context,
+            server_hostname=host if ssl_context else None,
+        ),
+        CONNECT_TIMEOUT,
+    )
+    return upstream

@@ -1,4 +1,4 @@
-"""relay/http_wire.py: the forwarding path of one client connection.
+"""intercept/http_wire.py: the forwarding path of one client connection.
 
 The connection logic runs in a Playbook (``tests/relay/playbook.py``: events
 in, bytes and observations out, no sockets), and on real sockets on 127.0.0.1

@@ -31,10 +31,10 @@ from typing import Any, Protocol
 from mcpsniff.capture.remote_exchange import RemoteExchange, RemoteObserver
 from mcpsniff.core.http.headers import client_address
 from mcpsniff.http1.events import Body, End, Event, Malformed, RequestHead, ResponseHead
-from mcpsniff.http1.fields import field_tokens, wants_close
+from mcpsniff.http1.fields import wants_close
 from mcpsniff.http1.parser import RequestParser
-from mcpsniff.relay.http_gate import HttpGate
-from mcpsniff.relay.http_messages import (
+from mcpsniff.intercept.http_gate import HttpGate
+from mcpsniff.intercept.http_messages import (
     LAST_CHUNK,
     bad_gateway,
     chunk,
@@ -43,11 +43,8 @@ from mcpsniff.relay.http_messages import (
     keep_alive_line,
     refusal,
 )
-from mcpsniff.relay.http_upstream import UpstreamSide
-from mcpsniff.relay.relayed_exchange import RelayedExchange
-
-#: Seconds to wait for a connection to the upstream.
-CONNECT_TIMEOUT = 15.0
+from mcpsniff.intercept.http_upstream import UpstreamSide, connect
+from mcpsniff.intercept.relayed_exchange import RelayedExchange
 
 
 class Relay(Protocol):
@@ -55,7 +52,7 @@ class Relay(Protocol):
 
     connections: set[ClientSide]
     max_connections: int
-    #: The connection that forwarded last (``event_loop``'s busy poll).
+    #: The connection that forwarded last (``relay/event_loop.py``'s busy poll).
     last_forwarder: ClientSide | None
     stopping: bool
     observer: RemoteObserver
@@ -297,11 +294,7 @@ class ClientSide(asyncio.Protocol):
 
     def _stream_body(self, exchange: RelayedExchange) -> None:
         """Send what is held of a big request body on to the observer, ahead of its end."""
-        observer = self.relay.observer
-        if exchange.number is None:
-            exchange.number = observer.reserve()
-        offset = exchange.body_bytes - exchange.kept
-        observer.request_body(exchange.number, exchange.take(), offset)
+        exchange.stream_body(self.relay.observer)
 
     def _record_cut(
         self, exchange: RelayedExchange, outcome: str, *, forwarded: bool = True
@@ -334,19 +327,7 @@ class ClientSide(asyncio.Protocol):
 
     def _begin(self, exchange: RelayedExchange) -> None:
         """The request is in: the observer gets it (the bytes are on their way)."""
-        body = exchange.take()
-        head = exchange.head
-        remote = self.relay.observer.begin(
-            head.method,
-            head.target,
-            head.headers,
-            body,
-            t=exchange.t,
-            client=self.peer,
-            number=exchange.number,
-            size=exchange.body_bytes,
-        )
-        exchange.remote = remote
+        exchange.remote = exchange.begin(self.relay.observer, self.peer)
         for kind, arg in exchange.deferred:
             self._observe(exchange, kind, arg)
         exchange.deferred = []
@@ -382,11 +363,7 @@ class ClientSide(asyncio.Protocol):
         # Closed, not aborted: what was forwarded still reaches the upstream,
         # which then sees the request end before its body did.
         self.flush_then_close = True
-        if self.upstream is not None:
-            self.upstream.close()
-            self.upstream = None
-        if self.transport is not None:
-            self.transport.abort()
+        self._close(abort=True)
 
     def refuse(self, status: int, reason: str) -> None:
         """Answer ``status`` and close, after the responses to earlier requests."""
@@ -399,10 +376,7 @@ class ClientSide(asyncio.Protocol):
         answer, self.refused = self.refused, None
         if answer is not None and self.transport is not None and not self.closed:
             self.transport.write(answer)
-            if self.upstream is not None:
-                self.upstream.close()
-                self.upstream = None
-            self.transport.close()
+            self._close()
 
     def expire(self, now: float, head_timeout: float, idle_timeout: float) -> None:
         """Close the connection if it waited too long (the relay checks every connection).
@@ -457,18 +431,9 @@ class ClientSide(asyncio.Protocol):
 
     async def _open(self) -> None:
         relay = self.relay
-        loop = asyncio.get_running_loop()
         try:
-            upstream = UpstreamSide(self)
-            await asyncio.wait_for(
-                loop.create_connection(
-                    lambda: upstream,
-                    relay.upstream_host,
-                    relay.upstream_port,
-                    ssl=relay.ssl_context,
-                    server_hostname=relay.upstream_host if relay.ssl_context else None,
-                ),
-                CONNECT_TIMEOUT,
+            upstream = await connect(
+                self, relay.upstream_host, relay.upstream_port, relay.ssl_context
             )
         except asyncio.CancelledError:
             raise
@@ -529,8 +494,7 @@ class ClientSide(asyncio.Protocol):
             reason = exchange.unreachable or "unreachable"
             exchange.remote.unreachable(target, reason)
             exchange.finished = True
-            if self.transport is not None and not self.closed:
-                self.transport.write(bad_gateway(target, reason))
+            self._send_client(bad_gateway(target, reason))
             self._after_response(exchange)
 
     def response_events(self, upstream: UpstreamSide, events: list[Event], eof: bool) -> None:
@@ -658,8 +622,7 @@ class ClientSide(asyncio.Protocol):
 
     def _write(self, out: list[bytes]) -> None:
         if out:
-            if self.transport is not None and not self.closed:
-                self.transport.write(out[0] if len(out) == 1 else b"".join(out))
+            self._send_client(out[0] if len(out) == 1 else b"".join(out))
             out.clear()
 
     def _run(self, observe: list[tuple[RelayedExchange, str, Any]]) -> None:
@@ -707,10 +670,7 @@ class ClientSide(asyncio.Protocol):
             return
         closing = self.last_request or self.relay.stopping
         if closing and not self.exchanges:
-            if self.upstream is not None:
-                self.upstream.close()
-                self.upstream = None
-            self.transport.close()
+            self._close()
 
     # ------------------------------------------------------------------ legacy endpoint
 
@@ -718,15 +678,11 @@ class ClientSide(asyncio.Protocol):
         remote = exchange.remote
         if remote is None or not remote.endpoint_editable:
             return
-        codings = field_tokens(head.headers, "transfer-encoding")
-        has_length = any(k.lower() == "content-length" for k, _ in head.headers)
-        if has_length and not codings:
-            return  # a rewrite would change the length: the bytes pass as they are
-        exchange.holding = True
-        exchange.chunked = bool(codings) and codings[-1] == "chunked"
-        # Held no longer than this either: a stream that opens with comments
-        # (keep-alives) for a long time must not look dead to its client.
-        asyncio.get_running_loop().call_later(self.relay.hold_seconds, self._release_held, exchange)
+        if exchange.hold_stream(head):
+            # Held no longer than this either: a stream that opens with comments
+            # (keep-alives) for a long time must not look dead to its client.
+            loop = asyncio.get_running_loop()
+            loop.call_later(self.relay.hold_seconds, self._release_held, exchange)
 
     def _held_body(self, exchange: RelayedExchange, payload: bytes) -> None:
         """A piece of a held (or re-chunked) stream: as ``_relay_body`` did it."""
@@ -749,21 +705,18 @@ class ClientSide(asyncio.Protocol):
             return
         remote = exchange.remote
         assert remote is not None
-        exchange.holding = False
+        held = exchange.let_go()
         if remote.waiting_for_first_event:
             # No event within the hold limit (comments only): not held any longer.
             remote.no_first_event()
-        held = self.relay.rewrite_endpoint(remote, bytes(exchange.held))
-        exchange.held = bytearray()
+        held = self.relay.rewrite_endpoint(remote, held)
         if exchange.chunked:
             exchange.rechunk = True
             held = chunk(held) if held else b""
         self._send_client(held)
 
     def _held_end(self, exchange: RelayedExchange) -> None:
-        held = bytes(exchange.held)
-        exchange.held = bytearray()
-        exchange.holding = False
+        held = exchange.let_go()
         if exchange.chunked:
             self._send_client((chunk(held) if held else b"") + LAST_CHUNK)
         elif held:
@@ -818,19 +771,26 @@ class ClientSide(asyncio.Protocol):
         for exchange in self.exchanges:
             self._finish(exchange, outcome, whole=False)
         self.exchanges.clear()
-        if self.upstream is not None:
-            self.upstream.close(abort=True)
-            self.upstream = None
-        if self.transport is not None and not self.closed:
-            self.transport.abort()
+        self._close(abort=True, cut_upstream=True)
 
     def close_if_idle(self) -> bool:
         """Close a connection with no exchange in flight; whether it was idle."""
         if self.exchanges or self.incoming is not None or not self.parser.idle:
             return False
+        self._close()
+        return True
+
+    def _close(self, *, abort: bool = False, cut_upstream: bool = False) -> None:
+        """Let go of the upstream connection and close the client's (abort: cut it).
+
+        ``cut_upstream`` cuts the upstream connection too, so that the
+        upstream's handler is cancelled.
+        """
         if self.upstream is not None:
-            self.upstream.close()
+            self.upstream.close(abort=cut_upstream)
             self.upstream = None
         if self.transport is not None and not self.closed:
-            self.transport.close()
-        return True
+            if abort:
+                self.transport.abort()
+            else:
+                self.transport.close()
