@@ -218,11 +218,12 @@ def test_delay_holds_each_matching_answer_300_to_400_ms(everything: str, tmp_pat
     # from the server and its delivery to the client.
     held = [f.data["held_ms"] for f in result.faults]
     assert all(300 <= ms <= 400 for ms in held), held
-    # The trace: 300 ms and the server's time (a few ms, more on a loaded machine)
-    # between each request and its answer, the first one not held.
+    # The trace: 300 ms and the server's time between each request and its answer,
+    # the first one not held. No upper bound here: the server's own time grows
+    # without limit on a loaded machine; the hold itself is bounded above.
     latencies = _latencies_ms(result.records, "tools/call")
     assert len(latencies) == 6 and latencies[0] < 300, latencies
-    assert all(300 <= ms <= 450 for ms in latencies[1:]), latencies
+    assert all(ms >= 300 for ms in latencies[1:]), latencies
     # The client saw the hold too (its own times add its HTTP round trip).
     assert all(call["ms"] >= 300 for call in result.client["calls"][1:])
     assert [f.data["action"] for f in result.faults] == ["delay"] * 5
