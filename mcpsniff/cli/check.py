@@ -11,17 +11,16 @@ import click
 
 from mcpsniff.check.many import check_traces, default_jobs, labelled
 from mcpsniff.check.run import FORMATS, CheckError, CheckOptions, run_check
-from mcpsniff.cli.filter_option import filter_option, parse_filter
+from mcpsniff.cli.filter_option import FilterHelpCommand, filter_option, parse_filter
 from mcpsniff.cli.guard_options import guard_check_options, guard_policy
 from mcpsniff.cli.options import format_option
 from mcpsniff.cli.shared import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, colour, fail
 from mcpsniff.core import catalog
 from mcpsniff.core.explain import explain_lines
-from mcpsniff.filter import HELP as FILTER_HELP
 from mcpsniff.terminal.safe_output import tolerate_surrogates
 
 
-@click.command(epilog=FILTER_HELP)
+@click.command(cls=FilterHelpCommand)
 @click.argument("traces", nargs=-1, type=click.Path(dir_okay=True, path_type=Path))
 @format_option(
     FORMATS, "sarif: SARIF 2.1.0 for code scanning; junit: JUnit XML, a test case per session."
