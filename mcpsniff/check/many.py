@@ -20,7 +20,6 @@ from mcpsniff.check.run import CheckError, CheckOptions, run_check
 from mcpsniff.core.escape import terminal_safe
 
 if TYPE_CHECKING:
-    import multiprocessing.context
     from concurrent.futures import Future
 
 #: How much of a worker's report file is copied to the stream at a time.
@@ -86,13 +85,14 @@ def _check_in_workers(
     # Imported here: one process checking one trace needs none of them
     # (docs/performance.md, "Start-up").
     import tempfile
-    from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
+
+    from mcpsniff.check.split import worker_pool
 
     encoding = getattr(out, "encoding", None) or "utf-8"
     with (
         tempfile.TemporaryDirectory(prefix="mcpsniff-check-") as folder,
-        ProcessPoolExecutor(max_workers=min(jobs, len(options)), mp_context=_context()) as pool,
+        worker_pool(min(jobs, len(options))) as pool,
     ):
         futures: list[tuple[Path, Path, Future[TraceVerdict]]] = []
         for number, one in enumerate(options):
@@ -145,15 +145,6 @@ def _copy(path: Path, stream: TextIO, encoding: str) -> None:
     with open(path, encoding=encoding, errors="surrogateescape") as source:
         shutil.copyfileobj(source, stream, _COPY_CHUNK)
     stream.flush()
-
-
-def _context() -> multiprocessing.context.BaseContext:
-    # A fork starts a worker without importing mcpsniff again (~0.3 s each);
-    # where there is none, a fresh interpreter.
-    import multiprocessing
-
-    methods = multiprocessing.get_all_start_methods()
-    return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
 
 
 def labelled(options: CheckOptions, several: bool) -> CheckOptions:
