@@ -30,10 +30,6 @@ if TYPE_CHECKING:
     from mcpsniff.guard.findings import GuardPolicy
     from mcpsniff.guard.inventory import InventoryBuilder
 
-#: The report formats: ``text`` for a person, ``json`` a finding a line, and the
-#: two files a CI system reads (``export/check_report.py``).
-FORMATS = ("text", "json", "sarif", "junit")
-
 
 @dataclass(frozen=True)
 class CheckOptions:
