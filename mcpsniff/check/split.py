@@ -283,8 +283,15 @@ def worker_pool(workers: int) -> ProcessPoolExecutor:
     """A pool of ``workers`` processes, forked where the system can fork."""
     # Imported once workers are wanted: a trace of one session, the usual case,
     # is checked without them (docs/performance.md, "Start-up").
+    import gc
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
+
+    # What this process holds now (mcpsniff's modules, mostly) is moved out of
+    # the cyclic collector's reach before the fork: a worker's collections then
+    # do not write to (and so copy) the pages it shares with this process, and
+    # this process's exit does not walk it all once more.
+    gc.freeze()
 
     # A fork starts a worker without importing mcpsniff again (its start-up);
     # where there is none, a fresh interpreter.
