@@ -460,9 +460,11 @@ def test_version_imports_no_command() -> None:
     }
 
 
-def test_check_imports_only_what_checking_one_trace_needs() -> None:
+@pytest.mark.parametrize("jobs", [["--jobs", "1"], []], ids=["jobs 1", "default jobs"])
+def test_check_imports_only_what_checking_one_trace_needs(jobs: list[str]) -> None:
+    # A small trace is never split, whatever --jobs says: no workers, no multiprocessing.
     trace = str(RECORDINGS / "stdout-pollution.jsonl")
-    loaded = _modules_loaded("check", "--format", "json", "--jobs", "1", trace)
+    loaded = _modules_loaded("check", "--format", "json", *jobs, trace)
     assert "mcpsniff.check.run" in loaded and "mcpsniff.core.analyzer" in loaded
     commands = {m for m in loaded if m.startswith("mcpsniff.cli.")}
     assert commands == {
