@@ -4,3 +4,8 @@
 into a :class:`~mcpsniff.check.run.CheckOptions` and turns the result into an
 exit status.
 """
+
+#: The report formats: ``text`` for a person, ``json`` a finding a line, and the
+#: two files a CI system reads (``export/check_report.py``). Here, not in
+#: ``run.py``, so that ``check --help`` lists them without importing the analyzer.
+FORMATS = ("text", "json", "sarif", "junit")

@@ -10,19 +10,17 @@ the bytes are the same: the output does not depend on ``--jobs``.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from mcpsniff.check.run import CheckError, CheckOptions, run_check
 from mcpsniff.core.escape import terminal_safe
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 #: How much of a worker's report file is copied to the stream at a time.
 _COPY_CHUNK = 1 << 16
@@ -84,10 +82,17 @@ def check_to_streams(options: CheckOptions, out: TextIO, err: TextIO) -> TraceVe
 def _check_in_workers(
     options: Sequence[CheckOptions], jobs: int, out: TextIO, err: TextIO
 ) -> Iterator[TraceVerdict]:
+    # Imported here: one process checking one trace needs none of them
+    # (docs/performance.md, "Start-up").
+    import tempfile
+    from concurrent.futures.process import BrokenProcessPool
+
+    from mcpsniff.check.split import worker_pool
+
     encoding = getattr(out, "encoding", None) or "utf-8"
     with (
         tempfile.TemporaryDirectory(prefix="mcpsniff-check-") as folder,
-        ProcessPoolExecutor(max_workers=min(jobs, len(options)), mp_context=_context()) as pool,
+        worker_pool(min(jobs, len(options))) as pool,
     ):
         futures: list[tuple[Path, Path, Future[TraceVerdict]]] = []
         for number, one in enumerate(options):
@@ -135,16 +140,11 @@ def _check_to_files(
 
 
 def _copy(path: Path, stream: TextIO, encoding: str) -> None:
+    import shutil
+
     with open(path, encoding=encoding, errors="surrogateescape") as source:
         shutil.copyfileobj(source, stream, _COPY_CHUNK)
     stream.flush()
-
-
-def _context() -> multiprocessing.context.BaseContext:
-    # A fork starts a worker without importing mcpsniff again (~0.3 s each);
-    # where there is none, a fresh interpreter.
-    methods = multiprocessing.get_all_start_methods()
-    return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
 
 
 def labelled(options: CheckOptions, several: bool) -> CheckOptions:

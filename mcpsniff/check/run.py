@@ -10,20 +10,12 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from mcpsniff.core.analyzer import Analyzer, dropped_id, replay_batches, replay_notable
 from mcpsniff.core.escape import terminal_safe
-from mcpsniff.core.explain import explain_lines
 from mcpsniff.core.model import SEVERITY_RANK, EventRecord, FindingRecord, FrameRecord, Record
 from mcpsniff.core.spec_links import session_version
-from mcpsniff.filter import Filter
-from mcpsniff.filter.select import matching_findings
-from mcpsniff.guard.findings import GuardPolicy, guard_findings
-from mcpsniff.guard.inventory import Inventory, InventoryBuilder
-from mcpsniff.guard.stored import StoredError
-from mcpsniff.guard.tokens import TokenizerMissing
-from mcpsniff.listing.summary import session_titles
 from mcpsniff.terminal.render import Style, finding_json, report_lines
 from mcpsniff.terminal.safe_output import terminal_json_line
 from mcpsniff.trace.codec import TraceError
@@ -31,9 +23,12 @@ from mcpsniff.trace.gaps import GapTally
 from mcpsniff.trace.reader import TraceReader
 from mcpsniff.trace.spool import is_stream
 
-#: The report formats: ``text`` for a person, ``json`` a finding a line, and the
-#: two files a CI system reads (``export/check_report.py``).
-FORMATS = ("text", "json", "sarif", "junit")
+if TYPE_CHECKING:
+    # What only --filter and the guard options use is imported when they are
+    # given: a plain ``check`` starts without them (docs/performance.md, "Start-up").
+    from mcpsniff.filter import Filter
+    from mcpsniff.guard.findings import GuardPolicy
+    from mcpsniff.guard.inventory import InventoryBuilder
 
 
 @dataclass(frozen=True)
@@ -108,6 +103,8 @@ def run_check(
             inputs: Iterable[FrameRecord | EventRecord] = reader.inputs()
             builder = None
             if guard is not None:
+                from mcpsniff.guard.inventory import InventoryBuilder
+
                 # The guard reads the same records in the same pass.
                 builder = InventoryBuilder(trace, reader.header, slower_than=guard.max_duration)
                 inputs = _fed(inputs, builder)
@@ -121,6 +118,8 @@ def run_check(
                 # Only findings and events: frames and messages are not reported.
                 records = replay_notable(inputs, analyzer)
             else:
+                from mcpsniff.filter.select import matching_findings
+
                 # The filter drops findings only: every other record still passes.
                 batches = replay_batches(inputs, analyzer)
                 records = matching_findings(chain.from_iterable(batches), flt)
@@ -195,7 +194,11 @@ def run_check(
         versions = {key: session_version(analyzer, key) for key in by_session}
     if fmt == "text":
         # A pipe was read once already; a file is read again, by its line heads only.
-        titles = session_titles(trace) if by_session and not is_stream(trace) else {}
+        titles: dict[str, str] = {}
+        if by_session and not is_stream(trace):
+            from mcpsniff.listing.summary import session_titles
+
+            titles = session_titles(trace)
         for line in report_lines(dict(by_session), Style(options.colour), versions, titles):
             say(line)
         total = sum(len(v) for v in by_session.values())
@@ -211,6 +214,8 @@ def run_check(
             for line in faults_summary_lines(analyzer):
                 say(line)
         if options.explain:
+            from mcpsniff.core.explain import explain_lines
+
             found = [f.rule for fs in by_session.values() for f in fs]
             wanted = list(dict.fromkeys(found)) if options.explain == "all" else [options.explain]
             for line in explain_lines(wanted):
@@ -233,6 +238,11 @@ def _fed(
 
 def _guard_records(builder: InventoryBuilder, policy: GuardPolicy) -> Iterator[FindingRecord]:
     """The trace-wide guard findings, once the pass is over."""
+    from mcpsniff.guard.findings import guard_findings
+    from mcpsniff.guard.inventory import Inventory
+    from mcpsniff.guard.stored import StoredError
+    from mcpsniff.guard.tokens import TokenizerMissing
+
     try:
         yield from guard_findings(Inventory(builder.finish()), policy)
     except (StoredError, TokenizerMissing) as exc:

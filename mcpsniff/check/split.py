@@ -24,13 +24,11 @@ or an unreadable trace.
 from __future__ import annotations
 
 import heapq
-import multiprocessing
 import re
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcpsniff.core.analyzer import MAX_SESSIONS, STATE_DROPPED, Analyzer, end_unended, replay_inputs
 from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, Record
@@ -38,6 +36,9 @@ from mcpsniff.core.spec_links import session_version
 from mcpsniff.trace.codec import TraceError
 from mcpsniff.trace.gaps import GapTally
 from mcpsniff.trace.reader import TornLine, TraceReader
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 #: Traces smaller than this are checked in one process: a fork costs more.
 MIN_SPLIT_BYTES = 4 << 20
@@ -278,6 +279,27 @@ def _order(item: Tagged) -> int:
     return item[0]
 
 
+def worker_pool(workers: int) -> ProcessPoolExecutor:
+    """A pool of ``workers`` processes, forked where the system can fork."""
+    # Imported once workers are wanted: a trace of one session, the usual case,
+    # is checked without them (docs/performance.md, "Start-up").
+    import gc
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # What this process holds now (mcpsniff's modules, mostly) is moved out of
+    # the cyclic collector's reach before the fork: a worker's collections then
+    # do not write to (and so copy) the pages it shares with this process, and
+    # this process's exit does not walk it all once more.
+    gc.freeze()
+
+    # A fork starts a worker without importing mcpsniff again (its start-up);
+    # where there is none, a fresh interpreter.
+    methods = multiprocessing.get_all_start_methods()
+    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context)
+
+
 def check_split(trace: Path, jobs: int) -> Merged | None:
     """Check ``trace`` with ``jobs`` workers (``check_share``); None: check in one process."""
     try:
@@ -285,10 +307,8 @@ def check_split(trace: Path, jobs: int) -> Merged | None:
             return None
     except OSError:
         return None
-    methods = multiprocessing.get_all_start_methods()
-    context = multiprocessing.get_context("fork" if "fork" in methods else "spawn")
     try:
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        with worker_pool(jobs) as pool:
             futures = [pool.submit(check_share, trace, k, jobs) for k in range(jobs)]
             shares = [future.result() for future in futures]
     except Exception:

@@ -6,22 +6,24 @@ import os
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from mcpsniff.check.many import check_traces, default_jobs, labelled
-from mcpsniff.check.run import FORMATS, CheckError, CheckOptions, run_check
-from mcpsniff.cli.filter_option import filter_option, parse_filter
+from mcpsniff.check import FORMATS
+from mcpsniff.cli.filter_option import FilterHelpCommand, filter_option, parse_filter
 from mcpsniff.cli.guard_options import guard_check_options, guard_policy
 from mcpsniff.cli.options import format_option
 from mcpsniff.cli.shared import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, colour, fail
 from mcpsniff.core import catalog
 from mcpsniff.core.explain import explain_lines
-from mcpsniff.filter import HELP as FILTER_HELP
 from mcpsniff.terminal.safe_output import tolerate_surrogates
 
+if TYPE_CHECKING:
+    from mcpsniff.check.run import CheckOptions
 
-@click.command(epilog=FILTER_HELP)
+
+@click.command(cls=FilterHelpCommand)
 @click.argument("traces", nargs=-1, type=click.Path(dir_okay=True, path_type=Path))
 @format_option(
     FORMATS, "sarif: SARIF 2.1.0 for code scanning; junit: JUnit XML, a test case per session."
@@ -104,6 +106,11 @@ def check(
             catalog.get(explain)
         except KeyError as exc:  # a typo is named before the trace is read
             fail("check", str(exc.args[0]))
+    # The analyzer is imported once there is a trace to check: --help and
+    # --explain RULE start without it.
+    from mcpsniff.check.many import default_jobs, labelled
+    from mcpsniff.check.run import CheckOptions
+
     options = CheckOptions(
         trace=trace,
         fmt=fmt,
@@ -126,6 +133,8 @@ def check(
 
 def check_exit_status(options: CheckOptions) -> int:
     """Run ``check`` on stdout and stderr: 0 or 1 by the verdict (2 exits at once)."""
+    from mcpsniff.check.run import CheckError, run_check
+
     tolerate_surrogates()
     try:
         failing = run_check(options, sys.stdout, click.echo, _warn)
@@ -136,6 +145,8 @@ def check_exit_status(options: CheckOptions) -> int:
 
 def check_several_exit_status(options: list[CheckOptions], jobs: int) -> int:
     """Check several traces (``check_traces``); 2 when one was unreadable, else 0 or 1."""
+    from mcpsniff.check.many import check_traces
+
     tolerate_surrogates()
     try:
         verdicts = check_traces(options, jobs, sys.stdout, sys.stderr)

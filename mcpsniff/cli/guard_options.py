@@ -6,15 +6,18 @@ import math
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from mcpsniff.cli.shared import fail
-from mcpsniff.guard.enforce import EnforcePolicy
-from mcpsniff.guard.findings import GuardPolicy
-from mcpsniff.guard.lockfile import Lock, read_lock
-from mcpsniff.guard.stored import StoredError
+
+if TYPE_CHECKING:
+    # The guard is imported when an option asks for it: ``check`` without
+    # guard options starts without it (docs/performance.md, "Start-up").
+    from mcpsniff.guard.enforce import EnforcePolicy
+    from mcpsniff.guard.findings import GuardPolicy
+    from mcpsniff.guard.lockfile import Lock
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -60,6 +63,9 @@ def _read_pins(command: str, pins: Path | None) -> Lock | None:
     """The lock file ``pins`` names (None for none); exit 2 when it cannot be read."""
     if pins is None:
         return None
+    from mcpsniff.guard.lockfile import read_lock
+    from mcpsniff.guard.stored import StoredError
+
     try:
         return read_lock(pins)
     except StoredError as exc:
@@ -119,6 +125,8 @@ def guard_policy(
     if not (pins or expect_tools or forbid_tools or max_duration or max_definition_tokens):
         if not history:
             return None
+    from mcpsniff.guard.findings import GuardPolicy
+
     return GuardPolicy(
         pins=_read_pins(command, pins),
         expect_tools=tuple(expect_tools),
@@ -161,4 +169,6 @@ def enforce_policy(
         return None
     if pins is None and not forbid:
         fail(command, "--guard enforce needs --pins FILE or --forbid-tool GLOB")
+    from mcpsniff.guard.enforce import EnforcePolicy
+
     return EnforcePolicy(label, _read_pins(command, pins), tuple(forbid))

@@ -360,3 +360,18 @@ def test_text_json_and_junit_link_the_page_of_the_session_version() -> None:
     assert links["LC-INITIALIZED-MISSING"] == page
     _, xml = check("--format", "junit", str(trace))
     assert f"spec: {page}" in xml
+
+
+def test_help_ends_with_the_filter_syntax() -> None:
+    from mcpsniff.cli.check import check
+    from mcpsniff.filter import HELP
+
+    assert check.epilog == HELP
+    result = CliRunner().invoke(main, ["check", "--help"], terminal_width=100)
+    assert result.exit_code == 0
+    first = "Filter expressions (--filter), for example:"
+    assert first in HELP
+    assert first in result.output
+    assert result.output.index(first) > result.output.index("--jobs")
+    with pytest.raises(TypeError):
+        check.epilog = "something else"

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import click
 import orjson
 import pytest
 from click.testing import CliRunner
@@ -420,3 +421,138 @@ def test_a_hostile_file_name_is_escaped(tmp_path: Path, args: list[str]) -> None
     assert "\\x1b]0;PWN\\x07\\u202e" in output, output  # named, visibly
     for mark in RAW:
         assert mark not in output, (args, output)
+
+
+# --------------------------------------------------------------------------- start-up
+
+#: What each command needs and nothing else: the modules loaded by ``mcpsniff
+#: ARGS`` run in a fresh interpreter (the command's own module comes on use).
+_LOADED = """
+import sys
+from mcpsniff.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print("\\n".join(sorted(sys.modules)), file=sys.stderr)
+"""
+
+
+def _modules_loaded(*args: str) -> set[str]:
+    done = subprocess.run(
+        [sys.executable, "-c", _LOADED, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        check=False,
+    )
+    assert "Traceback" not in done.stderr, done.stderr
+    return set(done.stderr.splitlines())
+
+
+def test_version_imports_no_command() -> None:
+    loaded = _modules_loaded("--version")
+    assert {m for m in loaded if m.startswith("mcpsniff")} == {
+        "mcpsniff",
+        "mcpsniff.cli",
+        "mcpsniff.cli.main",
+    }
+
+
+@pytest.mark.parametrize("jobs", [["--jobs", "1"], []], ids=["jobs 1", "default jobs"])
+def test_check_imports_only_what_checking_one_trace_needs(jobs: list[str]) -> None:
+    # A small trace is never split, whatever --jobs says: no workers, no multiprocessing.
+    trace = str(RECORDINGS / "stdout-pollution.jsonl")
+    loaded = _modules_loaded("check", "--format", "json", *jobs, trace)
+    assert "mcpsniff.check.run" in loaded and "mcpsniff.core.analyzer" in loaded
+    commands = {m for m in loaded if m.startswith("mcpsniff.cli.")}
+    assert commands == {
+        "mcpsniff.cli.main",
+        "mcpsniff.cli.check",
+        "mcpsniff.cli.filter_option",
+        "mcpsniff.cli.guard_options",
+        "mcpsniff.cli.options",
+        "mcpsniff.cli.shared",
+    }
+    # Only --filter, the guard options, several traces or a split need these.
+    for heavy in (
+        "mcpsniff.filter",
+        "mcpsniff.guard.findings",
+        "mcpsniff.guard.enforce",
+        "mcpsniff.relay",
+        "mcpsniff.agent",
+        "asyncio",
+        "aiohttp",
+        "multiprocessing",
+        "concurrent.futures",
+    ):
+        assert heavy not in loaded, heavy
+
+
+def test_check_with_a_filter_or_guard_option_still_works() -> None:
+    trace = str(RECORDINGS / "stdout-pollution.jsonl")
+    result = run("check", "--format", "json", "--filter", "rule == JR-PARSE", trace)
+    assert [orjson.loads(line)["rule"] for line in result.stdout.splitlines()] == ["JR-PARSE"]
+    result = run("check", "--format", "json", "--expect-tool", "nope", trace)
+    rules = [orjson.loads(line)["rule"] for line in result.stdout.splitlines()]
+    assert rules[:2] == ["JR-PARSE", "STDIO-STDOUT-CLEAN"] and "GUARD-EXPECT-TOOL" in rules
+    assert result.returncode == 1 and "Traceback" not in result.stderr
+
+
+def test_every_command_loads_by_its_name() -> None:
+    from mcpsniff.cli.main import COMMANDS
+
+    context = click.Context(main)
+    assert main.list_commands(context) == sorted(COMMANDS)
+    for name in COMMANDS:
+        command = main.get_command(context, name)
+        assert isinstance(command, click.Command) and command.name == name
+        assert main.commands[name] is command  # imported once
+    export = main.commands["export"]
+    assert isinstance(export, click.Group)
+    assert export.list_commands(context) == ["har", "otlp", "parquet"]
+
+
+def test_help_lists_every_command_with_its_short_help() -> None:
+    from mcpsniff.cli.main import COMMANDS
+
+    result = run("--help")
+    assert result.returncode == 0
+    listed = result.stdout.split("Commands:\n", 1)[1].splitlines()
+    assert [line.split()[0] for line in listed] == sorted(COMMANDS)
+    for line in listed:
+        command = main.commands[line.split()[0]]
+        short = command.get_short_help_str(limit=45)
+        assert line.split(None, 1)[1].startswith(short[:30]), line
+    assert run("-h").stdout == result.stdout
+
+
+def test_a_misspelt_command_is_still_told_its_near_names() -> None:
+    result = run("chek")
+    assert result.returncode == 2
+    assert "No such command 'chek'" in result.stderr and "'check'" in result.stderr
+
+
+def test_the_command_table_behaves_as_a_mapping() -> None:
+    from mcpsniff.cli.main import LazyCommands
+
+    table = LazyCommands({"rules": "rules:rules", "ls": "ls:ls"})
+    assert list(table) == ["rules", "ls"] and len(table) == 2
+    assert "ls" in table and "nope" not in table
+    assert table.get("nope") is None
+    with pytest.raises(KeyError):
+        table["nope"]
+    extra = click.Command("extra")
+    table["extra"] = extra
+    assert table["extra"] is extra and len(table) == 3
+    table["ls"] = extra  # a command added under a listed name replaces it
+    assert table["ls"] is extra and len(table) == 3
+    del table["ls"]
+    assert list(table) == ["rules", "extra"]
+    with pytest.raises(KeyError):
+        del table["ls"]
+    assert table["rules"].name == "rules"
+    wrong = LazyCommands({"ls": "rules:rules"})
+    with pytest.raises(RuntimeError, match="is not command 'ls'"):
+        wrong["ls"]
