@@ -10,13 +10,12 @@ from typing import Any
 
 import pytest
 
-from mcpsniff.capture.channel import Channel
 from mcpsniff.capture.priority import QUIET_SECONDS, Baton, ForwardingClock, lower_priority
 from mcpsniff.capture.recorder import TraceRecorder
 from mcpsniff.capture.worker import Worker
 from mcpsniff.core.model import C2S, S2C, FindingRecord
 from mcpsniff.core.observation_codec import encode_bytes
-from mcpsniff.core.observations import CaptureEnd, StreamData, StreamEnd
+from mcpsniff.core.observations import CaptureEnd, StreamData
 from mcpsniff.core.stdio_adapter import StdioAdapter
 from mcpsniff.trace.reader import TraceReader
 from mcpsniff.trace.writer import TraceWriter
@@ -42,21 +41,6 @@ def test_the_clock_is_shared_across_a_fork() -> None:
 
 def test_a_fresh_clock_says_the_relay_is_quiet() -> None:
     assert not ForwardingClock().forwarding()
-
-
-def test_the_channel_ticks_the_clock_with_each_observation() -> None:
-    clock = ForwardingClock()
-    read_fd, write_fd = os.pipe()
-    try:
-        channel = Channel(write_fd, 1 << 20, clock=clock)
-        channel.send_data(C2S, 123.5, b"{}\n")
-        assert clock.stamp[0] == 123.5
-        channel.send(StreamEnd(S2C, 124.25))
-        assert clock.stamp[0] == 124.25
-        assert clock.forwarding(124.25)
-    finally:
-        os.close(read_fd)
-        os.close(write_fd)
 
 
 def test_work_runs_low_while_the_relay_forwards_and_normal_when_it_is_quiet() -> None:
