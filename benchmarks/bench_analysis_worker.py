@@ -4,7 +4,8 @@ The workload of ``bench_stdio_relay.py`` (the handshake, then 1 KiB
 ``tools/call`` requests and their 1 KiB results, 64 a read) is written by a
 forked process into a real pipe, as the relay's channel writes it, and read by
 a ``Worker`` in this process (the stdio adapter, the recorder, the trace
-writer) writing a real trace file. The writer keeps the pipe full, then pauses
+writer, the collector set as in a forked analysis process) writing a real
+trace file. The writer keeps the pipe full, then pauses
 before ending the capture, as a burst would.
 
 Printed: the CPU time per call this process used until the trace held every
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import os
 import pstats
 import statistics
@@ -36,7 +38,7 @@ from bench_analysis_parts import reads
 
 from mcpsniff.capture.channel import big_pipe
 from mcpsniff.capture.recorder import TraceRecorder
-from mcpsniff.capture.worker import Worker
+from mcpsniff.capture.worker import COLLECT_RARELY, Worker
 from mcpsniff.core.observation_codec import encode_bytes, encode_stream_data
 from mcpsniff.core.observations import CaptureEnd
 from mcpsniff.core.stdio_adapter import StdioAdapter
@@ -95,6 +97,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="cProfile one run, print the top")
     args = parser.parse_args(argv)
     data = list(reads(args.calls))
+    # The collector as a forked analysis process sets it (``fork_analysis``).
+    gc.freeze()
+    gc.set_threshold(*COLLECT_RARELY)
     calls = args.calls // 64 * 64
     if args.profile:
         profile = cProfile.Profile()

@@ -16,6 +16,7 @@ mcpsniff.mitm.worker``, which runs one too.
 
 from __future__ import annotations
 
+import gc
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -34,6 +35,9 @@ from mcpsniff.core.model import Record
 from mcpsniff.core.observation_codec import CodecError
 from mcpsniff.core.observations import CaptureEnd
 from mcpsniff.trace.writer import TraceWriter
+
+#: The collector's thresholds in a forked analysis process (``gc.set_threshold``).
+COLLECT_RARELY = (100_000, 50, 100)
 
 
 class Worker:
@@ -204,6 +208,11 @@ def fork_analysis(
     def work(fd: int) -> int:
         if in_child is not None:
             in_child()
+        # As in ``check`` (check/run.py): the analysis allocates many short-lived,
+        # acyclic objects, and the collector's passes over everything the fork
+        # inherited find nothing (about 7% of the CPU per 1 KiB call, callgrind).
+        gc.freeze()
+        gc.set_threshold(*COLLECT_RARELY)
         recorder.attach_sinks(outputs)
         return worker.run(fd)
 
