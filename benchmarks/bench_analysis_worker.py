@@ -10,10 +10,11 @@ before ending the capture, as a burst would.
 
 Printed: the CPU time per call this process used until the trace held every
 frame, and until it was done (every verdict written too). CPU time, not wall
-time: on a shared machine the analysis process runs at ``SCHED_IDLE``, and its
-wall time is the other processes' as much as its own (``bench_stdio_relay.py``
-measures that). It is the figure behind the sustained rate (CPU time still rises by a tenth or so
-when other processes share the caches; callgrind counts are steadier).
+time: on a shared machine the analysis process works at ``SCHED_IDLE`` while
+the relay forwards, and its wall time is the other processes' as much as its
+own (``bench_stdio_relay.py`` measures that). It is the figure behind the
+sustained rate (CPU time still rises by a tenth or so when other processes
+share the caches; callgrind counts are steadier).
 
 Usage::
 
