@@ -620,11 +620,24 @@ def relay_pid(peer: Peer) -> int:
 
 
 def process_state(pid: int) -> str:
-    """The one-letter scheduler state of ``pid`` (R running or runnable, S sleeping, ...)."""
+    """The one-letter scheduler state of ``pid`` (R running or runnable, S sleeping, ...).
+
+    Of its busiest thread: the analysis process works in one of two threads
+    (``mcpsniff/capture/priority.py``) while the other sleeps, and a thread
+    waiting for a CPU is runnable (R) even when the scheduler starves it.
+    """
+    states = []
     try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError, IndexError):
+                stat = Path(f"/proc/{pid}/task/{task}/stat").read_text()
+                states.append(stat.rsplit(")", 1)[1].split()[0])
+    except OSError:
         return "X"
+    for busy in "RD":
+        if busy in states:
+            return busy
+    return states[0] if states else "X"
 
 
 def wait_quiet(pids: list[int], interval: float = 0.01, limit: float = 120.0) -> float:

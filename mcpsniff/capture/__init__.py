@@ -17,6 +17,9 @@ module                 runs in
                        waits for it (``become_analysis_process`` runs in the
                        child)
 ``supervisor``         the shell: what happens when the analysis process dies
+``priority``           both: ``ForwardingClock`` (the shell stamps it, through
+                       the channel); ``Baton`` in the analysis process (a low
+                       thread while the shell forwards, the main one after)
 ``worker``             the analysis process: observations in, trace out
                        (``fork_analysis`` starts it from the shell)
 ``recorder``           the analysis process (or the shell's own, for replay

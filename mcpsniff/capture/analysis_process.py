@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from mcpsniff.capture.channel import Channel, big_pipe
+from mcpsniff.capture.priority import ForwardingClock, lower_priority
 
 #: How much lower a forked analysis process's CPU priority is than the relay's.
 ANALYSIS_NICENESS = 10
@@ -50,12 +51,21 @@ class AnalysisProcess:
 
     @classmethod
     def fork(
-        cls, work: Callable[[int], int], limit: int, *, idle: bool = False, delay: float = 0.0
+        cls,
+        work: Callable[[int], int],
+        limit: int,
+        *,
+        idle: bool = False,
+        delay: float = 0.0,
+        clock: ForwardingClock | None = None,
     ) -> AnalysisProcess:
         """Fork; the child runs ``work(read_fd)`` (a ``Worker``) and exits with its status.
 
         ``idle``: the child runs only on CPU nobody else wants (``SCHED_IDLE``)
-        instead of at ``ANALYSIS_NICENESS``. Call before the event loop starts
+        instead of at ``ANALYSIS_NICENESS``. ``clock``: the channel stamps it
+        with every observation, and the child stays at normal priority: its
+        worker lowers only the thread that works while the relay forwards
+        (``mcpsniff/capture/priority.py``). Call before the event loop starts
         or any thread exists: the child must inherit nothing that is running.
         """
         read_fd, write_fd = big_pipe()
@@ -66,7 +76,7 @@ class AnalysisProcess:
             status = 70  # EX_SOFTWARE, should work() itself fail
             try:
                 os.close(write_fd)
-                become_analysis_process(idle=idle)
+                become_analysis_process(idle=idle, lower=clock is None)
                 status = work(read_fd)
             except BaseException as exc:
                 with contextlib.suppress(Exception):
@@ -74,7 +84,7 @@ class AnalysisProcess:
             finally:
                 os._exit(status)
         os.close(read_fd)
-        return cls(pid, Channel(write_fd, limit, delay=delay))
+        return cls(pid, Channel(write_fd, limit, delay=delay, clock=clock))
 
     @classmethod
     def spawn(
@@ -170,7 +180,9 @@ class AnalysisProcess:
                 notice.cancel()
 
 
-def become_analysis_process(niceness: int = ANALYSIS_NICENESS, *, idle: bool = False) -> None:
+def become_analysis_process(
+    niceness: int = ANALYSIS_NICENESS, *, idle: bool = False, lower: bool = True
+) -> None:
     """Detach this process from the relay's job: it only reads the pipe.
 
     Signals meant for the relay (Ctrl-C reaches the whole foreground process
@@ -178,23 +190,16 @@ def become_analysis_process(niceness: int = ANALYSIS_NICENESS, *, idle: bool = F
     pipe does, which happens when the relay closes it or dies. It lets go of
     the client's stdin and stdout at once, so the client sees EOF when the
     relay closes them, and keeps stderr for ``--show`` and warnings.
+    ``lower``: the whole process goes below the relay (``lower_priority``);
+    without it, its worker lowers one thread (``mcpsniff/capture/priority.py``).
     """
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)
     # Forward first, observe second, for the CPU too: when the client, the
     # server and the relay want every core, the scheduler serves them first,
     # and the analysis catches up in the pauses (the backlog holds the bytes).
-    if niceness:
-        with contextlib.suppress(OSError):
-            os.nice(niceness)
-    if idle:
-        # Stronger still: a SCHED_IDLE task is preempted the moment a normal one
-        # wakes (a nice one may first run out its time slice, which on this
-        # kernel's EEVDF scheduler delayed the relay's wake-ups). It cannot be
-        # undone without privileges, so only a shell whose user is not watching
-        # the analysis live asks for it.
-        with contextlib.suppress(OSError, AttributeError):
-            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+    if lower:
+        lower_priority(niceness, idle)
     _return_big_blocks_to_the_os()
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0)

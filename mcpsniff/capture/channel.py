@@ -48,6 +48,7 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
+from mcpsniff.capture.priority import ForwardingClock
 from mcpsniff.core.observation_codec import (
     decode_prefix,
     encode,
@@ -124,8 +125,11 @@ class Channel:
         delay: float = 0.0,
         on_broken: Callable[[OSError], None] | None = None,
         on_dropped: Callable[[Any], None] | None = None,
+        clock: ForwardingClock | None = None,
     ) -> None:
         self.fd = fd
+        #: Where each observation's time goes (``ForwardingClock``; else a private cell).
+        self._stamp = clock.stamp if clock is not None else memoryview(bytearray(8)).cast("d")
         self.limit = limit
         #: Seconds a batch may wait for more (0: until the end of this event-loop turn).
         self.delay = delay
@@ -188,6 +192,7 @@ class Channel:
         """Queue one observation; when the backlog is full, its bytes are dropped and counted."""
         if self.broken:
             return
+        self._stamp[0] = observation.t
         kind = type(observation)
         if kind is StreamData:
             self.send_data(observation.direction, observation.t, observation.body)
@@ -228,6 +233,7 @@ class Channel:
         """
         if self.broken:
             return
+        self._stamp[0] = t
         size = len(chunk)
         if self.pending_bytes + self._batch_bytes + size > self.limit:
             lost = self._lost_streams

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
 import orjson
 
-from mcpsniff.capture.analysis_process import AnalysisProcess
+from mcpsniff.capture.analysis_process import ANALYSIS_NICENESS, AnalysisProcess
 from mcpsniff.capture.channel import read_batches
+from mcpsniff.capture.priority import ForwardingClock
 from mcpsniff.core.model import C2S, S2C
 from mcpsniff.core.observations import CaptureEnd, StreamData, StreamEnd
 
@@ -62,3 +64,26 @@ def test_wait_blocking_gives_up_on_a_live_process_and_reaps_a_finished_one() -> 
     process.channel.close_blocking()
     assert process.wait_blocking(10) == 9
     assert process.poll() == 9
+
+
+def test_with_a_clock_the_child_stays_at_normal_priority_and_sees_the_channel_tick() -> None:
+    """The worker lowers one thread itself (capture/priority.py); without a clock, the whole
+    process is lowered at once."""
+
+    def work(fd: int) -> int:
+        for _ in read_batches(fd):
+            pass
+        # The exit status carries the niceness added and the clock's last stamp.
+        return (os.getpriority(os.PRIO_PROCESS, 0) - base) * 16 + int(clock.stamp[0])
+
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    clock = ForwardingClock()
+    process = AnalysisProcess.fork(work, limit=1 << 20, clock=clock)
+    process.channel.send(StreamData(C2S, 7.0, b"hello\n"))
+    process.channel.close_blocking()
+    assert process.wait_blocking(10) == 7
+    lowered = AnalysisProcess.fork(
+        lambda fd: os.getpriority(os.PRIO_PROCESS, 0) - base, limit=1 << 20
+    )
+    lowered.channel.close_blocking()
+    assert lowered.wait_blocking(10) == min(base + ANALYSIS_NICENESS, 19) - base

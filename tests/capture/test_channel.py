@@ -14,6 +14,7 @@ import pytest
 from mcpsniff.capture import channel as channel_module
 from mcpsniff.capture.analysis_process import AnalysisProcess
 from mcpsniff.capture.channel import Channel, InProcess, read_batches
+from mcpsniff.capture.priority import ForwardingClock
 from mcpsniff.capture.recorder import TraceRecorder
 from mcpsniff.capture.remote_exchange import RemoteObserver
 from mcpsniff.capture.worker import Worker
@@ -443,3 +444,18 @@ def assert_body_gap(records: list[Any]) -> None:
     assert gap.data["direction"] == "c2s"
     (request,) = [r for r in records if isinstance(r, EventRecord) and r.event == "http-request"]
     assert request.data["path"] == "/mcp"
+
+
+def test_the_channel_ticks_the_clock_with_each_observation() -> None:
+    clock = ForwardingClock()
+    read_fd, write_fd = os.pipe()
+    try:
+        channel = Channel(write_fd, 1 << 20, clock=clock)
+        channel.send_data(C2S, 123.5, b"{}\n")
+        assert clock.stamp[0] == 123.5
+        channel.send(StreamEnd(S2C, 124.25))
+        assert clock.stamp[0] == 124.25
+        assert clock.forwarding(124.25)
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import gc
 import os
 from pathlib import Path
 from typing import Any
 
 from mcpsniff.capture.analysis_process import TRACE_INCOMPLETE
 from mcpsniff.capture.recorder import TraceRecorder
-from mcpsniff.capture.worker import Worker
+from mcpsniff.capture.sinks import Outputs
+from mcpsniff.capture.worker import COLLECT_RARELY, Worker, fork_analysis
 from mcpsniff.core.model import C2S, S2C, EventRecord, FrameRecord
 from mcpsniff.core.observation_codec import encode_bytes
 from mcpsniff.core.observations import CaptureEnd, StreamData
 from mcpsniff.core.stdio_adapter import StdioAdapter
+from mcpsniff.trace.paths import open_trace_file
 from mcpsniff.trace.reader import TraceReader
 from mcpsniff.trace.writer import TraceWriter
 
@@ -114,3 +117,36 @@ def test_a_trace_that_cannot_be_written_says_so_and_exits_3(tmp_path: Path) -> N
     assert worker.run(read_fd) == TRACE_INCOMPLETE
     os.close(read_fd)
     assert len(warnings) == 1 and "cannot write the trace" in warnings[0]
+
+
+class CollectorProbe:
+    """An adapter that records the analysis process's collector settings as an event."""
+
+    def __init__(self, recorder: TraceRecorder) -> None:
+        self.recorder = recorder
+
+    def apply(self, observation: Any) -> None:
+        data = {"threshold": list(gc.get_threshold()), "frozen": gc.get_freeze_count()}
+        self.recorder.event("stdio", "collector", observation.t, data)
+        if isinstance(observation, CaptureEnd):
+            self.recorder.close(observation.t)
+
+
+def test_a_forked_analysis_process_collects_cycles_rarely(tmp_path: Path) -> None:
+    """Its collector skips what the fork inherited, and runs every 100,000 allocations."""
+    trace = tmp_path / "t.jsonl"
+    writer = open_trace_file(trace, name="test", meta={}).writer
+    analysis = fork_analysis(
+        writer, "stdio", CollectorProbe, limit=1 << 20, redact=True, outputs=Outputs()
+    )
+    analysis.channel.send(StreamData(C2S, 1.0, PING))
+    analysis.channel.end(2.0)
+    analysis.channel.close_blocking()
+    assert analysis.wait_blocking(10) == 0
+    with TraceReader(trace) as reader:
+        events = [r for r in reader.records() if isinstance(r, EventRecord)]
+    probes = [e.data for e in events if e.event == "collector"]
+    assert len(probes) == 2
+    assert all(p["threshold"] == list(COLLECT_RARELY) for p in probes)
+    assert all(p["frozen"] > 1000 for p in probes)  # the modules the fork inherited
+    assert gc.get_threshold() != COLLECT_RARELY  # this process is untouched
