@@ -357,7 +357,6 @@ class FaultedClientSide(ClientSide):
     def response_events(self, upstream: Any, events: list[Any], eof: bool) -> None:
         index = 0
         last = len(events) - 1
-        decided = -1
         for place, event in enumerate(events):
             kind = type(event)
             if kind is Body:
@@ -366,16 +365,14 @@ class FaultedClientSide(ClientSide):
                     faulted = exchange.faulted
                     if faulted is not None and faulted.sse:
                         # Whole chunks when the body's end follows, or when the
-                        # parser stopped between two: it gives one Body per feed.
+                        # parser stopped between two. ``rechunk`` holds for all of
+                        # the exchange's pieces here: the parser gives one per feed.
                         framed = (
                             upstream.parser.between_chunks
                             if place == last
                             else (type(events[place + 1]) is End)
                         )
-                        passes = faulted.passes(event.payload, framed)
-                        # ``rechunk`` holds for all of the exchange's pieces here.
-                        exchange.rechunk = not passes or decided == index
-                        decided = index
+                        exchange.rechunk = not faulted.passes(event.payload, framed)
             elif kind is ResponseHead and not event.interim and index < len(self.exchanges):
                 events[place] = self._divert(self.exchanges[index], event)
             elif kind is End:
