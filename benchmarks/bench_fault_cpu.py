@@ -15,6 +15,13 @@ Usage::
 
 It prints, per format, the relay's CPU microseconds per request of both and their
 ratio (the faulted one over the plain one), and the median latency of each.
+
+``--callgrind`` runs both relays under ``valgrind --tool=callgrind`` and counts the
+instructions each executes for the measured requests (counters zeroed after the
+warm-up, dumped after each block with ``callgrind_control``; both relays without
+busy polling, whose spinning depends on timing): a figure the load of other
+processes does not move, only slower (use a few hundred requests). It counts no
+kernel work (system calls, segments sent): that is what the CPU times show.
 Exit status 0 (information, no target).
 """
 
@@ -22,13 +29,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import re
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_http_relay
 from bench_http_relay import (
     MODES,
     Client,
@@ -43,8 +53,27 @@ from bench_stdio_relay import cpu_seconds
 PLAIN, FAULTED = "mcpsniff", "mcpsniff --fault"
 
 
-async def measure(ns: argparse.Namespace, urls: dict[str, str], pids: dict[str, int]) -> None:
+def instructions(pid: int, folder: Path) -> float:
+    """Instructions a relay under callgrind executed since the last call (in millions)."""
+    before = set(folder.glob(f"cg.{pid}*"))
+    subprocess.run(["callgrind_control", "-d", str(pid)], check=True, capture_output=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        new = [p for p in set(folder.glob(f"cg.{pid}*")) - before if p.stat().st_size]
+        for dump in new:
+            found = re.search(r"^(?:summary|totals): (\d+)", dump.read_text(), re.M)
+            if found:
+                return int(found.group(1)) / 1e6
+        time.sleep(0.1)
+    raise RuntimeError(f"no callgrind dump from {pid}")
+
+
+async def measure(
+    ns: argparse.Namespace, urls: dict[str, str], pids: dict[str, int], folder: Path
+) -> None:
     """Blocks of sequential calls per relay and format, taking turns; prints the figures."""
+    cost = (lambda pid: instructions(pid, folder)) if ns.callgrind else cpu_seconds
+    unit = ("thousand instructions", 1e3) if ns.callgrind else ("us CPU", 1e6)
     cpu: dict[tuple[str, str], float] = {}
     calls: dict[tuple[str, str], int] = {}
     latency: dict[tuple[str, str], list[float]] = {}
@@ -56,6 +85,8 @@ async def measure(ns: argparse.Namespace, urls: dict[str, str], pids: dict[str, 
                 await client.open()
                 await client.sequential(50)  # warm up
                 clients[name, mode] = client
+        for name in urls:
+            cost(pids[name])  # zeroes callgrind's counters
         for key in clients:
             cpu[key], calls[key], latency[key] = 0.0, 0, []
         done = 0
@@ -65,18 +96,22 @@ async def measure(ns: argparse.Namespace, urls: dict[str, str], pids: dict[str, 
                 order = [PLAIN, FAULTED] if turn % 2 == 0 else [FAULTED, PLAIN]
                 for name in order:
                     key = (name, mode)
-                    before = cpu_seconds(pids[name])
-                    latency[key] += await clients[key].sequential(ns.block)
-                    cpu[key] += cpu_seconds(pids[name]) - before
+                    if ns.callgrind:
+                        latency[key] += await clients[key].sequential(ns.block)
+                        cpu[key] += cost(pids[name])
+                    else:
+                        before = cost(pids[name])
+                        latency[key] += await clients[key].sequential(ns.block)
+                        cpu[key] += cost(pids[name]) - before
                     calls[key] += ns.block
             done += ns.block
             turn += 1
     for mode in ns.formats:
-        per = {name: cpu[name, mode] / calls[name, mode] * 1e6 for name in (PLAIN, FAULTED)}
+        per = {name: cpu[name, mode] / calls[name, mode] * unit[1] for name in (PLAIN, FAULTED)}
         p50 = {name: statistics.median(latency[name, mode]) for name in (PLAIN, FAULTED)}
         print(
-            f"{mode}: relay CPU per request {per[PLAIN]:.1f} us plain, {per[FAULTED]:.1f} us"
-            f" with --fault: ratio {per[FAULTED] / per[PLAIN]:.3f}; latency p50"
+            f"{mode}: relay per request {per[PLAIN]:.1f} plain, {per[FAULTED]:.1f} with --fault"
+            f" ({unit[0]}): ratio {per[FAULTED] / per[PLAIN]:.3f}; latency p50"
             f" {p50[PLAIN]:.0f} / {p50[FAULTED]:.0f} us: ratio {p50[FAULTED] / p50[PLAIN]:.3f}"
             f" ({calls[PLAIN, mode]} requests each)"
         )
@@ -88,6 +123,8 @@ def main() -> int:
     parser.add_argument("--fault", action="append", required=True, help="a fault (repeatable)")
     parser.add_argument("--requests", type=int, default=2000, help="requests per relay and format")
     parser.add_argument("--block", type=int, default=100, help="requests before the next relay")
+    parser.add_argument("--callgrind", action="store_true", help="count instructions")
+    parser.add_argument("--keep", help="a folder to keep the logs, traces and dumps in")
     parser.add_argument(
         "--formats",
         type=lambda text: text.split(","),
@@ -96,14 +133,25 @@ def main() -> int:
     )
     ns = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-fault-cpu-") as name:
-        folder = Path(name)
+        folder = Path(ns.keep or name)
+        folder.mkdir(parents=True, exist_ok=True)
         upstream, origin = start_upstream(folder)
         procs = [upstream]
+        prefix = None
+        if ns.callgrind:
+            bench_http_relay.START_TIMEOUT = 600.0  # a start under valgrind is slow
+            # Busy polling spins for a while after each request: instructions that
+            # count how long the request took, not what it cost.
+            bench_http_relay.GUARD = ["--no-busy-poll"]
+            out = f"--callgrind-out-file={folder}/cg.%p"
+            prefix = ["valgrind", "--tool=callgrind", out, sys.executable]
         try:
-            plain, plain_port = start_mcpsniff(folder, origin, folder / "plain.jsonl", "plain")
+            plain, plain_port = start_mcpsniff(
+                folder, origin, folder / "plain.jsonl", "plain", prefix=prefix
+            )
             procs.append(plain)
             faulted, faulted_port = start_mcpsniff(
-                folder, origin, folder / "faulted.jsonl", "faulted", faults=ns.fault
+                folder, origin, folder / "faulted.jsonl", "faulted", prefix=prefix, faults=ns.fault
             )
             procs.append(faulted)
             urls = {
@@ -112,7 +160,7 @@ def main() -> int:
             }
             pids = {PLAIN: plain.pid, FAULTED: faulted.pid}
             start = time.monotonic()
-            asyncio.run(measure(ns, urls, pids))
+            asyncio.run(measure(ns, urls, pids, folder))
             for pid in pids.values():
                 wait_idle(pid)
             print(f"({time.monotonic() - start:.1f} s)")

@@ -383,8 +383,11 @@ class FaultedClientSide(ClientSide):
         """Take over the response of a judged exchange (or of a duplicate): its head as sent."""
         request = exchange.head
         sse = is_event_stream(head)
-        codings = field_tokens(head.headers, "transfer-encoding")
-        has_length = "content-length" in head.names
+        names = head.names
+        codings = (
+            field_tokens(head.headers, "transfer-encoding") if "transfer-encoding" in names else []
+        )
+        has_length = "content-length" in names
         if exchange.swallow:
             exchange.rechunk = True
             exchange.faulted = ResponseFaults(self, exchange, sse=sse, chunked=False, silent=True)
@@ -430,13 +433,18 @@ class FaultedClientSide(ClientSide):
 
     def _after_response(self, exchange: RelayedExchange) -> None:
         faulted = exchange.faulted
-        if faulted is not None and faulted.busy:
-            return
+        if faulted is not None:
+            if faulted.busy:
+                return
+            # Each refers to the other: parted, both go as soon as they are done
+            # with, not at the next garbage collection.
+            exchange.faulted = None
         super()._after_response(exchange)
         self._answer_front()
 
     def ended_late(self, exchange: RelayedExchange, outcome: str) -> None:
         """A response held by a fault went out: it ends now."""
+        exchange.faulted = None
         super()._observe(exchange, "end", outcome)
         super()._after_response(exchange)
         self._answer_front()
@@ -457,6 +465,22 @@ class FaultedClientSide(ClientSide):
 
 class ResponseFaults:
     """Carries out the faults of one response: SSE event by event, or a JSON body whole."""
+
+    # One per judged response, read for each piece of it: slots make both cheaper.
+    __slots__ = (
+        "buffer",
+        "busy",
+        "chunked",
+        "connection",
+        "deferred_end",
+        "ended",
+        "exchange",
+        "framed",
+        "passing",
+        "silent",
+        "sse",
+        "steps",
+    )
 
     def __init__(
         self,
