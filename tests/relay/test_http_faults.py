@@ -19,7 +19,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -403,14 +403,29 @@ _CALL = b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo"}
 def _one_exchange(faults: list[str], body: bytes) -> tuple[int, dict[str, str], bytes]:
     """POST ``body`` through an in-process relay to an upstream that answers JSON."""
 
-    async def main() -> tuple[int, dict[str, str], bytes]:
+    async def answer(writer: asyncio.StreamWriter) -> None:
+        answer = b'{"jsonrpc":"2.0","id":3,"result":{}}'
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (len(answer), answer)
+        )
+
+    head, _, payload = _relayed(faults, body, answer)
+    fields = {name.lower(): value for name, value in head.headers}
+    return head.status, fields, payload
+
+
+def _relayed(
+    faults: list[str], body: bytes, answer: Callable[[asyncio.StreamWriter], Awaitable[None]]
+) -> tuple[ResponseHead, bytes, bytes]:
+    """POST ``body`` through an in-process relay with ``faults`` to an upstream whose
+    response ``answer`` writes; the head the client got, its raw body (framing
+    included) and its payload."""
+
+    async def main() -> tuple[ResponseHead, bytes, bytes]:
         async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             await reader.read(65536)
-            answer = b'{"jsonrpc":"2.0","id":3,"result":{}}'
-            writer.write(
-                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                b"Content-Length: %d\r\n\r\n%s" % (len(answer), answer)
-            )
+            await answer(writer)
             await writer.drain()
             writer.close()
 
@@ -434,18 +449,20 @@ def _one_exchange(faults: list[str], body: bytes) -> tuple[int, dict[str, str], 
             parser = ResponseParser()
             parser.expect("POST")
             head: Any = None
-            payload = b""
+            raw = payload = b""
             done = False
             while not done:
                 data = await asyncio.wait_for(reader.read(65536), 5)
                 events = parser.feed(data) if data else parser.feed_eof()
                 for event in events:
-                    kind = type(event).__name__
-                    if kind == "ResponseHead":
+                    assert not isinstance(event, Malformed), event.reason
+                    if isinstance(event, ResponseHead):
                         head = event
-                    elif kind == "Body":
+                    elif isinstance(event, Body):
+                        raw += event.raw
                         payload += event.payload
-                    elif kind == "End":
+                    elif isinstance(event, End):
+                        raw += event.raw
                         done = True
                 if not data:
                     break
@@ -453,8 +470,7 @@ def _one_exchange(faults: list[str], body: bytes) -> tuple[int, dict[str, str], 
         finally:
             await relay.stop()
             server.close()
-        fields = {name.lower(): value for name, value in head.headers}
-        return head.status, fields, payload
+        return head, raw, payload
 
     return asyncio.run(main())
 
@@ -545,61 +561,17 @@ def _sse_exchange(faults: list[str], writes: list[bytes]) -> tuple[bytes, bytes]
     between them, so that each comes to the relay as a read of its own); the raw body
     the client got (framing included) and its payload."""
 
-    async def main() -> tuple[bytes, bytes]:
-        async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await reader.read(65536)
-            writer.write(_SSE_HEAD)
-            for piece in writes:
-                await writer.drain()
-                await asyncio.sleep(0.03)
-                writer.write(piece)
-            writer.write(b"0\r\n\r\n")
+    async def answer(writer: asyncio.StreamWriter) -> None:
+        writer.write(_SSE_HEAD)
+        for piece in writes:
             await writer.drain()
-            await reader.read(65536)  # until the relay closes
-            writer.close()
+            await asyncio.sleep(0.03)
+            writer.write(piece)
+        writer.write(b"0\r\n\r\n")
 
-        server = await asyncio.start_server(upstream, "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
-        options = HttpOptions(
-            upstream=f"http://127.0.0.1:{port}/mcp",
-            port=0,
-            busy_poll=False,
-            faults=parse_faults(faults),
-        )
-        relay = HttpRelay(options, None)
-        await relay.start()
-        try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", relay.port)
-            writer.write(
-                b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                b"Content-Length: %d\r\n\r\n%s" % (len(_CALL), _CALL)
-            )
-            await writer.drain()
-            parser = ResponseParser()
-            parser.expect("POST")
-            raw = payload = b""
-            done = False
-            while not done:
-                data = await asyncio.wait_for(reader.read(65536), 5)
-                assert data, "the relay closed the connection mid-response"
-                for event in parser.feed(data):
-                    assert not isinstance(event, Malformed), event.reason
-                    if isinstance(event, ResponseHead):
-                        assert event.status == 200
-                        assert event.names.count("transfer-encoding") == 1
-                    elif isinstance(event, Body):
-                        raw += event.raw
-                        payload += event.payload
-                    elif isinstance(event, End):
-                        raw += event.raw
-                        done = True
-            writer.close()
-        finally:
-            await relay.stop()
-            server.close()
-        return raw, payload
-
-    return asyncio.run(main())
+    head, raw, payload = _relayed(faults, _CALL, answer)
+    assert head.status == 200 and head.names.count("transfer-encoding") == 1
+    return raw, payload
 
 
 NO_MATCH = 'drop when method == "nothing/has-this-name"'
