@@ -59,6 +59,15 @@ class _Parser:
     def failed(self) -> bool:
         return self._state == _FAILED
 
+    @property
+    def between_chunks(self) -> bool:
+        """In a chunked body, the ``Body.raw`` returned so far ends with whole chunks.
+
+        So the next bytes forwarded start a chunk (``chunk-size`` line) or the
+        last chunk: a relay may put chunks of its own there (RFC 9112 §7.1).
+        """
+        return self._state == _CHUNK_SIZE
+
     def feed(self, data: bytes) -> list[Event]:
         """Parse ``data`` (the next bytes of the stream); return the events it completes."""
         events: list[Event] = []

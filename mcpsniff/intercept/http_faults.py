@@ -55,7 +55,7 @@ from mcpsniff.faults.spec import (
     TOOL_ERROR,
     Fault,
 )
-from mcpsniff.http1.events import End, RequestHead, ResponseHead
+from mcpsniff.http1.events import Body, End, RequestHead, ResponseHead
 from mcpsniff.http1.fields import field_tokens
 from mcpsniff.intercept.http_messages import LAST_CHUNK, chunk, is_event_stream
 from mcpsniff.intercept.http_wire import ClientSide, Relay
@@ -356,9 +356,24 @@ class FaultedClientSide(ClientSide):
 
     def response_events(self, upstream: Any, events: list[Any], eof: bool) -> None:
         index = 0
+        last = len(events) - 1
         for place, event in enumerate(events):
             kind = type(event)
-            if kind is ResponseHead and not event.interim and index < len(self.exchanges):
+            if kind is Body:
+                if index < len(self.exchanges):
+                    exchange = self.exchanges[index]
+                    faulted = exchange.faulted
+                    if faulted is not None and faulted.sse:
+                        # Whole chunks when the body's end follows, or when the
+                        # parser stopped between two. ``rechunk`` holds for all of
+                        # the exchange's pieces here: the parser gives one per feed.
+                        framed = (
+                            upstream.parser.between_chunks
+                            if place == last
+                            else (type(events[place + 1]) is End)
+                        )
+                        exchange.rechunk = not faulted.passes(event.payload, framed)
+            elif kind is ResponseHead and not event.interim and index < len(self.exchanges):
                 events[place] = self._divert(self.exchanges[index], event)
             elif kind is End:
                 index += 1
@@ -368,8 +383,11 @@ class FaultedClientSide(ClientSide):
         """Take over the response of a judged exchange (or of a duplicate): its head as sent."""
         request = exchange.head
         sse = is_event_stream(head)
-        codings = field_tokens(head.headers, "transfer-encoding")
-        has_length = "content-length" in head.names
+        names = head.names
+        codings = (
+            field_tokens(head.headers, "transfer-encoding") if "transfer-encoding" in names else []
+        )
+        has_length = "content-length" in names
         if exchange.swallow:
             exchange.rechunk = True
             exchange.faulted = ResponseFaults(self, exchange, sse=sse, chunked=False, silent=True)
@@ -385,7 +403,9 @@ class FaultedClientSide(ClientSide):
         if not judged or not (sse or self.faults.engine.answers_may_match(S2C)):
             # A JSON answer no fault can match keeps its framing, untouched.
             return head
-        exchange.rechunk = True  # every piece of the body comes to _held_body
+        # Every piece of a JSON body comes to _held_body; an SSE stream's pieces only
+        # when they may have to be judged (``response_events``, ``ResponseFaults.passes``).
+        exchange.rechunk = not sse
         chunked = bool(codings) or has_length
         exchange.faulted = ResponseFaults(self, exchange, sse=sse, chunked=chunked)
         return chunked_head(head) if has_length else head
@@ -413,13 +433,18 @@ class FaultedClientSide(ClientSide):
 
     def _after_response(self, exchange: RelayedExchange) -> None:
         faulted = exchange.faulted
-        if faulted is not None and faulted.busy:
-            return
+        if faulted is not None:
+            if faulted.busy:
+                return
+            # Each refers to the other: parted, both go as soon as they are done
+            # with, not at the next garbage collection.
+            exchange.faulted = None
         super()._after_response(exchange)
         self._answer_front()
 
     def ended_late(self, exchange: RelayedExchange, outcome: str) -> None:
         """A response held by a fault went out: it ends now."""
+        exchange.faulted = None
         super()._observe(exchange, "end", outcome)
         super()._after_response(exchange)
         self._answer_front()
@@ -440,6 +465,22 @@ class FaultedClientSide(ClientSide):
 
 class ResponseFaults:
     """Carries out the faults of one response: SSE event by event, or a JSON body whole."""
+
+    # One per judged response, read for each piece of it: slots make both cheaper.
+    __slots__ = (
+        "buffer",
+        "busy",
+        "chunked",
+        "connection",
+        "deferred_end",
+        "ended",
+        "exchange",
+        "framed",
+        "passing",
+        "silent",
+        "sse",
+        "steps",
+    )
 
     def __init__(
         self,
@@ -465,6 +506,31 @@ class ResponseFaults:
         #: The exchange's end, told by the connection while something was held.
         self.deferred_end: str | None = None
         self.ended = False
+        #: The upstream's bytes of the body so far end with whole chunks (or are not chunked).
+        self.framed = True
+
+    def passes(self, payload: bytes, framed: bool) -> bool:
+        """Whether a piece of an SSE stream may go on as the upstream framed it, unread.
+
+        Only whole events no fault can match (a byte search says so, as the
+        stdio relay's does), with nothing held or buffered before them, and
+        only where both the bytes before and the piece's own end with whole
+        chunks: a piece judged later is re-chunked, which must start at a
+        chunk's start (RFC 9112 §7.1). ``framed``: the piece's raw bytes end
+        with whole chunks.
+        """
+        before = self.framed
+        self.framed = framed or not self.chunked
+        return (
+            before
+            and self.framed
+            and not self.buffer
+            and not self.busy
+            and not self.passing
+            and not self.silent
+            and payload.endswith(_WHOLE)
+            and not self.connection.faults.engine.could_match(payload, S2C)
+        )
 
     # ------------------------------------------------------------------ input
 

@@ -91,7 +91,8 @@ def chunk(data: bytes) -> bytes:
 
 def is_event_stream(head: ResponseHead) -> bool:
     """Whether a response is an event stream (its Content-Type, parameters aside)."""
-    for name, value in head.headers:
-        if name.lower() == "content-type":
-            return value.split(";")[0].strip().lower() == "text/event-stream"
-    return False
+    names = head.names  # lowercase, in the order of ``headers``
+    if "content-type" not in names:
+        return False
+    value = head.headers[names.index("content-type")][1]
+    return value.split(";")[0].strip().lower() == "text/event-stream"

@@ -286,6 +286,27 @@ def test_any_chunking_gives_the_same_bytes(
     assert isinstance(events[0], RequestHead) and events[0].raw == head
 
 
+def test_between_chunks_says_whether_the_raw_so_far_ends_with_whole_chunks() -> None:
+    head = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+    # Chunk data ending like an SSE event's end, "\r\n" included, so that data and
+    # framing look alike; a chunk extension too.
+    chunks = [b"6\r\nab\r\n\r\n\r\n", b"3;x=y\r\nc\n\n\r\n", b"2\r\n\r\r\r\n"]
+    data = head + b"".join(chunks) + b"0\r\n\r\n"
+    boundaries = {len(head) + len(b"".join(chunks[:n])) for n in range(len(chunks) + 1)}
+    for cut in range(len(head), len(data) - 5):
+        parser = ResponseParser()
+        parser.expect("POST")
+        events = parser.feed(data[:cut])
+        raw = b"".join(e.raw for e in events if isinstance(e, (Body, ResponseHead)))
+        # One Body per feed (the relay's fault carrier relies on it).
+        assert sum(isinstance(e, Body) for e in events) <= 1
+        assert parser.between_chunks is (len(raw) in boundaries), cut
+        rest = parser.feed(data[cut:])
+        assert sum(isinstance(e, Body) for e in rest) <= 1
+        assert b"".join(e.raw for e in events + rest) == data  # type: ignore[union-attr]
+        assert not parser.between_chunks  # the message ended
+
+
 # --------------------------------------------------------------------------- strictness
 
 CHUNKED_HEAD = b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n"

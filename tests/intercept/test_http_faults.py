@@ -19,7 +19,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ import pytest
 
 from mcpsniff.core.model import EventRecord, FrameRecord, Record
 from mcpsniff.faults.spec import parse_faults
+from mcpsniff.http1.events import Body, End, Malformed, ResponseHead
 from mcpsniff.http1.parser import ResponseParser
 from mcpsniff.intercept.http_faults import chunked_head, with_length
 from mcpsniff.relay.http import HttpOptions, HttpRelay
@@ -403,14 +404,29 @@ _CALL = b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo"}
 def _one_exchange(faults: list[str], body: bytes) -> tuple[int, dict[str, str], bytes]:
     """POST ``body`` through an in-process relay to an upstream that answers JSON."""
 
-    async def main() -> tuple[int, dict[str, str], bytes]:
+    async def answer(writer: asyncio.StreamWriter) -> None:
+        answer = b'{"jsonrpc":"2.0","id":3,"result":{}}'
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (len(answer), answer)
+        )
+
+    head, _, payload = _relayed(faults, body, answer)
+    fields = {name.lower(): value for name, value in head.headers}
+    return head.status, fields, payload
+
+
+def _relayed(
+    faults: list[str], body: bytes, answer: Callable[[asyncio.StreamWriter], Awaitable[None]]
+) -> tuple[ResponseHead, bytes, bytes]:
+    """POST ``body`` through an in-process relay with ``faults`` to an upstream whose
+    response ``answer`` writes; the head the client got, its raw body (framing
+    included) and its payload."""
+
+    async def main() -> tuple[ResponseHead, bytes, bytes]:
         async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             await reader.read(65536)
-            answer = b'{"jsonrpc":"2.0","id":3,"result":{}}'
-            writer.write(
-                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                b"Content-Length: %d\r\n\r\n%s" % (len(answer), answer)
-            )
+            await answer(writer)
             await writer.drain()
             writer.close()
 
@@ -434,18 +450,20 @@ def _one_exchange(faults: list[str], body: bytes) -> tuple[int, dict[str, str], 
             parser = ResponseParser()
             parser.expect("POST")
             head: Any = None
-            payload = b""
+            raw = payload = b""
             done = False
             while not done:
                 data = await asyncio.wait_for(reader.read(65536), 5)
                 events = parser.feed(data) if data else parser.feed_eof()
                 for event in events:
-                    kind = type(event).__name__
-                    if kind == "ResponseHead":
+                    assert not isinstance(event, Malformed), event.reason
+                    if isinstance(event, ResponseHead):
                         head = event
-                    elif kind == "Body":
+                    elif isinstance(event, Body):
+                        raw += event.raw
                         payload += event.payload
-                    elif kind == "End":
+                    elif isinstance(event, End):
+                        raw += event.raw
                         done = True
                 if not data:
                     break
@@ -453,8 +471,7 @@ def _one_exchange(faults: list[str], body: bytes) -> tuple[int, dict[str, str], 
         finally:
             await relay.stop()
             server.close()
-        fields = {name.lower(): value for name, value in head.headers}
-        return head.status, fields, payload
+        return head, raw, payload
 
     return asyncio.run(main())
 
@@ -519,3 +536,134 @@ def test_a_body_too_big_to_judge_is_forwarded_as_it_came() -> None:
 def test_a_body_that_is_not_json_is_forwarded_unjudged() -> None:
     status, _, payload = _one_exchange(["error -32000 when method == tools/call"], b"\xff{")
     assert status == 200 and payload == b'{"jsonrpc":"2.0","id":3,"result":{}}'
+
+
+# --------------------------------------------------------------------------- SSE, in process
+
+_SSE_HEAD = (
+    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+)
+_LOG = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"%s"}}'
+_RESULT = b'{"jsonrpc":"2.0","id":3,"result":{"content":[]}}'
+
+
+def _event(data: bytes) -> bytes:
+    return b"event: message\ndata: " + data + b"\n\n"
+
+
+def _chunk(data: bytes, ext: bytes = b";src=up") -> bytes:
+    # A chunk extension the relay never writes: it shows whose framing reached the client.
+    return b"%X%s\r\n%s\r\n" % (len(data), ext, data)
+
+
+def _sse_exchange(faults: list[str], writes: list[bytes]) -> tuple[bytes, bytes]:
+    """POST a ``tools/call`` of ``echo`` through an in-process relay to an upstream that
+    answers with the chunked SSE body ``writes`` (each written on its own, a pause
+    between them, so that each comes to the relay as a read of its own); the raw body
+    the client got (framing included) and its payload."""
+
+    async def answer(writer: asyncio.StreamWriter) -> None:
+        writer.write(_SSE_HEAD)
+        for piece in writes:
+            await writer.drain()
+            await asyncio.sleep(0.03)
+            writer.write(piece)
+        writer.write(b"0\r\n\r\n")
+
+    head, raw, payload = _relayed(faults, _CALL, answer)
+    assert head.status == 200 and head.names.count("transfer-encoding") == 1
+    return raw, payload
+
+
+NO_MATCH = 'drop when method == "nothing/has-this-name"'
+DROP_LOG = 'drop when method == "notifications/message"'
+
+
+def test_sse_events_no_fault_can_match_go_on_as_the_upstream_framed_them() -> None:
+    events = [_event(_LOG % b"one"), _event(_LOG % b"two") + _event(_RESULT)]
+    writes = [_chunk(e) for e in events]
+    raw, payload = _sse_exchange([NO_MATCH], writes)
+    # Byte for byte, the upstream's chunk extensions included: nothing was re-chunked.
+    assert raw == b"".join(writes) + b"0\r\n\r\n"
+    assert payload == b"".join(events)
+
+
+def test_an_sse_event_a_fault_matches_is_judged_and_the_rest_pass_untouched() -> None:
+    keep = _event(_LOG.replace(b"notifications/message", b"notifications/progress") % b"p")
+    writes = [_chunk(keep), _chunk(_event(_LOG % b"dropped")), _chunk(_event(_RESULT))]
+    raw, payload = _sse_exchange([DROP_LOG], writes)
+    assert payload == keep + _event(_RESULT)
+    # The first and last pieces went on in the upstream's own framing, the judged one not.
+    assert raw.startswith(writes[0]) and raw.endswith(writes[2] + b"0\r\n\r\n")
+    assert b"dropped" not in raw
+
+
+@pytest.mark.parametrize(
+    "cut",
+    [
+        # In the literal itself, in the chunk framing, between data lines, in an event's end.
+        b'"notifications/mes',
+        b'"notifications/message"',
+        b"event: mess",
+        b'message"}\n',
+    ],
+)
+def test_a_matching_event_split_across_chunks_and_reads_is_still_judged(cut: bytes) -> None:
+    dropped = (
+        b'event: message\ndata: {"jsonrpc":"2.0",\ndata: "method":"notifications/message"}\n\n'
+    )
+    at = dropped.index(cut) + len(cut)
+    writes = [
+        _chunk(_event(b'{"jsonrpc":"2.0","method":"notifications/progress"}')),
+        _chunk(dropped[:at]),
+        _chunk(dropped[at:]) + _chunk(_event(_RESULT)),
+    ]
+    raw, payload = _sse_exchange([DROP_LOG], writes)
+    assert payload == _event(b'{"jsonrpc":"2.0","method":"notifications/progress"}') + _event(
+        _RESULT
+    )
+    assert raw.startswith(writes[0])
+
+
+def test_a_chunk_cut_in_its_framing_is_judged_whole() -> None:
+    # The upstream's chunk arrives in three reads: its size line, half its data, the rest.
+    whole = _chunk(_event(_LOG % b"x"))
+    writes = [whole[:4], whole[4:40], whole[40:], _chunk(_event(_RESULT))]
+    raw, payload = _sse_exchange([DROP_LOG], writes)
+    assert payload == _event(_RESULT)
+    assert raw.endswith(writes[3] + b"0\r\n\r\n")  # whole again: as it came
+
+
+@pytest.mark.parametrize("crlf", [1, 2])
+@pytest.mark.parametrize("dropped", [True, False])
+def test_a_read_ending_before_a_chunks_crlf_never_mixes_framings(crlf: int, dropped: bool) -> None:
+    # The first read holds whole events but not the CRLF that closes their chunk:
+    # what follows must not be put in a chunk of the relay's before the upstream's
+    # chunk is closed, nor in the upstream's framing after one of the relay's.
+    first = _chunk(_event(b'{"jsonrpc":"2.0","method":"notifications/progress"}'))
+    then = _event(_LOG % b"x") if dropped else _event(b'{"jsonrpc":"2.0","method":"ping"}')
+    writes = [first[:-crlf], first[-crlf:] + _chunk(then) + _chunk(_event(_RESULT))]
+    _, payload = _sse_exchange([DROP_LOG], writes)
+    expected = _event(b'{"jsonrpc":"2.0","method":"notifications/progress"}')
+    assert payload == expected + (b"" if dropped else then) + _event(_RESULT)
+
+
+@pytest.mark.parametrize(
+    "spelled",
+    [b"notifications/m\\u0065ssage", b"notifications\\/message", b"\\u006eotifications/message"],
+)
+def test_an_escaped_name_that_decodes_to_the_literal_is_judged(spelled: bytes) -> None:
+    escaped = _event(_LOG.replace(b"notifications/message", spelled) % b"x")
+    _, payload = _sse_exchange([DROP_LOG], [_chunk(escaped), _chunk(_event(_RESULT))])
+    assert payload == _event(_RESULT)
+
+
+def test_an_answer_to_a_matching_request_is_judged_in_an_sse_stream() -> None:
+    events = [_event(_LOG % b"log"), _event(_RESULT)]
+    _, payload = _sse_exchange(
+        ['corrupt truncate when tool == "echo" and direction == s2c'],
+        [_chunk(e) for e in events],
+    )
+    # The log is no answer; the answer to the echo call is cut in half.
+    data = _RESULT[: len(_RESULT) // 2]
+    assert payload == events[0] + b"event: message\ndata: " + data + b"\n\n"
