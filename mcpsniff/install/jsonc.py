@@ -10,7 +10,6 @@ the span of text it occupies.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,10 +74,8 @@ class _Parser:
         if self.i >= len(self.text):
             raise self.error("unexpected end of file")
         ch = self.text[self.i]
-        if ch == "{":
-            return self.obj(depth)
-        if ch == "[":
-            return self.array(depth)
+        if ch in "{[":
+            return self.elements(depth)
         if ch == '"':
             start = self.i
             return Node(self.string(), start, self.i)
@@ -126,45 +123,38 @@ class _Parser:
         self.i += 1
         return True
 
-    def obj(self, depth: int) -> Node:
-        node = Node({}, self.i, self.i)
+    def elements(self, depth: int) -> Node:
+        """An object or an array, from its opening bracket to its closing one.
 
-        def member() -> None:
-            if not self.at('"'):
-                raise self.error("expected a member name in double quotes")
-            key_start = self.i
-            key = self.string()
-            self.skip()
-            if not self.take(":"):
-                raise self.error("expected ':'")
-            child = self.value(depth + 1)
-            node.value[key] = child.value
-            node.members[key] = (child, key_start)
-
-        return self.elements(node, "}", member)
-
-    def array(self, depth: int) -> Node:
-        node = Node([], self.i, self.i)
-
-        def item() -> None:
-            child = self.value(depth + 1)
-            node.value.append(child.value)
-            node.items.append(child)
-
-        return self.elements(node, "]", item)
-
-    def elements(self, node: Node, close: str, element: Callable[[], None]) -> Node:
-        """Step over the opening bracket, then ``element`` after ``element`` up to ``close``.
-
-        A comma may follow the last element: JSONC allows trailing commas.
+        A comma may follow the last element: JSONC allows trailing commas. One
+        loop for both, called by ``value`` and calling it back: two stack frames
+        a level, so that the deepest document allowed parses however deep the
+        caller's own stack already is.
         """
+        is_object = self.text[self.i] == "{"
+        close = "}" if is_object else "]"
+        node = Node({} if is_object else [], self.i, self.i)
         self.i += 1
         while True:
             self.skip()
             if self.take(close):
                 node.end = self.i
                 return node
-            element()
+            if is_object:
+                if not self.at('"'):
+                    raise self.error("expected a member name in double quotes")
+                key_start = self.i
+                key = self.string()
+                self.skip()
+                if not self.take(":"):
+                    raise self.error("expected ':'")
+                child = self.value(depth + 1)
+                node.value[key] = child.value
+                node.members[key] = (child, key_start)
+            else:
+                child = self.value(depth + 1)
+                node.value.append(child.value)
+                node.items.append(child)
             self.skip()
             if not self.take(",") and not self.at(close):
                 raise self.error(f"expected ',' or '{close}'")

@@ -69,6 +69,10 @@ _DERIVED = (b'{"type":"message"', b'{"type":"finding"')
 #: ...unless a record starts after their first byte: one may be glued after a
 #: torn piece of them (``glued_record``), or they nest one (then they parse).
 _RECORD_MARK = b'{"type":"'
+#: A recorded gap's count (bytes, an exchange number) at or past this is no
+#: writer's: the trace writes counts below 2**63, like its seq. A hostile line
+#: claiming 10**20 lost bytes must not account for the bytes this run lost.
+_COUNT_LIMIT = 1 << 63
 
 
 class SalvageError(Exception):
@@ -371,14 +375,16 @@ def _note_event(recorded: Recorded, session: str, name: str, data: dict[str, Any
             recorded.stderr_bytes += len(line.encode("utf-8", "surrogatepass")) + 1
     elif name == "capture-gap":
         direction, lost = data.get("direction"), data.get("lost_bytes")
-        if direction in (C2S, S2C) and type(lost) is int and lost > 0:
+        if type(lost) is not int or not 0 < lost < _COUNT_LIMIT:
+            lost = None
+        if direction in (C2S, S2C) and lost is not None:
             recorded.gap_bytes[direction] += lost
-        elif direction is None and type(lost) is int and lost > 0:
+        elif direction is None and lost is not None:
             # The channel's count of dropped observations with bytes (stdio:
             # pieces of the server's stderr), or an earlier salvage's stderr gap.
             recorded.stderr_bytes += lost
         through = data.get("through_exchange")
-        if data.get("salvaged") is True and type(through) is int:
+        if data.get("salvaged") is True and type(through) is int and through < _COUNT_LIMIT:
             recorded.accounted_through = max(recorded.accounted_through, through)
     elif name == "http-end":
         number = data.get("exchange")

@@ -655,3 +655,43 @@ def test_a_big_whole_record_short_of_its_newline_is_kept(tmp_path: Path) -> None
     with TraceReader(path) as reader:
         frames = [r for r in reader.records() if isinstance(r, FrameRecord)]
     assert [f.raw for f in frames] == [big]
+
+
+@pytest.mark.parametrize("claimed", ["18446744073709551616", "1" + "0" * 40])
+def test_a_gap_claiming_more_bytes_than_a_writer_writes_accounts_for_none(
+    tmp_path: Path, claimed: str
+) -> None:
+    """A hostile capture-gap of 2**64 or more lost bytes leaves this run's loss in the trace.
+
+    Such a count is read exactly (``exact_loads``); it is no writer's (counts
+    stay below 2**63), so it must not swallow the bytes the trace lacks.
+    """
+    path = tmp_path / "t.jsonl"
+    place = _trace(path, [_frame(1, C2S, PING)])
+    with open(path, "ab") as trace:
+        trace.write(
+            b'{"type":"event","seq":2,"t":3.0,"session":"stdio","event":"capture-gap",'
+            b'"data":{"direction":"c2s","lost_bytes":' + claimed.encode() + b"}}\n"
+        )
+    report = _stdio(place, len(PING) * 3, 0)
+    assert report.lost_bytes == {C2S: len(PING) * 2}
+    records, _ = _read(path)
+    gaps = [g for g in _events(records, "capture-gap") if g.data.get("salvaged")]
+    assert [(g.data["direction"], g.data["lost_bytes"]) for g in gaps] == [(C2S, len(PING) * 2)]
+
+
+def test_a_salvaged_gap_through_an_impossible_exchange_names_the_lost_ones(
+    tmp_path: Path,
+) -> None:
+    """A hostile earlier salvage "through exchange 10**20" does not hide the exchanges lost."""
+    path = tmp_path / "t.jsonl"
+    place = _trace(path, [_http_end(1, 1)])
+    with open(path, "ab") as trace:
+        trace.write(
+            b'{"type":"event","seq":2,"t":3.0,"session":"http","event":"capture-gap","data":'
+            b'{"salvaged":true,"lost_exchanges":1,"through_exchange":100000000000000000000}}\n'
+        )
+    report = salvage(place, reason=KILLED, t=99.0, key="http", exchanges=3)
+    assert report.lost_exchanges == 2
+    out, _ = _read(path)
+    assert [g.data["exchanges"] for g in _events(out, "capture-gap") if g.seq > 2] == [[[2, 3]]]
