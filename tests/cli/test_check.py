@@ -360,3 +360,13 @@ def test_text_json_and_junit_link_the_page_of_the_session_version() -> None:
     assert links["LC-INITIALIZED-MISSING"] == page
     _, xml = check("--format", "junit", str(trace))
     assert f"spec: {page}" in xml
+
+
+def test_explain_heads_a_rule_with_the_severity_its_findings_carry() -> None:
+    # MOD-LIST-STABLE: a MUST in the catalogue (error), reported at info.
+    result = CliRunner().invoke(main, ["check", "--explain", "MOD-LIST-STABLE"])
+    assert result.exit_code == 0
+    assert result.output.startswith("MOD-LIST-STABLE (info)\n")
+    several = CliRunner().invoke(main, ["check", "--explain", "MOD-HTTP-SSE"])
+    assert several.output.startswith("MOD-HTTP-SSE (error)\n")
+    assert "reported as error or warning" in " ".join(several.output.split())
