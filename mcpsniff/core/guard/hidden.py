@@ -27,7 +27,6 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
-import orjson
 import re2
 from ahocorasick_rs import AhoCorasick, BytesAhoCorasick, Implementation, MatchKind
 from re2 import _re2
@@ -328,15 +327,14 @@ _BYTES_KEYWORDS = BytesAhoCorasick(
 
 
 # The first pre-test, for tool results (most are clean, and every one is
-# scanned): one RE2 search over the text's JSON encoding for anything the
-# scan below starts from: a word of ``_WORDS`` in any case, a hiding
-# character, a "<", or a character whose lower case is ASCII (U+0130,
-# U+212A). orjson writes a str as UTF-8 a quarter as dearly as str.encode()
-# and escapes only '"', "\\" and control characters, none of which is in a
-# word; RE2's case folding matches whatever str.lower() would turn into a
-# word (and more: "\u017f" for "s", which only sends a text on to the scan).
-# A text it passes would have given no hit: tests/core/guard/test_hidden.py
-# compares both on random and adversarial texts.
+# scanned): one RE2 search over the text's UTF-8 for anything the scan below
+# starts from: a word of ``_WORDS`` in any case, a hiding character, a "<",
+# or a character whose lower case is ASCII (U+0130, U+212A). RE2 folds case
+# itself (no lowered copy) and its case folding matches whatever str.lower()
+# would turn into a word, and more ("\u017f" for "s": such a text only goes
+# on to the scan). A lone surrogate (a JSON escape the exact parser keeps)
+# is bytes that match nothing. A text it passes would have given no hit:
+# tests/core/guard/test_hidden.py compares both on random and adversarial texts.
 _ANYTHING_OPTIONS = re2.Options()
 _ANYTHING_OPTIONS.never_capture = True
 # The binding's own object: the wrapper's search() costs a generator and a
@@ -357,10 +355,7 @@ _NO_SPAN = (-1, -1)
 
 def _clean(text: str) -> bool:
     """True when no pattern of ``scan`` but the blobs' can match ``text``; else False."""
-    try:
-        data = orjson.dumps(text)
-    except orjson.JSONEncodeError:  # a lone surrogate: the scan below takes it
-        return False
+    data = text.encode("utf-8", "surrogatepass")
     return _ANYTHING(_UNANCHORED, data, 0, len(data))[0] == _NO_SPAN
 
 

@@ -14,7 +14,6 @@ import random
 import re
 from pathlib import Path
 
-import orjson
 import pytest
 
 from mcpsniff.core.guard import hidden
@@ -327,7 +326,9 @@ def test_the_re2_pre_test_lets_through_only_what_cannot_hit() -> None:
             assert not hidden._clean(f"数据 {cased} ✓"), cased
     for char in (*hidden._HIDING_CHARACTERS, "\u0130", "\u212a", "<"):
         assert not hidden._clean(f"plain {char} text ✓"), hex(ord(char))
-    assert not hidden._clean("a lone \ud800 surrogate")  # orjson refuses it: the full scan
+    for text in ("a lone \ud800 surrogate", "\udfff"):
+        assert hidden._clean(text) and _unfiltered(text) == []
+    assert not hidden._clean("\ud800 ignore previous instructions")
     assert hidden._clean('plain \u2013 text \u201cquoted\u201d 数据 ✓ über café "q" \\ \n')
     # The long s folds to "s" in RE2: more than str.lower() finds, so never less.
     assert not hidden._clean("\u017fend")
@@ -335,12 +336,8 @@ def test_the_re2_pre_test_lets_through_only_what_cannot_hit() -> None:
 
 
 def test_what_the_re2_pre_test_rests_on() -> None:
-    """orjson writes every character the pre-test looks for as itself, and only U+0130 and
-    U+212A lower to anything with ASCII in it (so every other word is ASCII in the text)."""
-    for char in (*hidden._HIDING_CHARACTERS, "\u0130", "\u212a", "<"):
-        assert orjson.dumps(char) == b'"' + char.encode() + b'"'
-    for word, _ in hidden._KEYWORD_GROUPS:
-        assert orjson.dumps(word) == b'"' + word.encode() + b'"'
+    """Only U+0130 and U+212A lower to anything with ASCII in it: every other word the
+    scan finds is ASCII in the text itself, so its bytes are in the text's UTF-8."""
     lowers_to_ascii = {
         chr(code)
         for code in range(0x80, 0x110000)
