@@ -25,6 +25,7 @@ from typing import Any
 
 from mcpsniff.agent.access import Refused, TraceAccess
 from mcpsniff.core import catalog, explain
+from mcpsniff.core.rules.severities import severities
 from mcpsniff.filter import Filter, FilterError, compile_filter, load_views
 from mcpsniff.guard.context_cost import trace_costs
 from mcpsniff.guard.tools_report import tools_data
@@ -394,14 +395,20 @@ def explain_rule(access: TraceAccess, args: dict[str, Any]) -> dict[str, Any]:
         entry = catalog.get(rule)
     except KeyError:
         raise ToolInputError(f"no rule {rule[:80]!r}; `mcpsniff rules` lists them") from None
+    # What the rule's findings carry, strongest first (core/rules/severities.py):
+    # the catalogue's keyword alone can name a severity no finding has.
+    carried = severities(entry.id)
+    note = explain.severity_note(entry.id)
+    text = explain.explanation(entry.id)
     return {
         "rule": entry.id,
-        "severity": entry.default_severity,
+        "severity": carried[0],
+        "severities": list(carried),
         "versions": list(entry.versions),
         "section": entry.section,
         "checks": entry.check,
         "source": entry.source,
-        "explanation": explain.explanation(entry.id),
+        "explanation": f"{text} {note}" if note and text else text or note,
     }
 
 

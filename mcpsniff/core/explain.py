@@ -15,6 +15,7 @@ import textwrap
 
 from mcpsniff.core import catalog, spec_links
 from mcpsniff.core.descriptions import PLAIN
+from mcpsniff.core.rules.severities import OVERRIDES, severities
 
 #: Hand-written paragraphs: the meaning first, then the fix.
 WRITTEN: dict[str, str] = {
@@ -379,10 +380,37 @@ def explain_lines(rule_ids: list[str], width: int = 100) -> list[str]:
         text = explanation(rule_id)
         if not text:
             continue
-        severity = catalog.get(rule_id).default_severity
-        lines.append(f"{rule_id} ({severity})")
-        lines.extend(textwrap.wrap(text, width, initial_indent="    ", subsequent_indent="    "))
+        note = severity_note(rule_id)
+        lines.append(f"{rule_id} ({severities(rule_id)[0]})")
+        lines.extend(
+            textwrap.wrap(
+                f"{text} {note}" if note else text,
+                width,
+                initial_indent="    ",
+                subsequent_indent="    ",
+            )
+        )
     return lines
+
+
+def severity_note(rule_id: str) -> str:
+    """A sentence naming every severity ``rule_id``'s findings carry, or "" when they carry one.
+
+    The level a rule is shown with is the strongest its findings carry
+    (core/rules/severities.py), which can differ from the catalogue's keyword;
+    a rule whose findings differ among themselves says so next to it.
+    """
+    carried = severities(rule_id)
+    if len(carried) < 2:
+        return ""
+    named = ", ".join(carried[:-1]) + f" or {carried[-1]}"
+    # A rule in OVERRIDES sets each finding's severity itself; any other takes
+    # the catalogue's, which differs between protocol versions.
+    cause = "what the finding shows" if rule_id in OVERRIDES else "the protocol version in force"
+    return (
+        f"Its findings are reported as {named}, depending on {cause}; {carried[0]} is the "
+        "level it is listed with."
+    )
 
 
 def description(rule_id: str) -> str:

@@ -17,6 +17,7 @@ from urllib.parse import quote
 from mcpsniff import __version__
 from mcpsniff.core import catalog, explain, spec_links
 from mcpsniff.core.model import FindingRecord
+from mcpsniff.core.rules.severities import severities
 from mcpsniff.core.spec_links import spec_link
 from mcpsniff.export.safe_text import export_text, shared_text
 
@@ -52,8 +53,14 @@ def _rule(rule_id: str, version: str | None) -> dict[str, Any]:
     except KeyError:
         return rule
     source = export_text(spec_links.plain_source(entry))
-    rule["help"] = {"text": f"{export_text(description)}\nSource: {source}"}
-    rule["defaultConfiguration"] = {"level": LEVELS[entry.default_severity]}
+    note = explain.severity_note(rule_id)
+    if note:
+        rule["fullDescription"] = {"text": export_text(f"{description} {note}")}
+    rule["help"] = {"text": f"{rule['fullDescription']['text']}\nSource: {source}"}
+    # The strongest severity the rule's findings carry, not the catalogue's
+    # keyword: a rule that reports a MUST's heuristic part as a warning is a
+    # warning (core/rules/severities.py).
+    rule["defaultConfiguration"] = {"level": LEVELS[severities(rule_id)[0]]}
     rule["properties"] = {
         "tags": ["mcp", entry.family.lower()],
         "keyword": entry.sev,

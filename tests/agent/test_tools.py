@@ -191,3 +191,17 @@ def test_list_sessions_since(access: TraceAccess, since: object, total: int) -> 
 def test_since_must_be_a_time(access: TraceAccess) -> None:
     with pytest.raises(ToolInputError, match="ISO 8601"):
         list_sessions(access, {"since": "last week"})
+
+
+def test_explain_rule_gives_the_severities_the_findings_carry() -> None:
+    access = TraceAccess([ECHO])
+    # The catalogue says error (a MUST); the rule's findings are info.
+    rule = explain_rule(access, {"rule": "CANCEL-IN-PROGRESS"})
+    assert (rule["severity"], rule["severities"]) == ("info", ["info"])
+    assert "reported as" not in rule["explanation"]
+    several = explain_rule(access, {"rule": "SAMP-TOOLCHOICE"})
+    assert (several["severity"], several["severities"]) == ("error", ["error", "info"])
+    assert several["explanation"].endswith(
+        "Its findings are reported as error or info, depending on what the finding shows; "
+        "error is the level it is listed with."
+    )

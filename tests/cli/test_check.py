@@ -375,3 +375,13 @@ def test_help_ends_with_the_filter_syntax() -> None:
     assert result.output.index(first) > result.output.index("--jobs")
     with pytest.raises(TypeError):
         check.epilog = "something else"
+
+
+def test_explain_heads_a_rule_with_the_severity_its_findings_carry() -> None:
+    # MOD-LIST-STABLE: a MUST in the catalogue (error), reported at info.
+    result = CliRunner().invoke(main, ["check", "--explain", "MOD-LIST-STABLE"])
+    assert result.exit_code == 0
+    assert result.output.startswith("MOD-LIST-STABLE (info)\n")
+    several = CliRunner().invoke(main, ["check", "--explain", "MOD-HTTP-SSE"])
+    assert several.output.startswith("MOD-HTTP-SSE (error)\n")
+    assert "reported as error or warning" in " ".join(several.output.split())

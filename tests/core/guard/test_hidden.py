@@ -288,3 +288,78 @@ def test_the_hiding_characters_are_exactly_the_four_classes() -> None:
     assert len(hidden._HIDING_CHARACTERS) == len(taken)
     assert scan("plain \u2013 text \u201cquoted\u201d 数据 ✓", result=True) == []
     assert [hit.kind for hit in scan("a\u200bb ✓", result=True)] == ["zero-width"]
+
+
+# ---------------------------------------------------------------- the RE2 pre-test of results
+
+
+def _unfiltered(text: str) -> list[Hit]:
+    """``scan(text, result=True)`` without its RE2 pre-test (``_clean`` always False)."""
+    clean = hidden._clean
+    hidden._clean = lambda text: False
+    try:
+        return scan(text, result=True)
+    finally:
+        hidden._clean = clean
+
+
+def _random_case(rng: random.Random, word: str) -> str:
+    return "".join(c.upper() if rng.random() < 0.5 else c for c in word)
+
+
+#: What stands next to a word: JSON escapes, case-folding look-alikes (the
+#: long s, the Kelvin sign, dotted and dotless I), a hiding character, scripts.
+_NEIGHBOURS = (
+    "", " ", '"', "\\", "\n", "\t", "\x00", "\x1f", "\x7f", "\u017f", "\u212a", "\u0130",
+    "\u0131", "\u200b", "\u2060", "\ufeff", "数据", "é", "\U0001f600", "ß", "ﬀ", "<", "/",
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_re2_pre_test_changes_no_hit(seed: int) -> None:
+    """Every word in any case beside every neighbour: the same hits as without the pre-test."""
+    rng = random.Random(seed)
+    words = [word for word, _ in hidden._KEYWORD_GROUPS]
+    for word in words:
+        cased = _random_case(rng, word)
+        before, after = rng.choice(_NEIGHBOURS), rng.choice(_NEIGHBOURS)
+        # A word split by a hiding character or a quote, and the word whole.
+        cut = rng.randrange(1, len(word)) if len(word) > 1 else 1
+        split = cased[:cut] + rng.choice(("\u200b", '"', "\u00ad", "\u2064")) + cased[cut:]
+        for text in (
+            f"{before}{cased}{after} previous instructions and the user",
+            f"tell {split} {before}",
+            f"{before}ignore all prior rules{after} {cased} tool of another server",
+        ):
+            assert scan(text, result=True) == _unfiltered(text), text
+    for _ in range(200):
+        text = "".join(rng.choices((*_PIECES, *_NEIGHBOURS), k=rng.randint(1, 16)))
+        assert scan(text, result=True) == _unfiltered(text), text
+
+
+def test_the_re2_pre_test_lets_through_only_what_cannot_hit() -> None:
+    """A word in any case, a hiding character, "<" or U+0130/U+212A: never clean."""
+    rng = random.Random(7)
+    for word, _ in hidden._KEYWORD_GROUPS:
+        for cased in (word, word.upper(), _random_case(rng, word)):
+            assert not hidden._clean(f"数据 {cased} ✓"), cased
+    for char in (*hidden._HIDING_CHARACTERS, "\u0130", "\u212a", "<"):
+        assert not hidden._clean(f"plain {char} text ✓"), hex(ord(char))
+    for text in ("a lone \ud800 surrogate", "\udfff"):
+        assert hidden._clean(text) and _unfiltered(text) == []
+    assert not hidden._clean("\ud800 ignore previous instructions")
+    assert hidden._clean('plain \u2013 text \u201cquoted\u201d 数据 ✓ über café "q" \\ \n')
+    # The long s folds to "s" in RE2: more than str.lower() finds, so never less.
+    assert not hidden._clean("\u017fend")
+    assert _unfiltered("\u017fend") == scan("\u017fend", result=True) == []
+
+
+def test_what_the_re2_pre_test_rests_on() -> None:
+    """Only U+0130 and U+212A lower to anything with ASCII in it: every other word the
+    scan finds is ASCII in the text itself, so its bytes are in the text's UTF-8."""
+    lowers_to_ascii = {
+        chr(code)
+        for code in range(0x80, 0x110000)
+        if not 0xD800 <= code < 0xE000 and any(c.isascii() for c in chr(code).lower())
+    }
+    assert lowers_to_ascii == {"\u0130", "\u212a"}
