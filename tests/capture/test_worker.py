@@ -136,17 +136,24 @@ def test_a_forked_analysis_process_collects_cycles_rarely(tmp_path: Path) -> Non
     """Its collector skips what the fork inherited, and runs every 100,000 allocations."""
     trace = tmp_path / "t.jsonl"
     writer = open_trace_file(trace, name="test", meta={}).writer
-    analysis = fork_analysis(
-        writer, "stdio", CollectorProbe, limit=1 << 20, redact=True, outputs=Outputs()
-    )
-    analysis.channel.send(StreamData(C2S, 1.0, PING))
-    analysis.channel.end(2.0)
-    analysis.channel.close_blocking()
-    assert analysis.wait_blocking(10) == 0
+    # This process's own setting, known: an earlier in-process `check` in the same
+    # test run may have left the collector at COLLECT_RARELY.
+    before = gc.get_threshold()
+    gc.set_threshold(700, 10, 10)
+    try:
+        analysis = fork_analysis(
+            writer, "stdio", CollectorProbe, limit=1 << 20, redact=True, outputs=Outputs()
+        )
+        analysis.channel.send(StreamData(C2S, 1.0, PING))
+        analysis.channel.end(2.0)
+        analysis.channel.close_blocking()
+        assert analysis.wait_blocking(10) == 0
+        assert gc.get_threshold() == (700, 10, 10)  # this process is untouched
+    finally:
+        gc.set_threshold(*before)
     with TraceReader(trace) as reader:
         events = [r for r in reader.records() if isinstance(r, EventRecord)]
     probes = [e.data for e in events if e.event == "collector"]
     assert len(probes) == 2
     assert all(p["threshold"] == list(COLLECT_RARELY) for p in probes)
     assert all(p["frozen"] > 1000 for p in probes)  # the modules the fork inherited
-    assert gc.get_threshold() != COLLECT_RARELY  # this process is untouched
