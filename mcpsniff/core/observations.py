@@ -187,13 +187,21 @@ class ExchangeEnd:
 
 @fast_init
 @dataclass(frozen=True, slots=True)
-class Unreachable:
-    """The upstream could not be reached; the shell answered 502."""
+class Unreachable(Event):
+    """The upstream could not be reached; the shell answered 502.
 
+    The shell tells it with the URL it tried; the HTTP layer records it as it
+    came, but for the URL, redacted (``HttpSettings.shown_url``).
+    """
+
+    name: ClassVar[str] = "upstream-unreachable"
     exchange: int
     t: float
     url: str
     reason: str
+
+    def data(self) -> dict[str, Any]:
+        return {"exchange": self.exchange, "url": self.url, "error": self.reason}
 
 
 @fast_init

@@ -15,7 +15,7 @@ The events are frozen, slotted dataclasses made by ``fast_init``
 SSE event, and a frozen dataclass's own ``__init__`` would cost four times as
 much. ``EndpointRewritten``, ``RequestCut``, ``HttpGuardAnswered``, ``ExchangeFault``
 and ``HttpRefused`` are observations too: the shell sends them as they are
-(``mcpsniff.core.observations``).
+(``mcpsniff.core.observations``); ``Unreachable`` as well, once its URL is redacted.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from mcpsniff.core.observations import (
     HttpGuardAnswered,
     HttpRefused,
     RequestCut,
+    Unreachable,
 )
 
 
@@ -131,18 +132,6 @@ class HttpEnd(Event):
 
 @fast_init
 @dataclass(frozen=True, slots=True)
-class UpstreamUnreachable(Event):
-    """The upstream could not be reached; the shell answered 502."""
-
-    name: ClassVar[str] = "upstream-unreachable"
-    exchange: int
-    t: float
-    url: str
-    error: str
-
-
-@fast_init
-@dataclass(frozen=True, slots=True)
 class HttpErrorBody(Event):
     """The start of an HTTP error's body that is no JSON-RPC (an HTML 404 page, say)."""
 
@@ -210,7 +199,7 @@ HttpEvent = (
     | HttpResponse
     | SseEventSeen
     | HttpEnd
-    | UpstreamUnreachable
+    | Unreachable
     | HttpErrorBody
     | BodyNotAnalyzed
     | ExchangeGap

@@ -62,7 +62,7 @@ from mcpsniff.core.http.events import (
     HttpResponse,
     Routed,
     SseEventSeen,
-    UpstreamUnreachable,
+    Unreachable,
 )
 from mcpsniff.core.http.headers import end_to_end_named, first_values, names_of
 from mcpsniff.core.http.legacy import ENDPOINT_LIMIT, legacy_session
@@ -196,7 +196,7 @@ class AnalyzedExchange:
         self._record_request()
         self._bind(self._own_key())
         shown = self.settings.shown_url(url)
-        self._emit(UpstreamUnreachable(self.number, t, shown, reason))
+        self._emit(Unreachable(self.number, t, shown, reason))
         self._emit(HttpEnd(self.number, t, "upstream-unreachable", None))
         self.phase = ExchangePhase.DONE
         return self._handed()

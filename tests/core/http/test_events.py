@@ -13,7 +13,7 @@ from mcpsniff.core.http.events import (
     HttpResponse,
     RequestCut,
     SseEventSeen,
-    UpstreamUnreachable,
+    Unreachable,
     record_data,
 )
 
@@ -66,8 +66,10 @@ def test_the_other_events_names_and_fields() -> None:
         "exchange": 1,
         "outcome": "upstream-unreachable",
     }
-    assert record_data(UpstreamUnreachable(1, 1.0, "http://u", "refused"))[0] == (
-        "upstream-unreachable"
+    # The shell's observation is the event too: its reason is the record's "error".
+    assert record_data(Unreachable(1, 1.0, "http://u", "refused")) == (
+        "upstream-unreachable",
+        {"exchange": 1, "url": "http://u", "error": "refused"},
     )
     assert HttpErrorBody(1, 1.0, "Not Found").data() == {"exchange": 1, "excerpt": "Not Found"}
     assert record_data(BodyNotAnalyzed(1, 1.0, "c2s", "zstd")) == (
