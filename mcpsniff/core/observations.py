@@ -33,25 +33,60 @@ class Event:
     """What the trace keeps as a transport event record: its ``name`` and ``data()``.
 
     The shells' own events here and the HTTP layer's (``mcpsniff.core.http.events``)
-    are frozen, slotted dataclasses deriving from it. ``data()`` is every field but
-    ``t`` (the record's own time), each under its own name, in the class's order; a
-    class whose record names, leaves out or adds a member defines its own.
+    are frozen, slotted dataclasses deriving from it, each a leaf (no event class
+    derives from another). ``data()`` is every field but ``t`` (the record's own
+    time), each under its own name, in the class's order; the members named in
+    ``optional`` are left out while they are None (nothing known), or, a flag (a
+    ``bool`` field), while it is False. A class whose record renames, adds or
+    otherwise leaves out a member defines its own.
     """
 
     __slots__ = ()
     __dataclass_fields__: ClassVar[dict[str, Any]]
     name: ClassVar[str]
+    #: Members the record leaves out while they are None (a flag: False).
+    optional: ClassVar[tuple[str, ...]] = ()
 
     def data(self) -> dict[str, Any]:
         """The event record's ``data`` object."""
-        names = _DATA_NAMES.get(type(self))
-        if names is None:
-            names = _DATA_NAMES[type(self)] = tuple(f.name for f in fields(self) if f.name != "t")
-        return {name: getattr(self, name) for name in names}
+        # The first event of a class makes the class its own data(): plain
+        # attribute reads, compiled once, as the dataclasses module makes
+        # __init__. Later events call it directly, at the cost of a hand-written
+        # one: the HTTP layer records an event for every SSE event.
+        cls = type(self)
+        made = _data_method(cls)
+        cls.data = made  # type: ignore[method-assign]
+        return made(self)
 
 
-#: Event class -> the fields its ``data()`` holds, found on its first event.
-_DATA_NAMES: dict[type, tuple[str, ...]] = {}
+def _data_method(cls: type[Event]) -> Any:
+    """``cls``'s ``data()``, made as source: its fields but ``t``, ``optional`` ones when set."""
+    members = [f for f in fields(cls) if f.name != "t"]
+    names = [f.name for f in members]
+    # The annotation is text where the module postpones annotations.
+    flags = {f.name for f in members if f.type in ("bool", bool)}
+    unknown = set(cls.optional) - set(names)
+    if unknown:
+        raise TypeError(f"{cls.__name__}: optional names no field: {sorted(unknown)}")
+    # The members before the first optional one, as one dict display.
+    first = next((i for i, name in enumerate(names) if name in cls.optional), len(names))
+    shown = ", ".join(f"{name!r}: self.{name}" for name in names[:first])
+    lines = ["def data(self):\n", f"    data = {{{shown}}}\n"]
+    for name in names[first:]:
+        if name in cls.optional:
+            test = f"self.{name}" if name in flags else f"self.{name} is not None"
+            lines.append(f"    if {test}:\n")
+            lines.append(f"        data[{name!r}] = self.{name}\n")
+        else:
+            lines.append(f"    data[{name!r}] = self.{name}\n")
+    lines.append("    return data\n")
+    namespace: dict[str, Any] = {}
+    exec("".join(lines), namespace)
+    made = namespace["data"]
+    made.__qualname__ = f"{cls.__qualname__}.data"
+    made.__module__ = cls.__module__
+    made.__doc__ = Event.data.__doc__
+    return made
 
 
 @fast_init

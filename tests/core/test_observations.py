@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import pytest
 
 from mcpsniff.core import observations
+from mcpsniff.core.frozen import fast_init
 from mcpsniff.core.http import events
 from mcpsniff.core.observations import (
     KINDS,
@@ -64,3 +66,35 @@ def test_an_event_keeps_no_instance_dict() -> None:
     # Event adds no slot: the subclasses stay as small as their own fields.
     assert Event.__slots__ == ()
     assert not hasattr(RequestCut(1, 1.0, 2), "__dict__")
+
+
+def test_optional_members_are_left_out_only_while_none_or_false() -> None:
+    @fast_init
+    @dataclass(frozen=True, slots=True)
+    class Probe(Event):
+        name: ClassVar[str] = "probe"
+        optional: ClassVar[tuple[str, ...]] = ("note", "flag")
+        exchange: int
+        t: float
+        note: str | None
+        size: int
+        flag: bool
+
+    assert list(Probe(1, 1.0, None, 0, False).data().items()) == [("exchange", 1), ("size", 0)]
+    full = Probe(1, 1.0, "", 5, True)
+    assert list(full.data().items()) == [("exchange", 1), ("note", ""), ("size", 5), ("flag", True)]
+    # Made on the first event, then the class's own: the next events call it directly.
+    assert "data" in vars(Probe)
+    assert Probe(2, 1.0, "x", 1, False).data() == {"exchange": 2, "note": "x", "size": 1}
+
+
+def test_an_optional_name_that_is_no_field_is_refused() -> None:
+    @fast_init
+    @dataclass(frozen=True, slots=True)
+    class Misnamed(Event):
+        name: ClassVar[str] = "misnamed"
+        optional: ClassVar[tuple[str, ...]] = ("missing",)
+        t: float
+
+    with pytest.raises(TypeError, match="Misnamed: optional names no field: \\['missing'\\]"):
+        Misnamed(1.0).data()

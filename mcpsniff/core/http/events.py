@@ -84,6 +84,14 @@ class SseEventSeen(Event):
     """One event (or comment-only block) of a response's event stream."""
 
     name: ClassVar[str] = "sse-event"
+    optional: ClassVar[tuple[str, ...]] = (
+        "id",
+        "event",
+        "retry",
+        "incomplete",
+        "comment_only",
+        "endpoint",
+    )
     exchange: int
     t: float
     #: Its place in the stream, from 0.
@@ -96,22 +104,6 @@ class SseEventSeen(Event):
     #: The POST URI of a legacy ``endpoint`` event (redacted, bounded).
     endpoint: str | None
 
-    def data(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"exchange": self.exchange, "index": self.index}
-        if self.id is not None:
-            data["id"] = self.id
-        if self.event is not None:
-            data["event"] = self.event
-        if self.retry is not None:
-            data["retry"] = self.retry
-        if self.incomplete:
-            data["incomplete"] = True
-        if self.comment_only:
-            data["comment_only"] = True
-        if self.endpoint is not None:
-            data["endpoint"] = self.endpoint
-        return data
-
 
 @fast_init
 @dataclass(frozen=True, slots=True)
@@ -119,15 +111,11 @@ class HttpEnd(Event):
     """The exchange is over (``body_bytes``: the response body's size; None: no response)."""
 
     name: ClassVar[str] = "http-end"
+    optional: ClassVar[tuple[str, ...]] = ("body_bytes",)
     exchange: int
     t: float
     outcome: str
     body_bytes: int | None
-
-    def data(self) -> dict[str, Any]:
-        if self.body_bytes is None:
-            return {"exchange": self.exchange, "outcome": self.outcome}
-        return {"exchange": self.exchange, "outcome": self.outcome, "body_bytes": self.body_bytes}
 
 
 @fast_init
@@ -163,22 +151,13 @@ class ExchangeGap(Event):
     """Bytes of an exchange's body never reached the analysis: forwarded, not analyzed."""
 
     name: ClassVar[str] = "capture-gap"
+    optional: ClassVar[tuple[str, ...]] = ("reason",)
     exchange: int
     t: float
     direction: str
     lost_bytes: int
     #: Why, when it is not the usual full backlog.
     reason: str | None = None
-
-    def data(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "exchange": self.exchange,
-            "direction": self.direction,
-            "lost_bytes": self.lost_bytes,
-        }
-        if self.reason is not None:
-            data["reason"] = self.reason
-        return data
 
 
 @fast_init

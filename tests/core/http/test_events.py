@@ -51,6 +51,9 @@ def test_an_sse_event_record_keeps_only_the_fields_the_block_had() -> None:
         "comment_only": True,
         "endpoint": "/m?sessionId=1",
     }
+    # Only None and False mean "not there": an empty id and a retry of 0 were sent.
+    sent = SseEventSeen(3, 1.0, 2, "", None, 0, False, False, None)
+    assert list(sent.data().items()) == [("exchange", 3), ("index", 2), ("id", ""), ("retry", 0)]
 
 
 def test_the_other_events_names_and_fields() -> None:
