@@ -35,10 +35,10 @@ class Event:
     The shells' own events here and the HTTP layer's (``mcpsniff.core.http.events``)
     are frozen, slotted dataclasses deriving from it, each a leaf (no event class
     derives from another). ``data()`` is every field but ``t`` (the record's own
-    time), each under its own name, in the class's order; the members named in
-    ``optional`` are left out while they are None (nothing known), or, a flag (a
-    ``bool`` field), while it is False. A class whose record renames, adds or
-    otherwise leaves out a member defines its own.
+    time), in the class's order, each under its own name or the one ``renamed``
+    gives it; the members named in ``optional`` are left out while they are None
+    (nothing known), or, a flag (a ``bool`` field), while it is False. A class
+    whose record adds or otherwise leaves out a member defines its own.
     """
 
     __slots__ = ()
@@ -46,6 +46,8 @@ class Event:
     name: ClassVar[str]
     #: Members the record leaves out while they are None (a flag: False).
     optional: ClassVar[tuple[str, ...]] = ()
+    #: Field -> the record's name for it, where the two differ.
+    renamed: ClassVar[dict[str, str]] = {}
 
     def data(self) -> dict[str, Any]:
         """The event record's ``data`` object."""
@@ -60,25 +62,26 @@ class Event:
 
 
 def _data_method(cls: type[Event]) -> Any:
-    """``cls``'s ``data()``, made as source: its fields but ``t``, ``optional`` ones when set."""
+    """``cls``'s ``data()``, made as source: its fields but ``t`` (``optional`` ones when set)."""
     members = [f for f in fields(cls) if f.name != "t"]
     names = [f.name for f in members]
     # The annotation is text where the module postpones annotations.
     flags = {f.name for f in members if f.type in ("bool", bool)}
-    unknown = set(cls.optional) - set(names)
+    unknown = {*cls.optional, *cls.renamed} - set(names)
     if unknown:
-        raise TypeError(f"{cls.__name__}: optional names no field: {sorted(unknown)}")
+        raise TypeError(f"{cls.__name__}: optional or renamed names no field: {sorted(unknown)}")
+    key = {name: cls.renamed.get(name, name) for name in names}
     # The members before the first optional one, as one dict display.
     first = next((i for i, name in enumerate(names) if name in cls.optional), len(names))
-    shown = ", ".join(f"{name!r}: self.{name}" for name in names[:first])
+    shown = ", ".join(f"{key[name]!r}: self.{name}" for name in names[:first])
     lines = ["def data(self):\n", f"    data = {{{shown}}}\n"]
     for name in names[first:]:
         if name in cls.optional:
             test = f"self.{name}" if name in flags else f"self.{name} is not None"
             lines.append(f"    if {test}:\n")
-            lines.append(f"        data[{name!r}] = self.{name}\n")
+            lines.append(f"        data[{key[name]!r}] = self.{name}\n")
         else:
-            lines.append(f"    data[{name!r}] = self.{name}\n")
+            lines.append(f"    data[{key[name]!r}] = self.{name}\n")
     lines.append("    return data\n")
     namespace: dict[str, Any] = {}
     exec("".join(lines), namespace)
@@ -230,13 +233,11 @@ class Unreachable(Event):
     """
 
     name: ClassVar[str] = "upstream-unreachable"
+    renamed: ClassVar[dict[str, str]] = {"reason": "error"}
     exchange: int
     t: float
     url: str
     reason: str
-
-    def data(self) -> dict[str, Any]:
-        return {"exchange": self.exchange, "url": self.url, "error": self.reason}
 
 
 @fast_init
@@ -383,13 +384,12 @@ class EndpointRewritten(Event):
     """The shell rewrote a legacy endpoint event's URL to point at itself."""
 
     name: ClassVar[str] = "endpoint-rewrite"
+    # "from" is a keyword: no field can be named so.
+    renamed: ClassVar[dict[str, str]] = {"old": "from", "new": "to"}
     exchange: int
     t: float
     old: str
     new: str
-
-    def data(self) -> dict[str, Any]:
-        return {"exchange": self.exchange, "from": self.old, "to": self.new}
 
 
 @fast_init

@@ -68,33 +68,37 @@ def test_an_event_keeps_no_instance_dict() -> None:
     assert not hasattr(RequestCut(1, 1.0, 2), "__dict__")
 
 
-def test_optional_members_are_left_out_only_while_none_or_false() -> None:
+def test_optional_members_are_left_out_only_while_none_or_false_and_renamed_ones_renamed() -> None:
     @fast_init
     @dataclass(frozen=True, slots=True)
     class Probe(Event):
         name: ClassVar[str] = "probe"
         optional: ClassVar[tuple[str, ...]] = ("note", "flag")
+        renamed: ClassVar[dict[str, str]] = {"size": "bytes", "flag": "set"}
         exchange: int
         t: float
         note: str | None
         size: int
         flag: bool
 
-    assert list(Probe(1, 1.0, None, 0, False).data().items()) == [("exchange", 1), ("size", 0)]
+    assert list(Probe(1, 1.0, None, 0, False).data().items()) == [("exchange", 1), ("bytes", 0)]
     full = Probe(1, 1.0, "", 5, True)
-    assert list(full.data().items()) == [("exchange", 1), ("note", ""), ("size", 5), ("flag", True)]
+    assert list(full.data().items()) == [("exchange", 1), ("note", ""), ("bytes", 5), ("set", True)]
     # Made on the first event, then the class's own: the next events call it directly.
     assert "data" in vars(Probe)
-    assert Probe(2, 1.0, "x", 1, False).data() == {"exchange": 2, "note": "x", "size": 1}
+    assert Probe(2, 1.0, "x", 1, False).data() == {"exchange": 2, "note": "x", "bytes": 1}
 
 
-def test_an_optional_name_that_is_no_field_is_refused() -> None:
+def test_an_optional_or_renamed_name_that_is_no_field_is_refused() -> None:
     @fast_init
     @dataclass(frozen=True, slots=True)
     class Misnamed(Event):
         name: ClassVar[str] = "misnamed"
         optional: ClassVar[tuple[str, ...]] = ("missing",)
+        renamed: ClassVar[dict[str, str]] = {"old": "from"}
         t: float
 
-    with pytest.raises(TypeError, match="Misnamed: optional names no field: \\['missing'\\]"):
+    with pytest.raises(
+        TypeError, match="Misnamed: optional or renamed names no field: \\['missing', 'old'\\]"
+    ):
         Misnamed(1.0).data()

@@ -135,14 +135,12 @@ class BodyNotAnalyzed(Event):
     """A body passed, but could not be decoded for the analyzer: no frame."""
 
     name: ClassVar[str] = "http-body-not-analyzed"
+    renamed: ClassVar[dict[str, str]] = {"direction": "dir"}
     exchange: int
     t: float
     #: ``c2s`` (the request body) or ``s2c`` (the response body).
     direction: str
     reason: str
-
-    def data(self) -> dict[str, Any]:
-        return {"exchange": self.exchange, "dir": self.direction, "reason": self.reason}
 
 
 @fast_init
