@@ -37,14 +37,14 @@ class Event:
     derives from another). ``data()`` is every field but ``t`` (the record's own
     time), in the class's order, each under its own name or the one ``renamed``
     gives it; the members named in ``optional`` are left out while they are None
-    (nothing known), or, a flag (a ``bool`` field), while it is False. A class
-    whose record adds or otherwise leaves out a member defines its own.
+    (nothing known), or, a flag or a list, while False or empty. A class whose
+    record adds or otherwise leaves out a member defines its own.
     """
 
     __slots__ = ()
     __dataclass_fields__: ClassVar[dict[str, Any]]
     name: ClassVar[str]
-    #: Members the record leaves out while they are None (a flag: False).
+    #: Members the record leaves out while they are None (a flag or a list: False, empty).
     optional: ClassVar[tuple[str, ...]] = ()
     #: Field -> the record's name for it, where the two differ.
     renamed: ClassVar[dict[str, str]] = {}
@@ -66,7 +66,7 @@ def _data_method(cls: type[Event]) -> Any:
     members = [f for f in fields(cls) if f.name != "t"]
     names = [f.name for f in members]
     # The annotation is text where the module postpones annotations.
-    flags = {f.name for f in members if f.type in ("bool", bool)}
+    flags = {f.name for f in members if f.type in ("bool", bool) or str(f.type).startswith("list")}
     unknown = {*cls.optional, *cls.renamed} - set(names)
     if unknown:
         raise TypeError(f"{cls.__name__}: optional or renamed names no field: {sorted(unknown)}")
@@ -296,19 +296,12 @@ class ChildExited(Event):
     """
 
     name: ClassVar[str] = "exit"
+    optional: ClassVar[tuple[str, ...]] = ("signal", "forwarded_signals")
     t: float
     returncode: int
     status: int
     signal: str | None
     forwarded_signals: list[str]
-
-    def data(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"returncode": self.returncode, "status": self.status}
-        if self.signal is not None:
-            data["signal"] = self.signal
-        if self.forwarded_signals:
-            data["forwarded_signals"] = self.forwarded_signals
-        return data
 
 
 @fast_init

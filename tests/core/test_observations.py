@@ -12,6 +12,7 @@ from mcpsniff.core.frozen import fast_init
 from mcpsniff.core.http import events
 from mcpsniff.core.observations import (
     KINDS,
+    ChildExited,
     ChildSpawned,
     Event,
     GuardAnswered,
@@ -102,3 +103,14 @@ def test_an_optional_or_renamed_name_that_is_no_field_is_refused() -> None:
         TypeError, match="Misnamed: optional or renamed names no field: \\['missing', 'old'\\]"
     ):
         Misnamed(1.0).data()
+
+
+def test_an_exit_says_its_signals_only_when_there_were_some() -> None:
+    assert ChildExited(1.0, 0, 0, None, []).data() == {"returncode": 0, "status": 0}
+    killed = ChildExited(1.0, -15, 143, "SIGTERM", ["SIGINT"]).data()
+    assert list(killed.items()) == [
+        ("returncode", -15),
+        ("status", 143),
+        ("signal", "SIGTERM"),
+        ("forwarded_signals", ["SIGINT"]),
+    ]
