@@ -438,17 +438,12 @@ class HttpRefused(Event):
     """What the relay refused or cut that belongs to no exchange (a bad head, a slow one)."""
 
     name: ClassVar[str] = "http-refused"
+    optional: ClassVar[tuple[str, ...]] = ("client",)
     t: float
     kind: str
     reason: str
-    #: The client's address, when known.
+    #: The client's address (``host:port``), when known.
     client: str | None
-
-    def data(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"kind": self.kind, "reason": self.reason}
-        if self.client:
-            data["client"] = self.client
-        return data
 
 
 Observation = (
