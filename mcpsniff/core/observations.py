@@ -446,12 +446,10 @@ class HttpRefused(Event):
     client: str | None
 
 
+#: Every observation, its classes in the order of the codec's tags (their
+#: indexes in ``KINDS``): a new kind is appended, so that the others keep their numbers.
 Observation = (
-    StreamData
-    | StreamEnd
-    | StreamGap
-    | Stderr
-    | RequestBegin
+    RequestBegin
     | RequestBody
     | RequestGap
     | ResponseBegin
@@ -459,45 +457,25 @@ Observation = (
     | ResponseGap
     | NoFirstEvent
     | EndpointRewritten
-    | RequestCut
-    | HttpGuardAnswered
-    | ExchangeFault
-    | HttpRefused
     | ExchangeEnd
     | Unreachable
-    | StdioEvent
+    | StdioStart
     | CaptureGap
     | CaptureEnd
+    | StreamData
+    | StreamEnd
+    | StreamGap
+    | Stderr
+    | RequestCut
+    | HttpRefused
+    | ChildSpawned
+    | SpawnFailed
+    | SignalForwarded
+    | ChildExited
+    | GuardAnswered
+    | FaultInjected
+    | HttpGuardAnswered
+    | ExchangeFault
 )
-
 #: Every observation class, in a fixed order (the codec's tags are these indexes).
-KINDS: tuple[type, ...] = (
-    RequestBegin,
-    RequestBody,
-    RequestGap,
-    ResponseBegin,
-    ResponseBody,
-    ResponseGap,
-    NoFirstEvent,
-    EndpointRewritten,
-    ExchangeEnd,
-    Unreachable,
-    StdioStart,
-    CaptureGap,
-    CaptureEnd,
-    # Appended, so that the tags above keep their numbers.
-    StreamData,
-    StreamEnd,
-    StreamGap,
-    Stderr,
-    RequestCut,
-    HttpRefused,
-    ChildSpawned,
-    SpawnFailed,
-    SignalForwarded,
-    ChildExited,
-    GuardAnswered,
-    FaultInjected,
-    HttpGuardAnswered,
-    ExchangeFault,
-)
+KINDS: tuple[type, ...] = get_args(Observation)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, get_args
 
 import pytest
 
@@ -12,11 +12,15 @@ from mcpsniff.core.frozen import fast_init
 from mcpsniff.core.http import events
 from mcpsniff.core.observations import (
     KINDS,
+    CaptureEnd,
     ChildExited,
     ChildSpawned,
     Event,
+    ExchangeFault,
     GuardAnswered,
     HttpGuardAnswered,
+    Observation,
+    RequestBegin,
     RequestCut,
     SignalForwarded,
     SpawnFailed,
@@ -114,3 +118,11 @@ def test_an_exit_says_its_signals_only_when_there_were_some() -> None:
         ("signal", "SIGTERM"),
         ("forwarded_signals", ["SIGINT"]),
     ]
+
+
+def test_the_codec_tags_follow_the_observation_union() -> None:
+    # One list: the union's order is the tags' (appended kinds keep the others' numbers).
+    assert get_args(Observation) == KINDS
+    assert len(KINDS) == 27
+    assert (KINDS.index(RequestBegin), KINDS.index(CaptureEnd)) == (0, 12)
+    assert KINDS.index(ExchangeFault) == 26
