@@ -468,12 +468,8 @@ Observation = (
     | Stderr
     | RequestCut
     | HttpRefused
-    | ChildSpawned
-    | SpawnFailed
-    | SignalForwarded
-    | ChildExited
-    | GuardAnswered
-    | FaultInjected
+    # The rest of the stdio events (a union holds a class once, where it first stands).
+    | StdioEvent
     | HttpGuardAnswered
     | ExchangeFault
 )

@@ -24,6 +24,7 @@ from mcpsniff.core.observations import (
     RequestCut,
     SignalForwarded,
     SpawnFailed,
+    StdioStart,
 )
 
 
@@ -125,4 +126,5 @@ def test_the_codec_tags_follow_the_observation_union() -> None:
     assert get_args(Observation) == KINDS
     assert len(KINDS) == 27
     assert (KINDS.index(RequestBegin), KINDS.index(CaptureEnd)) == (0, 12)
+    assert (KINDS.index(StdioStart), KINDS.index(ChildSpawned)) == (10, 19)
     assert KINDS.index(ExchangeFault) == 26
