@@ -64,6 +64,8 @@ def test_every_class_the_trace_names_is_an_event_and_no_other() -> None:
     named = _named(observations) + _named(events)
     assert len(named) == 20
     assert all(issubclass(cls, Event) for cls in named)
+    # Leaves: a class's data() is made for its own fields (Event.data), never inherited.
+    assert not any(cls.__subclasses__() for cls in named)
     unnamed = [cls for cls in KINDS if cls not in named]
     assert unnamed and not any(issubclass(cls, Event) for cls in unnamed)
 
