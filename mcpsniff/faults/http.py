@@ -10,11 +10,14 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from mcpsniff.core.model import C2S, S2C
 from mcpsniff.core.observations import ExchangeFault
+from mcpsniff.faults.damage import answer
 from mcpsniff.faults.engine import FaultEngine, Injection, fault_record
-from mcpsniff.faults.spec import Fault
+from mcpsniff.faults.spec import STATUS, Fault
 
 #: Statuses sent with ``Retry-After`` (RFC 9110 §10.2.3), in seconds.
 RETRY_AFTER = {429: b"1", 503: b"1"}
@@ -61,6 +64,27 @@ class ExchangeFaults:
 def status_text(code: int) -> bytes:
     """The body of an injected HTTP status."""
     return f"mcpsniff: injected HTTP {code}\n".encode()
+
+
+@dataclass(frozen=True, slots=True)
+class ServerAnswer:
+    """The response an ``error``, ``tool-error`` or ``status`` fault sends in the server's place."""
+
+    status: int
+    body: bytes
+    content_type: str
+    #: The fault record's marks: the request, and the JSON-RPC answer when there is one.
+    marks: dict[str, int | str]
+
+
+def server_answer(injection: Injection) -> ServerAnswer:
+    """What ``injection`` (an action in ``spec.ANSWERS``) answers, for the relay and the addon."""
+    fault = injection.fault
+    if fault.action == STATUS:
+        # A bare HTTP status carries no JSON-RPC message: only the request is marked.
+        text = status_text(fault.code)
+        return ServerAnswer(fault.code, text, "text/plain; charset=utf-8", {C2S: 1})
+    return ServerAnswer(200, answer(injection), "application/json", {C2S: 1, S2C: 1})
 
 
 def answer_fields(status: int, content_type: str) -> list[tuple[str, str]]:

@@ -34,25 +34,23 @@ from dataclasses import replace
 from typing import Any
 
 from mcpsniff.core.model import C2S, REQUEST, S2C
-from mcpsniff.faults.damage import answer, corrupt
+from mcpsniff.faults.damage import corrupt
 from mcpsniff.faults.engine import Injection, original_bytes
 from mcpsniff.faults.http import (
     ExchangeFaults,
     event_data,
     response_bytes,
+    server_answer,
     split_events,
-    status_text,
     with_data,
 )
 from mcpsniff.faults.spec import (
+    ANSWERS,
     CORRUPT,
     DELAY,
     DISCONNECT,
     DROP,
     DUPLICATE,
-    ERROR,
-    STATUS,
-    TOOL_ERROR,
     Fault,
 )
 from mcpsniff.http1.events import Body, End, RequestHead, ResponseHead
@@ -241,17 +239,11 @@ class FaultedClientSide(ClientSide):
                 client=self.peer,
             )
             return
-        if action in (ERROR, TOOL_ERROR, STATUS):
-            if action == STATUS:
-                code = injection.fault.code
-                text = status_text(code)
-                exchange.fault_answer = response_bytes(code, text, b"text/plain; charset=utf-8")[0]
-                marks: dict[str, int | str] = {C2S: 1}
-            else:
-                reply = answer(injection)
-                exchange.fault_answer = response_bytes(200, reply, b"application/json")[0]
-                marks = {C2S: 1, S2C: 1}
-            tell(marks, delivered=False)
+        if action in ANSWERS:
+            reply = server_answer(injection)
+            content_type = reply.content_type.encode()
+            exchange.fault_answer = response_bytes(reply.status, reply.body, content_type)[0]
+            tell(reply.marks, delivered=False)
             return
         if action == CORRUPT:
             extra = original_bytes(body, verbatim=faults.verbatim)

@@ -21,25 +21,23 @@ from mitmproxy import ctx, http
 
 from mcpsniff.capture.remote_exchange import RemoteExchange, RemoteObserver
 from mcpsniff.core.model import C2S, REQUEST, S2C
-from mcpsniff.faults.damage import answer, corrupt
+from mcpsniff.faults.damage import corrupt
 from mcpsniff.faults.engine import Injection, original_bytes
 from mcpsniff.faults.http import (
     ExchangeFaults,
     answer_fields,
     event_data,
+    server_answer,
     split_events,
-    status_text,
     with_data,
 )
 from mcpsniff.faults.spec import (
+    ANSWERS,
     CORRUPT,
     DELAY,
     DISCONNECT,
     DROP,
     DUPLICATE,
-    ERROR,
-    STATUS,
-    TOOL_ERROR,
 )
 
 #: ``flow.metadata`` key of a duplicate the addon sent itself: never judged again.
@@ -109,16 +107,11 @@ class FlowFaults(ExchangeFaults):
             copy.metadata[DUPLICATE_MARK] = True
             ctx.master.commands.call("replay.client", [copy])
             return None
-        if action in (ERROR, TOOL_ERROR):
-            tell({C2S: 1, S2C: 1}, delivered=False)
-            fields = dict(answer_fields(200, "application/json"))
-            flow.response = http.Response.make(200, answer(injection), fields)
-            return None
-        if action == STATUS:
-            tell({C2S: 1}, delivered=False)
-            code = injection.fault.code
-            fields = dict(answer_fields(code, "text/plain; charset=utf-8"))
-            flow.response = http.Response.make(code, status_text(code), fields)
+        if action in ANSWERS:
+            reply = server_answer(injection)
+            tell(reply.marks, delivered=False)
+            fields = dict(answer_fields(reply.status, reply.content_type))
+            flow.response = http.Response.make(reply.status, reply.body, fields)
             return None
         if action == CORRUPT:
             tell({C2S: 1}, delivered=True, **original_bytes(original, verbatim=self.verbatim))
