@@ -139,8 +139,10 @@ def hidden_in_result(session: Session, msg: Msg, result: dict[str, Any]) -> None
         return
     source = msg.source
     if source is not None and source.value is msg.obj and clean_json(source.raw):
-        # The frame's bytes are the JSON text of this very message (a frame of
-        # one message, parsed from them): no text block in it can give a hit.
+        # The message is its frame's whole value, whose JSON text the frame's
+        # bytes hold (core/model.py: ``value`` is the parsed JSON of ``raw``; a
+        # trace's line must prove it, trace/codec.py ``embeds_value``): no
+        # text block in them can give a hit.
         return
     for index, block in enumerate(content[:MAX_BLOCKS]):
         if type(block) is not dict or block.get("type") != "text":
