@@ -288,7 +288,7 @@ class TraceReader:
         eols = EOL_BYTES
         mark = JSON_MARK
         marked = len(JSON_MARK)
-        name_at = JSON_MARK.index(JSON_NAME)
+        back = marked - JSON_MARK.index(JSON_NAME)  # from the payload back to its "json"
         frame_head = FRAME_PREFIX
         derived_heads = _DERIVED_HEADS
         # A frame is made by calling __new__ and __init__ directly: the class
@@ -378,12 +378,12 @@ class TraceReader:
                             # frame's bytes hold it (codec.embeds_value). Its usual
                             # proof, two memchr: no "j" and no "u" before the mark,
                             # so no member name there spells "json", with or without
-                            # a \\u escape ("in" with a bytes operand would raise and
-                            # clear a TypeError inside: ints only here).
-                            at = len(line) + cut - marked + name_at
-                            head = line[:at]
+                            # a \u escape ("in" with a bytes operand would raise and
+                            # clear a TypeError inside: ints only here). ``head`` ends
+                            # right before the mark's "json".
+                            head = line[: cut - back]
                             if (106 in head or 117 in head) and not embeds_value(
-                                line, at - name_at + marked
+                                line, len(line) + cut
                             ):
                                 value = UNPARSED
                             frame = new_frame(FrameRecord)
