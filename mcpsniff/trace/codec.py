@@ -430,8 +430,11 @@ def frame_from(obj: dict[str, Any], line: bytes | None) -> FrameRecord:
     """A frame record from its parsed line (and the line, for embedded JSON)."""
     value = UNPARSED
     if "json" in obj:
-        raw = _embedded_bytes(obj, line) + EOL_BYTES[obj["eol"]]
-        value = obj["json"]
+        payload = _embedded_bytes(obj, line)
+        raw = payload + EOL_BYTES[obj["eol"]]
+        # The line was parsed whole: its value serves when it is the payload's.
+        if embeds_value(line, _payload_start(line, payload)):  # type: ignore[arg-type]
+            value = obj["json"]
     elif "text" in obj:
         raw = obj["text"].encode("utf-8")
     else:
@@ -449,6 +452,38 @@ def frame_from(obj: dict[str, Any], line: bytes | None) -> FrameRecord:
 
 
 EOL_BYTES = {text: raw for raw, text in _EOLS.items()}
+
+
+#: A member named "json", as a line spells it without an escape.
+JSON_NAME = b'"json"'
+#: Where the name starts in ``JSON_MARK``.
+_NAME_AT = JSON_MARK.index(JSON_NAME)
+
+
+def embeds_value(line: bytes, start: int) -> bool:
+    """Whether the frame line's parsed "json" member lies within ``line[start:]``.
+
+    ``start``: where the payload begins, right after a ``JSON_MARK``. The
+    frame's bytes are cut from there to the end of the line; its value comes
+    from the parse of the whole line. In a line a writer wrote, that mark
+    names the last top-level member, so the bytes are the value's JSON text
+    (core/model.py: ``value`` is the parsed JSON of ``raw``). A hand-made line
+    can put the mark inside a nested object and the real member before it.
+    It cannot when the mark holds the line's first ``"json"`` and no
+    ``\\u`` escape comes before it: a member name is a string, "json" is
+    spelled without an escape or with a ``\\u`` one (no other escape makes
+    a letter), so every top-level "json" member, the one the parse kept
+    among them, starts at the mark or after it, inside ``line[start:]``.
+    False may also be an honest line (a "json" string among the fields):
+    its frame is then parsed from its bytes.
+    """
+    at = start - len(JSON_MARK) + _NAME_AT
+    return line.find(JSON_NAME) == at and line.find(b"\\u", 0, at) < 0
+
+
+def _payload_start(line: bytes, payload: bytes) -> int:
+    """Where ``_embedded_bytes``' ``payload`` begins in ``line``."""
+    return len(line) - (2 if line.endswith(b"\n") else 1) - len(payload)
 
 
 def _embedded_bytes(obj: dict[str, Any], line: bytes | None) -> bytes:

@@ -14,15 +14,17 @@ from typing import Any
 import orjson
 
 from mcpsniff.core.escape import terminal_safe
-from mcpsniff.core.model import EventRecord, FrameRecord, Record
+from mcpsniff.core.model import UNPARSED, EventRecord, FrameRecord, Record
 from mcpsniff.trace.codec import (
     EOL_BYTES,
     FORMAT_NAME,
     FRAME_PREFIX,
     JSON_MARK,
+    JSON_NAME,
     READABLE_VERSIONS,
     TraceError,
     decode_record,
+    embeds_value,
     exact_loads,
     frame_from,
     glued_record,
@@ -286,6 +288,7 @@ class TraceReader:
         eols = EOL_BYTES
         mark = JSON_MARK
         marked = len(JSON_MARK)
+        back = marked - JSON_MARK.index(JSON_NAME)  # from the payload back to its "json"
         frame_head = FRAME_PREFIX
         derived_heads = _DERIVED_HEADS
         # A frame is made by calling __new__ and __init__ directly: the class
@@ -371,6 +374,18 @@ class TraceReader:
                         end = -2 if line[-1] == 10 else -1
                         cut = end - size
                         if line[cut - marked : cut] == mark:
+                            # The value parsed from the line serves only where the
+                            # frame's bytes hold it (codec.embeds_value). Its usual
+                            # proof, two memchr: no "j" and no "u" before the mark,
+                            # so no member name there spells "json", with or without
+                            # a \u escape ("in" with a bytes operand would raise and
+                            # clear a TypeError inside: ints only here). ``head`` ends
+                            # right before the mark's "json".
+                            head = line[: cut - back]
+                            if (106 in head or 117 in head) and not embeds_value(
+                                line, len(line) + cut
+                            ):
+                                value = UNPARSED
                             frame = new_frame(FrameRecord)
                             init_frame(
                                 frame,
@@ -413,7 +428,7 @@ class TraceReader:
                                 obj["transport"],
                                 line[start:end] + eols[obj["eol"]],
                                 obj.get("meta"),
-                                obj["json"],
+                                obj["json"] if embeds_value(line, start) else UNPARSED,
                             )
                         else:
                             frame = frame_from(obj, line)

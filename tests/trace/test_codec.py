@@ -18,6 +18,7 @@ from mcpsniff.cli import main
 from mcpsniff.core.model import (
     C2S,
     S2C,
+    UNPARSED,
     EventRecord,
     FindingRecord,
     FrameRecord,
@@ -577,3 +578,27 @@ def test_a_long_line_keeps_a_big_integer_exact(big: int) -> None:
     assert value["list"][2]["n"] == big and type(value["list"][2]["n"]) is int
     plain = f'{{"pad":"{padding}","n":123456789012345678,"f":1e300}}'.encode()
     assert exact_loads(plain) == {"pad": padding, "n": 123456789012345678, "f": 1e300}
+
+
+_FIELDS = b'{"type":"frame","seq":1,"t":1.0,"dir":"c2s","transport":"stdio","eol":"\\n"'
+
+
+@pytest.mark.parametrize(
+    ("members", "embedded"),
+    [
+        (b',"session":"s","len":2,"json":{}', True),
+        # "json" as a field's value before the mark: not proved (parsed from the bytes).
+        (b',"session":"json","len":2,"json":{}', False),
+        # A "json" member before the mark, the mark in a later member.
+        (b',"session":"s","len":3,"json":{"a":1},"m":{"b":1,"json":{}}', False),
+        (b',"session":"s","len":3,"\\u006ason":{"a":1},"m":{"b":1,"json":{}}', False),
+    ],
+)
+def test_embeds_value_proves_the_parsed_member_is_in_the_payload(
+    members: bytes, embedded: bool
+) -> None:
+    line = _FIELDS + members + b"}\n"
+    start = line.rindex(b',"json":') + len(b',"json":')
+    assert trace_codec.embeds_value(line, start) is embedded
+    frame = trace_codec.frame_from(json.loads(line), line)
+    assert (frame.value is not UNPARSED) is embedded

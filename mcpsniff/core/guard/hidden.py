@@ -343,18 +343,21 @@ _BYTES_KEYWORDS = BytesAhoCorasick(
 # tests/core/guard/test_hidden.py compares both on random and adversarial texts.
 _ANYTHING_OPTIONS = re2.Options()
 _ANYTHING_OPTIONS.never_capture = True
+_ANYTHING_PATTERN = (
+    "(?i:"
+    + "|".join(re2.escape(word) for word, _ in _KEYWORD_GROUPS)
+    + ")|["
+    + "".join(f"\\x{{{ord(char):x}}}" for char in _HIDING_CHARACTERS + "\u0130\u212a<")
+    + "]"
+)
 # The binding's own object: the wrapper's search() costs a generator and a
 # match object per call (4K instructions, as much as 250 bytes of search).
-_ANYTHING = _re2.RE2(
-    (
-        "(?i:"
-        + "|".join(re2.escape(word) for word, _ in _KEYWORD_GROUPS)
-        + ")|["
-        + "".join(f"\\x{{{ord(char):x}}}" for char in _HIDING_CHARACTERS + "\u0130\u212a<")
-        + "]"
-    ).encode(),
-    _ANYTHING_OPTIONS,
-).Match
+_ANYTHING = _re2.RE2(_ANYTHING_PATTERN.encode(), _ANYTHING_OPTIONS).Match
+# The same over a JSON text's bytes (``clean_json``), which also stops at the
+# two escapes that can make a character the search looks for: ``\\u`` (any
+# character) and ``\\/`` (a "/"). In the same pass: a separate test of the
+# bytes for them costs as much as the search.
+_ANYTHING_JSON = _re2.RE2((_ANYTHING_PATTERN + "|\\\\[u/]").encode(), _ANYTHING_OPTIONS).Match
 _UNANCHORED = _re2.RE2.Anchor.UNANCHORED
 _NO_SPAN = (-1, -1)
 
@@ -363,6 +366,22 @@ def _clean(text: str) -> bool:
     """True when no pattern of ``scan`` but the blobs' can match ``text``; else False."""
     data = text.encode("utf-8", "surrogatepass")
     return _ANYTHING(_UNANCHORED, data, 0, len(data))[0] == _NO_SPAN
+
+
+def clean_json(raw: bytes) -> bool:
+    """True when no string of the JSON text ``raw`` can give ``scan(..., result=True)`` a hit.
+
+    ``_clean``'s search over the bytes the strings came from, without decoding
+    or encoding any: an unescaped character of a JSON string is its own UTF-8
+    in the text (RFC 8259 §7, §8.1), so every run of such characters that the
+    search would find in a string is in ``raw`` too. Of the escapes only
+    ``\\uXXXX`` (any character) and ``\\/`` ("/", in a word of ``_WORDS``) make
+    a character the search looks for; the others make a quote, a backslash or
+    a control character, which no word holds. So ``raw`` with neither escape,
+    where the search finds nothing, holds no string ``_clean`` would stop.
+    False means "ask ``scan`` of each string", never "a hit".
+    """
+    return _ANYTHING_JSON(_UNANCHORED, raw, 0, len(raw))[0] == _NO_SPAN
 
 
 def _invisible_hits(text: str, hits: list[Hit]) -> None:

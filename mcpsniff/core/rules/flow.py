@@ -51,6 +51,12 @@ MAX_UNANSWERED_REPORTS = 200
 #: ``session.shared`` key: per run (``run_of``), the exchange ranges its salvaged
 #: HTTP capture-gaps name (its exchanges may belong to any session of the run).
 GAP_EXCHANGES = "capture-gap-exchanges"
+#: JSON numbers, and the types a progress token may have (with bool excluded
+#: apart): tuples, which ``isinstance`` reads as they are, where ``int | float``
+#: builds a union object on every call (``_progress`` runs for every progress
+#: notification).
+_NUMBER = (int, float)
+_TOKEN_TYPES = (str, int, float)
 
 
 @rule("PROG-TOKEN-TYPE", "PROG-TOKEN-UNIQUE", on=REQUEST)
@@ -240,9 +246,9 @@ def _progress(session: Session, msg: Msg) -> None:
     progress = params.get("progress")
     total = params.get("total")
     problems = []
-    if isinstance(progress, bool) or not isinstance(progress, int | float):
+    if isinstance(progress, bool) or not isinstance(progress, _NUMBER):
         problems.append("progress (number, required)")
-    if "total" in params and (isinstance(total, bool) or not isinstance(total, int | float)):
+    if "total" in params and (isinstance(total, bool) or not isinstance(total, _NUMBER)):
         problems.append("total (number)")
     if "message" in params and not isinstance(params["message"], str):
         problems.append("message (string)")
@@ -253,7 +259,7 @@ def _progress(session: Session, msg: Msg) -> None:
             [msg.frame],
         )
     token = params.get("progressToken")
-    if isinstance(token, bool) or not isinstance(token, str | int | float):
+    if isinstance(token, bool) or not isinstance(token, _TOKEN_TYPES):
         session.report(
             "PROG-PARAMS", f"{sender} sent a progress notification without a token", [msg.frame]
         )
@@ -306,7 +312,7 @@ def _progress(session: Session, msg: Msg) -> None:
                 token=token,
             )
         return
-    if isinstance(progress, int | float) and not isinstance(progress, bool):
+    if isinstance(progress, _NUMBER) and not isinstance(progress, bool):
         if active.last is not None and progress <= active.last:
             session.report(
                 "PROG-MONOTONIC",
@@ -318,7 +324,7 @@ def _progress(session: Session, msg: Msg) -> None:
                 progress=progress,
             )
         active.last = progress
-        if isinstance(total, int | float) and not isinstance(total, bool) and progress > total:
+        if isinstance(total, _NUMBER) and not isinstance(total, bool) and progress > total:
             session.report(
                 "PROG-TOTAL",
                 f"{sender} reported progress {progress} beyond its total {total}",

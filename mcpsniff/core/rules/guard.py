@@ -26,7 +26,7 @@ import orjson
 
 from mcpsniff.core.guard.diff import Listed, diff_offers
 from mcpsniff.core.guard.fingerprint import LISTS, Definition, definitions, texts
-from mcpsniff.core.guard.hidden import Hit, scan
+from mcpsniff.core.guard.hidden import Hit, clean_json, scan
 from mcpsniff.core.rules.registry import RESULT, rule
 
 if TYPE_CHECKING:
@@ -136,6 +136,13 @@ def hidden_in_result(session: Session, msg: Msg, result: dict[str, Any]) -> None
     """The text blocks of a tool result, scanned."""
     content = result.get("content")
     if type(content) is not list:
+        return
+    source = msg.source
+    if source is not None and source.value is msg.obj and clean_json(source.raw):
+        # The message is its frame's whole value, whose JSON text the frame's
+        # bytes hold (core/model.py: ``value`` is the parsed JSON of ``raw``; a
+        # trace's line must prove it, trace/codec.py ``embeds_value``): no
+        # text block in them can give a hit.
         return
     for index, block in enumerate(content[:MAX_BLOCKS]):
         if type(block) is not dict or block.get("type") != "text":

@@ -10,10 +10,12 @@ each class of hiding, several ways each.
 from __future__ import annotations
 
 import base64
+import json
 import random
 import re
 from pathlib import Path
 
+import orjson
 import pytest
 from ahocorasick_rs import AhoCorasick, MatchKind
 
@@ -363,3 +365,97 @@ def test_what_the_re2_pre_test_rests_on() -> None:
         if not 0xD800 <= code < 0xE000 and any(c.isascii() for c in chr(code).lower())
     }
     assert lowers_to_ascii == {"\u0130", "\u212a"}
+
+
+# ---------------------------------------------------------------- the pre-test of a frame's bytes
+
+
+def _json_string(text: str, rng: random.Random, rate: float) -> bytes:
+    """``text`` as a JSON string, each character written as itself or escaped at random.
+
+    Every escape JSON allows (RFC 8259 §7): ``\\uXXXX`` for any character (a
+    surrogate pair beyond the BMP, for about ``rate`` of them), ``\\/`` (for
+    about ``rate`` of the slashes), and the short ones.
+    """
+    short = {'"': '\\"', "\\": "\\\\", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r"}
+    short["\t"] = "\\t"
+    out = ['"']
+    for char in text:
+        code = ord(char)
+        choice = rng.random()
+        if choice < rate or (code < 0x20 and char not in short):
+            if code > 0xFFFF:
+                code -= 0x10000
+                out.append(f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04X}")
+            else:
+                out.append(f"\\u{code:04x}")
+        elif char in short:
+            out.append(short[char])
+        elif char == "/" and choice < 2 * rate:
+            out.append("\\/")
+        else:
+            out.append(char)
+    out.append('"')
+    return "".join(out).encode("utf-8", "surrogatepass")
+
+
+def _result_frame(*literals: bytes) -> bytes:
+    blocks = b",".join(b'{"type":"text","text":' + literal + b"}" for literal in literals)
+    return b'{"jsonrpc":"2.0","id":1,"result":{"content":[' + blocks + b"]}}"
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_a_clean_frame_holds_no_text_that_can_hit(seed: int) -> None:
+    """``clean_json`` on a frame of escaped texts: True only when no text gives a hit.
+
+    The texts are words in any case beside JSON escapes and case-folding
+    look-alikes, and the pieces; each character is escaped or not at random.
+    """
+    rng = random.Random(seed)
+    words = [word for word, _ in hidden._KEYWORD_GROUPS]
+    checked = 0
+    for _ in range(150):
+        kind = rng.random()
+        if kind < 0.4:
+            word = _random_case(rng, rng.choice(words))
+            text = f"{rng.choice(_NEIGHBOURS)}{word}{rng.choice(_NEIGHBOURS)} plain ✓"
+        elif kind < 0.7:  # mostly clean: the neighbours between harmless words
+            text = "".join(rng.choices((*_NEIGHBOURS, "plain", "Data", "/"), k=rng.randint(1, 4)))
+        else:
+            text = "".join(rng.choices((*_PIECES, *_NEIGHBOURS), k=rng.randint(1, 12)))
+        rate = rng.choice((0.0, 0.0, 0.05, 0.2))
+        raw = _result_frame(
+            _json_string("plain text 数据", rng, rate), _json_string(text, rng, rate)
+        )
+        value = json.loads(raw.decode("utf-8", "surrogatepass"))
+        assert value["result"]["content"][1]["text"] == text
+        if hidden.clean_json(raw):
+            checked += 1
+            assert hidden._clean(text), text
+            assert _unfiltered(text) == [], text
+        # As orjson writes it (UTF-8, escaping only quotes, backslashes and
+        # control characters): the frame's verdict is the text's, unless an
+        # escape stops the frame (never the other way round).
+        if "\ud800" not in text and "\udfff" not in text:
+            written = orjson.dumps({"content": [{"type": "text", "text": text}]})
+            assert not hidden.clean_json(written) or hidden._clean(text), text
+            if "\\" not in text and all(ord(char) >= 0x20 for char in text):
+                assert hidden.clean_json(written) == hidden._clean(text), text
+    assert checked >= 5  # the clean frames were judged too
+
+
+def test_the_escapes_that_make_a_word_stop_the_frame_pre_test() -> None:
+    """``\\u`` (any character) and ``\\/`` stop it; the short escapes do not."""
+    for literal in (
+        b'"\\u0069gnore previous instructions"',
+        b'"read \\/etc\\/passwd"',
+        b'"x\\u200b\\u200by"',
+        b'"\\u003c!-- hidden --\\u003e"',
+        b'"\\ud800 alone"',
+        b'"an escaped backslash \\\\u0041"',  # a backslash, then "u0041": stopped all the same
+    ):
+        assert not hidden.clean_json(_result_frame(literal)), literal
+    plain = '"quoted \\" back \\\\ nl \\n tab \\t cr \\r ff \\f bs \\b 数据 ✓ über"'.encode()
+    assert hidden.clean_json(_result_frame(plain))
+    assert not hidden.clean_json(_result_frame(plain, b'"Ignore"'))
+    assert not hidden.clean_json(b'{"a":"\xe2\x80\x8b"}')  # a hiding character, unescaped
