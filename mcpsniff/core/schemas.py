@@ -13,6 +13,11 @@ fastjsonschema (it would fetch them over the network, which the 2026-07-28
 spec forbids a validator to do: SCHEMA-REF-NETWORK), nor do schemas using
 2020-12 keywords it does not implement, nor very large ones; jsonschema
 alone handles those, and it never fetches remote references either.
+
+Start-up: a plain schema that ``schema_valid.certainly_valid`` vouches for is
+not given to jsonschema's ``check_schema``, and its two validators are built
+when the simple oracle first cannot accept an instance alone; a session whose
+calls all fit the oracle never imports jsonschema (about 50 ms a process).
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+
+from mcpsniff.core.schema_valid import certainly_valid
 
 #: Keywords fastjsonschema (draft 4/6/7) does not implement; jsonschema handles them.
 _MODERN_KEYWORDS = frozenset(
@@ -49,11 +56,15 @@ CACHE_SIZE = 1024
 class CompiledSchema:
     """A schema ready to validate instances, or the reason it is not a valid schema."""
 
+    #: jsonschema's validator (``_PENDING`` while ``pending`` waits), None: no verdict.
     reference: Any = None
     fast: Callable[[Any], Any] | None = None
     error: str | None = None
     #: ``simple_oracle``'s check for the commonest tool schema, or None.
     simple: Callable[[Any], bool] | None = None
+    #: A valid schema whose validators are not built yet, and its serialized size.
+    pending: dict[str, Any] | None = None
+    size: int = 0
 
     def first_error(self, instance: Any) -> str | None:
         """None when ``instance`` is valid, else a one-line explanation."""
@@ -71,6 +82,10 @@ class CompiledSchema:
         """
         if self.reference is None:
             return None
+        if self.pending is not None:
+            self._build()
+            if self.reference is None:
+                return None
         if self.fast is not None:
             try:
                 self.fast(instance)
@@ -89,6 +104,21 @@ class CompiledSchema:
             return None
         path = "/".join(str(p) for p in error.absolute_path)
         return f"{'at /' + path + ': ' if path else ''}{error.message}"
+
+    def _build(self) -> None:
+        """Build the validators of a ``pending`` schema (``certainly_valid`` vouched for it)."""
+        schema, self.pending = self.pending, None
+        try:
+            self.reference = _reference_class(schema)(schema)
+        except Exception:  # as ``_compile``: a schema must not stop analysis
+            self.reference = None
+            return
+        self.fast = _fast(schema, self.size)  # type: ignore[arg-type]
+
+
+#: The ``reference`` of a schema whose validators are not built yet: not None,
+#: since the schema is valid (a rule asks ``reference is not None`` for that).
+_PENDING = object()
 
 
 _cache: OrderedDict[bytes, CompiledSchema] = OrderedDict()
@@ -114,15 +144,14 @@ def compile_schema(schema: Any) -> CompiledSchema:
 
 
 def _compile(schema: dict[str, Any], size: int) -> CompiledSchema:
+    simple = simple_oracle(schema)
+    if simple is not None and certainly_valid(schema):
+        return CompiledSchema(reference=_PENDING, simple=simple, pending=schema, size=size)
     # Imported on first use: jsonschema takes a third of mcpsniff's start-up
     # time, and most sessions (and every `mcpsniff stdio` start) need it late.
     import jsonschema
-    from jsonschema import validators
 
-    # 2025-11-25 made JSON Schema 2020-12 the default dialect when $schema is
-    # absent (basic/index.mdx § JSON Schema Usage); earlier versions named
-    # none, and 2020-12 accepts the draft-07 schemas SDKs emit.
-    cls = validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls = _reference_class(schema)
     try:
         cls.check_schema(schema)
         reference = cls(schema)
@@ -130,9 +159,18 @@ def _compile(schema: dict[str, Any], size: int) -> CompiledSchema:
         return CompiledSchema(error=exc.message)
     except Exception as exc:  # a hostile schema must not stop analysis
         return CompiledSchema(error=repr(exc))
-    return CompiledSchema(
-        reference=reference, fast=_fast(schema, size), simple=simple_oracle(schema)
-    )
+    return CompiledSchema(reference=reference, fast=_fast(schema, size), simple=simple)
+
+
+def _reference_class(schema: dict[str, Any]) -> Any:
+    """jsonschema's validator class for ``schema``'s dialect."""
+    import jsonschema
+    from jsonschema import validators
+
+    # 2025-11-25 made JSON Schema 2020-12 the default dialect when $schema is
+    # absent (basic/index.mdx § JSON Schema Usage); earlier versions named
+    # none, and 2020-12 accepts the draft-07 schemas SDKs emit.
+    return validators.validator_for(schema, default=jsonschema.Draft202012Validator)
 
 
 #: Keywords that only annotate: no validator looks at them. ``format`` is one
