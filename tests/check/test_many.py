@@ -11,7 +11,13 @@ from pathlib import Path
 import orjson
 import pytest
 
-from mcpsniff.check.many import TraceVerdict, check_traces, default_jobs, labelled
+from mcpsniff.check.many import (
+    TraceVerdict,
+    check_traces,
+    default_jobs,
+    handout_order,
+    labelled,
+)
 from mcpsniff.check.run import CheckOptions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,3 +148,27 @@ def test_a_worker_that_dies_leaves_its_trace_without_verdict(
     ]
     assert err.count("the process checking it died") == 2
     assert out == ""
+
+
+def test_the_largest_traces_are_handed_out_first(tmp_path: Path) -> None:
+    small, large, same = (tmp_path / name for name in ("small.jsonl", "large.jsonl", "same.jsonl"))
+    small.write_bytes(b"x")
+    large.write_bytes(b"x" * 100)
+    same.write_bytes(b"y")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    paths = [small, tmp_path / "missing.jsonl", large, fifo, same]
+    options = [CheckOptions(trace=p) for p in paths]
+    # Largest first; a trace of unknown size (missing, a pipe) counts as empty;
+    # ties keep the order given.
+    assert handout_order(options) == [2, 0, 4, 1, 3]
+
+
+def test_traces_of_different_sizes_are_reported_in_argument_order(tmp_path: Path) -> None:
+    """Handed out largest first, the reports still come in the order given."""
+    paths = sorted(GALLERY, key=lambda p: p.stat().st_size)
+    assert handout_order([CheckOptions(trace=p) for p in paths]) == list(range(len(paths)))[::-1]
+    for fmt in ("text", "json"):
+        alone = _run(paths, 1, fmt)
+        assert _run(paths, 2, fmt) == alone
+        assert [v.trace for v in alone[2]] == paths
