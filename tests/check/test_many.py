@@ -172,3 +172,23 @@ def test_traces_of_different_sizes_are_reported_in_argument_order(tmp_path: Path
         alone = _run(paths, 1, fmt)
         assert _run(paths, 2, fmt) == alone
         assert [v.trace for v in alone[2]] == paths
+
+
+def test_one_process_keeps_nothing_of_the_traces_it_checked_before() -> None:
+    """``--jobs 1`` over many traces: each trace's check leaves no object behind.
+
+    ``run_check`` freezes what is alive when it starts (``gc.freeze``), so any
+    cycle an earlier trace left uncollected would stay for good, and each
+    later trace would run in a larger heap. The objects the collector knows
+    (frozen ones included) stay as many from one round of traces to the next.
+    """
+    import gc
+
+    paths = sorted(RECORDINGS.glob("*.jsonl"))
+    counts = []
+    for fmt in ("text", "json", "text", "json", "text", "json"):
+        _run(paths, 1, fmt)
+        counts.append(gc.get_freeze_count() + len(gc.get_objects()))
+    # The first rounds import what checking needs; after that, nothing grows.
+    # (A leak of a single object per trace checked would add 11 a round.)
+    assert max(counts[2:]) - min(counts[2:]) < 10, counts
