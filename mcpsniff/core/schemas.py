@@ -15,9 +15,10 @@ spec forbids a validator to do: SCHEMA-REF-NETWORK), nor do schemas using
 alone handles those, and it never fetches remote references either.
 
 Start-up: a plain schema that ``schema_valid.certainly_valid`` vouches for is
-not given to jsonschema's ``check_schema``, and its two validators are built
-when the simple oracle first cannot accept an instance alone; a session whose
-calls all fit the oracle never imports jsonschema (about 50 ms a process).
+not given to jsonschema's ``check_schema``; fastjsonschema's function is built
+when the simple oracle first cannot accept an instance alone, and jsonschema's
+validator when that function rejects one. A session whose calls are all
+valid never imports jsonschema (about 50 ms a process).
 """
 
 from __future__ import annotations
@@ -58,7 +59,8 @@ class CompiledSchema:
 
     #: jsonschema's validator (``_PENDING`` while ``pending`` waits), None: no verdict.
     reference: Any = None
-    fast: Callable[[Any], Any] | None = None
+    #: fastjsonschema's function (``_PENDING`` likewise), None: none for this schema.
+    fast: Any = None
     error: str | None = None
     #: ``simple_oracle``'s check for the commonest tool schema, or None.
     simple: Callable[[Any], bool] | None = None
@@ -82,16 +84,21 @@ class CompiledSchema:
         """
         if self.reference is None:
             return None
-        if self.pending is not None:
-            self._build()
-            if self.reference is None:
-                return None
-        if self.fast is not None:
+        fast = self.fast
+        if fast is _PENDING:
+            fast = self.fast = _fast(self.pending, self.size)  # type: ignore[arg-type]
+        if fast is not None:
             try:
-                self.fast(instance)
+                fast(instance)
                 return None
             except Exception:
                 pass
+        if self.reference is _PENDING:
+            # Only now, to explain an instance fastjsonschema rejected (or judge one
+            # it could not): the import of jsonschema is the costly part.
+            self._build_reference()
+            if self.reference is None:
+                return None
         try:
             if self.reference.is_valid(instance):
                 return None
@@ -105,19 +112,17 @@ class CompiledSchema:
         path = "/".join(str(p) for p in error.absolute_path)
         return f"{'at /' + path + ': ' if path else ''}{error.message}"
 
-    def _build(self) -> None:
-        """Build the validators of a ``pending`` schema (``certainly_valid`` vouched for it)."""
+    def _build_reference(self) -> None:
+        """jsonschema's validator of a ``pending`` schema (``certainly_valid`` vouched for it)."""
         schema, self.pending = self.pending, None
         try:
-            self.reference = _reference_class(schema)(schema)
+            self.reference = _reference_class(schema)(schema)  # type: ignore[arg-type]
         except Exception:  # as ``_compile``: a schema must not stop analysis
             self.reference = None
-            return
-        self.fast = _fast(schema, self.size)  # type: ignore[arg-type]
 
 
-#: The ``reference`` of a schema whose validators are not built yet: not None,
-#: since the schema is valid (a rule asks ``reference is not None`` for that).
+#: A validator not built yet. As a ``reference`` it is not None, since the
+#: schema is valid (a rule asks ``reference is not None`` for that).
 _PENDING = object()
 
 
@@ -146,7 +151,9 @@ def compile_schema(schema: Any) -> CompiledSchema:
 def _compile(schema: dict[str, Any], size: int) -> CompiledSchema:
     simple = simple_oracle(schema)
     if simple is not None and certainly_valid(schema):
-        return CompiledSchema(reference=_PENDING, simple=simple, pending=schema, size=size)
+        return CompiledSchema(
+            reference=_PENDING, fast=_PENDING, simple=simple, pending=schema, size=size
+        )
     # Imported on first use: jsonschema takes a third of mcpsniff's start-up
     # time, and most sessions (and every `mcpsniff stdio` start) need it late.
     import jsonschema
