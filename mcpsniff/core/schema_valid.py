@@ -28,8 +28,9 @@ from typing import Any
 
 #: The seven simple types every dialect names.
 _TYPES = frozenset({"string", "integer", "number", "boolean", "object", "array", "null"})
-#: Dialects (``$schema``) whose metaschemas agree on the keywords below; the
-#: forms without "#" name the same metaschema for jsonschema.
+#: Dialects (``$schema``) whose metaschemas agree on the keywords below (and
+#: in which they validate alike: ``schemas.simple_oracle``); the forms
+#: without "#" name the same metaschema for jsonschema.
 DIALECTS = frozenset(
     {
         "http://json-schema.org/draft-04/schema#",

@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from mcpsniff.core.schema_valid import certainly_valid
+from mcpsniff.core.schema_valid import DIALECTS, certainly_valid
 
 #: Keywords fastjsonschema (draft 4/6/7) does not implement; jsonschema handles them.
 _MODERN_KEYWORDS = frozenset(
@@ -211,18 +211,7 @@ _SIMPLE_TYPES: dict[str, tuple[type, ...]] = {
     "null": (type(None),),
 }
 #: Dialects in which the keywords above mean the same (draft 4 to 2020-12).
-_SIMPLE_DIALECTS = frozenset(
-    {
-        "http://json-schema.org/draft-04/schema#",
-        "http://json-schema.org/draft-06/schema#",
-        "http://json-schema.org/draft-07/schema#",
-        "http://json-schema.org/draft-04/schema",
-        "http://json-schema.org/draft-06/schema",
-        "http://json-schema.org/draft-07/schema",
-        "https://json-schema.org/draft/2019-09/schema",
-        "https://json-schema.org/draft/2020-12/schema",
-    }
-)
+_SIMPLE_DIALECTS = DIALECTS
 #: How deep the oracle follows nested objects and array items.
 _MAX_DEPTH = 2
 
