@@ -5,12 +5,15 @@ goes differs. With one job the reports go straight to the streams; with more,
 each worker writes its trace's report (standard output) and warnings (standard
 error) to two files, and they are copied to the streams in the order the traces
 were named, each as soon as it and every trace before it are done. Either way
-the bytes are the same: the output does not depend on ``--jobs``.
+the bytes are the same: the output does not depend on ``--jobs``. The workers
+take the traces largest first (``handout_order``), so that no large trace is
+left to run alone at the end.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -94,19 +97,15 @@ def _check_in_workers(
         tempfile.TemporaryDirectory(prefix="mcpsniff-check-") as folder,
         worker_pool(min(jobs, len(options))) as pool,
     ):
-        futures: list[tuple[Path, Path, Future[TraceVerdict]]] = []
-        for number, one in enumerate(options):
+        futures: dict[int, tuple[Path, Path, Future[TraceVerdict]]] = {}
+        for number in handout_order(options):
             out_path = Path(folder, f"{number}.out")
             err_path = Path(folder, f"{number}.err")
-            futures.append(
-                (
-                    out_path,
-                    err_path,
-                    pool.submit(_check_to_files, one, out_path, err_path, encoding),
-                )
-            )
+            work = pool.submit(_check_to_files, options[number], out_path, err_path, encoding)
+            futures[number] = (out_path, err_path, work)
         try:
-            for (out_path, err_path, future), one in zip(futures, options, strict=True):
+            for number, one in enumerate(options):
+                out_path, err_path, future = futures[number]
                 try:
                     verdict = future.result()
                 except BrokenProcessPool:
@@ -122,9 +121,28 @@ def _check_in_workers(
                 err_path.unlink()
                 yield verdict
         except BaseException:
-            for _, _, future in futures:
+            for _, _, future in futures.values():
                 future.cancel()
             raise
+
+
+def handout_order(options: Sequence[CheckOptions]) -> list[int]:
+    """The order the traces go to the workers: the largest first, ties in argument order.
+
+    The last trace handed out decides when the run ends: a large one started
+    last would keep one core busy while the others idle. A trace that cannot
+    be sized (missing, a pipe) counts as empty: its error or its size shows
+    once a worker reads it.
+    """
+    sizes = []
+    for one in options:
+        try:
+            status = one.trace.stat()
+        except OSError:
+            sizes.append(0)
+            continue
+        sizes.append(status.st_size if stat.S_ISREG(status.st_mode) else 0)
+    return sorted(range(len(options)), key=lambda number: -sizes[number])
 
 
 def _check_to_files(
@@ -152,4 +170,11 @@ def labelled(options: CheckOptions, several: bool) -> CheckOptions:
     return replace(options, trace_label=str(options.trace)) if several else options
 
 
-__all__ = ["TraceVerdict", "check_to_streams", "check_traces", "default_jobs", "labelled"]
+__all__ = [
+    "TraceVerdict",
+    "check_to_streams",
+    "check_traces",
+    "default_jobs",
+    "handout_order",
+    "labelled",
+]

@@ -29,9 +29,10 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from importlib import resources
 from types import MappingProxyType
 from typing import Any, Literal
+
+from mcpsniff.core.package_data import read_text
 
 Severity = Literal["error", "warning", "info"]
 
@@ -172,7 +173,7 @@ def _catalog() -> Mapping[str, CatalogEntry]:
     ``catalog_resilience.json`` (once) into an ordered, read-only id -> entry mapping."""
     entries: dict[str, CatalogEntry] = {}
     for name in ("catalog.json", ADDED_FILE, GUARD_FILE, RESILIENCE_FILE):
-        text = resources.files("mcpsniff.core").joinpath(name).read_text(encoding="utf-8")
+        text = read_text(name)
         raw: dict[str, dict[str, Any]] = json.loads(text)
         for rule_id in raw:
             if rule_id in entries:

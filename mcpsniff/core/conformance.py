@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from importlib import resources
+
+from mcpsniff.core.package_data import read_text
 
 #: The suite release whose check ids the mapping uses.
 SUITE = "@modelcontextprotocol/conformance"
@@ -19,14 +20,14 @@ SUITE = "@modelcontextprotocol/conformance"
 
 @cache
 def _mapping() -> dict[str, tuple[str, ...]]:
-    text = resources.files("mcpsniff.core").joinpath("conformance.json").read_text("utf-8")
+    text = read_text("conformance.json")
     rules: dict[str, list[str]] = json.loads(text)["rules"]
     return {rule: tuple(checks) for rule, checks in rules.items()}
 
 
 def suite_version() -> str:
     """The suite release the check ids come from."""
-    text = resources.files("mcpsniff.core").joinpath("conformance.json").read_text("utf-8")
+    text = read_text("conformance.json")
     return str(json.loads(text)["version"])
 
 

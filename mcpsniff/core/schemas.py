@@ -13,6 +13,12 @@ fastjsonschema (it would fetch them over the network, which the 2026-07-28
 spec forbids a validator to do: SCHEMA-REF-NETWORK), nor do schemas using
 2020-12 keywords it does not implement, nor very large ones; jsonschema
 alone handles those, and it never fetches remote references either.
+
+Start-up: a plain schema that ``schema_valid.certainly_valid`` vouches for is
+not given to jsonschema's ``check_schema``; fastjsonschema's function is built
+when the simple oracle first cannot accept an instance alone, and jsonschema's
+validator when that function rejects one. A session whose calls are all
+valid never imports jsonschema (about 50 ms a process).
 """
 
 from __future__ import annotations
@@ -23,6 +29,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
+
+from mcpsniff.core.schema_valid import DIALECTS, certainly_valid
 
 #: Keywords fastjsonschema (draft 4/6/7) does not implement; jsonschema handles them.
 _MODERN_KEYWORDS = frozenset(
@@ -49,11 +57,16 @@ CACHE_SIZE = 1024
 class CompiledSchema:
     """A schema ready to validate instances, or the reason it is not a valid schema."""
 
+    #: jsonschema's validator (``_PENDING`` while ``pending`` waits), None: no verdict.
     reference: Any = None
-    fast: Callable[[Any], Any] | None = None
+    #: fastjsonschema's function (``_PENDING`` likewise), None: none for this schema.
+    fast: Any = None
     error: str | None = None
     #: ``simple_oracle``'s check for the commonest tool schema, or None.
     simple: Callable[[Any], bool] | None = None
+    #: A valid schema whose validators are not built yet, and its serialized size.
+    pending: dict[str, Any] | None = None
+    size: int = 0
 
     def first_error(self, instance: Any) -> str | None:
         """None when ``instance`` is valid, else a one-line explanation."""
@@ -71,12 +84,21 @@ class CompiledSchema:
         """
         if self.reference is None:
             return None
-        if self.fast is not None:
+        fast = self.fast
+        if fast is _PENDING:
+            fast = self.fast = _fast(self.pending, self.size)  # type: ignore[arg-type]
+        if fast is not None:
             try:
-                self.fast(instance)
+                fast(instance)
                 return None
             except Exception:
                 pass
+        if self.reference is _PENDING:
+            # Only now, to explain an instance fastjsonschema rejected (or judge one
+            # it could not): the import of jsonschema is the costly part.
+            self._build_reference()
+            if self.reference is None:
+                return None
         try:
             if self.reference.is_valid(instance):
                 return None
@@ -89,6 +111,19 @@ class CompiledSchema:
             return None
         path = "/".join(str(p) for p in error.absolute_path)
         return f"{'at /' + path + ': ' if path else ''}{error.message}"
+
+    def _build_reference(self) -> None:
+        """jsonschema's validator of a ``pending`` schema (``certainly_valid`` vouched for it)."""
+        schema, self.pending = self.pending, None
+        try:
+            self.reference = _reference_class(schema)(schema)  # type: ignore[arg-type]
+        except Exception:  # as ``_compile``: a schema must not stop analysis
+            self.reference = None
+
+
+#: A validator not built yet. As a ``reference`` it is not None, since the
+#: schema is valid (a rule asks ``reference is not None`` for that).
+_PENDING = object()
 
 
 _cache: OrderedDict[bytes, CompiledSchema] = OrderedDict()
@@ -114,15 +149,16 @@ def compile_schema(schema: Any) -> CompiledSchema:
 
 
 def _compile(schema: dict[str, Any], size: int) -> CompiledSchema:
+    simple = simple_oracle(schema)
+    if simple is not None and certainly_valid(schema):
+        return CompiledSchema(
+            reference=_PENDING, fast=_PENDING, simple=simple, pending=schema, size=size
+        )
     # Imported on first use: jsonschema takes a third of mcpsniff's start-up
     # time, and most sessions (and every `mcpsniff stdio` start) need it late.
     import jsonschema
-    from jsonschema import validators
 
-    # 2025-11-25 made JSON Schema 2020-12 the default dialect when $schema is
-    # absent (basic/index.mdx § JSON Schema Usage); earlier versions named
-    # none, and 2020-12 accepts the draft-07 schemas SDKs emit.
-    cls = validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls = _reference_class(schema)
     try:
         cls.check_schema(schema)
         reference = cls(schema)
@@ -130,9 +166,18 @@ def _compile(schema: dict[str, Any], size: int) -> CompiledSchema:
         return CompiledSchema(error=exc.message)
     except Exception as exc:  # a hostile schema must not stop analysis
         return CompiledSchema(error=repr(exc))
-    return CompiledSchema(
-        reference=reference, fast=_fast(schema, size), simple=simple_oracle(schema)
-    )
+    return CompiledSchema(reference=reference, fast=_fast(schema, size), simple=simple)
+
+
+def _reference_class(schema: dict[str, Any]) -> Any:
+    """jsonschema's validator class for ``schema``'s dialect."""
+    import jsonschema
+    from jsonschema import validators
+
+    # 2025-11-25 made JSON Schema 2020-12 the default dialect when $schema is
+    # absent (basic/index.mdx § JSON Schema Usage); earlier versions named
+    # none, and 2020-12 accepts the draft-07 schemas SDKs emit.
+    return validators.validator_for(schema, default=jsonschema.Draft202012Validator)
 
 
 #: Keywords that only annotate: no validator looks at them. ``format`` is one
@@ -166,18 +211,7 @@ _SIMPLE_TYPES: dict[str, tuple[type, ...]] = {
     "null": (type(None),),
 }
 #: Dialects in which the keywords above mean the same (draft 4 to 2020-12).
-_SIMPLE_DIALECTS = frozenset(
-    {
-        "http://json-schema.org/draft-04/schema#",
-        "http://json-schema.org/draft-06/schema#",
-        "http://json-schema.org/draft-07/schema#",
-        "http://json-schema.org/draft-04/schema",
-        "http://json-schema.org/draft-06/schema",
-        "http://json-schema.org/draft-07/schema",
-        "https://json-schema.org/draft/2019-09/schema",
-        "https://json-schema.org/draft/2020-12/schema",
-    }
-)
+_SIMPLE_DIALECTS = DIALECTS
 #: How deep the oracle follows nested objects and array items.
 _MAX_DEPTH = 2
 

@@ -21,10 +21,10 @@ from __future__ import annotations
 import functools
 import json
 import re
-from importlib import resources
 from typing import Any
 
 from mcpsniff.core import catalog
+from mcpsniff.core.package_data import read_text
 
 SPEC_SITE = "https://modelcontextprotocol.io/specification"
 EXTENSIONS_SITE = "https://modelcontextprotocol.io/extensions"
@@ -84,7 +84,7 @@ _JSONRPC = re.compile(r"JSON-RPC\s*§\s*(\d+(?:\.\d+)?)")
 
 @functools.cache
 def _pages() -> dict[str, dict[str, frozenset[str]]]:
-    text = resources.files("mcpsniff.core").joinpath("spec_pages.json").read_text("utf-8")
+    text = read_text("spec_pages.json")
     raw: dict[str, dict[str, list[str]]] = json.loads(text)
     return {group: {p: frozenset(a) for p, a in pages.items()} for group, pages in raw.items()}
 

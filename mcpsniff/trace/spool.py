@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import stat
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -51,6 +49,11 @@ def rereadable(path: Path) -> Iterator[Path]:
         first = source.readline(HEADER_LIMIT)
         if not first.endswith(b"\n") or FORMAT_NAME.encode() not in first:
             raise TraceError(f"{path}: not an mcpsniff trace (no {FORMAT_NAME} header)")
+        # Imported here: ``check`` asks ``is_stream`` of every trace, and these
+        # two (with the compressors shutil loads) are a pipe's only.
+        import shutil
+        import tempfile
+
         # mkstemp: mode 0600, like every trace file (docs/architecture.md, invariant 5).
         fd, name = tempfile.mkstemp(prefix="mcpsniff-", suffix=".jsonl")
         copy = Path(name)

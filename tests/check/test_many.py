@@ -11,7 +11,13 @@ from pathlib import Path
 import orjson
 import pytest
 
-from mcpsniff.check.many import TraceVerdict, check_traces, default_jobs, labelled
+from mcpsniff.check.many import (
+    TraceVerdict,
+    check_traces,
+    default_jobs,
+    handout_order,
+    labelled,
+)
 from mcpsniff.check.run import CheckOptions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,3 +148,47 @@ def test_a_worker_that_dies_leaves_its_trace_without_verdict(
     ]
     assert err.count("the process checking it died") == 2
     assert out == ""
+
+
+def test_the_largest_traces_are_handed_out_first(tmp_path: Path) -> None:
+    small, large, same = (tmp_path / name for name in ("small.jsonl", "large.jsonl", "same.jsonl"))
+    small.write_bytes(b"x")
+    large.write_bytes(b"x" * 100)
+    same.write_bytes(b"y")
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    paths = [small, tmp_path / "missing.jsonl", large, fifo, same]
+    options = [CheckOptions(trace=p) for p in paths]
+    # Largest first; a trace of unknown size (missing, a pipe) counts as empty;
+    # ties keep the order given.
+    assert handout_order(options) == [2, 0, 4, 1, 3]
+
+
+def test_traces_of_different_sizes_are_reported_in_argument_order(tmp_path: Path) -> None:
+    """Handed out largest first, the reports still come in the order given."""
+    paths = sorted(GALLERY, key=lambda p: p.stat().st_size)
+    assert handout_order([CheckOptions(trace=p) for p in paths]) == list(range(len(paths)))[::-1]
+    for fmt in ("text", "json"):
+        alone = _run(paths, 1, fmt)
+        assert _run(paths, 2, fmt) == alone
+        assert [v.trace for v in alone[2]] == paths
+
+
+def test_one_process_keeps_nothing_of_the_traces_it_checked_before() -> None:
+    """``--jobs 1`` over many traces: each trace's check leaves no object behind.
+
+    ``run_check`` freezes what is alive when it starts (``gc.freeze``), so any
+    cycle an earlier trace left uncollected would stay for good, and each
+    later trace would run in a larger heap. The objects the collector knows
+    (frozen ones included) stay as many from one round of traces to the next.
+    """
+    import gc
+
+    paths = sorted(RECORDINGS.glob("*.jsonl"))
+    counts = []
+    for fmt in ("text", "json", "text", "json", "text", "json"):
+        _run(paths, 1, fmt)
+        counts.append(gc.get_freeze_count() + len(gc.get_objects()))
+    # The first rounds import what checking needs; after that, nothing grows.
+    # (A leak of a single object per trace checked would add 11 a round.)
+    assert max(counts[2:]) - min(counts[2:]) < 10, counts

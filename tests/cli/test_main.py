@@ -486,8 +486,23 @@ def test_check_imports_only_what_checking_one_trace_needs(jobs: list[str]) -> No
         "aiohttp",
         "multiprocessing",
         "concurrent.futures",
+        # The catalogue's data files are read by the package's loader, and a
+        # pipe's copy alone needs a temporary file (trace/spool.py).
+        "importlib.resources",
+        "tempfile",
+        "shutil",
+        "zipfile",
     ):
         assert heavy not in loaded, heavy
+
+
+def test_check_imports_no_json_schema_library_while_the_calls_fit_their_schemas() -> None:
+    # Every tools/call of this recording matches its tool's plain inputSchema
+    # (core/schema_valid.py): neither validator is built.
+    trace = str(RECORDINGS / "clean-2026-07-28.jsonl")
+    loaded = _modules_loaded("check", "--format", "json", trace)
+    assert "mcpsniff.core.schemas" in loaded
+    assert "jsonschema" not in loaded and "fastjsonschema" not in loaded
 
 
 def test_check_with_a_filter_or_guard_option_still_works() -> None:

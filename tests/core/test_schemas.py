@@ -347,3 +347,48 @@ def test_a_map_of_typed_values_is_judged_by_its_value_types() -> None:
     assert not oracle({"a": "x", "b": 2.5})
     assert not oracle({"a": True})  # a bool is no integer
     assert not oracle([("a", "x")])
+
+
+def test_a_plain_valid_schema_waits_for_jsonschema_until_an_instance_needs_it() -> None:
+    """Valid instances never import jsonschema: the oracle, then fastjsonschema, accept them."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from mcpsniff.core.schemas import compile_schema\n"
+        "schema = {'type': 'object', 'properties': {'n': {'type': 'integer', 'minimum': 0}},"
+        " 'required': ['n'], 'additionalProperties': False}\n"
+        "compiled = compile_schema(schema)\n"
+        "assert compiled.error is None and compiled.reference is not None\n"
+        "assert compiled.first_error({'n': 3}) is None\n"
+        "print('jsonschema' in sys.modules, 'fastjsonschema' in sys.modules)\n"
+        # 3.0 is an integer to both validators, not to the oracle (which defers).
+        "assert compiled.first_error({'n': 3.0}) is None\n"
+        "print('jsonschema' in sys.modules, 'fastjsonschema' in sys.modules)\n"
+        "print(compiled.first_error({'n': -1}))\n"
+        "print('jsonschema' in sys.modules)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.splitlines() == [
+        "False False",
+        "False True",
+        "at /n: -1 is less than the minimum of 0",
+        "True",
+    ]
+
+
+@pytest.mark.parametrize("schema", [ECHO, CLOSED, DRAFT4, LIMITS, MAP, NESTED])
+def test_waiting_or_not_the_verdicts_are_jsonschema_s(schema: dict[str, Any]) -> None:
+    """A schema built late gives first_error what the eagerly built validator gives."""
+    from mcpsniff.core import schemas
+
+    compiled = schemas._compile(schema, 100)
+    reference = jsonschema.validators.validator_for(
+        schema, default=jsonschema.Draft202012Validator
+    )(schema)
+    for instance in INSTANCES + NESTED_INSTANCES:
+        error = compiled.first_error(instance)
+        assert (error is None) is reference.is_valid(instance), (schema, instance, error)
