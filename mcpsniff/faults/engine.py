@@ -137,10 +137,13 @@ class FaultEngine:
         needles = self.needles
         if needles is None:
             return True
+        # ``find``, not ``in``: ``bytes in bytes`` first tries its operand as an int,
+        # and the TypeError it makes and drops costs more than the search.
+        find = block.find
         for needle in needles:
-            if needle in block:
+            if find(needle) >= 0:
                 return True
-        if b"\\" in block and (b"\\/" in block or b"\\u" in block):
+        if find(b"\\") >= 0 and (find(b"\\/") >= 0 or find(b"\\u") >= 0):
             return True
         return bool(self._pending[S2C if direction == C2S else C2S])
 
@@ -180,7 +183,8 @@ class FaultEngine:
 
     def _candidate(self, raw: bytes) -> bool:
         needles = self.needles
-        return needles is None or b"\\" in raw or any(needle in raw for needle in needles)
+        find = raw.find
+        return needles is None or find(b"\\") >= 0 or any(find(needle) >= 0 for needle in needles)
 
     def judge(self, message: Message) -> Injection | None:
         """The fault to inject into ``message``, or None; counts matches and injections."""

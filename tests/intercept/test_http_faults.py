@@ -785,7 +785,7 @@ def _pipelined(
     return asyncio.run(main())
 
 
-def _ids(responses: list[tuple[int, bytes]]) -> list[Any]:
+def _answer_ids(responses: list[tuple[int, bytes]]) -> list[Any]:
     out = []
     for _, payload in responses:
         text = payload.split(b"data: ", 1)[-1] if payload.startswith(b"event:") else payload
@@ -801,7 +801,7 @@ def test_a_delayed_answer_keeps_the_pipelined_answers_after_it_behind_it(sse: bo
     # The upstream answers all three at once: the first is held, the others wait behind it.
     run = _pipelined(['delay 300ms when tool == "slow" and direction == s2c'], THREE, sse=sse)
     assert [status for status, _ in run.responses] == [200, 200, 200]
-    assert _ids(run.responses) == [1, 2, 3]
+    assert _answer_ids(run.responses) == [1, 2, 3]
     assert run.times[0] >= 0.29 and run.times[1] >= run.times[0]
     assert [json.loads(body)["id"] for body in run.upstream_got] == [1, 2, 3]
 
@@ -810,14 +810,14 @@ def test_a_delayed_request_keeps_the_pipelined_requests_after_it_behind_it() -> 
     run = _pipelined(['delay 300ms when tool == "slow" and direction == c2s'], THREE)
     # The upstream read them in the order they were sent, the first 300 ms late.
     assert [json.loads(body)["id"] for body in run.upstream_got] == [1, 2, 3]
-    assert _ids(run.responses) == [1, 2, 3] and run.times[0] >= 0.29
+    assert _answer_ids(run.responses) == [1, 2, 3] and run.times[0] >= 0.29
 
 
 def test_a_shorter_delay_behind_a_longer_one_waits_for_it() -> None:
     faults = ['delay 400ms when tool == "slow"', 'delay 50ms when tool == "quick"']
     run = _pipelined(faults, [(1, "slow"), (2, "quick"), (3, "echo")])
     assert [json.loads(body)["id"] for body in run.upstream_got] == [1, 2, 3]
-    assert _ids(run.responses) == [1, 2, 3] and run.times[0] >= 0.39
+    assert _answer_ids(run.responses) == [1, 2, 3] and run.times[0] >= 0.39
 
 
 @pytest.mark.parametrize(
@@ -830,7 +830,7 @@ def test_an_answer_in_the_servers_place_waits_for_a_held_answer_before_it(
     faults = ['delay 300ms when tool == "slow" and direction == s2c', spec]
     run = _pipelined(faults, [(1, "slow"), (2, "fail"), (3, "echo")])
     assert [s for s, _ in run.responses] == [200, status, 200]
-    assert _ids(run.responses[:1]) == [1] and _ids(run.responses[2:]) == [3]
+    assert _answer_ids(run.responses[:1]) == [1] and _answer_ids(run.responses[2:]) == [3]
     if status == 200:
         assert json.loads(run.responses[1][1])["error"]["message"] == "no"
     # The server never saw the call mcpsniff answered.
@@ -842,7 +842,7 @@ def test_an_answer_in_the_servers_place_between_two_answers_read_at_once(sse: bo
     # The answers to 1 and 3 come in one read: mcpsniff's answer to 2 goes between them.
     calls = [(1, "echo"), (2, "fail"), (3, "echo")]
     run = _pipelined(['error -32000 when tool == "fail"'], calls, sse=sse)
-    assert _ids(run.responses) == [1, 2, 3]
+    assert _answer_ids(run.responses) == [1, 2, 3]
     assert "error" in json.loads(run.responses[1][1])
 
 
@@ -864,7 +864,7 @@ def test_a_dropped_request_lets_no_later_answer_pass_it(monkeypatch: pytest.Monk
 def test_a_request_split_in_pieces_reaches_the_upstream_before_the_next() -> None:
     run = _pipelined(['corrupt split when tool == "slow"'], THREE)
     assert [json.loads(body)["id"] for body in run.upstream_got] == [1, 2, 3]
-    assert _ids(run.responses) == [1, 2, 3]
+    assert _answer_ids(run.responses) == [1, 2, 3]
 
 
 # --------------------------------------------------------------------------- fast path, exact
