@@ -98,6 +98,8 @@ class FaultEngine:
         default_factory=lambda: {C2S: {}, S2C: {}}
     )
     _seq: int = 0
+    #: direction of a message -> the requests in flight it may answer (``_pending``'s other)
+    _asked: dict[str, dict[IdKey, tuple[str, str | None]]] = field(default_factory=dict)
     #: Byte strings one of which every message a fault can match must contain (in
     #: itself, or in the request it answers); None when some fault needs no such string.
     needles: tuple[bytes, ...] | None = None
@@ -114,6 +116,7 @@ class FaultEngine:
             self._states.append(_FaultState(fault, seed, random.Random(seed)))
             watched |= watched_by(fault.when.tree) if fault.when is not None else BOTH
         self.watched = frozenset(watched)
+        self._asked = {C2S: self._pending[S2C], S2C: self._pending[C2S]}
         found: set[bytes] = set()
         for fault in self.faults:
             some = needles_of(fault.when.tree) if fault.when is not None else None
@@ -145,7 +148,7 @@ class FaultEngine:
                 return True
         if find(b"\\") >= 0 and (find(b"\\/") >= 0 or find(b"\\u") >= 0):
             return True
-        return bool(self._pending[S2C if direction == C2S else C2S])
+        return bool(self._asked[direction])
 
     def seed_of(self, index: int) -> int:
         """The seed fault ``index`` draws from (its own, or the one chosen for it)."""

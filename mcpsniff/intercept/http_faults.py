@@ -126,7 +126,10 @@ class FaultedClientSide(ClientSide):
         #: Requests too big to judge, passed on as they come.
         self._unjudged: set[RelayedExchange] = set()
         watched = faults.engine.watched
-        self._could_match = faults.engine.could_match
+        self._engine = faults.engine
+        #: A fault is under way: this is a ``HookedClientSide`` (read per response, a
+        #: flag costs less than ``__class__``).
+        self._hooked = False
         #: Requests are held to be judged (a fault may apply to them, or their answers
         #: need their names).
         self._requests = C2S in watched
@@ -181,7 +184,7 @@ class FaultedClientSide(ClientSide):
         ):
             pieces = exchange.pieces
             body = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-            if body and self._could_match(body, C2S):
+            if body and self._engine.could_match(body, C2S):
                 injection = self.faults.judge(C2S, body)
         if injection is None:
             if self._queue:
@@ -423,22 +426,21 @@ class FaultedClientSide(ClientSide):
             self._backlog.append(partial(self.response_events, upstream, events, eof))
             return
         exchanges = self.exchanges
-        if len(events) == 3 and self.__class__ is FaultedClientSide and exchanges:
+        if len(events) == 3 and not self._hooked and exchanges:
             # The commonest: one whole response (head, one piece, end), no fault under
             # way. ``ClientSide.`` rather than ``super()``: no super object per response.
             head, body, end = events
             if (
-                type(head) is ResponseHead
-                and type(body) is Body
+                type(body) is Body
                 and type(end) is End
+                and type(head) is ResponseHead
                 and head.status >= 200
+                and not (body.payload and self._engine.could_match(body.payload, S2C))
             ):
-                payload = body.payload
-                if not payload or not self._answers or not self._could_match(payload, S2C):
-                    ClientSide.response_events(self, upstream, events, eof)
-                    if exchanges and exchanges[0].fault_answer is not None:
-                        self._answer_front()
-                    return
+                ClientSide.response_events(self, upstream, events, eof)
+                if exchanges and exchanges[0].fault_answer is not None:
+                    self._answer_front()
+                return
         split = self._prepare(upstream, events)
         if split < 0:
             super().response_events(upstream, events, eof)
@@ -507,7 +509,7 @@ class FaultedClientSide(ClientSide):
                 pieces.append(event.payload)
             elif kind is End:
                 body = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-                return bool(body) and self._could_match(body, S2C)
+                return bool(body) and self._engine.could_match(body, S2C)
             else:
                 return True
         return True
@@ -561,6 +563,7 @@ class FaultedClientSide(ClientSide):
     def _hook(self) -> None:
         """A fault is under way on this connection: its ends and answers are watched."""
         self.__class__ = HookedClientSide
+        self._hooked = True
 
     def _block(self) -> None:
         """Hold back what the upstream sends next (and stop reading it) until ``_unblock``."""
@@ -651,6 +654,7 @@ class HookedClientSide(FaultedClientSide):
             e.faulted is not None or e.fault_answer is not None or e.swallow for e in self.exchanges
         ):
             self.__class__ = FaultedClientSide
+            self._hooked = False
 
 
 @dataclass(slots=True, eq=False)
