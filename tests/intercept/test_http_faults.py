@@ -13,13 +13,14 @@ those tests skip.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shutil
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -416,6 +417,29 @@ def _one_exchange(faults: list[str], body: bytes) -> tuple[int, dict[str, str], 
     return head.status, fields, payload
 
 
+@contextlib.asynccontextmanager
+async def _relay_before(
+    faults: list[str], upstream: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Any]
+) -> AsyncIterator[int]:
+    """An in-process relay with ``faults`` in front of the server ``upstream`` runs
+    for each connection: the relay's port."""
+    server = await asyncio.start_server(upstream, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    options = HttpOptions(
+        upstream=f"http://127.0.0.1:{port}/mcp",
+        port=0,
+        busy_poll=False,
+        faults=parse_faults(faults),
+    )
+    relay = HttpRelay(options, None)
+    await relay.start()
+    try:
+        yield relay.port
+    finally:
+        await relay.stop()
+        server.close()
+
+
 def _relayed(
     faults: list[str], body: bytes, answer: Callable[[asyncio.StreamWriter], Awaitable[None]]
 ) -> tuple[ResponseHead, bytes, bytes]:
@@ -430,18 +454,8 @@ def _relayed(
             await writer.drain()
             writer.close()
 
-        server = await asyncio.start_server(upstream, "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
-        options = HttpOptions(
-            upstream=f"http://127.0.0.1:{port}/mcp",
-            port=0,
-            busy_poll=False,
-            faults=parse_faults(faults),
-        )
-        relay = HttpRelay(options, None)
-        await relay.start()
-        try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", relay.port)
+        async with _relay_before(faults, upstream) as port:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
             writer.write(
                 b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                 b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
@@ -468,9 +482,6 @@ def _relayed(
                 if not data:
                     break
             writer.close()
-        finally:
-            await relay.stop()
-            server.close()
         return head, raw, payload
 
     return asyncio.run(main())
@@ -701,69 +712,62 @@ class Pipelined:
     times: list[float]
 
 
-def _pipelined(
-    faults: list[str], calls: list[tuple[int, str]], *, sse: bool = False, wait: float = 3.0
-) -> Pipelined:
-    """Write ``calls`` (id, tool) as pipelined POSTs in one write to an in-process relay
-    with ``faults``, in front of an upstream that answers every request it has read at
-    once, all answers in one write (JSON, or a chunked SSE event each)."""
-    got: list[bytes] = []
+def _answering(
+    answer_of: Callable[[bytes], bytes], got: list[bytes]
+) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
+    """An upstream that notes each request body in ``got`` and answers every request of
+    a read at once, all answers (``answer_of`` each body) in one write."""
 
-    async def main() -> Pipelined:
-        async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            parser = RequestParser()
-            body = b""
-            while data := await reader.read(65536):
-                answers = b""
-                for event in parser.feed(data):
-                    if isinstance(event, Body):
-                        body += event.payload
-                    elif isinstance(event, End):
-                        got.append(body)
-                        ident = json.loads(body)["id"]
-                        if sse:
-                            data = b"event: message\ndata: " + _result(ident) + b"\n\n"
-                            answers += _SSE_HEAD + _chunk(data, b"") + b"0\r\n\r\n"
-                        else:
-                            answers += (
-                                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                                b"Content-Length: %d\r\n\r\n%s"
-                                % (len(_result(ident)), _result(ident))
-                            )
-                        body = b""
-                writer.write(answers)
-            writer.close()
+    async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        parser = RequestParser()
+        body = b""
+        while data := await reader.read(65536):
+            answers = b""
+            for event in parser.feed(data):
+                if isinstance(event, Body):
+                    body += event.payload
+                elif isinstance(event, End):
+                    got.append(body)
+                    answers += answer_of(body)
+                    body = b""
+            writer.write(answers)
+        writer.close()
 
-        server = await asyncio.start_server(upstream, "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
-        options = HttpOptions(
-            upstream=f"http://127.0.0.1:{port}/mcp",
-            port=0,
-            busy_poll=False,
-            faults=parse_faults(faults),
-        )
-        relay = HttpRelay(options, None)
-        await relay.start()
-        responses: list[tuple[int, bytes]] = []
-        times: list[float] = []
-        closed = False
-        try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", relay.port)
-            start = time.monotonic()
-            writer.write(b"".join(_call(ident, tool) for ident, tool in calls))
-            parser = ResponseParser()
-            for _ in calls:
+    return upstream
+
+
+async def _post_all(
+    port: int, batches: list[list[bytes]], wait: float
+) -> tuple[list[tuple[int, bytes]], list[float], bool]:
+    """POST each batch of bodies pipelined in one write, the next once all its answers
+    came: each (status, payload), when each ended, and whether the connection closed
+    (or was cut) first."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    parser = ResponseParser()
+    responses: list[tuple[int, bytes]] = []
+    times: list[float] = []
+    start = time.monotonic()
+    status, payload = 0, b""
+    try:
+        for batch in batches:
+            writer.write(
+                b"".join(
+                    b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+                    for body in batch
+                )
+            )
+            for _ in batch:
                 parser.expect("POST")
-            status, payload = 0, b""
-            while len(responses) < len(calls):
+            wanted = len(responses) + len(batch)
+            while len(responses) < wanted:
                 try:
                     data = await asyncio.wait_for(reader.read(65536), wait)
                 except TimeoutError:
-                    break
+                    return responses, times, False
                 except ConnectionError:
                     data = b""
-                events = parser.feed(data) if data else parser.feed_eof()
-                for event in events:
+                for event in parser.feed(data) if data else parser.feed_eof():
                     # Only a cut connection may leave a response unfinished.
                     assert data == b"" or not isinstance(event, Malformed), event
                     if isinstance(event, ResponseHead):
@@ -774,12 +778,34 @@ def _pipelined(
                         responses.append((status, payload))
                         times.append(time.monotonic() - start)
                 if not data:
-                    closed = True
-                    break
-            writer.close()
-        finally:
-            await relay.stop()
-            server.close()
+                    return responses, times, True
+    finally:
+        writer.close()
+    return responses, times, False
+
+
+def _pipelined(
+    faults: list[str], calls: list[tuple[int, str]], *, sse: bool = False, wait: float = 3.0
+) -> Pipelined:
+    """Write ``calls`` (id, tool) as pipelined POSTs in one write to an in-process relay
+    with ``faults``, in front of an upstream that answers every request it has read at
+    once, all answers in one write (JSON, or a chunked SSE event each)."""
+    got: list[bytes] = []
+
+    def answer_of(body: bytes) -> bytes:
+        ident = json.loads(body)["id"]
+        if sse:
+            data = b"event: message\ndata: " + _result(ident) + b"\n\n"
+            return _SSE_HEAD + _chunk(data, b"") + b"0\r\n\r\n"
+        return (
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (len(_result(ident)), _result(ident))
+        )
+
+    async def main() -> Pipelined:
+        async with _relay_before(faults, _answering(answer_of, got)) as port:
+            bodies = [_call(ident, tool).split(b"\r\n\r\n", 1)[1] for ident, tool in calls]
+            responses, times, closed = await _post_all(port, [bodies], wait)
         return Pipelined(responses, list(got), closed, times)
 
     return asyncio.run(main())
@@ -938,77 +964,22 @@ def _through(
             records.append(record)
             super().tell(sink, number, injection, marks, **extra)
 
-    async def main() -> list[tuple[int, bytes]]:
-        async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            parser = RequestParser()
-            body = b""
-            while data := await reader.read(65536):
-                answers = b""
-                for event in parser.feed(data):
-                    if isinstance(event, Body):
-                        body += event.payload
-                    elif isinstance(event, End):
-                        got.append(body)
-                        try:
-                            answers += _answer_of(body, sse)
-                        except ValueError:
-                            answers += b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"
-                        body = b""
-                writer.write(answers)
-            writer.close()
+    def answer_of(body: bytes) -> bytes:
+        try:
+            return _answer_of(body, sse)
+        except ValueError:
+            return b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"
 
-        server = await asyncio.start_server(upstream, "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
-        options = HttpOptions(
-            upstream=f"http://127.0.0.1:{port}/mcp",
-            port=0,
-            busy_poll=False,
-            faults=parse_faults(faults),
-        )
+    async def main() -> list[tuple[int, bytes]]:
         original = module.ExchangeFaults
         module.ExchangeFaults = Recorded  # type: ignore[misc]
-        relay = HttpRelay(options, None)
         try:
-            await relay.start()
+            async with _relay_before(faults, _answering(answer_of, got)) as port:
+                module.ExchangeFaults = original  # type: ignore[misc]
+                batches = [_TRAFFIC] if pipelined else [[body] for body in _TRAFFIC]
+                responses, _, _ = await _post_all(port, batches, 1.0)
         finally:
             module.ExchangeFaults = original  # type: ignore[misc]
-        responses: list[tuple[int, bytes]] = []
-        try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", relay.port)
-            parser = ResponseParser()
-            status, payload = 0, b""
-            batches = [_TRAFFIC] if pipelined else [[body] for body in _TRAFFIC]
-            for batch in batches:
-                writer.write(
-                    b"".join(
-                        b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                        b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
-                        for body in batch
-                    )
-                )
-                for _ in batch:
-                    parser.expect("POST")
-                wanted = len(responses) + len(batch)
-                while len(responses) < wanted:
-                    try:
-                        data = await asyncio.wait_for(reader.read(65536), 1.0)
-                    except TimeoutError:
-                        return responses
-                    except ConnectionError:
-                        data = b""
-                    for event in parser.feed(data) if data else parser.feed_eof():
-                        if isinstance(event, ResponseHead):
-                            status, payload = event.status, b""
-                        elif isinstance(event, Body):
-                            payload += event.payload
-                        elif isinstance(event, End):
-                            responses.append((status, payload))
-                    if not data:
-                        return responses
-            writer.close()
-        finally:
-            await relay.stop()
-            server.close()
         return responses
 
     responses = asyncio.run(main())
