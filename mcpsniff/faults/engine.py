@@ -148,6 +148,7 @@ class FaultEngine:
                 return True
         if find(b"\\") >= 0 and (find(b"\\/") >= 0 or find(b"\\u") >= 0):
             return True
+        # It may answer a request in flight that a fault named.
         return bool(self._asked[direction])
 
     def seed_of(self, index: int) -> int:
