@@ -420,8 +420,13 @@ class FaultedClientSide(ClientSide):
     # ------------------------------------------------------------------ responses
 
     def response_events(self, upstream: Any, events: list[Any], eof: bool) -> None:
+        if self._backlog is not None:
+            # An earlier response is held: HTTP/1.1 answers go out in request order
+            # (RFC 9112 §9.3.2), so what comes behind it waits.
+            self._backlog.append(partial(self.response_events, upstream, events, eof))
+            return
         exchanges = self.exchanges
-        if not self._hooked and len(events) == 3 and exchanges:
+        if len(events) == 3 and not self._hooked and exchanges:
             # The commonest: one whole response (head, one piece, end), no fault under
             # way. ``ClientSide.`` rather than ``super()``: no super object per response.
             head, body, end = events
@@ -430,18 +435,12 @@ class FaultedClientSide(ClientSide):
                 and type(end) is End
                 and type(head) is ResponseHead
                 and head.status >= 200
+                and not (body.payload and self._engine.could_match(body.payload, S2C))
             ):
-                payload = body.payload
-                if not payload or not self._engine.could_match(payload, S2C):
-                    ClientSide.response_events(self, upstream, events, eof)
-                    if exchanges and exchanges[0].fault_answer is not None:
-                        self._answer_front()
-                    return
-        if self._backlog is not None:
-            # An earlier response is held: HTTP/1.1 answers go out in request order
-            # (RFC 9112 §9.3.2), so what comes behind it waits (held: hooked too).
-            self._backlog.append(partial(self.response_events, upstream, events, eof))
-            return
+                ClientSide.response_events(self, upstream, events, eof)
+                if exchanges and exchanges[0].fault_answer is not None:
+                    self._answer_front()
+                return
         split = self._prepare(upstream, events)
         if split < 0:
             super().response_events(upstream, events, eof)
