@@ -35,7 +35,8 @@ from mcpsniff.core.model import (
 from mcpsniff.core.observations import FaultInjected
 from mcpsniff.faults.spec import ANSWERS, DELAY, TOOL_ERROR, Fault
 from mcpsniff.filter import MessageView
-from mcpsniff.filter.syntax import And, Compare, Node, Or
+from mcpsniff.filter.fields import CHOICE_ALIASES
+from mcpsniff.filter.syntax import And, Compare, Node, Not, Or, Present
 
 #: The ``event`` name of a fault record in the trace.
 FAULT_EVENT = FaultInjected.name
@@ -97,14 +98,25 @@ class FaultEngine:
         default_factory=lambda: {C2S: {}, S2C: {}}
     )
     _seq: int = 0
+    #: direction of a message -> the requests in flight it may answer (``_pending``'s other)
+    _asked: dict[str, dict[IdKey, tuple[str, str | None]]] = field(default_factory=dict)
     #: Byte strings one of which every message a fault can match must contain (in
     #: itself, or in the request it answers); None when some fault needs no such string.
     needles: tuple[bytes, ...] | None = None
+    #: The directions whose messages must be read (decided once, from the filters):
+    #: those a fault can match, and the other one where a filter names a method or tool
+    #: (an answer has them from the request it answers). A relay need not hold, read or
+    #: take over what goes otherwise: no fault can ever apply to it.
+    watched: frozenset[str] = frozenset()
 
     def __post_init__(self) -> None:
+        watched: set[str] = set()
         for fault in self.faults:
             seed = fault.seed if fault.seed is not None else random.SystemRandom().getrandbits(32)
             self._states.append(_FaultState(fault, seed, random.Random(seed)))
+            watched |= watched_by(fault.when.tree) if fault.when is not None else BOTH
+        self.watched = frozenset(watched)
+        self._asked = {C2S: self._pending[S2C], S2C: self._pending[C2S]}
         found: set[bytes] = set()
         for fault in self.faults:
             some = needles_of(fault.when.tree) if fault.when is not None else None
@@ -117,28 +129,27 @@ class FaultEngine:
     def could_match(self, block: bytes, direction: str) -> bool:
         """Whether any message of ``block`` may match a fault: False lets it pass unread.
 
+        None going in a direction no fault watches can (``watched``).
         A fault whose filter requires a method or tool name can only match a
         request holding that name in its bytes (or a message answering such a
         request, which the engine then has in flight). JSON escapes could spell
         a name otherwise (``\\/``, ``\\u``): a block holding one is read.
         """
+        if direction not in self.watched:
+            return False
         needles = self.needles
         if needles is None:
             return True
+        # ``find``, not ``in``: ``bytes in bytes`` first tries its operand as an int,
+        # and the TypeError it makes and drops costs more than the search.
+        find = block.find
         for needle in needles:
-            if needle in block:
+            if find(needle) >= 0:
                 return True
-        if b"\\" in block and (b"\\/" in block or b"\\u" in block):
+        if find(b"\\") >= 0 and (find(b"\\/") >= 0 or find(b"\\u") >= 0):
             return True
-        return bool(self._pending[S2C if direction == C2S else C2S])
-
-    def answers_may_match(self, direction: str) -> bool:
-        """Whether an answer going in ``direction`` may match a fault (False: pass it unread).
-
-        With name needles, an answer matches only through the request it
-        answers, which the engine then has in flight.
-        """
-        return self.needles is None or bool(self._pending[S2C if direction == C2S else C2S])
+        # It may answer a request in flight that a fault named.
+        return bool(self._asked[direction])
 
     def seed_of(self, index: int) -> int:
         """The seed fault ``index`` draws from (its own, or the one chosen for it)."""
@@ -176,7 +187,8 @@ class FaultEngine:
 
     def _candidate(self, raw: bytes) -> bool:
         needles = self.needles
-        return needles is None or b"\\" in raw or any(needle in raw for needle in needles)
+        find = raw.find
+        return needles is None or find(b"\\") >= 0 or any(find(needle) >= 0 for needle in needles)
 
     def judge(self, message: Message) -> Injection | None:
         """The fault to inject into ``message``, or None; counts matches and injections."""
@@ -258,6 +270,55 @@ def needles_of(node: Node) -> frozenset[bytes] | None:
             union |= found
         return frozenset(union)
     return None
+
+
+BOTH = frozenset({C2S, S2C})
+#: Fields whose value a message can take from the request it answers (or that count
+#: the messages judged): a filter using one watches both directions.
+_BORROWED = NAME_FIELDS | {"seq"}
+
+
+def watched_by(node: Node) -> frozenset[str]:
+    """The directions whose messages a fault filtered by ``node`` needs to see.
+
+    Those it can match (only ``direction == D`` and ``direction != D`` narrow
+    them, through ``and`` and ``or``; under ``not`` nothing is assumed), and
+    both when it names a method or a tool (an answer takes them from its
+    request, going the other way), counts messages (``seq``) or searches text.
+    """
+    if _borrows(node):
+        return BOTH
+    return _directions(node)
+
+
+def _directions(node: Node) -> frozenset[str]:
+    if type(node) is Compare:
+        if node.field != "direction" or node.op not in ("==", "!="):
+            return BOTH
+        value = node.value.lower()
+        named = frozenset({CHOICE_ALIASES.get(value, value)}) & BOTH
+        return named if node.op == "==" else BOTH - named
+    if type(node) is And:
+        found = BOTH
+        for item in node.items:
+            found &= _directions(item)
+        return found
+    if type(node) is Or:
+        union: frozenset[str] = frozenset()
+        for item in node.items:
+            union |= _directions(item)
+        return union
+    return BOTH
+
+
+def _borrows(node: Node) -> bool:
+    if type(node) is Compare or type(node) is Present:
+        return node.field in _BORROWED
+    if type(node) is And or type(node) is Or:
+        return any(_borrows(item) for item in node.items)
+    if type(node) is Not:
+        return _borrows(node.item)
+    return True  # free text: it searches what the view shows, the request's names too
 
 
 def _key(ident: Any) -> IdKey:

@@ -30,7 +30,8 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 from mcpsniff.core.model import C2S, REQUEST, S2C
@@ -107,7 +108,14 @@ def silent_head(head: ResponseHead) -> ResponseHead:
 
 
 class FaultedClientSide(ClientSide):
-    """A client connection whose requests and responses go through the fault engine."""
+    """A client connection whose requests and responses go through the fault engine.
+
+    While no fault is under way on it, only three of its methods stand between
+    the relay's own: ``_request_head`` and ``_begin`` (its requests held and
+    judged) and ``response_events`` (a whole response no fault can match, a
+    byte search says so, passes as the relay's own would). Once one is, it is
+    a ``HookedClientSide`` until nothing is left to carry out.
+    """
 
     def __init__(self, relay: Relay, faults: ExchangeFaults) -> None:
         super().__init__(relay)
@@ -115,14 +123,31 @@ class FaultedClientSide(ClientSide):
         self._drop_timer: asyncio.TimerHandle | None = None
         #: Requests too big to judge, passed on as they come.
         self._unjudged: set[RelayedExchange] = set()
+        watched = faults.engine.watched
+        self._engine = faults.engine
+        #: A fault is under way: this is a ``HookedClientSide`` (read per response, a
+        #: flag costs less than ``__class__``).
+        self._hooked = False
+        #: Requests are held to be judged (a fault may apply to them, or their answers
+        #: need their names).
+        self._requests = C2S in watched
+        #: Responses are read (a fault may apply to what the server sends).
+        self._answers = S2C in watched
+        #: Request bytes behind one whose sending waits (a delay, a split), in order.
+        self._queue: deque[_Outgoing] = deque()
+        #: What the upstream sent behind a response still held, replayed in order
+        #: once it is out (None: nothing held).
+        self._backlog: list[Callable[[], None]] | None = None
 
     # ------------------------------------------------------------------ requests
 
     def _request_head(self, head: RequestHead, out: list[bytes]) -> list[bytes]:
+        if not self._requests:
+            return ClientSide._request_head(self, head, out)
         # Every request is held until its end, so that a held one never lets a
         # later one pass it on the upstream connection (RFC 9112 §9.3.2).
         wire: list[bytes] = []
-        super()._request_head(head, wire)
+        ClientSide._request_head(self, head, wire)
         assert self.incoming is not None
         self.incoming.wire = wire
         return wire
@@ -131,7 +156,7 @@ class FaultedClientSide(ClientSide):
         # Too big to judge: what is held goes on now, the rest as it comes.
         wire = exchange.wire
         if wire is not None:
-            self._send_upstream(list(wire))
+            self._upstream(b"".join(wire))
             wire.clear()
             self._unjudged.add(exchange)
         super()._stream_body(exchange)
@@ -139,25 +164,35 @@ class FaultedClientSide(ClientSide):
     def _begin(self, exchange: RelayedExchange) -> None:
         wire = exchange.wire
         if wire is None:
-            super()._begin(exchange)
+            ClientSide._begin(self, exchange)
             return
         exchange.wire = None
         if not exchange.request_done:
             # Cut off before its end: nothing of it goes on.
-            super()._begin(exchange)
+            ClientSide._begin(self, exchange)
             return
         head = exchange.head
         injection = None
-        judged = exchange not in self._unjudged
-        self._unjudged.discard(exchange)
-        if judged and head.method == "POST" and head.version == "HTTP/1.1":
-            body = b"".join(exchange.pieces)
-            if body and "content-encoding" not in head.names:
+        if self._unjudged and exchange in self._unjudged:
+            self._unjudged.discard(exchange)
+        elif (
+            head.method == "POST"
+            and head.version == "HTTP/1.1"
+            and "content-encoding" not in head.names
+        ):
+            pieces = exchange.pieces
+            body = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+            if body and self._engine.could_match(body, C2S):
                 injection = self.faults.judge(C2S, body)
         if injection is None:
-            self._send_upstream(wire)
-            super()._begin(exchange)
+            if self._queue:
+                self._upstream(b"".join(wire))
+            else:
+                self._send_upstream(wire)
+            # ``ClientSide.`` rather than ``super()``: no super object per request.
+            ClientSide._begin(self, exchange)
             return
+        self._hook()
         try:
             self._request_fault(exchange, wire, injection)
         except (OSError, ValueError, TypeError) as exc:
@@ -172,6 +207,27 @@ class FaultedClientSide(ClientSide):
                     failed=str(exc)[:200],
                 )
         self._answer_front()
+
+    def _upstream(self, data: bytes, *, ready: bool = True) -> _Outgoing:
+        """Request bytes for the upstream, behind any still waiting (RFC 9112 §9.3.2:
+        answers come in request order, so requests must go in it)."""
+        item = _Outgoing(data, ready)
+        if ready and not self._queue:
+            self._send_upstream([data])
+        else:
+            self._queue.append(item)
+        return item
+
+    def _flush_queue(self) -> None:
+        """Send the waiting request bytes whose turn came; read again once none wait."""
+        queue = self._queue
+        while queue and queue[0].ready:
+            item = queue.popleft()
+            if item.sent is not None:
+                item.sent()
+            self._send_upstream([item.data])
+        if not queue:
+            self.resume_reading("fault-delay")
 
     def _request_fault(
         self, exchange: RelayedExchange, wire: list[bytes], injection: Injection
@@ -203,15 +259,11 @@ class FaultedClientSide(ClientSide):
 
         if action == DELAY:
             self.pause_reading("fault-delay")
+            held = self._upstream(b"".join(wire), ready=False)
+            arrived = time.monotonic()
+            held.sent = lambda: self._delayed(exchange, injection, arrived)
             loop = asyncio.get_running_loop()
-            loop.call_later(
-                injection.delay_ms / 1000.0,
-                self._delayed,
-                wire,
-                exchange,
-                injection,
-                time.monotonic(),
-            )
+            loop.call_later(injection.delay_ms / 1000.0, self._ready, held)
             return
         if action == DROP:
             tell({C2S: 1}, delivered=False)
@@ -225,8 +277,7 @@ class FaultedClientSide(ClientSide):
             return
         if action == DUPLICATE:
             tell({C2S: 2, S2C: 2}, delivered=True)
-            self._send_upstream(wire)
-            self._send_upstream(wire)
+            self._upstream(b"".join(wire) * 2)
             shadow = RelayedExchange(exchange.head, time.time(), request_done=True, swallow=True)
             self.exchanges.insert(self.exchanges.index(exchange) + 1, shadow)
             if self.upstream is not None:
@@ -252,12 +303,12 @@ class FaultedClientSide(ClientSide):
             if injection.fault.corruption == "split":
                 self._send_in_pieces(head, damaged)
             else:
-                self._send_upstream([head, damaged])
+                self._upstream(head + damaged)
             return
         if action == DISCONNECT:
             tell({C2S: 1}, delivered=False)
             data = b"".join(wire)
-            self._send_upstream([data[: len(wire[0]) + len(body) // 2]])
+            self._upstream(data[: len(wire[0]) + len(body) // 2])
             self._finish(exchange, "fault: disconnect", whole=False)
             self.exchanges.remove(exchange)
             self.last_request = True
@@ -268,48 +319,62 @@ class FaultedClientSide(ClientSide):
                 self.transport.abort()
             return
         # kill (refused on HTTP), reorder: nothing an HTTP exchange can carry out.
-        self._send_upstream(wire)
+        self._upstream(b"".join(wire))
 
-    def _delayed(
-        self, wire: list[bytes], exchange: RelayedExchange, injection: Injection, arrived: float
-    ) -> None:
-        remote = exchange.remote
+    def _ready(self, held: _Outgoing) -> None:
+        """A delayed request (or a piece of a split one) may go, once those before it went."""
         if self.closed:
-            if remote is not None:
-                self.faults.tell(
-                    self.relay.observer.sink,
-                    remote.number,
-                    injection,
-                    {C2S: 1},
-                    delivered=False,
-                    cut_short=True,
-                )
+            if held.sent is not None:
+                held.sent()
             return
-        if remote is not None:
+        held.ready = True
+        self._flush_queue()
+
+    def _delayed(self, exchange: RelayedExchange, injection: Injection, arrived: float) -> None:
+        remote = exchange.remote
+        if remote is None:
+            return
+        if self.closed:
             self.faults.tell(
                 self.relay.observer.sink,
                 remote.number,
                 injection,
-                {},
-                delivered=True,
-                held_ms=_since(arrived),
+                {C2S: 1},
+                delivered=False,
+                cut_short=True,
             )
-        self._send_upstream(wire)
-        self.resume_reading("fault-delay")
+            return
+        self.faults.tell(
+            self.relay.observer.sink,
+            remote.number,
+            injection,
+            {},
+            delivered=True,
+            held_ms=_since(arrived),
+        )
 
     def _send_in_pieces(self, head: bytes, body: bytes) -> None:
         size = max(1, -(-len(body) // SPLIT_PIECES))
         pieces = [head + body[:size]] + [body[i : i + size] for i in range(size, len(body), size)]
         loop = asyncio.get_running_loop()
         for number, piece in enumerate(pieces):
-            loop.call_later(number * SPLIT_PAUSE, self._send_upstream, [piece])
+            if number:
+                self.pause_reading("fault-delay")
+                held = self._upstream(piece, ready=False)
+                loop.call_later(number * SPLIT_PAUSE, self._ready, held)
+            else:
+                self._upstream(piece)
 
     def _answer_front(self) -> None:
         """Send mcpsniff's answers whose turn it is (earlier responses are out)."""
+        if self._backlog is not None:
+            return  # an earlier response is still held: they wait behind it
         while self.exchanges and self.exchanges[0].fault_answer is not None and not self.closed:
             exchange = self.exchanges[0]
             if not exchange.fault_answer:
                 # A dropped request: nothing comes; the connection is cut after a while.
+                # Nothing after it may be answered before it (RFC 9112 §9.3.2).
+                self._block()
                 if self._drop_timer is None and self.transport is not None:
                     loop = asyncio.get_running_loop()
                     self._drop_timer = loop.call_later(DROP_HOLD, self._cut_dropped)
@@ -347,13 +412,54 @@ class FaultedClientSide(ClientSide):
     # ------------------------------------------------------------------ responses
 
     def response_events(self, upstream: Any, events: list[Any], eof: bool) -> None:
-        index = 0
+        if self._backlog is not None:
+            # An earlier response is held: HTTP/1.1 answers go out in request order
+            # (RFC 9112 §9.3.2), so what comes behind it waits.
+            self._backlog.append(partial(self.response_events, upstream, events, eof))
+            return
+        exchanges = self.exchanges
+        if len(events) == 3 and not self._hooked and exchanges:
+            # The commonest: one whole response (head, one piece, end), no fault under
+            # way. ``ClientSide.`` rather than ``super()``: no super object per response.
+            head, body, end = events
+            if (
+                type(body) is Body
+                and type(end) is End
+                and type(head) is ResponseHead
+                and head.status >= 200
+                and not (body.payload and self._engine.could_match(body.payload, S2C))
+            ):
+                ClientSide.response_events(self, upstream, events, eof)
+                if exchanges and exchanges[0].fault_answer is not None:
+                    self._answer_front()
+                return
+        split = self._prepare(upstream, events)
+        if split < 0:
+            super().response_events(upstream, events, eof)
+        else:
+            super().response_events(upstream, events[: split + 1], False)
+        exchanges = self.exchanges
+        if exchanges and exchanges[0].fault_answer is not None:
+            self._answer_front()  # mcpsniff's answers whose turn came
+        if split >= 0 and not self.closed:
+            self.response_events(upstream, events[split + 1 :], eof)
+
+    def _prepare(self, upstream: Any, events: list[Any]) -> int:
+        """Take over the responses in ``events`` a fault may apply to; where to split them.
+
+        Returns the place of the end of a response after which its connection may
+        have to wait (a fault holds that response, or mcpsniff answers the next
+        request), with events after it; -1 when none.
+        """
+        exchanges = self.exchanges
+        count = len(exchanges)
         last = len(events) - 1
+        index = 0
         for place, event in enumerate(events):
             kind = type(event)
             if kind is Body:
-                if index < len(self.exchanges):
-                    exchange = self.exchanges[index]
+                if index < count:
+                    exchange = exchanges[index]
                     faulted = exchange.faulted
                     if faulted is not None and faulted.sse:
                         # Whole chunks when the body's end follows, or when the
@@ -365,11 +471,40 @@ class FaultedClientSide(ClientSide):
                             else (type(events[place + 1]) is End)
                         )
                         exchange.rechunk = not faulted.passes(event.payload, framed)
-            elif kind is ResponseHead and not event.interim and index < len(self.exchanges):
-                events[place] = self._divert(self.exchanges[index], event)
+            elif kind is ResponseHead:
+                if index < count and event.status >= 200:
+                    exchange = exchanges[index]
+                    if exchange.swallow or (self._answers and self._may_match(events, place)):
+                        events[place] = self._divert(exchange, event)
             elif kind is End:
+                if index < count and place < last:
+                    exchange = exchanges[index]
+                    if exchange.faulted is not None or (
+                        index + 1 < count and exchanges[index + 1].fault_answer is not None
+                    ):
+                        return place
                 index += 1
-        super().response_events(upstream, events, eof)
+        return -1
+
+    def _may_match(self, events: list[Any], place: int) -> bool:
+        """Whether a fault may apply to the response whose head is ``events[place]``.
+
+        Not when its whole body is in ``events`` and holds none of the bytes every
+        message a fault can match holds (``FaultEngine.could_match``): such a
+        response passes as the relay's own would pass it, framing and all.
+        """
+        pieces = []
+        for at in range(place + 1, len(events)):
+            event = events[at]
+            kind = type(event)
+            if kind is Body:
+                pieces.append(event.payload)
+            elif kind is End:
+                body = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+                return bool(body) and self._engine.could_match(body, S2C)
+            else:
+                return True
+        return True
 
     def _divert(self, exchange: RelayedExchange, head: ResponseHead) -> ResponseHead:
         """Take over the response of a judged exchange (or of a duplicate): its head as sent."""
@@ -381,6 +516,7 @@ class FaultedClientSide(ClientSide):
         )
         has_length = "content-length" in names
         if exchange.swallow:
+            self._hook()
             exchange.rechunk = True
             exchange.faulted = ResponseFaults(self, exchange, sse=sse, chunked=False, silent=True)
             return silent_head(head)
@@ -392,11 +528,11 @@ class FaultedClientSide(ClientSide):
             and (not codings or codings == ["chunked"])
             and head.status == 200
         )
-        if not judged or not (sse or self.faults.engine.answers_may_match(S2C)):
-            # A JSON answer no fault can match keeps its framing, untouched.
+        if not judged:
             return head
         # Every piece of a JSON body comes to _held_body; an SSE stream's pieces only
-        # when they may have to be judged (``response_events``, ``ResponseFaults.passes``).
+        # when they may have to be judged (``_prepare``, ``ResponseFaults.passes``).
+        self._hook()
         exchange.rechunk = not sse
         chunked = bool(codings) or has_length
         exchange.faulted = ResponseFaults(self, exchange, sse=sse, chunked=chunked)
@@ -416,29 +552,55 @@ class FaultedClientSide(ClientSide):
             return
         faulted.end()
 
-    def _observe(self, exchange: RelayedExchange, kind: str, arg: Any) -> None:
-        faulted = exchange.faulted
-        if kind == "end" and faulted is not None and faulted.busy:
-            faulted.deferred_end = arg  # once what is held went out
-            return
-        super()._observe(exchange, kind, arg)
+    def _hook(self) -> None:
+        """A fault is under way on this connection: its ends and answers are watched."""
+        self.__class__ = HookedClientSide
+        self._hooked = True
 
-    def _after_response(self, exchange: RelayedExchange) -> None:
-        faulted = exchange.faulted
-        if faulted is not None:
-            if faulted.busy:
-                return
-            # Each refers to the other: parted, both go as soon as they are done
-            # with, not at the next garbage collection.
-            exchange.faulted = None
-        super()._after_response(exchange)
+    def _block(self) -> None:
+        """Hold back what the upstream sends next (and stop reading it) until ``_unblock``."""
+        if self._backlog is None:
+            self._backlog = []
+            self._hook()
+            upstream = self.upstream
+            if upstream is not None and upstream.transport is not None:
+                upstream.transport.pause_reading()
+
+    def _unblock(self) -> None:
+        """The held response is out: mcpsniff's answers next in turn go, then what waited."""
+        backlog = self._backlog
+        if backlog is None:
+            return
+        self._backlog = None
+        upstream = self.upstream
+        if upstream is not None and upstream.transport is not None and not self.writing_paused:
+            upstream.transport.resume_reading()
         self._answer_front()
+        for place, step in enumerate(backlog):
+            if self._backlog is not None:
+                # Held again: the rest waits behind what came of this (in order).
+                self._backlog.extend(backlog[place:])
+                return
+            step()
+
+    def upstream_lost(self, upstream: Any, events: list[Any], exc: Exception | None) -> None:
+        if self._backlog is not None and upstream is self.upstream:
+            self._backlog.append(partial(self.upstream_lost, upstream, events, exc))
+            return
+        super().upstream_lost(upstream, events, exc)
+
+    def resume_writing(self) -> None:
+        if self._backlog is None:
+            super().resume_writing()
+        else:
+            self.writing_paused = False  # the upstream is read again once nothing is held
 
     def ended_late(self, exchange: RelayedExchange, outcome: str) -> None:
         """A response held by a fault went out: it ends now."""
         exchange.faulted = None
         super()._observe(exchange, "end", outcome)
         super()._after_response(exchange)
+        self._unblock()
         self._answer_front()
 
     def send(self, data: bytes) -> None:
@@ -453,6 +615,48 @@ class FaultedClientSide(ClientSide):
             self.upstream = None
         if self.transport is not None and not self.closed:
             self.transport.abort()
+
+
+class HookedClientSide(FaultedClientSide):
+    """A ``FaultedClientSide`` while a fault is under way on it: a response held by one
+    ends (for the trace, and for the connection) once what is held went out, and
+    mcpsniff's answers go out as soon as their turn comes. Once nothing is under
+    way it is a ``FaultedClientSide`` again, with no method of its own in the way.
+    """
+
+    def _observe(self, exchange: RelayedExchange, kind: str, arg: Any) -> None:
+        faulted = exchange.faulted
+        if kind == "end" and faulted is not None and faulted.busy:
+            faulted.deferred_end = arg  # once what is held went out
+            self._block()
+            return
+        super()._observe(exchange, kind, arg)
+
+    def _after_response(self, exchange: RelayedExchange | None) -> None:
+        faulted = exchange.faulted if exchange is not None else None
+        if faulted is not None:
+            if faulted.busy:
+                return
+            # Each refers to the other: parted, both go as soon as they are done
+            # with, not at the next garbage collection.
+            exchange.faulted = None  # type: ignore[union-attr]
+        super()._after_response(exchange)
+        self._answer_front()
+        if self._backlog is None and not any(
+            e.faulted is not None or e.fault_answer is not None or e.swallow for e in self.exchanges
+        ):
+            self.__class__ = FaultedClientSide
+            self._hooked = False
+
+
+@dataclass(slots=True, eq=False)
+class _Outgoing:
+    """Request bytes for the upstream, sent in their turn once ``ready``."""
+
+    data: bytes
+    ready: bool
+    #: Told just before they go (or when the connection closed first).
+    sent: Callable[[], None] | None = None
 
 
 class ResponseFaults:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import orjson
+import pytest
 
 from mcpsniff.faults.engine import FAULT_RECORD_VERSION, FaultEngine, fault_record, original_bytes
 from mcpsniff.faults.spec import parse_faults
@@ -121,14 +122,60 @@ def test_an_escaped_method_name_is_still_read() -> None:
     assert engine.judge(engine.read("c2s", escaped)) is not None
 
 
-def test_answers_may_match_only_with_their_request_in_flight() -> None:
-    engine = FaultEngine(parse_faults(['drop when tool == "echo" and direction == s2c']))
-    assert not engine.answers_may_match("s2c")
-    engine.read("c2s", LIST)  # holds no needle: not kept
-    assert not engine.answers_may_match("s2c")
-    engine.read("c2s", CALL)
-    assert engine.answers_may_match("s2c")
-    engine.read("s2c", ANSWER)
-    assert not engine.answers_may_match("s2c")
-    # A fault without a name to look for may match anything.
-    assert FaultEngine(parse_faults(["drop when direction == s2c"])).answers_may_match("s2c")
+@pytest.mark.parametrize(
+    ("spec", "watched"),
+    [
+        ("drop", {"c2s", "s2c"}),
+        ("drop when direction == c2s", {"c2s"}),
+        ("drop when dir == server", {"s2c"}),
+        ("drop when direction != c2s", {"s2c"}),
+        ("drop when kind == request and direction == s2c", {"s2c"}),
+        ("drop when direction == c2s or direction == s2c", {"c2s", "s2c"}),
+        ("drop when direction == c2s and direction == s2c", set()),
+        ("drop when not direction == c2s", {"c2s", "s2c"}),
+        ("drop when error.code == -32601 and direction == s2c", {"s2c"}),
+        # Names come from the request an answer answers, which goes the other way.
+        ('drop when tool == "echo" and direction == s2c', {"c2s", "s2c"}),
+        ("drop when method == ping and direction == c2s", {"c2s", "s2c"}),
+        # Counting and free text: both, whatever the direction.
+        ("drop when seq > 3 and direction == c2s", {"c2s", "s2c"}),
+        ('drop when "x" and direction == c2s', {"c2s", "s2c"}),
+        ("drop when not method == ping and direction == c2s", {"c2s", "s2c"}),
+    ],
+)
+def test_watched_are_the_directions_a_fault_needs_to_see(spec: str, watched: set[str]) -> None:
+    assert FaultEngine(parse_faults([spec])).watched == watched
+
+
+def test_a_message_going_a_way_no_fault_watches_is_never_read() -> None:
+    engine = FaultEngine(parse_faults(["drop when direction == c2s", "delay 1s when size > 1"]))
+    assert engine.watched == {"c2s", "s2c"}
+    only = FaultEngine(parse_faults(["drop when direction == c2s and kind == request"]))
+    assert only.could_match(CALL, "c2s")
+    assert not only.could_match(ANSWER, "s2c")
+    # Whatever it holds: an answer of the server is never the fault's.
+    assert not only.could_match(CALL, "s2c")
+
+
+def test_watching_one_way_judges_as_watching_both() -> None:
+    # The same messages, read or passed by could_match: the same injections.
+    messages = [("c2s", CALL), ("s2c", ANSWER), ("s2c", CALL), ("c2s", LIST)] * 3
+    specs = ["drop when direction == c2s and kind == request times 2", "delay 1s when dir == c2s"]
+    fast, slow = FaultEngine(parse_faults(specs)), FaultEngine(parse_faults(specs))
+    assert fast.watched == {"c2s"}
+    slow.watched = frozenset({"c2s", "s2c"})
+    got = []
+    for engine in (fast, slow):
+        out = []
+        for direction, raw in messages:
+            hit = (
+                engine.judge(engine.read(direction, raw))
+                if engine.could_match(raw, direction)
+                else None
+            )
+            out.append(None if hit is None else (hit.index, hit.count, hit.message.kind))
+        got.append(out)
+    assert got[0] == got[1]
+    # Two drops, then the delay for the other requests of the client; none for the server.
+    indexes = [hit and hit[0] for hit in got[0]]
+    assert indexes == [0, None, None, 0, 1, None, None, 1, 1, None, None, 1]

@@ -13,13 +13,14 @@ those tests skip.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import shutil
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ import pytest
 from mcpsniff.core.model import EventRecord, FrameRecord, Record
 from mcpsniff.faults.spec import parse_faults
 from mcpsniff.http1.events import Body, End, Malformed, ResponseHead
-from mcpsniff.http1.parser import ResponseParser
+from mcpsniff.http1.parser import RequestParser, ResponseParser
 from mcpsniff.intercept.http_faults import chunked_head, with_length
 from mcpsniff.relay.http import HttpOptions, HttpRelay
 from mcpsniff.trace.reader import TraceReader
@@ -416,6 +417,29 @@ def _one_exchange(faults: list[str], body: bytes) -> tuple[int, dict[str, str], 
     return head.status, fields, payload
 
 
+@contextlib.asynccontextmanager
+async def _relay_before(
+    faults: list[str], upstream: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Any]
+) -> AsyncIterator[int]:
+    """An in-process relay with ``faults`` in front of the server ``upstream`` runs
+    for each connection: the relay's port."""
+    server = await asyncio.start_server(upstream, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    options = HttpOptions(
+        upstream=f"http://127.0.0.1:{port}/mcp",
+        port=0,
+        busy_poll=False,
+        faults=parse_faults(faults),
+    )
+    relay = HttpRelay(options, None)
+    await relay.start()
+    try:
+        yield relay.port
+    finally:
+        await relay.stop()
+        server.close()
+
+
 def _relayed(
     faults: list[str], body: bytes, answer: Callable[[asyncio.StreamWriter], Awaitable[None]]
 ) -> tuple[ResponseHead, bytes, bytes]:
@@ -430,18 +454,8 @@ def _relayed(
             await writer.drain()
             writer.close()
 
-        server = await asyncio.start_server(upstream, "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
-        options = HttpOptions(
-            upstream=f"http://127.0.0.1:{port}/mcp",
-            port=0,
-            busy_poll=False,
-            faults=parse_faults(faults),
-        )
-        relay = HttpRelay(options, None)
-        await relay.start()
-        try:
-            reader, writer = await asyncio.open_connection("127.0.0.1", relay.port)
+        async with _relay_before(faults, upstream) as port:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
             writer.write(
                 b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                 b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
@@ -468,9 +482,6 @@ def _relayed(
                 if not data:
                     break
             writer.close()
-        finally:
-            await relay.stop()
-            server.close()
         return head, raw, payload
 
     return asyncio.run(main())
@@ -667,3 +678,353 @@ def test_an_answer_to_a_matching_request_is_judged_in_an_sse_stream() -> None:
     # The log is no answer; the answer to the echo call is cut in half.
     data = _RESULT[: len(_RESULT) // 2]
     assert payload == events[0] + b"event: message\ndata: " + data + b"\n\n"
+
+
+# --------------------------------------------------------------------------- pipelining
+
+
+def _call(ident: int, tool: str) -> bytes:
+    body = b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"%s"}}' % (
+        ident,
+        tool.encode(),
+    )
+    return (
+        b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+    )
+
+
+def _result(ident: int) -> bytes:
+    return b'{"jsonrpc":"2.0","id":%d,"result":{"content":[],"n":%d}}' % (ident, ident)
+
+
+@dataclass
+class Pipelined:
+    """What a client that pipelined its requests got, and what the upstream got."""
+
+    #: (status, payload) of each whole response, in the order they came.
+    responses: list[tuple[int, bytes]]
+    #: The request bodies the upstream read, in order.
+    upstream_got: list[bytes]
+    #: The connection was closed (or cut) before every response came.
+    closed: bool
+    #: Seconds from the requests to each response's end.
+    times: list[float]
+
+
+def _answering(
+    answer_of: Callable[[bytes], bytes], got: list[bytes]
+) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
+    """An upstream that notes each request body in ``got`` and answers every request of
+    a read at once, all answers (``answer_of`` each body) in one write."""
+
+    async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        parser = RequestParser()
+        body = b""
+        while data := await reader.read(65536):
+            answers = b""
+            for event in parser.feed(data):
+                if isinstance(event, Body):
+                    body += event.payload
+                elif isinstance(event, End):
+                    got.append(body)
+                    answers += answer_of(body)
+                    body = b""
+            writer.write(answers)
+        writer.close()
+
+    return upstream
+
+
+async def _post_all(
+    port: int, batches: list[list[bytes]], wait: float
+) -> tuple[list[tuple[int, bytes]], list[float], bool]:
+    """POST each batch of bodies pipelined in one write, the next once all its answers
+    came: each (status, payload), when each ended, and whether the connection closed
+    (or was cut) first."""
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    parser = ResponseParser()
+    responses: list[tuple[int, bytes]] = []
+    times: list[float] = []
+    start = time.monotonic()
+    status, payload = 0, b""
+    try:
+        for batch in batches:
+            writer.write(
+                b"".join(
+                    b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+                    for body in batch
+                )
+            )
+            for _ in batch:
+                parser.expect("POST")
+            wanted = len(responses) + len(batch)
+            while len(responses) < wanted:
+                try:
+                    data = await asyncio.wait_for(reader.read(65536), wait)
+                except TimeoutError:
+                    return responses, times, False
+                except ConnectionError:
+                    data = b""
+                for event in parser.feed(data) if data else parser.feed_eof():
+                    # Only a cut connection may leave a response unfinished.
+                    assert data == b"" or not isinstance(event, Malformed), event
+                    if isinstance(event, ResponseHead):
+                        status, payload = event.status, b""
+                    elif isinstance(event, Body):
+                        payload += event.payload
+                    elif isinstance(event, End):
+                        responses.append((status, payload))
+                        times.append(time.monotonic() - start)
+                if not data:
+                    return responses, times, True
+    finally:
+        writer.close()
+    return responses, times, False
+
+
+def _pipelined(
+    faults: list[str], calls: list[tuple[int, str]], *, sse: bool = False, wait: float = 3.0
+) -> Pipelined:
+    """Write ``calls`` (id, tool) as pipelined POSTs in one write to an in-process relay
+    with ``faults``, in front of an upstream that answers every request it has read at
+    once, all answers in one write (JSON, or a chunked SSE event each)."""
+    got: list[bytes] = []
+
+    def answer_of(body: bytes) -> bytes:
+        ident = json.loads(body)["id"]
+        if sse:
+            data = b"event: message\ndata: " + _result(ident) + b"\n\n"
+            return _SSE_HEAD + _chunk(data, b"") + b"0\r\n\r\n"
+        return (
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (len(_result(ident)), _result(ident))
+        )
+
+    async def main() -> Pipelined:
+        async with _relay_before(faults, _answering(answer_of, got)) as port:
+            bodies = [_call(ident, tool).split(b"\r\n\r\n", 1)[1] for ident, tool in calls]
+            responses, times, closed = await _post_all(port, [bodies], wait)
+        return Pipelined(responses, list(got), closed, times)
+
+    return asyncio.run(main())
+
+
+def _answer_ids(responses: list[tuple[int, bytes]]) -> list[Any]:
+    out = []
+    for _, payload in responses:
+        text = payload.split(b"data: ", 1)[-1] if payload.startswith(b"event:") else payload
+        out.append(json.loads(text).get("id"))
+    return out
+
+
+THREE = [(1, "slow"), (2, "echo"), (3, "echo")]
+
+
+@pytest.mark.parametrize("sse", [False, True])
+def test_a_delayed_answer_keeps_the_pipelined_answers_after_it_behind_it(sse: bool) -> None:
+    # The upstream answers all three at once: the first is held, the others wait behind it.
+    run = _pipelined(['delay 300ms when tool == "slow" and direction == s2c'], THREE, sse=sse)
+    assert [status for status, _ in run.responses] == [200, 200, 200]
+    assert _answer_ids(run.responses) == [1, 2, 3]
+    assert run.times[0] >= 0.29 and run.times[1] >= run.times[0]
+    assert [json.loads(body)["id"] for body in run.upstream_got] == [1, 2, 3]
+
+
+def test_a_delayed_request_keeps_the_pipelined_requests_after_it_behind_it() -> None:
+    run = _pipelined(['delay 300ms when tool == "slow" and direction == c2s'], THREE)
+    # The upstream read them in the order they were sent, the first 300 ms late.
+    assert [json.loads(body)["id"] for body in run.upstream_got] == [1, 2, 3]
+    assert _answer_ids(run.responses) == [1, 2, 3] and run.times[0] >= 0.29
+
+
+def test_a_shorter_delay_behind_a_longer_one_waits_for_it() -> None:
+    faults = ['delay 400ms when tool == "slow"', 'delay 50ms when tool == "quick"']
+    run = _pipelined(faults, [(1, "slow"), (2, "quick"), (3, "echo")])
+    assert [json.loads(body)["id"] for body in run.upstream_got] == [1, 2, 3]
+    assert _answer_ids(run.responses) == [1, 2, 3] and run.times[0] >= 0.39
+
+
+@pytest.mark.parametrize(
+    ("spec", "status"),
+    [('error -32000 "no" when tool == "fail"', 200), ('status 503 when tool == "fail"', 503)],
+)
+def test_an_answer_in_the_servers_place_waits_for_a_held_answer_before_it(
+    spec: str, status: int
+) -> None:
+    faults = ['delay 300ms when tool == "slow" and direction == s2c', spec]
+    run = _pipelined(faults, [(1, "slow"), (2, "fail"), (3, "echo")])
+    assert [s for s, _ in run.responses] == [200, status, 200]
+    assert _answer_ids(run.responses[:1]) == [1] and _answer_ids(run.responses[2:]) == [3]
+    if status == 200:
+        assert json.loads(run.responses[1][1])["error"]["message"] == "no"
+    # The server never saw the call mcpsniff answered.
+    assert [json.loads(body)["id"] for body in run.upstream_got] == [1, 3]
+
+
+@pytest.mark.parametrize("sse", [False, True])
+def test_an_answer_in_the_servers_place_between_two_answers_read_at_once(sse: bool) -> None:
+    # The answers to 1 and 3 come in one read: mcpsniff's answer to 2 goes between them.
+    calls = [(1, "echo"), (2, "fail"), (3, "echo")]
+    run = _pipelined(['error -32000 when tool == "fail"'], calls, sse=sse)
+    assert _answer_ids(run.responses) == [1, 2, 3]
+    assert "error" in json.loads(run.responses[1][1])
+
+
+def test_a_disconnect_after_a_held_answer_cuts_before_any_later_answer() -> None:
+    faults = ['disconnect when tool == "slow" and direction == s2c']
+    run = _pipelined(faults, THREE, wait=2.0)
+    # Half of the first answer, then the cut: nothing of the second or third.
+    assert run.closed and run.responses == []
+
+
+def test_a_dropped_request_lets_no_later_answer_pass_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("mcpsniff.intercept.http_faults.DROP_HOLD", 0.4)
+    run = _pipelined(['drop when tool == "slow" and direction == c2s'], THREE, wait=2.0)
+    # Answers 2 and 3 came from the upstream, but never before one to 1: the cut first.
+    assert run.closed and run.responses == []
+    assert [json.loads(body)["id"] for body in run.upstream_got] == [2, 3]
+
+
+def test_a_request_split_in_pieces_reaches_the_upstream_before_the_next() -> None:
+    run = _pipelined(['corrupt split when tool == "slow"'], THREE)
+    assert [json.loads(body)["id"] for body in run.upstream_got] == [1, 2, 3]
+    assert _answer_ids(run.responses) == [1, 2, 3]
+
+
+# --------------------------------------------------------------------------- fast path, exact
+
+_NOTE = b'{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"n"}}'
+#: A server asking the client, and a hostile server sending what only a client sends.
+_ASK = b'{"jsonrpc":"2.0","id":"s1","method":"sampling/createMessage","params":{}}'
+_WRONG_WAY = b'{"jsonrpc":"2.0","id":"s2","method":"tools/call","params":{"name":"echo"}}'
+
+
+def _answer_of(body: bytes, sse: bool) -> bytes:
+    """The upstream's whole response to one request body (JSON, or SSE events)."""
+    message = json.loads(body)
+    if "id" not in message:
+        return b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\n\r\n"
+    ident = json.dumps(message["id"]).encode()
+    tool = (message.get("params") or {}).get("name", "")
+    if tool == "bad":
+        last = b'{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"no"}}' % ident
+    elif tool == "fail":
+        last = b'{"jsonrpc":"2.0","id":%s,"result":{"content":[],"isError":true}}' % ident
+    else:
+        last = b'{"jsonrpc":"2.0","id":%s,"result":{"content":[]}}' % ident
+    if not sse:
+        return (
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n%s" % (len(last), last)
+        )
+    events = [_NOTE, _ASK, _WRONG_WAY, last] if tool == "stream" else [last]
+    chunks = b"".join(_chunk(b"event: message\ndata: " + e + b"\n\n", b"") for e in events)
+    return _SSE_HEAD + chunks + b"0\r\n\r\n"
+
+
+#: What the client sends: requests of several kinds and tools, a notification, a
+#: response to the server, a name spelt with an escape.
+_TRAFFIC = [
+    b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}',
+    b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo"}}',
+    b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}',
+    b'{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"stream"}}',
+    b'{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"fail"}}',
+    b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"bad"}}',
+    b'{"jsonrpc":"2.0","id":"s1","result":{"role":"assistant"}}',
+    b'{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"\\u0065cho"}}',
+    b'{"jsonrpc":"2.0","id":7,"method":"ping"}',
+    b'{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"echo"}}',
+]
+
+
+def _through(
+    faults: list[str], *, sse: bool, pipelined: bool, every: bool
+) -> tuple[list[tuple[int, bytes]], list[bytes], list[dict[str, Any]]]:
+    """``_TRAFFIC`` through an in-process relay with ``faults``: the (status, payload)
+    of each response, the bodies the upstream read, and the fault records. ``every``:
+    no fast path, every message read and every response taken over."""
+    import mcpsniff.intercept.http_faults as module
+
+    records: list[dict[str, Any]] = []
+    got: list[bytes] = []
+
+    class Recorded(module.ExchangeFaults):
+        def __init__(self, faults: list[Any], *, verbatim: bool = False) -> None:
+            super().__init__(faults, verbatim=verbatim)
+            if every:
+                self.engine.needles = None
+                self.engine.watched = frozenset({"c2s", "s2c"})
+
+        def tell(self, sink: Any, number: int, injection: Any, marks: Any, **extra: Any) -> None:
+            record = dict(extra, marks=marks, fault=injection.index, count=injection.count)
+            record.pop("held_ms", None)
+            records.append(record)
+            super().tell(sink, number, injection, marks, **extra)
+
+    def answer_of(body: bytes) -> bytes:
+        try:
+            return _answer_of(body, sse)
+        except ValueError:
+            return b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"
+
+    async def main() -> list[tuple[int, bytes]]:
+        original = module.ExchangeFaults
+        module.ExchangeFaults = Recorded  # type: ignore[misc]
+        try:
+            async with _relay_before(faults, _answering(answer_of, got)) as port:
+                module.ExchangeFaults = original  # type: ignore[misc]
+                batches = [_TRAFFIC] if pipelined else [[body] for body in _TRAFFIC]
+                responses, _, _ = await _post_all(port, batches, 1.0)
+        finally:
+            module.ExchangeFaults = original  # type: ignore[misc]
+        return responses
+
+    responses = asyncio.run(main())
+    return responses, got, records
+
+
+#: Faults over the filter language's fields, alone and combined; each matches something
+#: of ``_TRAFFIC`` (or, the last ones, nothing).
+_DIFFERENTIAL = [
+    'corrupt truncate when tool == "echo"',
+    'drop when tool == "echo" and direction == s2c times 1 after 1',
+    "error -32000 when method == tools/list",
+    'tool-error "x" when tool == "fail"',
+    "status 503 when method == ping",
+    "corrupt pretty when method == sampling/createMessage",
+    'corrupt banner when method == tools/call and direction == s2c and tool == "echo"',
+    "corrupt trailing-comma when method == notifications/message",
+    "drop when method == notifications/progress",
+    'delay 10ms when tool == "stream" or method == ping',
+    "corrupt truncate when kind == response and direction == c2s",
+    "corrupt truncate when kind == request and direction == s2c",
+    "corrupt invalid-utf8 when error.code == -32601",
+    "corrupt truncate when error.type == tool_error",
+    "corrupt truncate when id == 3 and direction == s2c",
+    "corrupt truncate when direction == c2s and seq > 4",
+    'corrupt truncate when not tool == "echo" and kind == request',
+    'corrupt truncate when "assistant"',
+    'corrupt truncate when id == "s1"',
+    "duplicate when kind == notification and direction == s2c",
+    'corrupt truncate when tool == "echo" or tool == "stream" prob 0.5 seed 3',
+    'delay 10ms when tool == "nothing-has-this-name"',
+    "drop when method == nothing/here and direction == c2s",
+]
+
+
+@pytest.mark.parametrize("spec", _DIFFERENTIAL)
+@pytest.mark.parametrize(("sse", "pipelined"), [(False, False), (True, False), (True, True)])
+def test_the_fast_paths_deliver_and_record_what_reading_everything_does(
+    spec: str, sse: bool, pipelined: bool
+) -> None:
+    fast = _through([spec], sse=sse, pipelined=pipelined, every=False)
+    slow = _through([spec], sse=sse, pipelined=pipelined, every=True)
+    assert fast[0] == slow[0]  # what the client got
+    assert fast[1] == slow[1]  # what the upstream got
+    assert fast[2] == slow[2]  # what the trace says mcpsniff did
+    if sse:
+        # Each fault that can match something did (the rest must match nothing).
+        assert bool(fast[2]) == ("nothing" not in spec)
