@@ -1,0 +1,287 @@
+"""One response under ``mcpsniff http --fault``: SSE event by event, or a JSON body whole.
+
+``FaultedClientSide`` (``mcpsniff.intercept.http_faults``) gives each response it
+may have to judge a ``ResponseFaults``, which reads the response's pieces as
+they come, has the fault engine judge each whole SSE event (or the JSON body),
+and delivers, holds, drops, duplicates, damages or cuts accordingly, through
+the connection it was given. A response no fault can match passes by a byte
+pre-test, in the upstream's own framing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from mcpsniff.core.model import S2C
+from mcpsniff.faults.damage import SPLIT_PIECES, corrupt
+from mcpsniff.faults.engine import Injection, original_bytes
+from mcpsniff.faults.http import ExchangeFaults, event_data, split_events, with_data
+from mcpsniff.faults.lines import SPLIT_PAUSE
+from mcpsniff.faults.spec import CORRUPT, DELAY, DISCONNECT, DROP, DUPLICATE
+from mcpsniff.intercept.http_messages import LAST_CHUNK, chunk
+from mcpsniff.intercept.http_wire import Relay
+from mcpsniff.intercept.relayed_exchange import STREAM_AT, RelayedExchange
+
+#: Most bytes of a body (or of one SSE event) judged; a bigger one passes as it is.
+JUDGE_LIMIT = STREAM_AT
+#: How a piece of an event stream ends when it ends with whole events.
+_WHOLE = (b"\n\n", b"\r\n\r\n", b"\r\r")
+
+
+class FaultedConnection(Protocol):
+    """What a ``ResponseFaults`` needs of its client connection."""
+
+    faults: ExchangeFaults
+    relay: Relay
+
+    def send(self, data: bytes) -> None:
+        """Write ``data`` to the client."""
+
+    def cut(self) -> None:
+        """Close the client connection now."""
+
+    def ended_late(self, exchange: RelayedExchange, outcome: str) -> None:
+        """Tell that ``exchange`` ended after its response was held."""
+
+
+class ResponseFaults:
+    """Carries out the faults of one response: SSE event by event, or a JSON body whole."""
+
+    # One per judged response, read for each piece of it: slots make both cheaper.
+    __slots__ = (
+        "buffer",
+        "busy",
+        "chunked",
+        "connection",
+        "deferred_end",
+        "ended",
+        "exchange",
+        "framed",
+        "passing",
+        "silent",
+        "sse",
+        "steps",
+    )
+
+    def __init__(
+        self,
+        connection: FaultedConnection,
+        exchange: RelayedExchange,
+        *,
+        sse: bool,
+        chunked: bool,
+        silent: bool = False,
+    ) -> None:
+        self.connection = connection
+        self.exchange = exchange
+        self.sse = sse
+        self.chunked = chunked
+        #: A duplicate's response: recorded, never delivered.
+        self.silent = silent
+        self.buffer = bytearray()
+        #: Too big to judge: the rest passes as it comes.
+        self.passing = False
+        #: Steps waiting for a held (delayed) one.
+        self.steps: deque[Callable[[], float | None]] = deque()
+        self.busy = False
+        #: The exchange's end, told by the connection while something was held.
+        self.deferred_end: str | None = None
+        self.ended = False
+        #: The upstream's bytes of the body so far end with whole chunks (or are not chunked).
+        self.framed = True
+
+    def passes(self, payload: bytes, framed: bool) -> bool:
+        """Whether a piece of an SSE stream may go on as the upstream framed it, unread.
+
+        Only whole events no fault can match (a byte search says so, as the
+        stdio relay's does), with nothing held or buffered before them, and
+        only where both the bytes before and the piece's own end with whole
+        chunks: a piece judged later is re-chunked, which must start at a
+        chunk's start (RFC 9112 §7.1). ``framed``: the piece's raw bytes end
+        with whole chunks.
+        """
+        before = self.framed
+        self.framed = framed or not self.chunked
+        return (
+            before
+            and self.framed
+            and not self.buffer
+            and not self.busy
+            and not self.passing
+            and not self.silent
+            and payload.endswith(_WHOLE)
+            and not self.connection.faults.engine.could_match(payload, S2C)
+        )
+
+    # ------------------------------------------------------------------ input
+
+    def body(self, payload: bytes) -> None:
+        """A piece of the response body (de-chunked)."""
+        if self.passing:
+            self._then(lambda: self._write(payload))
+            return
+        if (
+            self.sse
+            and not self.buffer
+            and not self.busy
+            and payload.endswith(_WHOLE)
+            and not self.connection.faults.engine.could_match(payload, S2C)
+        ):
+            # Whole events no fault can match (a byte search said so): on as they came.
+            self._write(payload)
+            return
+        self.buffer += payload
+        if self.sse:
+            self._events()
+        if len(self.buffer) > JUDGE_LIMIT:
+            rest = bytes(self.buffer)
+            self.buffer.clear()
+            self.passing = True
+            self._then(lambda: self._write(rest))
+
+    def end(self) -> None:
+        """The response ended."""
+        rest = bytes(self.buffer)
+        self.buffer.clear()
+        if rest:
+            if self.sse or self.passing:
+                self._then(lambda: self._write(rest))
+            else:
+                self._message(rest)
+        self._then(self._finish)
+
+    def _events(self) -> None:
+        for block in split_events(self.buffer):
+            self._message(block)
+
+    # ------------------------------------------------------------------ one message
+
+    def _message(self, block: bytes) -> None:
+        if self.silent:
+            self._then(lambda: self._write(block))
+            return
+        data = event_data(block) if self.sse else block
+        connection = self.connection
+        injection = connection.faults.judge(S2C, data) if data else None
+        if injection is None:
+            self._then(lambda: self._write(block))
+            return
+        try:
+            self._inject(block, data, injection)
+        except (OSError, ValueError, TypeError) as exc:
+            # A fault must never cost a message or the relay: delivered as it came.
+            remote = self.exchange.remote
+            number = remote.number if remote is not None else 0
+            sink = connection.relay.observer.sink
+            failed = str(exc)[:200]
+            self._then(
+                lambda: connection.faults.tell(
+                    sink, number, injection, {}, delivered=True, failed=failed
+                )
+            )
+            self._then(lambda: self._write(block))
+
+    def _inject(self, block: bytes, data: bytes | None, injection: Injection) -> None:
+        connection = self.connection
+        action = injection.fault.action
+        faults, observer = connection.faults, connection.relay.observer
+        remote = self.exchange.remote
+        number = remote.number if remote is not None else 0
+
+        def tell(marks: dict[str, int | str], *, delivered: bool, **extra: Any) -> None:
+            faults.tell(observer.sink, number, injection, marks, delivered=delivered, **extra)
+
+        if action == DELAY:
+            arrived = time.monotonic()
+            self._then(lambda: injection.delay_ms / 1000.0)
+            # What the hold came to, as this event loop kept it (for the user to check).
+            self._then(lambda: tell({}, delivered=True, held_ms=since_ms(arrived)))
+            self._then(lambda: self._write(block))
+            return
+        if action == DROP:
+            self._then(lambda: tell({S2C: 1}, delivered=False))
+            self._then(lambda: self._write(block, deliver=False))
+            if not self.sse:
+                self._then(self._cut)
+            return
+        if action == DUPLICATE and self.sse:
+            self._then(lambda: self._write(block))
+            self._then(lambda: tell({S2C: 1}, delivered=True))
+            self._then(lambda: self._write(block))
+            return
+        if action == CORRUPT and data is not None:
+            kind = injection.fault.corruption
+            damaged = b"".join(corrupt(kind, data, b""))
+            extra = original_bytes(data, verbatim=faults.verbatim)
+            out = with_data(block, damaged) if self.sse else damaged
+            self._then(lambda: tell({S2C: 1}, delivered=True, **extra))
+            if kind == "split":
+                size = max(1, -(-len(out) // SPLIT_PIECES))
+                for at in range(0, len(out), size):
+                    piece = out[at : at + size]
+                    if at:
+                        self._then(lambda: SPLIT_PAUSE)
+                    self._then(lambda piece=piece: self._write(piece))  # type: ignore[misc]
+            else:
+                self._then(lambda: self._write(out))
+            return
+        if action == DISCONNECT:
+            self._then(lambda: tell({S2C: 1}, delivered=False))
+            half = block[: len(block) // 2]
+            self._then(lambda: self._write(half, observed=block))
+            self._then(self._cut)
+            return
+        # Nothing this response can carry out (a JSON body delivered twice): as it came.
+        self._then(lambda: tell({}, delivered=True, failed=f"{action} needs an SSE stream"))
+        self._then(lambda: self._write(block))
+
+    # ------------------------------------------------------------------ output, in order
+
+    def _then(self, step: Callable[[], float | None]) -> None:
+        """Run ``step`` now, or after what is held; a step returning seconds holds the rest."""
+        if self.busy:
+            self.steps.append(step)
+            return
+        pause = step()
+        if pause:
+            self.busy = True
+            asyncio.get_running_loop().call_later(pause, self._resume)
+
+    def _resume(self) -> None:
+        self.busy = False
+        steps = self.steps
+        while steps and not self.busy:
+            pause = steps.popleft()()
+            if pause:
+                self.busy = True
+                asyncio.get_running_loop().call_later(pause, self._resume)
+        if not self.busy and self.deferred_end is not None:
+            outcome, self.deferred_end = self.deferred_end, None
+            self.connection.ended_late(self.exchange, outcome)
+
+    def _write(self, data: bytes, *, deliver: bool = True, observed: bytes | None = None) -> None:
+        if deliver and not self.silent and data:
+            self.connection.send(chunk(data) if self.chunked else data)
+        remote = self.exchange.remote
+        seen = data if observed is None else observed
+        if remote is not None and seen:
+            remote.body_chunk(seen)
+
+    def _finish(self) -> None:
+        if not self.ended and not self.silent and self.chunked:
+            self.connection.send(LAST_CHUNK)
+        self.ended = True
+
+    def _cut(self) -> None:
+        self.ended = True
+        self.connection.cut()
+
+
+def since_ms(start: float) -> float:
+    """Milliseconds since ``start`` (``time.monotonic``), to the millisecond (asyncio may
+    run a timer a fraction of a millisecond before its time)."""
+    return float(round((time.monotonic() - start) * 1000.0))

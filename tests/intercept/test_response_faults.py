@@ -1,0 +1,171 @@
+"""ResponseFaults without sockets: body pieces in, bytes to the client and fault records out."""
+
+from __future__ import annotations
+
+import asyncio
+from types import SimpleNamespace
+from typing import Any
+
+import orjson
+
+from mcpsniff.core.observations import ExchangeFault
+from mcpsniff.faults.http import ExchangeFaults
+from mcpsniff.faults.spec import parse_faults
+from mcpsniff.intercept.http_messages import LAST_CHUNK, chunk
+from mcpsniff.intercept.response_faults import JUDGE_LIMIT, ResponseFaults
+
+
+class Connection:
+    """The client connection as ``ResponseFaults`` sees it: what it was sent, cut, told."""
+
+    def __init__(self, *specs: str) -> None:
+        self.faults = ExchangeFaults(parse_faults(list(specs)))
+        self.told: list[Any] = []
+        self.relay = SimpleNamespace(observer=SimpleNamespace(sink=self.told.append))
+        self.sent: list[bytes] = []
+        self.cuts = 0
+        self.late: list[str] = []
+
+    def send(self, data: bytes) -> None:
+        self.sent.append(data)
+
+    def cut(self) -> None:
+        self.cuts += 1
+
+    def ended_late(self, exchange: object, outcome: str) -> None:
+        self.late.append(outcome)
+
+
+class Remote:
+    """The exchange's analysis side: numbered, sees the body as the client got it."""
+
+    number = 7
+
+    def __init__(self) -> None:
+        self.seen: list[bytes] = []
+
+    def body_chunk(self, data: bytes) -> None:
+        self.seen.append(data)
+
+
+def _exchange() -> Any:
+    return SimpleNamespace(remote=Remote())
+
+
+def _event(method: str, **params: object) -> bytes:
+    message = {"jsonrpc": "2.0", "method": method, "params": params}
+    return b"event: message\ndata: " + orjson.dumps(message) + b"\n\n"
+
+
+def _result(text: str) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "id": 1, "result": {"content": [], "note": text}})
+
+
+def test_events_no_fault_can_match_pass_as_they_came() -> None:
+    connection = Connection('drop when method == "notifications/progress"')
+    exchange = _exchange()
+    faults = ResponseFaults(connection, exchange, sse=True, chunked=True)
+    block = _event("notifications/message", level="info", data="hello")
+    faults.body(block)
+    faults.end()
+    assert connection.sent == [chunk(block), LAST_CHUNK]
+    assert exchange.remote.seen == [block]
+    assert connection.told == []
+
+
+def test_a_dropped_event_is_recorded_not_delivered_and_the_others_go_on() -> None:
+    connection = Connection('drop when method == "notifications/progress"')
+    exchange = _exchange()
+    faults = ResponseFaults(connection, exchange, sse=True, chunked=False)
+    progress = _event("notifications/progress", progressToken=1, progress=1)
+    log = _event("notifications/message", level="info", data="after")
+    faults.body(progress + log)
+    faults.end()
+    assert connection.sent == [log]
+    assert exchange.remote.seen == [progress, log]
+    assert len(connection.told) == 1
+    told = connection.told[0]
+    assert isinstance(told, ExchangeFault)
+    assert told.exchange == 7
+    assert told.record["delivered"] is False
+    assert told.record["action"] == "drop"
+
+
+def test_a_duplicated_event_goes_twice_and_is_told_once() -> None:
+    connection = Connection('duplicate when method == "notifications/progress"')
+    faults = ResponseFaults(connection, _exchange(), sse=True, chunked=False)
+    progress = _event("notifications/progress", progressToken=1, progress=1)
+    faults.body(progress)
+    faults.end()
+    assert connection.sent == [progress, progress]
+    assert [t.record["action"] for t in connection.told] == ["duplicate"]
+
+
+def test_a_disconnect_sends_half_the_event_then_cuts() -> None:
+    connection = Connection('disconnect when method == "notifications/progress"')
+    exchange = _exchange()
+    faults = ResponseFaults(connection, exchange, sse=True, chunked=False)
+    progress = _event("notifications/progress", progressToken=1, progress=1)
+    faults.body(progress)
+    faults.end()
+    assert connection.sent == [progress[: len(progress) // 2]]
+    assert connection.cuts == 1
+    # The analysis is told what the server sent, whole.
+    assert exchange.remote.seen == [progress]
+
+
+def test_a_json_body_is_judged_whole_at_its_end() -> None:
+    connection = Connection("corrupt truncate when direction == s2c")
+    faults = ResponseFaults(connection, _exchange(), sse=False, chunked=True)
+    body = _result("x" * 50)
+    faults.body(body[:20])
+    assert connection.sent == []
+    faults.body(body[20:])
+    faults.end()
+    assert connection.sent[-1] == LAST_CHUNK
+    delivered = b"".join(connection.sent[:-1])
+    assert delivered != chunk(body)
+    assert [t.record["action"] for t in connection.told] == ["corrupt"]
+
+
+def test_a_body_over_the_judge_limit_passes_unjudged() -> None:
+    connection = Connection("drop when direction == s2c")
+    faults = ResponseFaults(connection, _exchange(), sse=False, chunked=False)
+    big = b"x" * (JUDGE_LIMIT + 1)
+    faults.body(big)
+    faults.end()
+    assert connection.sent == [big]
+    assert connection.told == []
+
+
+def test_passes_only_whole_unmatched_events_after_whole_chunks() -> None:
+    connection = Connection('drop when method == "notifications/progress"')
+    faults = ResponseFaults(connection, _exchange(), sse=True, chunked=True)
+    log = _event("notifications/message", level="info", data="x")
+    assert faults.passes(log, framed=True)
+    assert not faults.passes(log[:-1], framed=True)  # not whole events
+    assert not faults.passes(_event("notifications/progress", progressToken=1), framed=True)
+    assert not faults.passes(log, framed=False)  # ends inside a chunk
+    assert not faults.passes(log, framed=True)  # the piece before did not end a chunk
+
+
+def test_a_delay_holds_the_rest_in_order_and_an_end_told_meanwhile_waits() -> None:
+    connection = Connection('delay 50ms when method == "notifications/progress"')
+    faults = ResponseFaults(connection, _exchange(), sse=True, chunked=False)
+    progress = _event("notifications/progress", progressToken=1, progress=1)
+    log = _event("notifications/message", level="info", data="after")
+
+    async def run() -> None:
+        faults.body(progress + log)
+        faults.end()
+        assert connection.sent == []
+        assert faults.busy
+        faults.deferred_end = "complete"
+        await asyncio.sleep(0.3)
+
+    asyncio.run(run())
+    assert connection.sent == [progress, log]
+    assert connection.late == ["complete"]
+    (told,) = connection.told
+    assert told.record["action"] == "delay"
+    assert told.record["held_ms"] >= 50
