@@ -762,7 +762,10 @@ def profile(kind: str, ns: argparse.Namespace, folder: Path) -> int:
     upstream_proc, upstream = start_upstream(folder)
     prof = folder / "mcpsniff.prof"
     prefix = [sys.executable, "-m", "cProfile", "-o", str(prof)] if kind == "cprofile" else None
-    proc, port = start_mcpsniff(folder, upstream, folder / "profile.jsonl", "profile", prefix)
+    # With --fault, the faulted relay is the one profiled: that is what the option asks about.
+    proc, port = start_mcpsniff(
+        folder, upstream, folder / "profile.jsonl", "profile", prefix, faults=ns.fault
+    )
     raw = folder / "pyspy.txt"
 
     async def load() -> None:
@@ -795,6 +798,8 @@ def profile(kind: str, ns: argparse.Namespace, folder: Path) -> int:
     else:
         clients = f"{ns.clients} clients, {ns.rounds} x {ns.seconds:g} s per format"
         print(f"mcpsniff http, {kind}, {clients}")
+    for spec in ns.fault or []:
+        print(f"  with --fault {spec!r}")
     print(summarize_pyspy(raw) if kind in PYSPY else summarize_cprofile(prof))
     return 0
 
