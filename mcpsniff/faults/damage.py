@@ -24,6 +24,9 @@ UNSUPPORTED_VERSION = -32022
 PROTOCOL_VERSION_META = "io.modelcontextprotocol/protocolVersion"
 #: How many pieces ``corrupt split`` writes a message in.
 SPLIT_PIECES = 3
+#: Pause between the pieces of ``corrupt split``, seconds: long enough that a
+#: reader gets them in separate reads.
+SPLIT_PAUSE = 0.02
 
 
 def answer(injection: Injection) -> bytes:

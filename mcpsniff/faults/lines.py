@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcpsniff.core.model import C2S, S2C
-from mcpsniff.faults.damage import BANNER, answer, corrupt, frames_in
+from mcpsniff.faults.damage import BANNER, SPLIT_PAUSE, answer, corrupt, frames_in
 from mcpsniff.faults.engine import FaultEngine, Injection, fault_record, original_bytes
 from mcpsniff.faults.spec import (
     CORRUPT,
@@ -40,9 +40,6 @@ from mcpsniff.faults.spec import (
 
 #: A line longer than this is forwarded as it arrives, never judged.
 LONG_LINE = 1 << 20
-#: Pause between the pieces of ``corrupt split``, seconds: long enough that a
-#: reader gets them in separate reads.
-SPLIT_PAUSE = 0.02
 
 OTHER = {C2S: S2C, S2C: C2S}
 

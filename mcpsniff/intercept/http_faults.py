@@ -35,14 +35,13 @@ from functools import partial
 from typing import Any
 
 from mcpsniff.core.model import C2S, REQUEST, S2C
-from mcpsniff.faults.damage import SPLIT_PIECES, corrupt
+from mcpsniff.faults.damage import SPLIT_PAUSE, SPLIT_PIECES, corrupt
 from mcpsniff.faults.engine import Injection, original_bytes
 from mcpsniff.faults.http import (
     ExchangeFaults,
     response_bytes,
     server_answer,
 )
-from mcpsniff.faults.lines import SPLIT_PAUSE
 from mcpsniff.faults.spec import (
     ANSWERS,
     CORRUPT,

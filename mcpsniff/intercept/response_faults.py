@@ -17,10 +17,9 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from mcpsniff.core.model import S2C
-from mcpsniff.faults.damage import SPLIT_PIECES, corrupt
+from mcpsniff.faults.damage import SPLIT_PAUSE, SPLIT_PIECES, corrupt
 from mcpsniff.faults.engine import Injection, original_bytes
 from mcpsniff.faults.http import ExchangeFaults, event_data, split_events, with_data
-from mcpsniff.faults.lines import SPLIT_PAUSE
 from mcpsniff.faults.spec import CORRUPT, DELAY, DISCONNECT, DROP, DUPLICATE
 from mcpsniff.intercept.http_messages import LAST_CHUNK, chunk
 from mcpsniff.intercept.http_wire import Relay
