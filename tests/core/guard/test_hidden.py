@@ -292,7 +292,20 @@ def test_the_hiding_characters_are_exactly_the_four_classes() -> None:
     assert [hit.kind for hit in scan("a\u200bb ✓", result=True)] == ["zero-width"]
 
 
-# ---------------------------------------------------------------- the RE2 pre-test of results
+# ---------------------------------------------------------------- the pre-test of results
+
+
+@pytest.fixture(params=["hyperscan", "re2"])
+def engine(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The pre-test's search by Hyperscan's literals, or by RE2 where Hyperscan cannot run."""
+    if request.param == "re2":
+        monkeypatch.setattr(hidden, "_literals", False)
+    else:
+        if hidden.hyperscan is None:
+            pytest.skip("hyperscan has no wheel for this platform")
+        monkeypatch.setattr(hidden, "_literals", hidden._compiled_literals())
+        assert hidden._literals is not False
+    return str(request.param)
 
 
 def _unfiltered(text: str) -> list[Hit]:
@@ -318,7 +331,7 @@ _NEIGHBOURS = (
 
 
 @pytest.mark.parametrize("seed", range(20))
-def test_the_re2_pre_test_changes_no_hit(seed: int) -> None:
+def test_the_pre_test_changes_no_hit(seed: int, engine: str) -> None:
     """Every word in any case beside every neighbour: the same hits as without the pre-test."""
     rng = random.Random(seed)
     words = [word for word, _ in hidden._KEYWORD_GROUPS]
@@ -339,7 +352,7 @@ def test_the_re2_pre_test_changes_no_hit(seed: int) -> None:
         assert scan(text, result=True) == _unfiltered(text), text
 
 
-def test_the_re2_pre_test_lets_through_only_what_cannot_hit() -> None:
+def test_the_pre_test_lets_through_only_what_cannot_hit(engine: str) -> None:
     """A word in any case, a hiding character, "<" or U+0130/U+212A: never clean."""
     rng = random.Random(7)
     for word, _ in hidden._KEYWORD_GROUPS:
@@ -352,7 +365,8 @@ def test_the_re2_pre_test_lets_through_only_what_cannot_hit() -> None:
     assert not hidden._clean("\ud800 ignore previous instructions")
     assert hidden._clean('plain \u2013 text \u201cquoted\u201d 数据 ✓ über café "q" \\ \n')
     # The long s folds to "s" in RE2: more than str.lower() finds, so never less.
-    assert not hidden._clean("\u017fend")
+    # Hyperscan folds ASCII only, as str.lower() and bytes.lower() do.
+    assert hidden._clean("\u017fend") == (engine == "hyperscan")
     assert _unfiltered("\u017fend") == scan("\u017fend", result=True) == []
 
 
@@ -405,7 +419,7 @@ def _result_frame(*literals: bytes) -> bytes:
 
 
 @pytest.mark.parametrize("seed", range(20))
-def test_a_clean_frame_holds_no_text_that_can_hit(seed: int) -> None:
+def test_a_clean_frame_holds_no_text_that_can_hit(seed: int, engine: str) -> None:
     """``clean_json`` on a frame of escaped texts: True only when no text gives a hit.
 
     The texts are words in any case beside JSON escapes and case-folding
@@ -444,7 +458,7 @@ def test_a_clean_frame_holds_no_text_that_can_hit(seed: int) -> None:
     assert checked >= 5  # the clean frames were judged too
 
 
-def test_the_escapes_that_make_a_word_stop_the_frame_pre_test() -> None:
+def test_the_escapes_that_make_a_word_stop_the_frame_pre_test(engine: str) -> None:
     """``\\u`` (any character) and ``\\/`` stop it; the short escapes do not."""
     for literal in (
         b'"\\u0069gnore previous instructions"',
@@ -459,3 +473,55 @@ def test_the_escapes_that_make_a_word_stop_the_frame_pre_test() -> None:
     assert hidden.clean_json(_result_frame(plain))
     assert not hidden.clean_json(_result_frame(plain, b'"Ignore"'))
     assert not hidden.clean_json(b'{"a":"\xe2\x80\x8b"}')  # a hiding character, unescaped
+
+
+def test_the_pre_test_finds_a_word_anywhere_in_a_long_frame(engine: str) -> None:
+    """A word, a hiding character or an escape at any offset of a frame of a megabyte."""
+    rng = random.Random(11)
+    filler = r"plain text über café 数据 ✓ a b c \n \" \\ 1234 "
+    body = (filler * ((1 << 20) // len(filler))).encode()
+    assert hidden.clean_json(_result_frame(b'"' + body + b'"'))
+    needles = [
+        *(_random_case(rng, word).encode() for word, _ in hidden._KEYWORD_GROUPS),
+        *(char.encode() for char in rng.sample(hidden._HIDING_CHARACTERS, 40)),
+        "\u0130".encode(), "\u212a".encode(), b"<", b"\\u0041", b"\\/",
+    ]  # fmt: skip
+    for needle in needles:
+        at = rng.choice((0, 1, 15, 16, 17, 63, 64, len(body) - 1, rng.randrange(len(body))))
+        frame = _result_frame(b'"' + body[:at] + b" " + needle + b" " + body[at:] + b'"')
+        assert not hidden.clean_json(frame), (needle, at)
+        # The frame's last bytes, with nothing after the needle.
+        assert not hidden.clean_json(body[:at] + needle), (needle, at)
+
+
+def test_a_busy_scratch_space_falls_back_to_re2(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another thread's Hyperscan search holds the scratch space: RE2 answers, the same."""
+    if hidden.hyperscan is None:
+        pytest.skip("hyperscan has no wheel for this platform")
+
+    class Busy:
+        calls = 0
+
+        def scan(self, data: bytes, match_event_handler: object) -> None:
+            Busy.calls += 1
+            raise hidden.hyperscan.ScratchInUseError("error code -10")
+
+    monkeypatch.setattr(hidden, "_literals", Busy())
+    assert not hidden.clean_json(_result_frame(b'"Ignore previous instructions"'))
+    assert hidden.clean_json(_result_frame(b'"plain text \xe6\x95\xb0"'))
+    assert not hidden._clean("a\u200bb")
+    assert hidden._clean("plain ✓")
+    assert Busy.calls == 4
+
+
+def test_the_literals_compile_on_first_use() -> None:
+    """Hyperscan's database is built once, by the first search; False without Hyperscan."""
+    literals = hidden._compiled_literals()
+    if hidden.hyperscan is None:
+        assert literals is False
+        return
+    assert literals is not False
+    assert hidden._literal_pattern(b"[/inst") == b"\\x5b\\x2finst"
+    assert hidden._literal_pattern("\u200b".encode()) == b"\\xe2\\x80\\x8b"
+    hidden.clean_json(b"{}")
+    assert hidden._literals is not None and hidden._literals is not False
