@@ -30,6 +30,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 from urllib.parse import unquote_plus
 
+import re2
+from re2 import _re2
+
 from mcpsniff.core.hint_scan import HintScanner, Hits
 from mcpsniff.core.jsontypes import any_leaf
 from mcpsniff.core.secret_names import PROTOCOL_NAMES, Context, is_secret_name, words
@@ -38,6 +41,7 @@ from mcpsniff.core.secret_values import DETECTORS, VALUE_HINTS, Detector
 __all__ = [
     "MARK",
     "is_secret_name",
+    "may_redact",
     "recorded_argv",
     "redact_argv",
     "redact_frame",
@@ -103,6 +107,53 @@ def redact_frame(raw: bytes) -> tuple[bytes, int]:
     if hits is None:
         return raw, 0
     return _redact(raw, 0, low, hits)
+
+
+# What every step needs where it replaces anything, in the lower-cased bytes:
+# ``_members`` a name hint in a member name (a quote at most 64 bytes after
+# it, then ``[ \t\r\n]*:``); ``_nested`` a string literal holding both an
+# escaped quote and a hint (in either order: the literal's bytes between them
+# are unescaped bytes or escape pairs); ``_values`` a value hint;
+# ``_text_pairs`` a name or query hint whose name run (at most 40 bytes)
+# meets ``[ \t]*[=:]``. Each alternative matches more than its step acts on,
+# never less. Latin-1, so that every byte is a character: ``[^"]`` takes any
+# byte but the quote, as the steps' ``find`` does (in UTF-8 a stray byte would
+# match nothing). tests/core/test_redact.py has a frame for each alternative.
+_MAY_REDACT_OPTIONS = re2.Options()
+_MAY_REDACT_OPTIONS.encoding = re2.Options.Encoding.LATIN1
+_MAY_REDACT_OPTIONS.never_capture = True
+_MAY_REDACT_OPTIONS.dot_nl = True
+
+
+def _alternation(literals: Iterable[bytes]) -> bytes:
+    return b"(?:" + b"|".join(re2.escape(literal) for literal in literals) + b")"
+
+
+_MAY_REDACT = _re2.RE2(
+    b"|".join(
+        (
+            _alternation(_NAME_HINTS) + rb'[^"]{0,64}"[ \t\r\n]*:',
+            rb'\\"(?:[^"\\]|\\.)*' + _alternation(_SCANNER.hints),
+            _alternation(_SCANNER.hints) + rb'(?:[^"\\]|\\.)*\\"',
+            _alternation(VALUE_HINTS),
+            _alternation(_NAME_HINTS + _QUERY_HINTS) + rb"[a-z0-9_.\-]{0,40}[ \t]*[=:]",
+        )
+    ),
+    _MAY_REDACT_OPTIONS,
+).Match
+_UNANCHORED = _re2.RE2.Anchor.UNANCHORED
+_NO_SPAN = (-1, -1)
+
+
+def may_redact(raw: bytes) -> bool:
+    """False when ``redact_frame(raw)`` certainly replaces nothing; True when it may.
+
+    One search for what each step needs (``_MAY_REDACT``) in place of the
+    hint scan and the steps: for a caller that wants the count only, on data
+    that holds hints in prose ("token", "decode") far more often than secrets.
+    """
+    low = raw.lower()
+    return _MAY_REDACT(_UNANCHORED, low, 0, len(low))[0] != _NO_SPAN
 
 
 def redact_text(text: str) -> tuple[str, int]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import random
 import re
 from collections.abc import Iterable, Iterator
 
@@ -627,3 +628,115 @@ def test_text_pairs_read_each_byte_a_bounded_number_of_times(
     frame = b"monkey=" * 2000
     redact.redact_frame(frame)
     assert tail.scanned <= 8 * len(frame), f"{tail.scanned} bytes read for {len(frame)}"
+
+
+# ---------------------------------------------------------------- may_redact: the count's pre-test
+
+
+def _pieces() -> list[bytes]:
+    """What stands around a hint: separators, JSON escapes, quotes, non-ASCII and stray bytes."""
+    from mcpsniff.core import redact
+
+    hints = [hint.decode() for hint in redact._SCANNER.hints]
+    names = [*redact_reference.NAMES, "api_key", "x-token", "passwd", "client_secret", "pw"]
+    return [
+        *(piece.encode() for piece in (*hints, *names, *redact_reference.SNIPPETS)),
+        *(value.encode() for value in redact_reference.SECRET_VALUES),
+        *(b'"', b"\\", b'\\"', b"\\\\", b":", b"=", b" ", b"\t", b"\n", b"\r", b",", b"{", b"}"),
+        *(b"\\u0074", b"\\/", b"-", b"_", b".", b"?", b"&", b"@", b"\xc3\xa9", b"\xff", b"\x00"),
+        *(b"x" * 20, b"y" * 39, b"z" * 41, b"w" * 63, b"v" * 65, b"plain words ", b"\xe6\x95\xb0"),
+    ]
+
+
+def _mixed(rng: random.Random, piece: bytes) -> bytes:
+    return bytes(
+        b ^ 0x20 if 0x61 <= (b | 0x20) <= 0x7A and rng.random() < 0.5 else b for b in piece
+    )
+
+
+def _assert_may_redact(frames: Iterable[bytes]) -> int:
+    """Every frame ``redact_frame`` replaces something in, ``may_redact`` lets through."""
+    from mcpsniff.core.redact import may_redact
+
+    redacted = 0
+    for frame in frames:
+        if redact_frame(frame)[1]:
+            redacted += 1
+            assert may_redact(frame), frame[:300]
+    return redacted
+
+
+def test_may_redact_lets_through_every_frame_the_reference_redacts() -> None:
+    """The recorded reference's frames (generated, corpus, window-straddling, short, huge)."""
+    assert _assert_may_redact(redact_reference.every_frame()) > 500
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_may_redact_lets_through_every_adversarial_frame_that_redacts(seed: int) -> None:
+    """Hints in any case beside escapes, quotes, separators and runs of 39 to 65 bytes;
+    JSON of secret members with JSON inside its strings, escaped again at random."""
+    rng = random.Random(seed)
+    pieces = _pieces()
+    frames: list[bytes] = []
+    for _ in range(400):
+        frames.append(b"".join(_mixed(rng, rng.choice(pieces)) for _ in range(rng.randint(1, 9))))
+    for _ in range(150):
+        value = redact_reference._value(rng)
+        text = json.dumps(value, ensure_ascii=rng.random() < 0.3)
+        if rng.random() < 0.3:
+            text = json.dumps(text)  # a whole frame inside a string
+        frames.append(_mixed(rng, text.encode()) if rng.random() < 0.5 else text.encode())
+    assert _assert_may_redact(frames) > 50
+
+
+def test_may_redact_at_the_bounds_of_a_name_and_its_run() -> None:
+    """A member name whose quote is 64 bytes after its hint, a name run of 40: as the steps."""
+    from mcpsniff.core.redact import may_redact
+
+    for pad in range(55, 70):
+        frame = b'{"token' + b"a" * pad + b'": "abc123def456"}'
+        assert may_redact(frame) or not redact_frame(frame)[1], pad
+        frame = b"token" + b"a" * pad + b"=abc123def456"
+        assert may_redact(frame) or not redact_frame(frame)[1], pad
+    assert may_redact(b'{"Api_Key"\n\t :"x"}') and redact_frame(b'{"Api_Key"\n\t :"x"}')[1]
+    assert may_redact(b'{"t":"{\\"pass\\u0077ord\\": \\"x1\\"}"}')
+    assert may_redact(b'{"t":"a\\n\\\\\\"\\nPASSWORD=hunter2"}')
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        # A member name: its quote 49 bytes after the hint, whitespace with a newline.
+        b'{"api_token_for_the_staging_cluster_number_one_and_two": "abc123def"}',
+        b'{"my_token"\n: "abc123def"}',
+        b'{"token\xff": "abc123def"}',  # a byte that is no UTF-8 in the name
+        # JSON in a string whose pair only its decoding shows, before and after the quote.
+        b'{"t":"\\"x\\" password\\u003dhunter2xyz"}',
+        b'{"t":"password\\u003dhunter2xyz \\"x\\""}',
+        # Text pairs: a query hint, a name run of 40 bytes, blanks before the "=".
+        b"GET /cb?code=abc123def HTTP/1.1",
+        b"api_token_for_the_staging_cluster_number_one=abc123def",
+        b"token \t= abc123def",
+        b"cloning with ghp_A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8",  # a value
+    ],
+)
+def test_may_redact_lets_through_what_one_step_alone_redacts(frame: bytes) -> None:
+    """Each frame needs one alternative of the pre-test: dropping it must fail here."""
+    from mcpsniff.core.redact import may_redact
+
+    assert redact_frame(frame)[1] == 1
+    assert may_redact(frame)
+
+
+def test_may_redact_passes_prose_over() -> None:
+    """Hints in prose, escaped quotes without a hint, names that are values: no step acts."""
+    from mcpsniff.core.redact import may_redact
+
+    for frame in (
+        b'{"event":"decode the token offset","note":"a \\"quoted\\" cache","pending":3}',
+        b'{"event":"a \\"quoted\\" word","count":"12 tokens"}',
+        b"the password policy and the api key rotation schedule",
+        b'{"note":"encode \xc3\xa9 \xff code"}',
+    ):
+        assert not may_redact(frame), frame
+        assert redact_frame(frame)[1] == 0, frame

@@ -52,6 +52,10 @@ def findings(steps: list[Step], **kw: Any) -> list[Any]:
         {"request": {"headers": {"authorization": "Bearer abc.def.ghi"}}},
         {"api_key": "k-12345"},
         "token [REDACTED] refreshed",
+        # Only decoding the JSON inside the string shows the pair (core/redact.py
+        # ``may_redact``: the rule's pre-test must let it through).
+        '{"t":"\\"x\\" password\\u003dhunter2xyz"}',
+        {"GitHub token (classic)": "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"},
     ],
 )
 def test_structured_and_redacted_secrets_in_logs(data: Any) -> None:
