@@ -24,6 +24,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+import threading
 import unicodedata
 from dataclasses import dataclass
 from typing import Any
@@ -417,6 +418,20 @@ def _compiled_literals() -> Any:
 _literals: Any = None
 
 
+class _Scratch(threading.local):
+    """Each thread's Hyperscan scratch space and the database it was made for.
+
+    A search needs scratch space no other search is using at the same time,
+    and it releases the interpreter lock: threads that analyze at once (the
+    web UI's collector, the capture's workers) each keep their own.
+    """
+
+    of: tuple[Any, Any] = (None, None)
+
+
+_SCRATCH = _Scratch()
+
+
 def _stop(*_match: object) -> bool:
     """Hyperscan's match handler: the first match ends the search."""
     return True
@@ -425,17 +440,22 @@ def _stop(*_match: object) -> bool:
 def _found(data: bytes, search: Any) -> bool:
     """True when ``data`` holds a literal of ``_LITERALS`` (Hyperscan) or a match of ``search``.
 
-    ``search`` is the RE2 equivalent, for where Hyperscan cannot run: on this
-    platform, or at this moment (another thread's search holds the scratch
-    space, as the scan releases the interpreter lock).
+    ``search`` is the RE2 equivalent, for where Hyperscan cannot run (no
+    wheel for the platform, a CPU without the instructions it needs) and for
+    any error of a search.
     """
     global _literals
     literals = _literals
     if literals is None:
         literals = _literals = _compiled_literals()
     if literals is not False:
+        database, scratch = _SCRATCH.of
+        if database is not literals:
+            scratch = hyperscan.Scratch(literals)
+            _SCRATCH.of = (literals, scratch)
         try:
-            literals.scan(data, match_event_handler=_stop)
+            # Positional: the binding parses keywords by making a str of each name.
+            literals.scan(data, _stop, 0, None, scratch)
         except hyperscan.ScanTerminated:
             return True
         except hyperscan.error:
