@@ -413,7 +413,7 @@ def _compiled_literals() -> Any:
     return database
 
 
-#: ``_compiled_literals()``, built on the first search (compiling costs ~15 ms,
+#: ``_compiled_literals()``, built on the first search (compiling costs ~30 ms,
 #: which a command that judges no tool result need not pay); None before that.
 _literals: Any = None
 
@@ -422,8 +422,9 @@ class _Scratch(threading.local):
     """Each thread's Hyperscan scratch space and the database it was made for.
 
     A search needs scratch space no other search is using at the same time,
-    and it releases the interpreter lock: threads that analyze at once (the
-    web UI's collector, the capture's workers) each keep their own.
+    and it releases the interpreter lock; Hyperscan's "in use" flag is no lock
+    (two searches can both pass it), so threads that analyze at once each keep
+    their own.
     """
 
     of: tuple[Any, Any] = (None, None)
