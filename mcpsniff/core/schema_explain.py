@@ -58,11 +58,9 @@ ANNOTATIONS = frozenset(
         "format",
     }
 )
-_KEYWORDS = ANNOTATIONS | {
+#: The keywords of a value's subschema that ``schemas.simple_oracle`` judges.
+VALUE_KEYWORDS = ANNOTATIONS | {
     "type",
-    "properties",
-    "required",
-    "additionalProperties",
     "minLength",
     "maxLength",
     "minimum",
@@ -72,6 +70,9 @@ _KEYWORDS = ANNOTATIONS | {
     "items",
     "enum",
 }
+#: The keywords of an object's subschema it judges besides.
+OBJECT_KEYWORDS = frozenset({"properties", "required", "additionalProperties"})
+_KEYWORDS = VALUE_KEYWORDS | OBJECT_KEYWORDS
 _TYPES = frozenset({"string", "integer", "number", "boolean", "object", "array", "null"})
 #: Nesting followed (schemas and instances); deeper is left to jsonschema.
 _MAX_DEPTH = 8

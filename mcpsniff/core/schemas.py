@@ -30,7 +30,13 @@ from typing import Any
 
 import orjson
 
-from mcpsniff.core.schema_explain import ANNOTATIONS, UNSURE, verdict
+from mcpsniff.core.schema_explain import (
+    ANNOTATIONS,
+    OBJECT_KEYWORDS,
+    UNSURE,
+    VALUE_KEYWORDS,
+    verdict,
+)
 from mcpsniff.core.schema_valid import DIALECTS, certainly_valid
 
 #: Keywords fastjsonschema (draft 4/6/7) does not implement; jsonschema handles them.
@@ -197,7 +203,7 @@ def _reference_class(schema: dict[str, Any]) -> Any:
 #: here: jsonschema asserts formats only with a format checker and
 #: fastjsonschema only with ``use_formats``, and ``_compile`` gives neither.
 _ANNOTATIONS = ANNOTATIONS
-_OBJECT_KEYS = frozenset({"properties", "required", "additionalProperties"})
+_OBJECT_KEYS = OBJECT_KEYWORDS
 _SIMPLE_OBJECT_KEYS = _ANNOTATIONS | _OBJECT_KEYS | {"type", "$schema"}
 #: The Python types of a JSON value of each JSON Schema type, exactly (``type(v) in``):
 #: a bool is no integer and no number, and 1.0 counts as an integer only in some
@@ -300,17 +306,7 @@ def _object_check(schema: dict[str, Any], depth: int) -> Callable[[Any], bool] |
 
 
 _UNLISTED = object()
-_SIMPLE_VALUE_KEYS = _ANNOTATIONS | {
-    "type",
-    "minLength",
-    "maxLength",
-    "minimum",
-    "maximum",
-    "minItems",
-    "maxItems",
-    "items",
-    "enum",
-}
+_SIMPLE_VALUE_KEYS = VALUE_KEYWORDS
 _ANY_TYPE = tuple({t for types in _SIMPLE_TYPES.values() for t in types})
 
 
