@@ -146,14 +146,23 @@ def _collect(
 ) -> Iterator[tuple[int, Result]]:
     import select
 
+    # poll, not select: a descriptor numbered past FD_SETSIZE (1024) is fine.
+    poller = select.poll()
+    watched: set[int] = set()
     while running:
-        ready, _, _ = select.select(list(running), [], [])
-        for fd in ready:
-            worker = running[fd]
+        for fd in running.keys() - watched:
+            poller.register(fd, select.POLLIN)
+            watched.add(fd)
+        for fd, _ in poller.poll():
+            worker = running.get(fd)
+            if worker is None:
+                continue
             chunk = os.read(fd, 1 << 16)
             if not chunk or len(worker.buffered) + len(chunk) > MAX_RESULT:
                 # It exited (or talks nonsense): its task has no result.
                 task = worker.task
+                poller.unregister(fd)  # before its number is closed and reused
+                watched.discard(fd)
                 _kill(worker)
                 _reap(worker, running)
                 if queue:
