@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from mcpsniff.check.forked import MAX_RESULT, can_fork, run_forked
+from tests.cli.test_main import _modules_loaded
 
 pytestmark = pytest.mark.skipif(not can_fork(), reason="needs fork")
 
@@ -91,24 +90,7 @@ def test_leaving_early_stops_the_workers() -> None:
 def test_no_process_pool_is_imported_to_check_several_traces() -> None:
     """The workers are forked here: multiprocessing's start-up is not paid."""
     recordings = sorted((ROOT / "recordings").glob("*.jsonl"))[:3]
-    code = (
-        "import sys\n"
-        "from mcpsniff.cli import main\n"
-        "try:\n"
-        "    main(sys.argv[1:])\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print(sorted(m for m in sys.modules if m.split('.')[0] in "
-        "('multiprocessing', 'concurrent', 'pickle')), file=sys.stderr)\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code, "check", "--jobs", "2", *map(str, recordings)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        check=False,
-    )
-    assert done.returncode in (0, 1), done.stderr
-    assert done.stderr.splitlines()[-1] == "[]"
-    assert done.stdout.splitlines()[-1].startswith("3 trace(s)")
+    loaded = _modules_loaded("check", "--jobs", "2", *map(str, recordings))
+    assert "mcpsniff.check.forked" in loaded
+    for pool in ("multiprocessing", "concurrent.futures", "pickle"):
+        assert pool not in loaded, pool
