@@ -17,13 +17,10 @@ import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
 from mcpsniff.check.run import CheckError, CheckOptions, run_check
 from mcpsniff.core.escape import terminal_safe
-
-if TYPE_CHECKING:
-    from concurrent.futures import Future
 
 #: How much of a worker's report file is copied to the stream at a time.
 _COPY_CHUNK = 1 << 16
@@ -85,45 +82,53 @@ def check_to_streams(options: CheckOptions, out: TextIO, err: TextIO) -> TraceVe
 def _check_in_workers(
     options: Sequence[CheckOptions], jobs: int, out: TextIO, err: TextIO
 ) -> Iterator[TraceVerdict]:
-    # Imported here: one process checking one trace needs none of them
+    # Imported here: one process checking one trace needs neither
     # (docs/performance.md, "Start-up").
     import tempfile
-    from concurrent.futures.process import BrokenProcessPool
 
-    from mcpsniff.check.split import worker_pool
+    from mcpsniff.check.forked import can_fork, run_forked
 
+    if not can_fork():
+        yield from (check_to_streams(one, out, err) for one in options)
+        return
     encoding = getattr(out, "encoding", None) or "utf-8"
-    with (
-        tempfile.TemporaryDirectory(prefix="mcpsniff-check-") as folder,
-        worker_pool(min(jobs, len(options))) as pool,
-    ):
-        futures: dict[int, tuple[Path, Path, Future[TraceVerdict]]] = {}
-        for number in handout_order(options):
-            out_path = Path(folder, f"{number}.out")
-            err_path = Path(folder, f"{number}.err")
-            work = pool.submit(_check_to_files, options[number], out_path, err_path, encoding)
-            futures[number] = (out_path, err_path, work)
-        try:
-            for number, one in enumerate(options):
-                out_path, err_path, future = futures[number]
-                try:
-                    verdict = future.result()
-                except BrokenProcessPool:
-                    # Its worker died (killed, out of memory): this trace has no
-                    # verdict, and neither have those not yet done.
-                    reason = f"{one.trace}: the process checking it died"
-                    err.write(f"mcpsniff check: {terminal_safe(reason)}\n")
-                    yield TraceVerdict(one.trace, error=reason)
-                    continue
-                _copy(out_path, out, encoding)
-                _copy(err_path, err, encoding)
-                out_path.unlink()
-                err_path.unlink()
-                yield verdict
-        except BaseException:
-            for _, _, future in futures.values():
-                future.cancel()
-            raise
+    with tempfile.TemporaryDirectory(prefix="mcpsniff-check-") as folder:
+
+        def files(number: int) -> tuple[Path, Path]:
+            return Path(folder, f"{number}.out"), Path(folder, f"{number}.err")
+
+        def work(number: int) -> tuple[int, str | None]:
+            verdict = _check_to_files(options[number], *files(number), encoding)
+            return verdict.failing, verdict.error
+
+        done: dict[int, tuple[int, str | None] | None] = {}
+        following = 0  # the first trace not reported yet
+        for number, result in run_forked(handout_order(options), jobs, work):
+            done[number] = None if result is None else (result[0], result[1])
+            # Each trace as soon as it and every trace before it are done.
+            while following in done:
+                yield _report(options[following], done.pop(following), files(following), out, err)
+                following += 1
+
+
+def _report(
+    one: CheckOptions,
+    result: tuple[int, str | None] | None,
+    files: tuple[Path, Path],
+    out: TextIO,
+    err: TextIO,
+) -> TraceVerdict:
+    """A worker's trace, reported: its files copied to the streams, or that its worker died."""
+    if result is None:
+        # Its worker died (killed, out of memory): this trace has no verdict.
+        reason = f"{one.trace}: the process checking it died"
+        err.write(f"mcpsniff check: {terminal_safe(reason)}\n")
+        return TraceVerdict(one.trace, error=reason)
+    encoding = getattr(out, "encoding", None) or "utf-8"
+    for path, stream in zip(files, (out, err), strict=True):
+        _copy(path, stream, encoding)
+        path.unlink()
+    return TraceVerdict(one.trace, result[0], result[1])
 
 
 def handout_order(options: Sequence[CheckOptions]) -> list[int]:

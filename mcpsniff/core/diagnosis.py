@@ -38,6 +38,8 @@ from dataclasses import dataclass
 
 import orjson
 
+from mcpsniff.core.lazy_pattern import lazy
+
 __all__ = ["CAUSES", "ParseDiagnosis", "diagnose"]
 
 CAUSES: tuple[str, ...] = (
@@ -78,31 +80,31 @@ _DQ = r'"[^"\\]*+(?:\\.[^"\\]*+)*+"'
 # possessive quantifiers (3.11+) likewise rule out backtracking.
 _DQ_TOKEN = r'"[^"\\]*+(?:\\.[^"\\]*+)*+(?P<dq_end>")?'
 _SQ_TOKEN = r"'[^'\\]*+(?:\\.[^'\\]*+)*+(?P<sq_end>')?"
-_STRUCTURE = re.compile(rf"{_DQ_TOKEN}|[][{{}}]", re.S)
-_TRAILING_COMMA = re.compile(rf"(?P<dq>{_DQ_TOKEN})|,(?P<closer>[{_WS}]*+[]}}])", re.S)
-_SINGLE_QUOTES = re.compile(
+_STRUCTURE = lazy(rf"{_DQ_TOKEN}|[][{{}}]", re.S)
+_TRAILING_COMMA = lazy(rf"(?P<dq>{_DQ_TOKEN})|,(?P<closer>[{_WS}]*+[]}}])", re.S)
+_SINGLE_QUOTES = lazy(
     rf"(?P<dq>{_DQ_TOKEN})|(?P<sq>{_SQ_TOKEN})|\b(?P<lit>True|False|None)\b", re.S
 )
 _PY_LITERAL = {"True": "true", "False": "false", "None": "null"}
-_SQ_BODY = re.compile(r'\\(.)|"', re.S)
-_OPENS_SINGLE_QUOTED = re.compile(r"[\[{]\s*'")
-_QUOTE_OR_ESCAPE = re.compile(r'\\.|"', re.S)
+_SQ_BODY = lazy(r'\\(.)|"', re.S)
+_OPENS_SINGLE_QUOTED = lazy(r"[\[{]\s*'")
+_QUOTE_OR_ESCAPE = lazy(r'\\.|"', re.S)
 
 # Pretty-printer fragments, matched against a stripped line.
 # JSON.stringify(v, null, 2) and json.dumps(v, indent=2) put every opening
 # bracket at the end of a line and every closing one at the start.
-_OPENERS_ONLY = re.compile(r"[\[{](?:\s*+[\[{])*+")
-_CLOSERS_ONLY = re.compile(r"[]}](?:\s*+[]}])*+\s*+,?")
-_MEMBER_KEY = re.compile(rf"{_DQ}\s*+:", re.S)
+_OPENERS_ONLY = lazy(r"[\[{](?:\s*+[\[{])*+")
+_CLOSERS_ONLY = lazy(r"[]}](?:\s*+[]}])*+\s*+,?")
+_MEMBER_KEY = lazy(rf"{_DQ}\s*+:", re.S)
 
 # Prose that happens to start with a JSON-ish character.
-_BRACKET_WORD = re.compile(r"\[\s*+(?!(?:true|false|null)\b)[^\W\d]")
-_BRACKET_TIME = re.compile(r"\[\s*+\d{1,4}[-:/.]\d")
-_LITERAL_THEN_SYNTAX = re.compile(r"(?:true|false|null)\s*+[,\]}]")
-_DATE_TIME = re.compile(r"\d{1,4}[-/:.]\d{1,2}[-/:.]\d")
-_WORD = re.compile(r"[A-Za-z]{2,}")
-_HTML = re.compile(r"<(?:!doctype|html|head|body|\?xml|[a-z][a-z0-9]*+[\s/>])", re.I)
-_TRACEBACK = re.compile(r'Traceback \(most recent call last\)|File "[^"\n]*+", line \d')
+_BRACKET_WORD = lazy(r"\[\s*+(?!(?:true|false|null)\b)[^\W\d]")
+_BRACKET_TIME = lazy(r"\[\s*+\d{1,4}[-:/.]\d")
+_LITERAL_THEN_SYNTAX = lazy(r"(?:true|false|null)\s*+[,\]}]")
+_DATE_TIME = lazy(r"\d{1,4}[-/:.]\d{1,2}[-/:.]\d")
+_WORD = lazy(r"[A-Za-z]{2,}")
+_HTML = lazy(r"<(?:!doctype|html|head|body|\?xml|[a-z][a-z0-9]*+[\s/>])", re.I)
+_TRACEBACK = lazy(r'Traceback \(most recent call last\)|File "[^"\n]*+", line \d')
 
 _INTERNAL = "diagnosis failed internally"
 
@@ -283,7 +285,7 @@ def _diagnose(raw: bytes, *, at_eof: bool, line: bool) -> ParseDiagnosis:
 
 #: JSON number literals JSON does not have (RFC 8259 §6: "Numeric values that cannot
 #: be represented ... (such as Infinity and NaN) are not permitted").
-_NON_FINITE = re.compile(r"-?(?:NaN|Infinity)\b")
+_NON_FINITE = lazy(r"-?(?:NaN|Infinity)\b")
 
 
 def _lexical_cause(

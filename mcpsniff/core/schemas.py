@@ -30,6 +30,13 @@ from typing import Any
 
 import orjson
 
+from mcpsniff.core.schema_explain import (
+    ANNOTATIONS,
+    OBJECT_KEYWORDS,
+    UNSURE,
+    VALUE_KEYWORDS,
+    verdict,
+)
 from mcpsniff.core.schema_valid import DIALECTS, certainly_valid
 
 #: Keywords fastjsonschema (draft 4/6/7) does not implement; jsonschema handles them.
@@ -84,6 +91,13 @@ class CompiledSchema:
         """
         if self.reference is None:
             return None
+        if self.reference is _PENDING:
+            # A plain schema, not built yet: most invalid calls break it in one
+            # place, which ``schema_explain`` words as jsonschema would, without
+            # importing jsonschema (nor fastjsonschema) in this process.
+            certain = verdict(self.pending, instance)
+            if certain is not UNSURE:
+                return None if certain is None else _line(*certain)
         fast = self.fast
         if fast is _PENDING:
             fast = self.fast = _fast(self.pending, self.size)  # type: ignore[arg-type]
@@ -109,8 +123,7 @@ class CompiledSchema:
             return None
         if error is None:
             return None
-        path = "/".join(str(p) for p in error.absolute_path)
-        return f"{'at /' + path + ': ' if path else ''}{error.message}"
+        return _line(tuple(error.absolute_path), error.message)
 
     def _build_reference(self) -> None:
         """jsonschema's validator of a ``pending`` schema (``certainly_valid`` vouched for it)."""
@@ -119,6 +132,12 @@ class CompiledSchema:
             self.reference = _reference_class(schema)(schema)  # type: ignore[arg-type]
         except Exception:  # as ``_compile``: a schema must not stop analysis
             self.reference = None
+
+
+def _line(path: tuple[str | int, ...], message: str) -> str:
+    """An error as ``first_error`` words it: where in the instance, then jsonschema's message."""
+    where = "/".join(str(p) for p in path)
+    return f"{'at /' + where + ': ' if where else ''}{message}"
 
 
 #: A validator not built yet. As a ``reference`` it is not None, since the
@@ -183,20 +202,8 @@ def _reference_class(schema: dict[str, Any]) -> Any:
 #: Keywords that only annotate: no validator looks at them. ``format`` is one
 #: here: jsonschema asserts formats only with a format checker and
 #: fastjsonschema only with ``use_formats``, and ``_compile`` gives neither.
-_ANNOTATIONS = frozenset(
-    {
-        "title",
-        "description",
-        "default",
-        "examples",
-        "$comment",
-        "deprecated",
-        "readOnly",
-        "writeOnly",
-        "format",
-    }
-)
-_OBJECT_KEYS = frozenset({"properties", "required", "additionalProperties"})
+_ANNOTATIONS = ANNOTATIONS
+_OBJECT_KEYS = OBJECT_KEYWORDS
 _SIMPLE_OBJECT_KEYS = _ANNOTATIONS | _OBJECT_KEYS | {"type", "$schema"}
 #: The Python types of a JSON value of each JSON Schema type, exactly (``type(v) in``):
 #: a bool is no integer and no number, and 1.0 counts as an integer only in some
@@ -299,17 +306,7 @@ def _object_check(schema: dict[str, Any], depth: int) -> Callable[[Any], bool] |
 
 
 _UNLISTED = object()
-_SIMPLE_VALUE_KEYS = _ANNOTATIONS | {
-    "type",
-    "minLength",
-    "maxLength",
-    "minimum",
-    "maximum",
-    "minItems",
-    "maxItems",
-    "items",
-    "enum",
-}
+_SIMPLE_VALUE_KEYS = VALUE_KEYWORDS
 _ANY_TYPE = tuple({t for types in _SIMPLE_TYPES.values() for t in types})
 
 

@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from mcpsniff.core.lazy_pattern import lazy
+
 
 @dataclass(frozen=True, slots=True)
 class Detector:
@@ -42,7 +44,8 @@ class Detector:
 
 
 def _rx(pattern: bytes, flags: int = 0) -> re.Pattern[bytes]:
-    return re.compile(pattern, flags)
+    # Compiled at first use: most traffic holds a hint of few secrets, if any.
+    return lazy(pattern, flags)
 
 
 # Token characters: what a credential in a header, URL or JSON string consists of.

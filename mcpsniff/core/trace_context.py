@@ -27,11 +27,11 @@ This module is pure (no I/O, no clock) like the rest of the core.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from mcpsniff.core.jsontypes import json_type
+from mcpsniff.core.lazy_pattern import lazy
 
 TRACEPARENT: Final = "traceparent"
 TRACESTATE: Final = "tracestate"
@@ -45,20 +45,20 @@ MAX_TRACESTATE: Final = 512
 MAX_TRACESTATE_MEMBERS: Final = 32
 
 _V00_LENGTH: Final = 55
-_HEX = re.compile(r"[0-9a-f]*")
-_ANY_HEX = re.compile(r"[0-9a-fA-F]*")
+_HEX = lazy(r"[0-9a-f]*")
+_ANY_HEX = lazy(r"[0-9a-fA-F]*")
 # W3C §3.3.1.3.1: key = simple-key / multi-tenant-key.
 _SIMPLE_KEY = r"[a-z][_0-9a-z\-*/]{0,255}"
 _TENANT_KEY = r"[a-z0-9][_0-9a-z\-*/]{0,240}@[a-z][_0-9a-z\-*/]{0,13}"
-_STATE_KEY = re.compile(rf"(?:{_SIMPLE_KEY}|{_TENANT_KEY})")
+_STATE_KEY = lazy(rf"(?:{_SIMPLE_KEY}|{_TENANT_KEY})")
 # W3C §3.3.1.3.2: value = 0*255(chr) nblk-chr; chr = %x20 / nblk-chr;
 # nblk-chr = %x21-2B / %x2D-3C / %x3E-7E (printable ASCII except "," and "=").
-_STATE_VALUE = re.compile(r"[\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,255}[\x21-\x2b\x2d-\x3c\x3e-\x7e]")
+_STATE_VALUE = lazy(r"[\x20-\x2b\x2d-\x3c\x3e-\x7e]{0,255}[\x21-\x2b\x2d-\x3c\x3e-\x7e]")
 # W3C Baggage §3.3.1: key = token (RFC 7230 § 3.2.6); value = *baggage-octet, where
 # baggage-octet = %x21 / %x23-2B / %x2D-3A / %x3C-5B / %x5D-7E (no space, '"', ',',
 # ';' or '\\'); a property is key [OWS "=" OWS value].
-_BAGGAGE_KEY = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
-_BAGGAGE_VALUE = re.compile(r"[\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]*")
+_BAGGAGE_KEY = lazy(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_BAGGAGE_VALUE = lazy(r"[\x21\x23-\x2b\x2d-\x3a\x3c-\x5b\x5d-\x7e]*")
 #: W3C Baggage §3.3.2: "a maximum of 64 list-members" and "8192 bytes" per baggage-string.
 MAX_BAGGAGE_MEMBERS: Final = 64
 MAX_BAGGAGE_BYTES: Final = 8192

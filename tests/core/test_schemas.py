@@ -366,7 +366,11 @@ def test_a_plain_valid_schema_waits_for_jsonschema_until_an_instance_needs_it() 
         # 3.0 is an integer to both validators, not to the oracle (which defers).
         "assert compiled.first_error({'n': 3.0}) is None\n"
         "print('jsonschema' in sys.modules, 'fastjsonschema' in sys.modules)\n"
+        # One error in a plain schema is worded without jsonschema (core/schema_explain.py).
         "print(compiled.first_error({'n': -1}))\n"
+        "print('jsonschema' in sys.modules)\n"
+        # Two: jsonschema's best_match chooses.
+        "print(compiled.first_error({'n': -1, 'x': 0}))\n"
         "print('jsonschema' in sys.modules)\n"
     )
     done = subprocess.run(
@@ -376,6 +380,8 @@ def test_a_plain_valid_schema_waits_for_jsonschema_until_an_instance_needs_it() 
         "False False",
         "False True",
         "at /n: -1 is less than the minimum of 0",
+        "False",
+        "Additional properties are not allowed ('x' was unexpected)",
         "True",
     ]
 

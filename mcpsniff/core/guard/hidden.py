@@ -33,10 +33,7 @@ import re2
 from ahocorasick_rs import BytesAhoCorasick, Implementation, MatchKind
 from re2 import _re2
 
-try:
-    import hyperscan
-except ImportError:  # no wheel for the platform (Windows): RE2 alone
-    hyperscan = None
+from mcpsniff.core.lazy_pattern import lazy
 
 #: At most this many characters of one text are scanned (a hostile text may be huge).
 MAX_TEXT = 256 * 1024
@@ -88,18 +85,18 @@ _SPACES_ODD = frozenset("\u00a0\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\
 
 # Unicode tag characters (U+E0000..U+E007F) mirror ASCII and render as nothing:
 # a whole instruction can ride in them (the "ASCII smuggling" attack).
-_TAGS = re.compile("[\U000e0000-\U000e007f]+")
+_TAGS = lazy("[\U000e0000-\U000e007f]+")
 # Embeddings, overrides and isolates (Unicode Bidirectional Algorithm, UAX #9):
 # they reorder what the screen shows against what the model reads.
-_BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]+")
+_BIDI = lazy("[\u202a-\u202e\u2066-\u2069]+")
 # Zero-width characters; a joiner between two emoji or inside Indic or Arabic
 # words is honest, so those are judged by their neighbours (``_zero_width``).
-_ZERO_WIDTH = re.compile("[\u200b\u200c\u200d\u2060\u2061-\u2064\ufeff\u180e\u00ad]+")
+_ZERO_WIDTH = lazy("[\u200b\u200c\u200d\u2060\u2061-\u2064\ufeff\u180e\u00ad]+")
 # Variation selectors 17..256 select nothing in any font: a run of them is a
 # byte channel ("emoji smuggling"); a run of two or more of 1..16 too.
-_SELECTORS = re.compile("[\U000e0100-\U000e01ef]+|[\ufe00-\ufe0f]{2,}")
-_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
-_HIDDEN_MARKUP = re.compile(
+_SELECTORS = lazy("[\U000e0100-\U000e01ef]+|[\ufe00-\ufe0f]{2,}")
+_COMMENT = lazy(r"<!--.*?(?:-->|$)", re.DOTALL)
+_HIDDEN_MARKUP = lazy(
     r"<[a-z][a-z0-9]*\b[^>]*(?:\bhidden\b|display\s*:\s*none|visibility\s*:\s*hidden|"
     r"font-size\s*:\s*0(?![.\d]*[1-9])|opacity\s*:\s*0(?![.\d]*[1-9]))[^>]*>",
     re.IGNORECASE,
@@ -125,7 +122,7 @@ _GROUPS = (
     "server",
 )
 _INSTRUCTIONS: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
-    (group, re.compile(pattern, re.IGNORECASE), why)
+    (group, lazy(pattern, re.IGNORECASE), why)
     for group, (pattern, why) in zip(
         _GROUPS,
         (
@@ -196,26 +193,26 @@ _INSTRUCTIONS: tuple[tuple[str, re.Pattern[str], str], ...] = tuple(
 )
 # Files an honest description never asks the model to read (keys, credentials,
 # the MCP client's own configuration).
-_SECRET_FILES = re.compile(
+_SECRET_FILES = lazy(
     r"(?:~|\$HOME|%USERPROFILE%|/home/\w+|/Users/\w+)?/?\.ssh/[\w.-]*|\bid_(?:rsa|ed25519|ecdsa|dsa)\b|"
     r"\.aws/credentials|\.config/gcloud|\.kube/config|\.docker/config\.json|\.netrc\b|\.npmrc\b|"
     r"\.pypirc\b|\.git-credentials|/etc/(?:passwd|shadow)\b|(?:^|[\s'\"`(/])\.env\b(?!\w)|"
     r"\b(?:claude_desktop_config|mcp)\.json\b|\.cursor/|\.gnupg/|\bwallet\.dat\b",
     re.IGNORECASE,
 )
-_SECRET_READ = re.compile(
+_SECRET_READ = lazy(
     r"\b(?:read|open|cat|load|fetch|get|include|send|upload|access|attach|copy)\b", re.IGNORECASE
 )
-_BASE64_RUN = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{60,}={0,2}(?![A-Za-z0-9+/=_-])")
-_HEX_RUN = re.compile(r"(?<![0-9A-Fa-f])[0-9A-Fa-f]{128,}(?![0-9A-Fa-f])")
-_URL = re.compile(r"https?://[^\s\"'`)\]]+", re.IGNORECASE)
+_BASE64_RUN = lazy(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{60,}={0,2}(?![A-Za-z0-9+/=_-])")
+_HEX_RUN = lazy(r"(?<![0-9A-Fa-f])[0-9A-Fa-f]{128,}(?![0-9A-Fa-f])")
+_URL = lazy(r"https?://[^\s\"'`)\]]+", re.IGNORECASE)
 # A placeholder in a URL asks the model to fill it with something it knows.
-_PLACEHOLDER = re.compile(
+_PLACEHOLDER = lazy(
     r"\{\{?[^{}/]{1,60}\}?\}|<[^<>/]{1,60}>|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|%[A-Z_]{3,}%|"
     r"\[(?:insert|put|add|paste)\b",
     re.IGNORECASE,
 )
-_URL_VALUE = re.compile(r"[?&#][^=&#]{1,40}=([^&#]{40,})")
+_URL_VALUE = lazy(r"[?&#][^=&#]{1,40}=([^&#]{40,})")
 
 
 def scan(text: str, *, result: bool = False) -> list[Hit]:
@@ -394,9 +391,17 @@ def _literal_pattern(literal: bytes) -> bytes:
     )
 
 
+#: The ``hyperscan`` module once ``_compiled_literals`` imported it (loading its
+#: library costs ~9 ms, which a command that judges no tool result need not pay).
+hyperscan: Any = None
+
+
 def _compiled_literals() -> Any:
     """The Hyperscan database of ``_LITERALS``; False where Hyperscan cannot run here."""
-    if hyperscan is None:
+    global hyperscan
+    try:
+        import hyperscan
+    except ImportError:  # no wheel for the platform (Windows): RE2 alone
         return False
     single = hyperscan.HS_FLAG_SINGLEMATCH
     try:
@@ -654,7 +659,7 @@ def _blob_hits(text: str, hits: list[Hit], result: bool) -> None:
         )
 
 
-_INSTRUCTION_IN_BLOB = re.compile(
+_INSTRUCTION_IN_BLOB = lazy(
     r"ignore|instruction|do not|don't|user|secret|password|key|token|send|call|read|\.ssh",
     re.IGNORECASE,
 )
