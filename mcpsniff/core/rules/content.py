@@ -82,12 +82,15 @@ def tool_result(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     look at each block's type and nothing more.
     """
     content = result.get("content")
-    if type(content) is list and "structuredContent" not in result and len(content) <= MAX_ITEMS:
-        # The usual result, only plain text blocks: no rule below can fire.
+    if type(content) is list and len(content) <= MAX_ITEMS:
+        # The usual result, only plain text blocks: no rule below can fire but
+        # TOOL-STRUCTURED-TEXT, and only with structuredContent.
         for block in content:
             if type(block) is not dict or block.get("type") != "text" or "annotations" in block:
                 break
         else:
+            if "structuredContent" in result:
+                structured_text(session, msg, result)
             return
     kinds: set[Any] = set()
     annotated = False
