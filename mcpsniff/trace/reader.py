@@ -291,11 +291,11 @@ class TraceReader:
         back = marked - JSON_MARK.index(JSON_NAME)  # from the payload back to its "json"
         frame_head = FRAME_PREFIX
         derived_heads = _DERIVED_HEADS
-        # A frame is made by calling __new__ and __init__ directly: the class
+        # A frame is made by calling __new__ and setting its slots: the class
         # call takes a detour through type_call and slot_tp_init (a C-level
-        # call of __init__) that costs about 400 instructions per frame.
+        # call of __init__) that costs about 400 instructions per frame, and
+        # a call of __init__ itself one Python frame more.
         new_frame = object.__new__
-        init_frame = FrameRecord.__init__
         for block in self._line_blocks():
             # orjson hands out one cached str object per key name: a field looked
             # up by that very object matches by identity, without comparing
@@ -386,18 +386,16 @@ class TraceReader:
                                 line, len(line) + cut
                             ):
                                 value = UNPARSED
+                            # Every field, slot by slot (``new_frame``).
                             frame = new_frame(FrameRecord)
-                            init_frame(
-                                frame,
-                                seq,
-                                t,
-                                session,
-                                direction,
-                                transport,
-                                line[cut:end] + tail,
-                                meta,
-                                value,
-                            )
+                            frame.seq = seq
+                            frame.t = t
+                            frame.session = session
+                            frame.direction = direction
+                            frame.transport = transport
+                            frame.raw = line[cut:end] + tail
+                            frame.meta = meta
+                            frame.value = value
                             yield frame
                             continue
                         # len points elsewhere: the general path below says so.

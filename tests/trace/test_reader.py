@@ -186,6 +186,31 @@ def test_inputs_yields_only_frames_and_events_in_order(tmp_path: Path) -> None:
     assert [r.seq for r in inputs] == [1, 2, 3, 4, 5, 6, 7]
 
 
+@pytest.mark.parametrize("eol", ["\n", "\r\n", ""])
+@pytest.mark.parametrize("meta", [None, {"redacted": 2}])
+def test_inputs_sets_every_field_of_a_frame_as_the_class_does(
+    tmp_path: Path, eol: str, meta: dict[str, Any] | None
+) -> None:
+    """The fast path builds a frame slot by slot: no field left unset or mixed up."""
+    from dataclasses import fields
+
+    raw = b'{"jsonrpc":"2.0","id":7,"method":"ping"}' + eol.encode()
+    frame = FrameRecord(3, 1700000000.25, "s-1", C2S, "stdio", raw, meta)
+    frame.value = orjson.loads(raw)  # parsed, as a session has it: written embedded
+    path = write_trace(tmp_path / "t.jsonl", [frame])
+    with TraceReader(path) as reader:
+        (read,) = list(reader.inputs())
+    assert type(read) is FrameRecord
+    for field in fields(FrameRecord):
+        if field.name != "value":
+            assert getattr(read, field.name) == getattr(frame, field.name), field.name
+    parsed = {"jsonrpc": "2.0", "id": 7, "method": "ping"}
+    if eol == "\n" and meta is None:
+        assert read.value == parsed  # the embedded form: the fast path
+    else:
+        assert read.value is UNPARSED or read.value == parsed
+
+
 def test_inputs_reads_lines_written_with_other_spacing(tmp_path: Path) -> None:
     # Another tool writing with the stdlib's default separators: '{"type": "frame", ...}'.
     # These lines lack the compact prefix, so they must be parsed, not skipped.

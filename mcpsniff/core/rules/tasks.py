@@ -60,6 +60,10 @@ NON_TERMINAL = STATUSES - TERMINAL
 RELATED_TASK = "io.modelcontextprotocol/related-task"
 #: Methods that manage tasks and must not carry the related-task _meta (§ Task Notifications 3).
 TASK_METHODS = frozenset({"tasks/get", "tasks/list", "tasks/cancel", "notifications/tasks/status"})
+#: The tasks/* requests this rule judges without params.task. Another tasks/*
+#: method gets past the gate below only to leave at ``augmented``: a set
+#: lookup, not ``method[:6]``, which builds a string for every request.
+_TASK_REQUESTS = frozenset(m for m in TASK_METHODS if m.startswith("tasks/"))
 #: How many tasks per session are remembered (the oldest are forgotten first).
 TASK_WINDOW = 4096
 #: A poll counts as too early below this share of ``pollInterval``: the times are
@@ -153,7 +157,7 @@ def on_request(session: Session, msg: Msg) -> None:
     # that declare task support: this runs for every request, so it leaves early.
     if not (
         (params is not None and "task" in params)
-        or method[:6] == "tasks/"
+        or method in _TASK_REQUESTS
         or (method == "tools/call" and session.state.task_tools)
     ):
         return

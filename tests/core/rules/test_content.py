@@ -176,6 +176,89 @@ def test_a_wrapped_plain_value_in_the_text_block_counts_as_the_serialized_json()
         assert play(Proof("-", [], []), steps).findings == []
 
 
+#: Values for ``_compact``: what it may answer with a text, and what it must leave
+#: to the parse (NaN and the infinities, which orjson writes as null; integers
+#: beyond 64 bits; lone surrogates; nesting deeper than orjson writes).
+_COMPACT_CASES: list[Any] = [
+    {"summary": 'über café 数据 ✓ "quoted" C:\\temp\n\t', "word_count": 12},
+    {"keywords": ["a", "b"], "n": -0.0, "big": 2**63 - 1, "small": -(2**63), "x": 1e308},
+    {"f": 0.1, "g": 1.0, "h": 5e-324, "t": True, "u": False, "e": {}, "l": []},
+    ["list", 1, 2.5],
+    "a plain string",
+    3,
+    {"n": None},
+    {"nan": float("nan")},
+    {"inf": float("inf"), "ninf": float("-inf")},
+    [float("nan")],
+    {"huge": 2**64},
+    {"s": "\ud800"},
+]
+
+
+def _deep(levels: int) -> Any:
+    value: Any = 1
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("value", [*_COMPACT_CASES, _deep(50), _deep(300)])
+def test_the_compact_text_parses_back_to_the_value_it_was_written_from(value: Any) -> None:
+    """structured_text's shortcut: a text equal to ``_compact(value)`` is one the
+    parse finds equal to ``value``; what orjson cannot write faithfully is left
+    to the parse (NaN != NaN is why the comparison below is on the parse)."""
+    import math
+
+    import orjson
+
+    from mcpsniff.core.rules import content
+
+    text = content._compact(value)
+    writes_faithfully = True
+    try:
+        written = orjson.dumps(value)
+    except TypeError:
+        writes_faithfully = False
+    else:
+        stack = [value]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, float) and not math.isfinite(item):
+                writes_faithfully = False
+            elif isinstance(item, dict):
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
+        writes_faithfully = writes_faithfully and b"null" not in written
+    if not writes_faithfully:
+        assert text is content._NOTHING
+        return
+    assert isinstance(text, str)
+    assert orjson.loads(text) == value
+
+
+@pytest.mark.parametrize(
+    ("text", "structured", "fires"),
+    [
+        ('{"v":1,"w":"über"}', {"v": 1, "w": "über"}, False),  # the compact text
+        ('{"v": 1, "w": "über"}', {"v": 1, "w": "über"}, False),  # spaced: the parse
+        ('{"w":"über","v":1}', {"v": 1, "w": "über"}, False),  # reordered: the parse
+        ('{"v":1,"w":"uber"}', {"v": 1, "w": "über"}, True),
+        ('{"v":null}', {"v": None}, False),  # null: left to the parse
+        ('{"v":2}', {"v": 1}, True),
+        ("[1,2]", {"v": 1}, True),
+    ],
+)
+def test_structured_text_judges_as_the_parse_of_every_text_block(
+    text: str, structured: Any, fires: bool
+) -> None:
+    from tests.core.rules.dsl import play
+
+    steps = called({"type": "text", "text": text}, structuredContent=structured)
+    rules = play(Proof("-", [], []), steps).rules()
+    assert ("TOOL-STRUCTURED-TEXT" in rules) is fires
+
+
 def listed_with(**annotations: Any) -> list:
     """A resources/list result with one resource carrying ``annotations``."""
     resource = {"uri": "file:///a", "name": "a", "annotations": annotations}
