@@ -99,16 +99,30 @@ def _check_in_workers(
 
         def work(number: int) -> tuple[int, str | None]:
             verdict = _check_to_files(options[number], *files(number), encoding)
-            return verdict.failing, verdict.error
+            return verdict.failing, _portable(verdict.error)
 
         done: dict[int, tuple[int, str | None] | None] = {}
         following = 0  # the first trace not reported yet
         for number, result in run_forked(handout_order(options), jobs, work):
-            done[number] = None if result is None else (result[0], result[1])
+            done[number] = None if result is None else (result[0], _unportable(result[1]))
             # Each trace as soon as it and every trace before it are done.
             while following in done:
                 yield _report(options[following], done.pop(following), files(following), out, err)
                 following += 1
+
+
+def _portable(error: str | None) -> str | None:
+    """``error`` as text JSON can carry: a path that is no UTF-8 holds lone surrogates.
+
+    Each character's UTF-8 bytes (lone surrogates as ``surrogatepass`` writes
+    them) as one Latin-1 character each, which ``_unportable`` reverses exactly.
+    """
+    return None if error is None else error.encode("utf-8", "surrogatepass").decode("latin-1")
+
+
+def _unportable(error: str | None) -> str | None:
+    """The error text ``_portable`` carried."""
+    return None if error is None else error.encode("latin-1").decode("utf-8", "surrogatepass")
 
 
 def _report(

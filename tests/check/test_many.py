@@ -63,6 +63,24 @@ def test_workers_write_what_one_process_writes(fmt: str, tmp_path: Path) -> None
         assert heads == [f"trace {p}" for p in paths]
 
 
+def test_an_error_naming_a_path_that_is_no_utf8_crosses_from_a_worker(tmp_path: Path) -> None:
+    """A trace name with bytes that are no UTF-8 (lone surrogates in Python): its error intact."""
+    folder = os.fsencode(tmp_path)
+    Path(os.fsdecode(folder + b"/bad\xff.jsonl")).write_bytes(b"not json\n")
+    paths = [
+        GALLERY[1],
+        Path(os.fsdecode(folder + b"/bad\xff.jsonl")),
+        Path(os.fsdecode(folder + b"/missing\xfe.jsonl")),
+    ]
+    alone = _run(paths, 1)
+    assert _run(paths, 2) == alone
+    _, err, verdicts = alone
+    assert [v.error is not None for v in verdicts] == [False, True, True]
+    assert "\udcff" in verdicts[1].error and "not an mcpsniff trace" in verdicts[1].error
+    assert verdicts[2].error.endswith("missing\udcfe.jsonl: no such file")
+    assert "died" not in err
+
+
 def test_warnings_of_a_trace_stay_with_it(tmp_path: Path) -> None:
     torn = tmp_path / "torn.jsonl"
     torn.write_bytes((RECORDINGS / "orphan-response.jsonl").read_bytes() + b'{"type":"fra')
