@@ -107,6 +107,21 @@ class FaultedClientSide(ClientSide):
     a ``HookedClientSide`` until nothing is left to carry out.
     """
 
+    # Slots like ``ClientSide``'s: ``__class__`` moves between this class and
+    # ``HookedClientSide`` (same layout), which would otherwise turn the
+    # connection's inline attribute values into a dict for good.
+    __slots__ = (
+        "faults",
+        "_drop_timer",
+        "_unjudged",
+        "_engine",
+        "_hooked",
+        "_requests",
+        "_answers",
+        "_queue",
+        "_backlog",
+    )
+
     def __init__(self, relay: Relay, faults: ExchangeFaults) -> None:
         super().__init__(relay)
         self.faults = faults
@@ -613,6 +628,8 @@ class HookedClientSide(FaultedClientSide):
     mcpsniff's answers go out as soon as their turn comes. Once nothing is under
     way it is a ``FaultedClientSide`` again, with no method of its own in the way.
     """
+
+    __slots__ = ()
 
     def _observe(self, exchange: RelayedExchange, kind: str, arg: Any) -> None:
         faulted = exchange.faulted
