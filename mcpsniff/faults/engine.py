@@ -152,9 +152,7 @@ class FaultEngine:
         if 92 in block and (block.partition(b"\\/")[1] or block.partition(b"\\u")[1]):
             return True
         # It may answer a request in flight that a fault named.
-        if self._asked[direction]:
-            return True
-        return False
+        return len(self._asked[direction]) != 0
 
     def seed_of(self, index: int) -> int:
         """The seed fault ``index`` draws from (its own, or the one chosen for it)."""

@@ -120,15 +120,15 @@ class FaultedClientSide(ClientSide):
     # ``HookedClientSide`` (same layout), which would otherwise turn the
     # connection's inline attribute values into a dict for good.
     __slots__ = (
-        "faults",
+        "_answers",
+        "_backlog",
         "_drop_timer",
-        "_unjudged",
         "_engine",
         "_hooked",
-        "_requests",
-        "_answers",
         "_queue",
-        "_backlog",
+        "_requests",
+        "_unjudged",
+        "faults",
     )
 
     def __init__(self, relay: Relay, faults: ExchangeFaults) -> None:

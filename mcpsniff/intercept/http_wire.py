@@ -85,23 +85,23 @@ class ClientSide(asyncio.Protocol):
     # (``__class__`` assignment does that, ``http_faults``), after which every
     # specialised load of every connection's attributes misses and is redone.
     __slots__ = (
-        "relay",
-        "parser",
-        "transport",
-        "peer",
-        "exchanges",
-        "incoming",
-        "upstream",
-        "connecting",
-        "pending",
         "_paused",
-        "writing_paused",
-        "last_request",
-        "flush_then_close",
         "closed",
-        "refused",
+        "connecting",
+        "exchanges",
+        "flush_then_close",
         "head_started",
+        "incoming",
         "last_active",
+        "last_request",
+        "parser",
+        "peer",
+        "pending",
+        "refused",
+        "relay",
+        "transport",
+        "upstream",
+        "writing_paused",
     )
 
     def __init__(self, relay: Relay) -> None:
