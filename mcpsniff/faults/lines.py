@@ -80,6 +80,18 @@ class LineFaults:
 
     async def carry(self, direction: str, chunk: bytes) -> None:
         """Deliver (or not) what ``chunk`` completes, in ``direction``."""
+        if (
+            chunk.endswith(b"\n")
+            and not self._partial[direction]
+            and not self._passing[direction]
+            and not self._closed[direction]
+            and not self.engine.could_match(chunk, direction)
+        ):
+            # The commonest: whole lines, none of which a fault can match (a byte
+            # search says so): on in one piece, unread, as ``_lines`` would pass them.
+            await self.port.write(direction, chunk)
+            self.port.observe(direction, chunk)
+            return
         if self._passing[direction]:
             end = chunk.find(b"\n")
             head, chunk = (chunk, b"") if end < 0 else (chunk[: end + 1], chunk[end + 1 :])
