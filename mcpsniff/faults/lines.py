@@ -78,17 +78,24 @@ class LineFaults:
         for event in self._idle.values():
             event.set()
 
-    async def carry(self, direction: str, chunk: bytes) -> None:
-        """Deliver (or not) what ``chunk`` completes, in ``direction``."""
-        if (
-            chunk.endswith(b"\n")
+    def passes(self, direction: str, chunk: bytes) -> bool:
+        """Whether ``chunk`` goes on as it is, unread: the caller writes and observes it.
+
+        The commonest case: whole lines (no part of one waiting before them), none
+        of which a fault can match (a byte search says so), in a direction still
+        open: ``carry`` would pass them in one piece, after more work.
+        """
+        return (
+            chunk[-1:] == b"\n"  # ``endswith`` parses its arguments from a tuple
             and not self._partial[direction]
             and not self._passing[direction]
             and not self._closed[direction]
             and not self.engine.could_match(chunk, direction)
-        ):
-            # The commonest: whole lines, none of which a fault can match (a byte
-            # search says so): on in one piece, unread, as ``_lines`` would pass them.
+        )
+
+    async def carry(self, direction: str, chunk: bytes) -> None:
+        """Deliver (or not) what ``chunk`` completes, in ``direction``."""
+        if self.passes(direction, chunk):
             await self.port.write(direction, chunk)
             self.port.observe(direction, chunk)
             return
