@@ -151,8 +151,10 @@ class FaultEngine:
         # An int operand of ``in`` is one byte looked for with memchr: 92 is a backslash.
         if 92 in block and (block.partition(b"\\/")[1] or block.partition(b"\\u")[1]):
             return True
-        # It may answer a request in flight that a fault named.
-        return len(self._asked[direction]) != 0
+        # It may answer a request in flight that a fault named. A truth test: no call.
+        if self._asked[direction]:  # noqa: SIM103
+            return True
+        return False
 
     def seed_of(self, index: int) -> int:
         """The seed fault ``index`` draws from (its own, or the one chosen for it)."""
