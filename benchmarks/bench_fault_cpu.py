@@ -24,6 +24,15 @@ warm-up, dumped after each block with ``callgrind_control``; both relays without
 busy polling, whose spinning depends on timing): a figure the load of other
 processes does not move, only slower (use a few hundred requests). It counts no
 kernel work (system calls, segments sent): that is what the CPU times show.
+``--stdio`` compares ``mcpsniff stdio --fault F`` with ``mcpsniff stdio`` instead
+(the server of ``bench_stdio_relay.py``, one sequential 1 KiB ``tools/call`` line
+at a time, blocks taking turns), with or without ``--callgrind``: the relay
+process only, its analysis process left out as above.
+
+``--addon`` compares mitmdump with the addon and ``mcpsniff_fault`` F with
+mitmdump with the addon alone (``bench_mitmproxy_addon.py``'s upstream, one
+sequential 1 KiB ``tools/call`` POST at a time), mitmdump's own process only.
+
 Exit status 0 (information, no target).
 """
 
@@ -41,6 +50,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_http_relay
+import bench_stdio_relay
 from bench_http_relay import (
     MODES,
     Client,
@@ -119,6 +129,119 @@ async def measure(
         )
 
 
+def measure_stdio(ns: argparse.Namespace, folder: Path) -> None:
+    """Blocks of sequential calls through two ``mcpsniff stdio``; prints the figures."""
+    prefix = [sys.executable]
+    if ns.callgrind:
+        out = f"--callgrind-out-file={folder}/cg.%p"
+        prefix = ["valgrind", "--tool=callgrind", out, sys.executable]
+    peers = {}
+    for name, faults in ((PLAIN, []), (FAULTED, ns.fault)):
+        label = "faulted" if faults else "plain"
+        argv = [*prefix, "-m", "mcpsniff", "stdio", "--trace", str(folder / f"{label}.jsonl")]
+        argv += [arg for spec in faults for arg in ("--fault", spec)]
+        argv += ["--", *bench_stdio_relay.server_argv()]
+        peers[name] = bench_stdio_relay.Peer.start(name, argv, folder / f"{label}.log")
+    try:
+        cost = (lambda pid: instructions(pid, folder)) if ns.callgrind else cpu_seconds
+        unit = ("thousand instructions", 1e3) if ns.callgrind else ("us CPU", 1e6)
+        for peer in peers.values():
+            peer.handshake()
+            peer.sequential(50)  # warm up
+        for peer in peers.values():
+            cost(peer.proc.pid)  # zeroes callgrind's counters
+        cpu = dict.fromkeys(peers, 0.0)
+        latency: dict[str, list[float]] = {name: [] for name in peers}
+        done = turn = 0
+        while done < ns.requests:
+            order = [PLAIN, FAULTED] if turn % 2 == 0 else [FAULTED, PLAIN]
+            for name in order:
+                pid = peers[name].proc.pid
+                before = 0.0 if ns.callgrind else cost(pid)
+                latency[name] += peers[name].sequential(ns.block)
+                cpu[name] += cost(pid) - before
+            done += ns.block
+            turn += 1
+        per = {name: cpu[name] / done * unit[1] for name in peers}
+        p50 = {name: statistics.median(latency[name]) for name in peers}
+        print(
+            f"stdio: relay per call {per[PLAIN]:.1f} plain, {per[FAULTED]:.1f} with --fault"
+            f" ({unit[0]}): ratio {per[FAULTED] / per[PLAIN]:.3f}; latency p50"
+            f" {p50[PLAIN]:.0f} / {p50[FAULTED]:.0f} us: ratio {p50[FAULTED] / p50[PLAIN]:.3f}"
+            f" ({done} calls each)"
+        )
+    finally:
+        for peer in peers.values():
+            peer.close()
+
+
+async def addon_blocks(
+    ns: argparse.Namespace, urls: dict[str, str], pids: dict[str, int], folder: Path
+) -> None:
+    """Blocks of sequential calls through the two mitmdumps, taking turns; prints the figures."""
+    import aiohttp
+    import bench_mitmproxy_addon as addon
+
+    cost = (lambda pid: instructions(pid, folder)) if ns.callgrind else cpu_seconds
+    unit = ("thousand instructions", 1e3) if ns.callgrind else ("us CPU", 1e6)
+    timeout = aiohttp.ClientTimeout(total=600)
+    async with aiohttp.ClientSession(timeout=timeout) as http:
+        clients = {name: addon.Client(http, url) for name, url in urls.items()}
+        for client in clients.values():
+            await client.open()
+            await client.run(time.monotonic() + 1)  # warm up
+        for pid in pids.values():
+            cost(pid)  # zeroes callgrind's counters
+        used = dict.fromkeys(urls, 0.0)
+        calls = dict.fromkeys(urls, 0)
+        turn = 0
+        while min(calls.values()) < ns.requests:
+            order = [PLAIN, FAULTED] if turn % 2 == 0 else [FAULTED, PLAIN]
+            for name in order:
+                before = 0.0 if ns.callgrind else cost(pids[name])
+                for _ in range(ns.block):
+                    clients[name].next_id += 1
+                    await clients[name].send(addon.tools_call(clients[name].next_id))
+                used[name] += cost(pids[name]) - before
+                calls[name] += ns.block
+            turn += 1
+    per = {name: used[name] / calls[name] * unit[1] for name in urls}
+    print(
+        f"addon: mitmdump per request {per[PLAIN]:.1f} with the addon, {per[FAULTED]:.1f}"
+        f" with mcpsniff_fault too ({unit[0]}): ratio {per[FAULTED] / per[PLAIN]:.3f}"
+        f" ({calls[PLAIN]} requests each)"
+    )
+
+
+def measure_addon(ns: argparse.Namespace, folder: Path) -> None:
+    """Start the upstream and two mitmdumps with the addon (one with the faults); measure."""
+    import bench_mitmproxy_addon as addon
+
+    prefix = None
+    if ns.callgrind:
+        addon.START_TIMEOUT = 600.0
+        out = f"--callgrind-out-file={folder}/cg.%p"
+        prefix = ["valgrind", "--tool=callgrind", out, sys.executable]
+    port_file = folder / "upstream.port"
+    argv = [sys.executable, addon.__file__, "--serve-upstream", str(port_file)]
+    procs = [subprocess.Popen(argv, stdin=subprocess.DEVNULL)]
+    try:
+        addon.wait_for(lambda: port_file.exists() and port_file.read_text(), "upstream", procs[0])
+        upstream = f"http://127.0.0.1:{port_file.read_text()}"
+        urls, pids = {}, {}
+        for name, faults in ((PLAIN, []), (FAULTED, ns.fault)):
+            label = "faulted" if faults else "plain"
+            proc, port, _ = addon.start_mitmdump(
+                folder, label, upstream, True, faults=faults, prefix=prefix
+            )
+            procs.append(proc)
+            urls[name], pids[name] = f"http://127.0.0.1:{port}/mcp", proc.pid
+        asyncio.run(addon_blocks(ns, urls, pids, folder))
+    finally:
+        for proc in reversed(procs):
+            addon.stop(proc)
+
+
 def main() -> int:
     """Run the comparison."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
@@ -136,10 +259,17 @@ def main() -> int:
         default=list(MODES),
         help="answer formats, of json,sse (default both)",
     )
+    parser.add_argument("--stdio", action="store_true", help="mcpsniff stdio instead of http")
+    parser.add_argument("--addon", action="store_true", help="the mitmproxy addon instead")
     ns = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-fault-cpu-") as name:
         folder = Path(ns.keep or name)
         folder.mkdir(parents=True, exist_ok=True)
+        if ns.stdio or ns.addon:
+            start = time.monotonic()
+            (measure_stdio if ns.stdio else measure_addon)(ns, folder)
+            print(f"({time.monotonic() - start:.1f} s)")
+            return 0
         upstream, origin = start_upstream(folder)
         procs = [upstream]
         prefix = None

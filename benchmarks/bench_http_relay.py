@@ -636,6 +636,50 @@ async def timed_rounds(
     return results, clients
 
 
+#: The cost of a fault that matches nothing that issue 29 allows: 5%.
+FAULT_COST_LIMIT = 1.05
+
+
+def fault_cost(mode: str, plain: Results, faulted: Results) -> str:
+    """The faulted relay against the plain one, round by round, and the medians of that.
+
+    The two run right after each other in every round, so a ratio within a round
+    meets the same load on both; the median over the rounds drops the rounds one
+    of them was disturbed in, as no single draw (best, or one run) can. The
+    verdict reads the relay's own CPU per request, concurrent and sequential (its
+    analysis process does the same work in both).
+    """
+    med = statistics.median
+
+    def ratios(a: list[float], b: list[float]) -> list[float]:
+        return [x / y for x, y in zip(a, b, strict=True) if y]
+
+    rows = {
+        "concurrent req/s": ratios(plain.rates, faulted.rates),  # higher is better: inverted
+        "relay CPU/request, concurrent": ratios(faulted.relay_cpu_us, plain.relay_cpu_us),
+        "proxy CPU/request, sequential": ratios(faulted.seq_proxy_cpu_us, plain.seq_proxy_cpu_us),
+        "sequential p50": ratios(faulted.p50s, plain.p50s),
+    }
+    lines = [f"{mode}: --fault cost per round (faulted / plain; rate as plain / faulted):"]
+    for name, values in rows.items():
+        if values:
+            each = ", ".join(f"{v:.3f}" for v in values)
+            lines.append(f"  {name:<30} median {med(values):.3f}  rounds {each}")
+    if plain.relay_cpu_us and faulted.relay_cpu_us:
+        lines.append(
+            f"  relay CPU us/request, concurrent, median: {med(plain.relay_cpu_us):.0f} plain,"
+            f" {med(faulted.relay_cpu_us):.0f} faulted"
+        )
+    cpu = rows["relay CPU/request, concurrent"] + rows["proxy CPU/request, sequential"]
+    if cpu:
+        within = med(cpu) <= FAULT_COST_LIMIT
+        lines.append(
+            f"  verdict: CPU per request, median of both rows' rounds {med(cpu):.3f}"
+            f" ({'within' if within else 'NOT within'} {FAULT_COST_LIMIT - 1:.0%})"
+        )
+    return "\n".join(lines)
+
+
 def check_trace(path: Path, clients: list[Client]) -> list[str]:
     """Problems with the trace mcpsniff wrote: a frame per request and per response body."""
     kinds: Counter[str] = Counter()
@@ -920,6 +964,7 @@ def bench(ns: argparse.Namespace, folder: Path) -> int:
             f"median {med(faulted.rates) / med(sniff.rates):.3f}; "
             f"sequential p50 {med(faulted.times) / med(sniff.times):.3f}"
         )
+        print(fault_cost(mode, sniff, faulted))
     print()
     verdicts = []
     for mode in ns.formats:

@@ -26,6 +26,11 @@ Usage::
     python benchmarks/bench_mitmproxy_addon.py
     python benchmarks/bench_mitmproxy_addon.py --rounds 6 --seconds 5 --clients 16
     python benchmarks/bench_mitmproxy_addon.py --hold on
+    python benchmarks/bench_mitmproxy_addon.py --fault 'delay 1s when tool == "none"'
+
+``--fault`` adds a third proxy, mitmdump with the addon and that fault, to the
+rounds, and prints its CPU per request against the addon's without it (each
+round's ratio and their median; information, no target).
 
 Exit status: 0 when the ratio meets the target, 1 when it does not.
 """
@@ -54,6 +59,8 @@ ADDON = REPO / "addons" / "mcpsniff.py"
 TARGET_RATIO = 0.85
 PROTOCOL = "2025-11-25"
 START_TIMEOUT = 30.0
+#: The proxy of ``--fault``: mitmdump with the addon and those faults.
+FAULTED = "mitmdump+fault"
 
 
 # --------------------------------------------------------------------------- upstream
@@ -118,15 +125,28 @@ def wait_for(predicate: Any, what: str, proc: subprocess.Popen[bytes]) -> Any:
 
 
 def start_mitmdump(
-    folder: Path, name: str, upstream: str, addon: bool, hold: str = "auto"
+    folder: Path,
+    name: str,
+    upstream: str,
+    addon: bool,
+    hold: str = "auto",
+    faults: list[str] | None = None,
+    prefix: list[str] | None = None,
 ) -> tuple[Any, int, Path]:
+    """mitmdump in reverse mode (with the addon, and its ``faults``): process, port, log.
+
+    ``prefix`` runs it under another program (valgrind), as a script of this Python.
+    """
     mitmdump = Path(sys.executable).with_name("mitmdump")
     log = folder / f"{name}.log"
-    argv = [str(mitmdump), "--mode", f"reverse:{upstream}/", "--listen-host", "127.0.0.1"]
+    argv = [*prefix, str(mitmdump)] if prefix else [str(mitmdump)]
+    argv += ["--mode", f"reverse:{upstream}/", "--listen-host", "127.0.0.1"]
     argv += ["-p", "0", "--set", f"confdir={folder / (name + '-conf')}", "--flow-detail", "0"]
     if addon:
-        argv += ["-s", str(ADDON), "--set", f"mcpsniff_trace={folder / 'trace.jsonl'}"]
+        argv += ["-s", str(ADDON), "--set", f"mcpsniff_trace={folder / (name + '.jsonl')}"]
         argv += ["--set", f"mcpsniff_hold={hold}"]
+        for spec in faults or []:
+            argv += ["--set", f"mcpsniff_fault={spec}"]
     with log.open("wb") as out:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
 
@@ -303,6 +323,12 @@ def main() -> int:
         default="auto",
         help="the addon's mcpsniff_hold (default auto: no flow file, so responses are not held)",
     )
+    parser.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        help="also run mitmdump+addon with this mcpsniff_fault (repeatable), for its cost",
+    )
     parser.add_argument("--serve-upstream", type=Path, help=argparse.SUPPRESS)
     ns = parser.parse_args()
     if ns.serve_upstream is not None:
@@ -330,19 +356,26 @@ def main() -> int:
                 "mitmdump+addon": f"http://127.0.0.1:{with_port}/mcp",
                 "mitmdump alone": f"http://127.0.0.1:{without_port}/mcp",
             }
+            pids = {"mitmdump+addon": with_proc.pid, "mitmdump alone": without_proc.pid}
+            if ns.fault:
+                fault_proc, fault_port, _ = start_mitmdump(
+                    folder, "with-fault", upstream, True, ns.hold, faults=ns.fault
+                )
+                procs.append(fault_proc)
+                urls[FAULTED] = f"http://127.0.0.1:{fault_port}/mcp"
+                pids[FAULTED] = fault_proc.pid
             print(
                 f"{ns.clients} clients, 1 KiB tools/call POSTs, {ns.rounds} rounds of "
                 f"{ns.seconds:g} s per proxy, alternating; mcpsniff_hold={ns.hold}",
                 flush=True,
             )
-            pids = {"mitmdump+addon": with_proc.pid, "mitmdump alone": without_proc.pid}
             rates, costs, child_costs = asyncio.run(
                 bench(urls, pids, ns.rounds, ns.seconds, ns.clients)
             )
         finally:
             for proc in reversed(procs):
                 stop(proc)
-        trace = folder / "trace.jsonl"
+        trace = folder / "with-addon.jsonl"
         trace_size = trace.stat().st_size if trace.exists() else 0
 
     with_addon = statistics.median(rates["mitmdump+addon"])
@@ -363,6 +396,16 @@ def main() -> int:
         + f" (median {statistics.median(pairs):.3f})"
     )
     print(f"trace written: {trace_size / 1e6:.1f} MB")
+    if ns.fault:
+        # Each round's proxies ran back to back: a ratio per round, and their median.
+        cpu = [f / w for f, w in zip(costs[FAULTED], costs["mitmdump+addon"], strict=True)]
+        rate = [w / f for f, w in zip(rates[FAULTED], rates["mitmdump+addon"], strict=True)]
+        print(
+            f"--fault {' --fault '.join(map(repr, ns.fault))}: mitmdump CPU per request,"
+            f" faulted / addon, median {statistics.median(cpu):.3f} (rounds "
+            + ", ".join(f"{r:.3f}" for r in cpu)
+            + f"); rate addon / faulted median {statistics.median(rate):.3f}"
+        )
     verdict = "meets" if ratio >= TARGET_RATIO else "MISSES"
     print(f"ratio {ratio:.3f} ({verdict} the target of {TARGET_RATIO})")
     return 0 if ratio >= TARGET_RATIO else 1

@@ -78,8 +78,27 @@ class LineFaults:
         for event in self._idle.values():
             event.set()
 
+    def passes(self, direction: str, chunk: bytes) -> bool:
+        """Whether ``chunk`` goes on as it is, unread: the caller writes and observes it.
+
+        The commonest case: whole lines (no part of one waiting before them), none
+        of which a fault can match (a byte search says so), in a direction still
+        open: ``carry`` would pass them in one piece, after more work.
+        """
+        return (
+            chunk[-1:] == b"\n"  # ``endswith`` parses its arguments from a tuple
+            and not self._partial[direction]
+            and not self._passing[direction]
+            and not self._closed[direction]
+            and not self.engine.could_match(chunk, direction)
+        )
+
     async def carry(self, direction: str, chunk: bytes) -> None:
         """Deliver (or not) what ``chunk`` completes, in ``direction``."""
+        if self.passes(direction, chunk):
+            await self.port.write(direction, chunk)
+            self.port.observe(direction, chunk)
+            return
         if self._passing[direction]:
             end = chunk.find(b"\n")
             head, chunk = (chunk, b"") if end < 0 else (chunk[: end + 1], chunk[end + 1 :])

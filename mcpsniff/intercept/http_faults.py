@@ -97,6 +97,15 @@ def silent_head(head: ResponseHead) -> ResponseHead:
     return replace(head, lines=[], names=[], raw=b"")
 
 
+# The relay's own methods that the hot paths below call, as module globals: a
+# specialised global load, where ``ClientSide._begin`` (an attribute of a class)
+# is looked up generically each time in CPython 3.11, and ``super()`` makes an
+# object per call.
+_client_request_head = ClientSide._request_head
+_client_begin = ClientSide._begin
+_client_response_events = ClientSide.response_events
+
+
 class FaultedClientSide(ClientSide):
     """A client connection whose requests and responses go through the fault engine.
 
@@ -106,6 +115,21 @@ class FaultedClientSide(ClientSide):
     byte search says so, passes as the relay's own would). Once one is, it is
     a ``HookedClientSide`` until nothing is left to carry out.
     """
+
+    # Slots like ``ClientSide``'s: ``__class__`` moves between this class and
+    # ``HookedClientSide`` (same layout), which would otherwise turn the
+    # connection's inline attribute values into a dict for good.
+    __slots__ = (
+        "_answers",
+        "_backlog",
+        "_drop_timer",
+        "_engine",
+        "_hooked",
+        "_queue",
+        "_requests",
+        "_unjudged",
+        "faults",
+    )
 
     def __init__(self, relay: Relay, faults: ExchangeFaults) -> None:
         super().__init__(relay)
@@ -133,11 +157,11 @@ class FaultedClientSide(ClientSide):
 
     def _request_head(self, head: RequestHead, out: list[bytes]) -> list[bytes]:
         if not self._requests:
-            return ClientSide._request_head(self, head, out)
+            return _client_request_head(self, head, out)
         # Every request is held until its end, so that a held one never lets a
         # later one pass it on the upstream connection (RFC 9112 §9.3.2).
         wire: list[bytes] = []
-        ClientSide._request_head(self, head, wire)
+        _client_request_head(self, head, wire)
         assert self.incoming is not None
         self.incoming.wire = wire
         return wire
@@ -154,33 +178,35 @@ class FaultedClientSide(ClientSide):
     def _begin(self, exchange: RelayedExchange) -> None:
         wire = exchange.wire
         if wire is None:
-            ClientSide._begin(self, exchange)
+            _client_begin(self, exchange)
             return
         exchange.wire = None
         if not exchange.request_done:
             # Cut off before its end: nothing of it goes on.
-            ClientSide._begin(self, exchange)
+            _client_begin(self, exchange)
             return
-        head = exchange.head
         injection = None
         if self._unjudged and exchange in self._unjudged:
             self._unjudged.discard(exchange)
-        elif (
-            head.method == "POST"
-            and head.version == "HTTP/1.1"
-            and "content-encoding" not in head.names
-        ):
+        else:
             pieces = exchange.pieces
             body = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+            # The byte search first: most bodies hold no name a fault needs, and
+            # then what kind of request carries them does not matter.
             if body and self._engine.could_match(body, C2S):
-                injection = self.faults.judge(C2S, body)
+                head = exchange.head
+                if (
+                    head.method == "POST"
+                    and head.version == "HTTP/1.1"
+                    and "content-encoding" not in head.names
+                ):
+                    injection = self.faults.judge(C2S, body)
         if injection is None:
             if self._queue:
                 self._upstream(b"".join(wire))
             else:
                 self._send_upstream(wire)
-            # ``ClientSide.`` rather than ``super()``: no super object per request.
-            ClientSide._begin(self, exchange)
+            _client_begin(self, exchange)
             return
         self._hook()
         try:
@@ -402,27 +428,26 @@ class FaultedClientSide(ClientSide):
     # ------------------------------------------------------------------ responses
 
     def response_events(self, upstream: Any, events: list[Any], eof: bool) -> None:
-        if self._backlog is not None:
-            # An earlier response is held: HTTP/1.1 answers go out in request order
-            # (RFC 9112 §9.3.2), so what comes behind it waits.
-            self._backlog.append(partial(self.response_events, upstream, events, eof))
-            return
-        exchanges = self.exchanges
-        if len(events) == 3 and not self._hooked and exchanges:
+        if not self._hooked and len(events) == 3:
             # The commonest: one whole response (head, one piece, end), no fault under
-            # way. ``ClientSide.`` rather than ``super()``: no super object per response.
+            # way, so nothing is held (``_block`` hooks) and no exchange waits for
+            # mcpsniff's answer (``_begin`` hooks before it sets one; the hook comes
+            # off only once none does).
             head, body, end = events
             if (
                 type(body) is Body
                 and type(end) is End
                 and type(head) is ResponseHead
                 and head.status >= 200
-                and not (body.payload and self._engine.could_match(body.payload, S2C))
+                and not ((payload := body.payload) and self._engine.could_match(payload, S2C))
             ):
-                ClientSide.response_events(self, upstream, events, eof)
-                if exchanges and exchanges[0].fault_answer is not None:
-                    self._answer_front()
+                _client_response_events(self, upstream, events, eof)
                 return
+        if self._backlog is not None:
+            # An earlier response is held: HTTP/1.1 answers go out in request order
+            # (RFC 9112 §9.3.2), so what comes behind it waits.
+            self._backlog.append(partial(self.response_events, upstream, events, eof))
+            return
         split = self._prepare(upstream, events)
         if split < 0:
             super().response_events(upstream, events, eof)
@@ -613,6 +638,8 @@ class HookedClientSide(FaultedClientSide):
     mcpsniff's answers go out as soon as their turn comes. Once nothing is under
     way it is a ``FaultedClientSide`` again, with no method of its own in the way.
     """
+
+    __slots__ = ()
 
     def _observe(self, exchange: RelayedExchange, kind: str, arg: Any) -> None:
         faulted = exchange.faulted

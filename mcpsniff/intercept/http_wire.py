@@ -80,6 +80,30 @@ class Relay(Protocol):
 class ClientSide(asyncio.Protocol):
     """One client connection, relayed to an upstream connection of its own."""
 
+    # Slots, not a ``__dict__``: CPython 3.11 specialises a slot load by the type
+    # alone, whereas an instance dict may turn from inline values into a real dict
+    # (``__class__`` assignment does that, ``http_faults``), after which every
+    # specialised load of every connection's attributes misses and is redone.
+    __slots__ = (
+        "_paused",
+        "closed",
+        "connecting",
+        "exchanges",
+        "flush_then_close",
+        "head_started",
+        "incoming",
+        "last_active",
+        "last_request",
+        "parser",
+        "peer",
+        "pending",
+        "refused",
+        "relay",
+        "transport",
+        "upstream",
+        "writing_paused",
+    )
+
     def __init__(self, relay: Relay) -> None:
         self.relay = relay
         self.parser = RequestParser()

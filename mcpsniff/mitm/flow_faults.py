@@ -58,6 +58,10 @@ class FlowFaults(ExchangeFaults):
 
     def request_body(self, flow: http.HTTPFlow, body: bytes) -> tuple[Injection | None, bytes]:
         """Judge a POST body before it is observed: the fault, and the body as sent on."""
+        if not body or not self.engine.could_match(body, C2S):
+            # The byte search first: it settles most bodies, and costs less than
+            # reading the flow's method, metadata and headers (mitmproxy decodes those).
+            return None, body
         if flow.request.method != "POST" or flow.metadata.get(DUPLICATE_MARK):
             return None, body
         if flow.request.headers.get("content-encoding"):
@@ -133,6 +137,8 @@ class FlowFaults(ExchangeFaults):
         body: bytes,
     ) -> tuple[bytes, Awaitable[None] | None]:
         """Judge a whole JSON response before it is observed: the body as sent on, and a wait."""
+        if not self.engine.could_match(body, S2C):
+            return body, None  # as in ``request_body``: the byte search first
         response = flow.response
         if (
             response is None

@@ -162,3 +162,35 @@ def test_a_stray_carriage_return_stays_inside_its_line() -> None:
     # Not JSON as one line, so nothing matches id 1: both lines pass whole.
     assert b"".join(wire.got["s2c"]) == b'{"jsonrpc":"2.0","id":1,"result":{}}\r{"x":1}\n' + msg(2)
     assert wire.events == []
+
+
+def test_a_line_completed_by_a_chunk_without_the_name_is_still_judged() -> None:
+    # The name a fault needs straddles two reads: the second alone holds none of it
+    # and ends a line, yet the line it completes is judged whole (and dropped).
+    line = msg(7, "tools/call")
+    cut = line.index(b"tools/call") + 4
+
+    async def go() -> Wire:
+        faults, wire = carrier("drop when method == tools/call")
+        await faults.carry("c2s", line[:cut])
+        await faults.carry("c2s", line[cut:])
+        await faults.carry("c2s", msg(8, "ping"))
+        return wire
+
+    wire = asyncio.run(go())
+    assert wire.got["c2s"] == [msg(8, "ping")]
+    assert [e["marks"] for e in wire.events] == [{"c2s": 1}]
+    assert [b for _, b in wire.seen] == [line, msg(8, "ping")]
+
+
+def test_lines_no_fault_can_match_are_recorded_but_not_written_once_cut() -> None:
+    async def go() -> Wire:
+        faults, wire = carrier("disconnect when method == tools/call")
+        await faults.carry("c2s", msg(1, "ping") + msg(2, "tools/call"))
+        await faults.carry("c2s", msg(3, "ping"))  # whole, and no fault can match it
+        return wire
+
+    wire = asyncio.run(go())
+    assert wire.closed == ["c2s"]
+    assert msg(3, "ping") not in b"".join(wire.got["c2s"])
+    assert wire.seen[-1] == ("c2s", msg(3, "ping"))
