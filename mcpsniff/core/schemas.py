@@ -24,7 +24,7 @@ valid never imports jsonschema (about 50 ms a process).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -275,6 +275,12 @@ def _object_check(schema: dict[str, Any], depth: int) -> Callable[[Any], bool] |
         # A map of typed values (``{"type": "object", "additionalProperties":
         # {"type": "string"}}``): one pass in C over the values' types.
         value_types = frozenset(unlisted)
+        if value_types == _STRING:
+
+            def string_map(instance: Any) -> bool:
+                return type(instance) is dict and _all_strings(instance.values())
+
+            return string_map
 
         def typed_map(instance: Any) -> bool:
             return type(instance) is dict and set(map(type, instance.values())) <= value_types
@@ -503,7 +509,10 @@ def _single_type_check(
         test += _range("v", low, high, names)
     elif allowed == (list,):
         test = "type(v) is list" + _range("len(v)", min_items, max_items, names)
-        if item_types is not None:
+        if item_types == _STRING:
+            test += " and strings{n}(v)"
+            names["strings"] = _all_strings
+        elif item_types is not None:
             test += " and set(map(type, v)) <= items{n}"
             names["items"] = item_types
         elif item_check is not None:
@@ -515,6 +524,23 @@ def _single_type_check(
     check = eval(compile("lambda v: " + test.format(n=""), "<simple_oracle>", "eval"), namespace)
     setattr(check, _TEST, (test, names))
     return check  # type: ignore[no-any-return]
+
+
+def _all_strings(values: Iterable[Any]) -> bool:
+    """Whether every item is a string, tested by ``str.join`` in C.
+
+    A third of ``set(map(type, values)) <= {str}``'s instructions (25 paths:
+    3.0K against 9.2K). ``join`` also takes a str subclass, which is a string
+    to every validator (jsonschema and fastjsonschema test ``isinstance``).
+    """
+    try:
+        "".join(values)
+    except TypeError:
+        return False
+    return True
+
+
+_STRING = frozenset({str})
 
 
 def _range(expr: str, low: Any, high: Any, names: dict[str, Any]) -> str:
