@@ -340,6 +340,142 @@ def test_random_schemas_the_oracle_never_accepts_what_jsonschema_rejects(seed: i
             assert reference.is_valid(instance), (schema, instance)
 
 
+def _random_limited(rng: random.Random, depth: int = 0) -> dict[str, Any]:
+    """A subschema of one type with its limits: what the oracle's specialised checks judge."""
+    choice = rng.randrange(7 if depth < 2 else 5)
+    if choice == 0:
+        limits = {"minLength": rng.randrange(3), "maxLength": rng.randrange(1, 5)}
+        return {"type": "string", **dict(rng.sample(sorted(limits.items()), rng.randrange(3)))}
+    if choice == 1:
+        bounds = {"minimum": rng.choice([0, 1, 0.5, -2, 2**70]), "maximum": rng.choice([1, 1.5])}
+        picked = dict(rng.sample(sorted(bounds.items()), rng.randrange(3)))
+        return {"type": rng.choice(["integer", "number", ["integer", "number"]]), **picked}
+    if choice == 2:
+        members = rng.sample(["a", "b", "", "abcd", 1, None], 3)
+        enum: dict[str, Any] = {"enum": members}
+        if rng.random() < 0.5:
+            enum["type"] = rng.choice(["string", ["string", "null"], "integer"])
+        if rng.random() < 0.5:
+            enum["maxLength"] = rng.randrange(3)
+        return enum
+    if choice == 3:
+        return {"type": rng.choice(["string", "integer", "number", "boolean", "null", "array"])}
+    if choice == 4:
+        return {"type": "string", "pattern": "a"}  # deferred
+    array: dict[str, Any] = {"type": "array", "minItems": rng.randrange(2)}
+    if rng.random() < 0.7:
+        array["maxItems"] = rng.randrange(1, 4)
+    if rng.random() < 0.8:
+        array["items"] = _random_limited(rng, depth + 1)
+    if choice == 6:
+        array = {"type": "object", "properties": {"a": _random_limited(rng, depth + 1)}}
+        array["additionalProperties"] = rng.choice([True, False])
+    return array
+
+
+_LIMIT_VALUES: list[Any] = [
+    *("", "a", "b", "ab", "abcd", "é"),
+    *(0, 1, -2, -3, 2, 2**70, 1.0, 0.5, 1.5, 0.25, -2.0),
+    *(True, False, None, [], {}),
+]
+
+
+def _limit_instance(rng: random.Random, depth: int = 0) -> Any:
+    if depth < 2 and rng.random() < 0.25:
+        return [_limit_instance(rng, depth + 1) for _ in range(rng.randrange(4))]
+    if depth < 2 and rng.random() < 0.1:
+        return {name: _limit_instance(rng, depth + 1) for name in rng.sample("ab", 1)}
+    return rng.choice(_LIMIT_VALUES)
+
+
+def test_the_specialised_checks_give_the_general_verdicts() -> None:
+    """Closed objects and one-type values judged in C loops: the same verdicts, both ways.
+
+    The general checks (built with the specialisations turned off) are the
+    oracle's definition; the specialised ones must say True and False exactly
+    where they do, and True only for what jsonschema accepts.
+    """
+    from mcpsniff.core import schemas
+
+    accepted = 0
+    for seed in range(80):
+        rng = random.Random(seed)
+        names = rng.sample("abcd", rng.randrange(1, 5))
+        properties = {name: _random_limited(rng) for name in names}
+        schema = {
+            "type": "object",
+            "properties": properties,
+            "required": rng.sample(sorted(properties), rng.randrange(2)),
+            "additionalProperties": rng.random() < 0.2,
+        }
+        special = simple_oracle(schema)
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(schemas, "_single_type_check", lambda *args: None)
+            patch.setattr(schemas, "_generated_check", lambda *args: None)
+            general = simple_oracle(schema)
+        assert special is not None and general is not None
+        reference = jsonschema.Draft202012Validator(schema)
+        for _ in range(300):
+            picked = rng.sample([*names, "z"], rng.randrange(len(names) + 2))
+            instance = {name: _limit_instance(rng) for name in picked}
+            verdict = special(instance)
+            assert verdict is general(instance), (schema, instance)
+            if verdict:
+                accepted += 1
+                assert reference.is_valid(instance), (schema, instance)
+        for other in ([], "a", None, 1):
+            assert special(other) is False
+    assert accepted > 2000  # the oracle's own verdicts, not only deferrals
+
+
+def test_the_specialised_checks_at_their_bounds() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "minLength": 1, "maxLength": 3},
+            "mode": {"enum": ["ab", "abcd", 1], "maxLength": 3},
+            "count": {"type": "integer", "minimum": 1, "maximum": 2},
+            "ratio": {"type": "number", "minimum": 0.5},
+            "paths": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 2},
+            "sizes": {"type": "array", "items": {"type": "integer", "maximum": 9}},
+            "flag": {"type": "boolean"},
+        },
+        "required": ["query"],
+        "additionalProperties": False,
+    }
+    oracle = simple_oracle(schema)
+    assert oracle is not None
+    assert oracle({"query": "a"}) is True
+    assert oracle({"query": "abc", "flag": False, "count": 2, "ratio": 0.5}) is True
+    assert oracle({"query": "a", "mode": "ab", "paths": ["x", "y"], "sizes": [9, 0]}) is True
+    assert oracle({"query": "a", "ratio": 2**70, "count": 1}) is True
+    for deferred in (
+        {},  # required
+        {"query": ""},
+        {"query": "abcd"},
+        {"query": 1},
+        {"query": "a", "other": 1},  # additionalProperties: false
+        {"query": "a", "mode": "abcd"},  # in the enum, too long
+        {"query": "a", "mode": "b"},
+        {"query": "a", "mode": 1},  # a number in the enum: the validators'
+        {"query": "a", "count": 0},
+        {"query": "a", "count": 3},
+        {"query": "a", "count": True},  # a bool is no integer
+        {"query": "a", "count": 1.0},  # an integer in some drafts only
+        {"query": "a", "ratio": 0.25},
+        {"query": "a", "ratio": False},
+        {"query": "a", "paths": []},
+        {"query": "a", "paths": ["x", "y", "z"]},
+        {"query": "a", "paths": ["x", 1]},
+        {"query": "a", "paths": "x"},
+        {"query": "a", "sizes": [10]},
+        {"query": "a", "sizes": [True]},
+        {"query": "a", "flag": 0},
+        {"query": "a", "flag": None},
+    ):
+        assert oracle(deferred) is False, deferred
+
+
 def test_a_map_of_typed_values_is_judged_by_its_value_types() -> None:
     oracle = simple_oracle(MAP)
     assert oracle is not None
@@ -398,3 +534,30 @@ def test_waiting_or_not_the_verdicts_are_jsonschema_s(schema: dict[str, Any]) ->
     for instance in INSTANCES + NESTED_INSTANCES:
         error = compiled.first_error(instance)
         assert (error is None) is reference.is_valid(instance), (schema, instance, error)
+
+
+def test_the_written_out_check_takes_no_text_from_the_schema() -> None:
+    """Names and bounds are values in the generated function's namespace, never source."""
+    hostile = 'a"):\n    import os\n    return True  #'
+    schema = {
+        "type": "object",
+        "properties": {hostile: {"type": "string", "maxLength": 2}, "{n}": {"type": "integer"}},
+        "required": [hostile],
+        "additionalProperties": False,
+    }
+    oracle = simple_oracle(schema)
+    assert oracle is not None
+    assert oracle({hostile: "ab", "{n}": 3}) is True
+    assert oracle({hostile: "abc"}) is False
+    assert oracle({"{n}": 3}) is False
+    assert oracle({hostile: "a", "{n}": "3"}) is False
+
+
+def test_many_properties_are_checked_by_the_loop() -> None:
+    properties = {f"p{index}": {"type": "integer", "minimum": index} for index in range(70)}
+    schema = {"type": "object", "properties": properties, "additionalProperties": False}
+    oracle = simple_oracle(schema)
+    assert oracle is not None
+    assert oracle({"p0": 0, "p69": 69}) is True
+    assert oracle({"p69": 68}) is False
+    assert oracle({"p70": 0}) is False

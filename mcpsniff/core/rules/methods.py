@@ -568,14 +568,19 @@ def _named_entries(rule_id: str, method: str, key: str, locator: str) -> ResultC
 
     def check(session: Session, msg: Msg, result: dict[str, Any]) -> None:
         items = result.get(key)
-        ok = isinstance(items, list) and all(
-            isinstance(r, dict)
-            and isinstance(r.get(locator), str)
-            and isinstance(r.get("name"), str)
-            for r in items
-        )
-        if not ok:
+        if not isinstance(items, list):
             session.report(rule_id, message, [msg.frame])
+            return
+        # A plain loop, not all() over a generator: a listing has tens of
+        # entries, and resuming the generator for each costs more than the test.
+        for entry in items:
+            if not (
+                isinstance(entry, dict)
+                and isinstance(entry.get(locator), str)
+                and isinstance(entry.get("name"), str)
+            ):
+                session.report(rule_id, message, [msg.frame])
+                return
 
     return check
 
