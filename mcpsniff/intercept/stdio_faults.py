@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Coroutine
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from mcpsniff.capture.channel import Channel
@@ -75,15 +76,7 @@ def faulted_pumps(
         send: Callable[[bytes], Awaitable[None]],
     ) -> None:
         """Every chunk ``read`` gives through the faults, then the end of ``direction``."""
-        passes, carry = carrier.passes, carrier.carry
-        while chunk := await read():
-            if passes(direction, chunk):
-                # Whole lines no fault can match: written and observed here, as the
-                # relay's own pumps do, without the carrier's coroutines in between.
-                await send(chunk)
-                observe(direction, chunk)
-            else:
-                await carry(direction, chunk)
+        await pump(carrier, direction, read, send, forwarded, channel.send_data)
         await carrier.end(direction)
         await carrier.settle(HELD_GRACE)
         channel.send(StreamEnd(direction, time.time()))
@@ -93,6 +86,39 @@ def faulted_pumps(
         child_in.close()
 
     async def server_to_client() -> None:
-        await carry_all(lambda: child_out.read(CHUNK), S2C, stdout.write)
+        await carry_all(partial(child_out.read, CHUNK), S2C, stdout.write)
 
     return client_to_server(), server_to_client()
+
+
+async def pump(
+    carrier: LineFaults,
+    direction: str,
+    read: Callable[[], Awaitable[bytes]],
+    send: Callable[[bytes], Awaitable[None]],
+    forwarded: dict[str, int],
+    send_data: Callable[[str, float, bytes], None],
+) -> None:
+    """Every chunk ``read`` gives, in ``direction``, until it gives none.
+
+    A chunk its ``Lane`` lets by (whole lines no fault can match) is written and
+    recorded here, the way the relay's own pumps do, with no call in between;
+    any other goes through ``carrier.carry``, which records it with the same
+    ``forwarded`` and ``send_data`` (the ``observe`` of ``faulted_pumps``).
+    """
+    carry = carrier.carry
+    lane = carrier.lanes[direction]
+    needles, asked = lane.needles, lane.asked
+    while chunk := await read():
+        # 10 is a newline, 92 a backslash (an int operand of ``in`` is one memchr).
+        if lane.clear and chunk[-1] == 10 and not asked and 92 not in chunk:
+            # ``partition``, not ``in`` or ``find`` (``FaultEngine.could_match`` says why).
+            for needle in needles:
+                if chunk.partition(needle)[1]:
+                    break
+            else:
+                await send(chunk)
+                forwarded[direction] += len(chunk)
+                send_data(direction, time.time(), chunk)
+                continue
+        await carry(direction, chunk)
