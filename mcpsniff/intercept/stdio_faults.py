@@ -70,25 +70,12 @@ def faulted_pumps(
         verbatim=not redact,
     )
 
-    async def carry_all(
-        read: Callable[[], Awaitable[bytes]],
-        direction: str,
-        send: Callable[[bytes], Awaitable[None]],
-    ) -> None:
-        """Every chunk ``read`` gives through the faults, then the end of ``direction``."""
-        await pump(carrier, direction, read, send, forwarded, channel.send_data)
-        await carrier.end(direction)
-        await carrier.settle(HELD_GRACE)
-        channel.send(StreamEnd(direction, time.time()))
-
-    async def client_to_server() -> None:
-        await carry_all(stdin.read, C2S, child_in.write)
-        child_in.close()
-
-    async def server_to_client() -> None:
-        await carry_all(partial(child_out.read, CHUNK), S2C, stdout.write)
-
-    return client_to_server(), server_to_client()
+    # Each coroutine is a pump itself, not awaited by another: every resumption of
+    # a task passes through each coroutine it awaits in, once per chunk or more.
+    return (
+        pump(carrier, C2S, stdin.read, child_in.write, forwarded, channel, child_in.close),
+        pump(carrier, S2C, partial(child_out.read, CHUNK), stdout.write, forwarded, channel),
+    )
 
 
 async def pump(
@@ -97,16 +84,19 @@ async def pump(
     read: Callable[[], Awaitable[bytes]],
     send: Callable[[bytes], Awaitable[None]],
     forwarded: dict[str, int],
-    send_data: Callable[[str, float, bytes], None],
+    channel: Channel,
+    ended: Callable[[], None] | None = None,
 ) -> None:
-    """Every chunk ``read`` gives, in ``direction``, until it gives none.
+    """Every chunk ``read`` gives through the faults, then the end of ``direction``.
 
     A chunk its ``Lane`` lets by (whole lines no fault can match) is written and
     recorded here, the way the relay's own pumps do, with no call in between;
     any other goes through ``carrier.carry``, which records it with the same
-    ``forwarded`` and ``send_data`` (the ``observe`` of ``faulted_pumps``).
+    ``forwarded`` and ``channel`` (the ``observe`` of ``faulted_pumps``). Once
+    ``read`` gave nothing, held messages get ``HELD_GRACE`` seconds, the end
+    is recorded and ``ended`` called.
     """
-    carry = carrier.carry
+    carry, send_data = carrier.carry, channel.send_data
     lane = carrier.lanes[direction]
     needles, asked = lane.needles, lane.asked
     while chunk := await read():
@@ -122,3 +112,8 @@ async def pump(
                 send_data(direction, time.time(), chunk)
                 continue
         await carry(direction, chunk)
+    await carrier.end(direction)
+    await carrier.settle(HELD_GRACE)
+    channel.send(StreamEnd(direction, time.time()))
+    if ended is not None:
+        ended()
