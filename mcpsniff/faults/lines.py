@@ -67,17 +67,21 @@ class Lane:
     waiting, no long line passing, the direction open, and a byte search can
     tell whether a fault may match), it ends a line, holds no backslash (a JSON
     escape could spell a name), ``asked`` (the requests in flight it may answer)
-    is empty, and it holds none of ``needles``: ``FaultEngine.could_match``
+    is empty, and it holds neither ``needle`` nor any of ``others``: ``FaultEngine.could_match``
     would then say no, and ``carry`` would pass it in one piece. Built once per
     direction, so that this costs attribute tests and one search per needle.
     """
 
-    __slots__ = ("asked", "clear", "needles", "searchable")
+    __slots__ = ("asked", "clear", "needle", "others", "searchable")
 
     def __init__(self, engine: FaultEngine, direction: str) -> None:
         watched = direction in engine.watched
-        #: The byte strings one of which a message a fault can match must hold.
-        self.needles: tuple[bytes, ...] = (engine.needles or ()) if watched else ()
+        needles = (engine.needles or ()) if watched else ()
+        #: The first of the byte strings one of which a message a fault can match must
+        #: hold. With none, a backslash: a chunk searched for it holds none (see above).
+        self.needle = needles[0] if needles else b"\\"
+        #: The others (most filters name one method or tool: none).
+        self.others: tuple[bytes, ...] = needles[1:]
         #: The engine's requests in flight this direction may answer (the same dict).
         self.asked: dict[Any, Any] = engine.asked(direction) if watched else {}
         #: Whether a byte search can tell (no fault without a name to look for).

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Coroutine
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from mcpsniff.capture.channel import Channel
@@ -73,21 +72,22 @@ def faulted_pumps(
     # Each coroutine is a pump itself, not awaited by another: every resumption of
     # a task passes through each coroutine it awaits in, once per chunk or more.
     return (
-        pump(carrier, C2S, stdin.read, child_in.write, forwarded, channel, child_in.close),
-        pump(carrier, S2C, partial(child_out.read, CHUNK), stdout.write, forwarded, channel),
+        pump(carrier, C2S, stdin.read, (), child_in.write, forwarded, channel, child_in.close),
+        pump(carrier, S2C, child_out.read, (CHUNK,), stdout.write, forwarded, channel),
     )
 
 
 async def pump(
     carrier: LineFaults,
     direction: str,
-    read: Callable[[], Awaitable[bytes]],
+    read: Callable[..., Awaitable[bytes]],
+    size: tuple[int, ...],
     send: Callable[[bytes], Awaitable[None]],
     forwarded: dict[str, int],
     channel: Channel,
     ended: Callable[[], None] | None = None,
 ) -> None:
-    """Every chunk ``read`` gives through the faults, then the end of ``direction``.
+    """Every chunk ``read(*size)`` gives through the faults, then the end of ``direction``.
 
     A chunk its ``Lane`` lets by (whole lines no fault can match) is written and
     recorded here, the way the relay's own pumps do, with no call in between;
@@ -98,22 +98,29 @@ async def pump(
     """
     carry, send_data = carrier.carry, channel.send_data
     lane = carrier.lanes[direction]
-    needles, asked = lane.needles, lane.asked
-    while chunk := await read():
-        # 10 is a newline, 92 a backslash (an int operand of ``in`` is one memchr).
-        if lane.clear and chunk[-1] == 10 and not asked and 92 not in chunk:
-            # ``partition``, not ``in`` or ``find`` (``FaultEngine.could_match`` says why).
-            for needle in needles:
-                if chunk.partition(needle)[1]:
-                    break
-            else:
-                await send(chunk)
-                forwarded[direction] += len(chunk)
-                send_data(direction, time.time(), chunk)
-                continue
+    needle, others, asked = lane.needle, lane.others, lane.asked
+    while chunk := await read(*size):
+        # 10 is a newline, 92 a backslash (an int operand of ``in`` is one memchr);
+        # ``partition``, not ``in`` or ``find`` (``FaultEngine.could_match`` says why).
+        if (
+            lane.clear
+            and chunk[-1] == 10
+            and not asked
+            and 92 not in chunk
+            and not chunk.partition(needle)[1]
+            and not (others and _holds_any(chunk, others))
+        ):
+            await send(chunk)
+            forwarded[direction] += len(chunk)
+            send_data(direction, time.time(), chunk)
+            continue
         await carry(direction, chunk)
     await carrier.end(direction)
     await carrier.settle(HELD_GRACE)
     channel.send(StreamEnd(direction, time.time()))
     if ended is not None:
         ended()
+
+
+def _holds_any(chunk: bytes, needles: tuple[bytes, ...]) -> bool:
+    return any(chunk.partition(needle)[1] for needle in needles)
