@@ -72,8 +72,8 @@ def faulted_pumps(
     # Each coroutine is a pump itself, not awaited by another: every resumption of
     # a task passes through each coroutine it awaits in, once per chunk or more.
     return (
-        pump(carrier, C2S, stdin.read, (), child_in.write, forwarded, channel, child_in.close),
-        pump(carrier, S2C, child_out.read, (CHUNK,), stdout.write, forwarded, channel),
+        pump(carrier, C2S, stdin.read, 0, child_in.write, forwarded, channel, child_in.close),
+        pump(carrier, S2C, child_out.read, CHUNK, stdout.write, forwarded, channel),
     )
 
 
@@ -81,13 +81,13 @@ async def pump(
     carrier: LineFaults,
     direction: str,
     read: Callable[..., Awaitable[bytes]],
-    size: tuple[int, ...],
+    size: int,
     send: Callable[[bytes], Awaitable[None]],
     forwarded: dict[str, int],
     channel: Channel,
     ended: Callable[[], None] | None = None,
 ) -> None:
-    """Every chunk ``read(*size)`` gives through the faults, then the end of ``direction``.
+    """Every chunk ``read(size)`` (``read()`` when 0) gives through the faults, then the end.
 
     A chunk its ``Lane`` lets by (whole lines no fault can match) is written and
     recorded here, the way the relay's own pumps do, with no call in between;
@@ -99,7 +99,9 @@ async def pump(
     carry, send_data = carrier.carry, channel.send_data
     lane = carrier.lanes[direction]
     needle, others, asked = lane.needle, lane.others, lane.asked
-    while chunk := await read(*size):
+    # Two calls, not ``read(*size)``: a call with ``*`` goes through C and a new
+    # frame, where a plain one the interpreter makes in place.
+    while chunk := await (read(size) if size else read()):
         # 10 is a newline, 92 a backslash (an int operand of ``in`` is one memchr);
         # ``partition``, not ``in`` or ``find`` (``FaultEngine.could_match`` says why).
         if (

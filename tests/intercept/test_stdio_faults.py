@@ -406,7 +406,7 @@ def _through_pump(chunks: dict[str, list[bytes]]) -> _Recorder:
                 recorder.got[direction].append(data)
 
             channel = cast(Channel, recorder)
-            await pump(carrier, direction, read, (), send, recorder.forwarded, channel)
+            await pump(carrier, direction, read, 0, send, recorder.forwarded, channel)
 
     asyncio.run(run())
     return recorder
