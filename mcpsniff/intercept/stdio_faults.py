@@ -1,9 +1,11 @@
-"""The stdio relay's pumps when ``--fault`` is given: every line goes through ``LineFaults``.
+"""The stdio relay's pumps when ``--fault`` is given: the lines go through ``LineFaults``.
 
 Without a fault the relay's own pumps run and nothing here is imported
 (forwarding stays byte-exact and as fast as before). With one, both
 directions are cut into lines, since an answer injected towards the client
-must never land inside a line the server is writing.
+must never land inside a line the server is writing; a chunk of whole lines
+no fault can match, with no line pending, is written and recorded by the pump
+itself, exactly as ``LineFaults.carry`` would (``pump``).
 """
 
 from __future__ import annotations
