@@ -156,6 +156,10 @@ class FaultEngine:
             return True
         return False
 
+    def asked(self, direction: str) -> dict[IdKey, tuple[str, str | None]]:
+        """The requests in flight a message going in ``direction`` may answer (kept up to date)."""
+        return self._asked[direction]
+
     def seed_of(self, index: int) -> int:
         """The seed fault ``index`` draws from (its own, or the one chosen for it)."""
         return self._states[index].seed

@@ -60,6 +60,35 @@ class StreamPort:
     kill: Callable[[], None]
 
 
+class Lane:
+    """What a pump tests before each chunk of one direction, to write it without ``carry``.
+
+    A chunk may go on as it is, unread, when ``clear`` (no part of a line is
+    waiting, no long line passing, the direction open, and a byte search can
+    tell whether a fault may match), it ends a line, holds no backslash (a JSON
+    escape could spell a name), ``asked`` (the requests in flight it may answer)
+    is empty, and it holds neither ``needle`` nor any of ``others``: ``FaultEngine.could_match``
+    would then say no, and ``carry`` would pass it in one piece. Built once per
+    direction, so that this costs attribute tests and one search per needle.
+    """
+
+    __slots__ = ("asked", "clear", "needle", "others", "searchable")
+
+    def __init__(self, engine: FaultEngine, direction: str) -> None:
+        watched = direction in engine.watched
+        needles = (engine.needles or ()) if watched else ()
+        #: The first of the byte strings one of which a message a fault can match must
+        #: hold. With none, a backslash: a chunk searched for it holds none (see above).
+        self.needle = needles[0] if needles else b"\\"
+        #: The others (most filters name one method or tool: none).
+        self.others: tuple[bytes, ...] = needles[1:]
+        #: The engine's requests in flight this direction may answer (the same dict).
+        self.asked: dict[Any, Any] = engine.asked(direction) if watched else {}
+        #: Whether a byte search can tell (no fault without a name to look for).
+        self.searchable = not watched or engine.needles is not None
+        self.clear = self.searchable
+
+
 class LineFaults:
     """The fault carrier of one newline-delimited connection (both directions)."""
 
@@ -77,6 +106,15 @@ class LineFaults:
         self._held: set[asyncio.Task[None]] = set()
         for event in self._idle.values():
             event.set()
+        #: Per direction, what its pump tests to skip ``carry`` (``Lane``).
+        self.lanes = {C2S: Lane(engine, C2S), S2C: Lane(engine, S2C)}
+
+    def _review(self, direction: str) -> None:
+        """Whether the direction's pump may skip ``carry`` again (``Lane.clear``)."""
+        lane = self.lanes[direction]
+        lane.clear = lane.searchable and not (
+            self._partial[direction] or self._passing[direction] or self._closed[direction]
+        )
 
     def passes(self, direction: str, chunk: bytes) -> bool:
         """Whether ``chunk`` goes on as it is, unread: the caller writes and observes it.
@@ -95,6 +133,12 @@ class LineFaults:
 
     async def carry(self, direction: str, chunk: bytes) -> None:
         """Deliver (or not) what ``chunk`` completes, in ``direction``."""
+        try:
+            await self._carry(direction, chunk)
+        finally:
+            self._review(direction)
+
+    async def _carry(self, direction: str, chunk: bytes) -> None:
         if self.passes(direction, chunk):
             await self.port.write(direction, chunk)
             self.port.observe(direction, chunk)
@@ -130,6 +174,7 @@ class LineFaults:
             self.port.observe(direction, rest)
         self._passing[direction] = False
         self._idle[direction].set()
+        self._review(direction)
 
     async def settle(self, timeout: float) -> None:
         """Wait (at most ``timeout`` seconds) for held messages to be delivered."""

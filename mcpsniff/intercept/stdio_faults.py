@@ -1,9 +1,11 @@
-"""The stdio relay's pumps when ``--fault`` is given: every line goes through ``LineFaults``.
+"""The stdio relay's pumps when ``--fault`` is given: the lines go through ``LineFaults``.
 
 Without a fault the relay's own pumps run and nothing here is imported
 (forwarding stays byte-exact and as fast as before). With one, both
 directions are cut into lines, since an answer injected towards the client
-must never land inside a line the server is writing.
+must never land inside a line the server is writing; a chunk of whole lines
+no fault can match, with no line pending, is written and recorded by the pump
+itself, exactly as ``LineFaults.carry`` would (``pump``).
 """
 
 from __future__ import annotations
@@ -69,30 +71,60 @@ def faulted_pumps(
         verbatim=not redact,
     )
 
-    async def carry_all(
-        read: Callable[[], Awaitable[bytes]],
-        direction: str,
-        send: Callable[[bytes], Awaitable[None]],
-    ) -> None:
-        """Every chunk ``read`` gives through the faults, then the end of ``direction``."""
-        passes, carry = carrier.passes, carrier.carry
-        while chunk := await read():
-            if passes(direction, chunk):
-                # Whole lines no fault can match: written and observed here, as the
-                # relay's own pumps do, without the carrier's coroutines in between.
-                await send(chunk)
-                observe(direction, chunk)
-            else:
-                await carry(direction, chunk)
-        await carrier.end(direction)
-        await carrier.settle(HELD_GRACE)
-        channel.send(StreamEnd(direction, time.time()))
+    # Each coroutine is a pump itself, not awaited by another: every resumption of
+    # a task passes through each coroutine it awaits in, once per chunk or more.
+    return (
+        pump(carrier, C2S, stdin.read, 0, child_in.write, forwarded, channel, child_in.close),
+        pump(carrier, S2C, child_out.read, CHUNK, stdout.write, forwarded, channel),
+    )
 
-    async def client_to_server() -> None:
-        await carry_all(stdin.read, C2S, child_in.write)
-        child_in.close()
 
-    async def server_to_client() -> None:
-        await carry_all(lambda: child_out.read(CHUNK), S2C, stdout.write)
+async def pump(
+    carrier: LineFaults,
+    direction: str,
+    read: Callable[..., Awaitable[bytes]],
+    size: int,
+    send: Callable[[bytes], Awaitable[None]],
+    forwarded: dict[str, int],
+    channel: Channel,
+    ended: Callable[[], None] | None = None,
+) -> None:
+    """Every chunk ``read(size)`` (``read()`` when 0) gives through the faults, then the end.
 
-    return client_to_server(), server_to_client()
+    A chunk its ``Lane`` lets by (whole lines no fault can match) is written and
+    recorded here, the way the relay's own pumps do, with no call in between;
+    any other goes through ``carrier.carry``, which records it with the same
+    ``forwarded`` and ``channel`` (the ``observe`` of ``faulted_pumps``). Once
+    ``read`` gave nothing, held messages get ``HELD_GRACE`` seconds, the end
+    is recorded and ``ended`` called.
+    """
+    carry, send_data = carrier.carry, channel.send_data
+    lane = carrier.lanes[direction]
+    needle, others, asked = lane.needle, lane.others, lane.asked
+    # Two calls, not ``read(*size)``: a call with ``*`` goes through C and a new
+    # frame, where a plain one the interpreter makes in place.
+    while chunk := await (read(size) if size else read()):
+        # 10 is a newline, 92 a backslash (an int operand of ``in`` is one memchr);
+        # ``partition``, not ``in`` or ``find`` (``FaultEngine.could_match`` says why).
+        if (
+            lane.clear
+            and chunk[-1] == 10
+            and not asked
+            and 92 not in chunk
+            and not chunk.partition(needle)[1]
+            and not (others and _holds_any(chunk, others))
+        ):
+            await send(chunk)
+            forwarded[direction] += len(chunk)
+            send_data(direction, time.time(), chunk)
+            continue
+        await carry(direction, chunk)
+    await carrier.end(direction)
+    await carrier.settle(HELD_GRACE)
+    channel.send(StreamEnd(direction, time.time()))
+    if ended is not None:
+        ended()
+
+
+def _holds_any(chunk: bytes, needles: tuple[bytes, ...]) -> bool:
+    return any(chunk.partition(needle)[1] for needle in needles)

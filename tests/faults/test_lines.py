@@ -194,3 +194,32 @@ def test_lines_no_fault_can_match_are_recorded_but_not_written_once_cut() -> Non
     assert wire.closed == ["c2s"]
     assert msg(3, "ping") not in b"".join(wire.got["c2s"])
     assert wire.seen[-1] == ("c2s", msg(3, "ping"))
+
+
+def test_a_lane_is_clear_only_while_no_line_is_pending_and_a_search_can_decide() -> None:
+    lines, _ = carrier('drop when tool == "echo"')
+    lane = lines.lanes["c2s"]
+    assert (lane.needle, lane.others, lane.clear) == (b'"echo"', (), True)
+    assert lane.asked is lines.engine.asked("c2s")
+
+    async def run() -> list[bool]:
+        seen = []
+        await lines.carry("c2s", msg(1, "ping")[:5])  # half a line waits
+        seen.append(lane.clear)
+        await lines.carry("c2s", msg(1, "ping")[5:])
+        seen.append(lane.clear)
+        await lines.carry("c2s", msg(2, "tools/list")[:-1])
+        seen.append(lane.clear)
+        await lines.end("c2s")  # the unterminated line went on
+        seen.append(lane.clear)
+        return seen
+
+    assert asyncio.run(run()) == [False, True, False, True]
+    # Without a name to look for, a byte search cannot decide: never clear.
+    everything, _ = carrier("drop prob 0.5 seed 1")
+    assert not everything.lanes["c2s"].clear and not everything.lanes["s2c"].clear
+    # A direction no fault watches has nothing to search for: its needle is a
+    # backslash, which a chunk searched for it never holds.
+    one_way, _ = carrier("drop when direction == c2s")
+    assert one_way.lanes["s2c"].clear and one_way.lanes["s2c"].needle == b"\\"
+    assert not one_way.lanes["c2s"].clear

@@ -11,17 +11,24 @@ the tests skip.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
-from mcpsniff.core.model import EventRecord, FindingRecord, FrameRecord, Record
+from mcpsniff.capture.channel import Channel
+from mcpsniff.core.model import C2S, S2C, EventRecord, FindingRecord, FrameRecord, Record
+from mcpsniff.faults.engine import FaultEngine
+from mcpsniff.faults.lines import LineFaults, StreamPort
+from mcpsniff.faults.spec import parse_faults
+from mcpsniff.intercept.stdio_faults import pump
 from mcpsniff.trace.reader import TraceReader
 
 REPO = Path(__file__).resolve().parents[2]
@@ -321,3 +328,142 @@ def test_an_injected_unsupported_version_against_the_2026_sdk_server(tmp_path: P
     assert b'"supported":["2026-07-28","2025-11-25"' in answers[0].raw
     assert _rules(result.check) == []  # not the server's -32022, and the client went on
     assert "reaction: coped: the client retried" in result.summary
+
+
+# ---------------------------------------------------------------- the pump's shortcut, in memory
+
+DIFFERENTIAL_FAULT = 'duplicate when tool == "echo"'
+
+
+def _call(id_: int, name: str) -> bytes:
+    return b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"%s"}}\n' % (
+        id_,
+        name.encode(),
+    )
+
+
+#: Requests: one the fault matches by its name as written, one only once the ``\u``
+#: escape is read, an escaped ``\/``, and lines no fault can match around them.
+DIFFERENTIAL_C2S = b"".join(
+    [
+        b'{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}\n',
+        _call(1, "other"),
+        _call(2, "ec\\u0068o"),
+        b'{"jsonrpc":"2.0","method":"notifications\\/initialized"}\n',
+        _call(3, "echo"),
+        _call(4, "nothing"),
+        b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"p":1}}\n',
+    ]
+)
+#: Answers: those to 2 and 3 answer a request the fault named (the engine has them in flight).
+DIFFERENTIAL_S2C = b"".join(
+    b'{"jsonrpc":"2.0","id":%d,"result":{"content":[]}}\n' % id_ for id_ in (0, 1, 2, 3, 4)
+)
+
+
+class _Recorder:
+    """The relay's side of one in-memory run: what each peer got and what was recorded."""
+
+    def __init__(self) -> None:
+        self.got: dict[str, list[bytes]] = {C2S: [], S2C: []}
+        self.recorded: list[tuple[str, bytes]] = []
+        self.events: list[dict[str, Any]] = []
+        self.forwarded = {C2S: 0, S2C: 0}
+
+    def send_data(self, direction: str, when: float, data: bytes) -> None:
+        self.recorded.append((direction, data))
+
+    def send(self, event: object) -> None:
+        """The ``StreamEnd`` at each end: not what is compared."""
+
+    def carrier(self) -> LineFaults:
+        async def write(direction: str, data: bytes) -> None:
+            self.got[direction].append(data)
+
+        def observe(direction: str, data: bytes) -> None:
+            # What ``faulted_pumps`` records a chunk the carrier delivered with.
+            self.forwarded[direction] += len(data)
+            self.send_data(direction, 0.0, data)
+
+        return LineFaults(
+            FaultEngine(parse_faults([DIFFERENTIAL_FAULT])),
+            StreamPort(write, observe, self.events.append, lambda d: None, lambda: None),
+        )
+
+
+def _through_pump(chunks: dict[str, list[bytes]]) -> _Recorder:
+    recorder = _Recorder()
+    carrier = recorder.carrier()
+
+    async def run() -> None:
+        for direction in (C2S, S2C):
+            pending = iter(chunks[direction])
+
+            async def read(pending: Iterator[bytes] = pending) -> bytes:
+                return next(pending, b"")
+
+            async def send(data: bytes, direction: str = direction) -> None:
+                recorder.got[direction].append(data)
+
+            channel = cast(Channel, recorder)
+            await pump(carrier, direction, read, 0, send, recorder.forwarded, channel)
+
+    asyncio.run(run())
+    return recorder
+
+
+def _through_lines(chunks: dict[str, list[bytes]], *, shortcut: bool) -> _Recorder:
+    recorder = _Recorder()
+    carrier = recorder.carrier()
+    if not shortcut:
+        carrier.passes = lambda direction, chunk: False  # type: ignore[method-assign]
+
+    async def run() -> None:
+        for direction in (C2S, S2C):
+            for chunk in chunks[direction]:
+                await carrier.carry(direction, chunk)
+            await carrier.end(direction)
+
+    asyncio.run(run())
+    return recorder
+
+
+def _cuts(data: bytes) -> list[list[bytes]]:
+    """Every way to cut ``data`` in two, one chunk per line, and one byte at a time."""
+    ways = [[data[:at], data[at:]] for at in range(1, len(data))]
+    ways.append(data.splitlines(keepends=True))
+    ways.append([data[at : at + 1] for at in range(len(data))])
+    return ways
+
+
+def _joined(recorder: _Recorder) -> tuple[bytes, bytes, bytes, bytes]:
+    def by(direction: str) -> bytes:
+        return b"".join(data for d, data in recorder.recorded if d == direction)
+
+    return b"".join(recorder.got[C2S]), b"".join(recorder.got[S2C]), by(C2S), by(S2C)
+
+
+@pytest.mark.parametrize("cut", ["c2s", "s2c"])
+def test_the_pump_shortcut_writes_and_records_what_the_line_machinery_does(cut: str) -> None:
+    whole = {C2S: [DIFFERENTIAL_C2S], S2C: [DIFFERENTIAL_S2C]}
+    cut_direction = C2S if cut == "c2s" else S2C
+    for chunks in _cuts(whole[cut_direction][0]):
+        traffic = {**whole, cut_direction: chunks}
+        fast = _through_pump(traffic)
+        # The carrier's own shortcut (``passes``) writes the same pieces.
+        same = _through_lines(traffic, shortcut=True)
+        assert fast.got == same.got
+        assert fast.recorded == same.recorded
+        assert fast.events == same.events
+        assert fast.forwarded == same.forwarded
+        # Every line judged: the same bytes written and recorded, the same faults.
+        judged = _through_lines(traffic, shortcut=False)
+        assert _joined(fast) == _joined(judged)
+        assert fast.events == judged.events
+    # The fault did match (2 by its escape, 3 as written): each request went twice, and
+    # so did their answers (the engine had them in flight), and nothing else.
+    assert len(fast.events) == 4
+    answers = b"".join(fast.got[S2C])
+    assert [answers.count(b'"id":%d,' % id_) for id_ in range(5)] == [1, 1, 2, 2, 1]
+    assert fast.got[C2S].count(_call(3, "echo")) == 2
+    assert b"".join(fast.got[C2S]).count(_call(2, "ec\\u0068o")) == 2
