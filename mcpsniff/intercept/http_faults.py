@@ -54,7 +54,8 @@ from mcpsniff.faults.spec import (
 from mcpsniff.http1.events import Body, End, RequestHead, ResponseHead
 from mcpsniff.http1.fields import field_tokens
 from mcpsniff.intercept.http_messages import is_event_stream
-from mcpsniff.intercept.http_wire import ClientSide, Relay
+from mcpsniff.intercept.http_wire import ClientSide
+from mcpsniff.intercept.relay_needs import Relay
 from mcpsniff.intercept.relayed_exchange import RelayedExchange
 from mcpsniff.intercept.response_faults import ResponseFaults, since_ms
 

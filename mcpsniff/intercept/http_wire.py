@@ -13,7 +13,8 @@ and keeps one ``RelayedExchange`` per request: the bytes side of an exchange
 (what is held, what is forwarded), beside the ``RemoteExchange`` that notes
 it for the analysis; its upstream connection is an ``UpstreamSide``
 (``http_upstream``). What it needs of the proxy it belongs to is ``Relay``
-(``mcpsniff.relay.http.HttpRelay``), so that this module imports no shell.
+(``relay_needs``; ``mcpsniff.relay.http.HttpRelay``), so that this module
+imports no shell.
 
 Why not aiohttp's server and client: a relay built from them (the benchmark's
 "aiohttp relay") cannot get under 2x the direct latency; parsing every
@@ -23,17 +24,14 @@ message into objects and writing it out again costs more than moving bytes.
 from __future__ import annotations
 
 import asyncio
-import ssl
 import time
 from collections import deque
-from typing import Any, Protocol
+from typing import Any
 
-from mcpsniff.capture.remote_exchange import RemoteExchange, RemoteObserver
 from mcpsniff.core.http.headers import client_address
 from mcpsniff.http1.events import Body, End, Event, Malformed, RequestHead, ResponseHead
 from mcpsniff.http1.fields import wants_close
 from mcpsniff.http1.parser import RequestParser
-from mcpsniff.intercept.http_gate import HttpGate
 from mcpsniff.intercept.http_messages import (
     LAST_CHUNK,
     bad_gateway,
@@ -44,37 +42,8 @@ from mcpsniff.intercept.http_messages import (
     refusal,
 )
 from mcpsniff.intercept.http_upstream import UpstreamSide, connect
+from mcpsniff.intercept.relay_needs import Relay
 from mcpsniff.intercept.relayed_exchange import RelayedExchange
-
-
-class Relay(Protocol):
-    """What a client connection needs of the proxy it belongs to."""
-
-    connections: set[ClientSide]
-    max_connections: int
-    #: The connection that forwarded last (``relay/event_loop.py``'s busy poll).
-    last_forwarder: ClientSide | None
-    stopping: bool
-    observer: RemoteObserver
-    upstream_host: str
-    upstream_port: int
-    ssl_context: ssl.SSLContext | None
-    hold_limit: int
-    hold_seconds: float
-    #: ``--guard enforce``: the gate every POST is held for (None: off).
-    gate: HttpGate | None
-
-    def make_room(self, newcomer: ClientSide) -> None: ...
-
-    def forwarded(self, connection: ClientSide) -> None: ...
-
-    def host_line(self, head: RequestHead) -> tuple[int, bytes] | None: ...
-
-    def refused(self, client: str | None, kind: str, reason: str) -> None: ...
-
-    def target(self, path: str) -> str: ...
-
-    def rewrite_endpoint(self, exchange: RemoteExchange, held: bytes) -> bytes: ...
 
 
 class ClientSide(asyncio.Protocol):

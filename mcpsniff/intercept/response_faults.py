@@ -22,7 +22,7 @@ from mcpsniff.faults.engine import Injection, original_bytes
 from mcpsniff.faults.http import ExchangeFaults, event_data, split_events, with_data
 from mcpsniff.faults.spec import CORRUPT, DELAY, DISCONNECT, DROP, DUPLICATE
 from mcpsniff.intercept.http_messages import LAST_CHUNK, chunk
-from mcpsniff.intercept.http_wire import Relay
+from mcpsniff.intercept.relay_needs import Relay
 from mcpsniff.intercept.relayed_exchange import STREAM_AT, RelayedExchange
 
 #: Most bytes of a body (or of one SSE event) judged; a bigger one passes as it is.
