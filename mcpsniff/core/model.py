@@ -40,6 +40,10 @@ INVALID = "invalid"
 UNPARSEABLE = "unparseable"
 
 KINDS = (REQUEST, NOTIFICATION, RESPONSE, ERROR, BATCH, INVALID, UNPARSEABLE)
+#: The kinds that carry a method (JSON-RPC §4): what a sender sends unprompted.
+CALLS = frozenset({REQUEST, NOTIFICATION})
+#: The kinds that answer a request (JSON-RPC §5): a result or an error.
+REPLIES = frozenset({RESPONSE, ERROR})
 
 SEVERITIES = ("error", "warning", "info")
 #: Rank for ``--fail-on``: a finding counts when its rank >= the threshold's.

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mcpsniff.core.ids import BoundedMap
-from mcpsniff.core.model import NOTIFICATION, REQUEST, MessageRecord
+from mcpsniff.core.model import CALLS, REQUEST, MessageRecord
 from mcpsniff.core.protocol import (
     STATELESS,
     V2,
@@ -276,7 +276,7 @@ def on_frame(session: Session, frame: FrameRecord, messages: list[MessageRecord]
         return
     top = [m for m in messages if m.index is None or m.kind != "batch"]
     exchange.kinds = [m.kind for m in top if m.kind != "batch"]
-    exchange.methods = [m for m in top if m.kind in (REQUEST, NOTIFICATION)]
+    exchange.methods = [m for m in top if m.kind in CALLS]
 
 
 # An id-less error in an exchange's HTTP error response answers the one request

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from mcpsniff.core.model import BATCH, C2S, ERROR, NOTIFICATION, REQUEST, RESPONSE
+from mcpsniff.core.model import BATCH, C2S, CALLS, ERROR, REPLIES, REQUEST
 from mcpsniff.core.protocol import STATELESS, V2, V3, V4, V5
 from mcpsniff.core.rules import http
 from mcpsniff.core.rules.registry import FRAME, rule
@@ -29,8 +29,6 @@ if TYPE_CHECKING:
     from mcpsniff.core.session import Session
 
 RULES = ("HTTP-POST-BODY", "MOD-HTTP-POST-BODY", "HTTP-JSON-BODY", "HTTP-GET-NO-RESPONSES")
-
-_REPLIES = (RESPONSE, ERROR)
 
 
 @rule("HTTP-POST-BODY", "MOD-HTTP-POST-BODY", on=FRAME, keys=("parsed",))
@@ -48,7 +46,7 @@ def post_body(session: Session, frame: FrameRecord, messages: list[MessageRecord
     version = session.state.version
     seq = [frame.seq]
     if session.state.era == STATELESS or version == V5:
-        replies = [m for m in elements if m.kind in _REPLIES]
+        replies = [m for m in elements if m.kind in REPLIES]
         if is_batch:
             session.report(
                 "MOD-HTTP-POST-BODY",
@@ -80,7 +78,7 @@ def post_body(session: Session, frame: FrameRecord, messages: list[MessageRecord
         )
     elif version == V2:
         kinds = {m.kind for m in elements}
-        if kinds & {REQUEST, NOTIFICATION} and kinds & set(_REPLIES):
+        if kinds & CALLS and kinds & REPLIES:
             session.report(
                 "HTTP-POST-BODY",
                 "the client POSTed a batch mixing requests or notifications with responses; "
@@ -115,7 +113,7 @@ def _get_stream(
         return  # resuming a stream that belonged to a request: its responses may come here
     version = session.state.version
     for message in messages:
-        if message.kind not in _REPLIES:
+        if message.kind not in REPLIES:
             continue
         request = message.request
         if (
@@ -172,7 +170,7 @@ def _json_body(
         )
         return
     elements = [m for m in messages if m.kind != BATCH]
-    others = [m for m in elements if m.kind not in _REPLIES]
+    others = [m for m in elements if m.kind not in REPLIES]
     if others:
         session.report(
             "HTTP-JSON-BODY",

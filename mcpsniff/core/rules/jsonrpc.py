@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from mcpsniff.core.ids import id_value, show_id
 from mcpsniff.core.jsontypes import json_type
-from mcpsniff.core.model import ERROR, NOTIFICATION, OPPOSITE, REQUEST, RESPONSE, SENDER
+from mcpsniff.core.model import CALLS, ERROR, OPPOSITE, REPLIES, REQUEST, SENDER
 from mcpsniff.core.protocol import V1, V3, version_at_least
 from mcpsniff.core.rules.registry import FRAME, MESSAGE, PAIRING, rule
 from mcpsniff.core.state import gaps_of
@@ -186,7 +186,7 @@ def check_message(session: Session, msg: Msg) -> None:
                     [msg.frame],
                     method=method,
                 )
-    elif kind in (RESPONSE, ERROR):
+    elif kind in REPLIES:
         _check_response(session, msg)
     else:
         session.report(
@@ -413,7 +413,7 @@ def check_batch_shape(session: Session, frame: FrameRecord, msgs: list[Msg]) -> 
     """A 2025-03-26 batch is all requests/notifications or all responses."""
     kinds = {m.kind for m in msgs}
     sender = SENDER[frame.direction]
-    if kinds & {REQUEST, NOTIFICATION} and kinds & {RESPONSE, ERROR}:
+    if kinds & CALLS and kinds & REPLIES:
         session.report(
             "MSG-BATCH-V2-SHAPE",
             f"{sender} mixed requests and responses in one batch",

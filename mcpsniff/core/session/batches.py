@@ -14,16 +14,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from mcpsniff.core.ids import id_key
-from mcpsniff.core.model import (
-    BATCH,
-    ERROR,
-    INVALID,
-    NOTIFICATION,
-    OPPOSITE,
-    REQUEST,
-    RESPONSE,
-    MessageRecord,
-)
+from mcpsniff.core.model import BATCH, CALLS, INVALID, OPPOSITE, REPLIES, REQUEST, MessageRecord
 from mcpsniff.core.session.classification import message
 from mcpsniff.core.session.correlation import note_bad
 from mcpsniff.core.session.dispatch import frame_rules
@@ -33,6 +24,10 @@ if TYPE_CHECKING:
     from mcpsniff.core.model import FrameRecord
     from mcpsniff.core.session.base import SessionBase
     from mcpsniff.core.state import Msg
+
+#: The kinds of a batch remembered until its replies come: requests, notifications
+#: and invalid elements (each invalid element is answered with an error).
+_SENT = CALLS | {INVALID}
 
 
 def batch(session: SessionBase, items: list[Any], frame: FrameRecord) -> None:
@@ -65,11 +60,7 @@ def batch(session: SessionBase, items: list[Any], frame: FrameRecord) -> None:
         for i, item in enumerate(items)
     ]
     kinds = {m.kind for m in msgs}
-    if kinds & {REQUEST, NOTIFICATION, INVALID} and not kinds - {
-        REQUEST,
-        NOTIFICATION,
-        INVALID,
-    }:
+    if kinds & _SENT and kinds <= _SENT:
         requests = [m for m in msgs if m.kind == REQUEST]
         invalid = sum(1 for m in msgs if m.kind == INVALID)
         if requests or invalid:
@@ -82,7 +73,7 @@ def batch(session: SessionBase, items: list[Any], frame: FrameRecord) -> None:
             )
         else:
             session.state.notification_batch[direction] = frame.seq
-    elif kinds <= {RESPONSE, ERROR}:
+    elif kinds <= REPLIES:
         _batch_reply(session, msgs, frame)
     frame_rules(session, "batch-done", frame, msgs)
 
