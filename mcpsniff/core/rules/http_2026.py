@@ -75,6 +75,20 @@ def encoded(session: Session) -> BoundedMap:
     return found  # type: ignore[no-any-return]
 
 
+def stateless_post(
+    session: Session, frame: FrameRecord, direction: str, messages: list[MessageRecord]
+) -> http.ExchangeFacts | None:
+    """The POST exchange of a stateless-era session that ``frame``, sent in ``direction``, is in.
+
+    None for a frame sent the other way, in another era, with no message, or
+    outside a Streamable HTTP POST: the 2026-07-28 header and status rules
+    judge only such a POST (the request's body, or the server's reply to it).
+    """
+    if frame.direction != direction or session.state.era != STATELESS or not messages:
+        return None
+    return http.streamable_exchange(session, frame, "POST")
+
+
 def _redacted(*values: Any) -> bool:
     """A credential was cut out of one side: the two cannot be compared."""
     return any(isinstance(v, str) and MARK in v for v in values)
@@ -83,9 +97,7 @@ def _redacted(*values: Any) -> bool:
 @rule(*RULES, on=FRAME, keys=("parsed",))
 def request_headers(session: Session, frame: FrameRecord, messages: list[MessageRecord]) -> None:
     """The headers of a 2026-07-28 POST against the request in its body."""
-    if frame.direction != C2S or session.state.era != STATELESS or not messages:
-        return
-    exchange = http.streamable_exchange(session, frame, "POST")
+    exchange = stateless_post(session, frame, C2S, messages)
     if exchange is None:
         return
     for message in exchange.methods:

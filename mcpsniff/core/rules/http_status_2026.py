@@ -36,7 +36,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mcpsniff.core.model import ERROR, RESPONSE, S2C
-from mcpsniff.core.protocol import STATELESS, V5
+from mcpsniff.core.protocol import V5
 from mcpsniff.core.rules import http, http_2026
 from mcpsniff.core.rules.registry import EVENT, FRAME, rule
 from mcpsniff.core.rules.stateless_era import lacks_meta
@@ -73,9 +73,7 @@ STATUS_OF_CODE: dict[int, tuple[int, str, str]] = {
 )
 def reply_status(session: Session, frame: FrameRecord, messages: list[MessageRecord]) -> None:
     """The replies in a server's HTTP body (JSON or SSE) to the request its POST carried."""
-    if frame.direction != S2C or session.state.era != STATELESS or not messages:
-        return
-    exchange = http.streamable_exchange(session, frame, "POST")
+    exchange = http_2026.stateless_post(session, frame, S2C, messages)
     if exchange is None:
         return
     status = exchange.status
