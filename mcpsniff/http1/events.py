@@ -1,6 +1,6 @@
 """What the HTTP/1.1 parsers return: one event per head, body piece and message end.
 
-A head (``RequestHead`` or ``ResponseHead``), ``Body`` pieces, ``End``; then
+A head (``RequestHead`` or ``ResponseHead``, both a ``Head``), ``Body`` pieces, ``End``; then
 the next message. Every event carries the raw bytes it consumed (``raw``), so
 that a relay forwards a message with its original framing; a ``Body`` also
 carries its de-chunked ``payload`` for an observer. ``Malformed`` reports
@@ -16,13 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
-@dataclass(slots=True)
-class RequestHead:
-    """A request line and its header fields."""
+@dataclass(slots=True, kw_only=True)
+class Head:
+    """What a request head and a response head both have: the header fields and their bytes.
 
-    method: str
-    target: str
-    version: str
+    Never made itself: the parsers make a ``RequestHead`` or a ``ResponseHead``,
+    given the start line's parts by position and these fields by name.
+    """
+
     #: (name, value) as received: order, case and repeats kept.
     headers: list[tuple[str, str]]
     #: The raw field lines, parallel to ``headers`` (without their CRLF).
@@ -34,16 +35,21 @@ class RequestHead:
 
 
 @dataclass(slots=True)
-class ResponseHead:
+class RequestHead(Head):
+    """A request line and its header fields."""
+
+    method: str
+    target: str
+    version: str
+
+
+@dataclass(slots=True)
+class ResponseHead(Head):
     """A status line and its header fields."""
 
     version: str
     status: int
     reason: str
-    headers: list[tuple[str, str]]
-    lines: list[bytes]
-    raw: bytes
-    names: list[str]
 
     @property
     def interim(self) -> bool:
@@ -75,7 +81,7 @@ class Malformed:
 
     reason: str
     #: The head of the message whose framing is bad, when that head itself parsed.
-    head: RequestHead | ResponseHead | None = None
+    head: Head | None = None
 
 
 Event = RequestHead | ResponseHead | Body | End | Malformed

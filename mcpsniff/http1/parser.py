@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from mcpsniff.http1.events import Body, End, Event, Malformed, RequestHead, ResponseHead
+from mcpsniff.http1.events import Body, End, Event, Head, Malformed, RequestHead, ResponseHead
 from mcpsniff.http1.fields import field_tokens
 
 #: Longest head (start line and fields) accepted; a longer one is Malformed.
@@ -140,16 +140,14 @@ class _Parser:
         self,
         events: list[Event],
         reason: str,
-        head: RequestHead | ResponseHead | None = None,
+        head: Head | None = None,
     ) -> list[Event]:
         self._state = _FAILED
         self._buf = b""
         events.append(Malformed(reason, head))
         return events
 
-    def _framed(
-        self, events: list[Event], head: RequestHead | ResponseHead, reason: str | None
-    ) -> bool:
+    def _framed(self, events: list[Event], head: Head, reason: str | None) -> bool:
         """A whole head whose body framing is known: Malformed for ``reason``, else the head
         (and its end at once when no body follows). False when the message is refused."""
         if reason is not None:
@@ -488,7 +486,9 @@ class RequestParser(_Parser):
             self._fail(events, target_problem)
             return False
         target = parts[1].decode("utf-8", "replace")
-        request = RequestHead(method, target, version, headers, lines, stripped, names)
+        request = RequestHead(
+            method, target, version, headers=headers, lines=lines, raw=stripped, names=names
+        )
         reason = self._body_framing(headers, names, request=True, version=version)
         return self._framed(events, request, reason or _host_problem(names, version))
 
@@ -537,7 +537,13 @@ class ResponseParser(_Parser):
             return False
         status = int(code)
         response = ResponseHead(
-            version.decode(), status, reason.decode("latin-1"), headers, lines, head, names
+            version.decode(),
+            status,
+            reason.decode("latin-1"),
+            headers=headers,
+            lines=lines,
+            raw=head,
+            names=names,
         )
         if status < 200 and status != 101:
             events.append(response)

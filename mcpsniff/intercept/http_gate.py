@@ -39,7 +39,7 @@ from mcpsniff.guard.enforce import (
     Verdict,
     refused_unread,
 )
-from mcpsniff.http1.events import RequestHead, ResponseHead
+from mcpsniff.http1.events import Head, RequestHead, ResponseHead
 from mcpsniff.http1.fields import wants_close
 
 if TYPE_CHECKING:
@@ -271,7 +271,7 @@ def bounded_decode(body: bytes, encoding: str) -> tuple[bytes | None, str | None
     return out, None
 
 
-def _value(head: RequestHead | ResponseHead, name: str) -> str:
+def _value(head: Head, name: str) -> str:
     """The first value of field ``name`` (lower case), or ""."""
     try:
         return head.headers[head.names.index(name)][1].strip()

@@ -7,7 +7,7 @@ connection code (``http_wire``) writes what they return.
 from __future__ import annotations
 
 from mcpsniff.core.http.headers import HOP_BY_HOP
-from mcpsniff.http1.events import RequestHead, ResponseHead
+from mcpsniff.http1.events import Head, ResponseHead
 from mcpsniff.http1.fields import field_tokens
 
 #: Hop-by-hop fields a relay drops; the framing fields stay, since each body is
@@ -18,9 +18,7 @@ _FRAMING = frozenset({"transfer-encoding", "content-length"})
 LAST_CHUNK = b"0\r\n\r\n"
 
 
-def forwarded_head(
-    head: RequestHead | ResponseHead, replace: tuple[int, bytes] | None = None
-) -> bytes:
+def forwarded_head(head: Head, replace: tuple[int, bytes] | None = None) -> bytes:
     """The head to forward: as received, minus hop-by-hop fields (RFC 9110 §7.6.1).
 
     Those are the HOP_BY_HOP fields and every field a Connection field names;
@@ -72,7 +70,7 @@ def refusal(status: int, reason: str) -> bytes:
     ) + body
 
 
-def keep_alive_line(head: RequestHead | ResponseHead) -> bytes:
+def keep_alive_line(head: Head) -> bytes:
     """``Connection: keep-alive`` for an HTTP/1.0 message that asked for it, else b"".
 
     Connection is hop-by-hop and dropped, but an HTTP/1.0 peer persists only
