@@ -35,6 +35,7 @@ from re2 import _re2
 
 from mcpsniff.core.hint_scan import HintScanner, Hits
 from mcpsniff.core.jsontypes import any_leaf
+from mcpsniff.core.literal_search import LiteralSearch
 from mcpsniff.core.secret_names import PROTOCOL_NAMES, Context, is_secret_name, words
 from mcpsniff.core.secret_values import DETECTORS, VALUE_HINTS, Detector
 
@@ -69,6 +70,9 @@ _SCANNER = HintScanner(_NAME_HINTS + _QUERY_HINTS + VALUE_HINTS)
 _NAME_IDS = _SCANNER.ids(_NAME_HINTS)
 _PAIR_IDS = _SCANNER.ids(_NAME_HINTS + _QUERY_HINTS)
 _VALUE_IDS = _SCANNER.ids(VALUE_HINTS)
+#: The hints in any ASCII case, searched in the frame itself: the pre-test of
+#: ``redact_frame`` without the lower-cased copy (core/literal_search.py).
+_ANY_HINT = LiteralSearch((hint, True) for hint in _SCANNER.hints).found
 _TOKEN_ID = _SCANNER.ids((b"token",))
 (_TOKEN_NUMBER,) = _TOKEN_ID
 #: Each value detector with the numbers of its hints.
@@ -102,6 +106,11 @@ def redact_frame(raw: bytes) -> tuple[bytes, int]:
 
     ``raw`` may be JSON, JSON with JSON inside its strings, or plain text.
     """
+    # Almost every frame holds no hint: one caseless pass over the frame says
+    # so (False), where the scanner would need its lower-cased copy. Where a
+    # hint may occur (True), or Hyperscan cannot tell (None), the scanner runs.
+    if type(raw) is bytes and _ANY_HINT(raw) is False:
+        return raw, 0
     low = raw.lower()
     hits = _SCANNER.scan(low)
     if hits is None:

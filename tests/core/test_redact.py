@@ -740,3 +740,22 @@ def test_may_redact_passes_prose_over() -> None:
     ):
         assert not may_redact(frame), frame
         assert redact_frame(frame)[1] == 0, frame
+
+
+def test_the_caseless_pre_test_and_the_scanner_alone_redact_alike(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``redact_frame`` with Hyperscan's pre-test, and without it (None: the scanner decides)."""
+    from mcpsniff.core import redact
+
+    frames = [
+        *redact_reference.short_frames(),
+        b'{"PASSWORD":"hunter2","Api_Key":"abcdef123456"}',
+        b"Authorization: BEARER abcdefghijklmnop0123",
+        b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"yyyy"}]}}',
+        "\u212aey=\u0130 caf\u00e9".encode(),
+    ]
+    with_pre_test = [redact_frame(frame) for frame in frames]
+    monkeypatch.setattr(redact, "_ANY_HINT", lambda raw: None)
+    assert [redact_frame(frame) for frame in frames] == with_pre_test
+    assert with_pre_test[-4][1] == 2
