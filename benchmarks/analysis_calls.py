@@ -15,7 +15,10 @@ with ``PYTHONHASHSEED=0``: hash order moves the count by about 1%.
 of mcpsniff fed the same observations can be compared byte for byte);
 ``--hostile`` adds frames meant to reach redaction's and the rules' slow and
 odd paths (secrets, hidden text, bad JSON, huge ids) to the calls;
-``--no-redact`` records as ``--no-redact`` does; ``--no-trace`` writes no
+``--channel FILE`` reads the observations from ``FILE``, writing them there
+first if it does not exist: made once outside callgrind, the making of the
+workload is not counted with the analysis (callgrind both runs, N and 0,
+with files made alike). ``--no-redact`` records as ``--no-redact`` does; ``--no-trace`` writes no
 trace (what the analysis costs without its trace lines).
 """
 
@@ -128,10 +131,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hostile", action="store_true", help="add the hostile frames")
     parser.add_argument("--no-redact", action="store_true", help="record without redaction")
     parser.add_argument("--no-trace", action="store_true", help="write no trace")
+    parser.add_argument("--channel", type=Path, help="the observations' file (made if missing)")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="analysis-calls-") as folder:
-        channel = Path(folder) / "channel"
-        channel.write_bytes(observations(args.calls, args.hostile))
+        channel = args.channel or Path(folder) / "channel"
+        if not channel.exists():
+            channel.write_bytes(observations(args.calls, args.hostile))
         trace = None if args.no_trace else args.trace or Path(folder) / "trace.jsonl"
         # The collector as a forked analysis process sets it (``fork_analysis``).
         gc.freeze()
