@@ -18,8 +18,11 @@ odd paths (secrets, hidden text, bad JSON, huge ids) to the calls;
 ``--channel FILE`` reads the observations from ``FILE``, writing them there
 first if it does not exist: made once outside callgrind, the making of the
 workload is not counted with the analysis (callgrind both runs, N and 0,
-with files made alike). ``--no-redact`` records as ``--no-redact`` does; ``--no-trace`` writes no
-trace (what the analysis costs without its trace lines).
+with files made alike). ``--opcodes`` counts the Python bytecodes each function executes (a
+``sys.settrace`` opcode tracer; CPython's evaluation loop is about a third
+of a call's instructions) for N calls and for none, and prints the
+difference per call, by function. ``--no-redact`` records as ``--no-redact``
+does; ``--no-trace`` writes no trace (the analysis without its trace lines).
 """
 
 from __future__ import annotations
@@ -29,7 +32,10 @@ import gc
 import os
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 import orjson
 
@@ -91,6 +97,9 @@ def hostile(first: int) -> list[tuple[str, bytes]]:
         (C2S, _call(rid + 2, {"message": '{"api_key":[' * 50})),
         (S2C, _result(rid + 2, "\xff\ufffd" + "caf\u00e9 " * 30)),
         (S2C, b'\xff\xfe{"bad utf-8":"\xc3\x28"}\n'),
+        (C2S, b'{"jsonrpc":"2.0","method":"notifications/progress"}\r\n'),
+        (S2C, b'  {"jsonrpc":"2.0","id":' + str(rid + 2).encode() + b',"result":{}}\n'),
+        (C2S, b'{"jsonrpc":"2.0","id":"a\rb","method":"ping"}\n'),
         (C2S, b"[" + _call(rid + 3, {"message": "batched"}).rstrip() + b"]\n"),
         (S2C, b"[" + _result(rid + 3, "batched").rstrip() + b"]\n"),
     ]
@@ -123,6 +132,40 @@ def run(channel: Path, trace: Path | None, redact: bool = True) -> int:
         os.close(fd)
 
 
+def opcodes(calls: int, channel: Path, trace: Path | None, redact: bool) -> Counter[str]:
+    """Bytecodes executed per function while replaying ``channel`` (``calls`` is its size)."""
+    counts: Counter[str] = Counter()
+
+    def tracer(frame: FrameType, event: str, arg: object) -> Any:
+        frame.f_trace_opcodes = True
+        frame.f_trace_lines = False
+        if event == "opcode":
+            code = frame.f_code
+            counts[f"{Path(code.co_filename).name}:{code.co_name}"] += 1
+        return tracer
+
+    sys.settrace(tracer)
+    try:
+        run(channel, trace, redact=redact)
+    finally:
+        sys.settrace(None)
+    return counts
+
+
+def print_opcodes(calls: int, folder: Path, hostile: bool, trace: bool, redact: bool) -> None:
+    """Bytecodes per call by function: ``calls`` calls against none."""
+    per_run = []
+    for n in (0, calls):
+        channel = folder / f"channel-{n}"
+        channel.write_bytes(observations(n, hostile))
+        per_run.append(opcodes(n, channel, folder / f"trace-{n}.jsonl" if trace else None, redact))
+    base, counted = per_run
+    total = (sum(counted.values()) - sum(base.values())) / calls
+    print(f"{total:,.0f} bytecodes per call")
+    for name in sorted(counted, key=lambda k: base[k] - counted[k])[:40]:
+        print(f"  {(counted[name] - base[name]) / calls:8.1f}  {name}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -132,8 +175,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-redact", action="store_true", help="record without redaction")
     parser.add_argument("--no-trace", action="store_true", help="write no trace")
     parser.add_argument("--channel", type=Path, help="the observations' file (made if missing)")
+    parser.add_argument("--opcodes", action="store_true", help="bytecodes per call, by function")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="analysis-calls-") as folder:
+        if args.opcodes:
+            gc.freeze()
+            gc.set_threshold(*COLLECT_RARELY)
+            calls = max(64, args.calls // 64 * 64)
+            print_opcodes(calls, Path(folder), args.hostile, not args.no_trace, not args.no_redact)
+            return 0
         channel = args.channel or Path(folder) / "channel"
         if not channel.exists():
             channel.write_bytes(observations(args.calls, args.hostile))
