@@ -92,17 +92,11 @@ class LiteralSearch:
 
     def found(self, data: bytes) -> bool | None:
         """Whether a literal occurs in ``data``; None when Hyperscan cannot tell here."""
-        database = self._database
-        if database is None:
-            database = self._database = self._compile()
-        if database is False or len(data) > MAX_LENGTH:
-            return None
+        database, scratch = self._scratch.of
+        if database is None or len(data) > MAX_LENGTH:
+            # This thread's first search (or data Hyperscan cannot take).
+            return self._first_found(data)
         try:
-            scratch_of = self._scratch.of
-            scratch = scratch_of[1]
-            if scratch_of[0] is not database:
-                scratch = hyperscan.Scratch(database)
-                self._scratch.of = (database, scratch)
             # Positional: the binding parses keywords by making a str of each name.
             database.scan(data, _stop, 0, None, scratch)
         except hyperscan.ScanTerminated:
@@ -110,3 +104,17 @@ class LiteralSearch:
         except hyperscan.error:
             return None
         return False
+
+    def _first_found(self, data: bytes) -> bool | None:
+        """``found`` in a thread without its scratch space yet: compile, make it, search."""
+        database = self._database
+        if database is None:
+            database = self._database = self._compile()
+        if database is False or len(data) > MAX_LENGTH:
+            return None
+        try:
+            scratch = hyperscan.Scratch(database)
+        except hyperscan.error:
+            return None
+        self._scratch.of = (database, scratch)
+        return self.found(data)

@@ -82,8 +82,25 @@ def test_a_search_error_leaves_the_answer_to_the_caller(search: LiteralSearch) -
         def scan(self, *args: object) -> None:
             raise literal_search.hyperscan.error("error code -10")
 
-    search._database = Failing()
+    search._scratch.of = (Failing(), None)
     assert search.found(b"token") is None
+
+
+def test_each_thread_searches_with_its_own_scratch_space(search: LiteralSearch) -> None:
+    import threading
+
+    answers: list[bool | None] = []
+    scratches: list[object] = []
+
+    def work() -> None:
+        answers.append(search.found(b"a TOKEN"))
+        scratches.append(search._scratch.of[1])
+
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
+    assert answers == [True]
+    assert scratches[0] is not None and scratches[0] is not search._scratch.of[1]
 
 
 def test_no_literal_or_an_empty_one_is_refused() -> None:
