@@ -30,6 +30,9 @@ from mcpsniff.core.session.base import SessionBase
 from mcpsniff.core.session.dispatch import event_rules, frame_rules
 from mcpsniff.core.session.parsing import analyze_unusual
 
+#: A record without its ``__init__``, for ``Session.feed`` to fill slot by slot
+#: (as ``classification._new_record``); every field is set there.
+_new_record = object.__new__
 #: Transport events that end a session: unanswered requests are reported then.
 END_EVENTS = frozenset({"session-end"})
 
@@ -55,11 +58,22 @@ class Session(SessionBase):
         try:
             for line in lines:
                 seq += 1
-                frame = FrameRecord(seq, t, key, direction, transport, line)
-                if redactor is not None:
+                # FrameRecord(seq, t, key, direction, transport, raw, meta), slot by
+                # slot (``_new_record``: the dataclass's ``__init__`` through
+                # ``type.__call__`` costs more than the stores; every line pays it).
+                frame = _new_record(FrameRecord)
+                frame.seq = seq
+                frame.t = t
+                frame.session = key
+                frame.direction = direction
+                frame.transport = transport
+                frame.value = UNPARSED
+                if redactor is None:
+                    frame.raw = line
+                    frame.meta = None
+                else:
                     frame.raw, count = redactor(line)
-                    if count:
-                        frame.meta = {"redacted": count}
+                    frame.meta = {"redacted": count} if count else None
                 append(frame)
         finally:
             counter.value = seq  # the numbers handed out, even if the redactor failed

@@ -273,3 +273,29 @@ def test_unknown_members_are_kept_in_the_raw_frame() -> None:
     records = session.feed_frame("c2s", "http", raw, 1.0)
     assert records[0].raw == raw
     assert [r.kind for r in records if isinstance(r, MessageRecord)] == ["notification"]
+
+
+@pytest.mark.parametrize("redact", [False, True])
+def test_fed_lines_are_whole_frame_records(redact: bool) -> None:
+    """``feed`` builds its frames slot by slot: every field set, as the dataclass would."""
+    import dataclasses
+
+    from mcpsniff.core.model import UNPARSED
+    from mcpsniff.core.redact import redact_frame
+
+    session = Session("s", "stdio", redactor=redact_frame if redact else None)
+    lines = [b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n', b'{"password":"hunter2"}\n']
+    frames = [
+        r for r in session.feed("c2s", "stdio", b"".join(lines), 2.5) if type(r) is FrameRecord
+    ]
+    expected = [
+        FrameRecord(1, 2.5, "s", "c2s", "stdio", lines[0]),
+        FrameRecord(2, 2.5, "s", "c2s", "stdio", lines[1]),
+    ]
+    if redact:
+        expected[1].raw, count = redact_frame(lines[1])
+        expected[1].meta = {"redacted": count}
+    assert frames == expected
+    for frame in frames:
+        assert [getattr(frame, f.name) for f in dataclasses.fields(frame)]  # no slot left unset
+        assert frame.value is not UNPARSED  # parsed by the analysis
