@@ -108,3 +108,9 @@ def test_no_literal_or_an_empty_one_is_refused() -> None:
         LiteralSearch([])
     with pytest.raises(ValueError):
         LiteralSearch([(b"", True)])
+
+
+def test_a_literal_becomes_a_pattern_of_letters_digits_and_escapes() -> None:
+    assert literal_search._pattern(b"[/inst") == b"\\x5b\\x2finst"
+    assert literal_search._pattern("\u200b".encode()) == b"\\xe2\\x80\\x8b"
+    assert literal_search._pattern(b"sk-9") == b"sk\\x2d9"

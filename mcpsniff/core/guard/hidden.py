@@ -24,7 +24,6 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-import threading
 import unicodedata
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +33,7 @@ from ahocorasick_rs import BytesAhoCorasick, Implementation, MatchKind
 from re2 import _re2
 
 from mcpsniff.core.lazy_pattern import lazy
+from mcpsniff.core.literal_search import LiteralSearch
 
 #: At most this many characters of one text are scanned (a hostile text may be huge).
 MAX_TEXT = 256 * 1024
@@ -383,64 +383,11 @@ _LITERALS: tuple[tuple[bytes, bool], ...] = (
 )
 
 
-def _literal_pattern(literal: bytes) -> bytes:
-    """``literal`` as a Hyperscan pattern: ASCII letters and digits as such, others ``\\xHH``."""
-    return b"".join(
-        bytes((byte,)) if chr(byte).isascii() and chr(byte).isalnum() else b"\\x%02x" % byte
-        for byte in literal
-    )
-
-
-#: The ``hyperscan`` module once ``_compiled_literals`` imported it (loading its
-#: library costs ~9 ms, which a command that judges no tool result need not pay).
-hyperscan: Any = None
-
-
-def _compiled_literals() -> Any:
-    """The Hyperscan database of ``_LITERALS``; False where Hyperscan cannot run here."""
-    global hyperscan
-    try:
-        import hyperscan
-    except ImportError:  # no wheel for the platform (Windows): RE2 alone
-        return False
-    single = hyperscan.HS_FLAG_SINGLEMATCH
-    try:
-        database = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-        database.compile(
-            expressions=[_literal_pattern(literal) for literal, _ in _LITERALS],
-            ids=list(range(len(_LITERALS))),
-            flags=[
-                single | hyperscan.HS_FLAG_CASELESS if fold else single for _, fold in _LITERALS
-            ],
-        )
-    except hyperscan.error:  # a CPU without the instructions it needs: RE2 alone
-        return False
-    return database
-
-
-#: ``_compiled_literals()``, built on the first search (compiling costs ~30 ms,
-#: which a command that judges no tool result need not pay); None before that.
-_literals: Any = None
-
-
-class _Scratch(threading.local):
-    """Each thread's Hyperscan scratch space and the database it was made for.
-
-    A search needs scratch space no other search is using at the same time,
-    and it releases the interpreter lock; Hyperscan's "in use" flag is no lock
-    (two searches can both pass it), so threads that analyze at once each keep
-    their own.
-    """
-
-    of: tuple[Any, Any] = (None, None)
-
-
-_SCRATCH = _Scratch()
-
-
-def _stop(*_match: object) -> bool:
-    """Hyperscan's match handler: the first match ends the search."""
-    return True
+#: ``_LITERALS``' search (core/literal_search.py: compiled by the first search,
+#: which loads Hyperscan's library, ~9 ms a command that judges no tool result
+#: need not pay; a scratch space per thread, since a search releases the
+#: interpreter lock and Hyperscan's "in use" flag is no lock).
+_LITERAL_SEARCH = LiteralSearch(_LITERALS)
 
 
 def _found(data: bytes, search: Any) -> bool:
@@ -450,24 +397,9 @@ def _found(data: bytes, search: Any) -> bool:
     wheel for the platform, a CPU without the instructions it needs) and for
     any error of a search.
     """
-    global _literals
-    literals = _literals
-    if literals is None:
-        literals = _literals = _compiled_literals()
-    if literals is not False:
-        database, scratch = _SCRATCH.of
-        if database is not literals:
-            scratch = hyperscan.Scratch(literals)
-            _SCRATCH.of = (literals, scratch)
-        try:
-            # Positional: the binding parses keywords by making a str of each name.
-            literals.scan(data, _stop, 0, None, scratch)
-        except hyperscan.ScanTerminated:
-            return True
-        except hyperscan.error:
-            pass
-        else:
-            return False
+    found = _LITERAL_SEARCH.found(data)
+    if found is not None:
+        return found
     return search(_UNANCHORED, data, 0, len(data))[0] != _NO_SPAN
 
 
@@ -489,7 +421,11 @@ def clean_json(raw: bytes) -> bool:
     where the search finds nothing, holds no string ``_clean`` would stop.
     False means "ask ``scan`` of each string", never "a hit".
     """
-    return not _found(raw, _ANYTHING_JSON)
+    # ``_found``, inlined: every tool result's frame asks.
+    found = _LITERAL_SEARCH.found(raw)
+    if found is None:
+        found = _ANYTHING_JSON(_UNANCHORED, raw, 0, len(raw))[0] != _NO_SPAN
+    return not found
 
 
 def _invisible_hits(text: str, hits: list[Hit]) -> None:
