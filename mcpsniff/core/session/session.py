@@ -126,6 +126,10 @@ class Session(SessionBase):
         state = self.state
         offsets = state.stream_offset
         message = classification.message
+        # Set only by the "fault" event's rule (rules/resilience.py), never while
+        # frames are analyzed: read once for the run, not once a frame.
+        faults = self.faults
+        unparsed = UNPARSED
         for frame in frames:
             start = len(out)
             out.append(frame)
@@ -134,15 +138,15 @@ class Session(SessionBase):
                 offset = offsets[direction]
                 offsets[direction] = offset + len(frame.raw)
                 value = frame.value
-                if value is UNPARSED:
+                if value is unparsed:
                     # A live frame: parsed here, where the usual one goes straight on
                     # to ``message``; what orjson refuses, ``analyze_unusual`` takes apart.
                     try:
                         value = frame.value = orjson.loads(frame.raw)
                     except orjson.JSONDecodeError:
                         value = UNPARSED  # ``analyze_unusual`` tries the exact parser, then reports
-                if self.faults is not None:
-                    self.faults.frame(frame)  # before any rule judges it (fault_ledger.py)
+                if faults is not None:
+                    faults.frame(frame)  # before any rule judges it (fault_ledger.py)
                 if type(value) is dict and type(value.get("id")) is not float:
                     # The usual frame: one message, already parsed (by the trace
                     # reader, or by a shell that parsed it to redact it).
