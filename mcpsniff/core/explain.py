@@ -11,7 +11,6 @@ catalogue's shorthand (``[C]``, ``⇒``, ``V4+``) spelled out.
 from __future__ import annotations
 
 import re
-import textwrap
 
 from mcpsniff.core import catalog, spec_links
 from mcpsniff.core.descriptions import PLAIN
@@ -375,6 +374,10 @@ def _plain(text: str) -> str:
 
 def explain_lines(rule_ids: list[str], width: int = 100) -> list[str]:
     """``RULE (severity): paragraph``, wrapped, for each rule: check's --explain section."""
+    # Imported here: `check` imports this module for its --explain option,
+    # and a check without it need not pay for textwrap (docs/performance.md, "Start-up").
+    import textwrap
+
     lines: list[str] = []
     for rule_id in rule_ids:
         text = explanation(rule_id)

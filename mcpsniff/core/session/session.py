@@ -10,7 +10,6 @@ that output through ``report`` and ``emit`` (base.py).
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import Iterable
 from typing import Any
 
@@ -183,6 +182,9 @@ class Session(SessionBase):
 
     def _internal_error(self, seq: int, t: float, exc: Exception) -> EventRecord:
         # An analyzer bug must not cost the user their traffic: record it and go on.
+        # `traceback` is imported for the bug alone (docs/performance.md, "Start-up").
+        import traceback
+
         return EventRecord(
             seq,
             t,
