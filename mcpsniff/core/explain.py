@@ -14,6 +14,7 @@ import re
 
 from mcpsniff.core import catalog, spec_links
 from mcpsniff.core.descriptions import PLAIN
+from mcpsniff.core.lazy_pattern import lazy
 from mcpsniff.core.rules.severities import OVERRIDES, severities
 
 #: Hand-written paragraphs: the meaning first, then the fix.
@@ -299,7 +300,7 @@ _BLAME = {
     "[Req]": "the requestor",
     "[Any]": "either side",
 }
-_BLAME_RE = re.compile(r"^\s*(\[(?:C|S|Snd|Rcv|Req|Any)\])\s*")
+_BLAME_RE = lazy(r"^\s*(\[(?:C|S|Snd|Rcv|Req|Any)\])\s*")
 
 
 def explanation(rule_id: str) -> str:
@@ -335,8 +336,8 @@ def built_description(entry: catalog.CatalogEntry) -> str:
     return f"{check} This is {level} of the spec, and {who} is the one to fix: see {source}."
 
 
-_MARK_RE = re.compile(r"\[(?:C|S|Snd|Rcv|Req|Any)\]")
-_VCODE_RE = re.compile(r"\bV([1-5])(?:\s*[\u2013-]\s*V([1-5])|(\+))?\b")
+_MARK_RE = lazy(r"\[(?:C|S|Snd|Rcv|Req|Any)\]")
+_VCODE_RE = lazy(r"\bV([1-5])(?:\s*[\u2013-]\s*V([1-5])|(\+))?\b")
 _SYMBOLS = {
     " ⇒ ": ": ",
     "⇒": ":",

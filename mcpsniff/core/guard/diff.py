@@ -8,16 +8,16 @@ poisoned description usually differs from the approved one by a sentence.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from mcpsniff.core.guard.fingerprint import canonical_json
+from mcpsniff.core.lazy_pattern import lazy
 
 #: At most this many words of one side are shown (the rest is counted).
 MAX_WORDS = 40
-_WORD = re.compile(r"\S+")
+_WORD = lazy(r"\S+")
 
 
 @dataclass(frozen=True, slots=True)
