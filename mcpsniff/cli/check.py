@@ -16,7 +16,6 @@ from mcpsniff.cli.guard_options import guard_check_options, guard_policy
 from mcpsniff.cli.options import format_option
 from mcpsniff.cli.shared import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK, colour, fail
 from mcpsniff.core import catalog
-from mcpsniff.core.explain import explain_lines
 from mcpsniff.terminal.safe_output import tolerate_surrogates
 
 if TYPE_CHECKING:
@@ -187,5 +186,9 @@ def _explain_only(rule_id: str | None) -> None:
         catalog.get(rule_id)
     except KeyError as exc:
         fail("check", str(exc.args[0]))
+    # Imported for --explain alone: its paragraphs (core/descriptions.py) are
+    # no part of checking a trace (docs/performance.md, "Start-up").
+    from mcpsniff.core.explain import explain_lines
+
     for line in explain_lines([rule_id]):
         click.echo(line)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -11,6 +10,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from mcpsniff.cli.shared import fail
+from mcpsniff.core.lazy_pattern import lazy
 
 if TYPE_CHECKING:
     # The guard is imported when an option asks for it: ``check`` without
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*(ms|s|m|min)?\s*$")
+_DURATION = lazy(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*(ms|s|m|min)?\s*$")
 _UNITS = {None: 1.0, "s": 1.0, "ms": 0.001, "m": 60.0, "min": 60.0}
 
 

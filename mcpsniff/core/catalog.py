@@ -23,7 +23,6 @@ counts for the versions it names. Parenthesised notes that are not version range
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 import re
@@ -206,6 +205,9 @@ def get(rule_id: str) -> CatalogEntry:
     try:
         return catalog[rule_id]
     except KeyError:
+        # Imported for an unknown id alone (docs/performance.md, "Start-up").
+        import difflib
+
         close = difflib.get_close_matches(rule_id, list(catalog), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise KeyError(

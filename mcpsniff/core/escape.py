@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import re
 
+from mcpsniff.core.lazy_pattern import lazy
+
 # C0 controls except none (tab and newline included: a traffic string must not
 # start a new line of output, or it could forge one), DEL, C1 controls, the bidi
 # embeddings and overrides U+202A..U+202E, the isolates U+2066..U+2069, and the
@@ -27,9 +29,7 @@ import re
 # Lone surrogates (U+D800..U+DFFF) too: JSON's "\ud800" is valid (RFC 8259 §8.2
 # allows unpaired escapes), but no terminal encoding can write one, so printing
 # it raises UnicodeEncodeError; shown as an escape, it prints.
-_UNSAFE = re.compile(
-    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]"
-)
+_UNSAFE = lazy("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def _visible(match: re.Match[str]) -> str:

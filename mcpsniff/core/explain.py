@@ -11,10 +11,10 @@ catalogue's shorthand (``[C]``, ``⇒``, ``V4+``) spelled out.
 from __future__ import annotations
 
 import re
-import textwrap
 
 from mcpsniff.core import catalog, spec_links
 from mcpsniff.core.descriptions import PLAIN
+from mcpsniff.core.lazy_pattern import lazy
 from mcpsniff.core.rules.severities import OVERRIDES, severities
 
 #: Hand-written paragraphs: the meaning first, then the fix.
@@ -300,7 +300,7 @@ _BLAME = {
     "[Req]": "the requestor",
     "[Any]": "either side",
 }
-_BLAME_RE = re.compile(r"^\s*(\[(?:C|S|Snd|Rcv|Req|Any)\])\s*")
+_BLAME_RE = lazy(r"^\s*(\[(?:C|S|Snd|Rcv|Req|Any)\])\s*")
 
 
 def explanation(rule_id: str) -> str:
@@ -336,8 +336,8 @@ def built_description(entry: catalog.CatalogEntry) -> str:
     return f"{check} This is {level} of the spec, and {who} is the one to fix: see {source}."
 
 
-_MARK_RE = re.compile(r"\[(?:C|S|Snd|Rcv|Req|Any)\]")
-_VCODE_RE = re.compile(r"\bV([1-5])(?:\s*[\u2013-]\s*V([1-5])|(\+))?\b")
+_MARK_RE = lazy(r"\[(?:C|S|Snd|Rcv|Req|Any)\]")
+_VCODE_RE = lazy(r"\bV([1-5])(?:\s*[\u2013-]\s*V([1-5])|(\+))?\b")
 _SYMBOLS = {
     " ⇒ ": ": ",
     "⇒": ":",
@@ -375,6 +375,10 @@ def _plain(text: str) -> str:
 
 def explain_lines(rule_ids: list[str], width: int = 100) -> list[str]:
     """``RULE (severity): paragraph``, wrapped, for each rule: check's --explain section."""
+    # Imported here: `check` imports this module for its --explain option,
+    # and a check without it need not pay for textwrap (docs/performance.md, "Start-up").
+    import textwrap
+
     lines: list[str] = []
     for rule_id in rule_ids:
         text = explanation(rule_id)

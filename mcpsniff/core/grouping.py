@@ -17,11 +17,11 @@ tools that count or filter findings see them all.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcpsniff.core.lazy_pattern import lazy
 from mcpsniff.core.model import FindingRecord
 
 
@@ -51,7 +51,7 @@ class FindingGroup:
 
 # What varies between repeats of one mistake: numbers standing alone (ids, seqs,
 # sizes, milliseconds; not the 2 of a tool named "get_v2") and UUID-like ids.
-_VARIABLE = re.compile(
+_VARIABLE = lazy(
     r"\b[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}\b"
     r"|(?<![\w.])-?\d+(?:\.\d+)?(?![\w])"
 )

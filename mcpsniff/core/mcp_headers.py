@@ -20,20 +20,21 @@ from __future__ import annotations
 
 import base64
 import binascii
-import re
 from dataclasses import dataclass
 from typing import Any, Final
+
+from mcpsniff.core.lazy_pattern import lazy
 
 PREFIX: Final = "=?base64?"
 SUFFIX: Final = "?="
 PARAM_HEADER: Final = "mcp-param-"
 ANNOTATION: Final = "x-mcp-header"
 #: RFC 9110 § 5.6.2: token = 1*tchar.
-_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+_TOKEN = lazy(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 #: What a plain header value may hold: visible ASCII, space and tab (RFC 9110 § 5.5).
-_FIELD_VALUE = re.compile(r"[\x20-\x7e\t]*")
+_FIELD_VALUE = lazy(r"[\x20-\x7e\t]*")
 #: A value that survives as a plain header: visible ASCII and inner spaces only.
-_SAFE = re.compile(r"(?:[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?)?")
+_SAFE = lazy(r"(?:[\x21-\x7e](?:[\x20-\x7e]*[\x21-\x7e])?)?")
 #: "Integer values MUST be within the safe range" (tools.mdx § x-mcp-header).
 SAFE_INTEGER: Final = 2**53 - 1
 #: The types x-mcp-header may annotate: "integer, string, boolean".

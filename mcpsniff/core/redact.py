@@ -35,6 +35,7 @@ from re2 import _re2
 
 from mcpsniff.core.hint_scan import HintScanner, Hits
 from mcpsniff.core.jsontypes import any_leaf
+from mcpsniff.core.lazy_pattern import lazy
 from mcpsniff.core.literal_search import LiteralSearch
 from mcpsniff.core.secret_names import PROTOCOL_NAMES, Context, is_secret_name, words
 from mcpsniff.core.secret_values import DETECTORS, VALUE_HINTS, Detector
@@ -78,7 +79,7 @@ _TOKEN_ID = _SCANNER.ids((b"token",))
 #: Each value detector with the numbers of its hints.
 _DETECTOR_IDS = tuple((detector, _SCANNER.ids(detector.hints)) for detector in DETECTORS)
 _STRING_AT = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_NUMBER_AT = re.compile(rb"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_NUMBER_AT = lazy(rb"-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _COLON_AT = re.compile(rb"[ \t\r\n]*:[ \t\r\n]*")
 # After a name in plain text: `=value`, `: value`, `="value"`, `: Bearer value`.
 _PAIR_TAIL = re.compile(
@@ -86,12 +87,12 @@ _PAIR_TAIL = re.compile(
 )
 #: The rest of the value whose first byte ``_PAIR_TAIL`` matched (kept apart so
 #: that hints inside one long value do not each read it to its end again).
-_VALUE_RUN = re.compile(rb"[^\s&\"',;<>\\]*")
+_VALUE_RUN = lazy(rb"[^\s&\"',;<>\\]*")
 _NAME_BYTES = frozenset(b"abcdefghijklmnopqrstuvwxyz0123456789_.-")
 #: The rest of a name from a hint on, in lower-cased bytes (at most 40 of ``_NAME_BYTES``).
 _NAME_RUN = re.compile(rb"[a-z0-9_.\-]{0,40}")
 # The members whose values the analyzer needs exactly: never touched by a value detector.
-_PROTECTED_BEFORE = re.compile(
+_PROTECTED_BEFORE = lazy(
     rb'"(?:id|progressToken|cursor|nextCursor|requestId|method|jsonrpc)"[ \t\r\n]*:[ \t\r\n]*$'
 )
 # Single bytes searched as ints: ``bytes.__contains__`` with an int is one
@@ -284,7 +285,7 @@ def _value_end(data: bytes, start: int, closes: dict[int, int | None]) -> int | 
 
 
 #: What an array walk stops at: a string's quote, an opening or a closing bracket.
-_ARRAY_TOKEN = re.compile(rb'["\[\]{}]')
+_ARRAY_TOKEN = lazy(rb'["\[\]{}]')
 
 
 def _array_end(data: bytes, start: int, closes: dict[int, int | None]) -> int | None:

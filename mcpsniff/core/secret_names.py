@@ -21,14 +21,15 @@ analyzer must see it intact to pair progress notifications.
 from __future__ import annotations
 
 import functools
-import re
 from typing import Literal
+
+from mcpsniff.core.lazy_pattern import lazy
 
 #: Where a name was found; some short names are secrets only in one place.
 Context = Literal["json", "header", "query", "arg", "text"]
 
 # camelCase, PascalCase, ALLCAPS runs and digits: "APIKey" -> API, Key.
-_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+_WORD = lazy(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
 
 #: Words that name a secret by themselves (as the head or inside the name).
 _SECRET_WORDS = frozenset(

@@ -24,6 +24,7 @@ import re
 from typing import Any
 
 from mcpsniff.core import catalog
+from mcpsniff.core.lazy_pattern import lazy
 from mcpsniff.core.package_data import read_text
 
 SPEC_SITE = "https://modelcontextprotocol.io/specification"
@@ -184,17 +185,17 @@ def finding_link(rule_id: str, data: Any, version: str | None) -> str:
 
 
 _PLACEHOLDERS = (
-    (re.compile(r"\bS/<v>/([\w/.{},-]+?)\.mdx"), r"\1"),
-    (re.compile(r"\bS/(\d{4}-\d{2}-\d{2})/([\w/.{},-]+?)\.mdx"), r"\2 (\1)"),
-    (re.compile(r"\bS5/([\w/.{},-]+?)\.mdx"), r"\1 (2026-07-28)"),
-    (re.compile(r"…/([\w.-]+?)\.mdx"), r"basic/transports/\1 (2026-07-28)"),
-    (re.compile(r"([\w/{},-]+?)\.mdx"), r"\1"),
-    (re.compile(r"\bschema/<v>/schema\.ts"), "schema.ts"),
-    (re.compile(r"\bschema/(\d{4}-\d{2}-\d{2})/schema\.ts"), r"schema.ts (\1)"),
+    (lazy(r"\bS/<v>/([\w/.{},-]+?)\.mdx"), r"\1"),
+    (lazy(r"\bS/(\d{4}-\d{2}-\d{2})/([\w/.{},-]+?)\.mdx"), r"\2 (\1)"),
+    (lazy(r"\bS5/([\w/.{},-]+?)\.mdx"), r"\1 (2026-07-28)"),
+    (lazy(r"…/([\w.-]+?)\.mdx"), r"basic/transports/\1 (2026-07-28)"),
+    (lazy(r"([\w/{},-]+?)\.mdx"), r"\1"),
+    (lazy(r"\bschema/<v>/schema\.ts"), "schema.ts"),
+    (lazy(r"\bschema/(\d{4}-\d{2}-\d{2})/schema\.ts"), r"schema.ts (\1)"),
 )
 
 
-_ALTERNATIVES = re.compile(r"([\w/-]*/)\{([\w,-]+)\}")
+_ALTERNATIVES = lazy(r"([\w/-]*/)\{([\w,-]+)\}")
 
 
 def readable_source(source: str) -> str:
@@ -208,7 +209,7 @@ def readable_source(source: str) -> str:
     return source.replace("<v>", "each version")
 
 
-_QUOTE = re.compile(r'"([^"]{12,})"')
+_QUOTE = lazy(r'"([^"]{12,})"')
 
 
 def spec_quote(source: str) -> str | None:

@@ -6,12 +6,12 @@ length of the session: see ``ids.IdHistory`` and ``ids.BoundedMap``.
 
 from __future__ import annotations
 
-import re
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeAlias
 
 from mcpsniff.core.ids import BoundedMap, IdHistory, IdKey
+from mcpsniff.core.lazy_pattern import lazy
 from mcpsniff.core.model import C2S, S2C, MessageRecord
 
 #: How many recently answered or cancelled ids each direction remembers, to
@@ -188,7 +188,7 @@ CAPTURE_GAP = "capture-wide-gap"
 EXCHANGES_BEGUN = "http-exchanges-begun"
 #: The suffix a relay appending to a shared trace gives its session keys
 #: (``trace.paths.open_trace_file``: ``@pid.time``).
-_RUN_SUFFIX = re.compile(r"@\d+\.\d+\Z")
+_RUN_SUFFIX = lazy(r"@\d+\.\d+\Z")
 
 
 #: Most relay runs per trace whose shared gap facts are kept (a hostile trace

@@ -22,7 +22,9 @@ from typing import IO, Any
 
 import orjson
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
+from mcpsniff.core.lazy_pattern import lazy
+
+_SURROGATE = lazy("[\ud800-\udfff]")
 # What JSON leaves raw but a terminal may act on (core/escape.py's set above
 # U+001F, which JSON already escapes): DEL and the C1 controls, the bidi marks,
 # embeddings, overrides and isolates, U+2028/U+2029 (line breaks to some

@@ -118,3 +118,78 @@ def test_checking_a_clean_recording_compiles_none_of_the_hidden_instruction_patt
     assert done.returncode == 0, done.stderr
     total, compiled = map(int, done.stderr.split())
     assert total >= 20 and compiled == 0
+
+
+#: Patterns a check of a clean trace never uses, by module, each left to its
+#: first use: check's start-up compiles none of them (docs/performance.md, "Start-up").
+START_UP_PATTERNS = {
+    "mcpsniff.cli.guard_options": ("_DURATION",),
+    "mcpsniff.core.escape": ("_UNSAFE",),
+    "mcpsniff.core.explain": ("_BLAME_RE", "_MARK_RE", "_VCODE_RE"),
+    "mcpsniff.core.grouping": ("_VARIABLE",),
+    "mcpsniff.core.guard.diff": ("_WORD",),
+    "mcpsniff.core.mcp_headers": ("_TOKEN", "_FIELD_VALUE", "_SAFE"),
+    "mcpsniff.core.redact": ("_NUMBER_AT", "_VALUE_RUN", "_PROTECTED_BEFORE", "_ARRAY_TOKEN"),
+    "mcpsniff.core.rules.client_features": ("_LINK",),
+    "mcpsniff.core.rules.content": ("_ISO8601",),
+    "mcpsniff.core.rules.jsonrpc": ("_META_KEY",),
+    "mcpsniff.core.rules.stdio": ("_REPLY_ID",),
+    "mcpsniff.core.rules.tasks": ("_ISO8601",),
+    "mcpsniff.core.rules.utilities_2026": ("_EXPRESSION",),
+    "mcpsniff.core.secret_names": ("_WORD",),
+    "mcpsniff.core.spec_links": ("_PLACEHOLDERS", "_ALTERNATIVES", "_QUOTE"),
+    "mcpsniff.core.state": ("_RUN_SUFFIX",),
+    "mcpsniff.terminal.safe_output": ("_SURROGATE",),
+}
+
+
+@pytest.mark.parametrize("module", sorted(START_UP_PATTERNS))
+def test_every_pattern_left_to_its_first_use_compiles(module: str) -> None:
+    import importlib
+
+    namespace = vars(importlib.import_module(module))
+    for name in START_UP_PATTERNS[module]:
+        found = _lazy_patterns(namespace[name])
+        assert found, name
+        for pattern in found:
+            source, flags = pattern._source
+            assert pattern.pattern == source
+            assert pattern.flags == re.compile(source, flags).flags
+
+
+def test_check_start_up_compiles_none_of_the_patterns_left_to_their_first_use(
+    tmp_path: Path,
+) -> None:
+    code = (
+        "import importlib, sys\n"
+        "from mcpsniff.cli import main\n"
+        "try:\n"
+        "    main(sys.argv[1:])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "from mcpsniff.core.lazy_pattern import _LazyPattern\n"
+        f"wanted = {START_UP_PATTERNS!r}\n"
+        "for module, names in wanted.items():\n"
+        "    namespace = vars(importlib.import_module(module))\n"
+        "    for name in names:\n"
+        "        value = namespace[name]\n"
+        "        for p in (value if isinstance(value, tuple) else [(value, None)]):\n"
+        "            state = 'compiled' if 'search' in vars(p[0]) else 'waiting'\n"
+        "            kind = 'lazy' if isinstance(p[0], _LazyPattern) else 'compiled at import'\n"
+        "            print(module, name, kind, state, file=sys.stderr)\n"
+    )
+    trace = tmp_path / "header.jsonl"
+    with (ROOT / "recordings" / "clean-2026-07-28.jsonl").open(encoding="utf-8") as recording:
+        trace.write_text(recording.readline(), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-c", code, "check", "--format", "json", str(trace)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 32, done.stderr
+    assert [line for line in lines if not line.endswith(" lazy waiting")] == []

@@ -290,6 +290,34 @@ def test_inputs_reads_a_frame_glued_after_a_torn_message_with_a_nested_object(
     assert len(warnings) == 1 and "line 3" in warnings[0] and "torn write" in warnings[0]
 
 
+@pytest.mark.parametrize(
+    "derived",
+    [
+        MessageRecord(2, "s", "c2s", "request", id=1, has_id=True, method="ping"),
+        FindingRecord("JR-ID-TYPE", "error", "a finding", "s", [2]),
+        {"type": "header", "format": FORMAT_NAME, "version": 2, "tool": "t", "meta": {}},
+    ],
+    ids=["message", "finding", "header"],
+)
+def test_inputs_reads_a_frame_glued_after_a_torn_flat_derived_line(
+    tmp_path: Path, derived: Any
+) -> None:
+    # A derived line is skipped unread when nothing follows a "{" after its
+    # first byte; a torn piece of a flat one has none of its own, so the "{"
+    # that starts the glued record is what keeps the line from being skipped.
+    line = encode_line(derived) if not isinstance(derived, dict) else orjson.dumps(derived)
+    torn = line[:20]
+    assert b"{" not in torn[1:]
+    path = write_trace(tmp_path / "t.jsonl", [])
+    with path.open("ab") as f:
+        f.write(torn + _embedded_line() + encode_line(MessageRecord(2, "s", "c2s", "request")))
+    warnings: list[str] = []
+    with TraceReader(path, on_skip=warnings.append) as reader:
+        frames = list(reader.inputs())
+    assert [f.raw for f in frames] == [_PING + b"\n"]
+    assert len(warnings) == 1 and "line 2" in warnings[0] and "torn write" in warnings[0]
+
+
 # --------------------------------------------------------------------------- live vs replay
 
 

@@ -8,17 +8,16 @@ poisoned description usually differs from the approved one by a sentence.
 
 from __future__ import annotations
 
-import difflib
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from mcpsniff.core.guard.fingerprint import canonical_json
+from mcpsniff.core.lazy_pattern import lazy
 
 #: At most this many words of one side are shown (the rest is counted).
 MAX_WORDS = 40
-_WORD = re.compile(r"\S+")
+_WORD = lazy(r"\S+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +144,10 @@ def _canonical(value: Any) -> bytes:
 
 def word_diff(old: str, new: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The words of ``old`` that ``new`` dropped and the words it added, in order."""
+    # Imported for a changed text alone: `check` imports this module to list
+    # every offer, most of which never change (docs/performance.md, "Start-up").
+    import difflib
+
     a, b = _WORD.findall(old), _WORD.findall(new)
     removed: list[str] = []
     added: list[str] = []

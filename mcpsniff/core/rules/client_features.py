@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
 from mcpsniff.core.ids import BoundedMap
+from mcpsniff.core.lazy_pattern import lazy
 from mcpsniff.core.model import C2S
 from mcpsniff.core.model import ERROR as ERROR_KIND
 from mcpsniff.core.rules.registry import ERROR, NOTIFICATION, REPLY, REQUEST, RESULT, rule
@@ -40,7 +41,7 @@ RULES = (
 SAMPLE = ("sampling/createMessage",)
 ELICIT = ("elicitation/create",)
 _PRIMITIVES = {"string", "number", "integer", "boolean"}
-_LINK = re.compile(r"https?://", re.IGNORECASE)
+_LINK = lazy(r"https?://", re.IGNORECASE)
 #: URL query keys that put a credential or a session in the URL (ELIC-URL-SAFE heuristic).
 _SECRET_KEYS = {"token", "access_token", "id_token", "password", "passwd", "session", "api_key"}
 #: URL-mode elicitation ids remembered per session (ELIC-COMPLETE-NOTIF).

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from mcpsniff.core.jsontypes import is_base64
+from mcpsniff.core.lazy_pattern import lazy
 from mcpsniff.core.rules.registry import RESULT, rule
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ RULES = (
 
 #: RFC 3986 §3: scheme ":" hier-part, with no whitespace anywhere.
 _URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:[^\s]*$")
-_ISO8601 = re.compile(r"^\d{4}-\d{2}-\d{2}(?:[Tt ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?)?")
+_ISO8601 = lazy(r"^\d{4}-\d{2}-\d{2}(?:[Tt ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?)?")
 #: At most this many items of one list are looked at (a hostile list may be huge).
 MAX_ITEMS = 1000
 _NOTHING = object()

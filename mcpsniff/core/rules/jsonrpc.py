@@ -6,11 +6,11 @@ session did not classify as plain (``core/session/classification.py``).
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 from mcpsniff.core.ids import id_value, show_id
 from mcpsniff.core.jsontypes import json_type
+from mcpsniff.core.lazy_pattern import lazy
 from mcpsniff.core.model import CALLS, ERROR, OPPOSITE, REPLIES, REQUEST, SENDER
 from mcpsniff.core.protocol import V1, V3, version_at_least
 from mcpsniff.core.rules.registry import FRAME, MESSAGE, PAIRING, rule
@@ -72,9 +72,7 @@ _NULL_ID_CODES = {-32700, -32600}
 # with a letter and ending with a letter or digit; then a name that is empty or
 # starts and ends alphanumeric with [A-Za-z0-9._-] inside.
 _LABEL = r"[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
-_META_KEY = re.compile(
-    rf"^(?:{_LABEL}(?:\.{_LABEL})*/)?(?:[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)?$"
-)
+_META_KEY = lazy(rf"^(?:{_LABEL}(?:\.{_LABEL})*/)?(?:[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)?$")
 #: OpenTelemetry keys allowed in 2026-07-28 (S/2026-07-28/basic/index.mdx § _meta).
 _OTEL_KEYS = {"traceparent", "tracestate", "baggage"}
 #: Grammar verdicts for _meta keys seen so far: the same few keys (progressToken)

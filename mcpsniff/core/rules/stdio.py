@@ -19,7 +19,6 @@ it carried is linked to its request, which then is not "never answered").
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +26,7 @@ import orjson
 
 from mcpsniff.core.diagnosis import diagnose
 from mcpsniff.core.ids import id_key, show_id
+from mcpsniff.core.lazy_pattern import lazy
 from mcpsniff.core.model import C2S, OPPOSITE, S2C, SENDER
 from mcpsniff.core.rules.registry import EVENT, FRAME, rule
 from mcpsniff.core.state import Answered
@@ -107,7 +107,7 @@ def unparseable(session: Session, frame: FrameRecord, offset: int) -> None:
 
 
 #: A response's id near its start, as JSON spells it: an integer or a simple string.
-_REPLY_ID = re.compile(rb'"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,200}")')
+_REPLY_ID = lazy(rb'"id"\s*:\s*(-?\d{1,18}|"[^"\\]{0,200}")')
 
 
 def _link_unreadable_reply(session: Session, frame: FrameRecord) -> dict[str, Any] | None:

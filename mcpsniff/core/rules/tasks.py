@@ -20,11 +20,11 @@ these rules keep to the handshake era.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mcpsniff.core.ids import BoundedMap, id_key
+from mcpsniff.core.lazy_pattern import lazy
 from mcpsniff.core.model import C2S, ERROR, OPPOSITE, SENDER
 from mcpsniff.core.protocol import STATELESS
 from mcpsniff.core.rules.registry import NOTIFICATION, REPLY, REQUEST, TASK_CREATED, rule
@@ -76,7 +76,7 @@ CAPABILITY_PATH = {
     "elicitation/create": ("elicitation", "create"),
 }
 #: ISO 8601 date-time as the schema's Task.createdAt requires (RFC 3339 profile, lenient).
-_ISO8601 = re.compile(
+_ISO8601 = lazy(
     r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:[Zz]|[+-]\d{2}:?\d{2})?$"
 )
 

@@ -30,6 +30,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from mcpsniff.core import trace_context
+from mcpsniff.core.lazy_pattern import lazy
 from mcpsniff.core.model import C2S, ERROR, S2C, SENDER
 from mcpsniff.core.protocol import LOG_LEVEL_ORDER, META_VERSION, STATELESS, V5
 from mcpsniff.core.rules.registry import MESSAGE, NOTIFICATION, RESPONSE, RESULT, rule
@@ -50,7 +51,7 @@ LOG_LEVEL_META = "io.modelcontextprotocol/logLevel"
 URI_LIMIT = 65536
 #: Resource templates remembered (beyond it, no verdict either).
 TEMPLATE_LIMIT = 1024
-_EXPRESSION = re.compile(r"\{[^{}]*\}")
+_EXPRESSION = lazy(r"\{[^{}]*\}")
 
 
 # --------------------------------------------------------------------------- logging

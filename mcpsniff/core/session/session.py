@@ -10,7 +10,6 @@ that output through ``report`` and ``emit`` (base.py).
 
 from __future__ import annotations
 
-import traceback
 from collections.abc import Iterable
 from typing import Any
 
@@ -140,6 +139,10 @@ class Session(SessionBase):
         state = self.state
         offsets = state.stream_offset
         message = classification.message
+        # Set only by the "fault" event's rule (rules/resilience.py), never while
+        # frames are analyzed: read once for the run, not once a frame.
+        faults = self.faults
+        unparsed = UNPARSED
         for frame in frames:
             start = len(out)
             out.append(frame)
@@ -148,15 +151,15 @@ class Session(SessionBase):
                 offset = offsets[direction]
                 offsets[direction] = offset + len(frame.raw)
                 value = frame.value
-                if value is UNPARSED:
+                if value is unparsed:
                     # A live frame: parsed here, where the usual one goes straight on
                     # to ``message``; what orjson refuses, ``analyze_unusual`` takes apart.
                     try:
                         value = frame.value = orjson.loads(frame.raw)
                     except orjson.JSONDecodeError:
                         value = UNPARSED  # ``analyze_unusual`` tries the exact parser, then reports
-                if self.faults is not None:
-                    self.faults.frame(frame)  # before any rule judges it (fault_ledger.py)
+                if faults is not None:
+                    faults.frame(frame)  # before any rule judges it (fault_ledger.py)
                 if type(value) is dict and type(value.get("id")) is not float:
                     # The usual frame: one message, already parsed (by the trace
                     # reader, or by a shell that parsed it to redact it).
@@ -193,6 +196,9 @@ class Session(SessionBase):
 
     def _internal_error(self, seq: int, t: float, exc: Exception) -> EventRecord:
         # An analyzer bug must not cost the user their traffic: record it and go on.
+        # `traceback` is imported for the bug alone (docs/performance.md, "Start-up").
+        import traceback
+
         return EventRecord(
             seq,
             t,
