@@ -13,6 +13,7 @@ import orjson
 
 from mcpsniff.core.jsontypes import is_base64
 from mcpsniff.core.rules.registry import RESULT, rule
+from mcpsniff.core.rules.repeats import clean_before, judged_clean
 
 if TYPE_CHECKING:
     from mcpsniff.core.session import Session
@@ -347,6 +348,11 @@ def resource_items(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     items = result.get(_RESOURCE_KEYS.get(method, ""))
     if type(items) is not list:
         return
+    # A listing's verdict is its own (a read's contents differ each time): one
+    # sent again byte for byte after one without a finding has none either.
+    listing = method != "resources/read"
+    if listing and clean_before(session, msg, result, "RES-URI"):
+        return
     bad_uri = annotated = False
     for item in items[:MAX_ITEMS]:
         if type(item) is not dict:
@@ -358,7 +364,9 @@ def resource_items(session: Session, msg: Msg, result: dict[str, Any]) -> None:
         if "annotations" in item:
             annotated = True
     if annotated:
-        annotations(session, msg, result)
+        annotations(session, msg, result)  # judged afresh each time
+    elif listing and not bad_uri:
+        judged_clean(session, msg, result, "RES-URI")
 
 
 # --------------------------------------------------------------------------- prompts
@@ -420,6 +428,10 @@ _ICON_METHODS = (
 def icons(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     """Icons: a src URI (https: or data:), optional mimeType, sizes[], theme light|dark."""
     method = msg.request.method if msg.request is not None else ""
+    # The verdict is the result's alone: a listing sent again byte for byte
+    # after one without a finding has none either (rules/repeats.py).
+    if method != "initialize" and clean_before(session, msg, result, "ICON-SHAPE"):
+        return
     for icon in _icons(method, result):
         src = icon.get("src") if isinstance(icon, dict) else None
         sizes = icon.get("sizes") if isinstance(icon, dict) else None
@@ -450,3 +462,5 @@ def icons(session: Session, msg: Msg, result: dict[str, Any]) -> None:
                 severity="warning",  # HEUR for the server that emits it (catalogue)
             )
             return
+    if method != "initialize":
+        judged_clean(session, msg, result, "ICON-SHAPE")

@@ -30,6 +30,7 @@ from mcpsniff.core.protocol import (
 from mcpsniff.core.redact import redaction_explains
 from mcpsniff.core.rules import registry
 from mcpsniff.core.rules.registry import NOTIFICATION, REQUEST, RESULT, rule
+from mcpsniff.core.rules.repeats import clean_before, judged_clean
 from mcpsniff.core.schemas import CompiledSchema, compile_schema
 from mcpsniff.core.state import ToolInfo
 
@@ -567,6 +568,10 @@ def _named_entries(rule_id: str, method: str, key: str, locator: str) -> ResultC
     message = f"every {method} entry needs a string {locator} and name"
 
     def check(session: Session, msg: Msg, result: dict[str, Any]) -> None:
+        # The verdict is the result's alone: a listing sent again byte for byte
+        # after one without a finding has none either (rules/repeats.py).
+        if clean_before(session, msg, result, rule_id):
+            return
         items = result.get(key)
         if not isinstance(items, list):
             session.report(rule_id, message, [msg.frame])
@@ -581,6 +586,7 @@ def _named_entries(rule_id: str, method: str, key: str, locator: str) -> ResultC
             ):
                 session.report(rule_id, message, [msg.frame])
                 return
+        judged_clean(session, msg, result, rule_id)
 
     return check
 
