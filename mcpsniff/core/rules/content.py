@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from mcpsniff.core.jsontypes import is_base64
+from mcpsniff.core.rules import repeats
 from mcpsniff.core.rules.registry import RESULT, rule
-from mcpsniff.core.rules.repeats import clean_before, judged_clean
 
 if TYPE_CHECKING:
     from mcpsniff.core.session import Session
@@ -351,7 +351,7 @@ def resource_items(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     # A listing's verdict is its own (a read's contents differ each time): one
     # sent again byte for byte after one without a finding has none either.
     listing = method != "resources/read"
-    if listing and clean_before(session, msg, result, "RES-URI"):
+    if listing and repeats.clean_before(session, msg, result, "RES-URI"):
         return
     bad_uri = annotated = False
     for item in items[:MAX_ITEMS]:
@@ -366,7 +366,7 @@ def resource_items(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     if annotated:
         annotations(session, msg, result)  # judged afresh each time
     elif listing and not bad_uri:
-        judged_clean(session, msg, result, "RES-URI")
+        repeats.judged_clean(session, msg, result, "RES-URI")
 
 
 # --------------------------------------------------------------------------- prompts
@@ -430,7 +430,7 @@ def icons(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     method = msg.request.method if msg.request is not None else ""
     # The verdict is the result's alone: a listing sent again byte for byte
     # after one without a finding has none either (rules/repeats.py).
-    if method != "initialize" and clean_before(session, msg, result, "ICON-SHAPE"):
+    if method != "initialize" and repeats.clean_before(session, msg, result, "ICON-SHAPE"):
         return
     for icon in _icons(method, result):
         src = icon.get("src") if isinstance(icon, dict) else None
@@ -463,4 +463,4 @@ def icons(session: Session, msg: Msg, result: dict[str, Any]) -> None:
             )
             return
     if method != "initialize":
-        judged_clean(session, msg, result, "ICON-SHAPE")
+        repeats.judged_clean(session, msg, result, "ICON-SHAPE")

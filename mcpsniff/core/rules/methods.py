@@ -28,9 +28,8 @@ from mcpsniff.core.protocol import (
     version_at_least,
 )
 from mcpsniff.core.redact import redaction_explains
-from mcpsniff.core.rules import registry
+from mcpsniff.core.rules import registry, repeats
 from mcpsniff.core.rules.registry import NOTIFICATION, REQUEST, RESULT, rule
-from mcpsniff.core.rules.repeats import clean_before, judged_clean
 from mcpsniff.core.schemas import CompiledSchema, compile_schema
 from mcpsniff.core.state import ToolInfo
 
@@ -570,7 +569,7 @@ def _named_entries(rule_id: str, method: str, key: str, locator: str) -> ResultC
     def check(session: Session, msg: Msg, result: dict[str, Any]) -> None:
         # The verdict is the result's alone: a listing sent again byte for byte
         # after one without a finding has none either (rules/repeats.py).
-        if clean_before(session, msg, result, rule_id):
+        if repeats.clean_before(session, msg, result, rule_id):
             return
         items = result.get(key)
         if not isinstance(items, list):
@@ -586,7 +585,7 @@ def _named_entries(rule_id: str, method: str, key: str, locator: str) -> ResultC
             ):
                 session.report(rule_id, message, [msg.frame])
                 return
-        judged_clean(session, msg, result, rule_id)
+        repeats.judged_clean(session, msg, result, rule_id)
 
     return check
 

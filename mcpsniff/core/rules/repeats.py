@@ -38,7 +38,7 @@ def listing_key(session: Session, msg: Msg, result: dict[str, Any]) -> bytes | t
     fingerprint does too). None: too big to keep, or not JSON again (an integer
     beyond 64 bits).
     """
-    kept = session.state.rule_state.get("guard_listing")
+    kept = session.state.rule_state.get("result_key")
     if kept is not None and kept[0] is msg:
         return kept[1]
     raw: bytes | tuple[bytes] | None = None
@@ -51,7 +51,7 @@ def listing_key(session: Session, msg: Msg, result: dict[str, Any]) -> bytes | t
                 raw = orjson.dumps(result)
             if raw is not None and len(raw) > MAX_KEPT_LIST:
                 raw = None
-    session.state.rule_state["guard_listing"] = (msg, raw)
+    session.state.rule_state["result_key"] = (msg, raw)
     return raw
 
 

@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 from mcpsniff.core import trace_context
 from mcpsniff.core.model import C2S, ERROR, S2C, SENDER
 from mcpsniff.core.protocol import LOG_LEVEL_ORDER, META_VERSION, STATELESS, V5
+from mcpsniff.core.rules import repeats
 from mcpsniff.core.rules.registry import MESSAGE, NOTIFICATION, RESPONSE, RESULT, rule
-from mcpsniff.core.rules.repeats import clean_before, judged_clean
 
 if TYPE_CHECKING:
     from mcpsniff.core.session import Session
@@ -244,7 +244,7 @@ def resource_listing(session: Session, msg: Msg, result: dict[str, Any]) -> None
         if (
             (known.listed or not last_page)
             and (known.overflow or len(known.uris) < URI_LIMIT)
-            and clean_before(session, msg, result, "MOD-RES-NOT-FOUND")
+            and repeats.clean_before(session, msg, result, "MOD-RES-NOT-FOUND")
         ):
             # A page byte for byte one recorded before (with the set below the
             # limit then and now, so ``overflow`` stays as it is): every uri of
@@ -264,7 +264,7 @@ def resource_listing(session: Session, msg: Msg, result: dict[str, Any]) -> None
                 known.overflow = len(known.uris) > URI_LIMIT
         known.listed = known.listed or last_page
         if not known.overflow:
-            judged_clean(session, msg, result, "MOD-RES-NOT-FOUND")
+            repeats.judged_clean(session, msg, result, "MOD-RES-NOT-FOUND")
     else:
         for item in _listed(result, "resourceTemplates"):
             if isinstance(item, dict) and isinstance(item.get("uriTemplate"), str):
