@@ -294,6 +294,7 @@ def _initialize_request(session: Session, msg: Msg) -> None:
         lc.offered_from_stateless = True
     else:
         state.era = HANDSHAKE
+        state.settle_era()
     if lc.init_seq is not None:
         session.report(
             "LC-INIT-REPEAT",
@@ -624,6 +625,7 @@ def _initialize_response(session: Session, msg: Msg) -> None:
             return
         state.era = HANDSHAKE
         state.version = None
+        state.settle_era()
     lc.init_response_seq = msg.frame
     if msg.kind == ERROR:
         lc.init_ok = False
@@ -638,6 +640,7 @@ def _initialize_response(session: Session, msg: Msg) -> None:
     if isinstance(version, str):
         if is_known_version(version):
             state.version = version
+            state.settle_era()
         else:
             session.report(
                 "LC-VERSION-SERVER",
