@@ -558,10 +558,12 @@ def _version_disconnect(session: Session, msg: Msg) -> None:
 # --------------------------------------------------------------------------- responses
 
 
+# The answers are judged by two rules: the stateless era's result rules, for
+# every method but only in a 2026-07-28 session (``modern``: a legacy session's
+# dispatch leaves them out), and the handshake's, for initialize alone. The
+# stateless one runs first: it must see the initialize answer before
+# ``_initialize_response`` settles the handshake (a refused one forgets init_seq).
 @rule(
-    "CAP-SHAPE",
-    "LC-INIT-RESULT",
-    "LC-VERSION-SERVER",
     "MOD-CACHE",
     "MOD-DISCOVER",
     "MOD-ERRCODES",
@@ -573,13 +575,16 @@ def _version_disconnect(session: Session, msg: Msg) -> None:
     "MOD-SERVERINFO",
     "MOD-UNSUPPORTED-VERSION",
     on=RESPONSE,
+    modern=True,
 )
-def on_response(session: Session, msg: Msg) -> None:
-    """Handshake results and the stateless era's result rules."""
+def on_stateless_response(session: Session, msg: Msg) -> None:
+    """The stateless era's result rules (the handshake's answer is ``on_initialize_response``'s)."""
     state = session.state
+    if state.era != STATELESS:
+        return
     request = msg.request
     if msg.direction == C2S:
-        if state.era == STATELESS and request is not None:
+        if request is not None:
             session.report(
                 "MOD-NO-SERVER-REQUESTS",
                 "the client sent a JSON-RPC response; in 2026-07-28 clients never do",
@@ -587,18 +592,28 @@ def on_response(session: Session, msg: Msg) -> None:
             )
         return
     if request is None:
-        if state.era == STATELESS and msg.kind == ERROR:
+        if msg.kind == ERROR:
             _v5_error(session, msg)
         return
     if request.method == "initialize" and request.seq == state.lifecycle.init_seq:
+        return  # the handshake's answer
+    if msg.kind == ERROR:
+        _v5_error(session, msg)
+    else:
+        state.lifecycle.modern_answered = True
+        _v5_result(session, msg, request.method)
+
+
+@rule("CAP-SHAPE", "LC-INIT-RESULT", "LC-VERSION-SERVER", on=RESPONSE, methods=("initialize",))
+def on_initialize_response(session: Session, msg: Msg) -> None:
+    """The server's answer to the session's initialize request."""
+    request = msg.request
+    if (
+        msg.direction != C2S
+        and request is not None
+        and request.seq == session.state.lifecycle.init_seq
+    ):
         _initialize_response(session, msg)
-        return
-    if state.era == STATELESS:
-        if msg.kind == ERROR:
-            _v5_error(session, msg)
-        else:
-            state.lifecycle.modern_answered = True
-            _v5_result(session, msg, request.method)
 
 
 @rule("CAP-SHAPE", "LC-INIT-RESULT", "LC-VERSION-SERVER", on=PAIRING, keys=("late-initialize",))
