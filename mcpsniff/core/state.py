@@ -319,9 +319,9 @@ class SessionState:
     #: Whether a listed tool has an execution.taskSupport (rules/tasks.py checks its calls).
     task_tools: bool = False
     tools_partial: list[Any] | None = None
-    #: (version, serialized list) of the tools/list result that set ``tools``
-    #: without a finding; None when it raised one (rules/methods.py).
-    tools_seen: tuple[str | None, bytes] | None = None
+    #: (version, the result's key or the pages' bytes) of the tools/list result
+    #: that set ``tools`` without a finding; None when it raised one (rules/methods.py).
+    tools_seen: tuple[str | None, bytes | tuple[bytes]] | None = None
     cursors: dict[str, BoundedMap] = field(default_factory=dict)
     stream_offset: dict[str, int] = field(default_factory=lambda: {C2S: 0, S2C: 0})
     log_level: str | None = None
