@@ -233,6 +233,11 @@ def embedded_resources(session: Session, msg: Msg, result: dict[str, Any]) -> No
 @rule("TOOL-ANNOTATIONS-SHAPE", on=RESULT, methods=("tools/list",))
 def tool_annotations(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     """Tool annotations: the four hints are booleans, title is a string."""
+    # The verdict is the result's alone: a listing sent again byte for byte
+    # after one without a finding has none either (rules/repeats.py).
+    if repeats.clean_before(session, msg, result, "TOOL-ANNOTATIONS-SHAPE"):
+        return
+    clean = True
     for tool in _blocks(result, "tools"):
         annotations = tool.get("annotations")
         if annotations is None:
@@ -255,6 +260,9 @@ def tool_annotations(session: Session, msg: Msg, result: dict[str, Any]) -> None
                 tool=tool.get("name"),
                 fields=bad,
             )
+            clean = False
+    if clean:
+        repeats.judged_clean(session, msg, result, "TOOL-ANNOTATIONS-SHAPE")
 
 
 # --------------------------------------------------------------------------- resources

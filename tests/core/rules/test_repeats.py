@@ -15,6 +15,7 @@ NO_NAME = {"uri": "file:///b.txt"}
 BAD_URI = {"uri": "not a uri", "name": "b"}
 ICON = {"name": "t", "inputSchema": {"type": "object"}, "icons": [{"src": "https://x/i.png"}]}
 BAD_ICON = {"name": "t", "inputSchema": {"type": "object"}, "icons": [{"src": "ftp://x/i.png"}]}
+BAD_HINT = {**ICON, "annotations": {"readOnlyHint": "yes"}}
 PROOF = Proof("RES-LIST-SHAPE", fire=[], miss=[])
 
 
@@ -40,6 +41,7 @@ def _without_skipping(monkeypatch: pytest.MonkeyPatch) -> None:
         ("resources/list", {"resources": [GOOD]}, {"resources": [NO_NAME]}, "RES-LIST-SHAPE"),
         ("resources/list", {"resources": [GOOD]}, {"resources": [BAD_URI]}, "RES-URI"),
         ("tools/list", {"tools": [ICON]}, {"tools": [BAD_ICON]}, "ICON-SAFE-SCHEME"),
+        ("tools/list", {"tools": [ICON]}, {"tools": [BAD_HINT]}, "TOOL-ANNOTATIONS-SHAPE"),
     ],
 )
 def test_a_repeat_says_what_the_first_said(
@@ -53,6 +55,7 @@ def test_a_repeat_says_what_the_first_said(
     assert found == [replies[2], replies[3], replies[5]]
     key = convo.session.state.rule_state["clean_results"]
     assert any(name in (rule, "RES-LIST-SHAPE", "ICON-SHAPE") for name, _ in key)
+    assert ("TOOL-ANNOTATIONS-SHAPE", "tools/list") in key or method != "tools/list"
 
 
 def test_the_skip_changes_no_verdict_on_repeated_listings(monkeypatch: pytest.MonkeyPatch) -> None:
