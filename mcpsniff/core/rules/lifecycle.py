@@ -178,15 +178,17 @@ def on_request(session: Session, msg: Msg) -> None:
         elif not state.first_c2s_seen:
             _first_message(session, msg)
         state.first_c2s_seen = True
-        if state.era == STATELESS and _legacy_offer(session, msg):
-            # A legacy initialize carries no 2026-07-28 _meta. After a modern request
-            # failed it is the fallback streamable-http.mdx § Backward Compatibility
-            # describes; to a server that already answered one, a removed method.
-            if state.lifecycle.modern_answered:
-                _removed_request(session, msg)
-        elif state.era == STATELESS:
-            # The era is already decided (core/session/scoping.py); only its rules read _meta.
-            _stateless_request(session, msg)
+        if state.era == STATELESS:
+            if _legacy_offer(session, msg):
+                # A legacy initialize carries no 2026-07-28 _meta. After a modern request
+                # failed it is the fallback streamable-http.mdx § Backward Compatibility
+                # describes; to a server that already answered one, a removed method.
+                if state.lifecycle.modern_answered:
+                    _removed_request(session, msg)
+            else:
+                # The era is already decided (core/session/scoping.py); only its rules
+                # read _meta.
+                _stateless_request(session, msg)
         else:
             # Once initialize has an answer and initialized came, only the
             # capability gate can fire; the one-capability gate declared is
