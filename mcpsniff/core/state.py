@@ -13,6 +13,7 @@ from typing import Any, ClassVar, TypeAlias
 from mcpsniff.core.ids import BoundedMap, IdHistory, IdKey
 from mcpsniff.core.lazy_pattern import lazy
 from mcpsniff.core.model import C2S, S2C, MessageRecord
+from mcpsniff.core.protocol import HANDSHAKE, V5
 
 #: How many recently answered or cancelled ids each direction remembers, to
 #: tell a late response from a duplicate one and to name the first response.
@@ -278,6 +279,13 @@ class SessionState:
     pinned: ClassVar[bool] = False
     era: str | None = None
     version: str | None = None
+    #: A session of the handshake era with a version before 2026-07-28: the
+    #: session dispatches its messages through the registry's legacy tables,
+    #: which leave out the rules silent there (core/rules/registry.py ``modern``).
+    #: ``settle_era`` keeps it after ``era`` or ``version`` is set. False, every
+    #: rule, is never wrong (a ``modern`` rule returns at once in a legacy
+    #: session), only slower: state that sets neither through it loses nothing.
+    legacy: bool = False
     client_caps: dict[str, Any] | None = None
     server_caps: dict[str, Any] | None = None
     lifecycle: Lifecycle = field(default_factory=Lifecycle)
@@ -311,9 +319,9 @@ class SessionState:
     #: Whether a listed tool has an execution.taskSupport (rules/tasks.py checks its calls).
     task_tools: bool = False
     tools_partial: list[Any] | None = None
-    #: (version, serialized list) of the tools/list result that set ``tools``
-    #: without a finding; None when it raised one (rules/methods.py).
-    tools_seen: tuple[str | None, bytes] | None = None
+    #: (version, the result's key or the pages' bytes) of the tools/list result
+    #: that set ``tools`` without a finding; None when it raised one (rules/methods.py).
+    tools_seen: tuple[str | None, bytes | tuple[bytes]] | None = None
     cursors: dict[str, BoundedMap] = field(default_factory=dict)
     stream_offset: dict[str, int] = field(default_factory=lambda: {C2S: 0, S2C: 0})
     log_level: str | None = None
@@ -329,3 +337,7 @@ class SessionState:
     tasks: Any = None
     #: What capture gaps hide (rules/flow.py), created on the first gap.
     gaps: CaptureGaps | None = None
+
+    def settle_era(self) -> None:
+        """Decide ``legacy`` again once ``era`` or ``version`` changed (as the rules read them)."""
+        self.legacy = self.era == HANDSHAKE and self.version != V5

@@ -84,6 +84,7 @@ class _PinnedState(SessionState):
     def __init__(self, version: str) -> None:
         super().__init__()
         self._pinned = (version, STATELESS if version in catalog.STATELESS_VERSIONS else HANDSHAKE)
+        self.settle_era()  # the target's era and version, from the first message on
 
     version = _pinned_field("version", 0)  # type: ignore[assignment]
     era = _pinned_field("era", 1)  # type: ignore[assignment]

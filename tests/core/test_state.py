@@ -571,3 +571,60 @@ def test_a_capture_wide_gap_concerns_only_its_own_run() -> None:
     findings, unjudged = capture.run()
     assert [f.session for f in findings if f.rule == "JR-RESP-REQUIRED"] == ["a"]
     assert unjudged == {"JR-RESP-REQUIRED": 1}
+
+
+@pytest.mark.parametrize(
+    ("era", "version", "legacy"),
+    [
+        (None, None, False),
+        ("handshake", None, True),
+        ("handshake", "2025-06-18", True),
+        ("handshake", "2026-07-28", False),
+        ("stateless", "2026-07-28", False),
+        ("stateless", "2025-11-25", False),
+    ],
+)
+def test_settle_era_decides_legacy(era: str | None, version: str | None, legacy: bool) -> None:
+    from mcpsniff.core.state import SessionState
+
+    state = SessionState()
+    state.era, state.version = era, version
+    assert state.legacy is False  # not decided until settled
+    state.settle_era()
+    assert state.legacy is legacy
+
+
+def test_every_proof_leaves_legacy_as_its_era_and_version_say(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """After every message of every proof, ``legacy`` is what era and version say:
+    each place that sets them settles it (the dispatch reads it for every message)."""
+    from mcpsniff.core.session import classification
+    from tests.core.rules.test_registry import all_proofs
+
+    seen: list[tuple[bool, bool]] = []
+    message = classification.message
+
+    def checked(session: Any, *args: Any) -> Any:
+        msg = message(session, *args)
+        state = session.state
+        seen.append((state.legacy, state.era == "handshake" and state.version != "2026-07-28"))
+        return msg
+
+    monkeypatch.setattr(classification, "message", checked)
+    for proof in all_proofs():
+        for steps, near in ((proof.fire, False), (proof.miss, True)):
+            play(proof, steps, near=near)
+    assert len(seen) > 1000
+    assert {kept for kept, _ in seen} == {True, False}
+    assert [kept for kept, _ in seen] == [due for _, due in seen]
+
+
+@pytest.mark.parametrize(("version", "legacy"), [("2025-11-25", True), ("2026-07-28", False)])
+def test_the_handshakes_answer_settles_legacy(version: str, legacy: bool) -> None:
+    """initialize makes the session legacy until its answer names the version."""
+    convo = Conversation()
+    convo.client(request(0, "initialize", {"protocolVersion": version, "capabilities": {}}))
+    assert convo.session.state.legacy is True  # the handshake era, no version yet
+    convo.handshake(version)
+    assert convo.session.state.legacy is legacy

@@ -13,6 +13,7 @@
 * ``utilities``: completion, prompts, logging, pagination, task errors, MRTR (registered)
 * ``content``: content blocks, resources, annotations, icons (registered rules)
 * ``registry``: ``@rule(ids, on=..., methods=...)``, how a rule declares itself
+* ``repeats``: a result sent again byte for byte, and the rules that judged it clean
 * ``http``: HTTP transport rules fed by the HTTP shell's events (HTTP-*, SSE-*, AUTH-*)
 * ``http_bodies``: what may travel in a POST body, a JSON reply, a GET stream
 * ``http_origin``: a local server accepting a foreign Origin (HTTP-ORIGIN, SSE-ORIGIN)

@@ -13,6 +13,7 @@ import orjson
 
 from mcpsniff.core.jsontypes import is_base64
 from mcpsniff.core.lazy_pattern import lazy
+from mcpsniff.core.rules import repeats
 from mcpsniff.core.rules.registry import RESULT, rule
 
 if TYPE_CHECKING:
@@ -233,6 +234,11 @@ def embedded_resources(session: Session, msg: Msg, result: dict[str, Any]) -> No
 @rule("TOOL-ANNOTATIONS-SHAPE", on=RESULT, methods=("tools/list",))
 def tool_annotations(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     """Tool annotations: the four hints are booleans, title is a string."""
+    # The verdict is the result's alone: a listing sent again byte for byte
+    # after one without a finding has none either (rules/repeats.py).
+    if repeats.clean_before(session, msg, result, "TOOL-ANNOTATIONS-SHAPE"):
+        return
+    clean = True
     for tool in _blocks(result, "tools"):
         annotations = tool.get("annotations")
         if annotations is None:
@@ -255,6 +261,9 @@ def tool_annotations(session: Session, msg: Msg, result: dict[str, Any]) -> None
                 tool=tool.get("name"),
                 fields=bad,
             )
+            clean = False
+    if clean:
+        repeats.judged_clean(session, msg, result, "TOOL-ANNOTATIONS-SHAPE")
 
 
 # --------------------------------------------------------------------------- resources
@@ -348,6 +357,11 @@ def resource_items(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     items = result.get(_RESOURCE_KEYS.get(method, ""))
     if type(items) is not list:
         return
+    # A listing's verdict is its own (a read's contents differ each time): one
+    # sent again byte for byte after one without a finding has none either.
+    listing = method != "resources/read"
+    if listing and repeats.clean_before(session, msg, result, "RES-URI"):
+        return
     bad_uri = annotated = False
     for item in items[:MAX_ITEMS]:
         if type(item) is not dict:
@@ -359,7 +373,9 @@ def resource_items(session: Session, msg: Msg, result: dict[str, Any]) -> None:
         if "annotations" in item:
             annotated = True
     if annotated:
-        annotations(session, msg, result)
+        annotations(session, msg, result)  # judged afresh each time
+    elif listing and not bad_uri:
+        repeats.judged_clean(session, msg, result, "RES-URI")
 
 
 # --------------------------------------------------------------------------- prompts
@@ -421,6 +437,10 @@ _ICON_METHODS = (
 def icons(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     """Icons: a src URI (https: or data:), optional mimeType, sizes[], theme light|dark."""
     method = msg.request.method if msg.request is not None else ""
+    # The verdict is the result's alone: a listing sent again byte for byte
+    # after one without a finding has none either (rules/repeats.py).
+    if method != "initialize" and repeats.clean_before(session, msg, result, "ICON-SHAPE"):
+        return
     for icon in _icons(method, result):
         src = icon.get("src") if isinstance(icon, dict) else None
         sizes = icon.get("sizes") if isinstance(icon, dict) else None
@@ -451,3 +471,5 @@ def icons(session: Session, msg: Msg, result: dict[str, Any]) -> None:
                 severity="warning",  # HEUR for the server that emits it (catalogue)
             )
             return
+    if method != "initialize":
+        repeats.judged_clean(session, msg, result, "ICON-SHAPE")

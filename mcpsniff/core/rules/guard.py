@@ -18,16 +18,14 @@ sessions, the lock file, shadowing, policy gates) are ``mcpsniff/guard/``'s.
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
-
-import orjson
 
 from mcpsniff.core.guard.diff import Listed, diff_offers
 from mcpsniff.core.guard.fingerprint import LISTS, Definition, definitions, texts
 from mcpsniff.core.guard.hidden import Hit, clean_json, scan
 from mcpsniff.core.rules.registry import RESULT, rule
+from mcpsniff.core.rules.repeats import listing_key as _listing
 
 if TYPE_CHECKING:
     from mcpsniff.core.session import Session
@@ -63,66 +61,6 @@ def _carries(hits: Sequence[Hit]) -> str:
 
 def _severity(hits: Sequence[Hit]) -> str:
     return "warning" if any(h.strength == "strong" for h in hits) else "info"
-
-
-#: A list result longer than this (in JSON) is judged afresh each time, not kept.
-MAX_KEPT_LIST = 1 << 20
-
-
-def _listing(session: Session, msg: Msg, result: dict[str, Any]) -> bytes | tuple[bytes] | None:
-    """The list result's key: equal keys, equal results (made once per message for both list rules).
-
-    Servers send the same list again and again; a result byte for byte the
-    previous one of its method has the same definitions, texts and
-    fingerprints, so both rules answer it from what they kept. The key is the
-    usual reply's own bytes after its id (``_reply_tail``: nothing serialized,
-    about 34K instructions a 2.5 KiB list), else the result as orjson bytes.
-    Bytes tell ``true``, ``1`` and ``1.0`` apart (a fingerprint does too).
-    None: too big to keep, or not JSON again (an integer beyond 64 bits).
-    """
-    kept = session.state.rule_state.get("guard_listing")
-    if kept is not None and kept[0] is msg:
-        return kept[1]
-    raw: bytes | tuple[bytes] | None = None
-    source = msg.source
-    # The frame bounds the result: a huge one is not copied to be measured.
-    if source is None or len(source.raw) <= MAX_KEPT_LIST:
-        raw = _reply_tail(msg)
-        if raw is None:
-            with contextlib.suppress(TypeError, orjson.JSONEncodeError):
-                raw = orjson.dumps(result)
-            if raw is not None and len(raw) > MAX_KEPT_LIST:
-                raw = None
-    session.state.rule_state["guard_listing"] = (msg, raw)
-    return raw
-
-
-#: How the usual reply's bytes start, up to its id (the Python SDK and orjson write it so).
-_REPLY_HEAD = b'{"jsonrpc":"2.0","id":%d,"result":'
-
-
-def _reply_tail(msg: Msg) -> tuple[bytes] | None:
-    """The bytes of the reply's frame after ``{"jsonrpc":"2.0","id":N,"result":``, or None.
-
-    A key for ``_listing`` without serializing the result: two frames that
-    start so (their ids aside) and whose rest is the same bytes parse to the
-    same result (the parser is in the same state after either head, and every
-    "result" member, the one the parse kept among them, is in the rest), so
-    orjson would write the same bytes for both. Only where the message is
-    its frame's whole value, which the frame's bytes hold (core/model.py:
-    ``value`` is the parsed JSON of ``raw``; a trace's line must prove it,
-    trace/codec.py ``embeds_value``). In a tuple: never equal to orjson's
-    bytes of a result, the key of any other reply.
-    """
-    source = msg.source
-    ident = msg.id
-    if source is None or source.value is not msg.obj or type(ident) is not int:
-        return None
-    head = _REPLY_HEAD % ident
-    raw = source.raw
-    if not raw.startswith(head):
-        return None
-    return (raw[len(head) :],)
 
 
 @rule("GUARD-HIDDEN-DEFINITION", on=RESULT, methods=tuple(LISTS))

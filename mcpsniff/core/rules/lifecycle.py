@@ -178,15 +178,17 @@ def on_request(session: Session, msg: Msg) -> None:
         elif not state.first_c2s_seen:
             _first_message(session, msg)
         state.first_c2s_seen = True
-        if state.era == STATELESS and _legacy_offer(session, msg):
-            # A legacy initialize carries no 2026-07-28 _meta. After a modern request
-            # failed it is the fallback streamable-http.mdx § Backward Compatibility
-            # describes; to a server that already answered one, a removed method.
-            if state.lifecycle.modern_answered:
-                _removed_request(session, msg)
-        elif state.era == STATELESS:
-            # The era is already decided (core/session/scoping.py); only its rules read _meta.
-            _stateless_request(session, msg)
+        if state.era == STATELESS:
+            if _legacy_offer(session, msg):
+                # A legacy initialize carries no 2026-07-28 _meta. After a modern request
+                # failed it is the fallback streamable-http.mdx § Backward Compatibility
+                # describes; to a server that already answered one, a removed method.
+                if state.lifecycle.modern_answered:
+                    _removed_request(session, msg)
+            else:
+                # The era is already decided (core/session/scoping.py); only its rules
+                # read _meta.
+                _stateless_request(session, msg)
         else:
             # Once initialize has an answer and initialized came, only the
             # capability gate can fire; the one-capability gate declared is
@@ -294,6 +296,7 @@ def _initialize_request(session: Session, msg: Msg) -> None:
         lc.offered_from_stateless = True
     else:
         state.era = HANDSHAKE
+        state.settle_era()
     if lc.init_seq is not None:
         session.report(
             "LC-INIT-REPEAT",
@@ -557,10 +560,12 @@ def _version_disconnect(session: Session, msg: Msg) -> None:
 # --------------------------------------------------------------------------- responses
 
 
+# The answers are judged by two rules: the stateless era's result rules, for
+# every method but only in a 2026-07-28 session (``modern``: a legacy session's
+# dispatch leaves them out), and the handshake's, for initialize alone. The
+# stateless one runs first: it must see the initialize answer before
+# ``_initialize_response`` settles the handshake (a refused one forgets init_seq).
 @rule(
-    "CAP-SHAPE",
-    "LC-INIT-RESULT",
-    "LC-VERSION-SERVER",
     "MOD-CACHE",
     "MOD-DISCOVER",
     "MOD-ERRCODES",
@@ -572,13 +577,16 @@ def _version_disconnect(session: Session, msg: Msg) -> None:
     "MOD-SERVERINFO",
     "MOD-UNSUPPORTED-VERSION",
     on=RESPONSE,
+    modern=True,
 )
-def on_response(session: Session, msg: Msg) -> None:
-    """Handshake results and the stateless era's result rules."""
+def on_stateless_response(session: Session, msg: Msg) -> None:
+    """The stateless era's result rules (the handshake's answer is ``on_initialize_response``'s)."""
     state = session.state
+    if state.era != STATELESS:
+        return
     request = msg.request
     if msg.direction == C2S:
-        if state.era == STATELESS and request is not None:
+        if request is not None:
             session.report(
                 "MOD-NO-SERVER-REQUESTS",
                 "the client sent a JSON-RPC response; in 2026-07-28 clients never do",
@@ -586,18 +594,28 @@ def on_response(session: Session, msg: Msg) -> None:
             )
         return
     if request is None:
-        if state.era == STATELESS and msg.kind == ERROR:
+        if msg.kind == ERROR:
             _v5_error(session, msg)
         return
     if request.method == "initialize" and request.seq == state.lifecycle.init_seq:
+        return  # the handshake's answer
+    if msg.kind == ERROR:
+        _v5_error(session, msg)
+    else:
+        state.lifecycle.modern_answered = True
+        _v5_result(session, msg, request.method)
+
+
+@rule("CAP-SHAPE", "LC-INIT-RESULT", "LC-VERSION-SERVER", on=RESPONSE, methods=("initialize",))
+def on_initialize_response(session: Session, msg: Msg) -> None:
+    """The server's answer to the session's initialize request."""
+    request = msg.request
+    if (
+        msg.direction != C2S
+        and request is not None
+        and request.seq == session.state.lifecycle.init_seq
+    ):
         _initialize_response(session, msg)
-        return
-    if state.era == STATELESS:
-        if msg.kind == ERROR:
-            _v5_error(session, msg)
-        else:
-            state.lifecycle.modern_answered = True
-            _v5_result(session, msg, request.method)
 
 
 @rule("CAP-SHAPE", "LC-INIT-RESULT", "LC-VERSION-SERVER", on=PAIRING, keys=("late-initialize",))
@@ -624,6 +642,7 @@ def _initialize_response(session: Session, msg: Msg) -> None:
             return
         state.era = HANDSHAKE
         state.version = None
+        state.settle_era()
     lc.init_response_seq = msg.frame
     if msg.kind == ERROR:
         lc.init_ok = False
@@ -638,6 +657,7 @@ def _initialize_response(session: Session, msg: Msg) -> None:
     if isinstance(version, str):
         if is_known_version(version):
             state.version = version
+            state.settle_era()
         else:
             session.report(
                 "LC-VERSION-SERVER",

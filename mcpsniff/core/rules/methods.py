@@ -28,7 +28,7 @@ from mcpsniff.core.protocol import (
     version_at_least,
 )
 from mcpsniff.core.redact import redaction_explains
-from mcpsniff.core.rules import registry
+from mcpsniff.core.rules import registry, repeats
 from mcpsniff.core.rules.registry import NOTIFICATION, REQUEST, RESULT, rule
 from mcpsniff.core.schemas import CompiledSchema, compile_schema
 from mcpsniff.core.state import ToolInfo
@@ -397,12 +397,19 @@ def _tools_list(session: Session, msg: Msg, result: dict[str, Any]) -> None:
     # Servers send the same tool list again and again. When this one is byte
     # for byte the previous one (under the same version) and that raised no
     # finding, nothing below can come out differently: keep the tools as they
-    # are, with their compiled schemas. orjson tells true, 1 and 1.0 apart,
-    # which == would not (and which JSON Schema's const and enum do).
-    try:
-        fingerprint: tuple[str | None, bytes] | None = (version, orjson.dumps(collected))
-    except (TypeError, orjson.JSONEncodeError):  # integers beyond 64 bits
-        fingerprint = None
+    # are, with their compiled schemas. Bytes tell true, 1 and 1.0 apart,
+    # which == would not (and which JSON Schema's const and enum do). A whole
+    # list in one result is known by the result's key (rules/repeats.py: the
+    # reply's own bytes, nothing serialized), pages by orjson's bytes of them
+    # all: an array's, never equal to a result's key (an object's, or a tuple).
+    key = repeats.listing_key(session, msg, result) if first_page else None
+    if key is not None:
+        fingerprint: tuple[str | None, bytes | tuple[bytes]] | None = (version, key)
+    else:
+        try:
+            fingerprint = (version, orjson.dumps(collected))
+        except (TypeError, orjson.JSONEncodeError):  # integers beyond 64 bits
+            fingerprint = None
     if fingerprint is not None and state.tools is not None and fingerprint == state.tools_seen:
         return
     reported = session.emitted
@@ -567,6 +574,10 @@ def _named_entries(rule_id: str, method: str, key: str, locator: str) -> ResultC
     message = f"every {method} entry needs a string {locator} and name"
 
     def check(session: Session, msg: Msg, result: dict[str, Any]) -> None:
+        # The verdict is the result's alone: a listing sent again byte for byte
+        # after one without a finding has none either (rules/repeats.py).
+        if repeats.clean_before(session, msg, result, rule_id):
+            return
         items = result.get(key)
         if not isinstance(items, list):
             session.report(rule_id, message, [msg.frame])
@@ -581,6 +592,7 @@ def _named_entries(rule_id: str, method: str, key: str, locator: str) -> ResultC
             ):
                 session.report(rule_id, message, [msg.frame])
                 return
+        repeats.judged_clean(session, msg, result, rule_id)
 
     return check
 

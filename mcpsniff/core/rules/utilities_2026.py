@@ -33,6 +33,7 @@ from mcpsniff.core import trace_context
 from mcpsniff.core.lazy_pattern import lazy
 from mcpsniff.core.model import C2S, ERROR, S2C, SENDER
 from mcpsniff.core.protocol import LOG_LEVEL_ORDER, META_VERSION, STATELESS, V5
+from mcpsniff.core.rules import repeats
 from mcpsniff.core.rules.registry import MESSAGE, NOTIFICATION, RESPONSE, RESULT, rule
 
 if TYPE_CHECKING:
@@ -241,6 +242,15 @@ def resource_listing(session: Session, msg: Msg, result: dict[str, Any]) -> None
     known = _resources(session)
     last_page = not isinstance(result.get("nextCursor"), str)
     if method == "resources/list":
+        if (
+            (known.listed or not last_page)
+            and (known.overflow or len(known.uris) < URI_LIMIT)
+            and repeats.clean_before(session, msg, result, "MOD-RES-NOT-FOUND")
+        ):
+            # A page byte for byte one recorded before (with the set below the
+            # limit then and now, so ``overflow`` stays as it is): every uri of
+            # it is known already (the set only grows), and ``listed`` would stay.
+            return
         if not known.overflow:
             # One set update per page (a listing is answered again and again).
             uris = [
@@ -254,6 +264,8 @@ def resource_listing(session: Session, msg: Msg, result: dict[str, Any]) -> None
                 known.uris.update(uris)
                 known.overflow = len(known.uris) > URI_LIMIT
         known.listed = known.listed or last_page
+        if not known.overflow:
+            repeats.judged_clean(session, msg, result, "MOD-RES-NOT-FOUND")
     else:
         for item in _listed(result, "resourceTemplates"):
             if isinstance(item, dict) and isinstance(item.get("uriTemplate"), str):

@@ -37,7 +37,7 @@ from mcpsniff.core.model import (
     RESPONSE,
     MessageRecord,
 )
-from mcpsniff.core.protocol import HANDSHAKE, NOTIFICATION_PREFIX, RESERVED_PREFIX, STATELESS, V5
+from mcpsniff.core.protocol import NOTIFICATION_PREFIX, RESERVED_PREFIX, STATELESS
 from mcpsniff.core.rules import registry
 from mcpsniff.core.session.correlation import match_response, note_bad, reused, round_ms
 from mcpsniff.core.session.dispatch import (
@@ -238,7 +238,8 @@ def message(
         request.missing_reported = False
         request.fingerprint = this_print
         pending[key] = request
-        legacy = era == HANDSHAKE and state.version != V5
+        # The session's era decides the tables (state.py ``legacy``, kept as it changes).
+        legacy = state.legacy
         handlers = (LEGACY_REQUEST_HANDLERS if legacy else REQUEST_HANDLERS).get(method)
         if handlers is None:
             handlers = registry.handlers(registry.REQUEST, method, legacy=legacy)
@@ -249,7 +250,7 @@ def message(
             invalid(session, msg)
             return msg
         state = session.state
-        legacy = state.era == HANDSHAKE and state.version != V5
+        legacy = state.legacy
         handlers = (LEGACY_NOTIFICATION_HANDLERS if legacy else NOTIFICATION_HANDLERS).get(method)
         if handlers is None:
             handlers = registry.handlers(registry.NOTIFICATION, method, legacy=legacy)
@@ -303,7 +304,7 @@ def message(
             match_response(session, msg)
             request = msg.request
         answered_method = "" if request is None else request.method
-        legacy = state.era == HANDSHAKE and state.version != V5
+        legacy = state.legacy
         handlers = (LEGACY_RESPONSE_HANDLERS if legacy else RESPONSE_HANDLERS).get(answered_method)
         if handlers is None:
             handlers = registry.handlers(registry.RESPONSE, answered_method, legacy=legacy)
@@ -320,7 +321,7 @@ def message(
                 # The method's own result (``reply``, inlined for the usual one).
                 # Whether the session is legacy is asked again: a RESPONSE rule
                 # (the initialize answer's) may have just decided it.
-                legacy = state.era == HANDSHAKE and state.version != V5
+                legacy = state.legacy
                 handlers = (LEGACY_REPLY_HANDLERS if legacy else REPLY_HANDLERS).get(
                     answered_method
                 )

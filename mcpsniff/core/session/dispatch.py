@@ -32,7 +32,8 @@ RESPONSE_HANDLERS = dispatch_table(registry.RESPONSE)
 REPLY_HANDLERS = dispatch_table(registry.REPLY)
 RESULT_HANDLERS = dispatch_table(registry.RESULT)
 #: The same without the rules that are silent in a legacy session (registry.py:
-#: ``modern``), read for a session of the handshake era before 2026-07-28.
+#: ``modern``), read for a session of the handshake era before 2026-07-28
+#: (``SessionState.legacy``, settled where era or version is set).
 LEGACY_REQUEST_HANDLERS = dispatch_table(registry.REQUEST, legacy=True)
 LEGACY_NOTIFICATION_HANDLERS = dispatch_table(registry.NOTIFICATION, legacy=True)
 LEGACY_RESPONSE_HANDLERS = dispatch_table(registry.RESPONSE, legacy=True)

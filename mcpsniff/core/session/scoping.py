@@ -42,6 +42,7 @@ def note_era(state: SessionState, msg: Msg) -> None:
         state.era = STATELESS
         requested = meta[META_VERSION]
         state.version = requested if is_known_version(requested) else V5
+        state.settle_era()
 
 
 def pairing_key(session: SessionBase, ident: Any, msg: Msg) -> Any:

@@ -172,9 +172,9 @@ def test_an_unkeepable_list_is_judged_afresh() -> None:
 def test_a_list_in_a_frame_too_big_to_keep_is_judged_afresh(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from mcpsniff.core.rules import guard
+    from mcpsniff.core.rules import repeats
 
-    monkeypatch.setattr(guard, "MAX_KEPT_LIST", 64)
+    monkeypatch.setattr(repeats, "MAX_KEPT_LIST", 64)
     convo = play(PROOFS[0], _listings(*[{"tools": [POISONED]}] * 2))
     assert len(convo.find("GUARD-HIDDEN-DEFINITION")) == 2
     assert convo.session.state.rule_state["guard_hidden"]["tools/list"][0] is None
@@ -207,7 +207,7 @@ def test_a_result_written_with_escapes_is_scanned(text: bytes, kind: str) -> Non
     assert convo.find("GUARD-HIDDEN-RESULT") == []
 
 
-# The key the list rules keep a list by (``guard._listing``): the bytes of the usual
+# The key the list rules keep a list by (``repeats.listing_key``): the bytes of the usual
 # reply after ``{"jsonrpc":"2.0","id":N,"result":``, taken without serializing it.
 
 

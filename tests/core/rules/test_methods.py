@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 
 from tests.conftest import Conversation, request, result
@@ -361,6 +362,24 @@ def test_repeated_tools_list_keeps_validating_with_the_listed_schema(convo: Conv
     convo.server(result(5, _tools(1)))
     convo.client(request(6, "tools/call", {"name": "t", "arguments": {"flag": 1}}))
     assert len(convo.find("TOOL-ARGS-SCHEMA")) == 1
+
+
+def test_a_whole_tools_list_is_known_by_its_replys_bytes(convo: Conversation) -> None:
+    """One page: the key is the reply's bytes after its id (rules/repeats.py), not
+    orjson's of the tools; pages: orjson's bytes of them all, an array."""
+    convo.handshake()
+    convo.client(request(1, "tools/list"))
+    convo.server(result(1, _tools(True)))
+    version, key = convo.session.state.tools_seen
+    assert version == "2025-11-25" and isinstance(key, tuple)
+    assert key[0].startswith(b'{"tools":[') and key[0].endswith(b"}}\n")
+    first = _tools(True)["tools"][0]
+    convo.client(request(2, "tools/list"))
+    convo.server(result(2, {"tools": [first], "nextCursor": "p2"}))
+    convo.client(request(3, "tools/list", {"cursor": "p2"}))
+    convo.server(result(3, {"tools": []}))
+    version, key = convo.session.state.tools_seen
+    assert key == orjson.dumps([first])
 
 
 def test_repeated_tools_list_with_a_finding_reports_it_every_time(convo: Conversation) -> None:
