@@ -57,7 +57,7 @@ from mcpsniff.intercept.http_messages import is_event_stream
 from mcpsniff.intercept.http_wire import ClientSide
 from mcpsniff.intercept.relay_needs import Relay
 from mcpsniff.intercept.relayed_exchange import RelayedExchange
-from mcpsniff.intercept.response_faults import ResponseFaults, since_ms
+from mcpsniff.intercept.response_faults import WHOLE_EVENTS, ResponseFaults, since_ms
 
 #: Seconds a dropped request's connection stays open, unanswered, before it is cut:
 #: the client is to time out and cancel first (basic/lifecycle.mdx § Timeouts).
@@ -131,6 +131,10 @@ class FaultedClientSide(ClientSide):
         "_unjudged",
         "faults",
     )
+
+    #: SSE responses are screened piece by piece rather than taken over at their head
+    #: (a switch for the tests that compare both ways).
+    screens = True
 
     def __init__(self, relay: Relay, faults: ExchangeFaults) -> None:
         super().__init__(relay)
@@ -477,15 +481,31 @@ class FaultedClientSide(ClientSide):
                 if index < count:
                     exchange = exchanges[index]
                     faulted = exchange.faulted
-                    if faulted is not None and faulted.sse:
-                        # Whole chunks when the body's end follows, or when the
-                        # parser stopped between two. ``rechunk`` holds for all of
-                        # the exchange's pieces here: the parser gives one per feed.
-                        framed = (
-                            upstream.parser.between_chunks
-                            if place == last
-                            else (type(events[place + 1]) is End)
-                        )
+                    if faulted is None and exchange.screened is None:
+                        continue
+                    # Whole chunks when the body's end follows, or when the parser
+                    # stopped between two. ``rechunk`` holds for all of the
+                    # exchange's pieces here: the parser gives one per feed.
+                    framed = (
+                        upstream.parser.between_chunks
+                        if place == last
+                        else (type(events[place + 1]) is End)
+                    )
+                    if faulted is None:
+                        # A screened stream: every piece before this one went on as
+                        # the upstream framed it, so this one may too, on the test
+                        # ``ResponseFaults.passes`` makes of a piece with whole
+                        # chunks before it. If not, the stream is taken over here.
+                        head = exchange.screened
+                        payload = event.payload
+                        if (
+                            (framed or "transfer-encoding" not in head.names)
+                            and payload.endswith(WHOLE_EVENTS)
+                            and not self._engine.could_match(payload, S2C)
+                        ):
+                            continue
+                        faulted = self._take_over(exchange, head)
+                    if faulted.sse:
                         exchange.rechunk = not faulted.passes(event.payload, framed)
             elif kind is ResponseHead:
                 if index < count and event.status >= 200:
@@ -523,7 +543,12 @@ class FaultedClientSide(ClientSide):
         return True
 
     def _divert(self, exchange: RelayedExchange, head: ResponseHead) -> ResponseHead:
-        """Take over the response of a judged exchange (or of a duplicate): its head as sent."""
+        """Take over the response of a judged exchange (or of a duplicate): its head as sent.
+
+        An SSE response is screened instead (``screens``): its head is the same either
+        way, and its pieces are searched as they come (``_prepare``), so it is taken
+        over only at the first piece a fault may apply to, if any.
+        """
         request = exchange.head
         sse = is_event_stream(head)
         names = head.names
@@ -532,6 +557,7 @@ class FaultedClientSide(ClientSide):
         )
         has_length = "content-length" in names
         if exchange.swallow:
+            self.faults.taken_over += 1
             self._hook()
             exchange.rechunk = True
             exchange.faulted = ResponseFaults(self, exchange, sse=sse, chunked=False, silent=True)
@@ -546,13 +572,29 @@ class FaultedClientSide(ClientSide):
         )
         if not judged:
             return head
+        if sse and self.screens:
+            # Chunked or delimited by the close (not by a length, ``judged``): the
+            # head goes on as it came whether or not the stream is taken over later.
+            exchange.screened = head
+            return head
         # Every piece of a JSON body comes to _held_body; an SSE stream's pieces only
         # when they may have to be judged (``_prepare``, ``ResponseFaults.passes``).
+        self.faults.taken_over += 1
         self._hook()
         exchange.rechunk = not sse
         chunked = bool(codings) or has_length
         exchange.faulted = ResponseFaults(self, exchange, sse=sse, chunked=chunked)
         return chunked_head(head) if has_length else head
+
+    def _take_over(self, exchange: RelayedExchange, head: ResponseHead) -> ResponseFaults:
+        """Take over a screened SSE response from its current piece on (``_divert``)."""
+        exchange.screened = None
+        self.faults.taken_over += 1
+        self._hook()
+        chunked = "transfer-encoding" in head.names  # chunked alone (``_divert``'s ``judged``)
+        faulted = ResponseFaults(self, exchange, sse=True, chunked=chunked)
+        exchange.faulted = faulted
+        return faulted
 
     def _held_body(self, exchange: RelayedExchange, payload: bytes) -> None:
         faulted = exchange.faulted

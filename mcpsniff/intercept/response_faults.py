@@ -28,7 +28,7 @@ from mcpsniff.intercept.relayed_exchange import STREAM_AT, RelayedExchange
 #: Most bytes of a body (or of one SSE event) judged; a bigger one passes as it is.
 JUDGE_LIMIT = STREAM_AT
 #: How a piece of an event stream ends when it ends with whole events.
-_WHOLE = (b"\n\n", b"\r\n\r\n", b"\r\r")
+WHOLE_EVENTS = (b"\n\n", b"\r\n\r\n", b"\r\r")
 
 
 class FaultedConnection(Protocol):
@@ -112,7 +112,7 @@ class ResponseFaults:
             and not self.busy
             and not self.passing
             and not self.silent
-            and payload.endswith(_WHOLE)
+            and payload.endswith(WHOLE_EVENTS)
             and not self.connection.faults.engine.could_match(payload, S2C)
         )
 
@@ -127,7 +127,7 @@ class ResponseFaults:
             self.sse
             and not self.buffer
             and not self.busy
-            and payload.endswith(_WHOLE)
+            and payload.endswith(WHOLE_EVENTS)
             and not self.connection.faults.engine.could_match(payload, S2C)
         ):
             # Whole events no fault can match (a byte search said so): on as they came.
