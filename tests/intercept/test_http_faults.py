@@ -1141,9 +1141,7 @@ def _head_alone(
         assert upstream_wire.take() == _post(_CALL)
         for read in answer:
             upstream.data_received(read)
-            steps.append(
-                (type(connection).__name__, connection.faults.taken_over, client.aborted)
-            )
+            steps.append((type(connection).__name__, connection.faults.taken_over, client.aborted))
             await asyncio.sleep(settle)
         return connection, client.take(), steps
 
@@ -1177,7 +1175,7 @@ def test_a_json_answer_whose_head_comes_alone_is_taken_over_and_passes_whole() -
     # A JSON body is judged whole and its head says its length: the head cannot wait
     # for the byte search, so the answer is taken over at its head and sent chunked.
     head, _, body = _JSON_RESPONSE.partition(b"\r\n\r\n")
-    connection, got, steps = _head_alone([NO_MATCH], [head + b"\r\n\r\n", body])
+    _, got, steps = _head_alone([NO_MATCH], [head + b"\r\n\r\n", body])
     assert got.endswith(b"%x\r\n%s\r\n0\r\n\r\n" % (len(_ANSWER), _ANSWER))
     assert steps == [("HookedClientSide", 1, False), ("FaultedClientSide", 1, False)]
 
