@@ -1103,13 +1103,20 @@ _DIFFERENTIAL = [
 @pytest.mark.parametrize("spec", _DIFFERENTIAL)
 @pytest.mark.parametrize(
     ("sse", "pipelined", "apart"),
-    [(False, False, False), (True, False, False), (True, True, False), (True, False, True)],
+    [
+        (False, False, False),
+        (True, False, False),
+        (True, True, False),
+        (True, False, True),
+        (False, False, True),
+    ],
 )
 def test_the_fast_paths_deliver_and_record_what_reading_everything_does(
     spec: str, sse: bool, pipelined: bool, apart: bool
 ) -> None:
-    # ``apart``: each SSE head comes alone, so the fast path screens the stream piece
-    # by piece where the reference takes it over at its head.
+    # ``apart``: each head comes alone, so the fast path screens an SSE stream piece by
+    # piece, and has a JSON head wait for its body, where the reference takes both
+    # over at their heads.
     fast = _through([spec], sse=sse, pipelined=pipelined, every=False, apart=apart)
     slow = _through([spec], sse=sse, pipelined=pipelined, every=True, apart=apart)
     assert fast[0] == slow[0]  # what the client got
@@ -1171,13 +1178,49 @@ def test_an_sse_answer_whose_head_comes_alone_is_never_taken_over_when_nothing_m
     assert not connection.exchanges and connection.faults.engine._seq == 0
 
 
-def test_a_json_answer_whose_head_comes_alone_is_taken_over_and_passes_whole() -> None:
-    # A JSON body is judged whole and its head says its length: the head cannot wait
-    # for the byte search, so the answer is taken over at its head and sent chunked.
+@pytest.mark.parametrize("cut", [0, 1, 20])
+def test_a_json_answer_whose_head_comes_alone_waits_for_its_body_and_passes_as_it_came(
+    cut: int,
+) -> None:
+    # Its head alone (and maybe part of its body), then the rest: the head waits for
+    # the whole body, which the byte search clears: the answer goes on as it came.
     head, _, body = _JSON_RESPONSE.partition(b"\r\n\r\n")
-    _, got, steps = _head_alone([NO_MATCH], [head + b"\r\n\r\n", body])
-    assert got.endswith(b"%x\r\n%s\r\n0\r\n\r\n" % (len(_ANSWER), _ANSWER))
-    assert steps == [("HookedClientSide", 1, False), ("FaultedClientSide", 1, False)]
+    reads = [head + b"\r\n\r\n" + body[:cut], body[cut:]]
+    connection, got, steps = _head_alone([NO_MATCH], reads)
+    assert got == _JSON_RESPONSE
+    assert steps == [("FaultedClientSide", 0, False)] * 2
+    assert not connection.exchanges and connection.faults.engine._seq == 0
+
+
+def test_a_json_answer_waiting_for_its_body_is_recorded_when_the_client_leaves() -> None:
+    connection, client, _, upstream = _faulted_connection(NO_MATCH)
+    connection.data_received(_post(_CALL))
+    head = _JSON_RESPONSE.partition(b"\r\n\r\n")[0] + b"\r\n\r\n"
+    upstream.data_received(head + _ANSWER[:10])
+    assert client.take() == b""  # waits for the rest of its body
+    connection.connection_lost(None)
+    # As a response taken over at its head would be: its head, no body judged yet.
+    seen = connection.relay.observations  # type: ignore[attr-defined]
+    kinds = [(type(o).__name__, getattr(o, "status", None)) for o in seen]
+    assert kinds[-2:] == [("ResponseBegin", 200), ("ExchangeEnd", None)]
+    assert seen[-1].outcome == "client-disconnected"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("action", "cut"),
+    [("corrupt truncate", False), ("delay 20ms", False), ("drop", True), ("disconnect", True)],
+)
+def test_a_matching_json_answer_whose_head_came_alone_is_judged(action: str, cut: bool) -> None:
+    head, _, body = _JSON_RESPONSE.partition(b"\r\n\r\n")
+    connection, got, steps = _head_alone(
+        [f"{action} when id == 3 and direction == s2c"],
+        [head + b"\r\n\r\n", body[:5], body[5:]],
+        settle=0.05,
+    )
+    expected = {"corrupt truncate": _ANSWER[: len(_ANSWER) // 2], "delay 20ms": _ANSWER}
+    assert _payload(got) == expected.get(action, b"" if action == "drop" else _ANSWER[:18])
+    assert steps[-1][1:] == (1, cut)
+    assert connection.faults.engine._seq == 1
 
 
 def test_a_request_no_fault_can_match_is_neither_read_nor_held() -> None:
