@@ -468,20 +468,38 @@ class FaultedClientSide(ClientSide):
         if waiting is not None and self._backlog is None:
             self._waiting = None
             events = waiting + events
-        if not self._hooked and len(events) == 3:
-            # The commonest: one whole response (head, one piece, end), no fault under
-            # way, so nothing is held (``_block`` hooks) and no exchange waits for
-            # mcpsniff's answer (``_begin`` hooks before it sets one; the hook comes
-            # off only once none does).
-            head, body, end = events
-            if (
-                type(body) is Body
-                and type(end) is End
-                and type(head) is ResponseHead
-                and head.status >= 200
-                and not ((payload := body.payload) and self._engine.could_match(payload, S2C))
-            ):
-                _client_response_events(self, upstream, events, eof)
+        if not self._hooked:
+            # No fault under way, so nothing is held (``_block`` hooks) and no exchange
+            # waits for mcpsniff's answer (``_begin`` hooks before it sets one; the hook
+            # comes off only once none does).
+            count = len(events)
+            if count == 3:
+                # The commonest: one whole response (head, one piece, end).
+                head, body, end = events
+                if (
+                    type(body) is Body
+                    and type(end) is End
+                    and type(head) is ResponseHead
+                    and head.status >= 200
+                    and not ((payload := body.payload) and self._engine.could_match(payload, S2C))
+                ):
+                    _client_response_events(self, upstream, events, eof)
+                    return
+            elif count == 2:
+                # A screened stream's piece the byte search clears, and its end.
+                body, end = events
+                exchanges = self.exchanges
+                if (
+                    type(body) is Body
+                    and type(end) is End
+                    and exchanges
+                    and exchanges[0].screened is not None
+                    and (payload := body.payload).endswith(WHOLE_EVENTS)
+                    and not self._engine.could_match(payload, S2C)
+                ):
+                    _client_response_events(self, upstream, events, eof)
+                    return
+            elif count == 1 and self._alone(upstream, events, eof):
                 return
         if self._backlog is not None:
             # An earlier response is held: HTTP/1.1 answers go out in request order
@@ -508,6 +526,48 @@ class FaultedClientSide(ClientSide):
             self._answer_front()  # mcpsniff's answers whose turn came
         if split >= 0 and not self.closed:
             self.response_events(upstream, events[split + 1 :], eof)
+
+    def _alone(self, upstream: Any, events: list[Any], eof: bool) -> bool:
+        """Pass one event as ``_prepare`` would, without its loop; False: not done.
+
+        A response's head alone (an event stream's goes on, screened; a JSON one's
+        waits for its body) or a screened stream's piece the byte search clears:
+        what a server that flushes its head first sends, read by read.
+        """
+        exchanges = self.exchanges
+        if not exchanges:
+            return False
+        exchange = exchanges[0]
+        event = events[0]
+        kind = type(event)
+        if kind is ResponseHead:
+            if (
+                eof
+                or event.status < 200
+                or exchange.swallow
+                or not self._answers
+                or not self.screens
+            ):
+                return False
+            if not is_event_stream(event):
+                if self._engine.needles is None or unfinished_json(events, exchanges) != 0:
+                    return False
+                self._waiting = events
+                return True
+            exchange.screened = event  # as ``_divert`` does
+            _client_response_events(self, upstream, events, eof)
+            return True
+        screened = exchange.screened
+        if (
+            kind is Body
+            and screened is not None
+            and (upstream.parser.between_chunks or "transfer-encoding" not in screened.names)
+            and (payload := event.payload).endswith(WHOLE_EVENTS)
+            and not self._engine.could_match(payload, S2C)
+        ):
+            _client_response_events(self, upstream, events, eof)
+            return True
+        return False
 
     def _prepare(self, upstream: Any, events: list[Any]) -> int:
         """Take over the responses in ``events`` a fault may apply to; where to split them.
@@ -553,6 +613,8 @@ class FaultedClientSide(ClientSide):
                         ):
                             continue
                         faulted = self._take_over(exchange, head)
+                        if faulted is None:
+                            continue  # one --fault never judges: as the relay's own
                     if faulted.sse:
                         exchange.rechunk = not faulted.passes(event.payload, framed)
             elif kind is ResponseHead:
@@ -604,12 +666,12 @@ class FaultedClientSide(ClientSide):
             exchange.rechunk = True
             exchange.faulted = ResponseFaults(self, exchange, sse=sse, chunked=False, silent=True)
             return silent_head(head)
-        if not judged_response(exchange.head, head, sse):
-            return head
         if sse and self.screens:
-            # Chunked or delimited by the close (not by a length, ``judged_response``):
-            # the head goes on as it came whether or not the stream is taken over later.
+            # The head goes on as it came whether or not the stream is taken over
+            # later (``_take_over``: only one chunked or delimited by the close).
             exchange.screened = head
+            return head
+        if not judged_response(exchange.head, head, sse):
             return head
         # Every piece of a JSON body comes to _held_body; an SSE stream's pieces only
         # when they may have to be judged (``_prepare``, ``ResponseFaults.passes``).
@@ -621,9 +683,12 @@ class FaultedClientSide(ClientSide):
         exchange.faulted = ResponseFaults(self, exchange, sse=sse, chunked=chunked)
         return chunked_head(head) if has_length else head
 
-    def _take_over(self, exchange: RelayedExchange, head: ResponseHead) -> ResponseFaults:
-        """Take over a screened SSE response from its current piece on (``_divert``)."""
+    def _take_over(self, exchange: RelayedExchange, head: ResponseHead) -> ResponseFaults | None:
+        """Take over a screened SSE response from its current piece on (``_divert``);
+        None when it is no response ``--fault`` judges: it goes on unread."""
         exchange.screened = None
+        if not judged_response(exchange.head, head, True):
+            return None
         self.faults.taken_over += 1
         self._hook()
         chunked = "transfer-encoding" in head.names  # chunked alone (``judged_response``)

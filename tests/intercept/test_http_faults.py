@@ -1309,3 +1309,23 @@ def test_an_answer_in_the_servers_place_still_fires_beside_screened_streams(
     # The call the fault answered is in flight for the engine (its id could be
     # answered on any stream): the stream was taken over at its event, to be read.
     assert connection.faults.taken_over == 1 and not connection.exchanges
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        _SSE_HEAD.replace(b"\r\n\r\n", b"\r\nContent-Encoding: gzip\r\n\r\n"),
+        _SSE_HEAD.replace(b"200 OK", b"201 Created"),
+        _SSE_HEAD.replace(b"Transfer-Encoding: chunked", b"Transfer-Encoding: gzip, chunked"),
+    ],
+)
+def test_a_stream_fault_never_judges_passes_unread_even_where_a_fault_would_match(
+    head: bytes,
+) -> None:
+    # Screened like any stream; at the event a fault matches it proves to be no
+    # response --fault judges (compressed, not 200, a coding of its own): unread.
+    answer = [head, _chunk(_PROGRESS), _chunk(_LOGGED), b"0\r\n\r\n"]
+    connection, got, steps = _head_alone([DROP_LOG], answer)
+    assert got == b"".join(answer)
+    assert steps == [("FaultedClientSide", 0, False)] * 4
+    assert connection.faults.engine._seq == 0
