@@ -66,6 +66,7 @@ from mcpsniff.intercept.relayed_exchange import RelayedExchange
 from mcpsniff.intercept.response_faults import (
     WHOLE_EVENTS,
     ResponseFaults,
+    json_may_wait,
     judged_response,
     since_ms,
     unfinished_json,
@@ -550,7 +551,8 @@ class FaultedClientSide(ClientSide):
             ):
                 return False
             if not is_event_stream(event):
-                if self._engine.needles is None or unfinished_json(events, exchanges) != 0:
+                # ``unfinished_json`` of one head.
+                if self._engine.needles is None or not json_may_wait(exchange, event):
                     return False
                 self._waiting = events
                 return True

@@ -328,15 +328,21 @@ def unfinished_json(events: list[Any], exchanges: Sequence[RelayedExchange]) -> 
     if start < 0 or at >= len(exchanges) or size > JUDGE_LIMIT:
         return -1
     head = events[start]
-    exchange = exchanges[at]
-    if exchange.swallow or is_event_stream(head) or not judged_response(exchange.head, head, False):
+    if is_event_stream(head) or not json_may_wait(exchanges[at], head):
         return -1
+    return start
+
+
+def json_may_wait(exchange: RelayedExchange, head: ResponseHead) -> bool:
+    """Whether the JSON response ``head`` starts may wait for its whole body
+    (``unfinished_json``): one ``--fault`` judges, whose length is not too big to."""
+    if exchange.swallow or not judged_response(exchange.head, head, False):
+        return False
     names = head.names
     if "content-length" in names:
         length = head.headers[names.index("content-length")][1]
-        if not length.isdigit() or int(length) > JUDGE_LIMIT:
-            return -1
-    return start
+        return length.isdigit() and int(length) <= JUDGE_LIMIT
+    return True
 
 
 def since_ms(start: float) -> float:
