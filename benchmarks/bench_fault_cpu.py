@@ -5,8 +5,10 @@ machine; the CPU a relay process spends per request moves far less. This script
 starts the upstream of ``bench_http_relay.py`` and two ``mcpsniff http`` in front
 of it (one with the faults of ``--fault``), then sends sequential ``tools/call``
 POSTs of 1 KiB (one client per relay and format, blocks taking turns) and reads
-each relay's own CPU time (``/proc/PID/task/*/schedstat``; its analysis process, which
-does the same work in both, is left out) before and after each block.
+each relay's own CPU time (``/proc/PID/task/*/schedstat``) before and after each
+block; and, without ``--callgrind``, its analysis process's, read once that process
+is idle before and after the block (it does the same work in both: a ratio away from
+1 is the load, or a path that costs it more).
 
 Usage::
 
@@ -14,7 +16,8 @@ Usage::
     python benchmarks/bench_fault_cpu.py --requests 3000 --block 100 --formats sse
 
 It prints, per format, the relay's CPU microseconds per request of both and their
-ratio (the faulted one over the plain one), and the median latency of each. A
+ratio (the faulted one over the plain one), and the median latency of each; then
+the analysis processes' CPU per request and the ratio of relay and analysis together. A
 relay busy-polls for a moment after each request, which counts in its CPU time;
 ``--no-busy-poll`` turns that off in both, so that their CPU is their work.
 
