@@ -5,8 +5,10 @@ machine; the CPU a relay process spends per request moves far less. This script
 starts the upstream of ``bench_http_relay.py`` and two ``mcpsniff http`` in front
 of it (one with the faults of ``--fault``), then sends sequential ``tools/call``
 POSTs of 1 KiB (one client per relay and format, blocks taking turns) and reads
-each relay's own CPU time (``/proc/PID/task/*/schedstat``; its analysis process, which
-does the same work in both, is left out) before and after each block.
+each relay's own CPU time (``/proc/PID/task/*/schedstat``) before and after each
+block; and, without ``--callgrind``, its analysis process's, read once that process
+is idle before and after the block (it does the same work in both: a ratio away from
+1 is the load, or a path that costs it more).
 
 Usage::
 
@@ -14,7 +16,8 @@ Usage::
     python benchmarks/bench_fault_cpu.py --requests 3000 --block 100 --formats sse
 
 It prints, per format, the relay's CPU microseconds per request of both and their
-ratio (the faulted one over the plain one), and the median latency of each. A
+ratio (the faulted one over the plain one), and the median latency of each; then
+the analysis processes' CPU per request and the ratio of relay and analysis together. A
 relay busy-polls for a moment after each request, which counts in its CPU time;
 ``--no-busy-poll`` turns that off in both, so that their CPU is their work.
 
@@ -60,7 +63,7 @@ from bench_http_relay import (
     stop,
     wait_idle,
 )
-from bench_stdio_relay import cpu_seconds
+from bench_stdio_relay import analysis_pid, cpu_seconds
 
 PLAIN, FAULTED = "mcpsniff", "mcpsniff --fault"
 
@@ -87,6 +90,9 @@ async def measure(
     cost = (lambda pid: instructions(pid, folder)) if ns.callgrind else cpu_seconds
     unit = ("thousand instructions", 1e3) if ns.callgrind else ("us CPU", 1e6)
     cpu: dict[tuple[str, str], float] = {}
+    # The analysis process of each relay (CPU only: callgrind follows no fork).
+    analysis = {} if ns.callgrind else {name: analysis_pid(pids[name]) for name in urls}
+    side: dict[tuple[str, str], float] = {}
     calls: dict[tuple[str, str], int] = {}
     latency: dict[tuple[str, str], list[float]] = {}
     async with new_http() as http:
@@ -100,7 +106,7 @@ async def measure(
         for name in urls:
             cost(pids[name])  # zeroes callgrind's counters
         for key in clients:
-            cpu[key], calls[key], latency[key] = 0.0, 0, []
+            cpu[key], calls[key], latency[key], side[key] = 0.0, 0, [], 0.0
         done = 0
         turn = 0
         while done < ns.requests:
@@ -112,9 +118,17 @@ async def measure(
                         latency[key] += await clients[key].sequential(ns.block)
                         cpu[key] += cost(pids[name])
                     else:
+                        fork = analysis.get(name, 0)
+                        if fork:
+                            # What the analysis process of the last block left to do is done.
+                            wait_idle(fork)
                         before = cost(pids[name])
+                        other = cost(fork) if fork else 0.0
                         latency[key] += await clients[key].sequential(ns.block)
                         cpu[key] += cost(pids[name]) - before
+                        if fork:
+                            wait_idle(fork)
+                            side[key] += cost(fork) - other
                     calls[key] += ns.block
             done += ns.block
             turn += 1
@@ -127,6 +141,14 @@ async def measure(
             f" {p50[PLAIN]:.0f} / {p50[FAULTED]:.0f} us: ratio {p50[FAULTED] / p50[PLAIN]:.3f}"
             f" ({calls[PLAIN, mode]} requests each)"
         )
+        if any(analysis.values()):
+            more = {name: side[name, mode] / calls[name, mode] * 1e6 for name in (PLAIN, FAULTED)}
+            print(
+                f"{mode}: analysis process per request {more[PLAIN]:.1f} plain,"
+                f" {more[FAULTED]:.1f} with --fault (us CPU): ratio"
+                f" {more[FAULTED] / more[PLAIN]:.3f}; relay + analysis"
+                f" {(per[FAULTED] + more[FAULTED]) / (per[PLAIN] + more[PLAIN]):.3f}"
+            )
 
 
 def measure_stdio(ns: argparse.Namespace, folder: Path) -> None:

@@ -36,6 +36,9 @@ class ExchangeFaults:
         self.engine = FaultEngine(faults)
         #: Whether fault records may copy a damaged message's original bytes (no redaction).
         self.verbatim = verbatim
+        #: Responses a relay took over to judge them (read piece by piece, maybe
+        #: re-chunked) rather than forwarded as they came: for tests and diagnostics.
+        self.taken_over = 0
 
     def judge(self, direction: str, body: bytes) -> Injection | None:
         """The fault for the one message ``body`` carries, if any (batches pass)."""

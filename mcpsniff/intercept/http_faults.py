@@ -13,6 +13,13 @@ damaged, or followed by a cut connection. The response of a judged
 exchange is sent chunked (HTTP/1.1, RFC 9112 §7.1), since a fault may change
 its length.
 
+A response is taken over (``FaultedClientSide._divert``, counted in
+``ExchangeFaults.taken_over``) only once a fault may apply to it, as the byte
+search of ``FaultEngine.could_match`` tells: an SSE stream's head goes on as
+it came and each read of it is screened, up to the first that may match; a
+JSON response whose head comes before its whole body waits for that body
+(``unfinished_json``), and one the search clears then passes as it came.
+
 Every fault is told to the analysis as an ``ExchangeFault`` before the
 frames it marks (``mcpsniff.faults.engine.fault_record``), so that the
 trace says what mcpsniff did and ``check`` never blames a peer for it.
@@ -52,12 +59,18 @@ from mcpsniff.faults.spec import (
     Fault,
 )
 from mcpsniff.http1.events import Body, End, RequestHead, ResponseHead
-from mcpsniff.http1.fields import field_tokens
 from mcpsniff.intercept.http_messages import is_event_stream
 from mcpsniff.intercept.http_wire import ClientSide
 from mcpsniff.intercept.relay_needs import Relay
 from mcpsniff.intercept.relayed_exchange import RelayedExchange
-from mcpsniff.intercept.response_faults import ResponseFaults, since_ms
+from mcpsniff.intercept.response_faults import (
+    WHOLE_EVENTS,
+    ResponseFaults,
+    json_may_wait,
+    judged_response,
+    since_ms,
+    unfinished_json,
+)
 
 #: Seconds a dropped request's connection stays open, unanswered, before it is cut:
 #: the client is to time out and cancel first (basic/lifecycle.mdx § Timeouts).
@@ -113,8 +126,9 @@ class FaultedClientSide(ClientSide):
     While no fault is under way on it, only three of its methods stand between
     the relay's own: ``_request_head`` and ``_begin`` (its requests held and
     judged) and ``response_events`` (a whole response no fault can match, a
-    byte search says so, passes as the relay's own would). Once one is, it is
-    a ``HookedClientSide`` until nothing is left to carry out.
+    byte search says so, passes as the relay's own would; so do the screened
+    reads of an SSE stream and a JSON response that waited for its body). Once
+    one is, it is a ``HookedClientSide`` until nothing is left to carry out.
     """
 
     # Slots like ``ClientSide``'s: ``__class__`` moves between this class and
@@ -129,8 +143,13 @@ class FaultedClientSide(ClientSide):
         "_queue",
         "_requests",
         "_unjudged",
+        "_waiting",
         "faults",
     )
+
+    #: SSE responses are screened piece by piece rather than taken over at their head
+    #: (a switch for the tests that compare both ways).
+    screens = True
 
     def __init__(self, relay: Relay, faults: ExchangeFaults) -> None:
         super().__init__(relay)
@@ -153,6 +172,9 @@ class FaultedClientSide(ClientSide):
         #: What the upstream sent behind a response still held, replayed in order
         #: once it is out (None: nothing held).
         self._backlog: list[Callable[[], None]] | None = None
+        #: The events of a JSON response read so far, forwarded once its body is
+        #: whole (``unfinished_json``); None: none waits.
+        self._waiting: list[Any] | None = None
 
     # ------------------------------------------------------------------ requests
 
@@ -424,31 +446,77 @@ class FaultedClientSide(ClientSide):
     def connection_lost(self, exc: Exception | None) -> None:
         if self._drop_timer is not None:
             self._drop_timer.cancel()
+        if self._waiting is not None:
+            # For the trace: the response's head and body so far, as a taken-over
+            # response's would be (nothing is written to a closed connection).
+            self.closed = True
+            self._let_wait_go()
         super().connection_lost(exc)
+
+    def _cut_all(self, outcome: str) -> None:
+        self._let_wait_go()
+        super()._cut_all(outcome)
+
+    def _let_wait_go(self) -> None:
+        """A JSON response waiting for the rest of its body goes on as it is (taken over)."""
+        if self._waiting is not None and self._backlog is None:
+            self.response_events(self.upstream, [], True)
 
     # ------------------------------------------------------------------ responses
 
     def response_events(self, upstream: Any, events: list[Any], eof: bool) -> None:
-        if not self._hooked and len(events) == 3:
-            # The commonest: one whole response (head, one piece, end), no fault under
-            # way, so nothing is held (``_block`` hooks) and no exchange waits for
-            # mcpsniff's answer (``_begin`` hooks before it sets one; the hook comes
-            # off only once none does).
-            head, body, end = events
-            if (
-                type(body) is Body
-                and type(end) is End
-                and type(head) is ResponseHead
-                and head.status >= 200
-                and not ((payload := body.payload) and self._engine.could_match(payload, S2C))
-            ):
-                _client_response_events(self, upstream, events, eof)
+        waiting = self._waiting
+        if waiting is not None and self._backlog is None:
+            self._waiting = None
+            events = waiting + events
+        if not self._hooked:
+            # No fault under way, so nothing is held (``_block`` hooks) and no exchange
+            # waits for mcpsniff's answer (``_begin`` hooks before it sets one; the hook
+            # comes off only once none does).
+            count = len(events)
+            if count == 3:
+                # The commonest: one whole response (head, one piece, end).
+                head, body, end = events
+                if (
+                    type(body) is Body
+                    and type(end) is End
+                    and type(head) is ResponseHead
+                    and head.status >= 200
+                    and not ((payload := body.payload) and self._engine.could_match(payload, S2C))
+                ):
+                    _client_response_events(self, upstream, events, eof)
+                    return
+            elif count == 2:
+                # A screened stream's piece the byte search clears, and its end.
+                body, end = events
+                exchanges = self.exchanges
+                if (
+                    type(body) is Body
+                    and type(end) is End
+                    and exchanges
+                    and exchanges[0].screened is not None
+                    and (payload := body.payload).endswith(WHOLE_EVENTS)
+                    and not self._engine.could_match(payload, S2C)
+                ):
+                    _client_response_events(self, upstream, events, eof)
+                    return
+            elif count == 1 and self._alone(upstream, events, eof):
                 return
         if self._backlog is not None:
             # An earlier response is held: HTTP/1.1 answers go out in request order
             # (RFC 9112 §9.3.2), so what comes behind it waits.
             self._backlog.append(partial(self.response_events, upstream, events, eof))
             return
+        if self._answers and not eof and self._engine.needles is not None:
+            at = unfinished_json(events, self.exchanges)
+            if at >= 0:
+                if at:
+                    self.response_events(upstream, events[:at], eof)
+                if self._backlog is not None:
+                    self._backlog.append(partial(self.response_events, upstream, events[at:], eof))
+                else:
+                    self._waiting = events[at:]
+                return
         split = self._prepare(upstream, events)
         if split < 0:
             super().response_events(upstream, events, eof)
@@ -460,8 +528,54 @@ class FaultedClientSide(ClientSide):
         if split >= 0 and not self.closed:
             self.response_events(upstream, events[split + 1 :], eof)
 
+    def _alone(self, upstream: Any, events: list[Any], eof: bool) -> bool:
+        """Pass one event as ``_prepare`` would, without its loop; False: not done.
+
+        A response's head alone (an event stream's goes on, screened; a JSON one's
+        waits for its body) or a screened stream's piece the byte search clears:
+        what a server that flushes its head first sends, read by read.
+        """
+        exchanges = self.exchanges
+        if not exchanges:
+            return False
+        exchange = exchanges[0]
+        event = events[0]
+        kind = type(event)
+        if kind is ResponseHead:
+            if (
+                eof
+                or event.status < 200
+                or exchange.swallow
+                or not self._answers
+                or not self.screens
+            ):
+                return False
+            if not is_event_stream(event):
+                # ``unfinished_json`` of one head.
+                if self._engine.needles is None or not json_may_wait(exchange, event):
+                    return False
+                self._waiting = events
+                return True
+            exchange.screened = event  # as ``_divert`` does
+            _client_response_events(self, upstream, events, eof)
+            return True
+        screened = exchange.screened
+        if (
+            kind is Body
+            and screened is not None
+            and (upstream.parser.between_chunks or "transfer-encoding" not in screened.names)
+            and (payload := event.payload).endswith(WHOLE_EVENTS)
+            and not self._engine.could_match(payload, S2C)
+        ):
+            _client_response_events(self, upstream, events, eof)
+            return True
+        return False
+
     def _prepare(self, upstream: Any, events: list[Any]) -> int:
         """Take over the responses in ``events`` a fault may apply to; where to split them.
+
+        A JSON response at its head (when its body is here, or too big to wait
+        for); an SSE stream at the first of its reads the byte search cannot clear.
 
         Returns the place of the end of a response after which its connection may
         have to wait (a fault holds that response, or mcpsniff answers the next
@@ -477,15 +591,33 @@ class FaultedClientSide(ClientSide):
                 if index < count:
                     exchange = exchanges[index]
                     faulted = exchange.faulted
-                    if faulted is not None and faulted.sse:
-                        # Whole chunks when the body's end follows, or when the
-                        # parser stopped between two. ``rechunk`` holds for all of
-                        # the exchange's pieces here: the parser gives one per feed.
-                        framed = (
-                            upstream.parser.between_chunks
-                            if place == last
-                            else (type(events[place + 1]) is End)
-                        )
+                    if faulted is None and exchange.screened is None:
+                        continue
+                    # Whole chunks when the body's end follows, or when the parser
+                    # stopped between two. ``rechunk`` holds for all of the
+                    # exchange's pieces here: the parser gives one per feed.
+                    framed = (
+                        upstream.parser.between_chunks
+                        if place == last
+                        else (type(events[place + 1]) is End)
+                    )
+                    if faulted is None:
+                        # A screened stream: every piece before this one went on as
+                        # the upstream framed it, so this one may too, on the test
+                        # ``ResponseFaults.passes`` makes of a piece with whole
+                        # chunks before it. If not, the stream is taken over here.
+                        head = exchange.screened
+                        payload = event.payload
+                        if (
+                            (framed or "transfer-encoding" not in head.names)
+                            and payload.endswith(WHOLE_EVENTS)
+                            and not self._engine.could_match(payload, S2C)
+                        ):
+                            continue
+                        faulted = self._take_over(exchange, head)
+                        if faulted is None:
+                            continue  # one --fault never judges: as the relay's own
+                    if faulted.sse:
                         exchange.rechunk = not faulted.passes(event.payload, framed)
             elif kind is ResponseHead:
                 if index < count and event.status >= 200:
@@ -523,36 +655,48 @@ class FaultedClientSide(ClientSide):
         return True
 
     def _divert(self, exchange: RelayedExchange, head: ResponseHead) -> ResponseHead:
-        """Take over the response of a judged exchange (or of a duplicate): its head as sent."""
-        request = exchange.head
+        """Take over the response of a judged exchange (or of a duplicate): its head as sent.
+
+        An SSE response is screened instead (``screens``): its head is the same either
+        way, and its pieces are searched as they come (``_prepare``), so it is taken
+        over only at the first piece a fault may apply to, if any.
+        """
         sse = is_event_stream(head)
-        names = head.names
-        codings = (
-            field_tokens(head.headers, "transfer-encoding") if "transfer-encoding" in names else []
-        )
-        has_length = "content-length" in names
         if exchange.swallow:
+            self.faults.taken_over += 1
             self._hook()
             exchange.rechunk = True
             exchange.faulted = ResponseFaults(self, exchange, sse=sse, chunked=False, silent=True)
             return silent_head(head)
-        judged = (
-            request.version == "HTTP/1.1"
-            and "content-encoding" not in head.names
-            and (request.method == "POST" or (sse and "mcp-session-id" in request.names))
-            and not (sse and has_length)
-            and (not codings or codings == ["chunked"])
-            and head.status == 200
-        )
-        if not judged:
+        if sse and self.screens:
+            # The head goes on as it came whether or not the stream is taken over
+            # later (``_take_over``: only one chunked or delimited by the close).
+            exchange.screened = head
+            return head
+        if not judged_response(exchange.head, head, sse):
             return head
         # Every piece of a JSON body comes to _held_body; an SSE stream's pieces only
         # when they may have to be judged (``_prepare``, ``ResponseFaults.passes``).
+        self.faults.taken_over += 1
         self._hook()
         exchange.rechunk = not sse
-        chunked = bool(codings) or has_length
+        has_length = "content-length" in head.names
+        chunked = has_length or "transfer-encoding" in head.names  # chunked alone (judged)
         exchange.faulted = ResponseFaults(self, exchange, sse=sse, chunked=chunked)
         return chunked_head(head) if has_length else head
+
+    def _take_over(self, exchange: RelayedExchange, head: ResponseHead) -> ResponseFaults | None:
+        """Take over a screened SSE response from its current piece on (``_divert``);
+        None when it is no response ``--fault`` judges: it goes on unread."""
+        exchange.screened = None
+        if not judged_response(exchange.head, head, True):
+            return None
+        self.faults.taken_over += 1
+        self._hook()
+        chunked = "transfer-encoding" in head.names  # chunked alone (``judged_response``)
+        faulted = ResponseFaults(self, exchange, sse=True, chunked=chunked)
+        exchange.faulted = faulted
+        return faulted
 
     def _held_body(self, exchange: RelayedExchange, payload: bytes) -> None:
         faulted = exchange.faulted

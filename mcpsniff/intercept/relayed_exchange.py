@@ -68,6 +68,9 @@ class RelayedExchange:
     wire: list[bytes] | None = None
     #: ``--fault``: what carries out the faults on its response (``http_faults``).
     faulted: Any = None
+    #: ``--fault``: the head of an SSE response forwarded as it came, whose pieces are
+    #: screened by bytes; it is taken over (``faulted``) at the first that may match.
+    screened: Any = None
     #: ``--fault``: the response mcpsniff answers in the server's place, sent in turn.
     fault_answer: bytes | None = None
     #: ``--fault``: a duplicate sent upstream; its response is recorded, never delivered.

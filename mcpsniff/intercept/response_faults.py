@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from mcpsniff.core.model import S2C
@@ -21,14 +21,16 @@ from mcpsniff.faults.damage import SPLIT_PAUSE, SPLIT_PIECES, corrupt
 from mcpsniff.faults.engine import Injection, original_bytes
 from mcpsniff.faults.http import ExchangeFaults, event_data, split_events, with_data
 from mcpsniff.faults.spec import CORRUPT, DELAY, DISCONNECT, DROP, DUPLICATE
-from mcpsniff.intercept.http_messages import LAST_CHUNK, chunk
+from mcpsniff.http1.events import Body, End, RequestHead, ResponseHead
+from mcpsniff.http1.fields import field_tokens
+from mcpsniff.intercept.http_messages import LAST_CHUNK, chunk, is_event_stream
 from mcpsniff.intercept.relay_needs import Relay
 from mcpsniff.intercept.relayed_exchange import STREAM_AT, RelayedExchange
 
 #: Most bytes of a body (or of one SSE event) judged; a bigger one passes as it is.
 JUDGE_LIMIT = STREAM_AT
 #: How a piece of an event stream ends when it ends with whole events.
-_WHOLE = (b"\n\n", b"\r\n\r\n", b"\r\r")
+WHOLE_EVENTS = (b"\n\n", b"\r\n\r\n", b"\r\r")
 
 
 class FaultedConnection(Protocol):
@@ -112,7 +114,7 @@ class ResponseFaults:
             and not self.busy
             and not self.passing
             and not self.silent
-            and payload.endswith(_WHOLE)
+            and payload.endswith(WHOLE_EVENTS)
             and not self.connection.faults.engine.could_match(payload, S2C)
         )
 
@@ -127,7 +129,7 @@ class ResponseFaults:
             self.sse
             and not self.buffer
             and not self.busy
-            and payload.endswith(_WHOLE)
+            and payload.endswith(WHOLE_EVENTS)
             and not self.connection.faults.engine.could_match(payload, S2C)
         ):
             # Whole events no fault can match (a byte search said so): on as they came.
@@ -278,6 +280,69 @@ class ResponseFaults:
     def _cut(self) -> None:
         self.ended = True
         self.connection.cut()
+
+
+def judged_response(request: RequestHead, head: ResponseHead, sse: bool) -> bool:
+    """Whether a response (``sse``: an event stream) is one ``--fault`` judges.
+
+    A POST's over HTTP/1.1 (or a session's GET stream), with status 200, not
+    compressed, framed by a length, chunked or the close (an event stream not by a
+    length: its events may change); everything else passes unjudged.
+    """
+    names = head.names
+    codings = (
+        field_tokens(head.headers, "transfer-encoding") if "transfer-encoding" in names else []
+    )
+    return (
+        request.version == "HTTP/1.1"
+        and "content-encoding" not in names
+        and (request.method == "POST" or (sse and "mcp-session-id" in request.names))
+        and not (sse and "content-length" in names)
+        and (not codings or codings == ["chunked"])
+        and head.status == 200
+    )
+
+
+def unfinished_json(events: list[Any], exchanges: Sequence[RelayedExchange]) -> int:
+    """Where the JSON response ``events`` end in the middle of starts, if it may wait
+    for its whole body before anything of it goes on (-1: none).
+
+    ``exchanges`` are those whose responses ``events`` carry, in order.
+    A JSON body is judged whole, so nothing of it could go on before its end if a
+    fault applies to it; waiting for that end (bodies up to ``JUDGE_LIMIT``) lets the
+    byte search clear a body no fault can match, which then passes as it came, its
+    head and framing too, instead of being taken over at its head and re-chunked.
+    """
+    index = 0
+    start = -1
+    size = 0
+    for place, event in enumerate(events):
+        kind = type(event)
+        if kind is Body:
+            size += len(event.payload)
+        elif kind is End:
+            index += 1
+            start = -1
+        elif kind is ResponseHead and event.status >= 200:
+            start, at, size = place, index, 0
+    if start < 0 or at >= len(exchanges) or size > JUDGE_LIMIT:
+        return -1
+    head = events[start]
+    if is_event_stream(head) or not json_may_wait(exchanges[at], head):
+        return -1
+    return start
+
+
+def json_may_wait(exchange: RelayedExchange, head: ResponseHead) -> bool:
+    """Whether the JSON response ``head`` starts may wait for its whole body
+    (``unfinished_json``): one ``--fault`` judges, whose length is not too big to."""
+    if exchange.swallow or not judged_response(exchange.head, head, False):
+        return False
+    names = head.names
+    if "content-length" in names:
+        length = head.headers[names.index("content-length")][1]
+        return length.isdigit() and int(length) <= JUDGE_LIMIT
+    return True
 
 
 def since_ms(start: float) -> float:

@@ -787,10 +787,11 @@ class Pipelined:
 
 
 def _answering(
-    answer_of: Callable[[bytes], bytes], got: list[bytes]
+    answer_of: Callable[[bytes], bytes], got: list[bytes], *, apart: bool = False
 ) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
     """An upstream that notes each request body in ``got`` and answers every request of
-    a read at once, all answers (``answer_of`` each body) in one write."""
+    a read at once, all answers (``answer_of`` each body) in one write; ``apart``: each
+    answer's head written first, on its own, and the rest a moment later."""
 
     async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         parser = RequestParser()
@@ -802,7 +803,14 @@ def _answering(
                     body += event.payload
                 elif isinstance(event, End):
                     got.append(body)
-                    answers += answer_of(body)
+                    answer = answer_of(body)
+                    if apart:
+                        head, _, rest = answer.partition(b"\r\n\r\n")
+                        writer.write(answers + head + b"\r\n\r\n")
+                        await writer.drain()
+                        await asyncio.sleep(0.02)
+                        answer, answers = rest, b""
+                    answers += answer
                     body = b""
             writer.write(answers)
         writer.close()
@@ -1015,11 +1023,12 @@ _TRAFFIC = [
 
 
 def _through(
-    faults: list[str], *, sse: bool, pipelined: bool, every: bool
+    faults: list[str], *, sse: bool, pipelined: bool, every: bool, apart: bool = False
 ) -> tuple[list[tuple[int, bytes]], list[bytes], list[dict[str, Any]]]:
     """``_TRAFFIC`` through an in-process relay with ``faults``: the (status, payload)
     of each response, the bodies the upstream read, and the fault records. ``every``:
-    no fast path, every message read and every response taken over."""
+    no fast path, every message read and every response taken over at its head.
+    ``apart``: the upstream writes each response's head on its own."""
     import mcpsniff.intercept.http_faults as module
 
     records: list[dict[str, Any]] = []
@@ -1047,13 +1056,15 @@ def _through(
     async def main() -> list[tuple[int, bytes]]:
         original = module.ExchangeFaults
         module.ExchangeFaults = Recorded  # type: ignore[misc]
+        module.FaultedClientSide.screens = not every
         try:
-            async with _relay_before(faults, _answering(answer_of, got)) as port:
+            async with _relay_before(faults, _answering(answer_of, got, apart=apart)) as port:
                 module.ExchangeFaults = original  # type: ignore[misc]
                 batches = [_TRAFFIC] if pipelined else [[body] for body in _TRAFFIC]
                 responses, _, _ = await _post_all(port, batches, 1.0)
         finally:
             module.ExchangeFaults = original  # type: ignore[misc]
+            module.FaultedClientSide.screens = True
         return responses
 
     responses = asyncio.run(main())
@@ -1090,15 +1101,231 @@ _DIFFERENTIAL = [
 
 
 @pytest.mark.parametrize("spec", _DIFFERENTIAL)
-@pytest.mark.parametrize(("sse", "pipelined"), [(False, False), (True, False), (True, True)])
+@pytest.mark.parametrize(
+    ("sse", "pipelined", "apart"),
+    [
+        (False, False, False),
+        (True, False, False),
+        (True, True, False),
+        (True, False, True),
+        (False, False, True),
+    ],
+)
 def test_the_fast_paths_deliver_and_record_what_reading_everything_does(
-    spec: str, sse: bool, pipelined: bool
+    spec: str, sse: bool, pipelined: bool, apart: bool
 ) -> None:
-    fast = _through([spec], sse=sse, pipelined=pipelined, every=False)
-    slow = _through([spec], sse=sse, pipelined=pipelined, every=True)
+    # ``apart``: each head comes alone, so the fast path screens an SSE stream piece by
+    # piece, and has a JSON head wait for its body, where the reference takes both
+    # over at their heads.
+    fast = _through([spec], sse=sse, pipelined=pipelined, every=False, apart=apart)
+    slow = _through([spec], sse=sse, pipelined=pipelined, every=True, apart=apart)
     assert fast[0] == slow[0]  # what the client got
     assert fast[1] == slow[1]  # what the upstream got
     assert fast[2] == slow[2]  # what the trace says mcpsniff did
     if sse:
         # Each fault that can match something did (the rest must match nothing).
         assert bool(fast[2]) == ("nothing" not in spec)
+
+
+# --------------------------------------------------------------------------- the path taken
+
+_PROGRESS = _event(b'{"jsonrpc":"2.0","method":"notifications/progress"}')
+_LOGGED = _event(_LOG % b"x")
+
+
+def _head_alone(
+    specs: list[str], answer: list[bytes], *, settle: float = 0.0
+) -> tuple[FaultedClientSide, bytes, list[tuple[str, int, bool]]]:
+    """A ``tools/call`` of ``echo`` through a ``FaultedClientSide`` with ``specs``, whose
+    response comes as reads of ``answer`` (the first, its head alone): what the
+    client got, and after each read the connection's class, the responses taken over
+    so far and whether the client's connection was cut."""
+
+    async def main() -> tuple[FaultedClientSide, bytes, list[tuple[str, int, bool]]]:
+        connection, client, upstream_wire, upstream = _faulted_connection(*specs)
+        steps = []
+        connection.data_received(_post(_CALL))
+        assert upstream_wire.take() == _post(_CALL)
+        for read in answer:
+            upstream.data_received(read)
+            steps.append((type(connection).__name__, connection.faults.taken_over, client.aborted))
+            await asyncio.sleep(settle)
+        return connection, client.take(), steps
+
+    return asyncio.run(main())
+
+
+_SSE_ANSWER = [_SSE_HEAD, _chunk(_PROGRESS), _chunk(_event(_RESULT)), b"0\r\n\r\n"]
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        'delay 1s when tool == "nothing-has-this-name"',
+        NO_MATCH,
+        'corrupt truncate when tool == "nothing-has-this-name" and direction == s2c',
+        "disconnect when method == nothing/here and direction == c2s",
+    ],
+)
+def test_an_sse_answer_whose_head_comes_alone_is_never_taken_over_when_nothing_matches(
+    spec: str,
+) -> None:
+    connection, got, steps = _head_alone([spec], _SSE_ANSWER)
+    # The head, then each read as it came (the upstream's framing too), and at no
+    # point a fault under way on the connection.
+    assert got == b"".join(_SSE_ANSWER)
+    assert steps == [("FaultedClientSide", 0, False)] * 4
+    assert not connection.exchanges and connection.faults.engine._seq == 0
+
+
+@pytest.mark.parametrize("cut", [0, 1, 20])
+def test_a_json_answer_whose_head_comes_alone_waits_for_its_body_and_passes_as_it_came(
+    cut: int,
+) -> None:
+    # Its head alone (and maybe part of its body), then the rest: the head waits for
+    # the whole body, which the byte search clears: the answer goes on as it came.
+    head, _, body = _JSON_RESPONSE.partition(b"\r\n\r\n")
+    reads = [head + b"\r\n\r\n" + body[:cut], body[cut:]]
+    connection, got, steps = _head_alone([NO_MATCH], reads)
+    assert got == _JSON_RESPONSE
+    assert steps == [("FaultedClientSide", 0, False)] * 2
+    assert not connection.exchanges and connection.faults.engine._seq == 0
+
+
+def test_a_json_answer_waiting_for_its_body_is_recorded_when_the_client_leaves() -> None:
+    connection, client, _, upstream = _faulted_connection(NO_MATCH)
+    connection.data_received(_post(_CALL))
+    head = _JSON_RESPONSE.partition(b"\r\n\r\n")[0] + b"\r\n\r\n"
+    upstream.data_received(head + _ANSWER[:10])
+    assert client.take() == b""  # waits for the rest of its body
+    connection.connection_lost(None)
+    # As a response taken over at its head would be: its head, no body judged yet.
+    seen = connection.relay.observations  # type: ignore[attr-defined]
+    kinds = [(type(o).__name__, getattr(o, "status", None)) for o in seen]
+    assert kinds[-2:] == [("ResponseBegin", 200), ("ExchangeEnd", None)]
+    assert seen[-1].outcome == "client-disconnected"  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize(
+    ("action", "cut"),
+    [("corrupt truncate", False), ("delay 20ms", False), ("drop", True), ("disconnect", True)],
+)
+def test_a_matching_json_answer_whose_head_came_alone_is_judged(action: str, cut: bool) -> None:
+    head, _, body = _JSON_RESPONSE.partition(b"\r\n\r\n")
+    connection, got, steps = _head_alone(
+        [f"{action} when id == 3 and direction == s2c"],
+        [head + b"\r\n\r\n", body[:5], body[5:]],
+        settle=0.05,
+    )
+    expected = {"corrupt truncate": _ANSWER[: len(_ANSWER) // 2], "delay 20ms": _ANSWER}
+    assert _payload(got) == expected.get(action, b"" if action == "drop" else _ANSWER[:18])
+    assert steps[-1][1:] == (1, cut)
+    assert connection.faults.engine._seq == 1
+
+
+def test_a_request_no_fault_can_match_is_neither_read_nor_held() -> None:
+    connection, client, upstream_wire, upstream = _faulted_connection(
+        'error -32001 "nope" when tool == "nothing-has-this-name"'
+    )
+    connection.data_received(_post(_CALL))
+    assert upstream_wire.take() == _post(_CALL)
+    upstream.data_received(_JSON_RESPONSE)
+    assert client.take() == _JSON_RESPONSE
+    assert type(connection) is FaultedClientSide and connection.faults.engine._seq == 0
+    assert connection.faults.taken_over == 0
+
+
+def _payload(raw: bytes) -> bytes:
+    """The body the client could read of ``raw`` (a response, maybe cut off)."""
+    parser = ResponseParser()
+    parser.expect("POST")
+    return b"".join(e.payload for e in parser.feed(raw) if isinstance(e, Body))
+
+
+@pytest.mark.parametrize(
+    ("action", "expected"),
+    [
+        ("drop", _PROGRESS + _event(_RESULT)),
+        (
+            "corrupt truncate",
+            _PROGRESS
+            + b"event: message\ndata: "
+            + (_LOG % b"x")[: len(_LOG % b"x") // 2]
+            + b"\n\n"
+            + _event(_RESULT),
+        ),
+        ("duplicate", _PROGRESS + _LOGGED * 2 + _event(_RESULT)),
+        ("delay 20ms", _PROGRESS + _LOGGED + _event(_RESULT)),
+        ("disconnect", _PROGRESS + _LOGGED[: len(_LOGGED) // 2]),
+    ],
+)
+def test_a_matching_event_is_judged_in_a_stream_whose_head_came_alone(
+    action: str, expected: bytes
+) -> None:
+    answer = [_SSE_HEAD, _chunk(_PROGRESS), _chunk(_LOGGED), _chunk(_event(_RESULT)), b"0\r\n\r\n"]
+    connection, got, steps = _head_alone(
+        [f'{action} when method == "notifications/message"'], answer, settle=0.05
+    )
+    assert _payload(got) == expected
+    # Forwarded as it came up to the event a fault matches; taken over there.
+    assert got.startswith(_SSE_HEAD + _chunk(_PROGRESS))
+    assert steps[:2] == [("FaultedClientSide", 0, False)] * 2
+    assert steps[2][1] == 1
+    cut = action == "disconnect"
+    assert steps[-1] == (("HookedClientSide" if cut else "FaultedClientSide"), 1, cut)
+    assert connection.faults.engine._seq == 1  # the one event read
+
+
+@pytest.mark.parametrize(
+    ("spec", "status", "body"),
+    [
+        ("status 503 when tool == echo", 503, b"mcpsniff: injected HTTP 503\n"),
+        (
+            'error -32001 "nope" when tool == echo',
+            200,
+            b'{"jsonrpc":"2.0","id":3,"error":{"code":-32001,"message":"nope"}}',
+        ),
+    ],
+)
+def test_an_answer_in_the_servers_place_still_fires_beside_screened_streams(
+    spec: str, status: int, body: bytes
+) -> None:
+    connection, client, upstream_wire, upstream = _faulted_connection(spec)
+    ping = b'{"jsonrpc":"2.0","id":4,"method":"ping"}'
+    connection.data_received(_post(ping))
+    upstream.data_received(_SSE_HEAD)
+    assert type(connection) is FaultedClientSide and connection.faults.taken_over == 0
+    connection.data_received(_post(_CALL))  # answered once the stream before it ended
+    assert upstream_wire.take() == _post(ping)
+    upstream.data_received(_chunk(_event(_RESULT)) + b"0\r\n\r\n")
+    parser = ResponseParser()
+    parser.expect("POST")
+    parser.expect("POST")
+    events = parser.feed(client.take())
+    heads = [e.status for e in events if isinstance(e, ResponseHead)]
+    bodies = b"".join(e.payload for e in events if isinstance(e, Body))
+    assert heads == [200, status]
+    assert bodies == _event(_RESULT) + body
+    # The call the fault answered is in flight for the engine (its id could be
+    # answered on any stream): the stream was taken over at its event, to be read.
+    assert connection.faults.taken_over == 1 and not connection.exchanges
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        _SSE_HEAD.replace(b"\r\n\r\n", b"\r\nContent-Encoding: gzip\r\n\r\n"),
+        _SSE_HEAD.replace(b"200 OK", b"201 Created"),
+        _SSE_HEAD.replace(b"Transfer-Encoding: chunked", b"Transfer-Encoding: gzip, chunked"),
+    ],
+)
+def test_a_stream_fault_never_judges_passes_unread_even_where_a_fault_would_match(
+    head: bytes,
+) -> None:
+    # Screened like any stream; at the event a fault matches it proves to be no
+    # response --fault judges (compressed, not 200, a coding of its own): unread.
+    answer = [head, _chunk(_PROGRESS), _chunk(_LOGGED), b"0\r\n\r\n"]
+    connection, got, steps = _head_alone([DROP_LOG], answer)
+    assert got == b"".join(answer)
+    assert steps == [("FaultedClientSide", 0, False)] * 4
+    assert connection.faults.engine._seq == 0

@@ -7,12 +7,19 @@ from types import SimpleNamespace
 from typing import Any
 
 import orjson
+import pytest
 
 from mcpsniff.core.observations import ExchangeFault
 from mcpsniff.faults.http import ExchangeFaults
 from mcpsniff.faults.spec import parse_faults
+from mcpsniff.http1.parser import RequestParser, ResponseParser
 from mcpsniff.intercept.http_messages import LAST_CHUNK, chunk
-from mcpsniff.intercept.response_faults import JUDGE_LIMIT, ResponseFaults
+from mcpsniff.intercept.response_faults import (
+    JUDGE_LIMIT,
+    ResponseFaults,
+    judged_response,
+    unfinished_json,
+)
 
 
 class Connection:
@@ -169,3 +176,64 @@ def test_a_delay_holds_the_rest_in_order_and_an_end_told_meanwhile_waits() -> No
     (told,) = connection.told
     assert told.record["action"] == "delay"
     assert told.record["held_ms"] >= 50
+
+
+# --------------------------------------------------------------------------- which responses
+
+
+def _events(*raw: bytes, method: str = "POST") -> list[Any]:
+    parser = ResponseParser()
+    for _ in raw:
+        parser.expect(method)
+    return [event for data in raw for event in parser.feed(data)]
+
+
+def _request(method: str = "POST", version: str = "1.1", *fields: bytes) -> Any:
+    parser = RequestParser()
+    lines = b"".join(field + b"\r\n" for field in fields)
+    head = b"%s /mcp HTTP/%s\r\nHost: x\r\n%s\r\n" % (method.encode(), version.encode(), lines)
+    return SimpleNamespace(head=parser.feed(head)[0], swallow=False)
+
+
+_JSON = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 36\r\n\r\n"
+_SSE = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
+_BODY = b'{"jsonrpc":"2.0","id":3,"result":{}}'
+
+
+def test_a_json_response_whose_body_is_not_all_here_waits_from_its_head() -> None:
+    assert unfinished_json(_events(_JSON), [_request()]) == 0
+    assert unfinished_json(_events(_JSON + _BODY[:9]), [_request()]) == 0
+    # Behind a whole one: from its own head on.
+    both = _events(_JSON + _BODY, _JSON + _BODY[:3])
+    assert unfinished_json(both, [_request(), _request()]) == 3
+
+
+@pytest.mark.parametrize(
+    ("raw", "exchange"),
+    [
+        (_JSON + _BODY, _request()),  # whole: nothing to wait for
+        (_SSE, _request()),  # a stream's head goes on at once
+        (_JSON.replace(b"36", b"%d" % (JUDGE_LIMIT + 1)), _request()),  # too big to judge
+        (_JSON.replace(b"200 OK", b"404 Not Found"), _request()),  # not judged
+        (_JSON.replace(b"\r\n\r\n", b"\r\nContent-Encoding: gzip\r\n\r\n"), _request()),
+        (_JSON, _request("POST", "1.0")),
+        (_JSON, _request("GET")),
+    ],
+)
+def test_a_response_that_would_not_be_judged_whole_never_waits(raw: bytes, exchange: Any) -> None:
+    assert unfinished_json(_events(raw, method=exchange.head.method), [exchange]) == -1
+
+
+def test_a_duplicates_response_never_waits() -> None:
+    shadow = _request()
+    shadow.swallow = True
+    assert unfinished_json(_events(_JSON), [shadow]) == -1
+
+
+def test_judged_response_takes_a_sessions_get_stream_but_no_stream_with_a_length() -> None:
+    sse = _events(_SSE, method="GET")[0]
+    assert judged_response(_request("GET", "1.1", b"Mcp-Session-Id: s").head, sse, True)
+    assert not judged_response(_request("GET").head, sse, True)
+    framed = _events(_SSE.replace(b"Transfer-Encoding: chunked", b"Content-Length: 9"))[0]
+    assert not judged_response(_request().head, framed, True)
+    assert judged_response(_request().head, _events(_JSON)[0], False)

@@ -1,0 +1,162 @@
+"""Instructions per exchange of the HTTP relay's connection code, with and without ``--fault``.
+
+``bench_fault_cpu.py --callgrind`` counts a whole relay process under valgrind,
+where the relay is so slow that a response's head and body are almost always
+read together; in real time an SSE response's head often comes alone (the
+upstream flushes it before its first event), which takes another path. This
+script drives one client connection (``ClientSide``, or ``FaultedClientSide``
+with the faults of ``--fault``) with transports that keep what is written to
+them (``tests/relay/playbook.py``): no socket, no event loop turn, the same
+exchanges every run. Each exchange is one 1 KiB ``tools/call`` POST and its
+answer, JSON or one SSE event, read by the relay in one piece or as its head
+alone and then the rest (``--apart``).
+
+Usage::
+
+    python benchmarks/bench_fault_paths.py --fault 'delay 1s when tool == "nothing-has-this-name"'
+    python benchmarks/bench_fault_paths.py --fault ... --exchanges 500 --formats sse
+
+Each configuration runs twice under ``valgrind --tool=callgrind`` (a warm-up of
+100 exchanges, then none or ``--exchanges`` more); the difference of the two
+totals over ``--exchanges`` is what one exchange costs, start-up and warm-up
+left out. It prints, per format and reading, thousands of instructions an
+exchange plain and faulted, their ratio, and how many responses the faulted
+connection took over. Exit status 0 (information, no target).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WARM = 100
+TOOL = (
+    b'{"jsonrpc":"2.0","id":%d,"method":"tools/call",'
+    b'"params":{"name":"echo","arguments":{"text":"%s"}}}'
+)
+
+
+def _request(ident: int) -> bytes:
+    body = TOOL % (ident, b"x" * 900)
+    return (
+        b"POST /mcp HTTP/1.1\r\nHost: up\r\nContent-Type: application/json\r\n"
+        b"Accept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n%s"
+        % (len(body), body)
+    )
+
+
+def _response(ident: int, sse: bool) -> tuple[bytes, bytes]:
+    """A response's head and the rest (body and end)."""
+    result = b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"%s"}]}}' % (
+        ident,
+        b"y" * 900,
+    )
+    if sse:
+        event = b"event: message\ndata: " + result + b"\n\n"
+        head = (
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+            b"Cache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
+        return head, b"%x\r\n%s\r\n0\r\n\r\n" % (len(event), event)
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(
+        result
+    )
+    return head, result
+
+
+def run(count: int, sse: bool, apart: bool, faults: list[str]) -> int:
+    """Drive ``count`` exchanges through one connection; responses taken over."""
+    sys.path.append(str(ROOT))  # after PYTHONPATH: the mcpsniff measured comes first
+    from mcpsniff.faults.spec import parse_faults
+    from mcpsniff.intercept.http_upstream import UpstreamSide
+    from mcpsniff.intercept.http_wire import ClientSide
+    from tests.relay.playbook import PlaybookRelay, Wire
+
+    relay = PlaybookRelay()
+    if faults:
+        from mcpsniff.intercept.http_faults import faulted_factory
+
+        connection = faulted_factory(relay, parse_faults(faults), verbatim=False)()
+    else:
+        connection = ClientSide(relay)
+    client, upstream_wire = Wire(), Wire()
+    connection.connection_made(client)  # type: ignore[arg-type]
+    upstream = UpstreamSide(connection)
+    upstream.connection_made(upstream_wire)  # type: ignore[arg-type]
+    connection.upstream = upstream
+    traffic = [(_request(n), *_response(n, sse)) for n in range(count)]
+    for request, head, rest in traffic:
+        connection.data_received(request)
+        upstream_wire.written.clear()
+        if apart:
+            upstream.data_received(head)
+            upstream.data_received(rest)
+        else:
+            upstream.data_received(head + rest)
+        client.written.clear()
+        relay.observations.clear()
+    assert not connection.exchanges
+    faulted = getattr(connection, "faults", None)
+    return faulted.taken_over if faulted is not None and hasattr(faulted, "taken_over") else -1
+
+
+def counted(folder: Path, count: int, sse: bool, apart: bool, faults: list[str]) -> tuple[int, str]:
+    """Total instructions of a run of ``count`` exchanges under callgrind, and its output."""
+    out = folder / f"cg.{count}.{sse}.{apart}.{len(faults)}"
+    argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable]
+    argv += [__file__, "--run", str(count), "--formats", "sse" if sse else "json"]
+    argv += ["--apart"] if apart else []
+    for spec in faults:
+        argv += ["--fault", spec]
+    env = dict(os.environ, PYTHONHASHSEED="1")
+    done = subprocess.run(argv, capture_output=True, text=True, check=True, env=env)
+    found = re.search(r"^(?:summary|totals): (\d+)", out.read_text(), re.M)
+    assert found, out
+    return int(found.group(1)), done.stdout.strip()
+
+
+def main() -> int:
+    """Count each configuration, or (``--run``) drive one."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--fault", action="append", default=[], help="a fault (repeatable)")
+    parser.add_argument("--exchanges", type=int, default=300, help="exchanges counted")
+    parser.add_argument("--formats", default="json,sse", help="of json,sse")
+    parser.add_argument("--apart", action="store_true", help="(--run) each head read alone")
+    parser.add_argument("--run", type=int, help=argparse.SUPPRESS)
+    ns = parser.parse_args()
+    if ns.run is not None:
+        print(run(WARM + ns.run, ns.formats == "sse", ns.apart, ns.fault))
+        return 0
+    if not ns.fault:
+        parser.error("--fault is required")
+    with tempfile.TemporaryDirectory(prefix="bench-fault-paths-") as name:
+        folder = Path(name)
+        for mode in ns.formats.split(","):
+            sse = mode == "sse"
+            for apart in (False, True):
+                per = {}
+                taken = ""
+                for label, faults in (("plain", []), ("faulted", ns.fault)):
+                    base, _ = counted(folder, 0, sse, apart, faults)
+                    total, out = counted(folder, ns.exchanges, sse, apart, faults)
+                    per[label] = (total - base) / ns.exchanges / 1e3
+                    if faults:
+                        taken = out
+                reading = "head alone, then the rest" if apart else "one read"
+                print(
+                    f"{mode}, {reading}: {per['plain']:.1f} plain, {per['faulted']:.1f} faulted"
+                    f" (thousand instructions an exchange): ratio"
+                    f" {per['faulted'] / per['plain']:.3f}; taken over {taken}"
+                    f" of {WARM + ns.exchanges}"
+                )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
