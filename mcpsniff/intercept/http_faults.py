@@ -37,7 +37,7 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -59,6 +59,7 @@ from mcpsniff.faults.spec import (
     Fault,
 )
 from mcpsniff.http1.events import Body, End, RequestHead, ResponseHead
+from mcpsniff.intercept.fault_heads import chunked_head, silent_head, with_length
 from mcpsniff.intercept.http_messages import is_event_stream
 from mcpsniff.intercept.http_wire import ClientSide
 from mcpsniff.intercept.relay_needs import Relay
@@ -75,40 +76,6 @@ from mcpsniff.intercept.response_faults import (
 #: Seconds a dropped request's connection stays open, unanswered, before it is cut:
 #: the client is to time out and cancel first (basic/lifecycle.mdx § Timeouts).
 DROP_HOLD = 60.0
-
-
-def with_length(head: bytes, length: int) -> bytes:
-    """A forwarded request head framing a body of ``length`` bytes with Content-Length."""
-    lines = head[:-4].split(b"\r\n")
-    kept = [
-        line
-        for line in lines[1:]
-        if line.split(b":", 1)[0].strip().lower() not in (b"content-length", b"transfer-encoding")
-    ]
-    return b"\r\n".join([lines[0], *kept, b"Content-Length: %d" % length]) + b"\r\n\r\n"
-
-
-def chunked_head(head: ResponseHead) -> ResponseHead:
-    """``head`` with chunked framing instead of a Content-Length (the body may change)."""
-    pairs = [
-        (name, line, pair)
-        for name, line, pair in zip(head.names, head.lines, head.headers, strict=True)
-        if name != "content-length"
-    ]
-    lines = [line for _, line, _ in pairs] + [b"Transfer-Encoding: chunked"]
-    start = head.raw.split(b"\r\n", 1)[0]
-    return replace(
-        head,
-        headers=[pair for _, _, pair in pairs] + [("Transfer-Encoding", "chunked")],
-        names=[name for name, _, _ in pairs] + ["transfer-encoding"],
-        lines=lines,
-        raw=b"\r\n".join([start, *lines]) + b"\r\n\r\n",
-    )
-
-
-def silent_head(head: ResponseHead) -> ResponseHead:
-    """``head`` forwarded as nothing: the response of a duplicate nobody asked for."""
-    return replace(head, lines=[], names=[], raw=b"")
 
 
 # The relay's own methods that the hot paths below call, as module globals: a

@@ -34,9 +34,7 @@ from mcpsniff.http1.parser import RequestParser, ResponseParser
 from mcpsniff.intercept.http_faults import (
     FaultedClientSide,
     HookedClientSide,
-    chunked_head,
     faulted_factory,
-    with_length,
 )
 from mcpsniff.intercept.http_upstream import UpstreamSide
 from mcpsniff.relay.http import HttpOptions, HttpRelay
@@ -590,23 +588,6 @@ def test_a_connection_has_no_dict_before_during_or_after_a_fault() -> None:
 
 
 # --------------------------------------------------------------------------- pieces
-
-
-def test_with_length_frames_the_new_body() -> None:
-    head = b"POST /mcp HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nAccept: */*\r\n\r\n"
-    assert with_length(head, 12) == (
-        b"POST /mcp HTTP/1.1\r\nHost: x\r\nAccept: */*\r\nContent-Length: 12\r\n\r\n"
-    )
-
-
-def test_chunked_head_drops_the_length() -> None:
-    parser = ResponseParser()
-    parser.expect("POST")
-    raw = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-A: b\r\n\r\n"
-    head = parser.feed(raw)[0]
-    changed = chunked_head(head)  # type: ignore[arg-type]
-    assert changed.raw == b"HTTP/1.1 200 OK\r\nX-A: b\r\nTransfer-Encoding: chunked\r\n\r\n"
-    assert changed.names == ["x-a", "transfer-encoding"]
 
 
 def test_a_body_too_big_to_judge_is_forwarded_as_it_came() -> None:
