@@ -19,7 +19,8 @@ plain code it replaces does (tests/core/test_fast_paths.py holds them to it):
   ``correlation.pair`` do the rest);
 * a legacy session (handshake era, a version before 2026-07-28) reads the
   legacy dispatch tables, without the rules that are silent there
-  (``registry.py``: ``modern``).
+  (``registry.py``: ``modern``), and a session no rule armed leaves out the
+  rules ``armed_by`` a rule-state key.
 """
 
 from __future__ import annotations
@@ -238,11 +239,15 @@ def message(
         request.missing_reported = False
         request.fingerprint = this_print
         pending[key] = request
-        # The session's era decides the tables (state.py ``legacy``, kept as it changes).
+        # The session's era decides the tables (state.py ``legacy``, kept as it
+        # changes); a session some rule armed asks the registry for its own.
         legacy = state.legacy
-        handlers = (LEGACY_REQUEST_HANDLERS if legacy else REQUEST_HANDLERS).get(method)
+        armed = state.armed
+        handlers = (
+            None if armed else (LEGACY_REQUEST_HANDLERS if legacy else REQUEST_HANDLERS).get(method)
+        )
         if handlers is None:
-            handlers = registry.handlers(registry.REQUEST, method, legacy=legacy)
+            handlers = registry.handlers(registry.REQUEST, method, legacy=legacy, armed=armed)
         for handler in handlers:
             handler(session, msg)
     elif kind == NOTIFICATION:
