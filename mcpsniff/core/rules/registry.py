@@ -183,9 +183,7 @@ def rule(
         raise ValueError(f"unknown frame shape(s) {sorted(chosen - set(SHAPES))}")
 
     def register(fn: Handler) -> Handler:
-        REGISTERED.append(
-            Registered(tuple(ids), on, chosen, fn, len(REGISTERED), modern, armed_by)
-        )
+        REGISTERED.append(Registered(tuple(ids), on, chosen, fn, len(REGISTERED), modern, armed_by))
         clear_tables()
         return fn
 
