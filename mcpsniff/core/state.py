@@ -333,6 +333,9 @@ class SessionState:
     line_runs: dict[str, Any] = field(default_factory=dict)
     #: State of registered rules that need memory, by name (bounded by each rule).
     rule_state: dict[str, Any] = field(default_factory=dict)
+    #: The ``rule_state`` keys a rule armed (``arm``): the session's REQUEST
+    #: dispatch then holds the rules ``armed_by`` them (core/rules/registry.py).
+    armed: frozenset[str] = frozenset()
     #: Known tasks by (owner direction, taskId) (rules/tasks.py), created on the first task.
     tasks: Any = None
     #: What capture gaps hide (rules/flow.py), created on the first gap.
@@ -341,3 +344,8 @@ class SessionState:
     def settle_era(self) -> None:
         """Decide ``legacy`` again once ``era`` or ``version`` changed (as the rules read them)."""
         self.legacy = self.era == HANDSHAKE and self.version != V5
+
+    def arm(self, key: str) -> None:
+        """Call the rules ``armed_by`` ``key`` on this session's requests from now on."""
+        if key not in self.armed:
+            self.armed = self.armed | {key}

@@ -689,6 +689,32 @@ def test_may_redact_lets_through_every_adversarial_frame_that_redacts(seed: int)
     assert _assert_may_redact(frames) > 50
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_may_redact_answers_as_the_single_pattern_search(seed: int) -> None:
+    """The pre-test asks an RE2 set of its one pattern: the same verdict as RE2's own
+    search for it, on adversarial frames (six a seed of 9 KB to 100 KB)."""
+    from mcpsniff.core import redact
+
+    search = redact._re2.RE2(redact._MAY_REDACT_PATTERN, redact._MAY_REDACT_OPTIONS).Match
+    unanchored = redact._re2.RE2.Anchor.UNANCHORED
+    rng = random.Random(seed)
+    pieces = _pieces()
+    frames = [
+        b"".join(_mixed(rng, rng.choice(pieces)) for _ in range(rng.randint(1, 9)))
+        for _ in range(1500)
+    ]
+    frames += [
+        b"".join(rng.choice(pieces) for _ in range(rng.randint(400, 6000))) for _ in range(6)
+    ]
+    found = 0
+    for frame in frames:
+        low = frame.lower()
+        expected = search(unanchored, low, 0, len(low))[0] != (-1, -1)
+        assert redact.may_redact(frame) is expected, frame[:300]
+        found += expected
+    assert 100 < found < len(frames) - 100
+
+
 def test_may_redact_at_the_bounds_of_a_name_and_its_run() -> None:
     """A member name whose quote is 64 bytes after its hint, a name run of 40: as the steps."""
     from mcpsniff.core.redact import may_redact

@@ -538,6 +538,14 @@ def on_notification(session: Session, msg: Msg) -> None:
                     method=method,
                     capability=".".join(path),
                 )
+    # ``_method_direction``'s table, inlined as in ``on_request``: a method the
+    # version lets this side send.
+    known = DIRECTIONS.get(method)
+    version = state.version
+    if known is not None and version in known:
+        allowed = known[version]
+        if allowed == BOTH or allowed == msg.direction:
+            return
     _method_direction(session, msg)
 
 

@@ -171,10 +171,13 @@ def _error(session: Session, msg: Msg, request: Pending) -> None:
     retries = session.state.rule_state.get("version_retries")
     if retries is None:
         retries = session.state.rule_state["version_retries"] = BoundedMap(RETRY_WINDOW)
+        session.state.arm("version_retries")  # ``retry`` runs from now on
     retries.put((request.method, _target(request.params)), (tuple(listed[:64]), msg.frame))
 
 
-@rule("MOD-UNSUPPORTED-VERSION", on=REQUEST)
+# Armed by the -32022 refusal above (registry.py ``armed_by``): the usual
+# session, never refused, does not call it.
+@rule("MOD-UNSUPPORTED-VERSION", on=REQUEST, armed_by="version_retries")
 def retry(session: Session, msg: Msg) -> None:
     """The client's retry after -32022 names a version the server listed."""
     retries = session.state.rule_state.get("version_retries")

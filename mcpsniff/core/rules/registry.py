@@ -49,6 +49,15 @@ on every message of such a session (``check`` is benchmarked:
 benchmarks/bench_check.py). tests/core/rules/test_registry.py holds each
 marked rule to that: played in a legacy session, it neither reports nor
 changes the session's state.
+
+``armed_by=KEY`` (REQUEST rules) marks a rule that does nothing until another
+rule of the session has recorded something under ``KEY`` in
+``state.rule_state`` (MOD-UNSUPPORTED-VERSION's retry check: only after a
+-32022 refusal). The tables above leave it out; the rule that records the key
+calls ``SessionState.arm(KEY)``, and from then on the session asks
+``handlers(..., armed=state.armed)``, whose tables hold it. So the usual
+session never calls it. tests/core/rules/test_registry.py plays every proof
+with every armed rule in every table as well: the same findings.
 """
 
 from __future__ import annotations
@@ -125,6 +134,8 @@ class Registered:
     order: int
     #: Silent in a legacy session (see the module docstring).
     modern: bool = False
+    #: The ``rule_state`` key that arms it (see the module docstring), or None.
+    armed_by: str | None = None
 
 
 #: Every registration, in the order the modules declared them.
@@ -134,6 +145,8 @@ REGISTERED: list[Registered] = []
 TABLES: dict[str, dict[str, tuple[Handler, ...]]] = {event: {} for event in EVENTS}
 #: The same without the ``modern`` rules, for a legacy session.
 LEGACY_TABLES: dict[str, dict[str, tuple[Handler, ...]]] = {event: {} for event in EVENTS}
+#: (on, legacy, armed keys) -> key -> handlers, for a session some rule armed.
+ARMED_TABLES: dict[tuple[str, bool, frozenset[str]], dict[str, tuple[Handler, ...]]] = {}
 
 
 def rule(
@@ -142,12 +155,14 @@ def rule(
     methods: Iterable[str] | None = None,
     keys: Iterable[str] | None = None,
     modern: bool = False,
+    armed_by: str | None = None,
 ) -> Callable[[Handler], Handler]:
     """Register the decorated function for catalogue ``ids``, on event ``on``.
 
     ``methods`` (message events) or ``keys`` (the others) limit it to those
     dispatch keys; neither: every key. ``modern``: the rule is silent in a
-    legacy session, which does not call it.
+    legacy session, which does not call it. ``armed_by``: a REQUEST rule
+    called only in a session whose ``state.armed`` holds that key.
     """
     if on not in EVENTS:
         raise ValueError(f"unknown rule event {on!r}; one of {', '.join(EVENTS)}")
@@ -155,6 +170,9 @@ def rule(
         raise ValueError("a rule needs at least one catalogue id")
     if methods is not None and keys is not None:
         raise ValueError("give methods or keys, not both")
+    if armed_by is not None and on != REQUEST:
+        # The session asks for armed tables on the REQUEST path only.
+        raise ValueError("only a REQUEST rule can be armed_by a rule-state key")
     chosen_keys = methods if methods is not None else keys
     if isinstance(chosen_keys, str):
         raise ValueError("methods/keys is a collection of names, not one string")
@@ -165,21 +183,39 @@ def rule(
         raise ValueError(f"unknown frame shape(s) {sorted(chosen - set(SHAPES))}")
 
     def register(fn: Handler) -> Handler:
-        REGISTERED.append(Registered(tuple(ids), on, chosen, fn, len(REGISTERED), modern))
-        for tables in (TABLES, LEGACY_TABLES):
-            for table in tables.values():
-                table.clear()
+        REGISTERED.append(Registered(tuple(ids), on, chosen, fn, len(REGISTERED), modern, armed_by))
+        clear_tables()
         return fn
 
     return register
 
 
-def handlers(on: str, key: str, *, legacy: bool = False) -> tuple[Handler, ...]:
+def clear_tables() -> None:
+    """Forget every table built so far (a registration, or a test changing ``REGISTERED``)."""
+    for tables in (TABLES, LEGACY_TABLES):
+        for table in tables.values():
+            table.clear()
+    ARMED_TABLES.clear()
+
+
+def handlers(
+    on: str, key: str, *, legacy: bool = False, armed: frozenset[str] = frozenset()
+) -> tuple[Handler, ...]:
     """The functions registered for ``on`` and ``key``, in registration order.
 
-    ``legacy``: without the ``modern`` rules (a legacy session's).
+    ``legacy``: without the ``modern`` rules (a legacy session's). ``armed``:
+    the rule-state keys some rule armed (``SessionState.armed``); a rule
+    ``armed_by`` another key is left out.
     """
-    table = (LEGACY_TABLES if legacy else TABLES)[on]
+    if armed:
+        variant = (on, legacy, armed)
+        table = ARMED_TABLES.get(variant)
+        if table is None:
+            table = {}
+            if len(ARMED_TABLES) < 64:  # armed keys are the rules' own names
+                ARMED_TABLES[variant] = table
+    else:
+        table = (LEGACY_TABLES if legacy else TABLES)[on]
     found = table.get(key)
     if found is None:
         found = tuple(
@@ -188,6 +224,7 @@ def handlers(on: str, key: str, *, legacy: bool = False) -> tuple[Handler, ...]:
             if entry.on == on
             and (entry.methods is None or key in entry.methods)
             and not (legacy and entry.modern)
+            and (entry.armed_by is None or entry.armed_by in armed)
         )
         if len(table) < 4096:  # methods come from traffic: bound the table
             table[key] = found
@@ -200,7 +237,8 @@ def dispatch_table(on: str, *, legacy: bool = False) -> dict[str, tuple[Handler,
     The session keeps it and reads it directly on the hot path (one dict
     access per message), calling ``handlers`` for a key not in it yet. It is
     the same dict for the life of the process (a registration clears it).
-    ``legacy``: the table without the ``modern`` rules.
+    ``legacy``: the table without the ``modern`` rules. Neither holds an
+    ``armed_by`` rule (``handlers(..., armed=...)`` has those).
     """
     return (LEGACY_TABLES if legacy else TABLES)[on]
 
@@ -219,6 +257,7 @@ def describe() -> list[dict[str, Any]]:
             "methods": None if entry.methods is None else sorted(entry.methods),
             "function": f"{entry.fn.__module__}.{entry.fn.__qualname__}",
             "modern": entry.modern,
+            "armed_by": entry.armed_by,
         }
         for entry in REGISTERED
     ]

@@ -14,12 +14,14 @@ plain code it replaces does (tests/core/test_fast_paths.py holds them to it):
 * the plain envelope: the structural (MESSAGE) rules run only for an envelope
   that is not the plain one of its kind;
 * the record and the ``Pending`` are built slot by slot (``_new_record``);
+* the usual reply's latency is ``correlation.round_ms``'s usual case, inlined;
 * a request's id history, fingerprint and registration are inlined, and so is
   the pairing of the usual reply (``correlation.match_response`` and
   ``correlation.pair`` do the rest);
 * a legacy session (handshake era, a version before 2026-07-28) reads the
   legacy dispatch tables, without the rules that are silent there
-  (``registry.py``: ``modern``).
+  (``registry.py``: ``modern``), and a session no rule armed leaves out the
+  rules ``armed_by`` a rule-state key.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from mcpsniff.core.model import (
 )
 from mcpsniff.core.protocol import NOTIFICATION_PREFIX, RESERVED_PREFIX, STATELESS
 from mcpsniff.core.rules import registry
-from mcpsniff.core.session.correlation import match_response, note_bad, reused, round_ms
+from mcpsniff.core.session.correlation import match_response, note_bad, reused
 from mcpsniff.core.session.dispatch import (
     LEGACY_NOTIFICATION_HANDLERS,
     LEGACY_REPLY_HANDLERS,
@@ -238,11 +240,15 @@ def message(
         request.missing_reported = False
         request.fingerprint = this_print
         pending[key] = request
-        # The session's era decides the tables (state.py ``legacy``, kept as it changes).
+        # The session's era decides the tables (state.py ``legacy``, kept as it
+        # changes); a session some rule armed asks the registry for its own.
         legacy = state.legacy
-        handlers = (LEGACY_REQUEST_HANDLERS if legacy else REQUEST_HANDLERS).get(method)
+        armed = state.armed
+        handlers = (
+            None if armed else (LEGACY_REQUEST_HANDLERS if legacy else REQUEST_HANDLERS).get(method)
+        )
         if handlers is None:
-            handlers = registry.handlers(registry.REQUEST, method, legacy=legacy)
+            handlers = registry.handlers(registry.REQUEST, method, legacy=legacy, armed=armed)
         for handler in handlers:
             handler(session, msg)
     elif kind == NOTIFICATION:
@@ -279,7 +285,23 @@ def message(
                 del pending[key]
                 msg.answers = request.seq
                 msg.request_index = request.index
-                msg.latency_ms = round_ms((frame.t - request.t) * 1000.0)
+                # round_ms, inlined (correlation.py says why it equals round(_, 3)):
+                # the usual latency is n/1000 from its thousandths; round decides
+                # the rest (near a half, zero, out of range, not finite).
+                latency = (frame.t - request.t) * 1000.0
+                scaled = latency * 1000.0
+                if 0.0 < scaled < 2147483648.0:
+                    whole = int(scaled)
+                    fraction = scaled - whole
+                    if fraction > 0.500001:
+                        latency = (whole + 1) / 1000.0
+                    elif fraction < 0.499999 and whole:
+                        latency = whole / 1000.0
+                    else:
+                        latency = round(latency, 3)
+                else:
+                    latency = round(latency, 3)
+                msg.latency_ms = latency
                 msg.request = request
                 # BoundedMap.put, inlined: a new key goes to the end by itself; only
                 # an id answered before (and still remembered) has to move there.

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from mcpsniff.core.model import C2S
 from tests.conftest import Conversation, error, notification, request, result
 from tests.core.rules.dsl import Proof, assert_cause, assert_proof, c, end, note, play, req, res, s
 
@@ -577,3 +578,28 @@ CAUSES = [
 @pytest.mark.parametrize(("p", "fragment"), CAUSES, ids=[f for _, f in CAUSES])
 def test_each_cause_the_description_names_fires(p: Proof, fragment: str) -> None:
     assert_cause(p, fragment)
+
+
+@pytest.mark.parametrize(
+    ("direction", "method", "found"),
+    [
+        ("s", "notifications/initialized", ["MSG-METHOD-DIRECTION"]),  # client-only
+        ("c", "notifications/tools/list_changed", ["MSG-METHOD-DIRECTION"]),  # server-only
+        ("c", "notifications/progress", []),  # either side
+        ("s", "notifications/progress", []),
+        ("s", "notifications/tools/list_changed", []),
+        ("c", "notifications/elicitation/complete", ["MSG-METHOD-DIRECTION"]),
+        ("s", "tools/changed", ["MSG-METHOD-UNKNOWN"]),
+    ],
+)
+def test_a_notification_is_judged_by_who_may_send_it(
+    convo: Conversation, direction: str, method: str, found: list[str]
+) -> None:
+    # on_notification asks the version's table first, as on_request does
+    # (``_method_direction``'s usual answer, inlined): the same verdicts.
+    for sender, payload in shake(server_caps={"tools": {"listChanged": True}}):
+        (convo.client if sender == C2S else convo.server)(payload)
+    assert convo.findings == []
+    (convo.client if direction == "c" else convo.server)(notification(method, {}))
+    rules = [f.rule for f in convo.findings if f.rule.startswith("MSG-METHOD")]
+    assert rules == found

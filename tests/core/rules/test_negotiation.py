@@ -115,6 +115,26 @@ def test_the_clients_retry_must_pick_a_listed_version() -> None:
     assert len(found) == 1 and found[0].severity == "warning"
 
 
+def test_the_refusal_arms_the_retry_check_mid_session() -> None:
+    # Requests before the -32022 do not call the retry check (registry.py
+    # ``armed_by``); the refusal arms it, and the next request is judged.
+    convo = stdio(
+        ("c", v5(1, "tools/list", version=V5)),
+        ("s", complete(1, {"tools": [], "ttlMs": 0, "cacheScope": "public"})),
+    )
+    assert convo.session.state.armed == frozenset()
+    convo = stdio(
+        ("c", v5(1, "tools/list", version=V5)),
+        ("s", complete(1, {"tools": [], "ttlMs": 0, "cacheScope": "public"})),
+        ("c", v5(2, "tools/list", version=OLD)),
+        ("s", unsupported_error(2)),
+        ("c", v5(3, "tools/list", version=OLD)),
+    )
+    assert convo.session.state.armed == frozenset({"version_retries"})
+    found = [f for f in convo.find("MOD-UNSUPPORTED-VERSION") if "retried" in f.message]
+    assert len(found) == 1 and found[0].seq[-1] == 5
+
+
 def test_a_server_accepting_a_request_without_meta_is_reported() -> None:
     bare = req(1, "tools/list", {"_meta": {"io.modelcontextprotocol/protocolVersion": V5}})
     convo = stdio(

@@ -144,16 +144,62 @@ def test_modern_rules_are_silent_in_legacy_sessions(monkeypatch: Any) -> None:
     skipping = _verdicts(proofs)
     everything = [dataclasses.replace(entry, modern=False) for entry in registry.REGISTERED]
     monkeypatch.setattr(registry, "REGISTERED", everything)
-    for tables in (registry.TABLES, registry.LEGACY_TABLES):
-        for table in tables.values():
-            table.clear()
+    registry.clear_tables()
     try:
         assert _verdicts(proofs) == skipping
     finally:
         monkeypatch.undo()
-        for tables in (registry.TABLES, registry.LEGACY_TABLES):
-            for table in tables.values():
-                table.clear()
+        registry.clear_tables()
+
+
+def test_armed_rules_change_no_verdict(monkeypatch: Any) -> None:
+    """Leaving the ``armed_by`` rules out until armed changes no verdict.
+
+    Every proof is played twice: as the session dispatches, and with every
+    armed rule in every table from the first message; the same findings.
+    """
+    import dataclasses
+
+    from mcpsniff.core.rules import registry
+
+    armed = [entry for entry in registry.REGISTERED if entry.armed_by is not None]
+    assert [entry.fn.__name__ for entry in armed] == ["retry"]
+    proofs = all_proofs()
+    gated = _verdicts(proofs)
+    everything = [dataclasses.replace(entry, armed_by=None) for entry in registry.REGISTERED]
+    monkeypatch.setattr(registry, "REGISTERED", everything)
+    registry.clear_tables()
+    try:
+        assert _verdicts(proofs) == gated
+    finally:
+        monkeypatch.undo()
+        registry.clear_tables()
+
+
+def test_an_unarmed_session_leaves_armed_rules_out() -> None:
+    from mcpsniff.core.rules import registry
+    from mcpsniff.core.rules.negotiation import retry
+    from mcpsniff.core.session import dispatch
+
+    for legacy in (False, True):
+        assert retry not in registry.handlers(registry.REQUEST, "tools/list", legacy=legacy)
+        assert retry not in dispatch.REQUEST_HANDLERS["tools/list"]
+        for keys in (frozenset({"version_retries"}), frozenset({"version_retries", "other"})):
+            found = registry.handlers(registry.REQUEST, "tools/list", legacy=legacy, armed=keys)
+            assert retry in found
+        other = registry.handlers(
+            registry.REQUEST, "tools/list", legacy=legacy, armed=frozenset({"other"})
+        )
+        assert retry not in other
+
+
+def test_only_request_rules_can_be_armed() -> None:
+    import pytest
+
+    from mcpsniff.core.rules import registry
+
+    with pytest.raises(ValueError, match="only a REQUEST rule"):
+        registry.rule("MOD-UNSUPPORTED-VERSION", on=registry.RESPONSE, armed_by="x")
 
 
 def test_a_legacy_session_reads_the_legacy_tables() -> None:

@@ -134,6 +134,26 @@ def test_only_the_usual_reply_is_paired_inline(convo: Conversation) -> None:
     assert [r.rule for r in out if isinstance(r, FindingRecord)] == ["JR-RESP-ID"]
 
 
+def test_the_inline_latency_is_round_to_three_digits(convo: Conversation) -> None:
+    # The usual reply's latency (round_ms inlined) against round() itself, on
+    # gaps near thousandths' halves, below a microsecond, zero and huge.
+    import random
+
+    convo.handshake()
+    rng = random.Random(3)
+    gaps = [0.0, 5e-7, 0.0005, 0.0015, 2147.4836475, 2147.484, 3e6, 1e-300]
+    gaps += [
+        rng.randrange(0, 10**7) / 1e6 + rng.choice((0.0, 5e-7, 4.999e-7, 1e-9)) for _ in range(3000)
+    ]
+    for ident, gap in enumerate(gaps, 100):
+        sent = convo.client(request(ident, "ping"))[0]
+        convo.t += gap - 0.001  # the reply's frame comes ``gap`` seconds later
+        frame, reply = convo.server(result(ident, {}))[:2]  # (a slow ping's finding after)
+        assert reply.answers == sent.seq
+        expected = round((frame.t - sent.t) * 1000.0, 3)
+        assert repr(reply.latency_ms) == repr(expected), (gap, reply.latency_ms, expected)
+
+
 # ------------------------------------------------------------------- records built slot by slot
 
 
