@@ -246,7 +246,9 @@ def _progress(session: Session, msg: Msg) -> None:
     progress = params.get("progress")
     total = params.get("total")
     problems = []
-    if isinstance(progress, bool) or not isinstance(progress, _NUMBER):
+    # Asked once: the monotonic and total checks below read the same answer.
+    numeric = isinstance(progress, _NUMBER) and not isinstance(progress, bool)
+    if not numeric:
         problems.append("progress (number, required)")
     if "total" in params and (isinstance(total, bool) or not isinstance(total, _NUMBER)):
         problems.append("total (number)")
@@ -264,7 +266,9 @@ def _progress(session: Session, msg: Msg) -> None:
             "PROG-PARAMS", f"{sender} sent a progress notification without a token", [msg.frame]
         )
         return
-    key = id_key(token)
+    # The usual token is its own key (ids.id_key's first case, without the call:
+    # this runs for every progress notification).
+    key = token if type(token) is int else id_key(token)
     request_direction = OPPOSITE[msg.direction]
     # Tokens are scoped per client only in the stateless era (``Session.scoped``);
     # in the others the key is the token's own, and ``rescope`` has nothing to do.
@@ -312,7 +316,7 @@ def _progress(session: Session, msg: Msg) -> None:
                 token=token,
             )
         return
-    if isinstance(progress, _NUMBER) and not isinstance(progress, bool):
+    if numeric:
         if active.last is not None and progress <= active.last:
             session.report(
                 "PROG-MONOTONIC",

@@ -184,3 +184,18 @@ CAUSES = [
 @pytest.mark.parametrize(("p", "fragment"), CAUSES, ids=[f for _, f in CAUSES])
 def test_each_cause_the_description_names_fires(p: Proof, fragment: str) -> None:
     assert_cause(p, fragment)
+
+
+@pytest.mark.parametrize("token", [7, 7.0, "7"])
+def test_progress_keys_integer_and_string_tokens_alike(convo: Conversation, token: Any) -> None:
+    """An integer token is its own key (7.0 is the same JSON number); "7" is another."""
+    convo.handshake()
+    convo.client(request(1, "tools/call", {"name": "x", "_meta": {"progressToken": 7}}))
+    convo.server(notification("notifications/progress", {"progressToken": token, "progress": 2}))
+    convo.server(notification("notifications/progress", {"progressToken": token, "progress": 1}))
+    convo.server(notification("notifications/progress", {"progressToken": token, "progress": True}))
+    same = token != "7"
+    assert len(convo.find("PROG-MONOTONIC")) == (1 if same else 0)
+    assert len(convo.find("PROG-ACTIVE-TOKEN")) == (0 if same else 3)
+    # A boolean progress is no number: reported, and never compared.
+    assert len(convo.find("PROG-PARAMS")) == 1
