@@ -110,8 +110,17 @@ def on_response(session: Session, msg: Msg) -> None:
     active = session.state.progress[request_direction]
     state = active.get(request.progress_token)
     if state is not None and state.request_key == request.key:
-        del active[request.progress_token]
-        session.state.finished_tokens[request_direction].put(request.progress_token, msg.frame)
+        token = request.progress_token
+        del active[token]
+        # BoundedMap.put, inlined (a reply with progress ends its token: one call
+        # fewer each): a new token goes to the end by itself; only one finished
+        # before (and still remembered) has to move there.
+        finished = session.state.finished_tokens[request_direction]
+        if token in finished:
+            del finished[token]
+        finished[token] = msg.frame
+        if len(finished) > finished.limit:
+            finished.popitem(False)
 
 
 @rule(

@@ -199,3 +199,31 @@ def test_progress_keys_integer_and_string_tokens_alike(convo: Conversation, toke
     assert len(convo.find("PROG-ACTIVE-TOKEN")) == (0 if same else 3)
     # A boolean progress is no number: reported, and never compared.
     assert len(convo.find("PROG-PARAMS")) == 1
+
+
+def test_finished_tokens_keep_the_latest_answer_and_forget_the_oldest(
+    convo: Conversation,
+) -> None:
+    """A token answered again moves to the newest end; past the window the oldest goes."""
+    from mcpsniff.core.state import RECENT_WINDOW
+
+    convo.handshake()
+    ident = 0
+
+    def answered(token: Any) -> int:
+        nonlocal ident
+        ident += 1
+        convo.client(request(ident, "tools/call", {"name": "x", "_meta": {"progressToken": token}}))
+        out = convo.server(result(ident, {"content": []}))
+        return next(r.frame for r in out if isinstance(r, MessageRecord))
+
+    answered("p")
+    answered("q")
+    second = answered("p")
+    for n in range(RECENT_WINDOW - 1):
+        answered(n)
+    convo.server(notification("notifications/progress", {"progressToken": "p", "progress": 1}))
+    convo.server(notification("notifications/progress", {"progressToken": "q", "progress": 1}))
+    (stop,) = convo.find("PROG-STOP")
+    assert stop.data["token"] == "p" and f"(seq {second})" in stop.message
+    assert [f.data["token"] for f in convo.find("PROG-ACTIVE-TOKEN")] == ["q"]
