@@ -227,3 +227,17 @@ def test_finished_tokens_keep_the_latest_answer_and_forget_the_oldest(
     (stop,) = convo.find("PROG-STOP")
     assert stop.data["token"] == "p" and f"(seq {second})" in stop.message
     assert [f.data["token"] for f in convo.find("PROG-ACTIVE-TOKEN")] == ["q"]
+
+
+def test_a_registered_token_has_every_field_the_constructor_gives(convo: Conversation) -> None:
+    """``on_request`` builds ProgressState slot by slot: the record ``ProgressState(...)`` gives."""
+    import dataclasses
+
+    from mcpsniff.core.state import ProgressState
+
+    convo.handshake()
+    convo.client(request(9, "tools/call", {"name": "x", "_meta": {"progressToken": 4}}))
+    (seq,) = [m.frame for m in convo.messages if m.method == "tools/call"]
+    entry = convo.session.state.progress["c2s"][4]
+    fields = [f.name for f in dataclasses.fields(ProgressState)]
+    assert {f: getattr(entry, f) for f in fields} == dataclasses.asdict(ProgressState(9, seq))
