@@ -71,21 +71,23 @@ def on_request(session: Session, msg: Msg) -> None:
     if not isinstance(meta, dict) or "progressToken" not in meta:
         return
     token = meta["progressToken"]
-    if isinstance(token, float) and not token.is_integer():
-        session.report(
-            "PROG-TOKEN-TYPE",
-            f"{SENDER[msg.direction]} used progress token {token}; tokens are strings or integers",
-            [msg.frame],
-        )
+    state = session.state
     if type(token) is int:
-        key: IdKey = token  # the usual token is its own key (ids.id_key)
-    elif isinstance(token, bool) or not isinstance(token, str | int | float):
-        return
+        key: IdKey = token  # the usual token is its own key (ids.id_key), asked first
     else:
+        if isinstance(token, float) and not token.is_integer():
+            session.report(
+                "PROG-TOKEN-TYPE",
+                f"{SENDER[msg.direction]} used progress token {token}; tokens are strings or "
+                "integers",
+                [msg.frame],
+            )
+        if isinstance(token, bool) or not isinstance(token, _TOKEN_TYPES):
+            return
         key = id_key(token)
-    if session.state.era == STATELESS:
+    if state.era == STATELESS:
         key = session.scoped(key, msg)  # per client in the stateless era, as ids are
-    active = session.state.progress[msg.direction]
+    active = state.progress[msg.direction]
     if key in active:
         session.report(
             "PROG-TOKEN-UNIQUE",
@@ -104,7 +106,7 @@ def on_request(session: Session, msg: Msg) -> None:
     entry.request_seq = msg.frame
     entry.last = None
     active[key] = entry
-    pending = session.state.pending[msg.direction].get(request_key)
+    pending = state.pending[msg.direction].get(request_key)
     if pending is not None:
         pending.progress_token = key
 

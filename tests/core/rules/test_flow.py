@@ -241,3 +241,25 @@ def test_a_registered_token_has_every_field_the_constructor_gives(convo: Convers
     entry = convo.session.state.progress["c2s"][4]
     fields = [f.name for f in dataclasses.fields(ProgressState)]
     assert {f: getattr(entry, f) for f in fields} == dataclasses.asdict(ProgressState(9, seq))
+
+
+@pytest.mark.parametrize(
+    ("token", "key", "bad_type"),
+    [
+        (3, 3, 0),
+        (3.0, 3, 0),
+        (1.5, ("n", 1.5), 1),
+        ("3", ("s", "3"), 0),
+        (True, None, 0),
+        ([3], None, 0),
+    ],
+)
+def test_a_request_registers_its_token_under_its_key(
+    convo: Conversation, token: Any, key: Any, bad_type: int
+) -> None:
+    """Integers first, then floats (1.5 reported, still tracked), strings; no bool, no array."""
+    convo.handshake()
+    convo.client(request(9, "tools/call", {"name": "x", "_meta": {"progressToken": token}}))
+    active = convo.session.state.progress["c2s"]
+    assert list(active) == ([] if key is None else [key])
+    assert len(convo.find("PROG-TOKEN-TYPE")) == bad_type
