@@ -108,7 +108,9 @@ def _result_rule(*ids: str, methods: tuple[str, ...]) -> Callable[[ResultCheck],
                 return
             fn(session, msg, result)
 
-        rule(*ids, on=RESULT, methods=methods)(check)
+        # A legacy session (handshake era) never has the stateless era's
+        # input_required results: its tables hold ``fn`` itself.
+        rule(*ids, on=RESULT, methods=methods, legacy_fn=fn)(check)
         return fn
 
     return register
