@@ -524,7 +524,9 @@ def _tools_call_result(session: Session, msg: Msg, result: dict[str, Any]) -> No
     has_structured = "structuredContent" in result
     if (
         has_structured
-        and version_at_least(version, V3)
+        # version_at_least(version, V3), without the call (every structured result).
+        and version is not None
+        and version >= V3
         and version != "2026-07-28"
         and not isinstance(result["structuredContent"], dict)
     ):
