@@ -356,7 +356,14 @@ def _nested(data: bytes, low: bytes, hits: Hits, depth: int) -> tuple[bytes, int
             continue
         if not isinstance(inner, str):
             continue
-        redacted, n = _redact(inner.encode("utf-8", "surrogatepass"), depth + 1)
+        encoded = inner.encode("utf-8", "surrogatepass")
+        # Prose that quotes a word and names a hint ("encode", "token") is far
+        # commoner than a secret inside a string: the one-pass pre-test says
+        # "nothing to replace" before the hint scan and the steps run (it
+        # answers for every step on these bytes, so for depth + 1 as well).
+        if not may_redact(encoded):
+            continue
+        redacted, n = _redact(encoded, depth + 1)
         if n:
             text = redacted.decode("utf-8", "surrogatepass")
             cuts.append((match.start(), match.end(), _encode_string(text)))

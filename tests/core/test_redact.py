@@ -785,3 +785,16 @@ def test_the_caseless_pre_test_and_the_scanner_alone_redact_alike(
     monkeypatch.setattr(redact, "_ANY_HINT", lambda raw: None)
     assert [redact_frame(frame) for frame in frames] == with_pre_test
     assert with_pre_test[-4][1] == 2
+
+
+def test_nested_string_pre_test_keeps_what_the_steps_replace() -> None:
+    """``_nested`` skips a decoded string ``may_redact`` clears; a secret inside one still goes."""
+    prose = b'{"event":"encode \\"quoted\\" token data","pending":16}'
+    assert redact_frame(prose) == (prose, 0)
+    inner = b'{"t":"{\\"password\\": \\"hunter2\\", \\"note\\": \\"encode\\"}"}'
+    out, count = redact_frame(inner)
+    assert count == 1 and b"hunter2" not in out
+    deeper = b'{"t":"{\\"u\\": \\"{\\\\\\"api_key\\\\\\": \\\\\\"s3cr3t\\\\\\"}\\"}"}'
+    assert json.loads(json.loads(json.loads(deeper)["t"])["u"]) == {"api_key": "s3cr3t"}
+    out, count = redact_frame(deeper)
+    assert count == 1 and b"s3cr3t" not in out

@@ -57,6 +57,8 @@ GAP_EXCHANGES = "capture-gap-exchanges"
 #: notification).
 _NUMBER = (int, float)
 _TOKEN_TYPES = (str, int, float)
+#: A slotted record without its ``__init__`` (classification.py builds its own so).
+_new_record = object.__new__
 
 
 @rule("PROG-TOKEN-TYPE", "PROG-TOKEN-UNIQUE", on=REQUEST)
@@ -69,21 +71,23 @@ def on_request(session: Session, msg: Msg) -> None:
     if not isinstance(meta, dict) or "progressToken" not in meta:
         return
     token = meta["progressToken"]
-    if isinstance(token, float) and not token.is_integer():
-        session.report(
-            "PROG-TOKEN-TYPE",
-            f"{SENDER[msg.direction]} used progress token {token}; tokens are strings or integers",
-            [msg.frame],
-        )
+    state = session.state
     if type(token) is int:
-        key: IdKey = token  # the usual token is its own key (ids.id_key)
-    elif isinstance(token, bool) or not isinstance(token, str | int | float):
-        return
+        key: IdKey = token  # the usual token is its own key (ids.id_key), asked first
     else:
+        if isinstance(token, float) and not token.is_integer():
+            session.report(
+                "PROG-TOKEN-TYPE",
+                f"{SENDER[msg.direction]} used progress token {token}; tokens are strings or "
+                "integers",
+                [msg.frame],
+            )
+        if isinstance(token, bool) or not isinstance(token, _TOKEN_TYPES):
+            return
         key = id_key(token)
-    if session.state.era == STATELESS:
+    if state.era == STATELESS:
         key = session.scoped(key, msg)  # per client in the stateless era, as ids are
-    active = session.state.progress[msg.direction]
+    active = state.progress[msg.direction]
     if key in active:
         session.report(
             "PROG-TOKEN-UNIQUE",
@@ -94,8 +98,15 @@ def on_request(session: Session, msg: Msg) -> None:
         )
     # The session registered the request (and keyed its id) just before.
     request_key = msg.key if msg.key is not None else id_key(msg.id)
-    active[key] = ProgressState(request_key, msg.frame)
-    pending = session.state.pending[msg.direction].get(request_key)
+    # ProgressState(request_key, msg.frame), built slot by slot (no __init__
+    # frame: a request with progress pays this); tests/core/rules/test_flow.py
+    # holds it to the constructor's fields.
+    entry = _new_record(ProgressState)
+    entry.request_key = request_key
+    entry.request_seq = msg.frame
+    entry.last = None
+    active[key] = entry
+    pending = state.pending[msg.direction].get(request_key)
     if pending is not None:
         pending.progress_token = key
 
@@ -110,8 +121,17 @@ def on_response(session: Session, msg: Msg) -> None:
     active = session.state.progress[request_direction]
     state = active.get(request.progress_token)
     if state is not None and state.request_key == request.key:
-        del active[request.progress_token]
-        session.state.finished_tokens[request_direction].put(request.progress_token, msg.frame)
+        token = request.progress_token
+        del active[token]
+        # BoundedMap.put, inlined (a reply with progress ends its token: one call
+        # fewer each): a new token goes to the end by itself; only one finished
+        # before (and still remembered) has to move there.
+        finished = session.state.finished_tokens[request_direction]
+        if token in finished:
+            del finished[token]
+        finished[token] = msg.frame
+        if len(finished) > finished.limit:
+            finished.popitem(False)
 
 
 @rule(
@@ -246,7 +266,9 @@ def _progress(session: Session, msg: Msg) -> None:
     progress = params.get("progress")
     total = params.get("total")
     problems = []
-    if isinstance(progress, bool) or not isinstance(progress, _NUMBER):
+    # Asked once: the monotonic and total checks below read the same answer.
+    numeric = isinstance(progress, _NUMBER) and not isinstance(progress, bool)
+    if not numeric:
         problems.append("progress (number, required)")
     if "total" in params and (isinstance(total, bool) or not isinstance(total, _NUMBER)):
         problems.append("total (number)")
@@ -264,7 +286,9 @@ def _progress(session: Session, msg: Msg) -> None:
             "PROG-PARAMS", f"{sender} sent a progress notification without a token", [msg.frame]
         )
         return
-    key = id_key(token)
+    # The usual token is its own key (ids.id_key's first case, without the call:
+    # this runs for every progress notification).
+    key = token if type(token) is int else id_key(token)
     request_direction = OPPOSITE[msg.direction]
     # Tokens are scoped per client only in the stateless era (``Session.scoped``);
     # in the others the key is the token's own, and ``rescope`` has nothing to do.
@@ -312,7 +336,7 @@ def _progress(session: Session, msg: Msg) -> None:
                 token=token,
             )
         return
-    if isinstance(progress, _NUMBER) and not isinstance(progress, bool):
+    if numeric:
         if active.last is not None and progress <= active.last:
             session.report(
                 "PROG-MONOTONIC",

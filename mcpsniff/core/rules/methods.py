@@ -108,7 +108,9 @@ def _result_rule(*ids: str, methods: tuple[str, ...]) -> Callable[[ResultCheck],
                 return
             fn(session, msg, result)
 
-        rule(*ids, on=RESULT, methods=methods)(check)
+        # A legacy session (handshake era) never has the stateless era's
+        # input_required results: its tables hold ``fn`` itself.
+        rule(*ids, on=RESULT, methods=methods, legacy_fn=fn)(check)
         return fn
 
     return register
@@ -522,7 +524,9 @@ def _tools_call_result(session: Session, msg: Msg, result: dict[str, Any]) -> No
     has_structured = "structuredContent" in result
     if (
         has_structured
-        and version_at_least(version, V3)
+        # version_at_least(version, V3), without the call (every structured result).
+        and version is not None
+        and version >= V3
         and version != "2026-07-28"
         and not isinstance(result["structuredContent"], dict)
     ):

@@ -136,6 +136,8 @@ class Registered:
     modern: bool = False
     #: The ``rule_state`` key that arms it (see the module docstring), or None.
     armed_by: str | None = None
+    #: What a legacy session's tables hold in ``fn``'s place (see ``rule``), or None.
+    legacy_fn: Handler | None = None
 
 
 #: Every registration, in the order the modules declared them.
@@ -156,6 +158,7 @@ def rule(
     keys: Iterable[str] | None = None,
     modern: bool = False,
     armed_by: str | None = None,
+    legacy_fn: Handler | None = None,
 ) -> Callable[[Handler], Handler]:
     """Register the decorated function for catalogue ``ids``, on event ``on``.
 
@@ -163,6 +166,10 @@ def rule(
     dispatch keys; neither: every key. ``modern``: the rule is silent in a
     legacy session, which does not call it. ``armed_by``: a REQUEST rule
     called only in a session whose ``state.armed`` holds that key.
+    ``legacy_fn``: the legacy tables hold it in the rule's place, the rule less
+    a guard that is always false in a legacy session (methods.py's
+    ``_result_rule``: the ``input_required`` test, 2026-07-28 only), so that
+    such a session saves a call a message.
     """
     if on not in EVENTS:
         raise ValueError(f"unknown rule event {on!r}; one of {', '.join(EVENTS)}")
@@ -183,7 +190,9 @@ def rule(
         raise ValueError(f"unknown frame shape(s) {sorted(chosen - set(SHAPES))}")
 
     def register(fn: Handler) -> Handler:
-        REGISTERED.append(Registered(tuple(ids), on, chosen, fn, len(REGISTERED), modern, armed_by))
+        REGISTERED.append(
+            Registered(tuple(ids), on, chosen, fn, len(REGISTERED), modern, armed_by, legacy_fn)
+        )
         clear_tables()
         return fn
 
@@ -219,7 +228,7 @@ def handlers(
     found = table.get(key)
     if found is None:
         found = tuple(
-            entry.fn
+            entry.legacy_fn if legacy and entry.legacy_fn is not None else entry.fn
             for entry in REGISTERED
             if entry.on == on
             and (entry.methods is None or key in entry.methods)

@@ -127,7 +127,18 @@ def message(
                         (
                             size == 4
                             and params is not None
-                            and ("_meta" not in params or _progress_only(params["_meta"]))
+                            # A _meta the structural rules pass (MSG-META-PROGRESS,
+                            # MSG-META-KEYS), the usual one: {"progressToken": <string
+                            # or integer>}, asked here rather than in a call (one a
+                            # request with progress).
+                            and (
+                                "_meta" not in params
+                                or (
+                                    type(meta := params["_meta"]) is dict
+                                    and len(meta) == 1
+                                    and type(meta.get("progressToken")) in _TOKEN
+                                )
+                            )
                         )
                         or (size == 3 and "params" not in obj)
                     )
@@ -412,9 +423,3 @@ def invalid(session: SessionBase, msg: Msg) -> None:
     """A message no rule below the JSON-RPC layer can use."""
     msg.kind = INVALID
     note_bad(session, msg.direction, msg.frame, BAD_INVALID)
-
-
-def _progress_only(meta: Any) -> bool:
-    """Whether ``meta`` is ``{"progressToken": <string or integer>}``: a _meta the
-    structural rules pass (MSG-META-PROGRESS, MSG-META-KEYS), the usual one."""
-    return type(meta) is dict and len(meta) == 1 and type(meta.get("progressToken")) in _TOKEN

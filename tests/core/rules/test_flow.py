@@ -184,3 +184,82 @@ CAUSES = [
 @pytest.mark.parametrize(("p", "fragment"), CAUSES, ids=[f for _, f in CAUSES])
 def test_each_cause_the_description_names_fires(p: Proof, fragment: str) -> None:
     assert_cause(p, fragment)
+
+
+@pytest.mark.parametrize("token", [7, 7.0, "7"])
+def test_progress_keys_integer_and_string_tokens_alike(convo: Conversation, token: Any) -> None:
+    """An integer token is its own key (7.0 is the same JSON number); "7" is another."""
+    convo.handshake()
+    convo.client(request(1, "tools/call", {"name": "x", "_meta": {"progressToken": 7}}))
+    convo.server(notification("notifications/progress", {"progressToken": token, "progress": 2}))
+    convo.server(notification("notifications/progress", {"progressToken": token, "progress": 1}))
+    convo.server(notification("notifications/progress", {"progressToken": token, "progress": True}))
+    same = token != "7"
+    assert len(convo.find("PROG-MONOTONIC")) == (1 if same else 0)
+    assert len(convo.find("PROG-ACTIVE-TOKEN")) == (0 if same else 3)
+    # A boolean progress is no number: reported, and never compared.
+    assert len(convo.find("PROG-PARAMS")) == 1
+
+
+def test_finished_tokens_keep_the_latest_answer_and_forget_the_oldest(
+    convo: Conversation,
+) -> None:
+    """A token answered again moves to the newest end; past the window the oldest goes."""
+    from mcpsniff.core.state import RECENT_WINDOW
+
+    convo.handshake()
+    ident = 0
+
+    def answered(token: Any) -> int:
+        nonlocal ident
+        ident += 1
+        convo.client(request(ident, "tools/call", {"name": "x", "_meta": {"progressToken": token}}))
+        out = convo.server(result(ident, {"content": []}))
+        return next(r.frame for r in out if isinstance(r, MessageRecord))
+
+    answered("p")
+    answered("q")
+    second = answered("p")
+    for n in range(RECENT_WINDOW - 1):
+        answered(n)
+    convo.server(notification("notifications/progress", {"progressToken": "p", "progress": 1}))
+    convo.server(notification("notifications/progress", {"progressToken": "q", "progress": 1}))
+    (stop,) = convo.find("PROG-STOP")
+    assert stop.data["token"] == "p" and f"(seq {second})" in stop.message
+    assert [f.data["token"] for f in convo.find("PROG-ACTIVE-TOKEN")] == ["q"]
+
+
+def test_a_registered_token_has_every_field_the_constructor_gives(convo: Conversation) -> None:
+    """``on_request`` builds ProgressState slot by slot: the record ``ProgressState(...)`` gives."""
+    import dataclasses
+
+    from mcpsniff.core.state import ProgressState
+
+    convo.handshake()
+    convo.client(request(9, "tools/call", {"name": "x", "_meta": {"progressToken": 4}}))
+    (seq,) = [m.frame for m in convo.messages if m.method == "tools/call"]
+    entry = convo.session.state.progress["c2s"][4]
+    fields = [f.name for f in dataclasses.fields(ProgressState)]
+    assert {f: getattr(entry, f) for f in fields} == dataclasses.asdict(ProgressState(9, seq))
+
+
+@pytest.mark.parametrize(
+    ("token", "key", "bad_type"),
+    [
+        (3, 3, 0),
+        (3.0, 3, 0),
+        (1.5, ("n", 1.5), 1),
+        ("3", ("s", "3"), 0),
+        (True, None, 0),
+        ([3], None, 0),
+    ],
+)
+def test_a_request_registers_its_token_under_its_key(
+    convo: Conversation, token: Any, key: Any, bad_type: int
+) -> None:
+    """Integers first, then floats (1.5 reported, still tracked), strings; no bool, no array."""
+    convo.handshake()
+    convo.client(request(9, "tools/call", {"name": "x", "_meta": {"progressToken": token}}))
+    active = convo.session.state.progress["c2s"]
+    assert list(active) == ([] if key is None else [key])
+    assert len(convo.find("PROG-TOKEN-TYPE")) == bad_type

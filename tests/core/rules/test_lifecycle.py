@@ -603,3 +603,16 @@ def test_a_notification_is_judged_by_who_may_send_it(
     (convo.client if direction == "c" else convo.server)(notification(method, {}))
     rules = [f.rule for f in convo.findings if f.rule.startswith("MSG-METHOD")]
     assert rules == found
+
+
+@pytest.mark.parametrize(
+    ("caps", "fires"),
+    [({"logging": {}}, 0), ({"logging": None}, 1), ({"tools": {}}, 1), ({"logging": False}, 0)],
+)
+def test_a_log_message_is_gated_on_a_declared_logging_capability(
+    convo: Conversation, caps: dict[str, Any], fires: int
+) -> None:
+    """Present and not null passes (``_has_cap``'s one-capability case, asked inline)."""
+    convo.handshake(server_caps=caps)
+    convo.server(notification("notifications/message", {"level": "info", "data": "x"}))
+    assert len(convo.find("CAP-LOGGING-NOTIFY")) == fires

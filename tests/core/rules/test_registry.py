@@ -208,3 +208,35 @@ def test_a_legacy_session_reads_the_legacy_tables() -> None:
 
     assert removed_request in registry.handlers(registry.REQUEST, "tools/call")
     assert removed_request not in registry.handlers(registry.REQUEST, "tools/call", legacy=True)
+
+
+def test_legacy_tables_hold_a_result_rule_without_its_stateless_guard() -> None:
+    """``legacy_fn`` stands in the legacy tables only, in the rule's place: the wrapped rule."""
+    from mcpsniff.core.rules import methods, registry
+
+    swapped = [entry for entry in registry.REGISTERED if entry.legacy_fn is not None]
+    assert {entry.legacy_fn for entry in swapped} >= {
+        methods._resources_read,
+        methods._prompts_get_result,
+        methods._next_cursor,
+    }
+    for entry in swapped:
+        assert entry.fn.__wrapped__ is entry.legacy_fn  # type: ignore[attr-defined]
+        for key in entry.methods or ():
+            modern = registry.handlers(entry.on, key)
+            legacy = registry.handlers(entry.on, key, legacy=True)
+            assert entry.fn in modern and entry.legacy_fn not in modern
+            assert entry.legacy_fn in legacy and entry.fn not in legacy
+
+
+def test_a_legacy_session_keeps_the_result_rules_findings() -> None:
+    """The same input_required-free result, judged through either table: the same finding."""
+    from tests.conftest import Conversation, request, result
+
+    for version in ("2025-11-25", "2025-06-18"):
+        convo = Conversation()
+        convo.handshake(version)
+        assert convo.session.state.legacy
+        convo.client(request(5, "resources/read", {"uri": "file:///a"}))
+        convo.server(result(5, {"contents": "nope"}))
+        assert len(convo.find("RES-READ-SHAPE")) == 1
