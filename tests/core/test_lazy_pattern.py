@@ -92,6 +92,18 @@ def test_every_pattern_of_the_lazy_modules_compiles(module: str) -> None:
         assert pattern.flags == re.compile(source, flags).flags
 
 
+def _check_in_fresh_interpreter(code: str, trace: Path) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` (which runs the CLI) as ``check --format json TRACE`` in a new interpreter."""
+    return subprocess.run(
+        [sys.executable, "-c", code, "check", "--format", "json", str(trace)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        check=False,
+    )
+
+
 def test_checking_a_clean_recording_compiles_none_of_the_hidden_instruction_patterns() -> None:
     code = (
         "import sys\n"
@@ -107,14 +119,7 @@ def test_checking_a_clean_recording_compiles_none_of_the_hidden_instruction_patt
         "print(len(found), sum('search' in vars(p) for p in found), file=sys.stderr)\n"
     )
     trace = ROOT / "recordings" / "clean-2026-07-28.jsonl"
-    done = subprocess.run(
-        [sys.executable, "-c", code, "check", "--format", "json", str(trace)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-        check=False,
-    )
+    done = _check_in_fresh_interpreter(code, trace)
     assert done.returncode == 0, done.stderr
     total, compiled = map(int, done.stderr.split())
     assert total >= 20 and compiled == 0
@@ -181,14 +186,7 @@ def test_check_start_up_compiles_none_of_the_patterns_left_to_their_first_use(
     trace = tmp_path / "header.jsonl"
     with (ROOT / "recordings" / "clean-2026-07-28.jsonl").open(encoding="utf-8") as recording:
         trace.write_text(recording.readline(), encoding="utf-8")
-    done = subprocess.run(
-        [sys.executable, "-c", code, "check", "--format", "json", str(trace)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-        check=False,
-    )
+    done = _check_in_fresh_interpreter(code, trace)
     assert done.returncode == 0, done.stderr
     lines = done.stderr.splitlines()
     assert len(lines) == 32, done.stderr

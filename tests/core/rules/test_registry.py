@@ -134,19 +134,26 @@ def test_modern_rules_are_silent_in_legacy_sessions(monkeypatch: Any) -> None:
     Every proof is played twice: with the legacy dispatch tables, and with every
     rule in every table; the findings are the same, message for message.
     """
-    import dataclasses
-
     from mcpsniff.core.rules import registry
 
     modern = [entry for entry in registry.REGISTERED if entry.modern]
     assert len(modern) >= 10
     proofs = all_proofs()
     skipping = _verdicts(proofs)
-    everything = [dataclasses.replace(entry, modern=False) for entry in registry.REGISTERED]
+    assert _verdicts_with_every_entry(monkeypatch, proofs, modern=False) == skipping
+
+
+def _verdicts_with_every_entry(monkeypatch: Any, proofs: Any, **changes: Any) -> Any:
+    """``_verdicts(proofs)`` with ``changes`` made to every rule; the registry then restored."""
+    import dataclasses
+
+    from mcpsniff.core.rules import registry
+
+    everything = [dataclasses.replace(entry, **changes) for entry in registry.REGISTERED]
     monkeypatch.setattr(registry, "REGISTERED", everything)
     registry.clear_tables()
     try:
-        assert _verdicts(proofs) == skipping
+        return _verdicts(proofs)
     finally:
         monkeypatch.undo()
         registry.clear_tables()
@@ -158,22 +165,13 @@ def test_armed_rules_change_no_verdict(monkeypatch: Any) -> None:
     Every proof is played twice: as the session dispatches, and with every
     armed rule in every table from the first message; the same findings.
     """
-    import dataclasses
-
     from mcpsniff.core.rules import registry
 
     armed = [entry for entry in registry.REGISTERED if entry.armed_by is not None]
     assert [entry.fn.__name__ for entry in armed] == ["retry"]
     proofs = all_proofs()
     gated = _verdicts(proofs)
-    everything = [dataclasses.replace(entry, armed_by=None) for entry in registry.REGISTERED]
-    monkeypatch.setattr(registry, "REGISTERED", everything)
-    registry.clear_tables()
-    try:
-        assert _verdicts(proofs) == gated
-    finally:
-        monkeypatch.undo()
-        registry.clear_tables()
+    assert _verdicts_with_every_entry(monkeypatch, proofs, armed_by=None) == gated
 
 
 def test_an_unarmed_session_leaves_armed_rules_out() -> None:
