@@ -181,7 +181,9 @@ def decode_record(obj: dict[str, Any], line: bytes | None = None) -> Record | di
                 event=obj["event"],
                 data=obj.get("data") or {},
             )
-        if kind == "header":
+        if kind == "header" or kind == "lane":
+            # No record: a header starts a session, a lane record steers the
+            # reader (trace/lanes.py); a reader that does not merge skips both.
             return obj
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise TraceError(f"malformed {kind} record: {exc!r}") from exc

@@ -29,6 +29,7 @@ from mcpsniff.trace.codec import (
     frame_from,
     glued_record,
 )
+from mcpsniff.trace.lanes import LaneMerge
 from mcpsniff.trace.longlines import ReadPast, line_from
 from mcpsniff.trace.validate import MAX_TIME as _MAX_TIME
 from mcpsniff.trace.validate import event_problem, frame_problem, header_problem, problem
@@ -47,9 +48,11 @@ _READ_PAST = b'{"type":"read-past"}\n'
 #: a binary file) and must not be read whole into memory.
 HEADER_LIMIT = 1 << 20
 _EVENT_PREFIX = b'{"type":"event"'
-#: The first 15 bytes of a message, finding and header line (a frame line's are
+#: The first 15 bytes of a message, finding, header and lane line (a frame line's are
 #: FRAME_PREFIX): TraceReader.inputs() tells a line's type by them.
-_DERIVED_HEADS = frozenset({b'{"type":"messag', b'{"type":"findin', b'{"type":"header'})
+_DERIVED_HEADS = frozenset(
+    {b'{"type":"messag', b'{"type":"findin', b'{"type":"header', b'{"type":"lane",'}
+)
 #: The first 15 bytes of a message line, the commonest of _DERIVED_HEADS.
 _MESSAGE_HEAD = b'{"type":"messag'
 #: The keys of an embedded frame's fields, parsed by orjson to get its key objects.
@@ -252,22 +255,21 @@ class TraceReader:
         return None
 
     def records(self) -> Iterator[Record]:
-        """Every record after the header, in file order.
+        """Every record after the header, in file order, each input followed by its derived records.
 
         The header of a session appended by a relaunch is no record; it goes
-        to ``on_header`` (when set) at its place in the file.
+        to ``on_header`` (when set) at its place in the file. From the first
+        ``lane`` record on (a two-lane trace, docs/trace-format.md), the
+        records go through ``trace.lanes.LaneMerge``: the lane records steer
+        it and are not yielded.
         """
-        for number, line, last in self._lines():
+        lines = self._lines()
+        for number, line, last in lines:
             obj = self._parse(number, line, last)
             if obj is None:
                 continue
             if obj.get("type") == "header":
-                if self.on_header is not None:
-                    reason = header_problem(obj)
-                    if reason is None:
-                        self.on_header(obj)
-                    else:
-                        self._skip(number, f"the appended header is malformed: {reason}")
+                self._appended_header(number, obj)
                 continue
             reason = problem(obj)
             if reason is not None:
@@ -279,8 +281,59 @@ class TraceReader:
                 self._skip(number, str(exc))
                 continue
             if isinstance(record, dict):
-                continue
+                # The first lane record (a header went above): the rest is merged.
+                yield from self._merged(number, record, lines)
+                return
             yield record
+
+    def _appended_header(self, number: int, obj: dict[str, Any]) -> None:
+        """Hand an appended session's header to ``on_header``, or skip a malformed one."""
+        if self.on_header is not None:
+            reason = header_problem(obj)
+            if reason is None:
+                self.on_header(obj)
+            else:
+                self._skip(number, f"the appended header is malformed: {reason}")
+
+    def _merged(
+        self, number: int, first: dict[str, Any], lines: Iterator[tuple[int, bytes, bool]]
+    ) -> Iterator[Record]:
+        """The records of ``lines`` after the lane record ``first`` (line ``number``), merged."""
+        merge = LaneMerge()
+        due, reason = merge.lane(first)
+        if reason is not None:
+            self._skip(number, reason)
+        for number, line, last in lines:  # noqa: B020 - the caller's lines, continued
+            obj = self._parse(number, line, last)
+            if obj is None:
+                continue
+            if obj.get("type") == "header":
+                due = merge.feed(None, (number, obj), len(line))
+            else:
+                reason = problem(obj)
+                try:
+                    record = decode_record(obj, line) if reason is None else None
+                except TraceError as exc:
+                    reason = str(exc)
+                if reason is not None:
+                    self._skip(number, reason)
+                    continue
+                if isinstance(record, dict):
+                    due, reason = merge.lane(record)
+                    if reason is not None:
+                        self._skip(number, reason)
+                else:
+                    due = merge.feed(record, record, len(line))
+            yield from self._handed_on(due)
+        yield from self._handed_on(merge.finish())
+
+    def _handed_on(self, due: list[Any]) -> Iterator[Record]:
+        """The records of ``due``; an appended header among them goes to ``on_header``."""
+        for item in due:
+            if type(item) is tuple:
+                self._appended_header(*item)
+            else:
+                yield item
 
     def inputs(self) -> Iterator[FrameRecord | EventRecord]:
         """Only the analyzer's inputs (frames and events), skipping derived records fast."""

@@ -9,6 +9,7 @@ from typing import Any
 
 from mcpsniff.core.model import Record
 from mcpsniff.trace.codec import exact_loads, glued_record
+from mcpsniff.trace.lanes import LaneMerge
 from mcpsniff.trace.longlines import ReadPast, junk_reason
 from mcpsniff.trace.reader import skip_message, torn_piece_reason, warn_skipped
 from mcpsniff.trace.validate import checked_record
@@ -36,9 +37,16 @@ class TraceTail:
         self.more = False
         self.header: dict[str, Any] | None = None
         self._on_skip = on_skip or warn_skipped
+        #: Merges the records of a two-lane trace, from its first lane record on.
+        self._lanes: LaneMerge | None = None
 
     def poll(self, *, final: bool = False, max_bytes: int | None = None) -> list[Record]:
         """Records whose lines were completed since the previous poll.
+
+        In a two-lane trace an input of a lane session is returned (with its
+        derived records) once a ``through`` covers it (``trace.lanes``): a
+        follower never shows a frame before its messages; a ``final`` poll
+        that reaches the end of the file returns whatever is still held.
 
         With ``final``, a last line without its newline counts too when it is a
         whole record (the writer stopped right before the newline). With
@@ -49,7 +57,7 @@ class TraceTail:
         """
         chunk = self._file.read(-1 if max_bytes is None else max_bytes)
         self.more = max_bytes is not None and len(chunk) == max_bytes
-        if not chunk and not (final and self._pending):
+        if not chunk and not (final and (self._pending or self._lanes is not None)):
             return []
         lines = self._complete_lines(chunk)
         if final and self._pending and not self.more:
@@ -83,8 +91,21 @@ class TraceTail:
             if reason is not None:
                 self._on_skip(skip_message(self.path, self._line, reason))
                 continue
-            if not isinstance(record, dict):
+            if isinstance(record, dict):
+                # A lane record (headers went above): a two-lane trace, merged from here on.
+                if self._lanes is None:
+                    self._lanes = LaneMerge()
+                due, reason = self._lanes.lane(record)
+                if reason is not None:
+                    self._on_skip(skip_message(self.path, self._line, reason))
+                out.extend(due)
+            elif self._lanes is not None:
+                out.extend(self._lanes.feed(record, record, len(line)))
+            else:
                 out.append(record)
+        if self._lanes is not None and final and not self.more:
+            # The file has ended and is not followed: nothing more will come.
+            out.extend(self._lanes.finish())
         return out
 
     def _complete_lines(self, chunk: bytes) -> list[bytes | ReadPast]:

@@ -165,7 +165,32 @@ def finding_problem(obj: dict[str, Any]) -> str | None:
     return None
 
 
+#: A seq a ``lane`` record names is below this (a seq the writer counts to, never a bignum).
+LANE_SEQ_LIMIT = 1 << 63
+#: A ``lane`` record's one marker key besides ``type`` and ``session``.
+_LANE_MARKS = ("open", "input", "through", "lost")
+
+
+def lane_problem(obj: dict[str, Any]) -> str | None:
+    """What is wrong with a ``lane`` record (docs/trace-format.md, "Two-lane traces"), or None."""
+    if type(obj.get("session")) is not str:
+        return "session is not a string"
+    marks = [key for key in _LANE_MARKS if key in obj]
+    if len(marks) != 1:
+        return "a lane record has exactly one of open, input, through and lost"
+    mark = marks[0]
+    value = obj[mark]
+    if mark == "open" or mark == "lost":
+        if type(value) is not int or value != 1:
+            return f"{mark} is not 1"
+        return None
+    if type(value) is not int or not 0 <= value < LANE_SEQ_LIMIT:
+        return f"{mark} is not a seq (an integer from 0 to 2**63-1)"
+    return None
+
+
 _CHECKS = {
+    "lane": lane_problem,
     "frame": frame_problem,
     "event": event_problem,
     "message": message_problem,
