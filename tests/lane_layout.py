@@ -137,7 +137,9 @@ def two_lane(
     return b"".join(out)
 
 
-def two_lane_file(source: Path, target: Path, seed: int, max_lag: int = 5, **kwargs: object) -> Path:
+def two_lane_file(
+    source: Path, target: Path, seed: int, max_lag: int = 5, *, mixed: bool = False
+) -> Path:
     """Write ``source``'s two-lane layout to ``target``; ``target``."""
-    target.write_bytes(two_lane(source.read_bytes(), seed, max_lag, **kwargs))  # type: ignore[arg-type]
+    target.write_bytes(two_lane(source.read_bytes(), seed, max_lag, mixed=mixed))
     return target

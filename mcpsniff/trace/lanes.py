@@ -42,7 +42,7 @@ ANALYZER_ERROR = "analyzer-error"
 class _Lane:
     """What the merge knows of one session opened by a ``lane ... open`` record."""
 
-    __slots__ = ("through", "lost", "cursor", "held")
+    __slots__ = ("cursor", "held", "lost", "through")
 
     def __init__(self) -> None:
         #: Every derived record of an input with a seq up to this one has been read.
@@ -58,7 +58,7 @@ class _Lane:
 class _Entry:
     """A place in the merge's queue: a held input and its derived records, or items passed on."""
 
-    __slots__ = ("lane", "seq", "items", "size")
+    __slots__ = ("items", "lane", "seq", "size")
 
     def __init__(self, lane: _Lane | None, seq: int, item: Any, size: int) -> None:
         self.lane = lane
@@ -126,7 +126,7 @@ class LaneMerge:
         return self._bounded()
 
     def lane(self, obj: dict[str, Any]) -> tuple[list[Any], str | None]:
-        """The items due after the well-formed ``lane`` record ``obj``, and why it was skipped (or None)."""
+        """The items due after the (well-formed) lane record ``obj``, and why it was skipped."""
         session = obj["session"]
         lane = self._lanes.get(session)
         if "open" in obj:
@@ -187,4 +187,3 @@ class LaneMerge:
             out.extend(self._pop())
             out.extend(self._due())
         return out
-

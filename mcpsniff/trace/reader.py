@@ -303,7 +303,7 @@ class TraceReader:
         due, reason = merge.lane(first)
         if reason is not None:
             self._skip(number, reason)
-        for number, line, last in lines:  # noqa: B020 - the caller's lines, continued
+        for number, line, last in lines:
             obj = self._parse(number, line, last)
             if obj is None:
                 continue
