@@ -18,6 +18,7 @@ import orjson
 
 from mcpsniff.core.model import FrameRecord, Record
 from mcpsniff.trace.codec import TraceError, exact_loads, glued_record
+from mcpsniff.trace.lanes import LaneMerge
 from mcpsniff.trace.longlines import PROBE, ReadPast, line_from
 from mcpsniff.trace.reader import (
     TornLine,
@@ -65,6 +66,7 @@ class LazyTraceRecords:
             readline = handle.readline
             line_from(readline, readline(PROBE))  # the header, checked when this object was made
             number = 1
+            merge: LaneMerge | None = None
             while line := readline(PROBE):
                 number += 1
                 if len(line) == PROBE and not line.endswith(b"\n"):
@@ -82,7 +84,10 @@ class LazyTraceRecords:
                 if line.startswith(_FRAME):
                     frame = _frame_head(line)
                     if frame is not None:
-                        yield frame
+                        if merge is None:
+                            yield frame
+                        else:
+                            yield from merge.feed(frame, frame, len(line))
                         continue
                 obj = _message(line) if line.startswith(_MESSAGE) else None
                 if obj is None:
@@ -110,8 +115,20 @@ class LazyTraceRecords:
                     self._on_skip(skip_message(self.path, number, reason))
                     continue
                 if isinstance(record, dict):
-                    continue  # a header (line 1, or an appended session's)
-                yield record
+                    # A lane record (headers went above): a two-lane trace,
+                    # merged from here on (trace/lanes.py).
+                    if merge is None:
+                        merge = LaneMerge()
+                    due, reason = merge.lane(record)
+                    if reason is not None:
+                        self._on_skip(skip_message(self.path, number, reason))
+                    yield from due
+                elif merge is None:
+                    yield record
+                else:
+                    yield from merge.feed(record, record, len(line))
+            if merge is not None:
+                yield from merge.finish()
 
 
 def _frame_head(line: bytes) -> FrameRecord | None:

@@ -39,7 +39,7 @@ _BUFFER = 1 << 18
 #: A record start after a line's first byte: maybe a record glued after a torn
 #: write (``trace.codec.glued_record`` decides). Content items such as
 #: ``{"type":"text"`` are no record start, so a frame rarely has one inside.
-_GLUED = re.compile(rb'\{"type":"(?:frame|event|header|message|finding)"')
+_GLUED = re.compile(rb'\{"type":"(?:frame|event|header|message|finding|lane)"')
 #: Bytes of a line's previous piece searched again with the next (a start cut in two).
 _OVERLAP = 32
 #: The head of a frame or event line, where its time, session and size are.

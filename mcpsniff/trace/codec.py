@@ -401,7 +401,7 @@ def _may_have_lost_digits(value: Any) -> bool:
 
 #: Where a record line starts: its type first, as every writer writes it. A
 #: nested MCP object (``{"type":"text",...}`` content) is no candidate.
-_RECORD_START = re.compile(rb'\{"type":"(?:frame|event|header|message|finding)"')
+_RECORD_START = re.compile(rb'\{"type":"(?:frame|event|header|message|finding|lane)"')
 #: Most places a glued record is parsed from in one line that does not parse:
 #: the work on a hostile line stays a few passes over it, whatever it holds.
 GLUE_TRIES = 8

@@ -65,7 +65,7 @@ LOCK_WAIT = 5.0
 #: Bytes read at a time when looking back for the last newline.
 _BACK_CHUNK = 1 << 16
 #: Lines known to be derived records (never needed here), skipped unparsed...
-_DERIVED = (b'{"type":"message"', b'{"type":"finding"')
+_DERIVED = (b'{"type":"message"', b'{"type":"finding"', b'{"type":"lane"')
 #: ...unless a record starts after their first byte: one may be glued after a
 #: torn piece of them (``glued_record``), or they nest one (then they parse).
 _RECORD_MARK = b'{"type":"'
@@ -360,7 +360,9 @@ def read_recorded(
             if not mine(session):
                 continue
             _note_event(recorded, session, obj["event"], obj.get("data") or {})
-        elif kind != "message" and kind != "finding":
+        elif kind != "message" and kind != "finding" and kind != "lane":
+            # A lane record (a two-lane trace's, docs/trace-format.md) is no
+            # frame and no gap: like the derived records, nothing to count.
             recorded.skipped += 1
     return recorded
 

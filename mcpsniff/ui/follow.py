@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mcpsniff.core.model import EventRecord, FrameRecord, Record
+from mcpsniff.core.model import EventRecord, FrameRecord, MessageRecord, Record
 from mcpsniff.filter.reading import _frame_head, _message
 from mcpsniff.trace.codec import (
     FORMAT_NAME,
@@ -25,6 +25,7 @@ from mcpsniff.trace.codec import (
     exact_loads,
     glued_record,
 )
+from mcpsniff.trace.lanes import LaneMerge
 from mcpsniff.trace.longlines import LINE_LIMIT, NOT_A_RECORD, junk_reason
 from mcpsniff.trace.reader import HEADER_LIMIT, torn_piece_reason
 from mcpsniff.trace.validate import checked_record, message_problem, problem
@@ -72,6 +73,8 @@ class OffsetTail:
     #: Why the unfinished line is being skipped as it is read, or None when it is kept.
     _discarding: str | None = None
     _line: int = 0
+    #: Merges the records of a two-lane trace, from its first lane record on.
+    _lanes: LaneMerge | None = None
 
     @property
     def consumed(self) -> int:
@@ -108,13 +111,46 @@ class OffsetTail:
                 line = b"".join([*self._pieces, piece]) if self._pieces else piece
                 item = self._parse(line, self.position)
                 if item is not None:
-                    out.append(item)
+                    if self._lanes is None and type(item[1]) is not dict:
+                        out.append(item)
+                    else:
+                        out.extend(self._merged(item, length))
             self.position += length + 1
             self._pieces, self._pending, self._discarding = [], 0, None
             start = end + 1
         if start < len(chunk):
             self._unfinished(chunk[start:])
         return out, more
+
+    def finish(self) -> list[tuple[int, Record | Header]]:
+        """What a two-lane trace's merge still holds, once the file is read to its end.
+
+        For a reader that reads a trace once (a report, a scan), not one that
+        follows it: a follower waits for the ``through`` that covers them.
+        """
+        return [] if self._lanes is None else self._kept(self._lanes.finish())
+
+    def _merged(
+        self, item: tuple[int, Record | Header | dict[str, Any]], size: int
+    ) -> list[tuple[int, Record | Header]]:
+        """The items due once ``item`` is read: a two-lane trace's, merged (trace/lanes.py)."""
+        if self._lanes is None:
+            self._lanes = LaneMerge()
+        value = item[1]
+        if type(value) is dict:
+            due, reason = self._lanes.lane(value)
+            if reason is not None:
+                self._skip(reason)
+        else:
+            record = None if isinstance(value, Header) else value
+            due = self._lanes.feed(record, item, size)
+        return self._kept(due)
+
+    def _kept(self, due: list[Any]) -> list[tuple[int, Record | Header]]:
+        """``due`` without message records when they are not wanted (``messages``)."""
+        if self.messages:
+            return due
+        return [item for item in due if type(item[1]) is not MessageRecord]
 
     def _unfinished(self, piece: bytes) -> None:
         """Keep (or skip) ``piece``, the start or next part of a line with no newline yet."""
@@ -153,7 +189,9 @@ class OffsetTail:
             if frame is not None and _plausible(frame):
                 return offset, frame
         if line.startswith(_MESSAGE):
-            if not self.messages and _plain_message(line):
+            # In a two-lane trace a message record places the findings after it
+            # (trace/lanes.py): it is read, and left out after the merge.
+            if not self.messages and self._lanes is None and _plain_message(line):
                 return None
             # The commonest derived record: one orjson parse, the exact parser only
             # for an id beyond 64 bits (as LazyTraceRecords reads them), and the
@@ -208,6 +246,8 @@ def trace_records(path: Path, messages: bool = True) -> Iterator[Record]:
     tail = OffsetTail(path, messages)
     while True:
         items, more = tail.poll()
+        if not more:
+            items.extend(tail.finish())
         for _, item in items:
             if not isinstance(item, Header):
                 yield item

@@ -92,6 +92,8 @@ def load_model(
     model = TraceModel(path, "0", findings=findings, on_view=on_view)
     while True:
         items, more = tail.poll()
+        if not more:
+            items.extend(tail.finish())  # read once: what a two-lane merge still holds
         for offset, item in items:
             if keep is not None and not isinstance(item, Header) and item.session not in keep:
                 continue
