@@ -143,3 +143,47 @@ def two_lane_file(
     """Write ``source``'s two-lane layout to ``target``; ``target``."""
     target.write_bytes(two_lane(source.read_bytes(), seed, max_lag, mixed=mixed))
     return target
+
+
+def pieces(data: bytes, seed: int, most: int = 700) -> list[bytes]:
+    """``data`` cut into pieces of random sizes (seeded), lines cut anywhere."""
+    rng = random.Random(seed)
+    out = []
+    at = 0
+    while at < len(data):
+        size = rng.randint(1, most)
+        out.append(data[at : at + size])
+        at += size
+    return out
+
+
+@dataclass
+class Covered:
+    """What the lane records of a trace read so far allow a reader to show."""
+
+    opened: set[str] = field(default_factory=set)
+    through: dict[str, int] = field(default_factory=dict)
+    lost: set[str] = field(default_factory=set)
+
+    @classmethod
+    def of(cls, data: bytes) -> Covered:
+        """The lane records among the whole lines of ``data``."""
+        covered = cls()
+        for line in data.splitlines(keepends=True)[1:]:
+            if not line.endswith(b"\n") or not line.startswith(b'{"type":"lane"'):
+                continue
+            obj = orjson.loads(line)
+            session = obj["session"]
+            if "open" in obj:
+                covered.opened.add(session)
+            elif "through" in obj:
+                covered.through[session] = obj["through"]
+            elif "lost" in obj:
+                covered.lost.add(session)
+        return covered
+
+    def shows(self, session: str, seq: int) -> bool:
+        """Whether an input may be shown: not a lane session's, or covered by a through."""
+        if session not in self.opened or session in self.lost:
+            return True
+        return seq <= self.through.get(session, -1)

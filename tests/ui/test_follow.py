@@ -17,7 +17,12 @@ from mcpsniff.trace.codec import TraceError, encode_line
 from mcpsniff.trace.longlines import NOT_A_RECORD, PROBE
 from mcpsniff.trace.reader import TraceReader
 from mcpsniff.trace.writer import TraceWriter
-from mcpsniff.ui.follow import Header, OffsetTail, read_record_at
+from mcpsniff.ui.follow import Header, OffsetTail, read_record_at, trace_records
+from mcpsniff.ui.model import TraceModel
+from mcpsniff.ui.report import load_model
+from tests.lane_layout import Covered, pieces, two_lane
+
+REPO = Path(__file__).resolve().parents[2]
 
 BIG = b'{"jsonrpc":"2.0","id":1,"result":{"blob":"' + b"x" * (3 * PROBE) + b'"}}\n'
 FRAME = FrameRecord(2, 2.0, "s", C2S, "stdio", BIG)
@@ -190,3 +195,48 @@ def test_a_frame_read_back_is_read_from_its_head(tmp_path: Path) -> None:
     assert frame.raw == raw and frame.value is UNPARSED and frame.seq == 2
     # A line whose head is not a frame's takes the full path, and is refused.
     assert decode_line(b'{"type":"frame","seq":"x","json":[]}\n') is None
+
+
+def _records(items: list) -> list:
+    return [item for _offset, item in items if not isinstance(item, Header)]
+
+
+def _model_view(model: TraceModel) -> list:
+    return [(s.summary(), list(s.all_rows())) for s in model.sessions.values()]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_growing_two_lane_trace_gives_the_one_lane_model(tmp_path: Path, seed: int) -> None:
+    source = REPO / "recordings" / "clean-2025-11-25.jsonl"
+    expected = _records(OffsetTail(source).poll()[0])
+    data = two_lane(source.read_bytes(), seed, 5)
+    path = tmp_path / "live.jsonl"
+    path.write_bytes(b"")
+    tail = OffsetTail(path)
+    model = TraceModel(path, "0")
+    seen: list = []
+    with path.open("ab") as out:
+        for piece in pieces(data, seed, 400):
+            out.write(piece)
+            out.flush()
+            items, _more = tail.poll()
+            covered = Covered.of(path.read_bytes())
+            for offset, item in items:
+                if isinstance(item, FrameRecord | EventRecord):
+                    assert covered.shows(item.session, item.seq)
+                    # The offset still points at the frame's own line.
+                    assert read_record_at(path, offset) == item or isinstance(item, EventRecord)
+                model.feed(offset, item)
+            seen += _records(items)
+            assert seen == expected[: len(seen)]
+    assert seen == expected and tail.finish() == []
+    model.flush()
+    assert _model_view(model) == _model_view(load_model(source))
+
+
+def test_a_pass_without_messages_places_findings_as_in_one_lane(tmp_path: Path) -> None:
+    source = REPO / "recordings" / "unanswered-request.jsonl"
+    path = tmp_path / "laid.jsonl"
+    path.write_bytes(two_lane(source.read_bytes(), 4, 6))
+    assert list(trace_records(path, messages=False)) == list(trace_records(source, False))
+    assert list(trace_records(path)) == list(trace_records(source))
