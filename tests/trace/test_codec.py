@@ -31,6 +31,7 @@ from mcpsniff.trace import codec as trace_codec
 from mcpsniff.trace.codec import (
     FORMAT_NAME,
     GLUE_TRIES,
+    decode_record,
     encode_line,
     encode_record,
     exact_loads,
@@ -602,3 +603,11 @@ def test_embeds_value_proves_the_parsed_member_is_in_the_payload(
     assert trace_codec.embeds_value(line, start) is embedded
     frame = trace_codec.frame_from(json.loads(line), line)
     assert (frame.value is not UNPARSED) is embedded
+
+
+def test_a_lane_record_glued_after_a_torn_piece_is_found() -> None:
+    lane = b'{"type":"lane","session":"stdio","through":7}\n'
+    found = glued_record(_torn(FRAME, 40) + lane)
+    assert found == ({"type": "lane", "session": "stdio", "through": 7}, 40)
+    # And the decoder passes it on as no record, like a header.
+    assert decode_record(found[0]) == found[0]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from mcpsniff.trace.redact_trace import redact_event_data, redact_header_meta
+from pathlib import Path
+
+from mcpsniff.trace.redact_trace import redact_event_data, redact_header_meta, redact_trace
+from tests.lane_layout import two_lane
 
 KEY = "sk-abcdefghijklmnopqrstuvwx"
 
@@ -47,3 +50,15 @@ def test_an_event_s_headers_path_and_command_lose_their_secrets() -> None:
 def test_clean_values_pass_unchanged() -> None:
     data = {"exchange": 2, "path": "/mcp", "headers": [["Accept", "text/event-stream"]]}
     assert redact_event_data("http-request", data) == (data, 0)
+
+
+def test_a_two_lane_trace_is_redacted_into_its_one_lane_order(tmp_path: Path) -> None:
+    source = Path(__file__).resolve().parents[2] / "recordings" / "clean-2025-11-25.jsonl"
+    laid = tmp_path / "laid.jsonl"
+    laid.write_bytes(two_lane(source.read_bytes(), 5, 7))
+    redact_trace(source, tmp_path / "one.jsonl")
+    redact_trace(laid, tmp_path / "two.jsonl")
+    one = (tmp_path / "one.jsonl").read_bytes().splitlines()
+    two = (tmp_path / "two.jsonl").read_bytes().splitlines()
+    # The same records in the same order: the lane records steered the reader.
+    assert one[1:] == two[1:] and b'"lane"' not in b"".join(two)

@@ -695,3 +695,22 @@ def test_a_salvaged_gap_through_an_impossible_exchange_names_the_lost_ones(
     assert report.lost_exchanges == 2
     out, _ = _read(path)
     assert [g.data["exchanges"] for g in _events(out, "capture-gap") if g.seq > 2] == [[[2, 3]]]
+
+
+def test_lane_records_are_neither_frames_nor_damage(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    place = _trace(path, [_frame(1, C2S, PING)])
+    with path.open("ab") as file:
+        file.writelines(
+            [
+                b'{"type":"lane","session":"stdio","open":1}\n',
+                b'{"type":"lane","session":"stdio","through":1}\n',
+                b'{"type":"lane","session":"stdio","lost":1}\n',
+            ]
+        )
+    report = _stdio(place, len(PING) + 7, 0)
+    assert report.lost_bytes == {C2S: 7}
+    records, _reader = _read(path)
+    # No trace-salvaged note: it would count skipped (damaged) lines.
+    assert _events(records, "trace-salvaged") == []
+    assert [e.seq for e in _events(records, "capture-gap")] == [2]

@@ -342,3 +342,54 @@ def test_checked_record_gives_the_record_or_why_there_is_none() -> None:
     broken = {k: v for k, v in GOOD["frame"].items() if k not in ("text", "json")}
     record, reason = checked_record({**broken, "b64": "***"})
     assert record is None and reason is not None and reason.startswith("malformed frame record")
+
+
+ONE_MARK = "a lane record has exactly one of open, input, through and lost"
+NOT_A_SEQ = " is not a seq (an integer from 0 to 2**63-1)"
+
+
+@pytest.mark.parametrize(
+    ("record", "reason"),
+    [
+        ({"type": "lane", "session": "s", "open": 1}, None),
+        ({"type": "lane", "session": "s", "input": 0}, None),
+        ({"type": "lane", "session": "s", "through": 2**63 - 1}, None),
+        ({"type": "lane", "session": "s", "lost": 1}, None),
+        ({"type": "lane", "session": "s", "open": 1, "extra": [1]}, None),
+        ({"type": "lane", "open": 1}, "session is not a string"),
+        ({"type": "lane", "session": None, "open": 1}, "session is not a string"),
+        (
+            {"type": "lane", "session": "s"},
+            ONE_MARK,
+        ),
+        (
+            {"type": "lane", "session": "s", "through": 1, "lost": 1},
+            ONE_MARK,
+        ),
+        ({"type": "lane", "session": "s", "open": 2}, "open is not 1"),
+        ({"type": "lane", "session": "s", "open": True}, "open is not 1"),
+        ({"type": "lane", "session": "s", "lost": "1"}, "lost is not 1"),
+        (
+            {"type": "lane", "session": "s", "through": -1},
+            "through" + NOT_A_SEQ,
+        ),
+        (
+            {"type": "lane", "session": "s", "through": 2**63},
+            "through" + NOT_A_SEQ,
+        ),
+        (
+            {"type": "lane", "session": "s", "input": 1.0},
+            "input" + NOT_A_SEQ,
+        ),
+        (
+            {"type": "lane", "session": "s", "input": False},
+            "input" + NOT_A_SEQ,
+        ),
+    ],
+)
+def test_a_lane_record_is_valid_when_well_formed(
+    record: dict[str, Any], reason: str | None
+) -> None:
+    assert problem(record) == reason
+    decoded, why = checked_record(record)
+    assert why == reason and (decoded == record if reason is None else decoded is None)
