@@ -81,6 +81,8 @@ class LaneMerge:
     def __init__(self, max_held: int = MAX_HELD, max_bytes: int = MAX_HELD_BYTES) -> None:
         self._lanes: dict[str, _Lane] = {}
         self._key_bytes = 0
+        #: Whether an open past MAX_LANES (or MAX_LANE_KEY_BYTES) was refused.
+        self._full = False
         self._queue: deque[_Entry] = deque()
         self._held = 0
         self._bytes = 0
@@ -133,6 +135,11 @@ class LaneMerge:
             if lane is None:
                 cost = len(session) + 64
                 if len(self._lanes) >= MAX_LANES or self._key_bytes + cost > MAX_LANE_KEY_BYTES:
+                    # The session is read as a one-lane one. Said once: a hostile
+                    # trace of a million opens must not fill the skipped list.
+                    if self._full:
+                        return [], None
+                    self._full = True
                     return [], f"more than {MAX_LANES} sessions are opened by lane records"
                 self._lanes[session] = _Lane()
                 self._key_bytes += cost

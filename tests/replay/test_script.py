@@ -46,3 +46,18 @@ def test_replay_drive_lists_twenty_sessions_and_counts_the_rest(tmp_path: Path) 
     assert result.exit_code == 2, result.output
     assert "s19 (" in result.output and "s20 (" not in result.output
     assert "and 5 more" in result.output
+
+
+def test_a_two_lane_trace_gives_the_one_lane_script(tmp_path: Path) -> None:
+    from mcpsniff.replay.script import load_script
+    from tests.lane_layout import two_lane
+
+    source = Path(__file__).resolve().parents[2] / "recordings" / "clean-2025-11-25.jsonl"
+    laid = tmp_path / "laid.jsonl"
+    laid.write_bytes(two_lane(source.read_bytes(), 2, 5))
+    warnings: list[str] = []
+    got = load_script(laid, warn=warnings.append)
+    expected = load_script(source)
+    assert warnings == []
+    assert got.frames and got.frames == expected.frames
+    assert got.messages() == expected.messages() and got.sessions == expected.sessions

@@ -210,6 +210,13 @@ def test_a_million_open_records_keep_the_state_bounded() -> None:
     finally:
         tracemalloc.stop()
     assert reasons == {None, "more than 10000 sessions are opened by lane records"}
+    assert [merge.lane({"type": "lane", "session": "t", "open": 1})[1]] == [None]  # said once
+    one = _frame(1, "s0")
+    beyond = _frame(1, "s20000")
+    assert merge.feed(one, one) == [] and merge.feed(beyond, beyond) == []  # behind s0's
+    assert merge.finish() == [one, beyond]
+    fresh = _frame(2, "s29999")
+    assert merge.feed(fresh, fresh) == [fresh]  # a one-lane session's, handed on at once
     assert size < 16 << 20
 
 
