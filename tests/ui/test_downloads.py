@@ -49,3 +49,20 @@ def test_a_report_downloads_and_a_stdio_har_is_refused_with_the_reason(tmp_path:
 def _write(path: Path, data: bytes) -> Path:
     path.write_bytes(data)
     return path
+
+
+def test_a_two_lane_session_slices_with_its_lane_records(tmp_path: Path) -> None:
+    from tests.lane_layout import two_lane
+
+    source = GALLERY / "unanswered-request.jsonl"
+    laid = tmp_path / "laid.jsonl"
+    laid.write_bytes(two_lane(source.read_bytes(), 1, 4))
+    sliced = session_slice(laid, "unanswered-request")
+    assert sliced.count(b'{"type":"lane"') == laid.read_bytes().count(b'{"type":"lane"') > 1
+    one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
+    one.write_bytes(session_slice(source, "unanswered-request"))
+    two.write_bytes(sliced)
+    with TraceReader(one) as first, TraceReader(two) as second:
+        assert list(second.records()) == list(first.records())
+    html = session_download(laid, "unanswered-request", "html").body
+    assert html == session_download(source, "unanswered-request", "html").body
