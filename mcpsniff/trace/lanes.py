@@ -35,6 +35,9 @@ MAX_LANES = 10_000
 #: At most this many bytes of session keys are kept for opened sessions.
 MAX_LANE_KEY_BYTES = 16 << 20
 
+#: What ``feed`` returns when nothing is due (most calls while inputs are held): no new list.
+_NOTHING: list[Any] = []
+
 #: The event a derived lane writes for an analyzer bug; every other event is an input.
 ANALYZER_ERROR = "analyzer-error"
 
@@ -148,7 +151,7 @@ class LaneMerge:
             return [], "a lane record of a session no lane record opened"
         if "input" in obj:
             lane.cursor = obj["input"]
-            return [], None
+            return _NOTHING, None
         if "through" in obj:
             through = obj["through"]
             if through < lane.through:
@@ -187,7 +190,9 @@ class LaneMerge:
         return out
 
     def _bounded(self) -> list[Any]:
-        """What must be handed on now: the head when it is due, the oldest when too much is held."""
+        """What must be handed on now: the oldest held, while too much is held."""
+        if self._held <= self._max_held and self._bytes <= self._max_bytes:
+            return _NOTHING
         out: list[Any] = []
         while self._queue and (self._held > self._max_held or self._bytes > self._max_bytes):
             # Its late derived records follow wherever they are read.

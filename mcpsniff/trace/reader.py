@@ -32,7 +32,13 @@ from mcpsniff.trace.codec import (
 from mcpsniff.trace.lanes import LaneMerge
 from mcpsniff.trace.longlines import ReadPast, line_from
 from mcpsniff.trace.validate import MAX_TIME as _MAX_TIME
-from mcpsniff.trace.validate import event_problem, frame_problem, header_problem, problem
+from mcpsniff.trace.validate import (
+    event_problem,
+    frame_problem,
+    header_problem,
+    lane_problem,
+    problem,
+)
 
 _TYPE_PREFIX = b'{"type":"'
 #: TraceReader's file buffer (bytes): smaller than ``_BLOCK``, so that a block
@@ -48,6 +54,8 @@ _READ_PAST = b'{"type":"read-past"}\n'
 #: a binary file) and must not be read whole into memory.
 HEADER_LIMIT = 1 << 20
 _EVENT_PREFIX = b'{"type":"event"'
+#: The start of a lane record's line (docs/trace-format.md, "Two-lane traces").
+_LANE_HEAD = b'{"type":"lane",'
 #: The first 15 bytes of a message, finding, header and lane line (a frame line's are
 #: FRAME_PREFIX): TraceReader.inputs() tells a line's type by them.
 _DERIVED_HEADS = frozenset(
@@ -303,8 +311,26 @@ class TraceReader:
         due, reason = merge.lane(first)
         if reason is not None:
             self._skip(number, reason)
+        loads = orjson.loads
         for number, line, last in lines:
-            obj = self._parse(number, line, last)
+            if line.startswith(_LANE_HEAD) and not last:
+                # A lane record: short, flat, no big integer that matters (a seq
+                # past 64 bits is no seq, however it parses), so one orjson parse.
+                try:
+                    obj = loads(line)
+                except orjson.JSONDecodeError:
+                    obj = self._parse(number, line, last)
+                if type(obj) is dict and obj.get("type") == "lane":
+                    reason = lane_problem(obj)
+                    if reason is None:
+                        due, reason = merge.lane(obj)
+                    if reason is not None:
+                        self._skip(number, reason)
+                    if due:
+                        yield from self._handed_on(due)
+                    continue
+            else:
+                obj = self._parse(number, line, last)
             if obj is None:
                 continue
             if obj.get("type") == "header":
@@ -324,7 +350,8 @@ class TraceReader:
                         self._skip(number, reason)
                 else:
                     due = merge.feed(record, record, len(line))
-            yield from self._handed_on(due)
+            if due:
+                yield from self._handed_on(due)
         yield from self._handed_on(merge.finish())
 
     def _handed_on(self, due: list[Any]) -> Iterator[Record]:
