@@ -253,3 +253,29 @@ def test_a_trace_of_hostile_lane_records_reads_without_a_traceback(tmp_path: Pat
         "open is not 1",
     ]
     assert [number for number, _reason in skipped] == list(range(3, 11))
+
+
+def test_a_torn_or_glued_lane_line_is_read_as_any_torn_line(tmp_path: Path) -> None:
+    source = ROOT / "recordings" / "unanswered-request.jsonl"
+    header, *lines = two_lane(source.read_bytes(), 1, 2).splitlines(keepends=True)
+    frame = next(line for line in lines if line.startswith(b'{"type":"frame"'))
+    torn = b'{"type":"lane","session":"unanswered-request","thro'
+    path = tmp_path / "t.jsonl"
+    # A lane line torn by a crash, another writer's frame glued after it; and a torn last line.
+    path.write_bytes(header + lines[0] + torn + frame + b"".join(lines[1:]) + torn)
+    with TraceReader(path, on_skip=lambda _text: None) as reader:
+        records = list(reader.records())
+        assert reader.torn is not None and reader.torn.length == len(torn)
+        assert [reason for _n, reason in reader.skipped] == [
+            f"not a JSON record: its first {len(torn)} bytes are a torn write (probably cut off "
+            "by a crash) with another record glued after them, which was read"
+        ]
+    # The glued frame where it was read (right after the open record), then the one-lane records.
+    expected = read_records_of(source)
+    assert records[1:] == expected and records[0] == expected[1]
+    assert isinstance(records[0], FrameRecord)
+
+
+def read_records_of(path: Path) -> list[Record]:
+    with TraceReader(path) as reader:
+        return list(reader.records())
