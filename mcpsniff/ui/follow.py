@@ -111,7 +111,8 @@ class OffsetTail:
                 line = b"".join([*self._pieces, piece]) if self._pieces else piece
                 item = self._parse(line, self.position)
                 if item is not None:
-                    if self._lanes is None and type(item[1]) is not dict:
+                    # _parse makes the merge at a trace's first lane record.
+                    if self._lanes is None:
                         out.append(item)
                     else:
                         out.extend(self._merged(item, length))
@@ -134,8 +135,7 @@ class OffsetTail:
         self, item: tuple[int, Record | Header | dict[str, Any]], size: int
     ) -> list[tuple[int, Record | Header]]:
         """The items due once ``item`` is read: a two-lane trace's, merged (trace/lanes.py)."""
-        if self._lanes is None:
-            self._lanes = LaneMerge()
+        assert self._lanes is not None  # made by _parse
         value = item[1]
         if type(value) is dict:
             due, reason = self._lanes.lane(value)
@@ -233,6 +233,9 @@ class OffsetTail:
         if reason is not None:
             self._skip(reason)
             return None
+        if type(record) is dict and self._lanes is None:
+            # A lane record (headers went above): a two-lane trace, merged from here on.
+            self._lanes = LaneMerge()
         return offset, record
 
 
