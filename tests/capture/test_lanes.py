@@ -190,9 +190,7 @@ def check_lanes(one: list[dict[str, Any]], two: list[dict[str, Any]]) -> None:
 
 
 @pytest.mark.parametrize("redact", [True, False], ids=["redacted", "not-redacted"])
-def test_two_lanes_write_the_lines_of_one(
-    tmp_path: Path, raising_rule: None, redact: bool
-) -> None:
+def test_two_lanes_write_the_lines_of_one(tmp_path: Path, raising_rule: None, redact: bool) -> None:
     assert record(tmp_path / "one.jsonl", 1, redact=redact) == 0
     assert record(tmp_path / "two.jsonl", 2, redact=redact) == 0
     one, two = lines(tmp_path / "one.jsonl"), lines(tmp_path / "two.jsonl")
