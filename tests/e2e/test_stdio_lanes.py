@@ -53,9 +53,9 @@ def lane_records(trace: Path) -> list[dict[str, Any]]:
 def test_the_sdk_session_in_two_lanes_is_whole_and_check_agrees(tmp_path: Path) -> None:
     trace = tmp_path / "trace.jsonl"
     relay_argv = [sys.executable, "-m", "mcpsniff", "stdio", "--lanes", "2", "--trace", str(trace)]
+    server = [str(SDK2_PYTHON), str(SDK2_SERVER), "--declare-logging"]
     proc = subprocess.Popen(
-        [str(SDK2_PYTHON), str(SDK_CLIENT), "--", *relay_argv, "--", str(SDK2_PYTHON)]
-        + [str(SDK2_SERVER), "--declare-logging"],
+        [str(SDK2_PYTHON), str(SDK_CLIENT), "--", *relay_argv, "--", *server],
         cwd=REPO,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
