@@ -186,6 +186,10 @@ def fork_analysis(
     """
     derived_fd = reopen(writer) if lanes == 2 else None
     two = derived_fd is not None
+    if two:
+        # The recording lane must stay above the derived lane (nice 19) while the
+        # relay forwards: at SCHED_IDLE it would get no CPU the derived lane wants.
+        idle = False
     # Flushed once per batch of observations (the worker does it).
     recorder = TraceRecorder(writer, transport, redact=redact, autoflush=False, frames_only=two)
     recorder.attach_display(show, show_flush, show_close)
