@@ -837,8 +837,11 @@ class BigRun:
     own_peak_mb: float
     #: The VmHWM of mcpsniff's analysis process (0 for the byte relay).
     analysis_peak_mb: float
-    #: The largest sum of the two processes' RSS seen at one moment.
+    #: The largest sum of the processes' RSS seen at one moment (with ``--lanes 2``
+    #: the derived lane's too).
     together_peak_mb: float
+    #: ``--lanes 2``: the derived lane's VmHWM (0 otherwise).
+    derived_peak_mb: float
     #: ``ru_maxrss`` from ``os.wait4``: the relay or any child it reaped, whichever is larger.
     wait4_peak_mb: float
     status: int
@@ -847,7 +850,11 @@ class BigRun:
     def peak_mb(self) -> float:
         """The largest of the measurements."""
         return max(
-            self.own_peak_mb, self.analysis_peak_mb, self.together_peak_mb, self.wait4_peak_mb
+            self.own_peak_mb,
+            self.analysis_peak_mb,
+            self.together_peak_mb,
+            self.derived_peak_mb,
+            self.wait4_peak_mb,
         )
 
 
@@ -978,7 +985,9 @@ def big_frame(
         argv = cprofile_argv(argv, folder / "mcpsniff.prof")
     peer = Peer.start(name, argv, folder / f"big-{direction}.log")
     analysis = analysis_pid(peer.proc.pid) if name == "mcpsniff" else 0
-    sampler = PeakSampler([peer.proc.pid, analysis] if analysis else [peer.proc.pid])
+    # ``--lanes 2``: the derived lane (the analysis process's child) holds memory too.
+    derived = analysis_pid(analysis, wait=2.0) if analysis and "2" in LANES else 0
+    sampler = PeakSampler([p for p in (peer.proc.pid, analysis, derived) if p])
     with contextlib.ExitStack() as stack:
         if profiler in PYSPY:
             stack.enter_context(
@@ -1009,6 +1018,7 @@ def big_frame(
         sampler.hwm_kib[peer.proc.pid] / 1024,
         sampler.hwm_kib.get(analysis, 0) / 1024,
         sampler.together_kib / 1024,
+        sampler.hwm_kib.get(derived, 0) / 1024 if derived else 0.0,
         usage.ru_maxrss / 1024,
         peer.proc.returncode,
     )
@@ -1268,7 +1278,9 @@ def bench(ns: argparse.Namespace, folder: Path) -> int:
         print(
             f"  {run.what:<20} {'intact' if run.intact else 'CORRUPTED':<9}"
             f" {run.seconds:6.2f} s  peak RSS {run.together_peak_mb:6.1f} MB together"
-            f" (VmHWM relay {run.own_peak_mb:5.1f}, analysis {run.analysis_peak_mb:5.1f};"
+            f" (VmHWM relay {run.own_peak_mb:5.1f}, analysis {run.analysis_peak_mb:5.1f}"
+            + (f", derived lane {run.derived_peak_mb:5.1f}" if run.derived_peak_mb else "")
+            + ";"
             f" wait4 {run.wait4_peak_mb:5.1f})  exit {run.status}"
         )
         if not run.intact or run.status != 0:

@@ -130,3 +130,42 @@ def test_a_killed_derived_lane_costs_no_frame_and_no_hang(tmp_path: Path) -> Non
     assert lost == [{"type": "lane", "session": "stdio", "lost": 1}]
     assert sum("derived lane" in line for line in r.stderr_lines()) == 1
     assert not any(x for x in records if getattr(x, "event", None) == "capture-gap")
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie has exited)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state not in ("Z", "X")
+
+
+def test_a_killed_recording_lane_is_salvaged_and_the_derived_lane_ends(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    lines = [b'{"jsonrpc":"2.0","id":%d,"method":"ping","params":{}}\n' % n for n in range(400)]
+    with relay(peer("echo"), "--lanes", "2", "--trace", str(trace)) as r:
+        r.send(lines[0])
+        r.wait_stdout(lines[0])
+        analysis = analysis_process_of(r.pid)
+        wait_until(lambda: bool(children_of(analysis)), "the derived lane")
+        (derived,) = children_of(analysis)
+        for line in lines[1:200]:
+            r.send(line)
+        r.wait_stdout(b"".join(lines[:200]))
+        os.kill(analysis, signal.SIGKILL)
+        for line in lines[200:]:
+            r.send(line)
+        r.wait_stdout(b"".join(lines))
+        assert r.finish() == 0
+    wait_until(lambda: not alive(derived), "the derived lane to end")
+    assert r.stdout.data == b"".join(lines)
+    with TraceReader(trace) as reader:
+        records = list(reader.records())
+    frames = {x.seq for x in records if isinstance(x, FrameRecord)}
+    # The derived lane wrote derived records of recorded frames only, and no end of its own.
+    assert {m.frame for m in records if isinstance(m, MessageRecord)} <= frames
+    ends = [x for x in records if getattr(x, "event", None) == "session-end"]
+    assert len(ends) == 1 and ends[0].data["salvaged"] is True
+    sent = b"".join(x.raw for x in records if isinstance(x, FrameRecord) and x.direction == C2S)
+    assert b"".join(lines).startswith(sent)
