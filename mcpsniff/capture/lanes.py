@@ -69,9 +69,8 @@ def reopen(writer: TraceWriter, *, probe: bool = False) -> int | None:
     to the open file description, so two processes sharing one would not
     exclude each other's writes. ``probe``: only tell whether it can be done.
     """
-    stream = getattr(writer, "_stream", None)
+    fd = writer.fileno()
     try:
-        fd = stream.fileno() if stream is not None else -1
         if fd < 0 or not _is_regular(fd):
             return None
         try:

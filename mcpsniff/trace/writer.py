@@ -236,6 +236,13 @@ class TraceWriter:
         except OSError as exc:
             self.failed = self.failed or exc
 
+    def fileno(self) -> int:
+        """The file descriptor written to (-1 once closed, or for a stream without one)."""
+        try:
+            return self._stream.fileno()
+        except (OSError, ValueError, AttributeError):
+            return -1
+
     def hand_over(self) -> None:
         """Close this process's copy of the file without writing: a fork writes it now.
 
