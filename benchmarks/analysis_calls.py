@@ -23,6 +23,11 @@ with files made alike). ``--opcodes`` counts the Python bytecodes each function 
 of a call's instructions) for N calls and for none, and prints the
 difference per call, by function. ``--no-redact`` records as ``--no-redact``
 does; ``--no-trace`` writes no trace (the analysis without its trace lines).
+``--lane recording`` does what the recording lane of ``mcpsniff stdio --lanes
+2`` does (mcpsniff/capture/lanes.py: a frames-only Session, the input records
+and the ``lane`` open record; the forwarding of the bytes to the derived lane,
+one write a batch, is not in it), ``--lane derived`` what the derived lane
+does (the full analysis, the derived records and the ``lane`` records).
 """
 
 from __future__ import annotations
@@ -48,7 +53,7 @@ from mcpsniff.core.model import C2S, S2C
 from mcpsniff.core.observation_codec import encode_bytes, encode_stream_data
 from mcpsniff.core.observations import CaptureEnd
 from mcpsniff.core.stdio_adapter import StdioAdapter
-from mcpsniff.trace.writer import TraceWriter
+from mcpsniff.trace.writer import DerivedWriter, TraceWriter
 
 #: Calls done before the ones measured, so that first use is not counted.
 WARM_UP = 64
@@ -120,10 +125,23 @@ def observations(calls: int, with_hostile: bool = False) -> bytes:
     return b"".join(parts)
 
 
-def run(channel: Path, trace: Path | None, redact: bool = True) -> int:
-    """Replay the observations in ``channel`` into a trace at ``trace`` (None: none)."""
-    writer = None if trace is None else TraceWriter.create(trace)
-    recorder = TraceRecorder(writer, "stdio", redact=redact, autoflush=False)
+def run(channel: Path, trace: Path | None, redact: bool = True, lane: str = "") -> int:
+    """Replay the observations in ``channel`` into a trace at ``trace`` (None: none).
+
+    ``lane``: "recording" or "derived" (a lane of ``--lanes 2``), "" for one lane.
+    """
+    writer: TraceWriter | None = None
+    if trace is not None and lane == "derived":
+        fd = os.open(trace, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
+        writer = DerivedWriter.from_fd(fd, trace)
+    elif trace is not None:
+        writer = TraceWriter.create(trace)
+        if lane == "recording":
+            writer.open_lanes()
+    frames_only = lane == "recording"
+    recorder = TraceRecorder(
+        writer, "stdio", redact=redact, autoflush=False, frames_only=frames_only
+    )
     adapter = StdioAdapter(recorder, redact=redact)
     fd = os.open(channel, os.O_RDONLY)
     try:
@@ -176,6 +194,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-trace", action="store_true", help="write no trace")
     parser.add_argument("--channel", type=Path, help="the observations' file (made if missing)")
     parser.add_argument("--opcodes", action="store_true", help="bytecodes per call, by function")
+    parser.add_argument(
+        "--lane",
+        choices=["recording", "derived"],
+        default="",
+        help="do one lane's work of mcpsniff stdio --lanes 2",
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="analysis-calls-") as folder:
         if args.opcodes:
@@ -191,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         # The collector as a forked analysis process sets it (``fork_analysis``).
         gc.freeze()
         gc.set_threshold(*COLLECT_RARELY)
-        return run(channel, trace, redact=not args.no_redact)
+        return run(channel, trace, redact=not args.no_redact, lane=args.lane)
 
 
 if __name__ == "__main__":

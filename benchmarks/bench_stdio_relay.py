@@ -54,6 +54,14 @@ time per message of the relay, the analysis process, the server and the client
 comes from
 ``/proc/PID/task/*/schedstat`` (nanoseconds).
 
+``--lanes 2`` runs ``mcpsniff stdio --lanes 2`` (docs/stdio.md): the analysis
+process records the frames and a process it forks (the derived lane, found as
+its child) analyzes them behind it. The sustained rate then counts until the
+relay and the recording lane are quiet, every frame recorded (the verdict);
+the derived lane's catch-up after the burst, its sustained rate (calls / (wall
+time + its catch-up)) and its CPU per call are printed beside it, and the
+"analysis" CPU column is the recording lane's alone.
+
 Afterwards the mcpsniff trace is checked: one frame record per line sent and
 received, and no ``capture-gap`` (the relay may drop recording, never forwarding,
 when its analyzer falls 256 MiB behind).
@@ -381,6 +389,8 @@ FAULTS: list[str] = []
 
 #: ``--guard enforce`` options given to the mcpsniff configuration (docs/guard.md).
 GUARD: list[str] = []
+#: ``--lanes N`` given to the mcpsniff configuration (empty: its default).
+LANES: list[str] = []
 #: What ``--guard-enforce`` adds: a pattern no tool matches, so every call is judged and passes.
 GUARD_ENFORCE = ["--guard", "enforce", "--forbid-tool", "never_*"]
 
@@ -398,7 +408,17 @@ def config_argv(name: str, trace: Path) -> list[str]:
         return [sys.executable, str(Path(__file__).resolve()), "--byte-relay", *server_argv()]
     mcpsniff = Path(sys.executable).with_name("mcpsniff")
     faults = [arg for spec in FAULTS for arg in ("--fault", spec)]
-    return [str(mcpsniff), "stdio", "--trace", str(trace), *faults, *GUARD, "--", *server_argv()]
+    return [
+        str(mcpsniff),
+        "stdio",
+        "--trace",
+        str(trace),
+        *faults,
+        *GUARD,
+        *LANES,
+        "--",
+        *server_argv(),
+    ]
 
 
 @dataclass
@@ -446,6 +466,12 @@ class Peer:
     def analysis_pid(self) -> int:
         """The pid of mcpsniff's analysis process (0 for the other configurations)."""
         return analysis_pid(self.proc.pid) if self.name == "mcpsniff" else 0
+
+    @property
+    def derived_pid(self) -> int:
+        """The pid of the derived lane (``--lanes 2``): the analysis process's child; else 0."""
+        analysis = self.analysis_pid
+        return analysis_pid(analysis, wait=0.0) if analysis else 0
 
     def write(self, data: bytes, lines: int = 1) -> None:
         """Write all of ``data`` (blocking)."""
@@ -606,6 +632,11 @@ class Results:
     relay_cpu_us: list[float] = field(default_factory=list)
     #: mcpsniff's analysis process (it runs beside the relay, on the other core).
     analysis_cpu_us: list[float] = field(default_factory=list)
+    #: ``--lanes 2``: the derived lane's CPU per call, its catch-up after the
+    #: recording lane was quiet, and calls per second until it was quiet too.
+    derived_cpu_us: list[float] = field(default_factory=list)
+    derived_catch_up: list[float] = field(default_factory=list)
+    derived_sustained: list[float] = field(default_factory=list)
     server_cpu_us: list[float] = field(default_factory=list)
     client_cpu_us: list[float] = field(default_factory=list)
     p50s: list[float] = field(default_factory=list)
@@ -675,13 +706,17 @@ def pipelined_run(peer: Peer, results: Results, count: int) -> str:
     and the sustained rate counts it in.
     """
     relay, server, analysis = relay_pid(peer), peer.server_pid, peer.analysis_pid
+    derived = peer.derived_pid if analysis else 0
     before = (
         cpu_seconds(relay) if relay else 0.0,
         cpu_seconds(analysis) if analysis else 0.0,
         cpu_seconds(server),
         client_cpu(),
     )
+    derived_before = cpu_seconds(derived) if derived else 0.0
     seconds = peer.pipelined(count)
+    # With two lanes, the recording lane quiet is every frame recorded: the
+    # verdict; the derived lane's catch-up is measured on from there.
     catch_up = wait_quiet([p for p in (relay, analysis) if p]) if relay else 0.0
     after = (
         cpu_seconds(relay) if relay else 0.0,
@@ -689,6 +724,18 @@ def pipelined_run(peer: Peer, results: Results, count: int) -> str:
         cpu_seconds(server),
         client_cpu(),
     )
+    derived_text = ""
+    if derived:
+        derived_catch_up = catch_up + wait_quiet([derived])
+        derived_us = (cpu_seconds(derived) - derived_before) * 1e6 / count
+        results.derived_cpu_us.append(derived_us)
+        results.derived_catch_up.append(derived_catch_up)
+        results.derived_sustained.append(count / (seconds + derived_catch_up))
+        derived_text = (
+            f"\n           {'':<11} derived lane: caught up {derived_catch_up * 1000:5.0f} ms"
+            f" after the burst, {results.derived_sustained[-1]:8.0f} msg/s sustained,"
+            f" CPU {derived_us:5.1f} us/msg"
+        )
     rate = count / seconds
     relay_us, analysis_us, server_us, client_us = (
         (a - b) * 1e6 / count for a, b in zip(after, before, strict=True)
@@ -704,7 +751,7 @@ def pipelined_run(peer: Peer, results: Results, count: int) -> str:
     return (
         f"pipelined  {peer.name:<11} {rate:8.0f} msg/s  (catch-up {catch_up * 1000:4.0f} ms)"
         f"   CPU us/msg: relay {relay_text}  analysis {analysis_text}"
-        f"  server {server_us:5.1f}  client {client_us:5.1f}"
+        f"  server {server_us:5.1f}  client {client_us:5.1f}{derived_text}"
     )
 
 
@@ -790,8 +837,11 @@ class BigRun:
     own_peak_mb: float
     #: The VmHWM of mcpsniff's analysis process (0 for the byte relay).
     analysis_peak_mb: float
-    #: The largest sum of the two processes' RSS seen at one moment.
+    #: The largest sum of the processes' RSS seen at one moment (with ``--lanes 2``
+    #: the derived lane's too).
     together_peak_mb: float
+    #: ``--lanes 2``: the derived lane's VmHWM (0 otherwise).
+    derived_peak_mb: float
     #: ``ru_maxrss`` from ``os.wait4``: the relay or any child it reaped, whichever is larger.
     wait4_peak_mb: float
     status: int
@@ -800,7 +850,11 @@ class BigRun:
     def peak_mb(self) -> float:
         """The largest of the measurements."""
         return max(
-            self.own_peak_mb, self.analysis_peak_mb, self.together_peak_mb, self.wait4_peak_mb
+            self.own_peak_mb,
+            self.analysis_peak_mb,
+            self.together_peak_mb,
+            self.derived_peak_mb,
+            self.wait4_peak_mb,
         )
 
 
@@ -931,7 +985,9 @@ def big_frame(
         argv = cprofile_argv(argv, folder / "mcpsniff.prof")
     peer = Peer.start(name, argv, folder / f"big-{direction}.log")
     analysis = analysis_pid(peer.proc.pid) if name == "mcpsniff" else 0
-    sampler = PeakSampler([peer.proc.pid, analysis] if analysis else [peer.proc.pid])
+    # ``--lanes 2``: the derived lane (the analysis process's child) holds memory too.
+    derived = analysis_pid(analysis, wait=2.0) if analysis and "2" in LANES else 0
+    sampler = PeakSampler([p for p in (peer.proc.pid, analysis, derived) if p])
     with contextlib.ExitStack() as stack:
         if profiler in PYSPY:
             stack.enter_context(
@@ -962,6 +1018,7 @@ def big_frame(
         sampler.hwm_kib[peer.proc.pid] / 1024,
         sampler.hwm_kib.get(analysis, 0) / 1024,
         sampler.together_kib / 1024,
+        sampler.hwm_kib.get(derived, 0) / 1024 if derived else 0.0,
         usage.ru_maxrss / 1024,
         peer.proc.returncode,
     )
@@ -1192,6 +1249,17 @@ def bench(ns: argparse.Namespace, folder: Path) -> int:
         " (a longer burst than the backlog limit holds is forwarded at the first rate"
         " and recorded with capture gaps)"
     )
+    if sniff.derived_sustained:
+        # Two lanes: the sustained rate above counts until every frame was
+        # recorded; the verdicts (messages, findings) came later, here.
+        print(
+            f"mcpsniff derived lane (the rules' verdicts): caught up "
+            f"{', '.join(f'{x * 1000:.0f}' for x in sniff.derived_catch_up)} ms after the bursts;"
+            f" sustained until then: median {med(sniff.derived_sustained):.0f} msg/s, "
+            f"{med(sniff.derived_sustained) / med(relay.rates):.2f}x the byte relay (medians);"
+            f" CPU per call: recording lane {med(sniff.analysis_cpu_us):.1f} us,"
+            f" derived lane {med(sniff.derived_cpu_us):.1f} us"
+        )
     throughput = med(per_round_rate)
     sustained = med(sniff.sustained) / med(relay.rates)
     latency = med(sniff.times) / med(relay.times)
@@ -1210,7 +1278,9 @@ def bench(ns: argparse.Namespace, folder: Path) -> int:
         print(
             f"  {run.what:<20} {'intact' if run.intact else 'CORRUPTED':<9}"
             f" {run.seconds:6.2f} s  peak RSS {run.together_peak_mb:6.1f} MB together"
-            f" (VmHWM relay {run.own_peak_mb:5.1f}, analysis {run.analysis_peak_mb:5.1f};"
+            f" (VmHWM relay {run.own_peak_mb:5.1f}, analysis {run.analysis_peak_mb:5.1f}"
+            + (f", derived lane {run.derived_peak_mb:5.1f}" if run.derived_peak_mb else "")
+            + ";"
             f" wait4 {run.wait4_peak_mb:5.1f})  exit {run.status}"
         )
         if not run.intact or run.status != 0:
@@ -1286,6 +1356,13 @@ def main() -> int:
         action="store_true",
         help="run mcpsniff with --guard enforce --forbid-tool 'never_*' (every call judged)",
     )
+    parser.add_argument(
+        "--lanes",
+        type=int,
+        choices=[1, 2],
+        help="run mcpsniff with --lanes N (2: the verdict counts until every frame is recorded,"
+        " the derived lane's catch-up is printed beside it)",
+    )
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--byte-relay", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     ns = parser.parse_args()
@@ -1294,6 +1371,8 @@ def main() -> int:
     FAULTS.extend(ns.fault)
     if ns.guard_enforce:
         GUARD.extend(GUARD_ENFORCE)
+    if ns.lanes is not None:
+        LANES.extend(["--lanes", str(ns.lanes)])
     if ns.serve:
         return serve()
     if ns.byte_relay:

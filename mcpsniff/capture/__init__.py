@@ -26,6 +26,9 @@ module                 runs in
                        and tests): the analyzer into the trace and the sinks
 ``sinks``              the analysis process: outputs besides the trace, built
                        from the command's ``Outputs``
+``lanes``              ``mcpsniff stdio --lanes 2``: the analysis process (the
+                       recording lane) forks the derived lane and passes it
+                       every byte; the derived lane runs the full analysis
 =====================  =====================================================
 
 Nothing here imports a shell (``mcpsniff.relay``, ``mcpsniff.mitm``).

@@ -485,12 +485,24 @@ class InProcess:
         self.apply(CaptureEnd(t))
 
 
-def read_batches(fd: int) -> Iterator[list[Any]]:
+class Tee(Protocol):
+    """Where ``read_batches`` passes on the bytes it reads (the derived lane: capture/lanes.py)."""
+
+    def hold(self, chunk: bytes) -> None:
+        """Bytes just read, not yet recorded."""
+
+    def recorded(self, fd: int) -> None:
+        """Every batch yielded so far is recorded; the next read of ``fd`` may wait."""
+
+
+def read_batches(fd: int, tee: Tee | None = None) -> Iterator[list[Any]]:
     """The analysis side: every batch of whole observations the pipe holds, until EOF.
 
     A batch is what one read completed (up to ``READ_SIZE`` bytes), so that a
     caller can flush its output whenever the relay gave it a pause. Raises
-    ``CodecError`` for bytes that are no observations.
+    ``CodecError`` for bytes that are no observations. ``tee`` is handed
+    every chunk read (``hold``), and told before each read that the caller
+    has recorded every batch yielded (it asks for the next one only then).
     """
     # What the last read left of a frame cut at its end: bytes while it is
     # small (joined with the next read into bytes, which decode_prefix cuts
@@ -498,10 +510,14 @@ def read_batches(fd: int) -> Iterator[list[Any]]:
     # many reads is appended to, not copied again with every read).
     buffer: bytes | bytearray = b""
     while True:
+        if tee is not None:
+            tee.recorded(fd)
         try:
             chunk = os.read(fd, READ_SIZE)
         except InterruptedError:  # pragma: no cover - PEP 475 retries for us
             continue
+        if tee is not None and chunk:
+            tee.hold(chunk)
         if not chunk:
             if buffer:
                 # Whole frames left behind a bad one raise here; a frame cut

@@ -32,12 +32,15 @@ class TraceRecorder:
         *,
         redact: bool = True,
         autoflush: bool = True,
+        frames_only: bool = False,
     ) -> None:
         self.writer = writer
         #: Flush the trace after every batch, so a reader (or a crash) sees it at once.
         self.autoflush = autoflush
         self.transport = transport
-        self.analyzer = Analyzer(redactor=redact_frame if redact else None)
+        #: ``frames_only``: frame and event records only (the recording lane of
+        #: mcpsniff/capture/lanes.py; the derived lane analyzes them).
+        self.analyzer = Analyzer(redactor=redact_frame if redact else None, frames_only=frames_only)
         self.listeners: list[Listener] = []
         #: Called after each batch of records (one feed call), e.g. to flush a display.
         self.batch_listeners: list[Callable[[], None]] = []

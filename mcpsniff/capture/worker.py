@@ -17,6 +17,7 @@ mcpsniff.mitm.worker``, which runs one too.
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -27,14 +28,15 @@ from mcpsniff.capture.analysis_process import (
     TRACE_INCOMPLETE,
     AnalysisProcess,
 )
-from mcpsniff.capture.channel import read_batches
+from mcpsniff.capture.channel import Tee, read_batches
+from mcpsniff.capture.lanes import reopen, start_derived_lane
 from mcpsniff.capture.priority import Baton, ForwardingClock, lower_priority
 from mcpsniff.capture.recorder import TraceRecorder
 from mcpsniff.capture.sinks import Outputs
 from mcpsniff.core.model import Record
 from mcpsniff.core.observation_codec import CodecError
 from mcpsniff.core.observations import CaptureEnd
-from mcpsniff.trace.writer import TraceWriter
+from mcpsniff.trace.writer import DerivedWriter, TraceWriter
 
 #: The collector's thresholds in a forked analysis process (``gc.set_threshold``).
 COLLECT_RARELY = (100_000, 50, 100)
@@ -54,6 +56,7 @@ class Worker:
         after_batch: Callable[[], None] | None = None,
         after_close: Callable[[], None] | None = None,
         baton: Baton | None = None,
+        tee: Tee | None = None,
     ) -> None:
         self.recorder = recorder
         self.apply = apply
@@ -65,12 +68,14 @@ class Worker:
         self.after_close = after_close
         #: Two threads by turns, low while the relay forwards (None: this thread alone).
         self.baton = baton
+        #: Where the bytes read go too (the derived lane: mcpsniff/capture/lanes.py).
+        self.tee = tee
         self._trace_warned = False
 
     def run(self, fd: int) -> int:
         """Read and replay until the pipe ends; the exit status (3: the trace is incomplete)."""
         writer = self.recorder.writer
-        self._batches = read_batches(fd)
+        self._batches = read_batches(fd, self.tee)
         self._batch: Iterator[Any] | None = None
         self._ended = False
         if self.baton is None:
@@ -155,6 +160,7 @@ def fork_analysis(
     idle: bool = False,
     in_child: Callable[[], None] | None = None,
     history_label: str | None = None,
+    lanes: int = 1,
 ) -> AnalysisProcess:
     """Fork a relay's analysis process: a ``Worker`` writing ``writer``; ``OSError`` if it fails.
 
@@ -172,9 +178,20 @@ def fork_analysis(
     process held on the trace when it was killed would outlive it (a lock
     belongs to the open file description both processes share), and the
     relay's salvage of the trace would wait for that lock.
+
+    ``lanes=2`` (the caller has checked that the trace is the only output:
+    ``mcpsniff.capture.lanes.lanes_for``): this process records the inputs and
+    forks the derived lane, which analyzes them (mcpsniff/capture/lanes.py);
+    one lane if the trace cannot be opened a second time.
     """
+    derived_fd = reopen(writer) if lanes == 2 else None
+    two = derived_fd is not None
+    if two:
+        # The recording lane must stay above the derived lane (nice 19) while the
+        # relay forwards: at SCHED_IDLE it would get no CPU the derived lane wants.
+        idle = False
     # Flushed once per batch of observations (the worker does it).
-    recorder = TraceRecorder(writer, transport, redact=redact, autoflush=False)
+    recorder = TraceRecorder(writer, transport, redact=redact, autoflush=False, frames_only=two)
     recorder.attach_display(show, show_flush, show_close)
     adapter = make_adapter(recorder)
     # Below the relay while it forwards, at normal priority once it is quiet
@@ -190,15 +207,48 @@ def fork_analysis(
         baton=baton,
     )
 
+    # The full analysis: here, or in the derived lane.
+    derived = TraceRecorder(None, transport, redact=redact, autoflush=False) if two else recorder
+    keep_offers = None
     if history_label is not None:
-        path, label, say = writer.path, history_label, warn or _stderr
+        path, name, say = writer.path, history_label, warn or _stderr
 
         def keep_offers() -> None:
             from mcpsniff.guard.live import remember_capture
 
-            remember_capture(recorder.analyzer, label, path, lambda text: say(f"{label}: {text}"))
+            remember_capture(derived.analyzer, name, path, lambda text: say(f"{name}: {text}"))
 
-        worker.after_close = keep_offers
+        if not two:
+            worker.after_close = keep_offers
+
+    def derived_worker(trace_fd: int, finished: Callable[[], bool]) -> Worker:
+        """The derived lane's worker: the full analysis, its derived records into the trace."""
+        derived.writer = DerivedWriter.from_fd(
+            trace_fd,
+            writer.path,
+            session_suffix=writer.session_suffix,
+            seq_offset=writer.seq_offset,
+        )
+        adapter = make_adapter(derived)
+        end = getattr(adapter, "lost", None) or (lambda t: adapter.apply(CaptureEnd(t)))
+
+        def lost(t: float) -> None:
+            # The recording lane ended the sessions too unless it died (then the
+            # relay's salvage does): the same inputs, the same seqs.
+            if finished():
+                end(t)
+
+        return Worker(
+            derived,
+            adapter.apply,
+            lost=lost,
+            label=f"{label} (derived lane)",
+            warn=warn,
+            after_close=keep_offers,
+        )
+
+    if two:
+        writer.open_lanes()
 
     def work(fd: int) -> int:
         if in_child is not None:
@@ -209,9 +259,30 @@ def fork_analysis(
         gc.freeze()
         gc.set_threshold(*COLLECT_RARELY)
         recorder.attach_sinks(outputs)
+        if derived_fd is not None:
+            # Before the worker starts its low thread (a fork copies no thread).
+            lane = start_derived_lane(
+                writer,
+                derived_fd,
+                derived_worker,
+                close_in_child=(fd,),
+                warn=warn or _stderr,
+                label=label,
+            )
+            worker.tee = lane
+
+            def finish() -> None:
+                writer.flush()  # the inputs first: the derived lane's records follow them
+                lane.finish()
+
+            worker.after_close = finish
         return worker.run(fd)
 
-    process = AnalysisProcess.fork(work, limit, idle=idle, clock=clock)
+    try:
+        process = AnalysisProcess.fork(work, limit, idle=idle, clock=clock)
+    finally:
+        if derived_fd is not None:
+            os.close(derived_fd)  # the derived lane's, through the fork
     writer.hand_over()
     return process
 

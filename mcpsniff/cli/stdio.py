@@ -20,6 +20,13 @@ from mcpsniff.trace.writer import TraceWriter
 @recording_options
 @click.option("--name", help="Label for the session and the default trace file name.")
 @click.option("--otlp", metavar="URL", help=OTLP_HELP)
+@click.option(
+    "--lanes",
+    type=click.IntRange(1, 2),
+    default=None,
+    help="2: record every frame at once and run the rules in a second, lower-priority "
+    "process behind it (when the trace is the only output); 1: one analysis process.",
+)
 @guard_relay_options
 @fault_options
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
@@ -35,6 +42,7 @@ def stdio(
     guard_forbid: tuple[str, ...] = (),
     fault_specs: tuple[str, ...] = (),
     fault_files: tuple[str, ...] = (),
+    lanes: int | None = None,
 ) -> None:
     """Relay and record a stdio MCP server: mcpsniff stdio [OPTIONS] -- COMMAND [ARGS]...
 
@@ -51,6 +59,7 @@ def stdio(
         redact=not no_redact,
         name=name,
         faults=parsed_faults("stdio", fault_specs, fault_files, http=False),
+        lanes=lanes,
     )
     label = f"stdio:{name or Path(command[0]).name}"
     options.guard = enforce_policy("stdio", label, guard_mode, guard_pins, guard_forbid)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Generator, Iterable, Iterator
 from itertools import islice
 
 from mcpsniff.core.model import C2S, S2C, EventRecord, FindingRecord, FrameRecord, Record
-from mcpsniff.core.session import END_EVENTS, SeqCounter, Session
+from mcpsniff.core.session import END_EVENTS, FramesOnlySession, SeqCounter, Session
 from mcpsniff.core.state import CaptureGaps
 
 #: Most sessions whose state the analyzer keeps (each costs ~7.6 KB). A live
@@ -45,7 +45,12 @@ class Analyzer:
         counter: SeqCounter | None = None,
         redactor: Callable[[bytes], tuple[bytes, int]] | None = None,
         max_sessions: int = MAX_SESSIONS,
+        *,
+        frames_only: bool = False,
     ) -> None:
+        #: ``frames_only``: sessions that frame, number and redact only
+        #: (``FramesOnlySession``: the recording lane of mcpsniff/capture/lanes.py).
+        self.session_class: type[Session] = FramesOnlySession if frames_only else Session
         self.counter = counter or SeqCounter()
         self.redactor = redactor
         self.sessions: dict[str, Session] = {}
@@ -72,7 +77,9 @@ class Analyzer:
         if session is None:
             while len(sessions) >= self.max_sessions:
                 self.drop(self._victim(), self.counter.next() if seq is None else seq)
-            session = sessions[key] = Session(key, transport, self.counter, self.redactor)
+            session = sessions[key] = self.session_class(
+                key, transport, self.counter, self.redactor
+            )
             session.shared = self.shared
             gap_seq = self.dropped.pop(dropped_id(key), None)
             if gap_seq is not None:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from mcpsniff.capture.analysis_process import AnalysisProcess
 from mcpsniff.capture.channel import Channel
+from mcpsniff.capture.lanes import lanes_for
 from mcpsniff.capture.sinks import Outputs
 from mcpsniff.capture.supervisor import Forwarded, Supervisor
 from mcpsniff.capture.worker import fork_analysis
@@ -76,6 +77,9 @@ class StdioOptions:
     guard: EnforcePolicy | None = None
     #: Faults to inject (``mcpsniff.faults``); empty: a transparent relay.
     faults: list[Fault] = field(default_factory=list)
+    #: ``--lanes``: 2 records at once and analyzes behind, when the trace is the
+    #: only output (``mcpsniff.capture.lanes``); None: ``DEFAULT_LANES``.
+    lanes: int | None = None
 
 
 class StartError(Exception):
@@ -420,6 +424,12 @@ def run_stdio(
             label="mcpsniff stdio",
             idle=not options.show,
             history_label=f"stdio:{options.name or Path(options.command[0]).name}",
+            lanes=lanes_for(
+                options.lanes,
+                show=options.show or show is not None,
+                sinks=bool(options.outputs.otlp),
+                writer=writer,
+            ),
         )
     except OSError as exc:
         writer.close()

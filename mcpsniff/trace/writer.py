@@ -1,4 +1,12 @@
-"""Writing a trace: the header, then one whole line per record."""
+"""Writing a trace: the header, then one whole line per record.
+
+A two-lane stdio capture (mcpsniff/capture/lanes.py) writes one trace from two
+processes: the recording lane's ``TraceWriter`` (``open_lanes``) writes the
+input records and a ``lane ... open`` record before each session's first, the
+derived lane's ``DerivedWriter`` the derived records and the ``lane`` records
+that say which input they follow and how far the derived lane has come
+(docs/trace-format.md, the ``lane`` record).
+"""
 
 from __future__ import annotations
 
@@ -60,6 +68,10 @@ class TraceWriter:
         self.appended = bool(session_suffix or seq_offset)
         #: A warning for the user about how the file was opened, or ``None``.
         self.note: str | None = None
+        #: The sessions this writer opened as lane sessions (``open_lanes``), unshifted;
+        #: None: a one-lane trace.
+        self._lanes: dict[str, None] | None = None
+        self._lost = False
 
     @classmethod
     def create(
@@ -106,8 +118,33 @@ class TraceWriter:
         """Write the header line; call once, first."""
         self._write(dump_line(header(meta, created)))
 
+    def open_lanes(self) -> None:
+        """From now on, write a ``lane ... open`` record before each session's first record.
+
+        The recording lane's writer: the session's derived records come from
+        the derived lane (``DerivedWriter``) and may come after later inputs.
+        """
+        if self._lanes is None:
+            self._lanes = {}
+
+    def write_lost(self) -> None:
+        """Say once, for every lane session opened, that no more derived records will come."""
+        if self._lanes is None or self._lost:
+            return
+        self._lost = True
+        for session in self._lanes:
+            self._write(lane_line(session + self.session_suffix, "lost", 1))
+
+    def _open_lane(self, session: str) -> None:
+        assert self._lanes is not None
+        if session not in self._lanes:
+            self._lanes[session] = None
+            self._write(lane_line(session + self.session_suffix, "open", 1))
+
     def write(self, record: Record) -> None:
         """Append one record as one line."""
+        if self._lanes is not None and record.session not in self._lanes:
+            self._open_lane(record.session)
         if self.appended:
             record = _shifted(record, self.session_suffix, self.seq_offset)
         if self._buffered >= _WRITE_CHUNK and type(record) in _GROUP_STARTS:
@@ -121,7 +158,10 @@ class TraceWriter:
 
     def write_all(self, records: list[Record]) -> None:
         """Append several records, each as its own whole line."""
-        if self.appended:
+        lanes = self._lanes
+        if self.appended or (
+            lanes is not None and not lanes.keys() >= {r.session for r in records}
+        ):
             for record in records:
                 self.write(record)
             return
@@ -196,6 +236,13 @@ class TraceWriter:
         except OSError as exc:
             self.failed = self.failed or exc
 
+    def fileno(self) -> int:
+        """The file descriptor written to (-1 once closed, or for a stream without one)."""
+        try:
+            return self._stream.fileno()
+        except (OSError, ValueError, AttributeError):
+            return -1
+
     def hand_over(self) -> None:
         """Close this process's copy of the file without writing: a fork writes it now.
 
@@ -214,6 +261,85 @@ class TraceWriter:
             self._stream.close()
 
 
+class DerivedWriter(TraceWriter):
+    """The derived lane's writer: derived records only, and the ``lane`` records they need.
+
+    Fed every record of a full analysis (inputs included, in the analysis's
+    order), it writes the derived ones (message, finding, ``analyzer-error``
+    event records) and drops the inputs, which the recording lane has
+    written. Before the derived records of input N whose first is not a
+    message record of frame N it writes ``{"type":"lane","session":S,"input":N}``;
+    each write ends with ``{"type":"lane","session":S,"through":N}`` for
+    every session whose inputs up to N are all analyzed since the last one.
+    It shares the recording lane's session suffix and seq offset (it never
+    writes a header: open it with ``from_fd``), and like every writer writes
+    whole lines in one write under ``flock``.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: Per session (unshifted): the seq of its latest input.
+        self._input: dict[str, int] = {}
+        #: Per session: the seq of its input before that (all its derived records are buffered).
+        self._complete: dict[str, int] = {}
+        #: Sessions whose latest input has no derived record written yet.
+        self._fresh: set[str] = set()
+        #: Per session: the last ``through`` written.
+        self._through: dict[str, int] = {}
+
+    def write(self, record: Record) -> None:
+        """Take one record of the analysis's output (an input is noted, not written)."""
+        self.write_all([record])
+
+    def write_all(self, records: list[Record]) -> None:
+        """Take the analysis's output: inputs noted, derived records written."""
+        current, fresh = self._input, self._fresh
+        suffix, offset, appended = self.session_suffix, self.seq_offset, self.appended
+        for record in records:
+            kind = type(record)
+            session = record.session
+            if kind is FrameRecord or (kind is EventRecord and record.event != ANALYZER_ERROR):
+                previous = current.get(session)
+                if previous is not None:
+                    self._complete[session] = previous
+                current[session] = record.seq
+                fresh.add(session)
+                if self._buffered >= _WRITE_CHUNK:
+                    self._flush_lanes(complete=False)
+                continue
+            if session in fresh:
+                fresh.discard(session)
+                seq = current[session]
+                if kind is not MessageRecord or record.frame != seq:
+                    self._write(lane_line(session + suffix, "input", seq + offset))
+            if appended:
+                record = _shifted(record, suffix, offset)
+            self._write(encode_line(record))
+            self.records_written += 1
+
+    def flush(self) -> None:
+        """Write the buffered lines and a ``through`` per session: every input taken is analyzed."""
+        self._flush_lanes(complete=True)
+
+    def _flush_lanes(self, *, complete: bool) -> None:
+        done = self._input if complete else self._complete
+        through = self._through
+        for session, seq in done.items():
+            if seq > through.get(session, -1):
+                through[session] = seq
+                self._write(
+                    lane_line(session + self.session_suffix, "through", seq + self.seq_offset)
+                )
+        super().flush()
+
+
+def lane_line(session: str, key: str, value: int) -> bytes:
+    """A ``lane`` record's line: ``{"type":"lane","session":S,KEY:VALUE}``."""
+    return dump_line({"type": "lane", "session": session, key: value})
+
+
+#: The event a failure of the analysis records: derived, not an input.
+ANALYZER_ERROR = "analyzer-error"
 #: A writer's buffer is written once it holds this many bytes and a new group starts.
 _WRITE_CHUNK = 1 << 16
 #: The records that start a group (the record classes are final: compared by type).

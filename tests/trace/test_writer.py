@@ -269,3 +269,112 @@ def test_hand_over_closes_this_process_copy(tmp_path: Path) -> None:
     with pytest.raises(OSError) as caught:
         os.fstat(fd)
     assert caught.value.errno == errno.EBADF
+
+
+# ---------------------------------------------------------------------- lanes (capture/lanes.py)
+
+
+def _lane_lines(path: Path) -> list[dict[str, Any]]:
+    return [orjson.loads(line) for line in path.read_bytes().splitlines()]
+
+
+def test_a_recording_lane_writer_opens_each_session_once_and_loses_them_once(
+    tmp_path: Path,
+) -> None:
+    from mcpsniff.trace.writer import lane_line
+
+    path = tmp_path / "t.jsonl"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    writer = TraceWriter.from_fd(fd, path, session_suffix="@x", seq_offset=10)
+    writer.open_lanes()
+    a = FrameRecord(1, 1.0, "a", "c2s", "stdio", b'{"id":1}\n')
+    b = EventRecord(2, 1.0, "b", "stderr", {"line": "x"})
+    writer.write_all([a, b])
+    writer.write(FrameRecord(3, 1.0, "a", "s2c", "stdio", b'{"id":1}\n'))
+    writer.write_lost()
+    writer.write_lost()
+    writer.close()
+    objs = _lane_lines(path)
+    assert [
+        (o["type"], o["session"], o.get("seq"), o.get("open"), o.get("lost")) for o in objs
+    ] == [
+        ("lane", "a@x", None, 1, None),
+        ("frame", "a@x", 11, None, None),
+        ("lane", "b@x", None, 1, None),
+        ("event", "b@x", 12, None, None),
+        ("frame", "a@x", 13, None, None),
+        ("lane", "a@x", None, None, 1),
+        ("lane", "b@x", None, None, 1),
+    ]
+    assert lane_line("s", "through", 5) == b'{"type":"lane","session":"s","through":5}\n'
+
+
+def test_a_one_lane_writer_writes_no_lane_record(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    writer = TraceWriter.create(path)
+    writer.write_all([FrameRecord(1, 1.0, "a", "c2s", "stdio", b'{"id":1}\n')])
+    writer.write_lost()
+    writer.close()
+    assert b'"lane"' not in path.read_bytes()
+
+
+def test_the_derived_writer_writes_derived_records_markers_and_throughs(tmp_path: Path) -> None:
+    from mcpsniff.trace.writer import DerivedWriter
+
+    path = tmp_path / "t.jsonl"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    writer = DerivedWriter.from_fd(fd, path)
+    frame = FrameRecord(1, 1.0, "s", "c2s", "stdio", b'{"id":1}\n')
+    message = MessageRecord(1, "s", "c2s", "request")
+    finding = FindingRecord("R", "error", "seq 1", "s", [1], {})
+    end = EventRecord(2, 2.0, "s", "session-end", {})
+    error = EventRecord(3, 2.0, "s", "analyzer-error", {"error": "x"})
+    bad = FrameRecord(3, 2.0, "s", "c2s", "stdio", b"x\n")
+    writer.write_all([frame, message, finding, end, finding])
+    writer.flush()
+    writer.write_all([bad, error])
+    writer.flush()
+    writer.flush()  # nothing new: no second through
+    writer.close()
+    objs = _lane_lines(path)
+    assert [o["type"] for o in objs] == [
+        "message",
+        "finding",
+        "lane",  # input 2: a finding after the session's end
+        "finding",
+        "lane",  # through 2
+        "lane",  # input 3: an analyzer-error first
+        "event",
+        "lane",  # through 3
+    ]
+    assert objs[2] == {"type": "lane", "session": "s", "input": 2}
+    assert objs[4] == {"type": "lane", "session": "s", "through": 2}
+    assert objs[5] == {"type": "lane", "session": "s", "input": 3}
+    assert objs[7] == {"type": "lane", "session": "s", "through": 3}
+
+
+def test_the_derived_writer_writes_big_outputs_in_pieces_through_what_is_complete(
+    tmp_path: Path,
+) -> None:
+    from mcpsniff.trace.writer import DerivedWriter
+
+    path = tmp_path / "t.jsonl"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    writer = DerivedWriter.from_fd(fd, path, session_suffix="@x", seq_offset=100)
+    records: list[Record] = []
+    for seq in range(1, 11):
+        records.append(FrameRecord(seq, 1.0, "s", "c2s", "stdio", b"{}\n"))
+        records.append(FindingRecord("R", "error", "x" * 20_000, "s", [seq], {}))
+    writer.write_all(records)
+    # Written in pieces already (past 64 KiB, at an input's start), each through
+    # the inputs whose derived records were all in it.
+    partial = [o["through"] for o in _lane_lines(path) if o["type"] == "lane" and "through" in o]
+    assert partial and all(101 <= t < 110 for t in partial)
+    writer.close()
+    objs = _lane_lines(path)
+    throughs = [o["through"] for o in objs if o["type"] == "lane" and "through" in o]
+    assert throughs == sorted(set(throughs)) and throughs[-1] == 110
+    markers = [o["input"] for o in objs if o["type"] == "lane" and "input" in o]
+    assert markers == list(range(101, 111))
+    assert [o["seq"] for o in objs if o["type"] == "finding"] == [[s] for s in range(101, 111)]
+    assert {o["session"] for o in objs} == {"s@x"}

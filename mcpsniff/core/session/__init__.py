@@ -64,6 +64,6 @@ plain code it replaces.
 """
 
 from mcpsniff.core.session.base import SeqCounter
-from mcpsniff.core.session.session import END_EVENTS, Session
+from mcpsniff.core.session.session import END_EVENTS, FramesOnlySession, Session
 
-__all__ = ["END_EVENTS", "SeqCounter", "Session"]
+__all__ = ["END_EVENTS", "FramesOnlySession", "SeqCounter", "Session"]

@@ -10,6 +10,7 @@ that output through ``report`` and ``emit`` (base.py).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -27,7 +28,7 @@ from mcpsniff.core.model import (
 from mcpsniff.core.session import classification, scoping
 from mcpsniff.core.session.base import SessionBase
 from mcpsniff.core.session.dispatch import event_rules, frame_rules
-from mcpsniff.core.session.parsing import analyze_unusual
+from mcpsniff.core.session.parsing import NOT_JSON, analyze_unusual, fallback_parse
 
 #: A record without its ``__init__``, for ``Session.feed`` to fill slot by slot
 #: (as ``classification._new_record``); every field is set there.
@@ -215,3 +216,49 @@ class Session(SessionBase):
     scoped = scoping.scoped
     #: Where a mapping holds a scoped key's entry, and whether that is ambiguous.
     rescope = staticmethod(scoping.rescope)
+
+
+class FramesOnlySession(Session):
+    """A ``Session`` that frames, numbers and redacts, and analyzes nothing.
+
+    The recording lane of a two-lane stdio capture (mcpsniff/capture/lanes.py)
+    writes the input records at once and leaves parsing, classification and
+    the rules to the derived lane, which runs a full ``Session`` on the same
+    observations. Both draw the same sequence numbers: a seq is drawn per
+    frame and per event only (``feed``, ``_new_frame``, ``event``), never by
+    the analysis. ``analyze_frames`` and ``apply_event`` return their inputs;
+    ``session-end`` still ends the session once, as ``Session`` does.
+    """
+
+    def analyze_frames(self, frames: Iterable[FrameRecord]) -> list[Record]:
+        """The frames, each known to be JSON or not, and nothing derived from them.
+
+        The trace writer stores a frame that is JSON as embedded JSON (trace
+        format 2) and any other as text: to write the very line a full
+        ``Session`` makes, a frame is parsed as ``analyze_frames`` and
+        ``analyze_unusual`` parse it (orjson, then the exact parser for what
+        orjson refuses), with the same outcome for every exception: a frame
+        the full analysis would leave unparsed stays unparsed here.
+        """
+        out = frames if type(frames) is list else list(frames)
+        loads = orjson.loads
+        unparsed = UNPARSED
+        for frame in out:
+            if frame.value is not unparsed:
+                continue
+            try:
+                frame.value = loads(frame.raw)
+            except orjson.JSONDecodeError:
+                with contextlib.suppress(Exception):
+                    value = fallback_parse(frame.raw)
+                    if value is not NOT_JSON:
+                        frame.value = value
+            except Exception:  # the full analysis records an analyzer-error, unparsed
+                continue
+        return out
+
+    def apply_event(self, record: EventRecord) -> list[Record]:
+        """The event alone; a ``session-end`` marks the session ended."""
+        if record.event in END_EVENTS:
+            self.state.ended = True
+        return [record]

@@ -299,3 +299,31 @@ def test_fed_lines_are_whole_frame_records(redact: bool) -> None:
     for frame in frames:
         assert [getattr(frame, f.name) for f in dataclasses.fields(frame)]  # no slot left unset
         assert frame.value is not UNPARSED  # parsed by the analysis
+
+
+def test_a_frames_only_session_numbers_and_redacts_and_judges_nothing() -> None:
+    from mcpsniff.core.model import UNPARSED, EventRecord, FrameRecord
+    from mcpsniff.core.redact import redact_frame
+    from mcpsniff.core.session import FramesOnlySession, Session
+
+    data = (
+        b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"api_key":"sk-live-abcdefabcdef0123456789"}}\n'
+        b"not json\n"
+        b'{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}\n'
+        b'[{"jsonrpc":"2.0","id":2,"method":"ping"}]\n'
+    )
+    full, only = Session(redactor=redact_frame), FramesOnlySession(redactor=redact_frame)
+    out_full = full.feed("c2s", "stdio", data, 1.0) + full.close(2.0)
+    out_only = only.feed("c2s", "stdio", data, 1.0) + only.close(2.0)
+    inputs = [r for r in out_full if isinstance(r, FrameRecord | EventRecord)]
+    assert [(r.seq, getattr(r, "raw", None)) for r in out_only] == [
+        (r.seq, getattr(r, "raw", None)) for r in inputs
+    ]
+    assert all(isinstance(r, FrameRecord | EventRecord) for r in out_only)
+    # Parsed or not as the full session left it (the writer embeds the parsed ones).
+    assert [getattr(r, "value", 0) is UNPARSED for r in out_only] == [
+        getattr(r, "value", 0) is UNPARSED for r in inputs
+    ]
+    assert [getattr(r, "value", 0) is UNPARSED for r in out_only[:4]] == [False, True, False, False]
+    assert b"sk-live" not in out_only[0].raw
+    assert only.state.ended and only.close(3.0) == []
