@@ -166,3 +166,67 @@ def test_the_parquet_archive_of_a_two_lane_layout(tmp_path: Path, name: str) -> 
         assert code == 0
         results.append(_parquet_rows(archive))
     assert results[0] == results[1] and results[0]["messages"]
+
+
+def _record_lists(path: Path) -> dict[str, Any]:
+    """What each reader of records makes of ``path``."""
+    from mcpsniff.filter.reading import LazyTraceRecords
+    from mcpsniff.trace.reader import TraceReader
+    from mcpsniff.trace.tail import TraceTail
+    from mcpsniff.ui.follow import trace_records
+
+    with TraceReader(path) as reader:
+        records = list(reader.records())
+    tail = TraceTail(path)
+    tailed = tail.poll(final=True)
+    tail.close()
+    return {
+        "records": records,
+        "lazy": list(LazyTraceRecords(path)),
+        "ui": list(trace_records(path)),
+        "tail": tailed,
+    }
+
+
+@pytest.mark.parametrize("appended", [False, True], ids=["fresh", "appended"])
+def test_a_real_two_lane_capture_reads_as_its_one_lane_twin(tmp_path: Path, appended: bool) -> None:
+    """The lanes' own writers (mcpsniff/capture/lanes.py) on the same observations."""
+    from tests.capture.test_lanes import record
+
+    one, two = tmp_path / "one.jsonl", tmp_path / "two.jsonl"
+    if appended:
+        # A one-lane session first, then the compared one appended (its keys get a suffix).
+        assert record(one, 1) == 0 and record(two, 1) == 0
+    assert record(one, 1) == 0
+    assert record(two, 2) == 0
+    assert b'"through"' in two.read_bytes() and b'"through"' not in one.read_bytes()
+
+    def body(path: Path) -> list[bytes]:
+        return [
+            line
+            for line in path.read_bytes().splitlines()
+            if not line.startswith((b'{"type":"lane"', b'{"type":"header"'))
+        ]
+
+    # Some derived records sit later than in the one-lane file: the merge has work to do.
+    assert body(two) != body(one)
+    if not appended:  # (an appended session's keys hold a pid and a time)
+        assert sorted(body(two)) == sorted(body(one))
+    suffixes = [
+        orjson.loads(line)["meta"].get("session_suffix", "")
+        for path in (one, two)
+        for line in path.read_bytes().splitlines()
+        if line.startswith(b'{"type":"header"')
+    ]
+
+    def same_keys(text: str) -> str:
+        for suffix in suffixes:
+            if suffix:
+                text = text.replace(suffix, "@S")
+        return text
+
+    expected, got = _record_lists(one), _record_lists(two)
+    for key in expected:
+        assert same_keys(repr(got[key])) == same_keys(repr(expected[key])), key
+    for args in (["check", "--format", "json"], ["show", "--format", "json", "-vv"]):
+        assert same_keys(_cli(*args, str(two))[1]) == same_keys(_cli(*args, str(one))[1])
