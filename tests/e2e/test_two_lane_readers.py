@@ -5,7 +5,7 @@ inputs (docs/trace-format.md, "Two-lane traces"). Each trace of the gallery,
 the guard data and a generated trace is laid out so (tests/lane_layout.py) at
 the same path as the original, and every command's output is compared byte
 for byte: only SARIF's line numbers differ, as they must (they point at the
-frame's line in the file read).
+frame's line in the file read), and the file size `ls` lists.
 """
 
 from __future__ import annotations
