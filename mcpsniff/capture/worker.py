@@ -237,6 +237,8 @@ def fork_analysis(
             # relay's salvage does): the same inputs, the same seqs.
             if finished():
                 end(t)
+            else:
+                derived.writer.write_lost()
 
         return Worker(
             derived,

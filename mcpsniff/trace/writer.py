@@ -321,6 +321,22 @@ class DerivedWriter(TraceWriter):
         """Write the buffered lines and a ``through`` per session: every input taken is analyzed."""
         self._flush_lanes(complete=True)
 
+    def write_lost(self) -> None:
+        """The recording lane died: for every session seen, no more derived records will come.
+
+        The relay's salvage then writes the sessions' last inputs (a gap, the
+        session's end) with no derived lane behind them; without this record a
+        reader following the trace would hold them until its bound
+        (docs/trace-format.md, "Two-lane traces").
+        """
+        if self._lost:
+            return
+        self.flush()
+        self._lost = True
+        for session in self._input:
+            self._write(lane_line(session + self.session_suffix, "lost", 1))
+        TraceWriter.flush(self)
+
     def _flush_lanes(self, *, complete: bool) -> None:
         done = self._input if complete else self._complete
         through = self._through

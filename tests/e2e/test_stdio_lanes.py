@@ -24,6 +24,7 @@ import pytest
 from mcpsniff.core.model import C2S, S2C, FindingRecord, FrameRecord, MessageRecord
 from mcpsniff.terminal.render import finding_json
 from mcpsniff.trace.reader import TraceReader
+from mcpsniff.trace.tail import TraceTail
 from tests.e2e.sdk_peers import client_result
 from tests.relay.stdio_support import (
     TIMEOUT,
@@ -167,5 +168,15 @@ def test_a_killed_recording_lane_is_salvaged_and_the_derived_lane_ends(tmp_path:
     assert {m.frame for m in records if isinstance(m, MessageRecord)} <= frames
     ends = [x for x in records if getattr(x, "event", None) == "session-end"]
     assert len(ends) == 1 and ends[0].data["salvaged"] is True
+    # The derived lane said it stops, so a follower does not hold the salvaged end.
+    assert [x for x in lane_records(trace) if "lost" in x] == [
+        {"type": "lane", "session": "stdio", "lost": 1}
+    ]
+    tail = TraceTail(trace)
+    try:
+        followed = tail.poll()  # not final: a live follower's view
+    finally:
+        tail.close()
+    assert [getattr(x, "event", None) for x in followed].count("session-end") == 1
     sent = b"".join(x.raw for x in records if isinstance(x, FrameRecord) and x.direction == C2S)
     assert b"".join(lines).startswith(sent)
