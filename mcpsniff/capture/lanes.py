@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from mcpsniff.trace.writer import TraceWriter
 
 #: ``mcpsniff stdio``'s number of lanes when ``--lanes`` is not given.
-DEFAULT_LANES = 1
+DEFAULT_LANES = 2
 #: Bytes the recording lane keeps for the derived lane before it waits for it.
 QUEUE_LIMIT = 128 << 20
 #: The derived lane's niceness: below everything, but always progressing (not SCHED_IDLE).

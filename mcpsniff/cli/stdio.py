@@ -24,8 +24,9 @@ from mcpsniff.trace.writer import TraceWriter
     "--lanes",
     type=click.IntRange(1, 2),
     default=None,
-    help="2: record every frame at once and run the rules in a second, lower-priority "
-    "process behind it (when the trace is the only output); 1: one analysis process.",
+    help="2 (the default where it applies: the trace is the only output): record every frame "
+    "at once and run the rules in a second, lower-priority process behind it; 1: one "
+    "analysis process.",
 )
 @guard_relay_options
 @fault_options
