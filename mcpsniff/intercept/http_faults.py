@@ -43,7 +43,7 @@ from typing import Any
 
 from mcpsniff.core.model import C2S, REQUEST, S2C
 from mcpsniff.faults.damage import SPLIT_PAUSE, SPLIT_PIECES, corrupt
-from mcpsniff.faults.engine import Injection, original_bytes
+from mcpsniff.faults.engine import FaultEngine, Injection, original_bytes
 from mcpsniff.faults.http import (
     ExchangeFaults,
     response_bytes,
@@ -104,11 +104,15 @@ class FaultedClientSide(ClientSide):
     __slots__ = (
         "_answers",
         "_backlog",
+        "_c2s_asked",
+        "_c2s_needle",
         "_drop_timer",
         "_engine",
         "_hooked",
         "_queue",
         "_requests",
+        "_s2c_asked",
+        "_s2c_needle",
         "_unjudged",
         "_waiting",
         "faults",
@@ -134,6 +138,9 @@ class FaultedClientSide(ClientSide):
         self._requests = C2S in watched
         #: Responses are read (a fault may apply to what the server sends).
         self._answers = S2C in watched
+        #: The byte search of ``could_match``, inline on the hot paths (``searched``).
+        self._c2s_needle, self._c2s_asked = search_of(faults.engine, C2S)
+        self._s2c_needle, self._s2c_asked = search_of(faults.engine, S2C)
         #: Request bytes behind one whose sending waits (a delay, a split), in order.
         self._queue: deque[_Outgoing] = deque()
         #: What the upstream sent behind a response still held, replayed in order
@@ -182,8 +189,14 @@ class FaultedClientSide(ClientSide):
             pieces = exchange.pieces
             body = pieces[0] if len(pieces) == 1 else b"".join(pieces)
             # The byte search first: most bodies hold no name a fault needs, and
-            # then what kind of request carries them does not matter.
-            if body and self._engine.could_match(body, C2S):
+            # then what kind of request carries them does not matter. Inline, as
+            # ``search_of`` tells, with ``could_match`` when that cannot clear it.
+            needle = self._c2s_needle
+            if (
+                body
+                and (needle is None or body.partition(needle)[1] or 92 in body or self._c2s_asked)
+                and self._engine.could_match(body, C2S)
+            ):
                 head = exchange.head
                 if (
                     head.method == "POST"
@@ -449,7 +462,16 @@ class FaultedClientSide(ClientSide):
                     and type(end) is End
                     and type(head) is ResponseHead
                     and head.status >= 200
-                    and not ((payload := body.payload) and self._engine.could_match(payload, S2C))
+                    and (
+                        not (payload := body.payload)
+                        or (
+                            (needle := self._s2c_needle) is not None
+                            and not payload.partition(needle)[1]
+                            and 92 not in payload
+                            and not self._s2c_asked
+                        )
+                        or not self._engine.could_match(payload, S2C)
+                    )
                 ):
                     _client_response_events(self, upstream, events, eof)
                     return
@@ -463,7 +485,15 @@ class FaultedClientSide(ClientSide):
                     and exchanges
                     and exchanges[0].screened is not None
                     and (payload := body.payload).endswith(WHOLE_EVENTS)
-                    and not self._engine.could_match(payload, S2C)
+                    and (
+                        (
+                            (needle := self._s2c_needle) is not None
+                            and not payload.partition(needle)[1]
+                            and 92 not in payload
+                            and not self._s2c_asked
+                        )
+                        or not self._engine.could_match(payload, S2C)
+                    )
                 ):
                     _client_response_events(self, upstream, events, eof)
                     return
@@ -532,7 +562,15 @@ class FaultedClientSide(ClientSide):
             and screened is not None
             and (upstream.parser.between_chunks or "transfer-encoding" not in screened.names)
             and (payload := event.payload).endswith(WHOLE_EVENTS)
-            and not self._engine.could_match(payload, S2C)
+            and (
+                (
+                    (needle := self._s2c_needle) is not None
+                    and not payload.partition(needle)[1]
+                    and 92 not in payload
+                    and not self._s2c_asked
+                )
+                or not self._engine.could_match(payload, S2C)
+            )
         ):
             _client_response_events(self, upstream, events, eof)
             return True
@@ -776,6 +814,24 @@ class HookedClientSide(FaultedClientSide):
         ):
             self.__class__ = FaultedClientSide
             self._hooked = False
+
+
+def search_of(engine: FaultEngine, direction: str) -> tuple[bytes | None, dict[Any, Any]]:
+    """What the hot paths search a message going in ``direction`` for, inline.
+
+    A message with no backslash, not holding the needle returned, while the dict
+    returned (the engine's requests in flight it may answer, kept up to date by
+    the engine) is empty, is one ``FaultEngine.could_match`` clears; anything
+    else is asked of ``could_match``. The needle is None when that is all there
+    is to do (a fault with no name to search for, or more than one name); in a
+    direction no fault watches, a backslash (``could_match`` clears everything).
+    """
+    if direction not in engine.watched:
+        return b"\\", {}
+    needles = engine.needles
+    if needles is None or len(needles) != 1:
+        return None, {}
+    return needles[0], engine.asked(direction)
 
 
 @dataclass(slots=True, eq=False)

@@ -161,7 +161,8 @@ class ClientSide(asyncio.Protocol):
                 case Malformed():
                     self._bad_request(event, out)
                     break
-        self._send_upstream(sent)
+        if sent:  # empty when what came is held (a gate, ``--fault``)
+            self._send_upstream(sent)
         for exchange in ended:
             self._begin(exchange)
         if ended:
