@@ -43,7 +43,7 @@ from typing import Any
 
 from mcpsniff.core.model import C2S, REQUEST, S2C
 from mcpsniff.faults.damage import SPLIT_PAUSE, SPLIT_PIECES, corrupt
-from mcpsniff.faults.engine import FaultEngine, Injection, original_bytes
+from mcpsniff.faults.engine import Injection, original_bytes
 from mcpsniff.faults.http import (
     ExchangeFaults,
     response_bytes,
@@ -58,8 +58,8 @@ from mcpsniff.faults.spec import (
     DUPLICATE,
     Fault,
 )
-from mcpsniff.http1.events import Body, End, RequestHead, ResponseHead
-from mcpsniff.intercept.fault_heads import chunked_head, silent_head, with_length
+from mcpsniff.http1.events import Body, End, ResponseHead
+from mcpsniff.intercept.fault_heads import answer_parts, chunked_head, silent_head, with_length
 from mcpsniff.intercept.http_messages import is_event_stream
 from mcpsniff.intercept.http_wire import ClientSide
 from mcpsniff.intercept.relay_needs import Relay
@@ -69,6 +69,7 @@ from mcpsniff.intercept.response_faults import (
     ResponseFaults,
     json_may_wait,
     judged_response,
+    may_match,
     since_ms,
     unfinished_json,
 )
@@ -82,7 +83,6 @@ DROP_HOLD = 60.0
 # specialised global load, where ``ClientSide._begin`` (an attribute of a class)
 # is looked up generically each time in CPython 3.11, and ``super()`` makes an
 # object per call.
-_client_request_head = ClientSide._request_head
 _client_begin = ClientSide._begin
 _client_response_events = ClientSide.response_events
 
@@ -90,11 +90,12 @@ _client_response_events = ClientSide.response_events
 class FaultedClientSide(ClientSide):
     """A client connection whose requests and responses go through the fault engine.
 
-    While no fault is under way on it, only three of its methods stand between
-    the relay's own: ``_request_head`` and ``_begin`` (its requests held and
-    judged) and ``response_events`` (a whole response no fault can match, a
-    byte search says so, passes as the relay's own would; so do the screened
-    reads of an SSE stream and a JSON response that waited for its body). Once
+    While no fault is under way on it, only two of its methods stand between
+    the relay's own: ``_begin`` (its requests, held by ``ClientSide`` while
+    ``holds``, judged) and ``response_events`` (a whole response no fault can
+    match, a byte search says so, passes as the relay's own would; so do the
+    screened reads of an SSE stream and a JSON response that waited for its
+    body). Both search inline (``FaultEngine.inline_search``). Once
     one is, it is a ``HookedClientSide`` until nothing is left to carry out.
     """
 
@@ -110,7 +111,6 @@ class FaultedClientSide(ClientSide):
         "_engine",
         "_hooked",
         "_queue",
-        "_requests",
         "_s2c_asked",
         "_s2c_needle",
         "_unjudged",
@@ -134,13 +134,15 @@ class FaultedClientSide(ClientSide):
         #: flag costs less than ``__class__``).
         self._hooked = False
         #: Requests are held to be judged (a fault may apply to them, or their answers
-        #: need their names).
-        self._requests = C2S in watched
+        #: need their names): every one until its end (``ClientSide._request_head``),
+        #: so that a held one never lets a later one pass it on the upstream
+        #: connection (RFC 9112 §9.3.2).
+        self.holds = C2S in watched
         #: Responses are read (a fault may apply to what the server sends).
         self._answers = S2C in watched
-        #: The byte search of ``could_match``, inline on the hot paths (``searched``).
-        self._c2s_needle, self._c2s_asked = search_of(faults.engine, C2S)
-        self._s2c_needle, self._s2c_asked = search_of(faults.engine, S2C)
+        #: ``could_match``'s byte search, inline in ``_begin`` and ``response_events``.
+        self._c2s_needle, self._c2s_asked = faults.engine.inline_search(C2S)
+        self._s2c_needle, self._s2c_asked = faults.engine.inline_search(S2C)
         #: Request bytes behind one whose sending waits (a delay, a split), in order.
         self._queue: deque[_Outgoing] = deque()
         #: What the upstream sent behind a response still held, replayed in order
@@ -151,17 +153,6 @@ class FaultedClientSide(ClientSide):
         self._waiting: list[Any] | None = None
 
     # ------------------------------------------------------------------ requests
-
-    def _request_head(self, head: RequestHead, out: list[bytes]) -> list[bytes]:
-        if not self._requests:
-            return _client_request_head(self, head, out)
-        # Every request is held until its end, so that a held one never lets a
-        # later one pass it on the upstream connection (RFC 9112 §9.3.2).
-        wire: list[bytes] = []
-        _client_request_head(self, head, wire)
-        assert self.incoming is not None
-        self.incoming.wire = wire
-        return wire
 
     def _stream_body(self, exchange: RelayedExchange) -> None:
         # Too big to judge: what is held goes on now, the rest as it comes.
@@ -189,8 +180,8 @@ class FaultedClientSide(ClientSide):
             pieces = exchange.pieces
             body = pieces[0] if len(pieces) == 1 else b"".join(pieces)
             # The byte search first: most bodies hold no name a fault needs, and
-            # then what kind of request carries them does not matter. Inline, as
-            # ``search_of`` tells, with ``could_match`` when that cannot clear it.
+            # then what kind of request carries them does not matter. Inline
+            # (``FaultEngine.inline_search``); ``could_match`` when that cannot clear it.
             needle = self._c2s_needle
             if (
                 body
@@ -209,7 +200,11 @@ class FaultedClientSide(ClientSide):
                 self._upstream(b"".join(wire))
             else:
                 self._send_upstream(wire)
-            _client_begin(self, exchange)
+            if exchange.deferred or exchange.unreachable is not None:
+                _client_begin(self, exchange)
+            else:
+                # ``ClientSide._begin`` with nothing deferred, inline (a call fewer).
+                exchange.remote = exchange.begin(self.relay.observer, self.peer)
             return
         self._hook()
         try:
@@ -404,13 +399,8 @@ class FaultedClientSide(ClientSide):
                 self.transport.write(data)
             remote = exchange.remote
             if remote is not None:
-                head, _, body = data.partition(b"\r\n\r\n")
-                status = int(head.split(b" ", 2)[1])
-                fields = [
-                    tuple(part.strip() for part in line.decode().split(":", 1))
-                    for line in head.split(b"\r\n")[1:]
-                ]
-                remote.response(status, fields)  # type: ignore[arg-type]
+                status, fields, body = answer_parts(data)
+                remote.response(status, fields)
                 if body:
                     remote.body_chunk(body)
             self._finish(exchange, "complete", whole=True)
@@ -485,15 +475,7 @@ class FaultedClientSide(ClientSide):
                     and exchanges
                     and exchanges[0].screened is not None
                     and (payload := body.payload).endswith(WHOLE_EVENTS)
-                    and (
-                        (
-                            (needle := self._s2c_needle) is not None
-                            and not payload.partition(needle)[1]
-                            and 92 not in payload
-                            and not self._s2c_asked
-                        )
-                        or not self._engine.could_match(payload, S2C)
-                    )
+                    and not self._engine.could_match(payload, S2C)
                 ):
                     _client_response_events(self, upstream, events, eof)
                     return
@@ -562,15 +544,7 @@ class FaultedClientSide(ClientSide):
             and screened is not None
             and (upstream.parser.between_chunks or "transfer-encoding" not in screened.names)
             and (payload := event.payload).endswith(WHOLE_EVENTS)
-            and (
-                (
-                    (needle := self._s2c_needle) is not None
-                    and not payload.partition(needle)[1]
-                    and 92 not in payload
-                    and not self._s2c_asked
-                )
-                or not self._engine.could_match(payload, S2C)
-            )
+            and not self._engine.could_match(payload, S2C)
         ):
             _client_response_events(self, upstream, events, eof)
             return True
@@ -627,7 +601,9 @@ class FaultedClientSide(ClientSide):
             elif kind is ResponseHead:
                 if index < count and event.status >= 200:
                     exchange = exchanges[index]
-                    if exchange.swallow or (self._answers and self._may_match(events, place)):
+                    if exchange.swallow or (
+                        self._answers and may_match(self._engine, events, place)
+                    ):
                         events[place] = self._divert(exchange, event)
             elif kind is End:
                 if index < count and place < last:
@@ -638,26 +614,6 @@ class FaultedClientSide(ClientSide):
                         return place
                 index += 1
         return -1
-
-    def _may_match(self, events: list[Any], place: int) -> bool:
-        """Whether a fault may apply to the response whose head is ``events[place]``.
-
-        Not when its whole body is in ``events`` and holds none of the bytes every
-        message a fault can match holds (``FaultEngine.could_match``): such a
-        response passes as the relay's own would pass it, framing and all.
-        """
-        pieces = []
-        for at in range(place + 1, len(events)):
-            event = events[at]
-            kind = type(event)
-            if kind is Body:
-                pieces.append(event.payload)
-            elif kind is End:
-                body = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-                return bool(body) and self._engine.could_match(body, S2C)
-            else:
-                return True
-        return True
 
     def _divert(self, exchange: RelayedExchange, head: ResponseHead) -> ResponseHead:
         """Take over the response of a judged exchange (or of a duplicate): its head as sent.
@@ -814,24 +770,6 @@ class HookedClientSide(FaultedClientSide):
         ):
             self.__class__ = FaultedClientSide
             self._hooked = False
-
-
-def search_of(engine: FaultEngine, direction: str) -> tuple[bytes | None, dict[Any, Any]]:
-    """What the hot paths search a message going in ``direction`` for, inline.
-
-    A message with no backslash, not holding the needle returned, while the dict
-    returned (the engine's requests in flight it may answer, kept up to date by
-    the engine) is empty, is one ``FaultEngine.could_match`` clears; anything
-    else is asked of ``could_match``. The needle is None when that is all there
-    is to do (a fault with no name to search for, or more than one name); in a
-    direction no fault watches, a backslash (``could_match`` clears everything).
-    """
-    if direction not in engine.watched:
-        return b"\\", {}
-    needles = engine.needles
-    if needles is None or len(needles) != 1:
-        return None, {}
-    return needles[0], engine.asked(direction)
 
 
 @dataclass(slots=True, eq=False)
