@@ -37,7 +37,6 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -63,7 +62,7 @@ from mcpsniff.intercept.fault_heads import answer_parts, chunked_head, silent_he
 from mcpsniff.intercept.http_messages import is_event_stream
 from mcpsniff.intercept.http_wire import ClientSide
 from mcpsniff.intercept.relay_needs import Relay
-from mcpsniff.intercept.relayed_exchange import RelayedExchange
+from mcpsniff.intercept.relayed_exchange import Outgoing, RelayedExchange
 from mcpsniff.intercept.response_faults import (
     WHOLE_EVENTS,
     ResponseFaults,
@@ -144,7 +143,7 @@ class FaultedClientSide(ClientSide):
         self._c2s_needle, self._c2s_asked = faults.engine.inline_search(C2S)
         self._s2c_needle, self._s2c_asked = faults.engine.inline_search(S2C)
         #: Request bytes behind one whose sending waits (a delay, a split), in order.
-        self._queue: deque[_Outgoing] = deque()
+        self._queue: deque[Outgoing] = deque()
         #: What the upstream sent behind a response still held, replayed in order
         #: once it is out (None: nothing held).
         self._backlog: list[Callable[[], None]] | None = None
@@ -222,10 +221,10 @@ class FaultedClientSide(ClientSide):
                 )
         self._answer_front()
 
-    def _upstream(self, data: bytes, *, ready: bool = True) -> _Outgoing:
+    def _upstream(self, data: bytes, *, ready: bool = True) -> Outgoing:
         """Request bytes for the upstream, behind any still waiting (RFC 9112 §9.3.2:
         answers come in request order, so requests must go in it)."""
-        item = _Outgoing(data, ready)
+        item = Outgoing(data, ready)
         if ready and not self._queue:
             self._send_upstream([data])
         else:
@@ -335,7 +334,7 @@ class FaultedClientSide(ClientSide):
         # kill (refused on HTTP), reorder: nothing an HTTP exchange can carry out.
         self._upstream(b"".join(wire))
 
-    def _ready(self, held: _Outgoing) -> None:
+    def _ready(self, held: Outgoing) -> None:
         """A delayed request (or a piece of a split one) may go, once those before it went."""
         if self.closed:
             if held.sent is not None:
@@ -466,18 +465,21 @@ class FaultedClientSide(ClientSide):
                     _client_response_events(self, upstream, events, eof)
                     return
             elif count == 2:
-                # A screened stream's piece the byte search clears, and its end.
-                body, end = events
+                # A screened stream's piece the byte search clears, and its end; or
+                # an event stream's head and first piece (``_alone``).
+                first, end = events
                 exchanges = self.exchanges
                 if (
-                    type(body) is Body
+                    type(first) is Body
                     and type(end) is End
                     and exchanges
                     and exchanges[0].screened is not None
-                    and (payload := body.payload).endswith(WHOLE_EVENTS)
+                    and (payload := first.payload).endswith(WHOLE_EVENTS)
                     and not self._engine.could_match(payload, S2C)
                 ):
                     _client_response_events(self, upstream, events, eof)
+                    return
+                if type(first) is ResponseHead and self._alone(upstream, events, eof):
                     return
             elif count == 1 and self._alone(upstream, events, eof):
                 return
@@ -508,11 +510,14 @@ class FaultedClientSide(ClientSide):
             self.response_events(upstream, events[split + 1 :], eof)
 
     def _alone(self, upstream: Any, events: list[Any], eof: bool) -> bool:
-        """Pass one event as ``_prepare`` would, without its loop; False: not done.
+        """Pass one event, or an event stream's head and first piece, as ``_prepare``
+        would, without its loop; False: not done.
 
         A response's head alone (an event stream's goes on, screened; a JSON one's
-        waits for its body) or a screened stream's piece the byte search clears:
-        what a server that flushes its head first sends, read by read.
+        waits for its body), with the first piece of a stream, a screened stream's
+        piece the byte search clears, or an end alone: what a server that flushes
+        its head first and its last chunk apart sends, read by read. Only while no
+        fault is under way (``_hooked``): nothing held, no answer of mcpsniff's due.
         """
         exchanges = self.exchanges
         if not exchanges:
@@ -531,14 +536,25 @@ class FaultedClientSide(ClientSide):
                 return False
             if not is_event_stream(event):
                 # ``unfinished_json`` of one head.
-                if self._engine.needles is None or not json_may_wait(exchange, event):
+                if (
+                    len(events) > 1
+                    or self._engine.needles is None
+                    or not json_may_wait(exchange, event)
+                ):
                     return False
                 self._waiting = events
                 return True
-            exchange.screened = event  # as ``_divert`` does
+            if len(events) == 1:
+                exchange.screened = event  # as ``_divert`` does
+                _client_response_events(self, upstream, events, eof)
+                return True
+            screened, event = event, events[1]  # the stream's first piece, below
+            kind = type(event)
+        elif kind is End:
             _client_response_events(self, upstream, events, eof)
             return True
-        screened = exchange.screened
+        else:
+            screened = exchange.screened
         if (
             kind is Body
             and screened is not None
@@ -546,6 +562,7 @@ class FaultedClientSide(ClientSide):
             and (payload := event.payload).endswith(WHOLE_EVENTS)
             and not self._engine.could_match(payload, S2C)
         ):
+            exchange.screened = screened  # as ``_divert`` does, for a head with its piece
             _client_response_events(self, upstream, events, eof)
             return True
         return False
@@ -770,16 +787,6 @@ class HookedClientSide(FaultedClientSide):
         ):
             self.__class__ = FaultedClientSide
             self._hooked = False
-
-
-@dataclass(slots=True, eq=False)
-class _Outgoing:
-    """Request bytes for the upstream, sent in their turn once ``ready``."""
-
-    data: bytes
-    ready: bool
-    #: Told just before they go (or when the connection closed first).
-    sent: Callable[[], None] | None = None
 
 
 def faulted_factory(

@@ -769,11 +769,12 @@ class Pipelined:
 
 
 def _answering(
-    answer_of: Callable[[bytes], bytes], got: list[bytes], *, apart: bool = False
+    answer_of: Callable[[bytes], bytes], got: list[bytes], *, apart: bool | str = False
 ) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
     """An upstream that notes each request body in ``got`` and answers every request of
     a read at once, all answers (``answer_of`` each body) in one write; ``apart``: each
-    answer's head written first, on its own, and the rest a moment later."""
+    answer's head written first, on its own, and the rest a moment later; ``"end"``:
+    each chunked answer's last chunk written a moment after the rest."""
 
     async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         parser = RequestParser()
@@ -786,7 +787,12 @@ def _answering(
                 elif isinstance(event, End):
                     got.append(body)
                     answer = answer_of(body)
-                    if apart:
+                    if apart == "end" and answer.endswith(b"\r\n0\r\n\r\n"):
+                        writer.write(answers + answer[:-5])
+                        await writer.drain()
+                        await asyncio.sleep(0.02)
+                        answer, answers = answer[-5:], b""
+                    elif apart is True:
                         head, _, rest = answer.partition(b"\r\n\r\n")
                         writer.write(answers + head + b"\r\n\r\n")
                         await writer.drain()
@@ -1005,12 +1011,13 @@ _TRAFFIC = [
 
 
 def _through(
-    faults: list[str], *, sse: bool, pipelined: bool, every: bool, apart: bool = False
+    faults: list[str], *, sse: bool, pipelined: bool, every: bool, apart: bool | str = False
 ) -> tuple[list[tuple[int, bytes]], list[bytes], list[dict[str, Any]]]:
     """``_TRAFFIC`` through an in-process relay with ``faults``: the (status, payload)
     of each response, the bodies the upstream read, and the fault records. ``every``:
     no fast path, every message read and every response taken over at its head.
-    ``apart``: the upstream writes each response's head on its own."""
+    ``apart``: the upstream writes each response's head on its own (``"end"``: each
+    chunked response's last chunk)."""
     import mcpsniff.intercept.http_faults as module
 
     records: list[dict[str, Any]] = []
@@ -1091,14 +1098,17 @@ _DIFFERENTIAL = [
         (True, True, False),
         (True, False, True),
         (False, False, True),
+        (True, False, "end"),
+        (True, True, "end"),
     ],
 )
 def test_the_fast_paths_deliver_and_record_what_reading_everything_does(
-    spec: str, sse: bool, pipelined: bool, apart: bool
+    spec: str, sse: bool, pipelined: bool, apart: bool | str
 ) -> None:
     # ``apart``: each head comes alone, so the fast path screens an SSE stream piece by
     # piece, and has a JSON head wait for its body, where the reference takes both
-    # over at their heads.
+    # over at their heads; ``"end"``: a stream's head comes with its first piece, and
+    # its end alone.
     fast = _through([spec], sse=sse, pipelined=pipelined, every=False, apart=apart)
     slow = _through([spec], sse=sse, pipelined=pipelined, every=True, apart=apart)
     assert fast[0] == slow[0]  # what the client got
@@ -1423,3 +1433,28 @@ def test_a_held_request_whose_upstream_proved_unreachable_meanwhile_is_answered_
     connection.data_received(request[head_length:])
     assert client.take().startswith(b"HTTP/1.1 502 ")
     assert not connection.exchanges
+
+
+@pytest.mark.parametrize(
+    "reads",
+    [
+        [_SSE_HEAD + _chunk(_event(_RESULT)), b"0\r\n\r\n"],
+        [_SSE_HEAD, _chunk(_event(_RESULT)), b"0\r\n\r\n"],
+    ],
+    ids=["head-and-piece-then-end", "each-alone"],
+)
+def test_a_stream_read_in_pieces_no_fault_can_match_never_goes_through_prepare(
+    monkeypatch: pytest.MonkeyPatch, reads: list[bytes]
+) -> None:
+    # What the upstream of bench_http_relay.py's concurrent clients sends a loaded
+    # relay: head, event and last chunk, read in two or three reads. ``_alone`` passes
+    # each as the relay's own would, without ``_prepare``'s loop.
+    connection, client, upstream_wire, upstream = _faulted_connection(_NOTHING)
+    monkeypatch.setattr(FaultedClientSide, "_prepare", lambda *_: pytest.fail("_prepare"))
+    connection.data_received(_post(_CALL))
+    assert upstream_wire.take() == _post(_CALL)
+    for read in reads:
+        upstream.data_received(read)
+    assert client.take() == b"".join(reads)
+    assert not connection.exchanges and type(connection) is FaultedClientSide
+    assert connection.faults.taken_over == 0
