@@ -27,7 +27,11 @@ warm-up, dumped after each block with ``callgrind_control``; both relays without
 busy polling, whose spinning depends on timing): a figure the load of other
 processes does not move, only slower (use a few hundred requests). It counts no
 kernel work (system calls, segments sent): that is what the CPU times show.
-``--stdio`` compares ``mcpsniff stdio --fault F`` with ``mcpsniff stdio`` instead
+``--clients N`` shares each block among N clients at once, each on a keep-alive
+connection of its own with one request at a time: with 16, the concurrent path of
+``bench_http_relay.py`` (one loop turn of the relay serves several connections;
+under ``--callgrind``, how many depends on the load, which then moves the counts a
+little). ``--stdio`` compares ``mcpsniff stdio --fault F`` with ``mcpsniff stdio`` instead
 (the server of ``bench_stdio_relay.py``, one sequential 1 KiB ``tools/call`` line
 at a time, blocks taking turns), with or without ``--callgrind``: the relay
 process only, its analysis process left out as above.
