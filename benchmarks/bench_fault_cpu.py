@@ -27,7 +27,11 @@ warm-up, dumped after each block with ``callgrind_control``; both relays without
 busy polling, whose spinning depends on timing): a figure the load of other
 processes does not move, only slower (use a few hundred requests). It counts no
 kernel work (system calls, segments sent): that is what the CPU times show.
-``--stdio`` compares ``mcpsniff stdio --fault F`` with ``mcpsniff stdio`` instead
+``--clients N`` shares each block among N clients at once, each on a keep-alive
+connection of its own with one request at a time: with 16, the concurrent path of
+``bench_http_relay.py`` (one loop turn of the relay serves several connections;
+under ``--callgrind``, how many depends on the load, which then moves the counts a
+little). ``--stdio`` compares ``mcpsniff stdio --fault F`` with ``mcpsniff stdio`` instead
 (the server of ``bench_stdio_relay.py``, one sequential 1 KiB ``tools/call`` line
 at a time, blocks taking turns), with or without ``--callgrind``: the relay
 process only, its analysis process left out as above.
@@ -83,6 +87,14 @@ def instructions(pid: int, folder: Path) -> float:
     raise RuntimeError(f"no callgrind dump from {pid}")
 
 
+async def calls_of(group: list[Client], count: int) -> list[float]:
+    """``count`` calls shared among ``group``'s clients, each one call at a time, all at
+    once (one client: sequential calls); the latency of each in microseconds."""
+    share, extra = divmod(count, len(group))
+    runs = [client.sequential(share + (n < extra)) for n, client in enumerate(group)]
+    return [t for times in await asyncio.gather(*runs) for t in times]
+
+
 async def measure(
     ns: argparse.Namespace, urls: dict[str, str], pids: dict[str, int], folder: Path
 ) -> None:
@@ -96,13 +108,13 @@ async def measure(
     calls: dict[tuple[str, str], int] = {}
     latency: dict[tuple[str, str], list[float]] = {}
     async with new_http() as http:
-        clients = {}
+        clients: dict[tuple[str, str], list[Client]] = {}
         for name, url in urls.items():
             for mode in ns.formats:
-                client = Client(http, f"{url}/{mode}", mode)
-                await client.open()
-                await client.sequential(50)  # warm up
-                clients[name, mode] = client
+                group = [Client(http, f"{url}/{mode}", mode) for _ in range(ns.clients)]
+                await asyncio.gather(*(client.open() for client in group))
+                await calls_of(group, 50 * ns.clients)  # warm up
+                clients[name, mode] = group
         for name in urls:
             cost(pids[name])  # zeroes callgrind's counters
         for key in clients:
@@ -115,7 +127,7 @@ async def measure(
                 for name in order:
                     key = (name, mode)
                     if ns.callgrind:
-                        latency[key] += await clients[key].sequential(ns.block)
+                        latency[key] += await calls_of(clients[key], ns.block)
                         cpu[key] += cost(pids[name])
                     else:
                         fork = analysis.get(name, 0)
@@ -124,7 +136,7 @@ async def measure(
                             wait_idle(fork)
                         before = cost(pids[name])
                         other = cost(fork) if fork else 0.0
-                        latency[key] += await clients[key].sequential(ns.block)
+                        latency[key] += await calls_of(clients[key], ns.block)
                         cpu[key] += cost(pids[name]) - before
                         if fork:
                             wait_idle(fork)
@@ -271,6 +283,13 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=2000, help="requests per relay and format")
     parser.add_argument("--block", type=int, default=100, help="requests before the next relay")
     parser.add_argument("--callgrind", action="store_true", help="count instructions")
+    parser.add_argument(
+        "--clients",
+        type=int,
+        default=1,
+        help="(http) clients sharing each block, all at once, on keep-alive connections of"
+        " their own (bench_http_relay.py's concurrent path: 16)",
+    )
     parser.add_argument(
         "--no-busy-poll", action="store_true", help="relays without busy polling (CPU = work)"
     )

@@ -8,8 +8,11 @@ script drives one client connection (``ClientSide``, or ``FaultedClientSide``
 with the faults of ``--fault``) with transports that keep what is written to
 them (``tests/relay/playbook.py``): no socket, no event loop turn, the same
 exchanges every run. Each exchange is one 1 KiB ``tools/call`` POST and its
-answer, JSON or one SSE event, read by the relay in one piece or as its head
-alone and then the rest (``--apart``).
+answer, JSON or one SSE event, read by the relay in one piece, as its head
+alone and then the rest, or as all but its end and then its end (an SSE
+stream's last chunk, a JSON body's last byte): the reads ``bench_http_relay.py``'s
+16 concurrent clients (``--clients 16`` of ``bench_fault_cpu.py``) bring, each
+on a keep-alive connection of its own, one request at a time.
 
 Usage::
 
@@ -21,12 +24,15 @@ Each configuration runs twice under ``valgrind --tool=callgrind`` (a warm-up of
 totals over ``--exchanges`` is what one exchange costs, start-up and warm-up
 left out. It prints, per format and reading, thousands of instructions an
 exchange plain and faulted, their ratio, and how many responses the faulted
-connection took over. Exit status 0 (information, no target).
+connection took over; then, per format, the ratio of the mix of readings the
+concurrent clients bring (``CONCURRENT_MIX``, counted in a relay under that load).
+Exit status 0 (information, no target).
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import re
 import subprocess
@@ -36,6 +42,19 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 WARM = 100
+READINGS = {
+    "one": "one read",
+    "head": "head alone, then the rest",
+    "end": "all but the end, then the end",
+}
+#: How the responses of ``bench_http_relay.py``'s 16 concurrent clients came to the
+#: relay (reads of each response counted in ``mcpsniff http --fault``, 2.5 s a format,
+#: 11,171 JSON and 15,680 SSE responses): SSE streams are written by the upstream in
+#: three steps (head, event, last chunk), which a loaded relay reads in one, two or three.
+CONCURRENT_MIX = {
+    "json": {"one": 1.0},
+    "sse": {"one": 0.935, "head": 0.041, "end": 0.024},
+}
 TOOL = (
     b'{"jsonrpc":"2.0","id":%d,"method":"tools/call",'
     b'"params":{"name":"echo","arguments":{"text":"%s"}}}'
@@ -70,7 +89,17 @@ def _response(ident: int, sse: bool) -> tuple[bytes, bytes]:
     return head, result
 
 
-def run(count: int, sse: bool, apart: bool, faults: list[str]) -> int:
+def _reads(head: bytes, rest: bytes, reading: str) -> list[bytes]:
+    """One response as the relay reads it."""
+    if reading == "head":
+        return [head, rest]
+    if reading == "end":
+        cut = len(rest) - 5 if rest.endswith(b"0\r\n\r\n") else len(rest) - 1
+        return [head + rest[:cut], rest[cut:]]
+    return [head + rest]
+
+
+def run(count: int, sse: bool, reading: str, faults: list[str]) -> int:
     """Drive ``count`` exchanges through one connection; responses taken over."""
     sys.path.append(str(ROOT))  # after PYTHONPATH: the mcpsniff measured comes first
     from mcpsniff.faults.spec import parse_faults
@@ -78,6 +107,10 @@ def run(count: int, sse: bool, apart: bool, faults: list[str]) -> int:
     from mcpsniff.intercept.http_wire import ClientSide
     from tests.relay.playbook import PlaybookRelay, Wire
 
+    # No cyclic collection: when one falls in the counted exchanges rather than in the
+    # warm-up depends on everything allocated before (paths, imports), and a full one
+    # costs more than the code measured (runs of the same code 5 thousand apart).
+    gc.disable()
     relay = PlaybookRelay()
     if faults:
         from mcpsniff.intercept.http_faults import faulted_factory
@@ -90,15 +123,12 @@ def run(count: int, sse: bool, apart: bool, faults: list[str]) -> int:
     upstream = UpstreamSide(connection)
     upstream.connection_made(upstream_wire)  # type: ignore[arg-type]
     connection.upstream = upstream
-    traffic = [(_request(n), *_response(n, sse)) for n in range(count)]
-    for request, head, rest in traffic:
+    traffic = [(_request(n), _reads(*_response(n, sse), reading)) for n in range(count)]
+    for request, reads in traffic:
         connection.data_received(request)
         upstream_wire.written.clear()
-        if apart:
-            upstream.data_received(head)
-            upstream.data_received(rest)
-        else:
-            upstream.data_received(head + rest)
+        for read in reads:
+            upstream.data_received(read)
         client.written.clear()
         relay.observations.clear()
     assert not connection.exchanges
@@ -106,12 +136,14 @@ def run(count: int, sse: bool, apart: bool, faults: list[str]) -> int:
     return faulted.taken_over if faulted is not None and hasattr(faulted, "taken_over") else -1
 
 
-def counted(folder: Path, count: int, sse: bool, apart: bool, faults: list[str]) -> tuple[int, str]:
+def counted(
+    folder: Path, count: int, sse: bool, reading: str, faults: list[str]
+) -> tuple[int, str]:
     """Total instructions of a run of ``count`` exchanges under callgrind, and its output."""
-    out = folder / f"cg.{count}.{sse}.{apart}.{len(faults)}"
+    out = folder / f"cg.{count}.{sse}.{reading}.{len(faults)}"
     argv = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", sys.executable]
     argv += [__file__, "--run", str(count), "--formats", "sse" if sse else "json"]
-    argv += ["--apart"] if apart else []
+    argv += ["--reading", reading]
     for spec in faults:
         argv += ["--fault", spec]
     env = dict(os.environ, PYTHONHASHSEED="1")
@@ -127,11 +159,12 @@ def main() -> int:
     parser.add_argument("--fault", action="append", default=[], help="a fault (repeatable)")
     parser.add_argument("--exchanges", type=int, default=300, help="exchanges counted")
     parser.add_argument("--formats", default="json,sse", help="of json,sse")
-    parser.add_argument("--apart", action="store_true", help="(--run) each head read alone")
+    parser.add_argument("--reading", default="one", choices=READINGS, help=argparse.SUPPRESS)
+    parser.add_argument("--readings", default=",".join(READINGS), help="of " + ",".join(READINGS))
     parser.add_argument("--run", type=int, help=argparse.SUPPRESS)
     ns = parser.parse_args()
     if ns.run is not None:
-        print(run(WARM + ns.run, ns.formats == "sse", ns.apart, ns.fault))
+        print(run(WARM + ns.run, ns.formats == "sse", ns.reading, ns.fault))
         return 0
     if not ns.fault:
         parser.error("--fault is required")
@@ -139,21 +172,31 @@ def main() -> int:
         folder = Path(name)
         for mode in ns.formats.split(","):
             sse = mode == "sse"
-            for apart in (False, True):
+            cost: dict[str, dict[str, float]] = {}
+            for reading in ns.readings.split(","):
                 per = {}
                 taken = ""
                 for label, faults in (("plain", []), ("faulted", ns.fault)):
-                    base, _ = counted(folder, 0, sse, apart, faults)
-                    total, out = counted(folder, ns.exchanges, sse, apart, faults)
+                    base, _ = counted(folder, 0, sse, reading, faults)
+                    total, out = counted(folder, ns.exchanges, sse, reading, faults)
                     per[label] = (total - base) / ns.exchanges / 1e3
                     if faults:
                         taken = out
-                reading = "head alone, then the rest" if apart else "one read"
+                cost[reading] = per
                 print(
-                    f"{mode}, {reading}: {per['plain']:.1f} plain, {per['faulted']:.1f} faulted"
-                    f" (thousand instructions an exchange): ratio"
+                    f"{mode}, {READINGS[reading]}: {per['plain']:.1f} plain, {per['faulted']:.1f}"
+                    f" faulted (thousand instructions an exchange): ratio"
                     f" {per['faulted'] / per['plain']:.3f}; taken over {taken}"
-                    f" of {WARM + ns.exchanges}"
+                    f" of {WARM + ns.exchanges}",
+                    flush=True,
+                )
+            mix = CONCURRENT_MIX[mode]
+            if set(mix) <= set(cost):
+                plain = sum(share * cost[r]["plain"] for r, share in mix.items())
+                faulted = sum(share * cost[r]["faulted"] for r, share in mix.items())
+                print(
+                    f"{mode}, the concurrent clients' mix {mix}: {plain:.1f} plain,"
+                    f" {faulted:.1f} faulted: ratio {faulted / plain:.3f}"
                 )
     return 0
 

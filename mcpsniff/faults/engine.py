@@ -156,6 +156,23 @@ class FaultEngine:
             return True
         return False
 
+    def inline_search(self, direction: str) -> tuple[bytes | None, dict[Any, Any]]:
+        """``could_match`` for a caller to run inline (no call on its hot path).
+
+        A block with no backslash, not holding the needle returned, while the dict
+        returned (``asked``: the very dict, kept up to date) is empty, is one
+        ``could_match`` clears; anything else is asked of ``could_match``. The
+        needle is None when that is all there is to do (a fault with no name to
+        search for, or more than one name); in a direction no fault watches, a
+        backslash (``could_match`` clears everything there).
+        """
+        if direction not in self.watched:
+            return b"\\", {}
+        needles = self.needles
+        if needles is None or len(needles) != 1:
+            return None, {}
+        return needles[0], self._asked[direction]
+
     def asked(self, direction: str) -> dict[IdKey, tuple[str, str | None]]:
         """The requests in flight a message going in ``direction`` may answer (kept up to date)."""
         return self._asked[direction]

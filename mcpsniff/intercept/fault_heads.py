@@ -7,6 +7,8 @@ new body, a response it takes over goes on chunked (HTTP/1.1, RFC 9112 §7.1:
 "A sender MUST NOT send a Content-Length header field in any message that
 contains a Transfer-Encoding header field"), and the response to a duplicate
 nobody asked for goes nowhere. Every other line of a head is kept as it came.
+An answer mcpsniff gives in the server's place is read back for the trace
+(``answer_parts``).
 """
 
 from __future__ import annotations
@@ -48,3 +50,14 @@ def chunked_head(head: ResponseHead) -> ResponseHead:
 def silent_head(head: ResponseHead) -> ResponseHead:
     """``head`` forwarded as nothing: the response of a duplicate nobody asked for."""
     return replace(head, lines=[], names=[], raw=b"")
+
+
+def answer_parts(data: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
+    """The status, fields and body of an answer mcpsniff made (``faults.http.response_bytes``)."""
+    head, _, body = data.partition(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    fields = []
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.decode().partition(":")
+        fields.append((name.strip(), value.strip()))
+    return status, fields, body

@@ -37,7 +37,6 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -58,17 +57,18 @@ from mcpsniff.faults.spec import (
     DUPLICATE,
     Fault,
 )
-from mcpsniff.http1.events import Body, End, RequestHead, ResponseHead
-from mcpsniff.intercept.fault_heads import chunked_head, silent_head, with_length
+from mcpsniff.http1.events import Body, End, ResponseHead
+from mcpsniff.intercept.fault_heads import answer_parts, chunked_head, silent_head, with_length
 from mcpsniff.intercept.http_messages import is_event_stream
 from mcpsniff.intercept.http_wire import ClientSide
 from mcpsniff.intercept.relay_needs import Relay
-from mcpsniff.intercept.relayed_exchange import RelayedExchange
+from mcpsniff.intercept.relayed_exchange import Outgoing, RelayedExchange
 from mcpsniff.intercept.response_faults import (
     WHOLE_EVENTS,
     ResponseFaults,
     json_may_wait,
     judged_response,
+    may_match,
     since_ms,
     unfinished_json,
 )
@@ -82,7 +82,6 @@ DROP_HOLD = 60.0
 # specialised global load, where ``ClientSide._begin`` (an attribute of a class)
 # is looked up generically each time in CPython 3.11, and ``super()`` makes an
 # object per call.
-_client_request_head = ClientSide._request_head
 _client_begin = ClientSide._begin
 _client_response_events = ClientSide.response_events
 
@@ -90,11 +89,12 @@ _client_response_events = ClientSide.response_events
 class FaultedClientSide(ClientSide):
     """A client connection whose requests and responses go through the fault engine.
 
-    While no fault is under way on it, only three of its methods stand between
-    the relay's own: ``_request_head`` and ``_begin`` (its requests held and
-    judged) and ``response_events`` (a whole response no fault can match, a
-    byte search says so, passes as the relay's own would; so do the screened
-    reads of an SSE stream and a JSON response that waited for its body). Once
+    While no fault is under way on it, only two of its methods stand between
+    the relay's own: ``_begin`` (its requests, held by ``ClientSide`` while
+    ``holds``, judged) and ``response_events`` (a whole response no fault can
+    match, a byte search says so, passes as the relay's own would; so do the
+    screened reads of an SSE stream and a JSON response that waited for its
+    body). Both search inline (``FaultEngine.inline_search``). Once
     one is, it is a ``HookedClientSide`` until nothing is left to carry out.
     """
 
@@ -104,11 +104,14 @@ class FaultedClientSide(ClientSide):
     __slots__ = (
         "_answers",
         "_backlog",
+        "_c2s_asked",
+        "_c2s_needle",
         "_drop_timer",
         "_engine",
         "_hooked",
         "_queue",
-        "_requests",
+        "_s2c_asked",
+        "_s2c_needle",
         "_unjudged",
         "_waiting",
         "faults",
@@ -130,12 +133,17 @@ class FaultedClientSide(ClientSide):
         #: flag costs less than ``__class__``).
         self._hooked = False
         #: Requests are held to be judged (a fault may apply to them, or their answers
-        #: need their names).
-        self._requests = C2S in watched
+        #: need their names): every one until its end (``ClientSide._request_head``),
+        #: so that a held one never lets a later one pass it on the upstream
+        #: connection (RFC 9112 §9.3.2).
+        self.holds = C2S in watched
         #: Responses are read (a fault may apply to what the server sends).
         self._answers = S2C in watched
+        #: ``could_match``'s byte search, inline in ``_begin`` and ``response_events``.
+        self._c2s_needle, self._c2s_asked = faults.engine.inline_search(C2S)
+        self._s2c_needle, self._s2c_asked = faults.engine.inline_search(S2C)
         #: Request bytes behind one whose sending waits (a delay, a split), in order.
-        self._queue: deque[_Outgoing] = deque()
+        self._queue: deque[Outgoing] = deque()
         #: What the upstream sent behind a response still held, replayed in order
         #: once it is out (None: nothing held).
         self._backlog: list[Callable[[], None]] | None = None
@@ -144,17 +152,6 @@ class FaultedClientSide(ClientSide):
         self._waiting: list[Any] | None = None
 
     # ------------------------------------------------------------------ requests
-
-    def _request_head(self, head: RequestHead, out: list[bytes]) -> list[bytes]:
-        if not self._requests:
-            return _client_request_head(self, head, out)
-        # Every request is held until its end, so that a held one never lets a
-        # later one pass it on the upstream connection (RFC 9112 §9.3.2).
-        wire: list[bytes] = []
-        _client_request_head(self, head, wire)
-        assert self.incoming is not None
-        self.incoming.wire = wire
-        return wire
 
     def _stream_body(self, exchange: RelayedExchange) -> None:
         # Too big to judge: what is held goes on now, the rest as it comes.
@@ -182,8 +179,14 @@ class FaultedClientSide(ClientSide):
             pieces = exchange.pieces
             body = pieces[0] if len(pieces) == 1 else b"".join(pieces)
             # The byte search first: most bodies hold no name a fault needs, and
-            # then what kind of request carries them does not matter.
-            if body and self._engine.could_match(body, C2S):
+            # then what kind of request carries them does not matter. Inline
+            # (``FaultEngine.inline_search``); ``could_match`` when that cannot clear it.
+            needle = self._c2s_needle
+            if (
+                body
+                and (needle is None or body.partition(needle)[1] or 92 in body or self._c2s_asked)
+                and self._engine.could_match(body, C2S)
+            ):
                 head = exchange.head
                 if (
                     head.method == "POST"
@@ -196,7 +199,11 @@ class FaultedClientSide(ClientSide):
                 self._upstream(b"".join(wire))
             else:
                 self._send_upstream(wire)
-            _client_begin(self, exchange)
+            if exchange.deferred or exchange.unreachable is not None:
+                _client_begin(self, exchange)
+            else:
+                # ``ClientSide._begin`` with nothing deferred, inline (a call fewer).
+                exchange.remote = exchange.begin(self.relay.observer, self.peer)
             return
         self._hook()
         try:
@@ -214,10 +221,10 @@ class FaultedClientSide(ClientSide):
                 )
         self._answer_front()
 
-    def _upstream(self, data: bytes, *, ready: bool = True) -> _Outgoing:
+    def _upstream(self, data: bytes, *, ready: bool = True) -> Outgoing:
         """Request bytes for the upstream, behind any still waiting (RFC 9112 §9.3.2:
         answers come in request order, so requests must go in it)."""
-        item = _Outgoing(data, ready)
+        item = Outgoing(data, ready)
         if ready and not self._queue:
             self._send_upstream([data])
         else:
@@ -327,7 +334,7 @@ class FaultedClientSide(ClientSide):
         # kill (refused on HTTP), reorder: nothing an HTTP exchange can carry out.
         self._upstream(b"".join(wire))
 
-    def _ready(self, held: _Outgoing) -> None:
+    def _ready(self, held: Outgoing) -> None:
         """A delayed request (or a piece of a split one) may go, once those before it went."""
         if self.closed:
             if held.sent is not None:
@@ -391,13 +398,8 @@ class FaultedClientSide(ClientSide):
                 self.transport.write(data)
             remote = exchange.remote
             if remote is not None:
-                head, _, body = data.partition(b"\r\n\r\n")
-                status = int(head.split(b" ", 2)[1])
-                fields = [
-                    tuple(part.strip() for part in line.decode().split(":", 1))
-                    for line in head.split(b"\r\n")[1:]
-                ]
-                remote.response(status, fields)  # type: ignore[arg-type]
+                status, fields, body = answer_parts(data)
+                remote.response(status, fields)
                 if body:
                     remote.body_chunk(body)
             self._finish(exchange, "complete", whole=True)
@@ -449,23 +451,35 @@ class FaultedClientSide(ClientSide):
                     and type(end) is End
                     and type(head) is ResponseHead
                     and head.status >= 200
-                    and not ((payload := body.payload) and self._engine.could_match(payload, S2C))
+                    and (
+                        not (payload := body.payload)
+                        or (
+                            (needle := self._s2c_needle) is not None
+                            and not payload.partition(needle)[1]
+                            and 92 not in payload
+                            and not self._s2c_asked
+                        )
+                        or not self._engine.could_match(payload, S2C)
+                    )
                 ):
                     _client_response_events(self, upstream, events, eof)
                     return
             elif count == 2:
-                # A screened stream's piece the byte search clears, and its end.
-                body, end = events
+                # A screened stream's piece the byte search clears, and its end; or
+                # an event stream's head and first piece (``_alone``).
+                first, end = events
                 exchanges = self.exchanges
                 if (
-                    type(body) is Body
+                    type(first) is Body
                     and type(end) is End
                     and exchanges
                     and exchanges[0].screened is not None
-                    and (payload := body.payload).endswith(WHOLE_EVENTS)
+                    and (payload := first.payload).endswith(WHOLE_EVENTS)
                     and not self._engine.could_match(payload, S2C)
                 ):
                     _client_response_events(self, upstream, events, eof)
+                    return
+                if type(first) is ResponseHead and self._alone(upstream, events, eof):
                     return
             elif count == 1 and self._alone(upstream, events, eof):
                 return
@@ -496,11 +510,14 @@ class FaultedClientSide(ClientSide):
             self.response_events(upstream, events[split + 1 :], eof)
 
     def _alone(self, upstream: Any, events: list[Any], eof: bool) -> bool:
-        """Pass one event as ``_prepare`` would, without its loop; False: not done.
+        """Pass one event, or an event stream's head and first piece, as ``_prepare``
+        would, without its loop; False: not done.
 
         A response's head alone (an event stream's goes on, screened; a JSON one's
-        waits for its body) or a screened stream's piece the byte search clears:
-        what a server that flushes its head first sends, read by read.
+        waits for its body), with the first piece of a stream, a screened stream's
+        piece the byte search clears, or an end alone: what a server that flushes
+        its head first and its last chunk apart sends, read by read. Only while no
+        fault is under way (``_hooked``): nothing held, no answer of mcpsniff's due.
         """
         exchanges = self.exchanges
         if not exchanges:
@@ -519,14 +536,25 @@ class FaultedClientSide(ClientSide):
                 return False
             if not is_event_stream(event):
                 # ``unfinished_json`` of one head.
-                if self._engine.needles is None or not json_may_wait(exchange, event):
+                if (
+                    len(events) > 1
+                    or self._engine.needles is None
+                    or not json_may_wait(exchange, event)
+                ):
                     return False
                 self._waiting = events
                 return True
-            exchange.screened = event  # as ``_divert`` does
+            if len(events) == 1:
+                exchange.screened = event  # as ``_divert`` does
+                _client_response_events(self, upstream, events, eof)
+                return True
+            screened, event = event, events[1]  # the stream's first piece, below
+            kind = type(event)
+        elif kind is End:
             _client_response_events(self, upstream, events, eof)
             return True
-        screened = exchange.screened
+        else:
+            screened = exchange.screened
         if (
             kind is Body
             and screened is not None
@@ -534,6 +562,7 @@ class FaultedClientSide(ClientSide):
             and (payload := event.payload).endswith(WHOLE_EVENTS)
             and not self._engine.could_match(payload, S2C)
         ):
+            exchange.screened = screened  # as ``_divert`` does, for a head with its piece
             _client_response_events(self, upstream, events, eof)
             return True
         return False
@@ -589,7 +618,9 @@ class FaultedClientSide(ClientSide):
             elif kind is ResponseHead:
                 if index < count and event.status >= 200:
                     exchange = exchanges[index]
-                    if exchange.swallow or (self._answers and self._may_match(events, place)):
+                    if exchange.swallow or (
+                        self._answers and may_match(self._engine, events, place)
+                    ):
                         events[place] = self._divert(exchange, event)
             elif kind is End:
                 if index < count and place < last:
@@ -600,26 +631,6 @@ class FaultedClientSide(ClientSide):
                         return place
                 index += 1
         return -1
-
-    def _may_match(self, events: list[Any], place: int) -> bool:
-        """Whether a fault may apply to the response whose head is ``events[place]``.
-
-        Not when its whole body is in ``events`` and holds none of the bytes every
-        message a fault can match holds (``FaultEngine.could_match``): such a
-        response passes as the relay's own would pass it, framing and all.
-        """
-        pieces = []
-        for at in range(place + 1, len(events)):
-            event = events[at]
-            kind = type(event)
-            if kind is Body:
-                pieces.append(event.payload)
-            elif kind is End:
-                body = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-                return bool(body) and self._engine.could_match(body, S2C)
-            else:
-                return True
-        return True
 
     def _divert(self, exchange: RelayedExchange, head: ResponseHead) -> ResponseHead:
         """Take over the response of a judged exchange (or of a duplicate): its head as sent.
@@ -776,16 +787,6 @@ class HookedClientSide(FaultedClientSide):
         ):
             self.__class__ = FaultedClientSide
             self._hooked = False
-
-
-@dataclass(slots=True, eq=False)
-class _Outgoing:
-    """Request bytes for the upstream, sent in their turn once ``ready``."""
-
-    data: bytes
-    ready: bool
-    #: Told just before they go (or when the connection closed first).
-    sent: Callable[[], None] | None = None
 
 
 def faulted_factory(

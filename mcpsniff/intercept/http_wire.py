@@ -60,6 +60,7 @@ class ClientSide(asyncio.Protocol):
         "exchanges",
         "flush_then_close",
         "head_started",
+        "holds",
         "incoming",
         "last_active",
         "last_request",
@@ -93,6 +94,9 @@ class ClientSide(asyncio.Protocol):
         self.closed = False
         #: The answer to a request that was refused, sent once earlier responses are out.
         self.refused: bytes | None = None
+        #: Every request is held until its end (``RelayedExchange.wire``), whose
+        #: ``_begin`` sends it on or not (``http_faults``; never the relay's own).
+        self.holds = False
         now = time.monotonic()
         #: When the head being received began (None: no head underway). The
         #: first head is timed from the connection's opening.
@@ -161,7 +165,8 @@ class ClientSide(asyncio.Protocol):
                 case Malformed():
                     self._bad_request(event, out)
                     break
-        self._send_upstream(sent)
+        if sent:  # empty when what came is held (a gate, ``--fault``)
+            self._send_upstream(sent)
         for exchange in ended:
             self._begin(exchange)
         if ended:
@@ -226,6 +231,8 @@ class ClientSide(asyncio.Protocol):
         exchange = RelayedExchange(head, time.time())
         self.incoming = exchange
         self.exchanges.append(exchange)
+        if self.holds:
+            out = exchange.wire = []
         forwarded = forwarded_head(head, self.relay.host_line(head))
         if head.version == "HTTP/1.0":
             extra = keep_alive_line(head)

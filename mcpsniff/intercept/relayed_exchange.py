@@ -8,6 +8,7 @@ where the exchange stands.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -131,3 +132,14 @@ class RelayedExchange:
         self.held = bytearray()
         self.holding = False
         return held
+
+
+@dataclass(slots=True, eq=False)
+class Outgoing:
+    """Request bytes for the upstream that ``--fault`` sends in their turn, once
+    ``ready`` (``http_faults``: behind a delayed or split request)."""
+
+    data: bytes
+    ready: bool
+    #: Told just before they go (or when the connection closed first).
+    sent: Callable[[], None] | None = None

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from mcpsniff.core.model import S2C
 from mcpsniff.faults.damage import SPLIT_PAUSE, SPLIT_PIECES, corrupt
-from mcpsniff.faults.engine import Injection, original_bytes
+from mcpsniff.faults.engine import FaultEngine, Injection, original_bytes
 from mcpsniff.faults.http import ExchangeFaults, event_data, split_events, with_data
 from mcpsniff.faults.spec import CORRUPT, DELAY, DISCONNECT, DROP, DUPLICATE
 from mcpsniff.http1.events import Body, End, RequestHead, ResponseHead
@@ -342,6 +342,27 @@ def json_may_wait(exchange: RelayedExchange, head: ResponseHead) -> bool:
     if "content-length" in names:
         length = head.headers[names.index("content-length")][1]
         return length.isdigit() and int(length) <= JUDGE_LIMIT
+    return True
+
+
+def may_match(engine: FaultEngine, events: list[Any], place: int) -> bool:
+    """Whether a fault may apply to the response whose head is ``events[place]``.
+
+    Not when its whole body is in ``events`` and holds none of the bytes every
+    message a fault can match holds (``FaultEngine.could_match``): such a
+    response passes as the relay's own would pass it, framing and all.
+    """
+    pieces = []
+    for at in range(place + 1, len(events)):
+        event = events[at]
+        kind = type(event)
+        if kind is Body:
+            pieces.append(event.payload)
+        elif kind is End:
+            body = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+            return bool(body) and engine.could_match(body, S2C)
+        else:
+            return True
     return True
 
 

@@ -179,3 +179,31 @@ def test_watching_one_way_judges_as_watching_both() -> None:
     # Two drops, then the delay for the other requests of the client; none for the server.
     indexes = [hit and hit[0] for hit in got[0]]
     assert indexes == [0, None, None, 0, 1, None, None, 1, 1, None, None, 1]
+
+
+NOTHING = 'delay 1s when tool == "nothing-has-this-name"'
+
+
+def test_inline_search_gives_the_one_needle_and_the_engines_own_dict_of_requests_in_flight() -> (
+    None
+):
+    engine = FaultEngine(parse_faults([NOTHING]))
+    needle, asked = engine.inline_search("s2c")
+    assert needle == b'"nothing-has-this-name"'
+    assert asked is engine.asked("s2c")  # kept up to date by the engine
+    two = FaultEngine(parse_faults([NOTHING, 'drop when method == "x/y"']))
+    assert two.inline_search("c2s") == (None, {})  # could_match's loop
+    assert FaultEngine(parse_faults(["drop when direction == c2s"])).inline_search("c2s") == (
+        None,
+        {},
+    )
+    # A direction no fault watches: a backslash, and nothing in flight.
+    assert FaultEngine(parse_faults(["drop when direction == c2s"])).inline_search("s2c") == (
+        b"\\",
+        {},
+    )
+    # What it clears, could_match clears too (the name, a backslash, an answer in flight not).
+    for block in [b'{"id":1}', b'{"name":"nothing-has-this-name"}', b'{"a":"\\n"}', b"\\u0041"]:
+        cleared = needle not in block and b"\\" not in block and not asked
+        assert not cleared or not engine.could_match(block, "s2c")
+        assert cleared == (block == b'{"id":1}')

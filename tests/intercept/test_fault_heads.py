@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from mcpsniff.faults.http import response_bytes
 from mcpsniff.http1.parser import ResponseParser
-from mcpsniff.intercept.fault_heads import chunked_head, silent_head, with_length
+from mcpsniff.intercept.fault_heads import answer_parts, chunked_head, silent_head, with_length
 
 
 def test_with_length_frames_the_new_body() -> None:
@@ -30,3 +31,8 @@ def test_silent_head_forwards_nothing_and_keeps_the_status() -> None:
     silent = silent_head(head)  # type: ignore[arg-type]
     assert (silent.raw, silent.lines, silent.names) == (b"", [], [])
     assert silent.status == head.status == 202  # type: ignore[attr-defined]
+
+
+def test_answer_parts_reads_back_an_answer_mcpsniff_made() -> None:
+    data, fields = response_bytes(503, b'{"x":1}', b"application/json")
+    assert answer_parts(data) == (503, fields, b'{"x":1}')

@@ -28,6 +28,7 @@ from typing import Any
 import pytest
 
 from mcpsniff.core.model import EventRecord, FrameRecord, Record
+from mcpsniff.faults.engine import FaultEngine
 from mcpsniff.faults.spec import parse_faults
 from mcpsniff.http1.events import Body, End, Malformed, ResponseHead
 from mcpsniff.http1.parser import RequestParser, ResponseParser
@@ -768,11 +769,12 @@ class Pipelined:
 
 
 def _answering(
-    answer_of: Callable[[bytes], bytes], got: list[bytes], *, apart: bool = False
+    answer_of: Callable[[bytes], bytes], got: list[bytes], *, apart: bool | str = False
 ) -> Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]:
     """An upstream that notes each request body in ``got`` and answers every request of
     a read at once, all answers (``answer_of`` each body) in one write; ``apart``: each
-    answer's head written first, on its own, and the rest a moment later."""
+    answer's head written first, on its own, and the rest a moment later; ``"end"``:
+    each chunked answer's last chunk written a moment after the rest."""
 
     async def upstream(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         parser = RequestParser()
@@ -785,7 +787,12 @@ def _answering(
                 elif isinstance(event, End):
                     got.append(body)
                     answer = answer_of(body)
-                    if apart:
+                    if apart == "end" and answer.endswith(b"\r\n0\r\n\r\n"):
+                        writer.write(answers + answer[:-5])
+                        await writer.drain()
+                        await asyncio.sleep(0.02)
+                        answer, answers = answer[-5:], b""
+                    elif apart is True:
                         head, _, rest = answer.partition(b"\r\n\r\n")
                         writer.write(answers + head + b"\r\n\r\n")
                         await writer.drain()
@@ -1004,12 +1011,13 @@ _TRAFFIC = [
 
 
 def _through(
-    faults: list[str], *, sse: bool, pipelined: bool, every: bool, apart: bool = False
+    faults: list[str], *, sse: bool, pipelined: bool, every: bool, apart: bool | str = False
 ) -> tuple[list[tuple[int, bytes]], list[bytes], list[dict[str, Any]]]:
     """``_TRAFFIC`` through an in-process relay with ``faults``: the (status, payload)
     of each response, the bodies the upstream read, and the fault records. ``every``:
     no fast path, every message read and every response taken over at its head.
-    ``apart``: the upstream writes each response's head on its own."""
+    ``apart``: the upstream writes each response's head on its own (``"end"``: each
+    chunked response's last chunk)."""
     import mcpsniff.intercept.http_faults as module
 
     records: list[dict[str, Any]] = []
@@ -1090,14 +1098,17 @@ _DIFFERENTIAL = [
         (True, True, False),
         (True, False, True),
         (False, False, True),
+        (True, False, "end"),
+        (True, True, "end"),
     ],
 )
 def test_the_fast_paths_deliver_and_record_what_reading_everything_does(
-    spec: str, sse: bool, pipelined: bool, apart: bool
+    spec: str, sse: bool, pipelined: bool, apart: bool | str
 ) -> None:
     # ``apart``: each head comes alone, so the fast path screens an SSE stream piece by
     # piece, and has a JSON head wait for its body, where the reference takes both
-    # over at their heads.
+    # over at their heads; ``"end"``: a stream's head comes with its first piece, and
+    # its end alone.
     fast = _through([spec], sse=sse, pipelined=pipelined, every=False, apart=apart)
     slow = _through([spec], sse=sse, pipelined=pipelined, every=True, apart=apart)
     assert fast[0] == slow[0]  # what the client got
@@ -1310,3 +1321,140 @@ def test_a_stream_fault_never_judges_passes_unread_even_where_a_fault_would_matc
     assert got == b"".join(answer)
     assert steps == [("FaultedClientSide", 0, False)] * 4
     assert connection.faults.engine._seq == 0
+
+
+# --------------------------------------------------------------------------- the inline search
+
+_NOTHING = 'delay 1s when tool == "nothing-has-this-name"'
+
+
+def _asked_of_could_match(monkeypatch: pytest.MonkeyPatch) -> list[bytes]:
+    """The blocks ``FaultEngine.could_match`` is asked about from now on (it still answers)."""
+    asked: list[bytes] = []
+    real = FaultEngine.could_match
+
+    def counted(engine: FaultEngine, block: bytes, direction: str) -> bool:
+        asked.append(block)
+        return real(engine, block, direction)
+
+    monkeypatch.setattr(FaultEngine, "could_match", counted)
+    return asked
+
+
+def _exchanges_through(connection: Any, upstream: Any, upstream_wire: Wire, client: Wire) -> None:
+    """A JSON answer, then an SSE one, each in one read: each as it came."""
+    for answer in ([_JSON_RESPONSE], [_SSE_HEAD + _chunk(_event(_RESULT)) + b"0\r\n\r\n"]):
+        connection.data_received(_post(_CALL))
+        assert upstream_wire.take() == _post(_CALL)
+        for read in answer:
+            upstream.data_received(read)
+        assert client.take() == b"".join(answer)
+    assert type(connection) is FaultedClientSide and connection.faults.taken_over == 0
+
+
+def test_what_the_inline_search_clears_passes_without_asking_could_match(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # One needle, no backslash, nothing in flight: ``_begin`` and ``response_events``
+    # (a whole response in one read, the commonest) decide without a call.
+    connection, client, upstream_wire, upstream = _faulted_connection(_NOTHING)
+    asked = _asked_of_could_match(monkeypatch)
+    _exchanges_through(connection, upstream, upstream_wire, client)
+    assert asked == []
+
+
+_BACKSLASHED = _CALL.replace(b'"echo"', b'"ec\\nho"')
+
+
+@pytest.mark.parametrize(
+    ("specs", "call", "expected"),
+    [
+        # More than one name to search for: could_match searches for each, both ways.
+        ([_NOTHING, 'delay 1s when tool == "nor-this-one"'], _CALL, [_CALL, _ANSWER]),
+        # A backslash that spells no name (``\n``): could_match looks further.
+        ([_NOTHING], _BACKSLASHED, [_BACKSLASHED]),
+    ],
+)
+def test_what_the_inline_search_cannot_clear_is_asked_of_could_match(
+    monkeypatch: pytest.MonkeyPatch, specs: list[str], call: bytes, expected: list[bytes]
+) -> None:
+    connection, client, upstream_wire, upstream = _faulted_connection(*specs)
+    asked = _asked_of_could_match(monkeypatch)
+    connection.data_received(_post(call))
+    assert upstream_wire.take() == _post(call)
+    upstream.data_received(_JSON_RESPONSE)
+    assert client.take() == _JSON_RESPONSE
+    assert asked == expected
+    assert connection.faults.engine._seq == 0 and connection.faults.taken_over == 0
+
+
+def test_an_answer_to_a_request_a_fault_named_is_asked_of_could_match(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The request names the tool (read, no fault fires: its filter wants s2c); its
+    # answer holds no name, but answers a request in flight: the engine judges it.
+    connection, client, upstream_wire, upstream = _faulted_connection(
+        'corrupt truncate when tool == "echo" and direction == s2c'
+    )
+    asked = _asked_of_could_match(monkeypatch)
+    connection.data_received(_post(_CALL))
+    assert upstream_wire.take() == _post(_CALL)
+    upstream.data_received(_JSON_RESPONSE)
+    assert asked[0] == _CALL and asked[-1] == _ANSWER  # (judging asks again)
+    assert _payload(client.take()) == _ANSWER[: len(_ANSWER) // 2]
+    assert connection.faults.taken_over == 1
+
+
+@pytest.mark.parametrize(
+    ("spec", "held"), [(_NOTHING, True), ("drop when direction == s2c", False)]
+)
+def test_a_request_is_held_to_its_end_only_where_a_fault_may_judge_requests(
+    spec: str, held: bool
+) -> None:
+    connection, _, upstream_wire, _ = _faulted_connection(spec)
+    assert connection.holds is held
+    request = _post(_CALL)
+    head_length = request.index(b"\r\n\r\n") + 4
+    connection.data_received(request[:head_length])
+    assert upstream_wire.take() == (b"" if held else request[:head_length])
+    connection.data_received(request[head_length:])
+    # Held: the whole request once its end came.
+    assert upstream_wire.take() == (request if held else request[head_length:])
+
+
+def test_a_held_request_whose_upstream_proved_unreachable_meanwhile_is_answered_502() -> None:
+    # ``_begin`` notes a cleared request inline, but not one with something to do
+    # beside: here, the 502 ``_unreachable`` marked it for while its body came.
+    connection, client, _, _ = _faulted_connection(_NOTHING)
+    request = _post(_CALL)
+    head_length = request.index(b"\r\n\r\n") + 4
+    connection.data_received(request[:head_length])
+    connection.exchanges[0].unreachable = "connection refused"
+    connection.data_received(request[head_length:])
+    assert client.take().startswith(b"HTTP/1.1 502 ")
+    assert not connection.exchanges
+
+
+@pytest.mark.parametrize(
+    "reads",
+    [
+        [_SSE_HEAD + _chunk(_event(_RESULT)), b"0\r\n\r\n"],
+        [_SSE_HEAD, _chunk(_event(_RESULT)), b"0\r\n\r\n"],
+    ],
+    ids=["head-and-piece-then-end", "each-alone"],
+)
+def test_a_stream_read_in_pieces_no_fault_can_match_never_goes_through_prepare(
+    monkeypatch: pytest.MonkeyPatch, reads: list[bytes]
+) -> None:
+    # What the upstream of bench_http_relay.py's concurrent clients sends a loaded
+    # relay: head, event and last chunk, read in two or three reads. ``_alone`` passes
+    # each as the relay's own would, without ``_prepare``'s loop.
+    connection, client, upstream_wire, upstream = _faulted_connection(_NOTHING)
+    monkeypatch.setattr(FaultedClientSide, "_prepare", lambda *_: pytest.fail("_prepare"))
+    connection.data_received(_post(_CALL))
+    assert upstream_wire.take() == _post(_CALL)
+    for read in reads:
+        upstream.data_received(read)
+    assert client.take() == b"".join(reads)
+    assert not connection.exchanges and type(connection) is FaultedClientSide
+    assert connection.faults.taken_over == 0

@@ -10,14 +10,17 @@ import orjson
 import pytest
 
 from mcpsniff.core.observations import ExchangeFault
+from mcpsniff.faults.engine import FaultEngine
 from mcpsniff.faults.http import ExchangeFaults
 from mcpsniff.faults.spec import parse_faults
+from mcpsniff.http1.events import Body, End, ResponseHead
 from mcpsniff.http1.parser import RequestParser, ResponseParser
 from mcpsniff.intercept.http_messages import LAST_CHUNK, chunk
 from mcpsniff.intercept.response_faults import (
     JUDGE_LIMIT,
     ResponseFaults,
     judged_response,
+    may_match,
     unfinished_json,
 )
 
@@ -237,3 +240,15 @@ def test_judged_response_takes_a_sessions_get_stream_but_no_stream_with_a_length
     framed = _events(_SSE.replace(b"Transfer-Encoding: chunked", b"Content-Length: 9"))[0]
     assert not judged_response(_request().head, framed, True)
     assert judged_response(_request().head, _events(_JSON)[0], False)
+
+
+def test_may_match_clears_only_a_whole_body_without_the_name() -> None:
+    engine = FaultEngine(parse_faults(['delay 1s when tool == "echo"']))
+    head = ResponseHead(
+        headers=[], lines=[], raw=b"", names=[], version="HTTP/1.1", status=200, reason="OK"
+    )
+    plain, named = Body(b"{}", b"{}"), Body(b'"echo"', b'"echo"')
+    assert not may_match(engine, [head, plain, End(b"")], 0)
+    assert may_match(engine, [head, named, End(b"")], 0)
+    assert may_match(engine, [head, plain], 0)  # its end not read yet
+    assert not may_match(engine, [head, End(b"")], 0)  # no body: no message to match
