@@ -66,6 +66,7 @@ from mcpsniff.intercept.relayed_exchange import Outgoing, RelayedExchange
 from mcpsniff.intercept.response_faults import (
     WHOLE_EVENTS,
     ResponseFaults,
+    call_after,
     json_may_wait,
     judged_response,
     may_match,
@@ -275,8 +276,7 @@ class FaultedClientSide(ClientSide):
             held = self._upstream(b"".join(wire), ready=False)
             arrived = time.monotonic()
             held.sent = lambda: self._delayed(exchange, injection, arrived)
-            loop = asyncio.get_running_loop()
-            loop.call_later(injection.delay_ms / 1000.0, self._ready, held)
+            call_after(injection.delay_ms / 1000.0, self._ready, held)
             return
         if action == DROP:
             tell({C2S: 1}, delivered=False)

@@ -250,7 +250,7 @@ class ResponseFaults:
         pause = step()
         if pause:
             self.busy = True
-            asyncio.get_running_loop().call_later(pause, self._resume)
+            call_after(pause, self._resume)
 
     def _resume(self) -> None:
         self.busy = False
@@ -259,7 +259,7 @@ class ResponseFaults:
             pause = steps.popleft()()
             if pause:
                 self.busy = True
-                asyncio.get_running_loop().call_later(pause, self._resume)
+                call_after(pause, self._resume)
         if not self.busy and self.deferred_end is not None:
             outcome, self.deferred_end = self.deferred_end, None
             self.connection.ended_late(self.exchange, outcome)
@@ -364,6 +364,27 @@ def may_match(engine: FaultEngine, events: list[Any], place: int) -> bool:
         else:
             return True
     return True
+
+
+def call_after(seconds: float, callback: Callable[..., object], *args: object) -> None:
+    """Run ``callback(*args)`` once at least ``seconds`` have passed by ``time.monotonic``.
+
+    uvloop (the HTTP relay's loop when installed) keeps its time in whole
+    milliseconds, cached at the start of a turn of the loop: a timer set late
+    in a long turn runs up to that turn's length early. A ``delay 300ms``
+    fault holds for at least 300 ms, so an early timer is set again for the rest.
+    """
+    deadline = time.monotonic() + seconds
+    loop = asyncio.get_running_loop()
+
+    def due() -> None:
+        left = deadline - time.monotonic()
+        if left > 0:
+            loop.call_later(left, due)
+        else:
+            callback(*args)
+
+    loop.call_later(seconds, due)
 
 
 def since_ms(start: float) -> float:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
@@ -19,6 +21,7 @@ from mcpsniff.intercept.http_messages import LAST_CHUNK, chunk
 from mcpsniff.intercept.response_faults import (
     JUDGE_LIMIT,
     ResponseFaults,
+    call_after,
     judged_response,
     may_match,
     unfinished_json,
@@ -252,3 +255,26 @@ def test_may_match_clears_only_a_whole_body_without_the_name() -> None:
     assert may_match(engine, [head, named, End(b"")], 0)
     assert may_match(engine, [head, plain], 0)  # its end not read yet
     assert not may_match(engine, [head, End(b"")], 0)  # no body: no message to match
+
+
+class EarlyTimers(asyncio.SelectorEventLoop):
+    """A loop whose timers run 2 ms early, as uvloop's whole-millisecond clock can run one
+    up to a millisecond early (a ``delay 300ms`` measured 299 ms)."""
+
+    def call_later(self, delay: float, callback: Any, *args: Any, context: Any = None) -> Any:
+        return super().call_later(max(0.0, delay - 0.002), callback, *args, context=context)
+
+
+def test_call_after_never_runs_before_its_time_on_a_loop_whose_timers_run_early() -> None:
+    async def held_seconds(schedule: Callable[[float, Callable[[], None]], None]) -> float:
+        done = asyncio.get_running_loop().create_future()
+        start = time.monotonic()
+        schedule(0.05, lambda: done.set_result(time.monotonic() - start))
+        return await done
+
+    def bare(seconds: float, callback: Callable[[], None]) -> None:
+        asyncio.get_running_loop().call_later(seconds, callback)
+
+    with asyncio.Runner(loop_factory=EarlyTimers) as runner:
+        assert runner.run(held_seconds(bare)) < 0.0495  # the premise: early
+        assert all(runner.run(held_seconds(call_after)) >= 0.05 for _ in range(5))
