@@ -35,6 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mcpsniff.capture.analysis_process import TRACE_INCOMPLETE
 from mcpsniff.capture.channel import big_pipe
 
 if TYPE_CHECKING:
@@ -165,7 +166,10 @@ class DerivedLane:
         self._done[0] = 1  # before the pipe closes: the derived lane's EOF is a normal end
         self._close()
         status = self._reap()
-        if status != 0 and not self.dead:
+        if status == TRACE_INCOMPLETE and self.writer.failed is not None:
+            # The trace cannot be written at all: the recording lane warned once.
+            self.dead = True
+        elif status != 0 and not self.dead:
             self._died(f"it exited with status {status}")
         return status
 

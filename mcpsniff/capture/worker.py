@@ -57,6 +57,7 @@ class Worker:
         after_close: Callable[[], None] | None = None,
         baton: Baton | None = None,
         tee: Tee | None = None,
+        warn_trace: bool = True,
     ) -> None:
         self.recorder = recorder
         self.apply = apply
@@ -70,7 +71,9 @@ class Worker:
         self.baton = baton
         #: Where the bytes read go too (the derived lane: mcpsniff/capture/lanes.py).
         self.tee = tee
-        self._trace_warned = False
+        #: Whether a trace that cannot be written was warned about (``warn_trace``
+        #: false: the derived lane leaves it to the recording lane, one warning).
+        self._trace_warned = not warn_trace
 
     def run(self, fd: int) -> int:
         """Read and replay until the pipe ends; the exit status (3: the trace is incomplete)."""
@@ -247,6 +250,7 @@ def fork_analysis(
             label=f"{label} (derived lane)",
             warn=warn,
             after_close=keep_offers,
+            warn_trace=False,  # a trace that cannot be written: the recording lane says so
         )
 
     if two:

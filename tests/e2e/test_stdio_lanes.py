@@ -29,6 +29,7 @@ from tests.e2e.sdk_peers import client_result
 from tests.relay.stdio_support import (
     TIMEOUT,
     analysis_process_of,
+    children_of,
     peer,
     relay,
     wait_until,
@@ -88,11 +89,6 @@ def test_the_sdk_session_in_two_lanes_is_whole_and_check_agrees(tmp_path: Path) 
     )
     assert [json.loads(line) for line in checked.stdout.splitlines() if line.strip()] == live
     assert checked.returncode == 0, checked.stderr.decode()
-
-
-def children_of(pid: int) -> list[int]:
-    path = Path(f"/proc/{pid}/task/{pid}/children")
-    return [int(p) for p in path.read_text().split()] if path.exists() else []
 
 
 def test_a_killed_derived_lane_costs_no_frame_and_no_hang(tmp_path: Path) -> None:

@@ -32,6 +32,7 @@ from tests.relay.stdio_support import (
     TIMEOUT,
     Client,
     analysis_process_of,
+    children_of,
     events,
     peer,
     process_gone,
@@ -635,15 +636,19 @@ def test_analysis_process_runs_beside_the_relay_and_ignores_terminal_signals(
     assert events_named(records, "session-end")
 
 
-@pytest.mark.parametrize("show", [False, True])
-def test_analysis_process_priority(tmp_path: Path, show: bool) -> None:
-    """Recording only, the analysis works on CPU nobody else wants while the relay forwards
-    (a burst of pipelined calls must not lose the relay its core); watched live (--show),
-    at nice 10. That is its second thread; its main thread, which takes over once the
-    relay is quiet, stays at the relay's priority (mcpsniff/capture/priority.py)."""
+@pytest.mark.parametrize(
+    ("options", "expected_idle"),
+    [(["--lanes", "1"], True), (["--show"], False), ([], False)],
+)
+def test_analysis_process_priority(tmp_path: Path, options: list[str], expected_idle: bool) -> None:
+    """One lane recording only, the analysis works on CPU nobody else wants while the relay
+    forwards (a burst of pipelined calls must not lose the relay its core); watched live
+    (--show), and as the recording lane of two (the default: above its derived lane), at
+    nice 10. That is its second thread; its main thread, which takes over once the relay
+    is quiet, stays at the relay's priority (mcpsniff/capture/priority.py)."""
     trace = tmp_path / "t.jsonl"
-    expected = (os.SCHED_OTHER, 10) if show else (os.SCHED_IDLE, 10)
-    with relay(peer("echo"), "--trace", str(trace), *(["--show"] if show else [])) as r:
+    expected = (os.SCHED_IDLE, 10) if expected_idle else (os.SCHED_OTHER, 10)
+    with relay(peer("echo"), "--trace", str(trace), *options) as r:
         r.send(PING)
         r.wait_stdout(PING)
         wait_until(lambda: b'"dir":"s2c"' in trace.read_bytes(), "the answer recorded")
@@ -660,7 +665,11 @@ def test_analysis_process_priority(tmp_path: Path, show: bool) -> None:
 
         wait_until(lambda: expected in priorities().values(), "the low thread lowered")
         threads = priorities()
+        lanes = children_of(analysis)
+        derived = {os.getpriority(os.PRIO_PROCESS, pid) - base for pid in lanes}
         assert r.finish() == 0
+    # Two lanes where the trace is the only output: the derived lane below everything.
+    assert derived == (set() if options else {19})
     assert threads.pop(analysis) == (os.SCHED_OTHER, 0)
     assert list(threads.values()) == [expected]
     assert stream(read_trace(trace), C2S) == PING

@@ -386,6 +386,12 @@ class Client:
         return reply
 
 
+def children_of(pid: int) -> list[int]:
+    """The processes ``pid`` forked (its main thread's children), e.g. a derived lane."""
+    path = Path(f"/proc/{pid}/task/{pid}/children")
+    return [int(p) for p in path.read_text().split()] if path.exists() else []
+
+
 def analysis_process_of(relay_pid: int) -> int:
     """The analysis process mcpsniff forked: its child with its own command line."""
     own = Path(f"/proc/{relay_pid}/cmdline").read_bytes()
