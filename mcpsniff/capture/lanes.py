@@ -48,6 +48,10 @@ DEFAULT_LANES = 2
 QUEUE_LIMIT = 128 << 20
 #: The derived lane's niceness: below everything, but always progressing (not SCHED_IDLE).
 DERIVED_NICENESS = 19
+#: Bytes held for the derived lane past which it works while the relay forwards: it
+#: waits out a burst, but a steady stream with no pause must not leave it behind
+#: until the recording lane waits for it (``QUEUE_LIMIT``).
+FAR_BEHIND = 16 << 20
 
 
 def lanes_for(requested: int | None, *, show: bool, sinks: bool, writer: TraceWriter) -> int:
@@ -118,8 +122,10 @@ class DerivedLane:
         self.writer = writer
         self.warn = warn
         self.label = label
-        #: Shared with the derived lane: set once this lane finished normally.
+        #: Shared with the derived lane: byte 0 set once this lane finished normally;
+        #: the second 8-byte word, the bytes queued for it (``far_behind``).
         self._done = done
+        self._shared = memoryview(done).cast("q")
         #: Chunks read whose input records may not be written yet.
         self._held: list[bytes] = []
         #: Chunks to write to the derived lane, and how far the first one is written.
@@ -127,6 +133,7 @@ class DerivedLane:
         self._offset = 0
         #: Bytes in ``_queue`` not yet written.
         self.queued = 0
+        self._shared[1] = 0
         #: The derived lane is gone (no more bytes go to it).
         self.dead = False
         #: Its exit status, once reaped.
@@ -189,6 +196,7 @@ class DerivedLane:
             if not self.dead:
                 self._queue.extend(held)
                 self.queued += sum(map(len, held))
+                self._shared[1] = self.queued
 
     def _push(self) -> None:
         """Write what the pipe takes now; past ``QUEUE_LIMIT``, wait until it takes the excess."""
@@ -214,6 +222,7 @@ class DerivedLane:
                 self._died(exc.strerror or str(exc))
                 return
             self.queued -= written
+            self._shared[1] = self.queued
             if offset + written >= len(head):
                 queue.popleft()
                 self._offset = 0
@@ -245,7 +254,7 @@ class DerivedLane:
 def start_derived_lane(
     recording_writer: TraceWriter,
     trace_fd: int,
-    make_worker: Callable[[int, Callable[[], bool]], Worker],
+    make_worker: Callable[[int, Callable[[], bool], Callable[[], bool]], Worker],
     *,
     close_in_child: tuple[int, ...] = (),
     warn: Callable[[str], None],
@@ -253,11 +262,12 @@ def start_derived_lane(
 ) -> DerivedLane:
     """Fork the derived lane (call before this process starts any thread).
 
-    ``make_worker(trace_fd, finished)``, in the child, gives the ``Worker``
-    that writes through ``trace_fd`` (the child's own open file description
-    of the trace); ``finished()`` says whether the recording lane ended
-    normally, so that a pipe that ends because it died does not end the
-    sessions in its stead (the relay's salvage does). ``close_in_child``: the
+    ``make_worker(trace_fd, finished, far_behind)``, in the child, gives the
+    ``Worker`` that writes through ``trace_fd`` (the child's own open file
+    description of the trace); ``finished()`` says whether the recording lane
+    ended normally, so that a pipe that ends because it died does not end the
+    sessions in its stead (the relay's salvage does); ``far_behind()``, whether
+    the recording lane holds more than ``FAR_BEHIND`` bytes for it. ``close_in_child``: the
     recording lane's descriptors the child must not keep (its channel).
     """
     read_fd, write_fd = big_pipe()
@@ -277,7 +287,8 @@ def start_derived_lane(
             recording_writer.hand_over()
             with contextlib.suppress(OSError):
                 os.nice(DERIVED_NICENESS)
-            worker = make_worker(trace_fd, lambda: done[0] == 1)
+            shared = memoryview(done).cast("q")
+            worker = make_worker(trace_fd, lambda: done[0] == 1, lambda: shared[1] > FAR_BEHIND)
             status = worker.run(read_fd)
         except BaseException as exc:
             with contextlib.suppress(Exception):

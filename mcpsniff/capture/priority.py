@@ -161,3 +161,36 @@ class Baton:
         with self._turn:
             self._holder = "done"
             self._turn.notify_all()
+
+
+class Behind:
+    """Runs a piece of work while the relay is quiet: the derived lane's turns.
+
+    The derived lane is behind by design (mcpsniff/capture/lanes.py): during a
+    burst it waits, so that the relay, its peers and the recording lane share
+    the cores, and it catches up in the pauses. ``far_behind()`` true (the
+    recording lane holds much for it: traffic with no pause) makes it work
+    while the relay forwards too, at its own low priority. ``work(keep_going)``
+    as for ``Baton``.
+    """
+
+    def __init__(
+        self,
+        forwarding: Callable[[], bool],
+        far_behind: Callable[[], bool],
+        poll: float = QUIET_SECONDS / 5,
+    ) -> None:
+        self.forwarding = forwarding
+        self.far_behind = far_behind
+        self.poll = poll
+
+    def run(self, work: Callable[[Callable[[], bool]], bool]) -> None:
+        """Do ``work`` to its end, pausing while the relay forwards (unless far behind)."""
+        forwarding, far_behind = self.forwarding, self.far_behind
+
+        def may_work() -> bool:
+            return not forwarding() or far_behind()
+
+        while not work(may_work):
+            while not may_work():
+                time.sleep(self.poll)

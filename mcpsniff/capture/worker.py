@@ -30,7 +30,7 @@ from mcpsniff.capture.analysis_process import (
 )
 from mcpsniff.capture.channel import Tee, read_batches
 from mcpsniff.capture.lanes import reopen, start_derived_lane
-from mcpsniff.capture.priority import Baton, ForwardingClock, lower_priority
+from mcpsniff.capture.priority import Baton, Behind, ForwardingClock, lower_priority
 from mcpsniff.capture.recorder import TraceRecorder
 from mcpsniff.capture.sinks import Outputs
 from mcpsniff.core.model import Record
@@ -55,7 +55,7 @@ class Worker:
         warn: Callable[[str], None] | None = None,
         after_batch: Callable[[], None] | None = None,
         after_close: Callable[[], None] | None = None,
-        baton: Baton | None = None,
+        baton: Baton | Behind | None = None,
         tee: Tee | None = None,
         warn_trace: bool = True,
     ) -> None:
@@ -190,8 +190,9 @@ def fork_analysis(
     derived_fd = reopen(writer) if lanes == 2 else None
     two = derived_fd is not None
     if two:
-        # The recording lane must stay above the derived lane (nice 19) while the
-        # relay forwards: at SCHED_IDLE it would get no CPU the derived lane wants.
+        # The recording lane at nice 10, not SCHED_IDLE, while the relay forwards: it
+        # keeps up with a burst in the pauses the relay leaves, which idle priority
+        # leaves to whatever else wakes (benchmarks/README.md, "two lanes").
         idle = False
     # Flushed once per batch of observations (the worker does it).
     recorder = TraceRecorder(writer, transport, redact=redact, autoflush=False, frames_only=two)
@@ -224,7 +225,9 @@ def fork_analysis(
         if not two:
             worker.after_close = keep_offers
 
-    def derived_worker(trace_fd: int, finished: Callable[[], bool]) -> Worker:
+    def derived_worker(
+        trace_fd: int, finished: Callable[[], bool], far_behind: Callable[[], bool]
+    ) -> Worker:
         """The derived lane's worker: the full analysis, its derived records into the trace."""
         derived.writer = DerivedWriter.from_fd(
             trace_fd,
@@ -251,6 +254,9 @@ def fork_analysis(
             warn=warn,
             after_close=keep_offers,
             warn_trace=False,  # a trace that cannot be written: the recording lane says so
+            # Behind by design: it waits out a burst, so that the relay, its peers and
+            # the recording lane share the cores, unless it is far behind.
+            baton=Behind(clock.forwarding, far_behind),
         )
 
     if two:

@@ -10,6 +10,7 @@ same order, and the very same derived lines in the same order, placed by
 
 from __future__ import annotations
 
+import mmap
 import os
 import signal
 import time
@@ -20,7 +21,7 @@ import orjson
 import pytest
 
 from mcpsniff.capture import lanes as lanes_module
-from mcpsniff.capture.lanes import DEFAULT_LANES, lanes_for, reopen
+from mcpsniff.capture.lanes import DEFAULT_LANES, DerivedLane, lanes_for, reopen
 from mcpsniff.capture.sinks import Outputs
 from mcpsniff.capture.worker import fork_analysis
 from mcpsniff.core.model import C2S, S2C
@@ -333,3 +334,24 @@ def test_the_recording_lane_waits_for_nobody_while_the_derived_lane_is_slow(
     assert [o["through"] for o in objs if is_lane(o) and "through" in o][-1] == max(
         o["seq"] for o in objs if is_input(o)
     )
+
+
+def test_the_bytes_held_for_the_derived_lane_are_shared_with_it(tmp_path: Path) -> None:
+    # The derived lane reads them (lanes.FAR_BEHIND) to work through a burst with no pause.
+    read_end, write_end = os.pipe()
+    ready_r, ready_w = os.pipe()
+    os.write(ready_w, b"x")  # the channel has input: ``recorded`` returns at once
+    done = mmap.mmap(-1, mmap.PAGESIZE)
+    with (tmp_path / "t.jsonl").open("wb") as stream:
+        lane = DerivedLane(0, write_end, TraceWriter(stream), done, lambda _text: None)
+        for _ in range(3):
+            lane.hold(b"y" * (1 << 20))
+        lane.recorded(ready_r)
+        shared = memoryview(done).cast("q")
+        assert 2 << 20 < lane.queued == shared[1] < 3 << 20  # the pipe took some
+        os.read(read_end, 1 << 16)
+        lane.recorded(ready_r)
+        assert shared[1] == lane.queued
+    for fd in (read_end, ready_r, ready_w):
+        os.close(fd)
+    lane._close()

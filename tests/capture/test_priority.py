@@ -10,7 +10,13 @@ from typing import Any
 
 import pytest
 
-from mcpsniff.capture.priority import QUIET_SECONDS, Baton, ForwardingClock, lower_priority
+from mcpsniff.capture.priority import (
+    QUIET_SECONDS,
+    Baton,
+    Behind,
+    ForwardingClock,
+    lower_priority,
+)
 from mcpsniff.capture.recorder import TraceRecorder
 from mcpsniff.capture.worker import Worker
 from mcpsniff.core.model import C2S, S2C, FindingRecord
@@ -143,3 +149,35 @@ def test_a_relay_quiet_for_long_enough_hands_the_work_to_normal_priority() -> No
     assert clock.forwarding()
     time.sleep(QUIET_SECONDS * 1.5)
     assert not clock.forwarding()
+
+
+def behind_run(forwarding_for: float, far: bool) -> tuple[list[float], float]:
+    """``Behind`` over work of five steps; the relay forwards for ``forwarding_for`` s.
+
+    Returns when each step ran (seconds from the start) and when the relay went quiet.
+    """
+    start = time.monotonic()
+    quiet_at = start + forwarding_for
+    steps: list[float] = []
+
+    def work(keep_going: Any) -> bool:
+        while len(steps) < 5:
+            if not keep_going():
+                return False
+            steps.append(time.monotonic() - start)
+        return True
+
+    Behind(lambda: time.monotonic() < quiet_at, lambda: far, poll=0.005).run(work)
+    return steps, forwarding_for
+
+
+def test_the_derived_lane_waits_out_a_burst() -> None:
+    steps, quiet = behind_run(0.2, far=False)
+    assert len(steps) == 5
+    assert min(steps) >= quiet  # nothing while the relay forwarded
+
+
+def test_the_derived_lane_works_through_a_burst_when_far_behind() -> None:
+    steps, quiet = behind_run(5.0, far=True)
+    assert len(steps) == 5
+    assert max(steps) < quiet  # all of it while the relay forwarded
