@@ -51,7 +51,7 @@ DERIVED_NICENESS = 19
 #: Bytes held for the derived lane past which it works while the relay forwards: it
 #: waits out a burst, but a steady stream with no pause must not leave it behind
 #: until the recording lane waits for it (``QUEUE_LIMIT``).
-FAR_BEHIND = 16 << 20
+FAR_BEHIND = 64 << 20
 
 
 def lanes_for(requested: int | None, *, show: bool, sinks: bool, writer: TraceWriter) -> int:
