@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 from mcpsniff.capture.channel import Channel, big_pipe
 from mcpsniff.capture.priority import ForwardingClock, lower_priority
@@ -73,16 +73,13 @@ class AnalysisProcess:
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the child; the relay tests cover it
-            status = 70  # EX_SOFTWARE, should work() itself fail
-            try:
+
+            def child() -> int:
                 os.close(write_fd)
                 become_analysis_process(idle=idle, lower=clock is None)
-                status = work(read_fd)
-            except BaseException as exc:
-                with contextlib.suppress(Exception):
-                    os.write(2, f"mcpsniff: analysis process failed: {exc!r}\n".encode())
-            finally:
-                os._exit(status)
+                return work(read_fd)
+
+            run_forked_child(child, "mcpsniff: analysis process")
         os.close(read_fd)
         return cls(pid, Channel(write_fd, limit, delay=delay, clock=clock))
 
@@ -178,6 +175,23 @@ class AnalysisProcess:
         finally:
             if notice is not None:
                 notice.cancel()
+
+
+def run_forked_child(work: Callable[[], int], what: str) -> NoReturn:
+    """In a forked child: run ``work()`` and leave the process with its status.
+
+    The child never returns into its parent's code (an event loop's, a test
+    runner's): whatever happens, it ends in ``os._exit``, with status 70
+    (EX_SOFTWARE) and one line on stderr naming ``what`` if ``work`` raised.
+    """
+    status = 70
+    try:
+        status = work()
+    except BaseException as exc:
+        with contextlib.suppress(Exception):
+            os.write(2, f"{what} failed: {exc!r}\n".encode())
+    finally:
+        os._exit(status)
 
 
 def become_analysis_process(

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mcpsniff.capture.analysis_process import TRACE_INCOMPLETE
+from mcpsniff.capture.analysis_process import TRACE_INCOMPLETE, run_forked_child
 from mcpsniff.capture.channel import big_pipe
 
 if TYPE_CHECKING:
@@ -276,8 +276,8 @@ def start_derived_lane(
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child; tests/capture/test_lanes.py covers it
-        status = 70  # EX_SOFTWARE, should the worker itself fail
-        try:
+
+        def child() -> int:
             os.close(write_fd)
             for fd in close_in_child:
                 with contextlib.suppress(OSError):
@@ -289,12 +289,9 @@ def start_derived_lane(
                 os.nice(DERIVED_NICENESS)
             shared = memoryview(done).cast("q")
             worker = make_worker(trace_fd, lambda: done[0] == 1, lambda: shared[1] > FAR_BEHIND)
-            status = worker.run(read_fd)
-        except BaseException as exc:
-            with contextlib.suppress(Exception):
-                os.write(2, f"{label}: derived lane failed: {exc!r}\n".encode())
-        finally:
-            os._exit(status)
+            return worker.run(read_fd)
+
+        run_forked_child(child, f"{label}: derived lane")
     os.close(read_fd)
     os.close(trace_fd)
     return DerivedLane(pid, write_fd, recording_writer, done, warn, label)

@@ -5,10 +5,11 @@ from __future__ import annotations
 import asyncio
 import os
 from pathlib import Path
+from typing import Any
 
 import orjson
 
-from mcpsniff.capture.analysis_process import ANALYSIS_NICENESS, AnalysisProcess
+from mcpsniff.capture.analysis_process import ANALYSIS_NICENESS, AnalysisProcess, run_forked_child
 from mcpsniff.capture.channel import read_batches
 from mcpsniff.capture.priority import ForwardingClock
 from mcpsniff.core.model import C2S, S2C
@@ -87,3 +88,29 @@ def test_with_a_clock_the_child_stays_at_normal_priority_and_sees_the_channel_ti
     )
     lowered.channel.close_blocking()
     assert lowered.wait_blocking(10) == min(base + ANALYSIS_NICENESS, 19) - base
+
+
+def forked_status(work: Any) -> tuple[int, bytes]:
+    """Exit status and stderr of a forked child that runs ``run_forked_child(work, ...)``."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.dup2(write_fd, 2)
+        run_forked_child(work, "test: the child")
+    os.close(write_fd)
+    _, status = os.waitpid(pid, 0)
+    with os.fdopen(read_fd, "rb") as err:
+        return os.waitstatus_to_exitcode(status), err.read()
+
+
+def test_a_forked_child_leaves_with_its_work_status() -> None:
+    assert forked_status(lambda: 3) == (3, b"")
+
+
+def test_a_forked_child_whose_work_raises_says_so_and_leaves_with_70() -> None:
+    def work() -> int:
+        raise ValueError("broken")
+
+    status, err = forked_status(work)
+    assert status == 70
+    assert err == b"test: the child failed: ValueError('broken')\n"

@@ -229,6 +229,18 @@ def test_an_appended_session_shifts_the_lane_records_too(
     assert min(o["through"] for o in two if is_lane(o) and "through" in o) > offset
 
 
+def fork_two_lanes(writer: TraceWriter, start_derived_lane: Any) -> Any:
+    """``fork_analysis`` of two lanes whose derived lane ``start_derived_lane`` starts."""
+    patch = pytest.MonkeyPatch()
+    patch.setattr("mcpsniff.capture.worker.start_derived_lane", start_derived_lane)
+    try:
+        return fork_analysis(
+            writer, "stdio", StdioAdapter, limit=1 << 30, redact=True, outputs=Outputs(), lanes=2
+        )
+    finally:
+        patch.undo()
+
+
 def test_a_killed_derived_lane_is_lost_and_every_frame_recorded(tmp_path: Path) -> None:
     """SIGKILL the derived lane at once: the inputs are all written, ``lost`` once."""
     trace = tmp_path / "t.jsonl"
@@ -240,14 +252,7 @@ def test_a_killed_derived_lane_is_lost_and_every_frame_recorded(tmp_path: Path) 
         os.kill(lane.pid, signal.SIGKILL)  # in the recording lane, before any byte
         return lane
 
-    lanes_module_start = pytest.MonkeyPatch()
-    lanes_module_start.setattr("mcpsniff.capture.worker.start_derived_lane", start_and_kill)
-    try:
-        analysis = fork_analysis(
-            writer, "stdio", StdioAdapter, limit=1 << 30, redact=True, outputs=Outputs(), lanes=2
-        )
-    finally:
-        lanes_module_start.undo()
+    analysis = fork_two_lanes(writer, start_and_kill)
     sent = b""
     for n in range(1, 2000):
         analysis.channel.send(StreamData(C2S, 1.0 + n / 1e4, CALL % n))
@@ -301,14 +306,9 @@ def test_the_recording_lane_waits_for_nobody_while_the_derived_lane_is_slow(
         return lane
 
     pid_r, pid_w = os.pipe()
-    patch = pytest.MonkeyPatch()
-    patch.setattr("mcpsniff.capture.worker.start_derived_lane", start_and_stop)
     try:
-        analysis = fork_analysis(
-            writer, "stdio", StdioAdapter, limit=1 << 30, redact=True, outputs=Outputs(), lanes=2
-        )
+        analysis = fork_two_lanes(writer, start_and_stop)
     finally:
-        patch.undo()
         os.close(pid_w)
     derived = int(os.read(pid_r, 64))
     os.close(pid_r)
