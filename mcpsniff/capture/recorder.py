@@ -29,6 +29,8 @@ _loads = orjson.loads
 _CR = 0x0D
 #: Sequence numbers ``frame_line_format``'s lines take (orjson refuses larger ones).
 _SEQ_LIMIT = 1 << 63
+#: What ends a line of ``frame_line_format``'s after the frame's bytes.
+_TAIL = b"}\n"
 
 
 class TraceRecorder:
@@ -163,11 +165,13 @@ class TraceRecorder:
         transport = self.transport
         key = s.key
         redactor = s.redactor
-        fmt = frame_line_format(key, direction, transport, t)
-        fast = fmt is not None and _CR not in data
+        head = frame_line_format(key, direction, transport, t)
+        fast = head is not None and _CR not in data
         plain = redactor is None or (redactor is redact_frame and holds_no_hint(data))
         loads = _loads
-        lines: list[Any] = []  # a line, or the record of a frame the session takes
+        # Three pieces a line (its head, the frame's bytes, ``_TAIL``), joined once
+        # the writer writes them; or the record of a frame the session takes.
+        pieces: list[Any] = []
         slow: list[FrameRecord] = []
         counter = s.counter
         seq = counter.value
@@ -180,7 +184,7 @@ class TraceRecorder:
                     except Exception:  # not orjson's JSON: the session decides
                         pass
                     else:
-                        lines.append(fmt % (seq, len(part), part))
+                        pieces += (head % (seq, len(part)), part, _TAIL)  # type: ignore[operator]
                         continue
                 carried = 0
                 raw = part + b"\n"
@@ -190,22 +194,22 @@ class TraceRecorder:
                     if count:
                         frame.meta = {"redacted": count}
                 slow.append(frame)
-                lines.append(frame)
+                pieces.append(frame)
         finally:
             counter.value = seq  # the numbers handed out, even if the redactor failed
         if not slow:
-            writer.write_lines(lines)
+            writer.write_lines(pieces, len(pieces) // 3)
             return
         s.analyze_frames(slow)
         start = 0
-        for at, item in enumerate(lines):
+        for at, item in enumerate(pieces):
             if type(item) is FrameRecord:
                 if start < at:
-                    writer.write_lines(lines[start:at])
+                    writer.write_lines(pieces[start:at], (at - start) // 3)
                 writer.write(item)
                 start = at + 1
-        if start < len(lines):
-            writer.write_lines(lines[start:])
+        if start < len(pieces):
+            writer.write_lines(pieces[start:], (len(pieces) - start) // 3)
 
     def feed_frame(
         self,

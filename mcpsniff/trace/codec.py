@@ -322,13 +322,14 @@ def _frame_head(record: FrameRecord, eol: str, end: int) -> bytes | None:
 
 
 def frame_line_format(session: str, direction: str, transport: str, t: float) -> bytes | None:
-    """A ``%`` format of the embedded frame lines of one stream read; None where there is none.
+    """The ``%`` format of the heads of one stream read's embedded frame lines; or None.
 
-    ``format % (seq, len, payload)`` is, byte for byte, ``encode_line``'s line
+    ``(head % (seq, len)) + payload + b"}\\n"`` is, byte for byte, ``encode_line``'s line
     for a frame with that seq (``0 <= seq < 2**63``), time ``t``, no meta,
     whose bytes are ``payload`` (JSON on one line, no CR) and a LF: the
-    recording lane formats a read's frames with one format (its time and
-    middle serialized once), without a record each. None where
+    recording lane formats a read's frames with one head (its time and
+    middle serialized once), without a record each, and hands the writer the
+    three pieces (one copy of the payload, when the writer joins). None where
     ``_frame_head`` would not make the head (a time that is no float, a
     value orjson refuses): such frames take ``encode_line``.
     """
@@ -347,7 +348,7 @@ def frame_line_format(session: str, direction: str, transport: str, t: float) ->
             _FRAME_MIDDLES.clear()
         middle = _FRAME_MIDDLES[key] = b"," + body[1:-1] + b',"len":'
     head = b'{"type":"frame","seq":%d,"t":' + _orjson_dumps(t).replace(b"%", b"%%")
-    return head + middle.replace(b"%", b"%%") + b'%d,"json":%b}\n'
+    return head + middle.replace(b"%", b"%%") + b'%d,"json":'
 
 
 def dump_line(obj: dict[str, Any]) -> bytes:

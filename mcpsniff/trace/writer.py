@@ -193,22 +193,23 @@ class TraceWriter:
         lanes = self._lanes
         return not self.appended and (lanes is None or session in lanes)
 
-    def write_lines(self, lines: list[bytes]) -> None:
-        """Append frame lines made by ``encode_line`` (``takes_lines`` says for whose session).
+    def write_lines(self, pieces: list[bytes], records: int) -> None:
+        """Append ``records`` frame lines as ``encode_line`` makes them: ``pieces``, whole lines.
 
-        Each frame starts a group of its own: the buffer is written first once
-        it holds ``_WRITE_CHUNK`` bytes, as ``write`` does before a frame, but
-        once for the lines of a read, not before each.
+        ``takes_lines`` says for whose session. Each frame starts a group of
+        its own: the buffer is written first once it holds ``_WRITE_CHUNK``
+        bytes, as ``write`` does before a frame, but once for the lines of a
+        read, not before each.
         """
-        self.records_written += len(lines)
+        self.records_written += records
         if self.failed is not None:
             return
         if self._buffered >= _WRITE_CHUNK:
             self.flush()
             if self.failed is not None:
                 return
-        self._buffer += lines
-        self._buffered += sum(map(len, lines))
+        self._buffer += pieces
+        self._buffered += sum(map(len, pieces))
 
     def _write(self, line: bytes) -> None:
         if self.failed is not None:

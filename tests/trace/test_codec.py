@@ -623,7 +623,7 @@ def test_frame_line_format_makes_encode_lines_line(session: str, t: float, seq: 
     frame = FrameRecord(
         seq, t, session, "c2s", "stdio", payload + b"\n", None, orjson.loads(payload)
     )
-    assert fmt is not None and fmt % (seq, len(payload), payload) == encode_line(frame)
+    assert fmt is not None and fmt % (seq, len(payload)) + payload + b"}\n" == encode_line(frame)
 
 
 def test_frame_line_format_leaves_a_time_that_is_no_float_to_encode_line() -> None:

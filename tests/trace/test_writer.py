@@ -388,9 +388,9 @@ def test_write_lines_appends_whole_lines_and_writes_a_full_buffer_first(tmp_path
     assert writer.takes_lines("stdio")
     before = (tmp_path / "t.jsonl").stat().st_size
     big = [b"y" * (1 << 15) + b"%d\n" % i for i in range(2)]
-    writer.write_lines(big)
+    writer.write_lines(big, 2)
     assert (tmp_path / "t.jsonl").stat().st_size == before  # buffered: below 64 KiB before
-    writer.write_lines([b"z\n"])  # the buffer held 64 KiB: written before these
+    writer.write_lines([b"z", b"\n"], 1)  # the buffer held 64 KiB: written before these
     assert (tmp_path / "t.jsonl").stat().st_size > before + (1 << 16)
     writer.close()
     assert writer.records_written == 4
