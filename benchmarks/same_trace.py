@@ -27,7 +27,15 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 #: ``analysis_calls.py``'s options for each comparison.
-VARIANTS = (("--hostile",), ("--hostile", "--no-redact"), ())
+VARIANTS = (
+    ("--hostile",),
+    ("--hostile", "--no-redact"),
+    (),
+    # The recording lane of ``--lanes 2`` (its frames-only lines: issue 30).
+    ("--hostile", "--lane", "recording"),
+    ("--hostile", "--no-redact", "--lane", "recording"),
+    ("--lane", "recording"),
+)
 
 
 def _trace(tree: Path, calls: int, options: tuple[str, ...], out: Path) -> None:

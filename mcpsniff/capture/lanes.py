@@ -3,8 +3,10 @@
 docs/architecture.md, "Which process runs what". With ``mcpsniff stdio --lanes
 2`` the analysis process the relay forks (the *recording lane*) frames,
 numbers and redacts the traffic and writes the input records (frame and
-event records) at once: a ``TraceRecorder`` with ``frames_only``, whose
-writer writes a ``lane ... open`` record before each session's first input.
+event records) at once: a ``TraceRecorder`` with ``frames_only`` (whose
+usual frame goes from the line framer to the writer's buffer without a
+record: ``TraceRecorder._write_frames``), whose writer writes a ``lane ...
+open`` record before each session's first input.
 Every byte it reads from the relay's channel it passes on, unchanged, to a
 process it forked before starting any thread (the *derived lane*, nice 19):
 that one runs the same ``Worker`` with the full ``Session``, rules and

@@ -13,13 +13,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 from mcpsniff.capture.sinks import Outputs, Sink, build_sinks
 from mcpsniff.core.analyzer import Analyzer
-from mcpsniff.core.model import FindingRecord, Record
-from mcpsniff.core.redact import redact_frame
+from mcpsniff.core.model import FindingRecord, FrameRecord, Record
+from mcpsniff.core.redact import holds_no_hint, redact_frame
+from mcpsniff.core.session import Session
+from mcpsniff.trace.codec import frame_line_format
 from mcpsniff.trace.writer import TraceWriter
 
 Listener = Callable[[Record], None]
+_loads = orjson.loads
+#: CR as an int: ``in`` with an int is one memchr.
+_CR = 0x0D
+#: Sequence numbers ``frame_line_format``'s lines take (orjson refuses larger ones).
+_SEQ_LIMIT = 1 << 63
+#: What ends a line of ``frame_line_format``'s after the frame's bytes.
+_TAIL = b"}\n"
 
 
 class TraceRecorder:
@@ -38,6 +49,7 @@ class TraceRecorder:
         #: Flush the trace after every batch, so a reader (or a crash) sees it at once.
         self.autoflush = autoflush
         self.transport = transport
+        self.frames_only = frames_only
         #: ``frames_only``: frame and event records only (the recording lane of
         #: mcpsniff/capture/lanes.py; the derived lane analyzes them).
         self.analyzer = Analyzer(redactor=redact_frame if redact else None, frames_only=frames_only)
@@ -105,12 +117,99 @@ class TraceRecorder:
         return records
 
     def feed(self, session: str, direction: str, data: bytes, t: float) -> list[Record]:
-        """Stream bytes (stdio) seen in ``direction``."""
+        """Stream bytes (stdio) seen in ``direction``.
+
+        The records made, except in the recording lane of a two-lane capture
+        whose trace is its only output: its frame lines go straight to the
+        writer (``_write_frames``), and no records are returned.
+        """
         # Once per chunk of a stdio relay: the session found without a method call.
         s = self.analyzer.sessions.get(session)
         if s is None:
             s = self.analyzer.session(session, self.transport)
+        writer = self.writer
+        if (
+            self.frames_only
+            and writer is not None
+            and not (self.listeners or self.sinks or self.analyzer.drops)
+            and writer.takes_lines(s.key)
+        ):
+            self._write_frames(s, writer, direction, data, t)
+            for hook in self.batch_listeners:
+                hook()
+            if self.autoflush:
+                writer.flush()
+            return []
         return self._emit(s.feed(direction, self.transport, data, t))
+
+    def _write_frames(
+        self, s: Session, writer: TraceWriter, direction: str, data: bytes, t: float
+    ) -> None:
+        """``s.feed`` and ``writer.write_all`` of its frames, for the frames-only session.
+
+        The very lines, seqs and count of records, with no ``FrameRecord`` for
+        the usual frame: JSON orjson reads (the frames-only session's parse
+        decides only whether a frame is stored as embedded JSON), no CR, no
+        hint of a secret in the read (``holds_no_hint``: redaction would leave
+        it as it is). Any other frame is made a record as ``Session.feed``
+        makes it and analyzed by the session, and ``encode_line`` writes it.
+        Nothing is written if the redactor fails (``Session.feed`` writes
+        nothing then either); the seqs drawn stay drawn.
+        """
+        data = bytes(data)  # no copy when it is bytes already (the relays pass bytes)
+        framer = s._framers[direction]
+        carried = framer.pending  # the first line's start came in an earlier read
+        parts = framer.split(data)
+        if not parts:
+            return
+        transport = self.transport
+        key = s.key
+        redactor = s.redactor
+        head = frame_line_format(key, direction, transport, t)
+        fast = head is not None and _CR not in data
+        plain = redactor is None or (redactor is redact_frame and holds_no_hint(data))
+        loads = _loads
+        # Three pieces a line (its head, the frame's bytes, ``_TAIL``), joined once
+        # the writer writes them; or the record of a frame the session takes.
+        pieces: list[Any] = []
+        slow: list[FrameRecord] = []
+        counter = s.counter
+        seq = counter.value
+        try:
+            for part in parts:
+                seq += 1
+                if fast and (plain and not carried) and seq < _SEQ_LIMIT:
+                    try:
+                        loads(part)
+                    except Exception:  # not orjson's JSON: the session decides
+                        pass
+                    else:
+                        pieces += (head % (seq, len(part)), part, _TAIL)  # type: ignore[operator]
+                        continue
+                carried = 0
+                raw = part + b"\n"
+                frame = FrameRecord(seq, t, key, direction, transport, raw)
+                if redactor is not None:
+                    frame.raw, count = redactor(raw)
+                    if count:
+                        frame.meta = {"redacted": count}
+                slow.append(frame)
+                pieces.append(frame)
+        finally:
+            counter.value = seq  # the numbers handed out, even if the redactor failed
+        if not slow:
+            writer.write_lines(pieces, len(pieces) // 3)
+            return
+        s.analyze_frames(slow)
+        start = 0
+        for at, item in enumerate(pieces):
+            if type(item) is FrameRecord:
+                if start < at:
+                    writer.write_lines(pieces[start:at], (at - start) // 3)
+                writer.write(item)
+                start = at + 1
+        if start < len(pieces):
+            writer.write_lines(pieces[start:], (len(pieces) - start) // 3)
 
     def feed_frame(
         self,

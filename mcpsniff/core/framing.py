@@ -110,6 +110,43 @@ class LineFramer:
             self._scanned = size - start
         return lines
 
+    def split(self, data: bytes) -> list[bytes]:
+        """``feed`` without the terminators: each line ``data`` completes, its ``\\n`` cut off.
+
+        For a caller that writes a line's bytes without its terminator (the
+        recording lane's frame lines, mcpsniff/capture/recorder.py): each line
+        is cut from ``data`` without it (one copy), where ``feed``'s caller
+        would slice it off again. The same lines as ``feed``, the same rest kept.
+        """
+        nl = data.find(b"\n")
+        if nl < 0:
+            if data:
+                self._buf += data
+                self._scanned = len(self._buf)
+            return []
+        buf = self._buf
+        if buf:
+            buf += memoryview(data)[:nl]
+            first = bytes(buf)
+            # A new buffer, as ``feed`` starts one: a big line's memory is not kept.
+            self._buf = bytearray()
+        else:
+            first = data[:nl]
+        lines = [first]
+        append = lines.append
+        find = data.find
+        start = nl + 1
+        nl = find(b"\n", start)
+        while nl >= 0:
+            append(data[start:nl])
+            start = nl + 1
+            nl = find(b"\n", start)
+        if start < len(data):
+            with memoryview(data) as view:
+                self._buf += view[start:]
+        self._scanned = len(self._buf)
+        return lines
+
     def flush(self) -> bytes | None:
         """At end of stream, return the unterminated remainder (or None) and reset."""
         if not self._buf:

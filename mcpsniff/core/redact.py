@@ -119,6 +119,16 @@ def redact_frame(raw: bytes) -> tuple[bytes, int]:
     return _redact(raw, 0, low, hits)
 
 
+def holds_no_hint(data: bytes) -> bool:
+    """True when no hint occurs in ``data``: ``redact_frame`` leaves every part of it as it is.
+
+    A hint is a literal (in any ASCII case), so a part of ``data`` holds none
+    either: the recording lane asks once for a read's lines, not once a line.
+    False also where Hyperscan cannot tell.
+    """
+    return type(data) is bytes and _ANY_HINT(data) is False
+
+
 # What every step needs where it replaces anything, in the lower-cased bytes:
 # ``_members`` a name hint in a member name (a quote at most 64 bytes after
 # it, then ``[ \t\r\n]*:``); ``_nested`` a string literal holding both an

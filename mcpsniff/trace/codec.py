@@ -321,6 +321,36 @@ def _frame_head(record: FrameRecord, eol: str, end: int) -> bytes | None:
     return b'{"type":"frame","seq":%d,"t":%b%b%d,"json":' % (seq, orjson.dumps(t), middle, end)
 
 
+def frame_line_format(session: str, direction: str, transport: str, t: float) -> bytes | None:
+    """The ``%`` format of the heads of one stream read's embedded frame lines; or None.
+
+    ``(head % (seq, len)) + payload + b"}\\n"`` is, byte for byte, ``encode_line``'s line
+    for a frame with that seq (``0 <= seq < 2**63``), time ``t``, no meta,
+    whose bytes are ``payload`` (JSON on one line, no CR) and a LF: the
+    recording lane formats a read's frames with one head (its time and
+    middle serialized once), without a record each, and hands the writer the
+    three pieces (one copy of the payload, when the writer joins). None where
+    ``_frame_head`` would not make the head (a time that is no float, a
+    value orjson refuses): such frames take ``encode_line``.
+    """
+    if type(t) is not float:
+        return None
+    key = (session, direction, transport, "\n")
+    middle = _FRAME_MIDDLES.get(key)
+    if middle is None:
+        try:
+            body = orjson.dumps(
+                {"session": session, "dir": direction, "transport": transport, "eol": "\n"}
+            )
+        except TypeError:
+            return None
+        if len(_FRAME_MIDDLES) >= _FRAME_MIDDLES_LIMIT:
+            _FRAME_MIDDLES.clear()
+        middle = _FRAME_MIDDLES[key] = b"," + body[1:-1] + b',"len":'
+    head = b'{"type":"frame","seq":%d,"t":' + _orjson_dumps(t).replace(b"%", b"%%")
+    return head + middle.replace(b"%", b"%%") + b'%d,"json":'
+
+
 def dump_line(obj: dict[str, Any]) -> bytes:
     """Serialize one line. Never fails on values that came from traffic.
 

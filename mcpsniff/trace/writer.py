@@ -184,6 +184,33 @@ class TraceWriter:
             buffered += len(line)
         self._buffered = buffered
 
+    def takes_lines(self, session: str) -> bool:
+        """Whether ``write_lines`` may take ``session``'s frame lines as ``encode_line`` made them.
+
+        Not for an appending writer (it shifts seqs and renames sessions), nor
+        before a lane session's ``lane ... open`` record is written.
+        """
+        lanes = self._lanes
+        return not self.appended and (lanes is None or session in lanes)
+
+    def write_lines(self, pieces: list[bytes], records: int) -> None:
+        """Append ``records`` frame lines as ``encode_line`` makes them: ``pieces``, whole lines.
+
+        ``takes_lines`` says for whose session. Each frame starts a group of
+        its own: the buffer is written first once it holds ``_WRITE_CHUNK``
+        bytes, as ``write`` does before a frame, but once for the lines of a
+        read, not before each.
+        """
+        self.records_written += records
+        if self.failed is not None:
+            return
+        if self._buffered >= _WRITE_CHUNK:
+            self.flush()
+            if self.failed is not None:
+                return
+        self._buffer += pieces
+        self._buffered += sum(map(len, pieces))
+
     def _write(self, line: bytes) -> None:
         if self.failed is not None:
             return

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from mcpsniff.capture.recorder import TraceRecorder
 from mcpsniff.core.model import C2S, S2C, EventRecord, FindingRecord, FrameRecord
@@ -126,3 +129,74 @@ def test_a_display_sees_records_batch_ends_and_the_sessions_end_once_attached() 
         "session-end",
     ]
     assert marks[-1] == "end" and marks.count("end") == 1 and "batch" in marks
+
+
+#: Reads of a stdio stream for the recording lane: usual frames, and each kind
+#: the direct lines leave to the session (a secret, CR, not JSON, bad UTF-8, a
+#: blank line, a hint cut by a line break, a huge integer).
+LANE_STREAM = b"".join(
+    [
+        INIT,
+        b'{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"hi"}]}}\n',
+        b'{"jsonrpc":"2.0","id":3,"method":"x","params":{"api_key":"' + b"k" * 40 + b'"}}\n',
+        b'{"jsonrpc":"2.0","id":4,"method":"ping"}\r\n',
+        b"not json\n",
+        b'\xff{"bad":"\xc3\x28"}\n',
+        b"\n",
+        b'{"a":"tok"}\n{"b":"en"}\n',
+        b'{"jsonrpc":"2.0","id":99999999999999999999,"result":{}}\n',
+        b'  [{"jsonrpc":"2.0","method":"n"}]  \n',
+        b'{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"password":"hunter2"}}\n',
+        INIT,
+        b'{"cut":',
+    ]
+)
+
+
+def _lane_trace(path: Path, cuts: list[int], *, redact: bool, records_path: bool) -> list[Any]:
+    """The recording lane's trace of ``LANE_STREAM`` read in pieces ending at ``cuts``."""
+    writer = TraceWriter.create(path, created=1.0)
+    writer.open_lanes()
+    recorder = TraceRecorder(writer, "stdio", redact=redact, autoflush=False, frames_only=True)
+    returned: list[Any] = []
+    if records_path:
+        recorder.listeners.append(lambda record: None)  # the records' way to the writer
+    recorder.event("stdio", "session-start", 0.5, {"pid": 1})
+    start = 0
+    for i, end in enumerate([*cuts, len(LANE_STREAM)]):
+        returned += recorder.feed("stdio", C2S, LANE_STREAM[start:end], 1.0 + i)
+        start = end
+    recorder.close(9.0)
+    writer.close()
+    return returned
+
+
+@pytest.mark.parametrize("redact", [True, False], ids=["redacted", "not-redacted"])
+def test_the_recording_lane_writes_the_lines_of_its_records(tmp_path: Path, redact: bool) -> None:
+    rng = random.Random(30)
+    # A read that starts after a secret's name: that line's hint came in an earlier read.
+    after_names = sorted(LANE_STREAM.index(s) for s in (b"hunter2", b"kkkk", b'en"}'))
+    cutting = [[], [len(LANE_STREAM) // 2], after_names]
+    cutting += [sorted(rng.sample(range(1, len(LANE_STREAM)), k)) for k in (3, 9, 40)]
+    for n, cuts in enumerate(cutting):
+        direct, made = tmp_path / f"direct-{n}.jsonl", tmp_path / f"records-{n}.jsonl"
+        assert _lane_trace(direct, cuts, redact=redact, records_path=False) == []
+        assert _lane_trace(made, cuts, redact=redact, records_path=True) != []
+        assert direct.read_bytes() == made.read_bytes()
+    lines = made.read_bytes().splitlines()
+    frames = [line for line in lines if line.startswith(b'{"type":"frame"')]
+    assert len(frames) == 14  # every line, the unterminated one too (at the end)
+    assert any(b'"json":' in f for f in frames) and any(b'"text":' in f for f in frames)
+    assert any(b'"b64":' in f for f in frames)
+    assert (b"hunter2" in made.read_bytes()) is not redact
+
+
+def test_an_appended_recording_lane_takes_the_records_way(tmp_path: Path) -> None:
+    path = tmp_path / "t.jsonl"
+    TraceWriter.create(path).close()
+    writer = TraceWriter(open(path, "ab"), path, session_suffix="#2", seq_offset=10)  # noqa: SIM115
+    recorder = TraceRecorder(writer, "stdio", autoflush=False, frames_only=True)
+    records = recorder.feed("stdio", C2S, INIT, 1.0)
+    writer.close()
+    assert [r.seq for r in records] == [1]
+    assert b'"seq":11,' in path.read_bytes() and b'"session":"stdio#2"' in path.read_bytes()

@@ -369,3 +369,24 @@ def test_sse_raw_round_trips_any_chunking(data: bytes, cuts: list[int]) -> None:
     assert not any(e.incomplete for e in events[:-1])
     # Chunking changes at most where a swallowed LF is accounted for.
     assert meaningful(events) == meaningful(sse_all([data]))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from([b"{}", b"ab", b"\n", b"\r", b"x" * 30, b""]), max_size=30),
+    st.lists(st.integers(0, 200), max_size=8),
+)
+def test_split_gives_feeds_lines_without_their_terminator(
+    pieces: list[bytes], cuts: list[int]
+) -> None:
+    data = b"".join(pieces)
+    fed, cut = LineFramer(), LineFramer()
+    lines: list[bytes] = []
+    parts: list[bytes] = []
+    for chunk in split_at(data, cuts):
+        lines += fed.feed(chunk)
+        parts += cut.split(chunk)
+        assert cut.pending == fed.pending
+    assert parts == [line[:-1] for line in lines]
+    assert all(type(part) is bytes for part in parts)
+    assert cut.flush() == fed.flush()

@@ -14,6 +14,7 @@ from mcpsniff.core.model import FrameRecord
 from mcpsniff.core.redact import (
     MARK,
     holds_mark,
+    holds_no_hint,
     redact_argv,
     redact_frame,
     redact_header_pairs,
@@ -798,3 +799,11 @@ def test_nested_string_pre_test_keeps_what_the_steps_replace() -> None:
     assert json.loads(json.loads(json.loads(deeper)["t"])["u"]) == {"api_key": "s3cr3t"}
     out, count = redact_frame(deeper)
     assert count == 1 and b"s3cr3t" not in out
+
+
+def test_holds_no_hint_where_redaction_leaves_every_part_as_it_is() -> None:
+    plain = b'{"jsonrpc":"2.0","id":1,"result":{}}\n' * 3
+    assert holds_no_hint(plain)
+    assert all(redact_frame(line + b"\n") == (line + b"\n", 0) for line in plain.split(b"\n"))
+    assert not holds_no_hint(plain + b'{"PassWord":"x"}\n')  # a hint in any case
+    assert not holds_no_hint(bytearray(plain))  # not bytes: redact_frame scans it

@@ -611,3 +611,20 @@ def test_a_lane_record_glued_after_a_torn_piece_is_found() -> None:
     assert found == ({"type": "lane", "session": "stdio", "through": 7}, 40)
     # And the decoder passes it on as no record, like a header.
     assert decode_record(found[0]) == found[0]
+
+
+@pytest.mark.parametrize(
+    ("session", "t", "seq"),
+    [("stdio", 1.5, 7), ("100%d-s", 2.0, (1 << 63) - 1), ("s\u2028%%", 1e-7, 0)],
+)
+def test_frame_line_format_makes_encode_lines_line(session: str, t: float, seq: int) -> None:
+    payload = b'{"jsonrpc":"2.0","id":1,"result":{"x":"100%"}}'
+    fmt = trace_codec.frame_line_format(session, "c2s", "stdio", t)
+    frame = FrameRecord(
+        seq, t, session, "c2s", "stdio", payload + b"\n", None, orjson.loads(payload)
+    )
+    assert fmt is not None and fmt % (seq, len(payload)) + payload + b"}\n" == encode_line(frame)
+
+
+def test_frame_line_format_leaves_a_time_that_is_no_float_to_encode_line() -> None:
+    assert trace_codec.frame_line_format("stdio", "c2s", "stdio", 1) is None  # type: ignore[arg-type]

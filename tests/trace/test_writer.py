@@ -378,3 +378,23 @@ def test_the_derived_writer_writes_big_outputs_in_pieces_through_what_is_complet
     assert markers == list(range(101, 111))
     assert [o["seq"] for o in objs if o["type"] == "finding"] == [[s] for s in range(101, 111)]
     assert {o["session"] for o in objs} == {"s@x"}
+
+
+def test_write_lines_appends_whole_lines_and_writes_a_full_buffer_first(tmp_path: Path) -> None:
+    writer = TraceWriter.create(tmp_path / "t.jsonl")
+    writer.open_lanes()
+    assert not writer.takes_lines("stdio")  # its lane's open record is not written yet
+    writer.write(FrameRecord(1, 1.0, "stdio", "c2s", "stdio", b"x\n"))
+    assert writer.takes_lines("stdio")
+    before = (tmp_path / "t.jsonl").stat().st_size
+    big = [b"y" * (1 << 15) + b"%d\n" % i for i in range(2)]
+    writer.write_lines(big, 2)
+    assert (tmp_path / "t.jsonl").stat().st_size == before  # buffered: below 64 KiB before
+    writer.write_lines([b"z", b"\n"], 1)  # the buffer held 64 KiB: written before these
+    assert (tmp_path / "t.jsonl").stat().st_size > before + (1 << 16)
+    writer.close()
+    assert writer.records_written == 4
+    assert (tmp_path / "t.jsonl").read_bytes().endswith(big[1] + b"z\n")
+    appended = TraceWriter(open(tmp_path / "t.jsonl", "ab"), seq_offset=3)  # noqa: SIM115
+    assert not appended.takes_lines("stdio")
+    appended.close()
