@@ -175,8 +175,13 @@ class TraceRecorder:
         slow: list[FrameRecord] = []
         counter = s.counter
         seq = counter.value
+        # Taken off the list one by one, so that a long line the record's way holds
+        # its bytes once (``raw``), not once more in ``parts`` until the loop ends.
+        parts.reverse()
+        take = parts.pop
         try:
-            for part in parts:
+            while parts:
+                part = take()
                 seq += 1
                 if fast and (plain and not carried) and seq < _SEQ_LIMIT:
                     try:
@@ -188,6 +193,7 @@ class TraceRecorder:
                         continue
                 carried = 0
                 raw = part + b"\n"
+                del part
                 frame = FrameRecord(seq, t, key, direction, transport, raw)
                 if redactor is not None:
                     frame.raw, count = redactor(raw)

@@ -128,8 +128,10 @@ class LineFramer:
         if buf:
             buf += memoryview(data)[:nl]
             first = bytes(buf)
-            # A new buffer, as ``feed`` starts one: a big line's memory is not kept.
+            # A new buffer, as ``feed`` starts one: a big line's memory is not kept,
+            # not even here until the return (a 50 MB line held twice at once).
             self._buf = bytearray()
+            del buf
         else:
             first = data[:nl]
         lines = [first]
