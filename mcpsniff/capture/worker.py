@@ -189,11 +189,6 @@ def fork_analysis(
     """
     derived_fd = reopen(writer) if lanes == 2 else None
     two = derived_fd is not None
-    if two:
-        # The recording lane at nice 10, not SCHED_IDLE, while the relay forwards: it
-        # keeps up with a burst in the pauses the relay leaves, which idle priority
-        # leaves to whatever else wakes (benchmarks/README.md, "two lanes").
-        idle = False
     # Flushed once per batch of observations (the worker does it).
     recorder = TraceRecorder(writer, transport, redact=redact, autoflush=False, frames_only=two)
     recorder.attach_display(show, show_flush, show_close)

@@ -638,15 +638,15 @@ def test_analysis_process_runs_beside_the_relay_and_ignores_terminal_signals(
 
 @pytest.mark.parametrize(
     ("options", "expected_idle"),
-    [(["--lanes", "1"], True), (["--show"], False), ([], False)],
+    [(["--lanes", "1"], True), (["--show"], False), ([], True)],
 )
 def test_analysis_process_priority(tmp_path: Path, options: list[str], expected_idle: bool) -> None:
-    """Recording only with one lane, the analysis works on CPU nobody else wants while the
-    relay forwards (a burst of pipelined calls must not lose the relay its core); watched
-    live (--show), and as the recording lane of two (the default there), at nice 10. That
-    is its second thread; its main thread, which takes over once the relay is quiet, stays
-    at the relay's priority (mcpsniff/capture/priority.py). The derived lane of two runs at
-    nice 19, and waits out the relay's bursts (``Behind``)."""
+    """Recording only (one lane, or the recording lane of two, the default there), the
+    analysis works on CPU nobody else wants while the relay forwards (a burst of pipelined
+    calls must not lose the relay its core); watched live (--show), at nice 10. That is its
+    second thread; its main thread, which takes over once the relay is quiet, stays at the
+    relay's priority (mcpsniff/capture/priority.py). The derived lane of two runs at nice
+    19, and waits out the relay's bursts (``Behind``)."""
     trace = tmp_path / "t.jsonl"
     expected = (os.SCHED_IDLE, 10) if expected_idle else (os.SCHED_OTHER, 10)
     with relay(peer("echo"), "--trace", str(trace), *options) as r:
