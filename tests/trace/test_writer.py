@@ -274,6 +274,12 @@ def test_hand_over_closes_this_process_copy(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------- lanes (capture/lanes.py)
 
 
+def _appending(kind: Any, path: Path, **shift: Any) -> Any:
+    """A ``kind`` writer (``TraceWriter``, ``DerivedWriter``) appending to ``path``."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    return kind.from_fd(fd, path, **shift)
+
+
 def _lane_lines(path: Path) -> list[dict[str, Any]]:
     return [orjson.loads(line) for line in path.read_bytes().splitlines()]
 
@@ -284,8 +290,7 @@ def test_a_recording_lane_writer_opens_each_session_once_and_loses_them_once(
     from mcpsniff.trace.writer import lane_line
 
     path = tmp_path / "t.jsonl"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    writer = TraceWriter.from_fd(fd, path, session_suffix="@x", seq_offset=10)
+    writer = _appending(TraceWriter, path, session_suffix="@x", seq_offset=10)
     writer.open_lanes()
     a = FrameRecord(1, 1.0, "a", "c2s", "stdio", b'{"id":1}\n')
     b = EventRecord(2, 1.0, "b", "stderr", {"line": "x"})
@@ -322,8 +327,7 @@ def test_the_derived_writer_writes_derived_records_markers_and_throughs(tmp_path
     from mcpsniff.trace.writer import DerivedWriter
 
     path = tmp_path / "t.jsonl"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    writer = DerivedWriter.from_fd(fd, path)
+    writer = _appending(DerivedWriter, path)
     frame = FrameRecord(1, 1.0, "s", "c2s", "stdio", b'{"id":1}\n')
     message = MessageRecord(1, "s", "c2s", "request")
     finding = FindingRecord("R", "error", "seq 1", "s", [1], {})
@@ -359,8 +363,7 @@ def test_the_derived_writer_writes_big_outputs_in_pieces_through_what_is_complet
     from mcpsniff.trace.writer import DerivedWriter
 
     path = tmp_path / "t.jsonl"
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-    writer = DerivedWriter.from_fd(fd, path, session_suffix="@x", seq_offset=100)
+    writer = _appending(DerivedWriter, path, session_suffix="@x", seq_offset=100)
     records: list[Record] = []
     for seq in range(1, 11):
         records.append(FrameRecord(seq, 1.0, "s", "c2s", "stdio", b"{}\n"))
